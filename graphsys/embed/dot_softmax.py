@@ -73,7 +73,8 @@ def side_scores(q: Tensor, c: Tensor, pool: Tensor | None, k: int
 
 
 def side_softmax(s1: Tensor | None, s2: Tensor, sr: Tensor | None, weight: Tensor | None,
-                 *, transposed: bool = False, g2: Tensor | None = None) -> SideGrads:
+                 *, transposed: bool = False, g2: Tensor | None = None,
+                 kernels: bool = True) -> SideGrads:
     """The softmax loss of one side's blocks and its gradients with respect to them.
 
     ``transposed``: the full chunks' rows are the columns of ``s2`` (``s2[j, :, r]``, the
@@ -81,12 +82,12 @@ def side_softmax(s1: Tensor | None, s2: Tensor, sr: Tensor | None, weight: Tenso
     shaped as ``s2`` to add the full chunks' gradient to (laid out as ``s2``; the two sides
     of an identity batch share it), else a new one; :attr:`SideGrads.g2` is that block.
 
-    On the CPU in float32 this is one pass of the numba kernel
+    On the CPU in float32 (and ``kernels``) this is one pass of the numba kernel
     :func:`graphsys.embed.kernels.softmax_side_grads`; elsewhere torch ops, where the
     positives are diagonals (of each chunk, and of ``sr`` at offset ``k - rem``), read and
     corrected through strided views, with no indexing.
     """
-    if _fused(s1, s2, sr, weight):
+    if kernels and _fused(s1, s2, sr, weight):
         return _fused_side_softmax(s1, s2, sr, weight, transposed, g2)
     nchunk, k, _ = s2.shape
     nfull = nchunk * k
@@ -179,8 +180,8 @@ def side_backward(q: Tensor, c: Tensor, pool: Tensor | None, g: SideGrads, dq: T
 
 def both_sides(ql: Tensor, qr: Tensor, xl: Tensor, xr: Tensor, pool_l: Tensor | None,
                pool_r: Tensor | None, num_batch_negs: int, weight: Tensor | None,
-               identity: bool) -> tuple[Tensor, Tensor, Tensor, Tensor | None,
-                                        Tensor | None]:
+               identity: bool, *, kernels: bool = True
+               ) -> tuple[Tensor, Tensor, Tensor, Tensor | None, Tensor | None]:
     """Loss and gradients of a batch scored in both directions.
 
     ``ql = op_rhs(xl)`` (tail prediction: scored against ``xr`` and ``pool_r``) and ``qr =
@@ -193,7 +194,8 @@ def both_sides(ql: Tensor, qr: Tensor, xl: Tensor, xr: Tensor, pool_l: Tensor | 
     the same for ``qr`` and ``pool_r``: the rows of a batch's gathered ``(h, pool_l)`` /
     ``(t, pool_r)``. ``dxl`` / ``dxr`` ``(B, d)``: the gradients through the candidate
     roles, which the caller adds to the queries' once those went through the operator;
-    None where zero (identity operators, ``B`` a multiple of the chunk).
+    None where zero (identity operators, ``B`` a multiple of the chunk). ``kernels``
+    False: torch operators only, on the CPU too (:func:`side_softmax`).
     """
     b, d = ql.shape
     k, nfull, _ = _chunks(b, num_batch_negs)
@@ -201,13 +203,13 @@ def both_sides(ql: Tensor, qr: Tensor, xl: Tensor, xr: Tensor, pool_l: Tensor | 
     gl = torch.empty(b + u, d, dtype=ql.dtype, device=ql.device)
     gr = torch.empty(b + u, d, dtype=ql.dtype, device=ql.device)
     s1t, s2t, srt = side_scores(ql, xr, pool_r, k)
-    gt = side_softmax(s1t, s2t, srt, weight)
+    gt = side_softmax(s1t, s2t, srt, weight, kernels=kernels)
     if identity:  # the head side's block is s2t^T; d/d s2t of both sides lands in gt.g2
         s1h = None if pool_l is None else qr @ pool_l.T
         srh = qr[nfull:] @ xl[b - k:].T if nfull < b else None
-        gh = side_softmax(s1h, s2t, srh, weight, transposed=True, g2=gt.g2)
+        gh = side_softmax(s1h, s2t, srh, weight, transposed=True, g2=gt.g2, kernels=kernels)
     else:
-        gh = side_softmax(*side_scores(qr, xl, pool_l, k), weight)
+        gh = side_softmax(*side_scores(qr, xl, pool_l, k), weight, kernels=kernels)
     dxr = side_backward(ql, xr, pool_r, gt, gl[:b], gr[b:] if u else None,
                         skip_g2=identity)
     dxl = side_backward(qr, xl, pool_l, gh, gr[:b], gl[b:] if u else None,

@@ -37,7 +37,7 @@ def pbg_side(side: str) -> str:
 class _Leaf:
     param: torch.Tensor   # (R_g, ...) the stored parameter
     state: torch.Tensor   # (R_g, ...) Adagrad sums
-    rows: torch.Tensor    # int64 (K,) rows gathered
+    rows: torch.Tensor | None  # int64 (K,) rows gathered; None: the whole table
     leaf: torch.Tensor    # (K, ...) the gathered slice (requires grad)
 
 
@@ -46,7 +46,15 @@ class RelationModel:
 
     ``operators``: operator name of each relation (global relation index order).
     Tensors live on ``device``; all float32.
+
+    ``whole_tables`` (default False): training makes each parameter table one autograd
+    leaf and :meth:`step` updates the whole table (the rows of relations not in the batch
+    have a zero gradient, which leaves them and their Adagrad sums exactly as they were),
+    instead of gathering the batch's relations (a ``unique``, a host synchronisation on a
+    GPU). The device-resident training loop sets it; the two give the same numbers.
     """
+
+    whole_tables = False
 
     def __init__(self, operators: list[str], dimension: int, device: torch.device | str = "cpu"):
         self.dimension = dimension
@@ -120,6 +128,14 @@ class RelationModel:
             if n3 is not None:
                 n3.append((op.n3_rows(x), op.n3_params(used, local)))
             return op.forward(x, used, local)
+        if self.whole_tables:
+            whole = {}
+            for k, v in params.items():
+                whole[k] = v.detach().requires_grad_(True)
+                leaves.append(_Leaf(v, self.state[side][g][k], None, whole[k]))
+            if n3 is not None:
+                n3.append((op.n3_rows(x), op.n3_params(whole, local)))
+            return op.forward(x, whole, local)
         uniq, inv = torch.unique(local, return_inverse=True)
         gathered = {}
         for k, v in params.items():
@@ -147,7 +163,8 @@ class RelationModel:
                     table[k] = v.to(x.dtype)
                     if leaves is not None:
                         table[k] = v.detach().clone().requires_grad_(True)
-                        rows = torch.arange(len(members), device=v.device)
+                        rows = None if self.whole_tables else torch.arange(
+                            len(members), device=v.device)
                         leaves.append(_Leaf(v, self.state[side][g][k], rows, table[k]))
                 blocks.append(op.relation_scores(x, y, table, len(members)))
         scores = torch.cat(blocks, dim=1)
@@ -168,6 +185,15 @@ class RelationModel:
                     rows.append(lf.rows)
                     grads.append(lf.leaf.grad)
             for lf, rows, grads in merged.values():
+                if all(r is None for r in rows):  # whole tables: a dense step
+                    g = grads[0]
+                    for more in grads[1:]:
+                        g = g + more
+                    s = lf.state.add_(g * g)
+                    lf.param.sub_(lr * g / (s.sqrt() + ADAGRAD_EPS))
+                    continue
+                rows = [torch.arange(len(lf.param), device=lf.param.device) if r is None
+                        else r for r in rows]
                 if len(rows) == 1:
                     r, g = rows[0], grads[0]
                 else:

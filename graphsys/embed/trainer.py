@@ -128,6 +128,11 @@ class Trainer(MinibatchStep):
     """
 
     rank, world_size = 0, 1
+    #: Train each bucket with the device-resident loop (:meth:`_train_resident`): None
+    #: (the default) on any device but the CPU, whose loop keeps the numba kernels. Set
+    #: it True before :meth:`run` to run the device path on the CPU (tests count its
+    #: launches, transfers and synchronisations there).
+    resident: bool | None = None
 
     def __init__(self, config: EmbedConfig, graph: Graph, out: Path, *, progress: bool = False,
                  log=None, on_batch: Callable[[], None] | None = None):
@@ -152,6 +157,8 @@ class Trainer(MinibatchStep):
         self.pair_of_rel = np.array([pairs.index((r.lhs, r.rhs)) for r in rels], np.int64)
         self.sizes = self.checkpoint.sizes
         self.relmodel = RelationModel(self.rel_ops, config.dimension, self.device)
+        if self.resident is None:
+            self.resident = self.device.type != "cpu"
         self.capacity = self._capacity()
         self.stats: list[EpochStats] = []
         self._degrees: dict[tuple[str, int], torch.Tensor] | None = None
@@ -273,6 +280,8 @@ class Trainer(MinibatchStep):
 
     @traced("embed.bucket")
     def _train_bucket(self, epoch: int, k: int, i: int, j: int, bar) -> float:
+        if self.resident and len(self.pairs) == 1:
+            return self._train_resident(epoch, k, i, j, bar)
         cols = self._bucket_columns(i, j)
         n = len(cols[0])
         gen = torch.Generator().manual_seed(stream_seed(self.cfg.seed, 2, epoch, k))
@@ -286,6 +295,48 @@ class Trainer(MinibatchStep):
         futs = [self.pool.submit(self._worker, i, j, cols, perm[bounds[w]:bounds[w + 1]],
                                  gens[w], bar) for w in range(nw)]
         return sum(f.result() for f in futs)
+
+    def _device_edges(self, i: int, j: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Bucket ``(i, j)`` on the device in one upload each: int64 ``(3, n)`` rows
+        ``src, dst, rel`` (rel 0 without a relation column) and the float32 ``(n,)`` edge
+        weights times the relation weights, or None where every weight is 1."""
+        src, dst, rel, wt = self._bucket_columns(i, j)
+        rel = torch.zeros_like(src) if rel is None else rel
+        cols = torch.stack([src.long(), dst.long(), rel.long()])
+        w = None if wt is None else wt.float()
+        if not self.uniform_rel_weight:
+            rw = self.rel_weight[cols[2]]
+            w = rw if w is None else w * rw
+        return (cols.to(self.device, copy=True),
+                None if w is None else w.to(self.device, copy=True))
+
+    def _train_resident(self, epoch: int, k: int, i: int, j: int, bar) -> float:
+        """:meth:`_train_bucket` for one entity-type pair with the bucket's edges resident
+        on the device: its order drawn there (``randperm`` by a generator of the device,
+        seeded as the host loop's), each batch sliced from it by one ``index_select``, its
+        negatives drawn there (:meth:`_sample`), the losses summed there and read once, at
+        the end of the bucket (a non-finite sum stops the run). ``workers`` is not used:
+        one stream of batches. On the CPU the random draws are the host loop's own."""
+        cols, wts = self._device_edges(i, j)
+        n, B = cols.shape[1], self.cfg.batch_size
+        gen = torch.Generator(self.device).manual_seed(stream_seed(self.cfg.seed, 2, epoch, k))
+        perm = torch.randperm(n, generator=gen, device=self.device)
+        lt, rt = self.pairs[0]
+        total = torch.zeros((), dtype=torch.float64, device=self.device)
+        self.torch_ops = self.relmodel.whole_tables = True
+        for start in range(0, n, B):
+            idx = perm[start:start + B]
+            h, t, r = cols.index_select(1, idx)
+            w = None if wts is None else wts.index_select(0, idx)
+            if self.on_batch is not None:
+                self.on_batch()
+            total += self._step(lt, rt, i, j, h, t, r, w, gen)
+            if bar is not None:
+                bar.update(len(idx))
+        loss = float(total)
+        if not math.isfinite(loss):
+            raise self._diverged(f"loss {loss} in bucket ({i}, {j})")
+        return loss
 
     # -- epochs -----------------------------------------------------------------------------
     def run(self) -> list[EpochStats]:

@@ -1,0 +1,127 @@
+"""The device-resident training loop (issue 69): per-batch launches, transfers and host
+synchronisations pinned with :class:`~graphsys.analysis.device_counts.DeviceWorkCounter`
+(the device emulated on the CPU), and the loop's answers against the host loop's."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from graphsys import open_graph
+from graphsys.analysis.device_counts import DeviceWorkCounter
+from graphsys.embed import evaluate, load_config, train
+from graphsys.embed.kernels import sparse_adagrad
+from graphsys.embed.relations import RelationModel
+from graphsys.embed.step import device_adagrad
+from graphsys.embed.trainer import Trainer
+
+#: FB15k-237's PBG settings (ComplEx, dot, softmax, uniform + in-batch negatives), with a
+#: small dimension: the counts do not depend on it.
+PBG_SHAPED = ["dimension=32", 'operator="complex_diagonal"', 'comparator="dot"',
+              'loss_fn="softmax"', "lr=0.1", "num_epochs=1", "batch_size=500",
+              "num_uniform_negs=500", "num_batch_negs=50"]
+#: Per batch of the resident loop: operators launched (none of them on the host), and no
+#: transfer or synchronisation.
+LAUNCHES_PER_BATCH = 160
+
+
+class _Counted(Trainer):
+    """Counts each bucket's device work, with a mark at every batch."""
+
+    resident = True
+
+    def __init__(self, *args, **kwargs):
+        self.marks: list[dict] = []
+        super().__init__(*args, on_batch=self._mark, **kwargs)
+
+    def _mark(self):
+        self.marks.append({**self.counter.summary(), "host_ops": sum(
+            self.counter.host_ops.values())})
+
+    def _train_bucket(self, *args):
+        dev = [t for slot in self.buffer.resident.values() for pair in slot.values()
+               for t in pair]
+        for tables in (self.relmodel.params, self.relmodel.state):
+            dev += [v for side in tables.values() for g in side for v in g.values()]
+        with DeviceWorkCounter(device_tensors=dev) as self.counter:
+            out = super()._train_bucket(*args)
+            self._mark()
+        return out
+
+
+def test_a_batch_makes_no_transfer_and_no_sync(kg1, tmp_path):
+    """A batch of the resident loop (FB15k-237's PBG settings): no host<->device transfer,
+    no synchronisation, no operator on the host, ``LAUNCHES_PER_BATCH`` launches; the
+    bucket's edges go up in one transfer and its loss comes down in one read."""
+    tr = _Counted(load_config(None, PBG_SHAPED), open_graph(kg1), tmp_path / "ck")
+    tr.run()
+    marks = tr.marks
+    assert len(marks) == 6 + 1   # 2,700 edges: 5 full batches and one of 200, the end
+    steps = [{k: b[k] - a[k] for k in b} for a, b in zip(marks[:5], marks[1:6])]
+    assert steps == [{"launches": LAUNCHES_PER_BATCH, "transfers": 0, "syncs": 0,
+                      "host_ops": 0}] * 5
+    assert marks[0]["transfers"] == 1 and marks[0]["syncs"] == 0      # the edges' upload
+    last = {k: marks[-1][k] - marks[-2][k] for k in marks[-1]}
+    assert last["transfers"] == 1 and last["syncs"] == 1              # the loss, read once
+    assert tr.counter.records[0] == ("h2d", 3 * 8 * 2700)
+
+
+def test_the_cpu_keeps_the_host_loop(kg1, tmp_path):
+    """The CPU's default stays the host loop with its numba kernels."""
+    tr = Trainer(load_config(None, PBG_SHAPED), open_graph(kg1), tmp_path / "ck")
+    assert tr.resident is False and not tr.torch_ops and not tr.relmodel.whole_tables
+
+
+def _mrr(kg, out):
+    cfg = load_config(None, PBG_SHAPED[:-4] + [
+        "num_epochs=6", "batch_size=100", "num_uniform_negs=50", "num_batch_negs=10"])
+    emb = train(kg, cfg, edges="train", out=out).embeddings
+    return evaluate(emb, open_graph(kg), "test", filtered=True)["mrr"], emb
+
+
+def test_resident_loop_on_the_cpu_matches_the_host_loop(kg1, tmp_path, monkeypatch):
+    """The device path run on the CPU draws the host loop's random numbers (same
+    generator, same order): the same model to float32 rounding, the same MRR."""
+    mrr_host, host = _mrr(kg1, tmp_path / "host")
+    monkeypatch.setattr(Trainer, "resident", True)
+    mrr_dev, dev = _mrr(kg1, tmp_path / "dev")
+    assert mrr_host > 0.85 and abs(mrr_dev - mrr_host) < 0.01, (mrr_host, mrr_dev)
+    a, b = host.to_numpy(), dev.to_numpy()
+    assert np.abs(a - b).max() < 1e-2 * np.abs(a).max()
+
+
+@pytest.mark.parametrize("element", [False, True], ids=["row-wise", "element-wise"])
+@pytest.mark.parametrize("max_norm", [None, 0.5])
+def test_device_adagrad_matches_the_kernel(element, max_norm):
+    """The sync-free torch step equals the numba kernel's, repeated rows included."""
+    rng = np.random.default_rng(1)
+    emb = rng.standard_normal((50, 16)).astype(np.float32)
+    state = rng.random((50, 16) if element else (50,)).astype(np.float32)
+    idx = rng.integers(0, 50, 300)
+    grad = rng.standard_normal((300, 16)).astype(np.float32)
+    e_t, s_t = torch.from_numpy(emb.copy()), torch.from_numpy(state.copy())
+    device_adagrad(e_t, s_t, torch.from_numpy(idx), torch.from_numpy(grad), 0.1, max_norm)
+    sparse_adagrad(emb, state.reshape(50, -1), idx, grad, 0.1, 1e-10, max_norm or 0.0)
+    np.testing.assert_allclose(s_t.numpy(), state, rtol=1e-5)
+    np.testing.assert_allclose(e_t.numpy(), emb, rtol=1e-5, atol=1e-6)
+
+
+def test_whole_table_relation_step_is_the_gathered_one():
+    """``whole_tables``: one leaf per table and a dense Adagrad step give bit for bit the
+    gathered rows' step (untouched relations keep their parameters and sums)."""
+    out = []
+    for whole in (False, True):
+        torch.manual_seed(0)
+        rm = RelationModel(["complex_diagonal"] * 6, 8)
+        rm.whole_tables = whole
+        x = torch.randn(20, 8)
+        rel = torch.tensor([0, 2, 2, 5] * 5)
+        for _ in range(3):
+            leaves: list = []
+            (rm.apply("rhs", x, rel, leaves).pow(2).sum()
+             + rm.relation_logits(x, x, leaves).sum()).backward()
+            rm.step(leaves, 0.1)
+        out.append([v.clone() for side in (rm.params, rm.state) for s in side.values()
+                    for g in s for v in g.values()])
+    assert all(torch.equal(a, b) for a, b in zip(*out))
