@@ -99,7 +99,8 @@ def side_softmax(s1: Tensor | None, s2: Tensor, sr: Tensor | None, weight: Tenso
     top = logits.amax(dim=1, keepdim=True)
     p = (logits - top).exp_()
     total = p.sum(dim=1, keepdim=True)
-    pos_scores = torch.cat([diag.reshape(-1) for diag in pos])
+    pos_scores = pos[0].reshape(-1) if len(pos) == 1 else torch.cat(
+        [diag.reshape(-1) for diag in pos])
     per_edge = top.squeeze(1) + total.log().squeeze(1) - pos_scores
     p.div_(total)
     for diag in _positives(p[:, u:], nchunk, k):
