@@ -90,19 +90,20 @@ class MinibatchStep:
         return self._degrees
 
     def _sample(self, etype: str, p: int, n: int, k: int, gen: torch.Generator,
-                device: torch.device | None = None) -> torch.Tensor:
+                device: torch.device | None = None, groups: int = 1) -> torch.Tensor:
         """``k`` candidate offsets in partition ``p`` of ``etype`` (int64), drawn on
-        ``device`` (default the host) by ``gen`` (a generator of that device)."""
+        ``device`` (default the host) by ``gen`` (a generator of that device); with
+        ``groups``, ``groups`` such pools one after the other (``(groups * k,)``)."""
         kd = round(k * self.cfg.degree_neg_fraction)
-        uni = torch.randint(n, (k - kd,), generator=gen, device=device)
+        uni = torch.randint(n, (groups, k - kd), generator=gen, device=device)
         if kd == 0:
-            return uni
+            return uni.view(-1)
         cdf = self._degree_tables()[(etype, p)]
         if device is not None and cdf.device != device:
             cdf = self._degrees[(etype, p)] = cdf.to(device)
-        u = torch.rand(kd, generator=gen, dtype=torch.float64, device=device) * cdf[-1]
-        deg = torch.searchsorted(cdf, u, right=True).clamp_max(n - 1)
-        return torch.cat([uni, deg])
+        u = torch.rand(groups, kd, generator=gen, dtype=torch.float64, device=device) * cdf[-1]
+        deg = torch.searchsorted(cdf, u.view(-1), right=True).clamp_max(n - 1)
+        return torch.cat([uni, deg.view(groups, kd)], dim=1).view(-1)
 
     # -- one batch --------------------------------------------------------------------------
     def _side_loss(self, q, pos_c, pool, w, target=None):
@@ -200,16 +201,18 @@ class MinibatchStep:
             ce = ce * torch.cat([w, w])
         return self.cfg.relation_prediction_weight * ce.sum()
 
-    def _batch(self, lt, rt, i, j, h, t, rel, w, gen) -> float:
+    def _batch(self, lt, rt, i, j, h, t, rel, w, gen, groups: int = 1) -> float:
         """:meth:`_step` of host tensors ``h``, ``t``, ``rel``, ``w``; its loss read."""
-        return float(self._step(lt, rt, i, j, h, t, rel, w, gen))
+        return float(self._step(lt, rt, i, j, h, t, rel, w, gen, groups))
 
     @traced("embed.minibatch")
-    def _step(self, lt, rt, i, j, h, t, rel, w, gen) -> torch.Tensor:
+    def _step(self, lt, rt, i, j, h, t, rel, w, gen, groups: int = 1) -> torch.Tensor:
         """Train one batch: ``h``, ``t``, ``rel`` int64 ``(b,)`` and ``w`` float32 ``(b,)``
         or None, on the host or on the device (then ``gen`` is a generator of the device,
         and nothing of the batch goes through the host); returns the loss, a 0-d tensor on
-        the device (not read here)."""
+        the device (not read here). ``groups`` (``batches_per_step``; closed-form batches):
+        ``b`` is ``groups`` batches of ``b / groups`` edges, each scored against a pool of
+        its own; one Adagrad step for them all."""
         cfg = self.cfg
         L_emb, L_st = self.buffer.resident[i][lt]
         R_emb, R_st = self.buffer.resident[j][rt]
@@ -221,8 +224,8 @@ class MinibatchStep:
             idx_l = torch.cat([h, torch.arange(len(L_emb), device=on)])
             idx_r = torch.cat([t, torch.arange(len(R_emb), device=on)])
         elif u:
-            idx_l = torch.cat([h, self._sample(lt, i, len(L_emb), u, gen, on)])
-            idx_r = torch.cat([t, self._sample(rt, j, len(R_emb), u, gen, on)])
+            idx_l = torch.cat([h, self._sample(lt, i, len(L_emb), u, gen, on, groups)])
+            idx_r = torch.cat([t, self._sample(rt, j, len(R_emb), u, gen, on, groups)])
         idx_l, idx_r = idx_l.to(dev), idx_r.to(dev)
         rel = rel.to(dev)
         w = None if w is None else w.to(dev)
@@ -233,7 +236,7 @@ class MinibatchStep:
             grads = self._autograd_grads
         loss, gl, gr = grads(self._gather(L_emb, idx_l, self.torch_ops),
                              self._gather(R_emb, idx_r, self.torch_ops), b,
-                             rel, w, leaves, idx_l[:b], idx_r[:b])
+                             rel, w, leaves, idx_l[:b], idx_r[:b], groups)
         with torch.no_grad():
             if L_emb is R_emb:
                 self._adagrad(L_emb, L_st, *self._trainable(
@@ -245,7 +248,7 @@ class MinibatchStep:
                 self.relmodel.step(leaves, cfg.relation_learning_rate)
         return loss
 
-    def _autograd_grads(self, xl, xr, b, rel, w, leaves, h, t):
+    def _autograd_grads(self, xl, xr, b, rel, w, leaves, h, t, groups=1):
         """Loss and the gradients of the gathered rows ``xl`` / ``xr`` ``(b + U, d)``, by
         autograd (any comparator, loss and regulariser); ``leaves`` get the relations'.
         ``h`` / ``t`` int64 ``(b,)``: the batch's rows of the partitions (with
@@ -268,7 +271,7 @@ class MinibatchStep:
         loss.backward()
         return loss.detach(), xl.grad, xr.grad
 
-    def _closed_form_grads(self, xl, xr, b, rel, w, leaves, h, t):
+    def _closed_form_grads(self, xl, xr, b, rel, w, leaves, h, t, groups=1):
         """As :meth:`_autograd_grads`, for the batches of :meth:`_closed_form`: scores and
         loss in closed form (:mod:`.dot_softmax`); autograd only through the operators and
         the N3 regulariser when there are any."""
@@ -294,7 +297,7 @@ class MinibatchStep:
             loss, gl, gr, dxl, dxr = dot_softmax.both_sides(
                 ql.detach(), qr.detach(), xl[:b].detach(), xr[:b].detach(),
                 xl[b:] if u else None, xr[b:] if u else None, cfg.num_batch_negs, w,
-                identity, kernels=not self.torch_ops)
+                identity, kernels=not self.torch_ops, groups=groups)
         if not scores_only:
             outs, out_grads = [ql, qr], [gl[:b], gr[:b]]
             extra = [self._n3(n3)] if n3 else []

@@ -97,7 +97,8 @@ class Trainer(MinibatchStep):
     log : callable, optional
         Gets one line per epoch and the checkpoint's notes.
     on_batch : callable, optional
-        Called (no arguments) before every batch of every worker thread, e.g. to count or
+        Called (no arguments) before every batch (every step of ``batches_per_step``
+        batches) of every worker thread, e.g. to count or
         bound batches (``graphsys profile``); an exception it raises ends :meth:`run` as a
         failed run. With ``workers > 1`` it is called from several threads at once.
 
@@ -164,6 +165,9 @@ class Trainer(MinibatchStep):
         self._degrees: dict[tuple[str, int], torch.Tensor] | None = None
         #: With ``freeze_old``: rows below ``frozen_below[(type, p)]`` are not updated.
         self.frozen_below: dict[tuple[str, int], int] = {}
+        if config.batches_per_step > 1 and len(pairs) > 1:
+            raise ConfigError(f"batches_per_step: needs one (lhs, rhs) entity-type pair, the "
+                              f"relations of {graph.path} have {len(pairs)}")
         if config.freeze_old and not config.init_from:
             raise ConfigError("freeze_old: needs init_from (the checkpoint of the old rows)")
 
@@ -245,12 +249,24 @@ class Trainer(MinibatchStep):
             wt = None if wt is None else torch.from_numpy(wt)
         return src, dst, rel, wt
 
+    def _steps(self, n: int):
+        """``(start, stop, groups)`` of the steps over ``n`` shuffled edges: each
+        ``batches_per_step`` batches of ``batch_size`` (``groups`` of them); at the end
+        the whole batches left, then the last partial batch alone."""
+        B, K = self.cfg.batch_size, self.cfg.batches_per_step
+        for start in range(0, n, B * K):
+            stop = min(start + B * K, n)
+            full = (stop - start) // B
+            if full:
+                yield start, start + full * B, full
+            if start + full * B < stop:
+                yield start + full * B, stop, 1
+
     def _worker(self, i, j, cols, perm, gen, bar) -> float:
         src, dst, rel, wt = cols
-        B = self.cfg.batch_size
         total = 0.0
-        for start in range(0, len(perm), B):
-            idx = perm[start:start + B]
+        for start, stop, groups in self._steps(len(perm)):
+            idx = perm[start:stop]
             h, t = src[idx].long(), dst[idx].long()
             r = rel[idx].long() if rel is not None else torch.zeros(len(idx), dtype=torch.long)
             w = wt[idx].float() if wt is not None else None
@@ -261,7 +277,7 @@ class Trainer(MinibatchStep):
                 self.on_batch()
             if len(self.pairs) == 1:
                 lt, rt = self.pairs[0]
-                loss = self._batch(lt, rt, i, j, h, t, r, w, gen)
+                loss = self._batch(lt, rt, i, j, h, t, r, w, gen, groups)
             else:
                 pr = torch.from_numpy(self.pair_of_rel)[r]
                 loss = 0.0
@@ -318,19 +334,19 @@ class Trainer(MinibatchStep):
         the end of the bucket (a non-finite sum stops the run). ``workers`` is not used:
         one stream of batches. On the CPU the random draws are the host loop's own."""
         cols, wts = self._device_edges(i, j)
-        n, B = cols.shape[1], self.cfg.batch_size
+        n = cols.shape[1]
         gen = torch.Generator(self.device).manual_seed(stream_seed(self.cfg.seed, 2, epoch, k))
         perm = torch.randperm(n, generator=gen, device=self.device)
         lt, rt = self.pairs[0]
         total = torch.zeros((), dtype=torch.float64, device=self.device)
         self.torch_ops = self.relmodel.whole_tables = True
-        for start in range(0, n, B):
-            idx = perm[start:start + B]
+        for start, stop, groups in self._steps(n):
+            idx = perm[start:stop]
             h, t, r = cols.index_select(1, idx)
             w = None if wts is None else wts.index_select(0, idx)
             if self.on_batch is not None:
                 self.on_batch()
-            total += self._step(lt, rt, i, j, h, t, r, w, gen)
+            total += self._step(lt, rt, i, j, h, t, r, w, gen, groups)
             if bar is not None:
                 bar.update(len(idx))
         loss = float(total)

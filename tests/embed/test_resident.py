@@ -10,12 +10,13 @@ import torch
 
 from graphsys import open_graph
 from graphsys.analysis.device_counts import DeviceWorkCounter
-from graphsys.embed import evaluate, load_config, train
+from graphsys.embed import Embeddings, dot_softmax, evaluate, load_config, train
 from graphsys.embed.kernels import sparse_adagrad
 from graphsys.embed.model import OPERATORS
 from graphsys.embed.relations import RelationModel
 from graphsys.embed.step import device_adagrad
 from graphsys.embed.trainer import Trainer
+from graphsys.errors import ConfigError
 
 #: FB15k-237's PBG settings (ComplEx, dot, softmax, uniform + in-batch negatives), with a
 #: small dimension: the counts do not depend on it.
@@ -152,3 +153,72 @@ def test_complex_product_backward_is_autograd_of_the_forward():
         torch.testing.assert_close(got, want)
     assert torch.autograd.gradcheck(lambda a, b, c: op.forward_tables(
         a, {"real": b, "imag": c}, idx), (x, real, imag))
+
+
+@pytest.mark.parametrize("identity", [False, True])
+@pytest.mark.parametrize("kernels", [False, True], ids=["torch", "numba"])
+def test_grouped_batches_score_as_separate_batches(identity, kernels):
+    """``groups``: one call over 3 batches, each with its own pool, gives the 3 separate
+    calls' loss and gradients (the gradient rows in the grouped layout)."""
+    gen = torch.Generator().manual_seed(5)
+    K, b, u, d, nb = 3, 20, 7, 8, 5
+
+    def rand(*shape):
+        return torch.randn(*shape, generator=gen)
+
+    ql, qr, xl, xr = rand(K * b, d), rand(K * b, d), rand(K * b, d), rand(K * b, d)
+    if identity:
+        ql, qr = xl, xr
+    pl, pr, w = rand(K * u, d), rand(K * u, d), torch.rand(K * b, generator=gen)
+    loss, gl, gr, dxl, dxr = dot_softmax.both_sides(ql, qr, xl, xr, pl, pr, nb, w, identity,
+                                                    kernels=kernels, groups=K)
+    total = 0.0
+    for g in range(K):
+        rows, pool = slice(g * b, (g + 1) * b), slice(g * u, (g + 1) * u)
+        lo, hl, hr, ex_l, ex_r = dot_softmax.both_sides(
+            ql[rows], qr[rows], xl[rows], xr[rows], pl[pool], pr[pool], nb, w[rows],
+            identity, kernels=kernels)
+        total += float(lo)
+        for got, want in ((gl[:K * b][rows], hl[:b]), (gr[:K * b][rows], hr[:b]),
+                          (gl[K * b:][pool], hl[b:]), (gr[K * b:][pool], hr[b:])):
+            torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+        assert (dxl is None) == (ex_l is None) and (dxr is None) == (ex_r is None)
+    assert abs(float(loss) - total) < 1e-4 * abs(total)
+
+
+@pytest.mark.parametrize("resident", [False, True], ids=["host", "resident"])
+def test_batches_per_step_learns_the_planted_kg(kg1, tmp_path, monkeypatch, resident):
+    """``batches_per_step = 3``: the same batches and negatives, one Adagrad step per 3
+    batches (the last step's whole batches, then the partial one): the planted KG still
+    learned by both loops."""
+    monkeypatch.setattr(Trainer, "resident", resident)
+    cfg = load_config(None, PBG_SHAPED[:-4] + [
+        "num_epochs=6", "batch_size=100", "num_uniform_negs=50", "num_batch_negs=10",
+        "batches_per_step=3"])
+    steps = []
+    Trainer(cfg, open_graph(kg1), tmp_path / "k", on_batch=lambda: steps.append(1)).run()
+    assert len(steps) == 6 * 9            # 2,700 edges: 27 batches, 9 steps of 3
+    emb = Embeddings.load(tmp_path / "k")
+    assert evaluate(emb, open_graph(kg1), "test", filtered=True)["mrr"] > 0.85
+
+
+def test_a_step_of_batches_costs_the_launches_of_one(kg1, tmp_path):
+    """``batches_per_step = 5`` (5 batches of the PBG-shaped config): one step makes the
+    launches of one batch, no transfer, no synchronisation."""
+    cfg = load_config(None, PBG_SHAPED + ["batches_per_step=5", "batch_size=100",
+                                          "num_uniform_negs=100"])
+    tr = _Counted(cfg, open_graph(kg1), tmp_path / "ck")
+    tr.run()
+    steps = [{k: b[k] - a[k] for k in b} for a, b in zip(tr.marks[:4], tr.marks[1:5])]
+    assert steps == [{"launches": LAUNCHES_PER_BATCH, "transfers": 0, "syncs": 0,
+                      "host_ops": 0}] * 4
+
+
+@pytest.mark.parametrize("extra, match", [
+    (['loss_fn="ranking"'], "comparator = 'dot'"),
+    (["all_negs=true"], "all_negs = false"),
+    (["num_batch_negs=30"], "multiple of num_batch_negs"),
+])
+def test_batches_per_step_refuses_what_it_cannot_group(extra, match):
+    with pytest.raises(ConfigError, match=match):
+        load_config(None, PBG_SHAPED + ["batches_per_step=2", *extra])
