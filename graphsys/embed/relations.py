@@ -102,8 +102,8 @@ class RelationModel:
         |x_b|^3, sum |params_{rel_b}|^3)`` over its rows (0-d tensors, differentiable;
         :meth:`graphsys.embed.model.Operator.n3_rows` / ``n3_params``).
         """
-        if len(self.groups) == 1:
-            return self._apply_group(side, 0, x, self._local_t[rel], leaves, n3)
+        if len(self.groups) == 1:  # one group: a relation's row is its index
+            return self._apply_group(side, 0, x, rel, leaves, n3)
         out = torch.empty_like(x) if leaves is None else None
         group = self._group_t[rel]
         parts = []

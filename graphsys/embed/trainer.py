@@ -335,7 +335,8 @@ class Trainer(MinibatchStep):
         one stream of batches. On the CPU the random draws are the host loop's own."""
         cols, wts = self._device_edges(i, j)
         n = cols.shape[1]
-        gen = torch.Generator(self.device).manual_seed(stream_seed(self.cfg.seed, 2, epoch, k))
+        gen = torch.Generator(device=self.device).manual_seed(
+            stream_seed(self.cfg.seed, 2, epoch, k))
         perm = torch.randperm(n, generator=gen, device=self.device)
         lt, rt = self.pairs[0]
         total = torch.zeros((), dtype=torch.float64, device=self.device)
