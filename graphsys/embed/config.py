@@ -197,6 +197,10 @@ class EmbedConfig:
         "writes the changed partitions (n_p x (d + 1) x 4 bytes each) and the relation "
         "parameters, and hard-links the other files", default=False)
     workers: int = _h("HOGWILD worker threads over shared embeddings", default=1)
+    cuda_graphs: bool = _h(
+        "on CUDA, capture a training step as a CUDA graph and replay it for every step of "
+        "the same shape (one launch instead of one per operator); the same model as without",
+        default=False)
     device: str = _h("cpu, cuda, cuda:k or auto", default="cpu")
     seed: int = _h("seed of init, shuffling, negatives and bucket order", default=0)
     # -- growing a trained model (graphsys.embed.grow) -------------------------------------
@@ -301,7 +305,7 @@ class EmbedConfig:
             if getattr(self, key) not in choices:
                 raise ConfigError(f"{key}: must be one of {', '.join(choices)}, got "
                                   f"{getattr(self, key)!r}")
-        for key in ("prefetch", "checkpoint_buckets", "all_negs"):
+        for key in ("prefetch", "checkpoint_buckets", "all_negs", "cuda_graphs"):
             if not isinstance(getattr(self, key), bool):
                 raise ConfigError(f"{key}: must be true or false, got {getattr(self, key)!r}")
         for key in ("graph", "edges", "checkpoint_path"):

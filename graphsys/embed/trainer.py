@@ -57,6 +57,7 @@ from graphsys.device import resolve_device
 from graphsys.embed.buffer import PartitionBuffer, diverged
 from graphsys.embed.checkpoint import CheckpointManager, stream_seed
 from graphsys.embed.config import EmbedConfig
+from graphsys.embed.graphs import StepGraph
 from graphsys.embed.model import COMPARATORS, LOSSES
 from graphsys.embed.relations import RelationModel
 from graphsys.embed.schedule import bucket_order, plan_buffer
@@ -332,7 +333,9 @@ class Trainer(MinibatchStep):
         seeded as the host loop's), each batch sliced from it by one ``index_select``, its
         negatives drawn there (:meth:`_sample`), the losses summed there and read once, at
         the end of the bucket (a non-finite sum stops the run). ``workers`` is not used:
-        one stream of batches. On the CPU the random draws are the host loop's own."""
+        one stream of batches. On the CPU the random draws are the host loop's own. With
+        ``cuda_graphs`` on CUDA the steps of full size are replayed from a CUDA graph
+        (:class:`~graphsys.embed.graphs.StepGraph`)."""
         cols, wts = self._device_edges(i, j)
         n = cols.shape[1]
         gen = torch.Generator(device=self.device).manual_seed(
@@ -341,13 +344,23 @@ class Trainer(MinibatchStep):
         lt, rt = self.pairs[0]
         total = torch.zeros((), dtype=torch.float64, device=self.device)
         self.torch_ops = self.relmodel.whole_tables = True
-        for start, stop, groups in self._steps(n):
-            idx = perm[start:stop]
+        full = self.cfg.batch_size * self.cfg.batches_per_step
+        graph = StepGraph(gen) if self.cfg.cuda_graphs and self.device.type == "cuda" \
+            else None
+
+        def step(idx: torch.Tensor, groups: int) -> None:
             h, t, r = cols.index_select(1, idx)
             w = None if wts is None else wts.index_select(0, idx)
+            total.add_(self._step(lt, rt, i, j, h, t, r, w, gen, groups))
+
+        for start, stop, groups in self._steps(n):
+            idx = perm[start:stop]
             if self.on_batch is not None:
                 self.on_batch()
-            total += self._step(lt, rt, i, j, h, t, r, w, gen, groups)
+            if graph is not None and stop - start == full:
+                graph.run(idx, lambda x, g=groups: step(x, g))
+            else:
+                step(idx, groups)
             if bar is not None:
                 bar.update(len(idx))
         loss = float(total)
