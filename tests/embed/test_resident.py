@@ -243,3 +243,72 @@ def test_cuda_graphs_learn_the_same_model(kg1, tmp_path, device):
     assert out[True][0] > 0.85 and abs(out[True][0] - out[False][0]) < 0.02, out
     if not device.startswith("cuda"):
         assert np.array_equal(out[True][1], out[False][1])
+
+
+class _FakeCuda:
+    """torch.cuda's graph API as the CPU sees it: a capture records the step instead of
+    running it, a replay runs the recorded step on the static buffer."""
+
+    def __init__(self):
+        self.capturing, self.recorded, self.registered = False, None, []
+        fake = self
+
+        class Graph:
+            def register_generator_state(self, gen):
+                fake.registered.append(gen)
+
+            def replay(self):
+                fake.recorded()
+
+        class Capture:
+            def __init__(self, graph, **kwargs):
+                assert kwargs == {"capture_error_mode": "thread_local"}
+
+            def __enter__(self):
+                fake.capturing = True
+
+            def __exit__(self, *exc):
+                fake.capturing = False
+
+        class Stream:
+            def __init__(self, device=None):
+                pass
+
+            def wait_stream(self, other):
+                pass
+
+        self.CUDAGraph, self.graph, self.Stream = Graph, Capture, Stream
+        self.current_stream = lambda device=None: Stream()
+        self.stream = lambda s: _NullContext()
+
+
+class _NullContext:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def test_step_graph_runs_every_batch_once(monkeypatch):
+    """StepGraph: the first step runs eagerly, the second is captured (not run) and
+    replayed, the later ones copy their batch into the static buffer and replay: each
+    batch trains exactly once, the generator registered with the graph."""
+    from graphsys.embed import graphs
+
+    fake = _FakeCuda()
+    monkeypatch.setattr(graphs.torch, "cuda", fake)
+    done = []
+
+    def body(idx):
+        if fake.capturing:
+            fake.recorded = lambda: done.append(idx.tolist())
+        else:
+            done.append(idx.tolist())
+
+    gen = torch.Generator()
+    g = graphs.StepGraph(gen)
+    batches = [torch.tensor([k, k + 1]) for k in range(0, 10, 2)]
+    for b in batches:
+        g.run(b, body)
+    assert done == [b.tolist() for b in batches] and fake.registered == [gen]
