@@ -77,6 +77,11 @@ class Operator(ABC):
         backward of fewer launches than autograd's. This default is :meth:`forward`."""
         return self.forward(x, params, idx)
 
+    #: ``closed_form(x, params, idx) -> (y, backward)``: :meth:`forward` of whole tables
+    #: with ``backward(dy) -> (dx, {param: table gradient})`` computed without autograd;
+    #: None where the operator has none (the device loop then uses autograd).
+    closed_form = None
+
     def n3_rows(self, x: Tensor) -> Tensor:
         """``sum |x|^3`` over embeddings ``x`` ``(B, d)``: their N3 factors (0-d tensor)."""
         return x.abs().pow(3).sum()
@@ -176,6 +181,16 @@ class ComplexDiagonalOperator(Operator):
         and backward)."""
         return _ComplexProduct.apply(x, params["real"], params["imag"], idx)
 
+    def closed_form(self, x, params, idx):
+        """``(y, backward)``: :meth:`forward` of the whole tables ``params`` and ``dy ->
+        (dx, {param: gradient of its table})``, without autograd."""
+        y, saved = _complex_forward(x, params["real"], params["imag"], idx)
+
+        def backward(dy):
+            dx, dre, dim = _complex_backward(dy, saved)
+            return dx, {"real": dre, "imag": dim}
+        return y, backward
+
     def relation_scores(self, x, y, params, num_relations):
         """``Re(<x, w_r, conj(y)>) = (x_re y_re + x_im y_im) @ real.T + (x_re y_im - x_im
         y_re) @ imag.T``."""
@@ -195,35 +210,45 @@ def _sign(x: Tensor) -> Tensor:
     return _SIGNS[key]
 
 
+def _complex_forward(x: Tensor, real: Tensor, imag: Tensor, idx: Tensor) -> tuple:
+    """``y = x * w_idx`` in complex numbers, ``x = [re | im]`` ``(B, d)`` and ``w = real +
+    i imag`` ``(R, d/2)`` tables, in 6 operators; halves as ``(B, 2, d/2)`` views: ``y = x *
+    w_re + flip(x) * [-w_im, w_im]``. Returns ``(y, saved)``, ``saved`` what
+    :func:`_complex_backward` reads."""
+    x2 = x.unflatten(-1, (2, real.shape[1]))
+    wr = real.index_select(0, idx).unsqueeze(-2)
+    wi = imag.index_select(0, idx).unsqueeze(-2) * _sign(x)
+    y = (x2 * wr).addcmul_(x2.flip(-2), wi)
+    return y.flatten(-2), (x2, wr, wi, idx, real.shape)
+
+
+def _complex_backward(dy: Tensor, saved: tuple) -> tuple[Tensor, Tensor, Tensor]:
+    """``(dx, d real, d imag)`` of :func:`_complex_forward` in closed form, 10 operators:
+    ``dx = dy * conj(w)``; ``dw_r`` the sum over the rows ``b`` with ``idx[b] = r`` of
+    ``dy_b * conj(x_b)`` (autograd's graph of :meth:`ComplexDiagonalOperator.forward`
+    takes about 27)."""
+    x2, wr, wi, idx, shape = saved
+    dy2 = dy.unflatten(-1, (2, shape[1]))
+    dyf = dy2.flip(-2)
+    dx = (dy2 * wr).addcmul_(dyf, wi, value=-1.0).flatten(-2)
+    p = dy2 * x2                  # [dy_re x_re, dy_im x_im]
+    q = dyf * x2                  # [dy_im x_re, dy_re x_im]
+    dre = x2.new_zeros(shape).index_add_(0, idx, p[..., 0, :] + p[..., 1, :])
+    dim = x2.new_zeros(shape).index_add_(0, idx, q[..., 0, :] - q[..., 1, :])
+    return dx, dre, dim
+
+
 class _ComplexProduct(torch.autograd.Function):
-    """``y = x * w_idx`` in complex numbers, ``x = [re | im]`` ``(B, d)`` and ``w =
-    real + i imag`` ``(R, d/2)`` tables, with the backward in closed form (``dx = dy *
-    conj(w)``; ``dw_r`` the sum over the rows ``b`` with ``idx[b] = r`` of ``dy_b *
-    conj(x_b)``): 6 operators forward and 10 backward, where autograd's graph of
-    :meth:`ComplexDiagonalOperator.forward` takes about 27. Halves as ``(B, 2, d/2)``
-    views: ``y = x * w_re + flip(x) * [-w_im, w_im]``."""
+    """:func:`_complex_forward` with :func:`_complex_backward` as its backward."""
 
     @staticmethod
     def forward(ctx, x, real, imag, idx):
-        x2 = x.unflatten(-1, (2, real.shape[1]))
-        wr = real.index_select(0, idx).unsqueeze(-2)
-        wi = imag.index_select(0, idx).unsqueeze(-2) * _sign(x)
-        y = (x2 * wr).addcmul_(x2.flip(-2), wi)
-        ctx.save_for_backward(x2, wr, wi, idx)
-        ctx.shapes = real.shape
-        return y.flatten(-2)
+        y, ctx.saved = _complex_forward(x, real, imag, idx)
+        return y
 
     @staticmethod
     def backward(ctx, dy):
-        x2, wr, wi, idx = ctx.saved_tensors
-        dy2 = dy.unflatten(-1, (2, ctx.shapes[1]))
-        dyf = dy2.flip(-2)
-        dx = (dy2 * wr).addcmul_(dyf, wi, value=-1.0).flatten(-2)
-        p = dy2 * x2                  # [dy_re x_re, dy_im x_im]
-        q = dyf * x2                  # [dy_im x_re, dy_re x_im]
-        dre = x2.new_zeros(ctx.shapes).index_add_(0, idx, p[..., 0, :] + p[..., 1, :])
-        dim = x2.new_zeros(ctx.shapes).index_add_(0, idx, q[..., 0, :] - q[..., 1, :])
-        return dx, dre, dim, None
+        return (*_complex_backward(dy, ctx.saved), None)
 
 
 def _per_relation_matmul(x: Tensor, mats: Tensor, idx: Tensor) -> Tensor:

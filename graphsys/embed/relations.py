@@ -7,6 +7,7 @@ the batch as autograd leaves, and :meth:`RelationModel.step` applies Adagrad to 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,7 +39,8 @@ class _Leaf:
     param: torch.Tensor   # (R_g, ...) the stored parameter
     state: torch.Tensor   # (R_g, ...) Adagrad sums
     rows: torch.Tensor | None  # int64 (K,) rows gathered; None: the whole table
-    leaf: torch.Tensor    # (K, ...) the gathered slice (requires grad)
+    leaf: torch.Tensor | None  # (K, ...) the gathered slice (requires grad)
+    grad: torch.Tensor | None = None  # its gradient, where computed without autograd
 
 
 class RelationModel:
@@ -120,6 +122,25 @@ class RelationModel:
             return out
         return torch.zeros_like(x).index_copy(0, rows, vals)
 
+    def apply_closed(self, side: str, x: torch.Tensor, rel: torch.Tensor, leaves: list
+                     ) -> tuple[torch.Tensor, Callable[[torch.Tensor], torch.Tensor]] | None:
+        """:meth:`apply` for training by the operator's closed form
+        (:attr:`~graphsys.embed.model.Operator.closed_form`), without autograd: ``(y,
+        backward)``, where ``backward(dy)`` returns ``dx`` and appends the whole tables'
+        gradients to ``leaves`` for :meth:`step`. None where there is no closed form (an
+        operator without one, or several operator groups)."""
+        if len(self.groups) != 1 or self.groups[0][1].closed_form is None:
+            return None
+        op, params, state = self.groups[0][1], self.params[side][0], self.state[side][0]
+        y, back = op.closed_form(x, params, rel)
+
+        def backward(dy: torch.Tensor) -> torch.Tensor:
+            dx, grads = back(dy)
+            for k, g in grads.items():
+                leaves.append(_Leaf(params[k], state[k], None, None, g))
+            return dx
+        return y, backward
+
     def _apply_group(self, side, g, x, local, leaves, n3=None):
         _, op, _ = self.groups[g]
         params = self.params[side][g]
@@ -180,10 +201,11 @@ class RelationModel:
         with torch.no_grad():
             merged: dict[int, tuple[_Leaf, list, list]] = {}
             for lf in leaves:
-                if lf.leaf.grad is not None:
+                grad = lf.grad if lf.leaf is None else lf.leaf.grad
+                if grad is not None:
                     _, rows, grads = merged.setdefault(id(lf.param), (lf, [], []))
                     rows.append(lf.rows)
-                    grads.append(lf.leaf.grad)
+                    grads.append(grad)
             whole = [(lf, grads) for lf, rows, grads in merged.values()
                      if all(r is None for r in rows)]
             if whole:

@@ -281,8 +281,15 @@ class MinibatchStep:
         rp = cfg.relation_prediction_weight > 0
         identity = self.relmodel.is_identity
         scores_only = identity and n3 is None and not rp
+        closed = None
+        if not scores_only and n3 is None and not rp and self.relmodel.whole_tables:
+            closed = (self.relmodel.apply_closed("rhs", xl[:b], rel, leaves),
+                      self.relmodel.apply_closed("lhs", xr[:b], rel, leaves))
+            closed = None if None in closed else closed
         if scores_only:
             ql, qr = xl[:b], xr[:b]
+        elif closed is not None:
+            (ql, back_l), (qr, back_r) = closed
         else:
             hl = xl[:b].detach().requires_grad_(True)
             hr = xr[:b].detach().requires_grad_(True)
@@ -298,6 +305,14 @@ class MinibatchStep:
                 ql.detach(), qr.detach(), xl[:b].detach(), xr[:b].detach(),
                 xl[b:] if u else None, xr[b:] if u else None, cfg.num_batch_negs, w,
                 identity, kernels=not self.torch_ops, groups=groups)
+        if closed is not None:  # through the operators in closed form, no autograd
+            for g, back, dx in ((gl, back_l, dxl), (gr, back_r, dxr)):
+                dq = back(g[:b])
+                if dx is None:
+                    g[:b] = dq
+                else:
+                    torch.add(dq, dx, out=g[:b])
+            return loss, gl, gr
         if not scores_only:
             outs, out_grads = [ql, qr], [gl[:b], gr[:b]]
             extra = [self._n3(n3)] if n3 else []
