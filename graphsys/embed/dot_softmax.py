@@ -110,9 +110,11 @@ def side_softmax(s1: Tensor | None, s2: Tensor, sr: Tensor | None, weight: Tenso
     top = logits.amax(dim=1, keepdim=True)
     p = (logits - top).exp_()
     total = p.sum(dim=1, keepdim=True)
-    pos_scores = pos[0].reshape(-1) if len(pos) == 1 else torch.cat(
-        [diag.reshape(-1) for diag in pos])
-    per_edge = top.squeeze(1) + total.log().squeeze(1) - pos_scores
+    per_edge = top.squeeze(1) + total.log().squeeze(1)
+    if len(pos) == 1:  # the diagonals' view, unflattened (no copy of them)
+        per_edge = (per_edge.view(pos[0].shape) - pos[0]).view(-1)
+    else:
+        per_edge = per_edge - torch.cat([diag.reshape(-1) for diag in pos])
     p.div_(total)
     for diag in _positives(p[:, u:], nchunk, k):
         diag.sub_(1.0)
@@ -185,11 +187,15 @@ def side_backward(q: Tensor, c: Tensor, pool: Tensor | None, g: SideGrads, dq: T
         g1 = g.g1.view(groups, -1, g.g1.shape[1])
         torch.bmm(g1, pool.view(groups, -1, d), out=dq.view(groups, -1, d))
         torch.bmm(g1.transpose(1, 2), q.view(groups, -1, d), out=dpool.view(groups, -1, d))
-    dc = None if skip_g2 and g.gr is None else torch.zeros_like(c)
-    if not skip_g2:
+    if skip_g2:
+        dc = None if g.gr is None else torch.zeros_like(c)
+    else:  # every row of dc written by the chunks' bmm (and the remainder's addmm)
+        dc = torch.empty_like(c)
+        if nfull < b:
+            dc[nfull:].zero_()
         dq[:nfull].view(nchunk, k, d).baddbmm_(g.g2, c[:nfull].view(nchunk, k, d))
-        dc[:nfull].view(nchunk, k, d).baddbmm_(g.g2.transpose(1, 2),
-                                               q[:nfull].view(nchunk, k, d))
+        torch.bmm(g.g2.transpose(1, 2), q[:nfull].view(nchunk, k, d),
+                  out=dc[:nfull].view(nchunk, k, d))
     if g.gr is not None:
         dq[nfull:].addmm_(g.gr, c[b - k:])
         dc[b - k:].addmm_(g.gr.T, q[nfull:])

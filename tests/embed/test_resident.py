@@ -25,7 +25,7 @@ PBG_SHAPED = ["dimension=32", 'operator="complex_diagonal"', 'comparator="dot"',
               "num_uniform_negs=500", "num_batch_negs=50"]
 #: Per batch of the resident loop: operators launched (none of them on the host), and no
 #: transfer or synchronisation.
-LAUNCHES_PER_BATCH = 107
+LAUNCHES_PER_BATCH = 103
 
 
 class _Counted(Trainer):
