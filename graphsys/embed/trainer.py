@@ -298,7 +298,13 @@ class Trainer(MinibatchStep):
     @traced("embed.bucket")
     def _train_bucket(self, epoch: int, k: int, i: int, j: int, bar) -> float:
         if self.resident and len(self.pairs) == 1:
-            return self._train_resident(epoch, k, i, j, bar)
+            try:
+                edges = self._device_edges(i, j)
+            except torch.OutOfMemoryError:  # the bucket's edges do not fit: the host loop
+                self.log(f"bucket ({i}, {j}): its edges do not fit in {self.device}'s "
+                         f"memory; batches go up one by one")
+            else:
+                return self._train_resident(epoch, k, i, j, bar, edges)
         cols = self._bucket_columns(i, j)
         n = len(cols[0])
         gen = torch.Generator().manual_seed(stream_seed(self.cfg.seed, 2, epoch, k))
@@ -327,7 +333,8 @@ class Trainer(MinibatchStep):
         return (cols.to(self.device, copy=True),
                 None if w is None else w.to(self.device, copy=True))
 
-    def _train_resident(self, epoch: int, k: int, i: int, j: int, bar) -> float:
+    def _train_resident(self, epoch: int, k: int, i: int, j: int, bar,
+                        edges: tuple[torch.Tensor, torch.Tensor | None]) -> float:
         """:meth:`_train_bucket` for one entity-type pair with the bucket's edges resident
         on the device: its order drawn there (``randperm`` by a generator of the device,
         seeded as the host loop's), each batch sliced from it by one ``index_select``, its
@@ -335,8 +342,8 @@ class Trainer(MinibatchStep):
         the end of the bucket (a non-finite sum stops the run). ``workers`` is not used:
         one stream of batches. On the CPU the random draws are the host loop's own. With
         ``cuda_graphs`` on CUDA the steps of full size are replayed from a CUDA graph
-        (:class:`~graphsys.embed.graphs.StepGraph`)."""
-        cols, wts = self._device_edges(i, j)
+        (:class:`~graphsys.embed.graphs.StepGraph`). ``edges``: :meth:`_device_edges`."""
+        cols, wts = edges
         n = cols.shape[1]
         gen = torch.Generator(device=self.device).manual_seed(
             stream_seed(self.cfg.seed, 2, epoch, k))

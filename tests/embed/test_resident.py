@@ -319,3 +319,17 @@ def test_step_graph_runs_every_batch_once(monkeypatch):
     for b in batches:
         g.run(b, body)
     assert done == [b.tolist() for b in batches] and fake.registered == [gen]
+
+
+def test_a_bucket_too_big_for_the_device_trains_by_the_host_loop(kg1, tmp_path, monkeypatch):
+    """Edges that do not fit in the device's memory: the bucket trains by the host loop
+    (its batches uploaded one by one), with a note, and the run completes."""
+    def no_room(self, i, j):
+        raise torch.OutOfMemoryError("CUDA out of memory")
+
+    monkeypatch.setattr(Trainer, "resident", True)
+    monkeypatch.setattr(Trainer, "_device_edges", no_room)
+    notes: list[str] = []
+    cfg = load_config(None, PBG_SHAPED)
+    stats = Trainer(cfg, open_graph(kg1), tmp_path / "ck", log=notes.append).run()
+    assert stats[0].edges == 2700 and any("do not fit" in n for n in notes)
