@@ -51,10 +51,12 @@ if TYPE_CHECKING:
 #: Keys that may differ between a checkpoint and a resumed run.
 RESUMABLE_KEYS = {"num_epochs", "checkpoint_path", "workers", "prefetch", "device",
                   "buffer_partitions", "memory_budget", "eval_num_uniform_negs",
-                  "eval_full_max_candidates", "graph", "checkpoint_buckets", "init_from"}
+                  "eval_full_max_candidates", "graph", "checkpoint_buckets", "init_from",
+                  "cuda_graphs"}
 #: Optimisation keys a resumed run may change (not the model's shape or the data); each
 #: change is recorded in ``checkpoint.json``'s ``history``.
 TUNABLE_KEYS = {"lr", "relation_lr", "batch_size", "num_batch_negs", "num_uniform_negs", "all_negs",
+                "batches_per_step",
                 "degree_neg_fraction", "regularization_coef", "relation_prediction_weight",
                 "margin", "max_norm", "loss_fn", "bucket_order", "freeze_old"}
 #: What may sit in a directory before its first commit (an initialisation killed early).

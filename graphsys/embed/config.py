@@ -164,6 +164,13 @@ class EmbedConfig:
     batch_size: int = _h("positive edges per batch", default=1000)
     num_batch_negs: int = _h("negatives taken from the other edges of a chunk of this size",
                              default=50)
+    batches_per_step: int = _h(
+        "train this many batches of batch_size edges as one step: each batch keeps its own "
+        "num_uniform_negs negatives and in-batch chunks (its loss is unchanged), but the "
+        "embeddings and relations take one Adagrad step per group, with the group's summed "
+        "gradients; fewer launches per edge on a GPU. Needs the dot comparator, the softmax "
+        "loss, in-batch negatives without all_negs, and batch_size a multiple of "
+        "num_batch_negs", default=1)
     num_uniform_negs: int = _h("negatives sampled from the candidate partition, shared by the "
                                "batch", default=50)
     all_negs: bool = _h(
@@ -190,6 +197,10 @@ class EmbedConfig:
         "writes the changed partitions (n_p x (d + 1) x 4 bytes each) and the relation "
         "parameters, and hard-links the other files", default=False)
     workers: int = _h("HOGWILD worker threads over shared embeddings", default=1)
+    cuda_graphs: bool = _h(
+        "on CUDA, capture a training step as a CUDA graph and replay it for every step of "
+        "the same shape (one launch instead of one per operator); the same model as without",
+        default=False)
     device: str = _h("cpu, cuda, cuda:k or auto", default="cpu")
     seed: int = _h("seed of init, shuffling, negatives and bucket order", default=0)
     # -- growing a trained model (graphsys.embed.grow) -------------------------------------
@@ -237,6 +248,19 @@ class EmbedConfig:
     def __post_init__(self) -> None:
         self.validate()
 
+    def _check_grouping(self) -> None:
+        """``batches_per_step > 1``: batches whose scores are the closed form's, and whose
+        in-batch chunks do not straddle two batches."""
+        if self.batches_per_step == 1:
+            return
+        if self.comparator != "dot" or self.loss_fn != "softmax" or self.all_negs or \
+                self.num_batch_negs == 0:
+            raise ConfigError("batches_per_step: needs comparator = 'dot', loss_fn = "
+                              "'softmax', num_batch_negs > 0 and all_negs = false")
+        if self.batch_size % min(self.num_batch_negs, self.batch_size):
+            raise ConfigError(f"batches_per_step: batch_size {self.batch_size} must be a "
+                              f"multiple of num_batch_negs {self.num_batch_negs}")
+
     def validate(self) -> None:
         def positive(key: str, value: Any, *, allow_zero: bool = False) -> None:
             if not isinstance(value, (int, float)) or isinstance(value, bool) or not (
@@ -249,7 +273,7 @@ class EmbedConfig:
                 raise ConfigError(f"{key}: must be an integer, got {value!r}")
             positive(key, value, allow_zero=allow_zero)
 
-        for key in ("dimension", "num_epochs", "batch_size", "workers",
+        for key in ("dimension", "num_epochs", "batch_size", "workers", "batches_per_step",
                     "eval_num_uniform_negs", "eval_full_max_candidates"):
             integer(key, getattr(self, key))
         for key in ("num_batch_negs", "num_uniform_negs", "seed"):
@@ -281,12 +305,13 @@ class EmbedConfig:
             if getattr(self, key) not in choices:
                 raise ConfigError(f"{key}: must be one of {', '.join(choices)}, got "
                                   f"{getattr(self, key)!r}")
-        for key in ("prefetch", "checkpoint_buckets", "all_negs"):
+        for key in ("prefetch", "checkpoint_buckets", "all_negs", "cuda_graphs"):
             if not isinstance(getattr(self, key), bool):
                 raise ConfigError(f"{key}: must be true or false, got {getattr(self, key)!r}")
         for key in ("graph", "edges", "checkpoint_path"):
             if getattr(self, key) is not None and not isinstance(getattr(self, key), str):
                 raise ConfigError(f"{key}: must be a string, got {getattr(self, key)!r}")
+        self._check_grouping()
         if self.memory_budget is not None:
             try:
                 self.budget_bytes()

@@ -61,19 +61,31 @@ def _chunks(b: int, num_batch_negs: int) -> tuple[int, int, int]:
     return k, nfull, b - nfull
 
 
-def side_scores(q: Tensor, c: Tensor, pool: Tensor | None, k: int
+def pool_scores(q: Tensor, pool: Tensor, groups: int = 1) -> Tensor:
+    """``q @ pool.T`` ``(B, U)``; with ``groups``, the ``B / groups`` rows of group ``g``
+    against the ``U`` rows ``g`` of ``pool`` ``(groups * U, d)`` (one batched matmul)."""
+    if groups == 1:
+        return q @ pool.T
+    d = q.shape[1]
+    return torch.bmm(q.view(groups, -1, d), pool.view(groups, -1, d).transpose(1, 2)
+                     ).view(len(q), -1)
+
+
+def side_scores(q: Tensor, c: Tensor, pool: Tensor | None, k: int, groups: int = 1
                 ) -> tuple[Tensor | None, Tensor, Tensor | None]:
-    """``(s1, s2, sr)`` of one side (see the module docstring)."""
+    """``(s1, s2, sr)`` of one side (see the module docstring; ``groups``:
+    :func:`pool_scores`)."""
     b, d = q.shape
     nfull = b // k * k
-    s1 = None if pool is None else q @ pool.T
+    s1 = None if pool is None else pool_scores(q, pool, groups)
     s2 = torch.bmm(q[:nfull].view(-1, k, d), c[:nfull].view(-1, k, d).transpose(1, 2))
     sr = q[nfull:] @ c[b - k:].T if nfull < b else None
     return s1, s2, sr
 
 
 def side_softmax(s1: Tensor | None, s2: Tensor, sr: Tensor | None, weight: Tensor | None,
-                 *, transposed: bool = False, g2: Tensor | None = None) -> SideGrads:
+                 *, transposed: bool = False, g2: Tensor | None = None,
+                 kernels: bool = True) -> SideGrads:
     """The softmax loss of one side's blocks and its gradients with respect to them.
 
     ``transposed``: the full chunks' rows are the columns of ``s2`` (``s2[j, :, r]``, the
@@ -81,12 +93,12 @@ def side_softmax(s1: Tensor | None, s2: Tensor, sr: Tensor | None, weight: Tenso
     shaped as ``s2`` to add the full chunks' gradient to (laid out as ``s2``; the two sides
     of an identity batch share it), else a new one; :attr:`SideGrads.g2` is that block.
 
-    On the CPU in float32 this is one pass of the numba kernel
+    On the CPU in float32 (and ``kernels``) this is one pass of the numba kernel
     :func:`graphsys.embed.kernels.softmax_side_grads`; elsewhere torch ops, where the
     positives are diagonals (of each chunk, and of ``sr`` at offset ``k - rem``), read and
     corrected through strided views, with no indexing.
     """
-    if _fused(s1, s2, sr, weight):
+    if kernels and _fused(s1, s2, sr, weight):
         return _fused_side_softmax(s1, s2, sr, weight, transposed, g2)
     nchunk, k, _ = s2.shape
     nfull = nchunk * k
@@ -98,8 +110,11 @@ def side_softmax(s1: Tensor | None, s2: Tensor, sr: Tensor | None, weight: Tenso
     top = logits.amax(dim=1, keepdim=True)
     p = (logits - top).exp_()
     total = p.sum(dim=1, keepdim=True)
-    pos_scores = torch.cat([diag.reshape(-1) for diag in pos])
-    per_edge = top.squeeze(1) + total.log().squeeze(1) - pos_scores
+    per_edge = top.squeeze(1) + total.log().squeeze(1)
+    if len(pos) == 1:  # the diagonals' view, unflattened (no copy of them)
+        per_edge = (per_edge.view(pos[0].shape) - pos[0]).view(-1)
+    else:
+        per_edge = per_edge - torch.cat([diag.reshape(-1) for diag in pos])
     p.div_(total)
     for diag in _positives(p[:, u:], nchunk, k):
         diag.sub_(1.0)
@@ -153,24 +168,34 @@ def _positives(inbatch: Tensor, nchunk: int, k: int) -> list[Tensor]:
 
 
 def side_backward(q: Tensor, c: Tensor, pool: Tensor | None, g: SideGrads, dq: Tensor,
-                  dpool: Tensor | None, *, skip_g2: bool = False) -> Tensor | None:
+                  dpool: Tensor | None, *, skip_g2: bool = False,
+                  groups: int = 1) -> Tensor | None:
     """Back-propagate one side's score gradients: writes the queries' gradient into ``dq``
     ``(B, d)`` and the pool's into ``dpool`` ``(U, d)`` (None without a pool); returns the
     true candidates' gradient through their role as candidates ``(B, d)``, or None where
-    it is zero (``skip_g2``, the full chunks' block left to the caller, and no remainder)."""
+    it is zero (``skip_g2``, the full chunks' block left to the caller, and no remainder).
+    ``groups``: the pool's blocks of :func:`pool_scores`."""
     b, d = q.shape
     nchunk, k, _ = g.g2.shape
     nfull = nchunk * k
     if g.g1 is None:
         dq.zero_()
-    else:
+    elif groups == 1:
         torch.mm(g.g1, pool, out=dq)
         torch.mm(g.g1.T, q, out=dpool)
-    dc = None if skip_g2 and g.gr is None else torch.zeros_like(c)
-    if not skip_g2:
+    else:
+        g1 = g.g1.view(groups, -1, g.g1.shape[1])
+        torch.bmm(g1, pool.view(groups, -1, d), out=dq.view(groups, -1, d))
+        torch.bmm(g1.transpose(1, 2), q.view(groups, -1, d), out=dpool.view(groups, -1, d))
+    if skip_g2:
+        dc = None if g.gr is None else torch.zeros_like(c)
+    else:  # every row of dc written by the chunks' bmm (and the remainder's addmm)
+        dc = torch.empty_like(c)
+        if nfull < b:
+            dc[nfull:].zero_()
         dq[:nfull].view(nchunk, k, d).baddbmm_(g.g2, c[:nfull].view(nchunk, k, d))
-        dc[:nfull].view(nchunk, k, d).baddbmm_(g.g2.transpose(1, 2),
-                                               q[:nfull].view(nchunk, k, d))
+        torch.bmm(g.g2.transpose(1, 2), q[:nfull].view(nchunk, k, d),
+                  out=dc[:nfull].view(nchunk, k, d))
     if g.gr is not None:
         dq[nfull:].addmm_(g.gr, c[b - k:])
         dc[b - k:].addmm_(g.gr.T, q[nfull:])
@@ -179,8 +204,8 @@ def side_backward(q: Tensor, c: Tensor, pool: Tensor | None, g: SideGrads, dq: T
 
 def both_sides(ql: Tensor, qr: Tensor, xl: Tensor, xr: Tensor, pool_l: Tensor | None,
                pool_r: Tensor | None, num_batch_negs: int, weight: Tensor | None,
-               identity: bool) -> tuple[Tensor, Tensor, Tensor, Tensor | None,
-                                        Tensor | None]:
+               identity: bool, *, kernels: bool = True, groups: int = 1
+               ) -> tuple[Tensor, Tensor, Tensor, Tensor | None, Tensor | None]:
     """Loss and gradients of a batch scored in both directions.
 
     ``ql = op_rhs(xl)`` (tail prediction: scored against ``xr`` and ``pool_r``) and ``qr =
@@ -193,25 +218,28 @@ def both_sides(ql: Tensor, qr: Tensor, xl: Tensor, xr: Tensor, pool_l: Tensor | 
     the same for ``qr`` and ``pool_r``: the rows of a batch's gathered ``(h, pool_l)`` /
     ``(t, pool_r)``. ``dxl`` / ``dxr`` ``(B, d)``: the gradients through the candidate
     roles, which the caller adds to the queries' once those went through the operator;
-    None where zero (identity operators, ``B`` a multiple of the chunk).
+    None where zero (identity operators, ``B`` a multiple of the chunk). ``kernels``
+    False: torch operators only, on the CPU too (:func:`side_softmax`). ``groups``: the
+    rows are ``groups`` batches, each with ``U / groups`` pool rows of its own
+    (:func:`pool_scores`; ``B / groups`` a multiple of the chunk).
     """
     b, d = ql.shape
     k, nfull, _ = _chunks(b, num_batch_negs)
     u = 0 if pool_l is None else len(pool_l)
     gl = torch.empty(b + u, d, dtype=ql.dtype, device=ql.device)
     gr = torch.empty(b + u, d, dtype=ql.dtype, device=ql.device)
-    s1t, s2t, srt = side_scores(ql, xr, pool_r, k)
-    gt = side_softmax(s1t, s2t, srt, weight)
+    s1t, s2t, srt = side_scores(ql, xr, pool_r, k, groups)
+    gt = side_softmax(s1t, s2t, srt, weight, kernels=kernels)
     if identity:  # the head side's block is s2t^T; d/d s2t of both sides lands in gt.g2
-        s1h = None if pool_l is None else qr @ pool_l.T
+        s1h = None if pool_l is None else pool_scores(qr, pool_l, groups)
         srh = qr[nfull:] @ xl[b - k:].T if nfull < b else None
-        gh = side_softmax(s1h, s2t, srh, weight, transposed=True, g2=gt.g2)
+        gh = side_softmax(s1h, s2t, srh, weight, transposed=True, g2=gt.g2, kernels=kernels)
     else:
-        gh = side_softmax(*side_scores(qr, xl, pool_l, k), weight)
+        gh = side_softmax(*side_scores(qr, xl, pool_l, k, groups), weight, kernels=kernels)
     dxr = side_backward(ql, xr, pool_r, gt, gl[:b], gr[b:] if u else None,
-                        skip_g2=identity)
+                        skip_g2=identity, groups=groups)
     dxl = side_backward(qr, xl, pool_l, gh, gr[:b], gl[b:] if u else None,
-                        skip_g2=identity)
+                        skip_g2=identity, groups=groups)
     if identity:  # ql = xl, qr = xr
         g2 = gt.g2
         nchunk = len(g2)

@@ -7,6 +7,7 @@ the batch as autograd leaves, and :meth:`RelationModel.step` applies Adagrad to 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,8 +38,9 @@ def pbg_side(side: str) -> str:
 class _Leaf:
     param: torch.Tensor   # (R_g, ...) the stored parameter
     state: torch.Tensor   # (R_g, ...) Adagrad sums
-    rows: torch.Tensor    # int64 (K,) rows gathered
-    leaf: torch.Tensor    # (K, ...) the gathered slice (requires grad)
+    rows: torch.Tensor | None  # int64 (K,) rows gathered; None: the whole table
+    leaf: torch.Tensor | None  # (K, ...) the gathered slice (requires grad)
+    grad: torch.Tensor | None = None  # its gradient, where computed without autograd
 
 
 class RelationModel:
@@ -46,7 +48,15 @@ class RelationModel:
 
     ``operators``: operator name of each relation (global relation index order).
     Tensors live on ``device``; all float32.
+
+    ``whole_tables`` (default False): training makes each parameter table one autograd
+    leaf and :meth:`step` updates the whole table (the rows of relations not in the batch
+    have a zero gradient, which leaves them and their Adagrad sums exactly as they were),
+    instead of gathering the batch's relations (a ``unique``, a host synchronisation on a
+    GPU). The device-resident training loop sets it; the two give the same numbers.
     """
+
+    whole_tables = False
 
     def __init__(self, operators: list[str], dimension: int, device: torch.device | str = "cpu"):
         self.dimension = dimension
@@ -94,8 +104,8 @@ class RelationModel:
         |x_b|^3, sum |params_{rel_b}|^3)`` over its rows (0-d tensors, differentiable;
         :meth:`graphsys.embed.model.Operator.n3_rows` / ``n3_params``).
         """
-        if len(self.groups) == 1:
-            return self._apply_group(side, 0, x, self._local_t[rel], leaves, n3)
+        if len(self.groups) == 1:  # one group: a relation's row is its index
+            return self._apply_group(side, 0, x, rel, leaves, n3)
         out = torch.empty_like(x) if leaves is None else None
         group = self._group_t[rel]
         parts = []
@@ -112,6 +122,25 @@ class RelationModel:
             return out
         return torch.zeros_like(x).index_copy(0, rows, vals)
 
+    def apply_closed(self, side: str, x: torch.Tensor, rel: torch.Tensor, leaves: list
+                     ) -> tuple[torch.Tensor, Callable[[torch.Tensor], torch.Tensor]] | None:
+        """:meth:`apply` for training by the operator's closed form
+        (:attr:`~graphsys.embed.model.Operator.closed_form`), without autograd: ``(y,
+        backward)``, where ``backward(dy)`` returns ``dx`` and appends the whole tables'
+        gradients to ``leaves`` for :meth:`step`. None where there is no closed form (an
+        operator without one, or several operator groups)."""
+        if len(self.groups) != 1 or self.groups[0][1].closed_form is None:
+            return None
+        op, params, state = self.groups[0][1], self.params[side][0], self.state[side][0]
+        y, back = op.closed_form(x, params, rel)
+
+        def backward(dy: torch.Tensor) -> torch.Tensor:
+            dx, grads = back(dy)
+            for k, g in grads.items():
+                leaves.append(_Leaf(params[k], state[k], None, None, g))
+            return dx
+        return y, backward
+
     def _apply_group(self, side, g, x, local, leaves, n3=None):
         _, op, _ = self.groups[g]
         params = self.params[side][g]
@@ -120,6 +149,14 @@ class RelationModel:
             if n3 is not None:
                 n3.append((op.n3_rows(x), op.n3_params(used, local)))
             return op.forward(x, used, local)
+        if self.whole_tables:
+            whole = {}
+            for k, v in params.items():
+                whole[k] = v.detach().requires_grad_(True)
+                leaves.append(_Leaf(v, self.state[side][g][k], None, whole[k]))
+            if n3 is not None:
+                n3.append((op.n3_rows(x), op.n3_params(whole, local)))
+            return op.forward_tables(x, whole, local)
         uniq, inv = torch.unique(local, return_inverse=True)
         gathered = {}
         for k, v in params.items():
@@ -147,7 +184,8 @@ class RelationModel:
                     table[k] = v.to(x.dtype)
                     if leaves is not None:
                         table[k] = v.detach().clone().requires_grad_(True)
-                        rows = torch.arange(len(members), device=v.device)
+                        rows = None if self.whole_tables else torch.arange(
+                            len(members), device=v.device)
                         leaves.append(_Leaf(v, self.state[side][g][k], rows, table[k]))
                 blocks.append(op.relation_scores(x, y, table, len(members)))
         scores = torch.cat(blocks, dim=1)
@@ -163,11 +201,20 @@ class RelationModel:
         with torch.no_grad():
             merged: dict[int, tuple[_Leaf, list, list]] = {}
             for lf in leaves:
-                if lf.leaf.grad is not None:
+                grad = lf.grad if lf.leaf is None else lf.leaf.grad
+                if grad is not None:
                     _, rows, grads = merged.setdefault(id(lf.param), (lf, [], []))
                     rows.append(lf.rows)
-                    grads.append(lf.leaf.grad)
+                    grads.append(grad)
+            whole = [(lf, grads) for lf, rows, grads in merged.values()
+                     if all(r is None for r in rows)]
+            if whole:
+                RelationModel._dense_step(whole, lr)
             for lf, rows, grads in merged.values():
+                if all(r is None for r in rows):
+                    continue
+                rows = [torch.arange(len(lf.param), device=lf.param.device) if r is None
+                        else r for r in rows]
                 if len(rows) == 1:
                     r, g = rows[0], grads[0]
                 else:
@@ -177,6 +224,25 @@ class RelationModel:
                 s = lf.state[r] + g * g
                 lf.state[r] = s
                 lf.param[r] = lf.param[r] - lr * g / (s.sqrt() + ADAGRAD_EPS)
+
+    @staticmethod
+    def _dense_step(tables: list[tuple[_Leaf, list[torch.Tensor]]], lr: float) -> None:
+        """:meth:`step` of whole tables ``(leaf, [grads])``, every table at once (torch's
+        ``_foreach`` operators: one launch per operation on a GPU); the same arithmetic,
+        where a zero gradient leaves a row and its sum as they were."""
+        gs = []
+        for _, grads in tables:
+            g = grads[0]
+            for more in grads[1:]:
+                g = g + more
+            gs.append(g)
+        states = [lf.state for lf, _ in tables]
+        torch._foreach_add_(states, torch._foreach_mul(gs, gs))
+        den = torch._foreach_sqrt(states)
+        torch._foreach_add_(den, ADAGRAD_EPS)
+        upd = torch._foreach_mul(gs, lr)
+        torch._foreach_div_(upd, den)
+        torch._foreach_sub_([lf.param for lf, _ in tables], upd)
 
     # -- persistence ------------------------------------------------------------------------
     def keys(self):

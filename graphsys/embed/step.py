@@ -36,6 +36,34 @@ from graphsys.trace import traced
 ADAGRAD_EPS = 1e-10
 
 
+def device_adagrad(emb: torch.Tensor, state: torch.Tensor, idx: torch.Tensor,
+                   grad: torch.Tensor, lr: float, max_norm: float | None = None) -> None:
+    """In place, :func:`graphsys.embed.kernels.sparse_adagrad`'s step in torch operators
+    with no host synchronisation (no ``unique``, whose size a GPU reads on the host).
+
+    ``idx`` int64 ``(m,)`` is sorted (stable); each occurrence is mapped to the position of
+    its row's first occurrence (``searchsorted`` of the sorted ids in themselves), and the
+    gradients are summed there, in ``idx`` order, into an ``(m, d)`` block: each distinct
+    row's sum at its first position, zeros at the repeats. The state and the rows are then
+    updated with ``index_add_`` at every position: a repeat adds exactly zero to its row
+    (its gradient is zero), so each row takes one step with its whole gradient, with
+    fixed shapes whatever the repeats. ``state`` ``(n,)`` row-wise (``mean(g**2)``) or
+    ``(n, d)`` element-wise (``g**2``); with ``max_norm`` the updated rows are renormed.
+    """
+    sidx, order = torch.sort(idx, stable=True)
+    first = torch.searchsorted(sidx, sidx)
+    g = torch.zeros_like(grad).index_add_(0, first, grad.index_select(0, order))
+    if state.dim() == 1:
+        state.index_add_(0, sidx, g.pow(2).mean(1))
+        s = state.index_select(0, sidx).unsqueeze(1)
+    else:
+        state.index_add_(0, sidx, g * g)
+        s = state.index_select(0, sidx)
+    emb.index_add_(0, sidx, g * (-lr / (s.sqrt() + ADAGRAD_EPS)))
+    if max_norm is not None:
+        emb.index_copy_(0, sidx, emb.index_select(0, sidx).renorm(2, 0, max_norm))
+
+
 class MinibatchStep:
     """Training of one batch of positive edges between two resident partitions."""
 
@@ -61,16 +89,21 @@ class MinibatchStep:
             self._degrees = {k: torch.from_numpy(np.cumsum(v + 1.0)) for k, v in deg.items()}
         return self._degrees
 
-    def _sample(self, etype: str, p: int, n: int, k: int, gen: torch.Generator) -> torch.Tensor:
-        """``k`` candidate offsets in partition ``p`` of ``etype`` (int64)."""
+    def _sample(self, etype: str, p: int, n: int, k: int, gen: torch.Generator,
+                device: torch.device | None = None, groups: int = 1) -> torch.Tensor:
+        """``k`` candidate offsets in partition ``p`` of ``etype`` (int64), drawn on
+        ``device`` (default the host) by ``gen`` (a generator of that device); with
+        ``groups``, ``groups`` such pools one after the other (``(groups * k,)``)."""
         kd = round(k * self.cfg.degree_neg_fraction)
-        uni = torch.randint(n, (k - kd,), generator=gen)
+        uni = torch.randint(n, (groups, k - kd), generator=gen, device=device)
         if kd == 0:
-            return uni
+            return uni.view(-1)
         cdf = self._degree_tables()[(etype, p)]
-        u = torch.rand(kd, generator=gen, dtype=torch.float64) * cdf[-1]
-        deg = torch.searchsorted(cdf, u, right=True).clamp_max(n - 1)
-        return torch.cat([uni, deg])
+        if device is not None and cdf.device != device:
+            cdf = self._degrees[(etype, p)] = cdf.to(device)
+        u = torch.rand(groups, kd, generator=gen, dtype=torch.float64, device=device) * cdf[-1]
+        deg = torch.searchsorted(cdf, u.view(-1), right=True).clamp_max(n - 1)
+        return torch.cat([uni, deg.view(groups, kd)], dim=1).view(-1)
 
     # -- one batch --------------------------------------------------------------------------
     def _side_loss(self, q, pos_c, pool, w, target=None):
@@ -102,35 +135,29 @@ class MinibatchStep:
             negs.append(torch.cat(parts, dim=0))
         return self.loss_fn.forward(pos, negs, w)
 
+    #: Whether batches run on torch operators only (no numba kernel) even on the CPU: the
+    #: device path, counted and tested on the CPU (:class:`~graphsys.embed.trainer.Trainer`
+    #: sets it for its device-resident loop).
+    torch_ops = False
+
     def _adagrad(self, emb, state, idx, grad, lr):
         """Adagrad step of the rows ``idx`` of ``emb``: row-wise with ``state`` ``(n,)``,
-        element-wise with ``state`` ``(n, d)`` (``embedding_adagrad``)."""
-        if emb.device.type == "cpu":
+        element-wise with ``state`` ``(n, d)`` (``embedding_adagrad``); each distinct row
+        takes one step with the sum of its gradients (in ``idx`` order)."""
+        if emb.device.type == "cpu" and not self.torch_ops:
             st = state.numpy()
             sparse_adagrad(emb.numpy(), st.reshape(len(st), -1), idx.numpy(),
                            grad.contiguous().numpy(), lr, ADAGRAD_EPS, self.cfg.max_norm or 0.0)
             return
-        uniq, inv = torch.unique(idx, return_inverse=True)
-        g = torch.zeros(len(uniq), grad.shape[1], dtype=grad.dtype, device=grad.device)
-        g.index_add_(0, inv, grad)
-        if state.dim() == 1:
-            s = state[uniq] + g.pow(2).mean(1)
-            state[uniq] = s
-            s = s.unsqueeze(1)
-        else:
-            s = state[uniq] + g * g
-            state[uniq] = s
-        emb.index_add_(0, uniq, g * (-lr / (s.sqrt() + ADAGRAD_EPS)))
-        if self.cfg.max_norm is not None:
-            rows = emb[uniq]
-            emb[uniq] = rows.renorm(2, 0, self.cfg.max_norm)
+        device_adagrad(emb, state, idx, grad, lr, self.cfg.max_norm)
 
     @staticmethod
-    def _gather(emb: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+    def _gather(emb: torch.Tensor, idx: torch.Tensor, torch_ops: bool = False) -> torch.Tensor:
         """``emb[idx]``: the rows ``idx`` (int64 ``(m,)``) of an embedding partition, float32
         ``(m, d)``; by the prefetching kernel :func:`~graphsys.embed.kernels.gather_rows` on
-        the CPU. An offset outside the partition raises IndexError, as ``index_select``."""
-        if emb.device.type != "cpu":
+        the CPU (unless ``torch_ops``). An offset outside the partition raises IndexError, as
+        ``index_select``."""
+        if emb.device.type != "cpu" or torch_ops:
             return emb.index_select(0, idx)
         out = torch.empty(len(idx), emb.shape[1], dtype=emb.dtype)
         bad = gather_rows(emb.numpy(), idx.contiguous().numpy(), out.numpy())
@@ -174,20 +201,31 @@ class MinibatchStep:
             ce = ce * torch.cat([w, w])
         return self.cfg.relation_prediction_weight * ce.sum()
 
+    def _batch(self, lt, rt, i, j, h, t, rel, w, gen, groups: int = 1) -> float:
+        """:meth:`_step` of host tensors ``h``, ``t``, ``rel``, ``w``; its loss read."""
+        return float(self._step(lt, rt, i, j, h, t, rel, w, gen, groups))
+
     @traced("embed.minibatch")
-    def _batch(self, lt, rt, i, j, h, t, rel, w, gen) -> float:
+    def _step(self, lt, rt, i, j, h, t, rel, w, gen, groups: int = 1) -> torch.Tensor:
+        """Train one batch: ``h``, ``t``, ``rel`` int64 ``(b,)`` and ``w`` float32 ``(b,)``
+        or None, on the host or on the device (then ``gen`` is a generator of the device,
+        and nothing of the batch goes through the host); returns the loss, a 0-d tensor on
+        the device (not read here). ``groups`` (``batches_per_step``; closed-form batches):
+        ``b`` is ``groups`` batches of ``b / groups`` edges, each scored against a pool of
+        its own; one Adagrad step for them all."""
         cfg = self.cfg
         L_emb, L_st = self.buffer.resident[i][lt]
         R_emb, R_st = self.buffer.resident[j][rt]
         b, u = len(h), cfg.num_uniform_negs
         dev = self.device
         idx_l, idx_r = h, t
+        on = None if h.device.type == "cpu" and not self.torch_ops else h.device
         if cfg.all_negs:
-            idx_l = torch.cat([h, torch.arange(len(L_emb))])
-            idx_r = torch.cat([t, torch.arange(len(R_emb))])
+            idx_l = torch.cat([h, torch.arange(len(L_emb), device=on)])
+            idx_r = torch.cat([t, torch.arange(len(R_emb), device=on)])
         elif u:
-            idx_l = torch.cat([h, self._sample(lt, i, len(L_emb), u, gen)])
-            idx_r = torch.cat([t, self._sample(rt, j, len(R_emb), u, gen)])
+            idx_l = torch.cat([h, self._sample(lt, i, len(L_emb), u, gen, on, groups)])
+            idx_r = torch.cat([t, self._sample(rt, j, len(R_emb), u, gen, on, groups)])
         idx_l, idx_r = idx_l.to(dev), idx_r.to(dev)
         rel = rel.to(dev)
         w = None if w is None else w.to(dev)
@@ -196,8 +234,9 @@ class MinibatchStep:
             grads = self._closed_form_grads
         else:
             grads = self._autograd_grads
-        loss, gl, gr = grads(self._gather(L_emb, idx_l), self._gather(R_emb, idx_r), b,
-                             rel, w, leaves, idx_l[:b], idx_r[:b])
+        loss, gl, gr = grads(self._gather(L_emb, idx_l, self.torch_ops),
+                             self._gather(R_emb, idx_r, self.torch_ops), b,
+                             rel, w, leaves, idx_l[:b], idx_r[:b], groups)
         with torch.no_grad():
             if L_emb is R_emb:
                 self._adagrad(L_emb, L_st, *self._trainable(
@@ -209,7 +248,7 @@ class MinibatchStep:
                 self.relmodel.step(leaves, cfg.relation_learning_rate)
         return loss
 
-    def _autograd_grads(self, xl, xr, b, rel, w, leaves, h, t):
+    def _autograd_grads(self, xl, xr, b, rel, w, leaves, h, t, groups=1):
         """Loss and the gradients of the gathered rows ``xl`` / ``xr`` ``(b + U, d)``, by
         autograd (any comparator, loss and regulariser); ``leaves`` get the relations'.
         ``h`` / ``t`` int64 ``(b,)``: the batch's rows of the partitions (with
@@ -230,9 +269,9 @@ class MinibatchStep:
         if cfg.relation_prediction_weight > 0:
             loss = loss + self._relation_prediction(xl[:b], xr[:b], rel, w, leaves)
         loss.backward()
-        return float(loss.detach()), xl.grad, xr.grad
+        return loss.detach(), xl.grad, xr.grad
 
-    def _closed_form_grads(self, xl, xr, b, rel, w, leaves, h, t):
+    def _closed_form_grads(self, xl, xr, b, rel, w, leaves, h, t, groups=1):
         """As :meth:`_autograd_grads`, for the batches of :meth:`_closed_form`: scores and
         loss in closed form (:mod:`.dot_softmax`); autograd only through the operators and
         the N3 regulariser when there are any."""
@@ -242,8 +281,15 @@ class MinibatchStep:
         rp = cfg.relation_prediction_weight > 0
         identity = self.relmodel.is_identity
         scores_only = identity and n3 is None and not rp
+        closed = None
+        if not scores_only and n3 is None and not rp and self.relmodel.whole_tables:
+            closed = (self.relmodel.apply_closed("rhs", xl[:b], rel, leaves),
+                      self.relmodel.apply_closed("lhs", xr[:b], rel, leaves))
+            closed = None if None in closed else closed
         if scores_only:
             ql, qr = xl[:b], xr[:b]
+        elif closed is not None:
+            (ql, back_l), (qr, back_r) = closed
         else:
             hl = xl[:b].detach().requires_grad_(True)
             hr = xr[:b].detach().requires_grad_(True)
@@ -258,7 +304,15 @@ class MinibatchStep:
             loss, gl, gr, dxl, dxr = dot_softmax.both_sides(
                 ql.detach(), qr.detach(), xl[:b].detach(), xr[:b].detach(),
                 xl[b:] if u else None, xr[b:] if u else None, cfg.num_batch_negs, w,
-                identity)
+                identity, kernels=not self.torch_ops, groups=groups)
+        if closed is not None:  # through the operators in closed form, no autograd
+            for g, back, dx in ((gl, back_l, dxl), (gr, back_r, dxr)):
+                dq = back(g[:b])
+                if dx is None:
+                    g[:b] = dq
+                else:
+                    torch.add(dq, dx, out=g[:b])
+            return loss, gl, gr
         if not scores_only:
             outs, out_grads = [ql, qr], [gl[:b], gr[:b]]
             extra = [self._n3(n3)] if n3 else []
@@ -273,4 +327,4 @@ class MinibatchStep:
         if dxl is not None:
             gl[:b] += dxl
             gr[:b] += dxr
-        return float(loss), gl, gr
+        return loss, gl, gr

@@ -57,6 +57,7 @@ from graphsys.device import resolve_device
 from graphsys.embed.buffer import PartitionBuffer, diverged
 from graphsys.embed.checkpoint import CheckpointManager, stream_seed
 from graphsys.embed.config import EmbedConfig
+from graphsys.embed.graphs import StepGraph
 from graphsys.embed.model import COMPARATORS, LOSSES
 from graphsys.embed.relations import RelationModel
 from graphsys.embed.schedule import bucket_order, plan_buffer
@@ -97,7 +98,8 @@ class Trainer(MinibatchStep):
     log : callable, optional
         Gets one line per epoch and the checkpoint's notes.
     on_batch : callable, optional
-        Called (no arguments) before every batch of every worker thread, e.g. to count or
+        Called (no arguments) before every batch (every step of ``batches_per_step``
+        batches) of every worker thread, e.g. to count or
         bound batches (``graphsys profile``); an exception it raises ends :meth:`run` as a
         failed run. With ``workers > 1`` it is called from several threads at once.
 
@@ -128,6 +130,11 @@ class Trainer(MinibatchStep):
     """
 
     rank, world_size = 0, 1
+    #: Train each bucket with the device-resident loop (:meth:`_train_resident`): None
+    #: (the default) on any device but the CPU, whose loop keeps the numba kernels. Set
+    #: it True before :meth:`run` to run the device path on the CPU (tests count its
+    #: launches, transfers and synchronisations there).
+    resident: bool | None = None
 
     def __init__(self, config: EmbedConfig, graph: Graph, out: Path, *, progress: bool = False,
                  log=None, on_batch: Callable[[], None] | None = None):
@@ -152,11 +159,16 @@ class Trainer(MinibatchStep):
         self.pair_of_rel = np.array([pairs.index((r.lhs, r.rhs)) for r in rels], np.int64)
         self.sizes = self.checkpoint.sizes
         self.relmodel = RelationModel(self.rel_ops, config.dimension, self.device)
+        if self.resident is None:
+            self.resident = self.device.type != "cpu"
         self.capacity = self._capacity()
         self.stats: list[EpochStats] = []
         self._degrees: dict[tuple[str, int], torch.Tensor] | None = None
         #: With ``freeze_old``: rows below ``frozen_below[(type, p)]`` are not updated.
         self.frozen_below: dict[tuple[str, int], int] = {}
+        if config.batches_per_step > 1 and len(pairs) > 1:
+            raise ConfigError(f"batches_per_step: needs one (lhs, rhs) entity-type pair, the "
+                              f"relations of {graph.path} have {len(pairs)}")
         if config.freeze_old and not config.init_from:
             raise ConfigError("freeze_old: needs init_from (the checkpoint of the old rows)")
 
@@ -238,12 +250,24 @@ class Trainer(MinibatchStep):
             wt = None if wt is None else torch.from_numpy(wt)
         return src, dst, rel, wt
 
+    def _steps(self, n: int):
+        """``(start, stop, groups)`` of the steps over ``n`` shuffled edges: each
+        ``batches_per_step`` batches of ``batch_size`` (``groups`` of them); at the end
+        the whole batches left, then the last partial batch alone."""
+        B, K = self.cfg.batch_size, self.cfg.batches_per_step
+        for start in range(0, n, B * K):
+            stop = min(start + B * K, n)
+            full = (stop - start) // B
+            if full:
+                yield start, start + full * B, full
+            if start + full * B < stop:
+                yield start + full * B, stop, 1
+
     def _worker(self, i, j, cols, perm, gen, bar) -> float:
         src, dst, rel, wt = cols
-        B = self.cfg.batch_size
         total = 0.0
-        for start in range(0, len(perm), B):
-            idx = perm[start:start + B]
+        for start, stop, groups in self._steps(len(perm)):
+            idx = perm[start:stop]
             h, t = src[idx].long(), dst[idx].long()
             r = rel[idx].long() if rel is not None else torch.zeros(len(idx), dtype=torch.long)
             w = wt[idx].float() if wt is not None else None
@@ -254,7 +278,7 @@ class Trainer(MinibatchStep):
                 self.on_batch()
             if len(self.pairs) == 1:
                 lt, rt = self.pairs[0]
-                loss = self._batch(lt, rt, i, j, h, t, r, w, gen)
+                loss = self._batch(lt, rt, i, j, h, t, r, w, gen, groups)
             else:
                 pr = torch.from_numpy(self.pair_of_rel)[r]
                 loss = 0.0
@@ -273,6 +297,14 @@ class Trainer(MinibatchStep):
 
     @traced("embed.bucket")
     def _train_bucket(self, epoch: int, k: int, i: int, j: int, bar) -> float:
+        if self.resident and len(self.pairs) == 1:
+            try:
+                edges = self._device_edges(i, j)
+            except torch.OutOfMemoryError:  # the bucket's edges do not fit: the host loop
+                self.log(f"bucket ({i}, {j}): its edges do not fit in {self.device}'s "
+                         f"memory; batches go up one by one")
+            else:
+                return self._train_resident(epoch, k, i, j, bar, edges)
         cols = self._bucket_columns(i, j)
         n = len(cols[0])
         gen = torch.Generator().manual_seed(stream_seed(self.cfg.seed, 2, epoch, k))
@@ -286,6 +318,62 @@ class Trainer(MinibatchStep):
         futs = [self.pool.submit(self._worker, i, j, cols, perm[bounds[w]:bounds[w + 1]],
                                  gens[w], bar) for w in range(nw)]
         return sum(f.result() for f in futs)
+
+    def _device_edges(self, i: int, j: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Bucket ``(i, j)`` on the device in one upload each: int64 ``(3, n)`` rows
+        ``src, dst, rel`` (rel 0 without a relation column) and the float32 ``(n,)`` edge
+        weights times the relation weights, or None where every weight is 1."""
+        src, dst, rel, wt = self._bucket_columns(i, j)
+        rel = torch.zeros_like(src) if rel is None else rel
+        cols = torch.stack([src.long(), dst.long(), rel.long()])
+        w = None if wt is None else wt.float()
+        if not self.uniform_rel_weight:
+            rw = self.rel_weight[cols[2]]
+            w = rw if w is None else w * rw
+        return (cols.to(self.device, copy=True),
+                None if w is None else w.to(self.device, copy=True))
+
+    def _train_resident(self, epoch: int, k: int, i: int, j: int, bar,
+                        edges: tuple[torch.Tensor, torch.Tensor | None]) -> float:
+        """:meth:`_train_bucket` for one entity-type pair with the bucket's edges resident
+        on the device: its order drawn there (``randperm`` by a generator of the device,
+        seeded as the host loop's), each batch sliced from it by one ``index_select``, its
+        negatives drawn there (:meth:`_sample`), the losses summed there and read once, at
+        the end of the bucket (a non-finite sum stops the run). ``workers`` is not used:
+        one stream of batches. On the CPU the random draws are the host loop's own. With
+        ``cuda_graphs`` on CUDA the steps of full size are replayed from a CUDA graph
+        (:class:`~graphsys.embed.graphs.StepGraph`). ``edges``: :meth:`_device_edges`."""
+        cols, wts = edges
+        n = cols.shape[1]
+        gen = torch.Generator(device=self.device).manual_seed(
+            stream_seed(self.cfg.seed, 2, epoch, k))
+        perm = torch.randperm(n, generator=gen, device=self.device)
+        lt, rt = self.pairs[0]
+        total = torch.zeros((), dtype=torch.float64, device=self.device)
+        self.torch_ops = self.relmodel.whole_tables = True
+        full = self.cfg.batch_size * self.cfg.batches_per_step
+        graph = StepGraph(gen) if self.cfg.cuda_graphs and self.device.type == "cuda" \
+            else None
+
+        def step(idx: torch.Tensor, groups: int) -> None:
+            h, t, r = cols.index_select(1, idx)
+            w = None if wts is None else wts.index_select(0, idx)
+            total.add_(self._step(lt, rt, i, j, h, t, r, w, gen, groups))
+
+        for start, stop, groups in self._steps(n):
+            idx = perm[start:stop]
+            if self.on_batch is not None:
+                self.on_batch()
+            if graph is not None and stop - start == full:
+                graph.run(idx, lambda x, g=groups: step(x, g))
+            else:
+                step(idx, groups)
+            if bar is not None:
+                bar.update(len(idx))
+        loss = float(total)
+        if not math.isfinite(loss):
+            raise self._diverged(f"loss {loss} in bucket ({i}, {j})")
+        return loss
 
     # -- epochs -----------------------------------------------------------------------------
     def run(self) -> list[EpochStats]:

@@ -70,7 +70,8 @@ def test_dry_run_records_each_parts_figures(dry_run):
                  ("bsp", "pagerank-out-of-core"), ("bsp", "pagerank-out-of-core-streamed"),
                  ("bsp", "bfs-memory"), ("bsp", "spmv-peer"), ("gnn", "graphsys"),
                  ("gnn", "pyg"), ("gnn", "graphsys-device-staged"),
-                 ("embed", "embed-device"), ("embed", "embed-cpu"),
+                 ("embed", "embed-device"), ("embed", "embed-device-grouped"),
+                 ("embed", "embed-cpu"),
                  ("embed", "rgcn"), ("profile", "pagerank"), ("profile", "gnn")]:
         assert want in names, want
     by = {(r["part"], r["name"]): r for r in records}
