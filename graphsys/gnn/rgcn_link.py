@@ -7,7 +7,8 @@ training triples uniformly; an ``rgcn.graph_split`` share of them (with their in
 relations ``r + R``) is the graph the encoder runs on, every drawn triple is a positive,
 and each positive gets ``num_negatives`` corruptions by uniform nodes of the batch graph,
 half (rounded up) of its tail and the rest of its head (the references flip a coin per
-corruption; an even split has the same expectation). The loss is binary cross-entropy of the DistMult scores
+corruption; an even split has the same expectation). The loss is binary cross-entropy of
+the DistMult scores
 :math:`f(s, r, o) = \\mathbf{e}_s^\\top \\operatorname{diag}(\\mathbf{R}_r) \\mathbf{e}_o`
 plus ``rgcn.reg`` times the mean squares of the node encodings and relation vectors. An
 epoch is as many steps as cover the training triples once.
