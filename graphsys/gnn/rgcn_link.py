@@ -249,6 +249,16 @@ class EdgeBatch(NamedTuple):
     real: torch.Tensor     # (len(block.src_nodes),) bool: a node of the batch, not padding
 
 
+def step_generator(device: torch.device, seed: int) -> torch.Generator:
+    """A random generator on ``device`` seeded by ``seed``; a CPU one on a device without
+    generators (torch's lazy and meta devices: their draws are uploaded)."""
+    try:
+        gen = torch.Generator(device=device)
+    except RuntimeError:
+        gen = torch.Generator()
+    return gen.manual_seed(seed)
+
+
 def edge_batch(train: torch.Tensor, num_nodes: int, k: int, graph_split: float,
                num_negatives: int, num_relations: int, gen: torch.Generator, *,
                trim: bool = True) -> EdgeBatch:
@@ -274,8 +284,8 @@ def edge_batch(train: torch.Tensor, num_nodes: int, k: int, graph_split: float,
     >>> b.block.src_nodes.tolist(), int(b.count), tuple(b.rand.shape)
     ([0, 5, 7, 9], 4, (3, 2))
     """
-    dev = train.device
-    pick = torch.randperm(train.shape[1], generator=gen, device=dev)[:k]
+    dev, gdev = train.device, gen.device
+    pick = torch.randperm(train.shape[1], generator=gen, device=gdev)[:k].to(dev)
     h, r, t = train[:, pick].unbind(0)
     mark = torch.zeros(num_nodes, dtype=torch.bool, device=dev)
     mark.index_fill_(0, torch.cat([h, t]), True)
@@ -290,7 +300,7 @@ def edge_batch(train: torch.Tensor, num_nodes: int, k: int, graph_split: float,
     g = max(1, int(round(graph_split * k)))
     block = TypedBlock(nodes, m, torch.cat([hl[:g], tl[:g]]), torch.cat([tl[:g], hl[:g]]),
                        None, torch.cat([r[:g], r[:g] + num_relations]))
-    u = torch.rand(k, num_negatives, generator=gen, device=dev)
+    u = torch.rand(k, num_negatives, generator=gen, device=gdev).to(dev)
     rand = torch.minimum((u * count).long(), count - 1)
     return EdgeBatch(block, hl, r, tl, rand, count, every[:m] < count)
 
@@ -363,9 +373,7 @@ class RGCNTask(Task):
         count, so a resumed run draws the same batches as an uninterrupted one)."""
         for _ in range(self.per_epoch):
             self.step += 1
-            gen = torch.Generator(device=self.device)
-            gen.manual_seed(derive_seed(self.cfg.seed, 2, self.step))
-            yield gen
+            yield step_generator(self.device, derive_seed(self.cfg.seed, 2, self.step))
 
     def loss(self, gen: torch.Generator, epoch: int, k: int) -> torch.Tensor:
         """The loss of ``self.k`` training triples drawn by ``gen`` (see the module
