@@ -4,7 +4,9 @@
 
 Training (the paper's, DGL's ``rgcn`` link example's): every step draws ``batch_size``
 training triples uniformly; an ``rgcn.graph_split`` share of them (with their inverse
-relations ``r + R``) is the graph the encoder runs on, every drawn triple is a positive,
+relations ``r + R``) is the graph the encoder runs on (a message divided by its
+destination's in-degree there, ``rgcn.norm="node"``, or by its in-degree along the
+message's relation, ``"relation"``), every drawn triple is a positive,
 and each positive gets ``num_negatives`` corruptions by uniform nodes of the batch graph,
 half (rounded up) of its tail and the rest of its head (the references flip a coin per
 corruption; an even split has the same expectation). The loss is binary cross-entropy of
@@ -42,8 +44,8 @@ from graphsys.gnn.checkpoint import (
     load_module_state,
     train_config_of,
 )
-from graphsys.gnn.config import RGCN, TrainConfig
-from graphsys.gnn.conv.rgcn import RGCNConv, relation_norm
+from graphsys.gnn.config import RGCN, RGCN_NORMS, TrainConfig
+from graphsys.gnn.conv.rgcn import RGCNConv, degree_norm, relation_norm
 from graphsys.gnn.fit import Evaluation, Task
 from graphsys.gnn.hetero import TypedInput
 from graphsys.sampling._util import derive_seed
@@ -71,6 +73,9 @@ class RGCNLinkModel(nn.Module):
     num_layers, num_blocks, num_bases : int
         As :class:`~graphsys.gnn.RGCNSettings` (0 blocks or bases: a full weight per
         relation).
+    norm : {"node", "relation"}
+        The normalisation constant, as :attr:`RGCNSettings.norm
+        <graphsys.gnn.RGCNSettings>` (default ``"node"``).
     dropout : float
         Dropout on the input and between layers.
     features : mapping, optional
@@ -91,9 +96,12 @@ class RGCNLinkModel(nn.Module):
 
     def __init__(self, num_nodes, num_relations: int, *, hidden: int = 500,
                  num_layers: int = 2, num_blocks: int = 0, num_bases: int = 0,
-                 dropout: float = 0.2, features=None):
+                 dropout: float = 0.2, features=None, norm: str = "node"):
         super().__init__()
-        self.num_relations = int(num_relations)
+        if norm not in RGCN_NORMS:
+            raise ParameterError("norm", f"must be one of {', '.join(RGCN_NORMS)}, got "
+                                         f"{norm!r}")
+        self.num_relations, self.norm = int(num_relations), norm
         self.input = TypedInput(num_nodes, hidden, features=features)
         self.convs = nn.ModuleList(
             RGCNConv(hidden, hidden, 2 * self.num_relations, num_blocks=num_blocks or None,
@@ -104,7 +112,8 @@ class RGCNLinkModel(nn.Module):
         self.settings = {"num_nodes": {str(k): int(v) for k, v in dict(num_nodes).items()},
                          "num_relations": self.num_relations, "hidden": int(hidden),
                          "num_layers": int(num_layers), "num_blocks": int(num_blocks or 0),
-                         "num_bases": int(num_bases or 0), "dropout": float(dropout)}
+                         "num_bases": int(num_bases or 0), "dropout": float(dropout),
+                         "norm": norm}
 
     def config(self) -> dict:
         """The constructor's arguments (without ``features``) and ``model: "rgcn"``, as a
@@ -114,12 +123,13 @@ class RGCNLinkModel(nn.Module):
     def encode(self, block: TypedBlock, *, validate: bool = True) -> torch.Tensor:
         """Encodings (block.num_dst_nodes, hidden) over one block used by every layer
         (every source node is a destination: a full-graph pass over the block's graph).
-        The per-relation normalisation is computed once for all layers; ``validate=False``
+        The normalisation (``norm``) is computed once for all layers; ``validate=False``
         skips the host read of the relation ids' range (:class:`~graphsys.gnn.RGCNConv`)."""
         h = F.dropout(self.input(block.src_nodes), self.dropout, self.training)
         et = getattr(block, "edge_type", None)
-        norm = (relation_norm(block.edge_dst, et, 2 * self.num_relations)
-                if et is not None and et.shape == block.edge_dst.shape else None)
+        norm = (None if et is None or et.shape != block.edge_dst.shape
+                else degree_norm(block.edge_dst) if self.norm == "node"
+                else relation_norm(block.edge_dst, et, 2 * self.num_relations))
         for i, conv in enumerate(self.convs):
             h = conv(h, block, edge_norm=norm, validate=validate and i == 0)
             if i < len(self.convs) - 1:
@@ -341,7 +351,8 @@ class RGCNTask(Task):
         data.full = data.full.to(device)
         self.model = RGCNLinkModel(data.num_nodes, data.num_relations, hidden=cfg.hidden,
                                    num_layers=rs.num_layers, num_blocks=rs.num_blocks,
-                                   num_bases=rs.num_bases, dropout=cfg.dropout).to(device)
+                                   num_bases=rs.num_bases, dropout=cfg.dropout,
+                                   norm=rs.norm).to(device)
         self.modules = {"model.": self.model}
         self.opt = torch.optim.Adam(self.model.parameters(), lr=cfg.lr,
                                     weight_decay=cfg.weight_decay)
@@ -430,9 +441,11 @@ def load_rgcn(checkpoint: str | Path, graph: Graph | str | Path | None = None
                                       f"was trained on {config['num_nodes']} and "
                                       f"{config['num_relations']}")
     check_graph(meta, graph, checkpoint)
+    # checkpoints written before rgcn.norm existed normalised per relation
     model = RGCNLinkModel(config["num_nodes"], config["num_relations"],
                           **{k: config[k] for k in ("hidden", "num_layers", "num_blocks",
-                                                    "num_bases", "dropout")})
+                                                    "num_bases", "dropout")},
+                          norm=config.get("norm", "relation"))
     load_module_state(model, state, "model.", checkpoint)
     return model.eval(), graph, train_config_of(meta, checkpoint)
 

@@ -31,6 +31,7 @@ from graphsys.gnn.rgcn_link import (
     global_triples,
     rank_triples,
 )
+from graphsys.sampling import TypedBlock
 from graphsys.storage.graph import open_graph
 from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
@@ -300,3 +301,32 @@ def test_training_step_has_no_host_sync_and_few_launches(kg):
     assert c.transfers == 0 and c.syncs == 0, (c.records, dict(c.sync_reasons))
     assert c.launches <= 250, c.ops.most_common(10)
     assert c.ops["bmm"] <= 12
+
+
+@pytest.mark.parametrize("norm", ["node", "relation"])
+def test_encoder_normalisation(norm):
+    """rgcn.norm "node" divides each message by its destination's in-degree over every
+    relation (DGL's link example), "relation" by its in-degree along the relation."""
+    torch.manual_seed(0)
+    model = RGCNLinkModel({"node": 6}, num_relations=2, hidden=4, num_layers=1,
+                          num_blocks=2, dropout=0.0, norm=norm).eval()
+    src, dst = torch.tensor([1, 2, 3, 4, 0]), torch.tensor([0, 0, 0, 5, 5])
+    et = torch.tensor([0, 0, 3, 1, 1])
+    block = TypedBlock(torch.arange(6), 6, src, dst, edge_type=et)
+    x = model.input(torch.arange(6))
+    conv = model.convs[0]
+    want = x @ conv.root + conv.bias
+    for s, d, r in zip(src.tolist(), dst.tolist(), et.tolist(), strict=True):
+        c = (int((dst == d).sum()) if norm == "node"
+             else int(((dst == d) & (et == r)).sum()))
+        want[d] = want[d] + x[s] @ conv.relation_weight(r) / c
+    torch.testing.assert_close(model.encode(block), want)
+    assert model.config()["norm"] == norm
+
+
+def test_norm_setting_is_checked():
+    assert RGCNSettings().norm == "node"
+    with pytest.raises(ParameterError, match="rgcn.norm"):
+        RGCNSettings(norm="edge")
+    with pytest.raises(ParameterError, match="norm"):
+        RGCNLinkModel({"node": 3}, num_relations=1, hidden=5, norm="edge")

@@ -40,7 +40,26 @@ def relation_norm(dst: torch.Tensor, edge_type: torch.Tensor, num_relations: int
     >>> relation_norm(torch.tensor([0, 0, 0, 1]), torch.tensor([1, 1, 0, 1]), 2)
     tensor([0.5000, 0.5000, 1.0000, 1.0000])
     """
-    key = dst * num_relations + edge_type
+    return _inverse_counts(dst * num_relations + edge_type)
+
+
+def degree_norm(dst: torch.Tensor) -> torch.Tensor:
+    """The float32 (E,) factors one over the in-degree of each edge's destination over
+    every relation (:math:`c_{i,r} = |\\mathcal{N}_i|`, DGL's ``norm_by_dst``), counted
+    as :func:`relation_norm` counts, with no host synchronisation.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from graphsys.gnn.conv.rgcn import degree_norm
+    >>> degree_norm(torch.tensor([0, 0, 0, 1]))
+    tensor([0.3333, 0.3333, 0.3333, 1.0000])
+    """
+    return _inverse_counts(dst)
+
+
+def _inverse_counts(key: torch.Tensor) -> torch.Tensor:
+    """One over the number of entries of ``key`` equal to each entry (float32)."""
     keys = torch.sort(key).values
     cnt = torch.searchsorted(keys, key, right=True) - torch.searchsorted(keys, key)
     return 1.0 / cnt.to(torch.float32)
