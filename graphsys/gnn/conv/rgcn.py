@@ -121,8 +121,11 @@ class RGCNConv(nn.Module):
     Shapes: input ``x`` float (num_src_nodes, F) and a block whose edges carry relation ids
     (a :class:`~graphsys.sampling.hetero.TypedBlock`, or ``edge_type`` int64 (E,));
     output float (num_dst_nodes, F'). Memory: the gathered sources and the messages,
-    (E, F) + (E, F') floats (basis decomposition: (E, B, F') projected rows), never an
-    (E, F, F') gather of the weights.
+    (E, F) + (E, F') floats, plus for the basis decomposition (E, B, F') projected rows
+    and for blocks each edge's relation blocks, (E, F F' / B) floats gathered in edge
+    chunks of at most ``BLOCK_GATHER`` floats; free weights are never gathered per edge.
+    No operator loops over the relations except with free weights (one product per
+    relation present, their counts read on the host).
 
     References
     ----------
