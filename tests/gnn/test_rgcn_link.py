@@ -330,3 +330,20 @@ def test_norm_setting_is_checked():
         RGCNSettings(norm="edge")
     with pytest.raises(ParameterError, match="norm"):
         RGCNLinkModel({"node": 3}, num_relations=1, hidden=5, norm="edge")
+
+
+def test_a_checkpoint_without_norm_normalises_per_relation(kg, tmp_path):
+    """Checkpoints written before rgcn.norm existed hold no "norm": they load with the
+    per-relation normalisation they were trained with, and a bad value is refused."""
+    res = train(kg, _cfg(epochs=2, eval_every=2,
+                         rgcn=RGCNSettings(num_blocks=4, norm="relation")), out=tmp_path / "run")
+    path = tmp_path / "run" / "checkpoint" / "model.json"
+    header = json.loads(path.read_text())
+    assert header["config"].pop("norm") == "relation"
+    path.write_text(json.dumps(header))
+    again = evaluate(tmp_path / "run" / "checkpoint")
+    assert again["mrr"] == pytest.approx(res.metrics["mrr"], abs=1e-9)
+    header["config"]["norm"] = "edge"
+    path.write_text(json.dumps(header))
+    with pytest.raises(FormatError, match="config.norm"):
+        evaluate(tmp_path / "run" / "checkpoint")
