@@ -72,10 +72,14 @@ def _check_rgcn_config(where: Path, config: dict[str, Any]) -> None:
     :meth:`RGCNLinkModel.config <graphsys.gnn.rgcn_link.RGCNLinkModel.config>` writes."""
     want = {"model", "num_nodes", "num_relations", "hidden", "num_layers", "num_blocks",
             "num_bases", "dropout"}
-    if set(config) != want:
-        odd = sorted(set(config) ^ want)[0]
+    # "norm" (optional: checkpoints from before it existed normalise per relation)
+    if set(config) - {"norm"} != want:
+        odd = sorted((set(config) - {"norm"}) ^ want)[0]
         what = "is missing" if odd in want else "is not a field of an rgcn model"
         raise FormatError(f"{where}: config.{odd} {what}")
+    if config.get("norm", "relation") not in ("node", "relation"):
+        raise FormatError(f"{where}: config.norm is {config['norm']!r}, not 'node' or "
+                          f"'relation'")
     nodes = config["num_nodes"]
     if not isinstance(nodes, dict) or not nodes or not all(
             isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and v >= 0

@@ -170,11 +170,11 @@ class TypedInput(nn.Module):
     def forward(self, nodes: torch.Tensor) -> torch.Tensor:
         """Rows (len(nodes), dim) of the global ids ``nodes``."""
         out = None
-        tix = torch.searchsorted(self.offsets, nodes, right=True) - 1
+        one = len(self.types) == 1
+        tix = None if one else torch.searchsorted(self.offsets, nodes, right=True) - 1
         for k, t in enumerate(self.types):
-            sel = torch.nonzero(tix == k).squeeze(1)
-            if len(self.types) == 1:
-                sel = None
+            # one type: every row, without a data-dependent selection (a host sync on CUDA)
+            sel = None if one else torch.nonzero(tix == k).squeeze(1)
             local = (nodes if sel is None else nodes[sel]) - self.offsets[k]
             if t in self.emb:
                 rows = self.emb[t](local)

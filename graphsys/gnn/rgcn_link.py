@@ -4,9 +4,13 @@
 
 Training (the paper's, DGL's ``rgcn`` link example's): every step draws ``batch_size``
 training triples uniformly; an ``rgcn.graph_split`` share of them (with their inverse
-relations ``r + R``) is the graph the encoder runs on, every drawn triple is a positive,
-and each positive gets ``num_negatives`` corruptions of its head or tail by a uniform node
-of the batch graph. The loss is binary cross-entropy of the DistMult scores
+relations ``r + R``) is the graph the encoder runs on (a message divided by its
+destination's in-degree there, ``rgcn.norm="node"``, or by its in-degree along the
+message's relation, ``"relation"``), every drawn triple is a positive,
+and each positive gets ``num_negatives`` corruptions by uniform nodes of the batch graph,
+half (rounded up) of its tail and the rest of its head (the references flip a coin per
+corruption; an even split has the same expectation). The loss is binary cross-entropy of
+the DistMult scores
 :math:`f(s, r, o) = \\mathbf{e}_s^\\top \\operatorname{diag}(\\mathbf{R}_r) \\mathbf{e}_o`
 plus ``rgcn.reg`` times the mean squares of the node encodings and relation vectors. An
 epoch is as many steps as cover the training triples once.
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -39,8 +44,8 @@ from graphsys.gnn.checkpoint import (
     load_module_state,
     train_config_of,
 )
-from graphsys.gnn.config import RGCN, TrainConfig
-from graphsys.gnn.conv.rgcn import RGCNConv
+from graphsys.gnn.config import RGCN, RGCN_NORMS, TrainConfig
+from graphsys.gnn.conv.rgcn import RGCNConv, degree_norm, relation_norm
 from graphsys.gnn.fit import Evaluation, Task
 from graphsys.gnn.hetero import TypedInput
 from graphsys.sampling._util import derive_seed
@@ -68,6 +73,9 @@ class RGCNLinkModel(nn.Module):
     num_layers, num_blocks, num_bases : int
         As :class:`~graphsys.gnn.RGCNSettings` (0 blocks or bases: a full weight per
         relation).
+    norm : {"node", "relation"}
+        The normalisation constant, as :attr:`RGCNSettings.norm
+        <graphsys.gnn.RGCNSettings>` (default ``"node"``).
     dropout : float
         Dropout on the input and between layers.
     features : mapping, optional
@@ -88,9 +96,12 @@ class RGCNLinkModel(nn.Module):
 
     def __init__(self, num_nodes, num_relations: int, *, hidden: int = 500,
                  num_layers: int = 2, num_blocks: int = 0, num_bases: int = 0,
-                 dropout: float = 0.2, features=None):
+                 dropout: float = 0.2, features=None, norm: str = "node"):
         super().__init__()
-        self.num_relations = int(num_relations)
+        if norm not in RGCN_NORMS:
+            raise ParameterError("norm", f"must be one of {', '.join(RGCN_NORMS)}, got "
+                                         f"{norm!r}")
+        self.num_relations, self.norm = int(num_relations), norm
         self.input = TypedInput(num_nodes, hidden, features=features)
         self.convs = nn.ModuleList(
             RGCNConv(hidden, hidden, 2 * self.num_relations, num_blocks=num_blocks or None,
@@ -101,19 +112,26 @@ class RGCNLinkModel(nn.Module):
         self.settings = {"num_nodes": {str(k): int(v) for k, v in dict(num_nodes).items()},
                          "num_relations": self.num_relations, "hidden": int(hidden),
                          "num_layers": int(num_layers), "num_blocks": int(num_blocks or 0),
-                         "num_bases": int(num_bases or 0), "dropout": float(dropout)}
+                         "num_bases": int(num_bases or 0), "dropout": float(dropout),
+                         "norm": norm}
 
     def config(self) -> dict:
         """The constructor's arguments (without ``features``) and ``model: "rgcn"``, as a
         checkpoint stores them."""
         return {"model": RGCN, **self.settings}
 
-    def encode(self, block: TypedBlock) -> torch.Tensor:
+    def encode(self, block: TypedBlock, *, validate: bool = True) -> torch.Tensor:
         """Encodings (block.num_dst_nodes, hidden) over one block used by every layer
-        (every source node is a destination: a full-graph pass over the block's graph)."""
+        (every source node is a destination: a full-graph pass over the block's graph).
+        The normalisation (``norm``) is computed once for all layers; ``validate=False``
+        skips the host read of the relation ids' range (:class:`~graphsys.gnn.RGCNConv`)."""
         h = F.dropout(self.input(block.src_nodes), self.dropout, self.training)
+        et = getattr(block, "edge_type", None)
+        norm = (None if et is None or et.shape != block.edge_dst.shape
+                else degree_norm(block.edge_dst) if self.norm == "node"
+                else relation_norm(block.edge_dst, et, 2 * self.num_relations))
         for i, conv in enumerate(self.convs):
-            h = conv(h, block)
+            h = conv(h, block, edge_norm=norm, validate=validate and i == 0)
             if i < len(self.convs) - 1:
                 h = F.dropout(F.relu(h), self.dropout, self.training)
         return h
@@ -228,10 +246,101 @@ def encodings(model: RGCNLinkModel, data: RGCNData) -> torch.Tensor:
     return model.encode(data.full)
 
 
+class EdgeBatch(NamedTuple):
+    """One step's edge-sampled batch (:func:`edge_batch`), on the triples' device; node
+    ids are positions in ``block.src_nodes``."""
+
+    block: TypedBlock      # the batch graph
+    h: torch.Tensor        # (k,) heads of the positives
+    r: torch.Tensor        # (k,) their relations
+    t: torch.Tensor        # (k,) their tails
+    rand: torch.Tensor     # (k, negatives) corrupting nodes: ceil(neg / 2) tails, then heads
+    count: torch.Tensor    # 0-d int64: nodes of the batch (the first rows of the block)
+    real: torch.Tensor     # (len(block.src_nodes),) bool: a node of the batch, not padding
+
+
+def step_generator(device: torch.device, seed: int) -> torch.Generator:
+    """A random generator on ``device`` seeded by ``seed``; a CPU one on a device without
+    generators (torch's lazy and meta devices: their draws are uploaded)."""
+    try:
+        gen = torch.Generator(device=device)
+    except RuntimeError:
+        gen = torch.Generator()
+    return gen.manual_seed(seed)
+
+
+def edge_batch(train: torch.Tensor, num_nodes: int, k: int, graph_split: float,
+               num_negatives: int, num_relations: int, gen: torch.Generator, *,
+               trim: bool = True) -> EdgeBatch:
+    """The paper's edge sampling, in torch operators on ``train``'s device with no host
+    synchronisation: ``k`` distinct training triples ``train`` (3, n) drawn uniformly by
+    ``gen``; the first ``graph_split`` share of them, each also reversed as relation
+    ``r + num_relations``, is the graph; every drawn triple is a positive with
+    ``num_negatives`` corruptions by uniform nodes of the batch, the first half (rounded
+    up) of its tail, the rest of its head. The batch's nodes are numbered in increasing
+    global id by a prefix sum over a node mask (no ``unique``, whose output size a GPU
+    reads on the host). With ``trim`` the block holds exactly those nodes (their count
+    read on the host); without, it holds ``min(num_nodes, 2k)`` rows, the batch's nodes
+    first and then other nodes, isolated (``real`` marks the batch's), so that every
+    shape is known beforehand.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from graphsys.gnn.rgcn_link import edge_batch
+    >>> train = torch.tensor([[0, 5, 7], [0, 1, 0], [5, 7, 9]])
+    >>> gen = torch.Generator().manual_seed(0)
+    >>> b = edge_batch(train, 10, 3, 0.5, 2, 2, gen)
+    >>> b.block.src_nodes.tolist(), int(b.count), tuple(b.rand.shape)
+    ([0, 5, 7, 9], 4, (3, 2))
+    """
+    dev, gdev = train.device, gen.device
+    pick = torch.randperm(train.shape[1], generator=gen, device=gdev)[:k].to(dev)
+    h, r, t = train[:, pick].unbind(0)
+    mark = torch.zeros(num_nodes, dtype=torch.bool, device=dev)
+    mark.index_fill_(0, torch.cat([h, t]), True)
+    ids = torch.cumsum(mark, 0)
+    count = ids[-1]
+    every = torch.arange(num_nodes, device=dev)
+    # marked nodes first in id order, then the others in id order
+    pos = torch.where(mark, ids - 1, count + every - ids)
+    m = int(count) if trim else min(num_nodes, 2 * k)
+    nodes = torch.empty_like(pos).scatter_(0, pos, every)[:m]
+    hl, tl = pos[h], pos[t]
+    g = max(1, int(round(graph_split * k)))
+    block = TypedBlock(nodes, m, torch.cat([hl[:g], tl[:g]]), torch.cat([tl[:g], hl[:g]]),
+                       None, torch.cat([r[:g], r[:g] + num_relations]))
+    u = torch.rand(k, num_negatives, generator=gen, device=gdev).to(dev)
+    rand = torch.minimum((u * count).long(), count - 1)
+    return EdgeBatch(block, hl, r, tl, rand, count, every[:m] < count)
+
+
+def batch_scores(model: RGCNLinkModel, z: torch.Tensor, b: EdgeBatch) -> torch.Tensor:
+    """DistMult scores of ``b``'s positives (k,) then of their corruptions (k * neg,) in
+    ``b.rand``'s order, over encodings ``z``: each positive's query vectors
+    :math:`\\mathbf{z}_h \\circ \\mathbf{R}_r` and :math:`\\mathbf{R}_r \\circ
+    \\mathbf{z}_t` are made once and multiplied with its corrupting nodes' encodings in
+    one batched matrix-vector product, not a gathered (k * neg, hidden) copy of each
+    side."""
+    k, neg = b.rand.shape
+    tails = neg - neg // 2
+    rel = model.rel[b.r]
+    zh, zt = z[b.h], z[b.t]
+    qh, qt = zh * rel, zt * rel
+    d = z.shape[1]
+    z_tail = z[b.rand[:, :tails].reshape(-1)].view(k, tails, d)
+    z_head = z[b.rand[:, tails:].reshape(-1)].view(k, neg - tails, d)
+    return torch.cat([(qh * zt).sum(-1),
+                      torch.cat([torch.bmm(z_tail, qh.unsqueeze(2)),
+                                 torch.bmm(z_head, qt.unsqueeze(2))], 1).reshape(-1)])
+
+
 class RGCNTask(Task):
     """The link task with ``model="rgcn"`` (see the module docstring; its records add the
-    optimiser ``step``). The model trains and ranks on ``device``; batches are drawn on the
-    CPU with the same seeds, so a run's batches do not depend on the device."""
+    optimiser ``step``). The model trains and ranks on ``device``, where the training
+    triples are uploaded once and each step's batch is drawn (:func:`edge_batch`, by a
+    generator of that device seeded by the step: a run's batches are the same on every
+    run on one device kind, not across the CPU and a GPU, whose generators differ)."""
 
     protocol = RANKED
 
@@ -242,7 +351,8 @@ class RGCNTask(Task):
         data.full = data.full.to(device)
         self.model = RGCNLinkModel(data.num_nodes, data.num_relations, hidden=cfg.hidden,
                                    num_layers=rs.num_layers, num_blocks=rs.num_blocks,
-                                   num_bases=rs.num_bases, dropout=cfg.dropout).to(device)
+                                   num_bases=rs.num_bases, dropout=cfg.dropout,
+                                   norm=rs.norm).to(device)
         self.modules = {"model.": self.model}
         self.opt = torch.optim.Adam(self.model.parameters(), lr=cfg.lr,
                                     weight_decay=cfg.weight_decay)
@@ -259,37 +369,35 @@ class RGCNTask(Task):
         self.val = tuple(x[sel] for x in data.valid)
         self.meta = {"task": "link", "model": RGCN, "entity_types": list(data.num_nodes)}
         self.step = 0
+        # the training triples, uploaded once; a step draws its batch from them on the device
+        self.train_triples = torch.from_numpy(np.stack(data.train)).to(device)
+        self.num_nodes = sum(data.num_nodes.values())
+        #: trim a batch to its own nodes by reading their count on the host: free on the
+        #: CPU; on a GPU the batch is padded to a size known beforehand instead (no sync)
+        self.trim_nodes = device.type == "cpu"
+        neg = cfg.negatives_for(RGCN)
+        self.labels = torch.cat([torch.ones(self.k, device=device),
+                                 torch.zeros(self.k * neg, device=device)])
 
     def batches(self, epoch: int):
-        """Each step's random generator (seeded by the run's step count)."""
+        """Each step's random generator on the task's device (seeded by the run's step
+        count, so a resumed run draws the same batches as an uninterrupted one)."""
         for _ in range(self.per_epoch):
             self.step += 1
-            yield np.random.default_rng(derive_seed(self.cfg.seed, 2, self.step))
+            yield step_generator(self.device, derive_seed(self.cfg.seed, 2, self.step))
 
-    def loss(self, rng: np.random.Generator, epoch: int, k: int) -> torch.Tensor:
-        """The loss of ``self.k`` training triples drawn by ``rng`` (see the module
-        docstring)."""
-        model, cfg, tr, k, device = self.model, self.cfg, self.data.train, self.k, self.device
-        pick = rng.choice(len(tr[0]), k, replace=False)
-        h, r, t = tr[0][pick], tr[1][pick], tr[2][pick]
-        nodes, inv = np.unique(np.concatenate([h, t]), return_inverse=True)
-        hl, tl = inv[:k], inv[k:]
-        g = max(1, int(round(cfg.rgcn.graph_split * k)))
-        z = model.encode(_graph_block(nodes, hl[:g], r[:g], tl[:g], self.data.num_relations
-                                      ).to(device))
-        # corrupt the head or the tail of each positive with a uniform batch node
-        neg = cfg.negatives_for(RGCN)
-        ch, ct, cr = np.repeat(hl, neg), np.repeat(tl, neg), np.repeat(r, neg)
-        rand = rng.integers(0, len(nodes), len(ch))
-        head_side = rng.random(len(ch)) < 0.5
-        ch, ct = np.where(head_side, rand, ch), np.where(head_side, ct, rand)
-        s_idx = torch.from_numpy(np.concatenate([hl, ch])).to(device)
-        o_idx = torch.from_numpy(np.concatenate([tl, ct])).to(device)
-        r_idx = torch.from_numpy(np.concatenate([r, cr])).to(device)
-        labels = torch.cat([torch.ones(k, device=device), torch.zeros(len(ch), device=device)])
-        loss = F.binary_cross_entropy_with_logits(model.score(z[s_idx], r_idx, z[o_idx]),
-                                                  labels)
-        return loss + cfg.rgcn.reg * (z.pow(2).mean() + model.rel.pow(2).mean())
+    def loss(self, gen: torch.Generator, epoch: int, k: int) -> torch.Tensor:
+        """The loss of ``self.k`` training triples drawn by ``gen`` (see the module
+        docstring), every tensor made on the task's device (:func:`edge_batch`)."""
+        model, cfg = self.model, self.cfg
+        b = edge_batch(self.train_triples, self.num_nodes, self.k, cfg.rgcn.graph_split,
+                       cfg.negatives_for(RGCN), self.data.num_relations, gen,
+                       trim=self.trim_nodes)
+        z = model.encode(b.block, validate=False)
+        loss = F.binary_cross_entropy_with_logits(batch_scores(model, z, b), self.labels)
+        # the squared encodings of the batch's nodes only (not the padding rows)
+        z2 = (z.pow(2).sum(1) * b.real).sum() / (b.count * z.shape[1])
+        return loss + cfg.rgcn.reg * (z2 + model.rel.pow(2).mean())
 
     def evaluate(self, epoch: int) -> Evaluation:
         m = ranking.rank_metrics(self.data.ranks(self.model, encodings(self.model, self.data),
@@ -333,9 +441,11 @@ def load_rgcn(checkpoint: str | Path, graph: Graph | str | Path | None = None
                                       f"was trained on {config['num_nodes']} and "
                                       f"{config['num_relations']}")
     check_graph(meta, graph, checkpoint)
+    # checkpoints written before rgcn.norm existed normalised per relation
     model = RGCNLinkModel(config["num_nodes"], config["num_relations"],
                           **{k: config[k] for k in ("hidden", "num_layers", "num_blocks",
-                                                    "num_bases", "dropout")})
+                                                    "num_bases", "dropout")},
+                          norm=config.get("norm", "relation"))
     load_module_state(model, state, "model.", checkpoint)
     return model.eval(), graph, train_config_of(meta, checkpoint)
 

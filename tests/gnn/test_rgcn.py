@@ -10,6 +10,7 @@ import torch
 
 from graphsys.errors import GraphsysError
 from graphsys.gnn import HeteroConv, RGCNConv, SAGEConv, TypedInput
+from graphsys.gnn.conv.rgcn import relation_norm
 from graphsys.sampling import HeteroBlock, TypedBlock
 
 
@@ -175,3 +176,66 @@ def test_typed_input():
     torch.testing.assert_close(out[3], inp.emb["user"].weight[2])
     with pytest.raises(GraphsysError, match="unknown node type"):
         TypedInput({"user": 3}, 4, features={"item": feats})
+
+
+def test_relation_norm_counts_edges_of_destination_and_relation():
+    """1 / c_{i,r} against counting the (destination, relation) pairs one by one."""
+    block = random_block(num_edges=200, num_rel=3, seed=4)
+    dst, et = block.edge_dst.tolist(), block.edge_type.tolist()
+    want = [1.0 / sum(1 for d, r in zip(dst, et, strict=True) if (d, r) == (dd, rr))
+            for dd, rr in zip(dst, et, strict=True)]
+    got = relation_norm(block.edge_dst, block.edge_type, 3)
+    assert got.dtype == torch.float32
+    torch.testing.assert_close(got, torch.tensor(want))
+
+
+def test_given_edge_norm_and_unvalidated_ids():
+    """``edge_norm`` replaces aggr's factors (all ones: the sum); ``validate=False`` takes
+    the block as it is, with no host read of the relation ids."""
+    from graphsys.analysis.device_counts import DeviceWorkCounter
+
+    torch.manual_seed(0)
+    block = random_block()
+    x = torch.randn(block.num_src_nodes, 8)
+    summed = RGCNConv(8, 4, 4, num_blocks=2, aggr="sum")
+    mean = RGCNConv(8, 4, 4, num_blocks=2)
+    mean.load_state_dict(summed.state_dict())
+    ones = torch.ones(block.num_edges)
+    torch.testing.assert_close(mean(x, block, edge_norm=ones), summed(x, block))
+    with DeviceWorkCounter(device_tensors=[x, *mean.parameters(), block.edge_src,
+                                           block.edge_dst, block.edge_type]) as c:
+        mean(x, block, validate=False)
+    assert c.syncs == 0 and c.transfers == 0
+    with DeviceWorkCounter(device_tensors=[x, block.edge_type]) as c:
+        mean(x, block)
+    assert c.syncs == 2                           # the range check reads min and max
+
+
+def test_typed_input_of_one_type_reads_nothing_on_the_host():
+    from graphsys.analysis.device_counts import DeviceWorkCounter
+
+    ti = TypedInput({"node": 10}, 4)
+    nodes = torch.tensor([3, 1, 7])
+    with DeviceWorkCounter(device_tensors=[nodes, *ti.parameters(), *ti.buffers()]) as c:
+        out = ti(nodes)
+    assert c.syncs == 0
+    torch.testing.assert_close(out, ti.emb["node"].weight[nodes])
+
+
+def test_block_messages_in_chunks_match_one_product(monkeypatch):
+    """A graph whose gathered relation blocks exceed BLOCK_GATHER is processed in edge
+    chunks, with the same output and gradients."""
+    from graphsys.gnn.conv import rgcn
+
+    torch.manual_seed(0)
+    conv = RGCNConv(8, 4, 4, num_blocks=2)
+    block = random_block(num_edges=50)
+    x = torch.randn(block.num_src_nodes, 8, requires_grad=True)
+    outs = []
+    for limit in (rgcn.BLOCK_GATHER, 7 * conv.weight[0].numel()):   # 1 chunk, 8 chunks
+        monkeypatch.setattr(rgcn, "BLOCK_GATHER", limit)
+        out = conv(x, block)
+        (gx,) = torch.autograd.grad(out.square().sum(), x)
+        outs.append((out.detach(), gx))
+    torch.testing.assert_close(outs[0][0], outs[1][0])
+    torch.testing.assert_close(outs[0][1], outs[1][1])

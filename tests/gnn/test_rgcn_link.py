@@ -22,7 +22,16 @@ from graphsys.gnn import (
     load_train_config,
     train,
 )
-from graphsys.gnn.rgcn_link import evaluate, global_triples, rank_triples
+from graphsys.gnn.rgcn_link import (
+    RGCNLinkModel,
+    RGCNTask,
+    batch_scores,
+    edge_batch,
+    evaluate,
+    global_triples,
+    rank_triples,
+)
+from graphsys.sampling import TypedBlock
 from graphsys.storage.graph import open_graph
 from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
@@ -193,3 +202,148 @@ def _other_graph(tmp_path):
     ingest_sources([EdgeSource([tmp_path / "o.tsv"], src_col=0, rel_col=1, dst_col=2)],
                    tmp_path / "other", IngestOptions())
     return open_graph(tmp_path / "other")
+
+
+def _kg_triples(kg):
+    return torch.from_numpy(np.stack(global_triples(kg, "train")))
+
+
+@pytest.mark.parametrize("trim", [True, False])
+def test_edge_batch_is_the_papers_edge_sampling(kg, trim):
+    """k distinct training triples; the batch's nodes (in increasing id, padding after
+    them) are exactly theirs; the graph is the first half and its reverses; the
+    corruptions are batch nodes."""
+    train_t = _kg_triples(kg)
+    n_nodes, k, neg, R = 120, 200, 5, 4
+    b = edge_batch(train_t, n_nodes, k, 0.5, neg, R, torch.Generator().manual_seed(3),
+                   trim=trim)
+    nodes = b.block.src_nodes
+    count = int(b.count)
+    h, r, t = nodes[b.h], b.r, nodes[b.t]
+    drawn = {tuple(x) for x in torch.stack([h, r, t], 1).tolist()}
+    assert len(drawn) == k and drawn <= {tuple(x) for x in train_t.T.tolist()}
+    assert nodes[:count].tolist() == sorted(set(h.tolist()) | set(t.tolist()))
+    assert len(nodes) == (count if trim else min(n_nodes, 2 * k))
+    assert sorted(nodes.tolist()) == sorted(set(nodes.tolist()))      # no repeats
+    assert b.real.tolist() == [i < count for i in range(len(nodes))]
+    blk = b.block
+    assert blk.num_dst_nodes == len(nodes) and blk.num_edges == 2 * 100
+    assert torch.equal(blk.edge_src, torch.cat([b.h[:100], b.t[:100]]))
+    assert torch.equal(blk.edge_dst, torch.cat([b.t[:100], b.h[:100]]))
+    assert torch.equal(blk.edge_type, torch.cat([r[:100], r[:100] + R]))
+    assert b.rand.shape == (k, neg) and int(b.rand.min()) >= 0 and int(b.rand.max()) < count
+
+
+def test_batch_scores_are_distmult_of_the_corrupted_triples():
+    """Positives, then per positive ceil(neg/2) tail corruptions and then head ones, each
+    the DistMult score of that triple."""
+    torch.manual_seed(0)
+    model = RGCNLinkModel({"node": 30}, num_relations=3, hidden=8, num_layers=1,
+                          num_blocks=2)
+    train_t = torch.stack([torch.arange(20), torch.arange(20) % 3, (torch.arange(20) + 7) % 30])
+    b = edge_batch(train_t, 30, 6, 0.5, 3, 3, torch.Generator().manual_seed(1))
+    z = torch.randn(len(b.block.src_nodes), 8)
+    got = batch_scores(model, z, b)
+    rows = [(b.h[i], b.r[i], b.t[i]) for i in range(6)]
+    for i in range(6):
+        rows += [(b.h[i], b.r[i], b.rand[i, j]) for j in range(2)]
+        rows += [(b.rand[i, 2], b.r[i], b.t[i])]
+    order = list(range(6)) + [6 + 3 * i + j for i in range(6) for j in range(3)]
+    want = torch.stack([model.score(z[s], r, z[o]) for s, r, o in rows])[order]
+    torch.testing.assert_close(got, want.detach().reshape(-1))
+
+
+def _task(kg, **kw):
+    cfg = _cfg(dropout=0.0, **kw)
+    return RGCNTask(kg, cfg, torch.device("cpu"))
+
+
+def test_padded_batch_gives_the_trimmed_loss(kg):
+    """The GPU's fixed-size batch (padded with isolated nodes, no host read of the node
+    count) has the loss and gradients of the batch trimmed to its own nodes."""
+    out = []
+    for trim in (True, False):
+        torch.manual_seed(0)
+        task = _task(kg)
+        task.trim_nodes = trim
+        loss = task.loss(next(iter(task.batches(0))), 0, 0)
+        loss.backward()
+        out.append((loss.detach(), task.model.convs[0].weight.grad.clone()))
+    torch.testing.assert_close(out[0][0], out[1][0])
+    torch.testing.assert_close(out[0][1], out[1][1])
+
+
+def test_training_step_has_no_host_sync_and_few_launches(kg):
+    """A step (batch, forward, backward, clipping, Adam) counted with the device emulated
+    on the CPU: no transfer, no synchronisation, and launches independent of the number
+    of relations (no loop over them: 8 relations with inverses here)."""
+    from torch import nn
+
+    from graphsys.analysis.device_counts import DeviceWorkCounter
+
+    task = _task(kg)
+    task.trim_nodes = False                      # as on a GPU
+    params = [p for g in task.opt.param_groups for p in g["params"]]
+    batches = task.batches(0)
+
+    def step():
+        loss = task.loss(next(batches), 0, 0)
+        task.opt.zero_grad()
+        loss.backward()
+        nn.utils.clip_grad_norm_(params, task.clip)
+        task.opt.step()
+
+    step()                                       # the optimiser's state exists now
+    state = [v for st in task.opt.state.values() for key, v in st.items() if key != "step"]
+    with DeviceWorkCounter(device_tensors=[*params, *state, task.train_triples,
+                                           task.labels]) as c:
+        step()
+    assert c.transfers == 0 and c.syncs == 0, (c.records, dict(c.sync_reasons))
+    assert c.launches <= 250, c.ops.most_common(10)
+    assert c.ops["bmm"] <= 12
+
+
+@pytest.mark.parametrize("norm", ["node", "relation"])
+def test_encoder_normalisation(norm):
+    """rgcn.norm "node" divides each message by its destination's in-degree over every
+    relation (DGL's link example), "relation" by its in-degree along the relation."""
+    torch.manual_seed(0)
+    model = RGCNLinkModel({"node": 6}, num_relations=2, hidden=4, num_layers=1,
+                          num_blocks=2, dropout=0.0, norm=norm).eval()
+    src, dst = torch.tensor([1, 2, 3, 4, 0]), torch.tensor([0, 0, 0, 5, 5])
+    et = torch.tensor([0, 0, 3, 1, 1])
+    block = TypedBlock(torch.arange(6), 6, src, dst, edge_type=et)
+    x = model.input(torch.arange(6))
+    conv = model.convs[0]
+    want = x @ conv.root + conv.bias
+    for s, d, r in zip(src.tolist(), dst.tolist(), et.tolist(), strict=True):
+        c = (int((dst == d).sum()) if norm == "node"
+             else int(((dst == d) & (et == r)).sum()))
+        want[d] = want[d] + x[s] @ conv.relation_weight(r) / c
+    torch.testing.assert_close(model.encode(block), want)
+    assert model.config()["norm"] == norm
+
+
+def test_norm_setting_is_checked():
+    assert RGCNSettings().norm == "node"
+    with pytest.raises(ParameterError, match="rgcn.norm"):
+        RGCNSettings(norm="edge")
+    with pytest.raises(ParameterError, match="norm"):
+        RGCNLinkModel({"node": 3}, num_relations=1, hidden=5, norm="edge")
+
+
+def test_a_checkpoint_without_norm_normalises_per_relation(kg, tmp_path):
+    """Checkpoints written before rgcn.norm existed hold no "norm": they load with the
+    per-relation normalisation they were trained with, and a bad value is refused."""
+    res = train(kg, _cfg(epochs=2, eval_every=2,
+                         rgcn=RGCNSettings(num_blocks=4, norm="relation")), out=tmp_path / "run")
+    path = tmp_path / "run" / "checkpoint" / "model.json"
+    header = json.loads(path.read_text())
+    assert header["config"].pop("norm") == "relation"
+    path.write_text(json.dumps(header))
+    again = evaluate(tmp_path / "run" / "checkpoint")
+    assert again["mrr"] == pytest.approx(res.metrics["mrr"], abs=1e-9)
+    header["config"]["norm"] = "edge"
+    path.write_text(json.dumps(header))
+    with pytest.raises(FormatError, match="config.norm"):
+        evaluate(tmp_path / "run" / "checkpoint")

@@ -25,6 +25,51 @@ def relation_of_edges(block: Block, edge_type: torch.Tensor | None) -> torch.Ten
     return et
 
 
+#: The most floats of relation blocks one batched product of RGCNConv gathers (512 MiB):
+#: a step's graph is one product, a whole graph's (an evaluation) a few
+BLOCK_GATHER = 1 << 27
+
+
+def relation_norm(dst: torch.Tensor, edge_type: torch.Tensor, num_relations: int
+                  ) -> torch.Tensor:
+    """The float32 (E,) factors :math:`1 / c_{i,r}` of R-GCN's ``aggr="mean"``: one over
+    the number of edges of the same destination and relation. Counted by sorting the keys
+    ``dst * R + r`` and searching each edge's key in them, so the work is of the edges (no
+    table of destinations x relations) and the output's size is known beforehand (no host
+    synchronisation on a GPU, as ``unique`` would need).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from graphsys.gnn.conv.rgcn import relation_norm
+    >>> relation_norm(torch.tensor([0, 0, 0, 1]), torch.tensor([1, 1, 0, 1]), 2)
+    tensor([0.5000, 0.5000, 1.0000, 1.0000])
+    """
+    return _inverse_counts(dst * num_relations + edge_type)
+
+
+def degree_norm(dst: torch.Tensor) -> torch.Tensor:
+    """The float32 (E,) factors one over the in-degree of each edge's destination over
+    every relation (:math:`c_{i,r} = |\\mathcal{N}_i|`, DGL's ``norm_by_dst``), counted
+    as :func:`relation_norm` counts, with no host synchronisation.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from graphsys.gnn.conv.rgcn import degree_norm
+    >>> degree_norm(torch.tensor([0, 0, 0, 1]))
+    tensor([0.3333, 0.3333, 0.3333, 1.0000])
+    """
+    return _inverse_counts(dst)
+
+
+def _inverse_counts(key: torch.Tensor) -> torch.Tensor:
+    """One over the number of entries of ``key`` equal to each entry (float32)."""
+    keys = torch.sort(key).values
+    cnt = torch.searchsorted(keys, key, right=True) - torch.searchsorted(keys, key)
+    return 1.0 / cnt.to(torch.float32)
+
+
 class RGCNConv(nn.Module):
     r"""The relational graph convolution of Schlichtkrull et al., "Modeling Relational Data
     with Graph Convolutional Networks", https://arxiv.org/abs/1703.06103.
@@ -76,8 +121,11 @@ class RGCNConv(nn.Module):
     Shapes: input ``x`` float (num_src_nodes, F) and a block whose edges carry relation ids
     (a :class:`~graphsys.sampling.hetero.TypedBlock`, or ``edge_type`` int64 (E,));
     output float (num_dst_nodes, F'). Memory: the gathered sources and the messages,
-    (E, F) + (E, F') floats (basis decomposition: (E, B, F') projected rows), never an
-    (E, F, F') gather of the weights.
+    (E, F) + (E, F') floats, plus for the basis decomposition (E, B, F') projected rows
+    and for blocks each edge's relation blocks, (E, F F' / B) floats gathered in edge
+    chunks of at most ``BLOCK_GATHER`` floats; free weights are never gathered per edge.
+    No operator loops over the relations except with free weights (one product per
+    relation present, their counts read on the host).
 
     References
     ----------
@@ -157,58 +205,73 @@ class RGCNConv(nn.Module):
             return torch.block_diag(*self.weight[r])
         return self.weight[r]
 
-    def forward(self, x: torch.Tensor, block: Block,
-                edge_type: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, block: Block, edge_type: torch.Tensor | None = None,
+                *, edge_norm: torch.Tensor | None = None, validate: bool = True
+                ) -> torch.Tensor:
+        """The layer's output (num_dst_nodes, out_dim).
+
+        ``edge_norm``: float (E,) per-edge factors used instead of ``aggr``'s
+        :math:`1 / c_{i,r}` (:func:`relation_norm` computes those once for several layers);
+        ``validate=False`` skips the range check of the relation ids, which reads them on
+        the host (a synchronisation on a GPU): for blocks built correct by construction.
+        """
         check_input(x, block, self.in_dim, "RGCNConv")
         et = relation_of_edges(block, edge_type)
         n_dst = block.num_dst_nodes
         out = (x[:n_dst] @ self.root if self.root is not None
                else x.new_zeros(n_dst, self.out_dim))
         if block.num_edges:
-            if int(et.min()) < 0 or int(et.max()) >= self.num_relations:
+            if validate and (int(et.min()) < 0 or int(et.max()) >= self.num_relations):
                 raise ParameterError("edge_type", f"relation ids must lie in 0.."
                                      f"{self.num_relations - 1}")
-            out = out + self._propagate(x, block.edge_src, block.edge_dst, et, n_dst)
+            if edge_norm is None and self.aggr == "mean":
+                edge_norm = relation_norm(block.edge_dst, et, self.num_relations)
+            out = out + self._propagate(x, block.edge_src, block.edge_dst, et, n_dst,
+                                        edge_norm)
         if self.bias is not None:
             out = out + self.bias
         return out
 
-    def _propagate(self, x, src, dst, et, n_dst) -> torch.Tensor:
-        """:math:`\\sum_r \\sum_j c_{i,r}^{-1} \\mathbf{W}_r^\\top \\mathbf{h}_j`: the
-        sources gathered once, edges sorted by relation and split into one chunk per
-        relation (autograd then joins the chunks' gradients once, never per relation)."""
-        norm = None
-        if self.aggr == "mean":
-            key = dst * self.num_relations + et
-            _, inv, cnt = torch.unique(key, return_inverse=True, return_counts=True)
-            norm = (1.0 / cnt.to(x.dtype))[inv].unsqueeze(1)
+    def _propagate(self, x, src, dst, et, n_dst, norm) -> torch.Tensor:
+        """:math:`\\sum_r \\sum_j c_{i,r}^{-1} \\mathbf{W}_r^\\top \\mathbf{h}_j`
+        for every relation at once, without a per-relation loop: blocks gather each edge's
+        relation blocks (E, B, in/B, out/B) and multiply in one batched matmul; bases
+        project every source once per basis and mix the bases per edge; free weights sort
+        the edges by relation and multiply one chunk per relation."""
         if self.num_bases is not None:
-            # project every source by each basis once, mix the bases per edge
             xw = torch.einsum("ni,bio->nbo", x, self.weight).index_select(0, src)
             msg = torch.einsum("eb,ebo->eo", self.comp.index_select(0, et), xw)
+        elif self.num_blocks is not None:
+            # a chunk's gathered blocks hold at most BLOCK_GATHER floats
+            step = max(1, BLOCK_GATHER // self.weight[0].numel())
+            parts = [self._block_messages(x, src[i:i + step], et[i:i + step])
+                     for i in range(0, src.shape[0], step)]
+            msg = parts[0] if len(parts) == 1 else torch.cat(parts)
         else:
-            order = torch.argsort(et, stable=True)
-            src, dst, et = src[order], dst[order], et[order]
-            if norm is not None:
-                norm = norm[order]
-            counts = torch.bincount(et, minlength=self.num_relations).tolist()
-            parts = torch.split(x.index_select(0, src), counts)
-            weights = self.weight.unbind(0)
-            msgs = []
-            for r, c in enumerate(counts):
-                if c == 0:
-                    continue
-                if self.num_blocks is not None:
-                    b = self.num_blocks
-                    h = parts[r].view(c, b, self.in_dim // b).transpose(0, 1)
-                    msgs.append(torch.bmm(h, weights[r]).transpose(0, 1)
-                                .reshape(c, self.out_dim))
-                else:
-                    msgs.append(parts[r] @ weights[r])
-            msg = torch.cat(msgs)
+            msg, order = self._per_relation(x, src, et)
+            dst = dst[order]
+            norm = None if norm is None else norm[order]
         if norm is not None:
-            msg = msg * norm
+            msg = msg * norm.to(msg.dtype).unsqueeze(1)
         return x.new_zeros(n_dst, self.out_dim).index_add_(0, dst, msg)
+
+    def _block_messages(self, x, src, et) -> torch.Tensor:
+        """Block-diagonal messages (E, out_dim): each edge's relation blocks gathered and
+        applied to its source in one batched matmul."""
+        b, e = self.num_blocks, src.shape[0]
+        h = x.index_select(0, src).view(e, b, 1, self.in_dim // b)
+        return torch.matmul(h, self.weight.index_select(0, et)).view(e, self.out_dim)
+
+    def _per_relation(self, x, src, et) -> tuple[torch.Tensor, torch.Tensor]:
+        """Messages of free relation weights, edges sorted by relation (and that order):
+        the sources gathered once and split into one chunk per relation (autograd joins
+        the chunks' gradients once); a (E, in_dim, out_dim) weight gather would not fit."""
+        order = torch.argsort(et, stable=True)
+        src, et = src[order], et[order]
+        counts = torch.bincount(et, minlength=self.num_relations).tolist()
+        parts = torch.split(x.index_select(0, src), counts)
+        weights = self.weight.unbind(0)
+        return torch.cat([parts[r] @ weights[r] for r, c in enumerate(counts) if c]), order
 
     def __repr__(self) -> str:
         dec = (f", num_bases={self.num_bases}" if self.num_bases is not None else
