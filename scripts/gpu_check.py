@@ -1185,8 +1185,10 @@ def gnn_pyg(ctx: Ctx, d: dict, steps: int | None, workers: int) -> dict:
 
         def predict(batch):
             return model.forward_blocks(batch.blocks, batch.x).argmax(1), batch.y
-        sampler_name = ("graphsys NeighborSampler (PyG's NeighborLoader needs pyg-lib or "
-                        "torch-sparse, neither installed)")
+        sampler_name = (("graphsys DeviceNeighborSampler (NodeLoader's default on CUDA)"
+                         if ctx.cuda else "graphsys NeighborSampler")
+                        + "; PyG's NeighborLoader needs pyg-lib or torch-sparse, neither "
+                          "installed")
     model.train()
     timed_epoch(ctx, loader(d["train"], True), step, 3)  # warm-up
     out = timed_epoch(ctx, loader(d["train"], True), step, steps)

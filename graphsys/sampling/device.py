@@ -683,7 +683,7 @@ class DeviceNeighborSampler(Sampler):
                 return self._draw_packed(self._upload_packed(packed))
             if entry is None:
                 entry = self._record(packed)
-            static_in, graph, layers, sizes = entry
+            static_in, graph, layers, sizes, _ = entry
             if static_in.device.type == "cuda":
                 static_in.copy_(packed.pin_memory(), non_blocking=True)
                 graph.replay()
@@ -710,7 +710,8 @@ class DeviceNeighborSampler(Sampler):
         if not self.cuda_graphs:
             return
         terms = np.zeros(self.num_layers, np.int64)
-        for size in sorted({int(b) for b in batch_sizes}):
+        # largest first: the kept ranges then grow before the first capture, not after
+        for size in sorted({int(b) for b in batch_sizes}, reverse=True):
             if 0 < size <= self.num_nodes and self.num_layers + size not in self._graphs:
                 packed = torch.from_numpy(np.concatenate([terms, np.arange(size)]))
                 with self._graph_lock:
@@ -719,7 +720,10 @@ class DeviceNeighborSampler(Sampler):
     def _record(self, packed: torch.Tensor) -> tuple:
         """The CUDA graph of :meth:`_draw_packed` for batches of ``packed``'s size (after
         one warm-up run on a side stream, which also grows the kept ranges): ``(input
-        buffer, graph, output buffers, counts)``; at most four batch sizes are kept."""
+        buffer, graph, output buffers, counts, kept ranges)``; at most four batch sizes are
+        kept. The graph reads the kept ranges' memory as it was when recorded: the entry
+        holds those tensors, so a range grown later for a larger batch (a new tensor) does
+        not free the memory a replay reads."""
         static_in = self._upload_packed(packed)
         graph = None
         layers, sizes = self._draw_packed(static_in)
@@ -734,7 +738,8 @@ class DeviceNeighborSampler(Sampler):
                 layers, sizes = self._draw_packed(static_in)
         if len(self._graphs) >= 4:
             self._graphs.clear()
-        self._graphs[len(packed)] = (static_in, graph, layers, sizes)
+        self._graphs[len(packed)] = (static_in, graph, layers, sizes,
+                                     tuple(self._ranges.values()))
         return self._graphs[len(packed)]
 
     def _layer(self, dst: torch.Tensor, layer: int, key) -> dict:

@@ -351,3 +351,21 @@ def test_loader_records_graphs_before_its_threads(device):
     worker.start()
     worker.join()
     assert sorted(dev._graphs) == [2 + 2, 2 + 16]
+
+
+def test_recorded_graphs_keep_the_ranges_they_read(device):
+    """A graph reads the kept ranges' memory as it was when recorded: recording a larger
+    batch later grows them into new tensors, and the earlier entry still holds the old
+    ones (freed, their memory would be reused under the replay)."""
+    rng = np.random.default_rng(3)
+    adj = from_coo(rng.integers(0, 5000, 40000), rng.integers(0, 5000, 40000), 5000, 5000)
+    dev = DeviceNeighborSampler(adj, [6, 4], device=device, cuda_graphs=True)
+    dev.record_graphs([7])
+    small = {t.data_ptr() for t in dev._ranges.values()}
+    dev.record_graphs([400])
+    assert {t.data_ptr() for t in dev._ranges.values()} != small      # grown
+    assert {t.data_ptr() for t in dev._graphs[2 + 7][4]} == small
+    cpu = NeighborSampler(adj, [6, 4])
+    seeds = np.arange(0, 70, 10)
+    assert all(_same(a, b.to("cpu")) for a, b in zip(cpu.sample_blocks(seeds, 2),
+                                                     dev.sample_blocks(seeds, 2)))
