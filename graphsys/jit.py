@@ -41,10 +41,13 @@ format is never unpickled: it is reported in one line, the kernel is compiled, a
 entry is replaced (:mod:`graphsys.jit_cache`). The checksum guards against accidents, not
 against someone who can write the directory.
 
-**What ``import graphsys`` installs.** :func:`install_on_import` puts a finder on
-``sys.meta_path`` (``import graphsys`` itself does not import numba); when numba is first
-imported, the finder imports it with the garbage collector paused (:func:`gc_paused`),
-takes itself off the path and calls :func:`install`, which (1) puts
+**What ``import graphsys`` installs.** :func:`install_on_import` puts two finders on
+``sys.meta_path``. The first loads graphsys's own submodules as Python would, recording
+the bytes each is imported from, which the keys above are taken from
+(:func:`record_sources`). With the second (``import graphsys`` itself does not import
+numba), when numba is first imported, the finder imports it with the garbage collector
+paused (:func:`gc_paused`), takes itself off the path and calls :func:`install`, which
+(1) puts
 :class:`KernelCacheLocator` first and :class:`ReadOnlyKernelCacheLocator` last in numba's
 list of cache locators (``CacheImpl._locator_classes``), which take graphsys's source
 files only, and (2) replaces numba's ``Cache.load_overload`` and ``Cache.save_overload``
@@ -71,6 +74,7 @@ import errno
 import functools
 import gc
 import importlib.abc
+import importlib.machinery
 import importlib.util
 import os
 import sys
@@ -472,11 +476,52 @@ class _NumbaHook:
         return spec
 
 
+class _SourceLoader(importlib.machinery.SourceFileLoader):
+    """Python's source file loader, which first records the bytes of the module it imports
+    (:func:`graphsys.jit_cache.note_source`): the kernel cache's keys are taken from
+    them."""
+
+    def exec_module(self, module):
+        with contextlib.suppress(OSError):  # unreadable: its key reads the file (none)
+            jit_cache.note_source(self.path, self.get_data(self.path))
+        super().exec_module(module)
+
+
+class _SourceHook:
+    """A ``sys.meta_path`` finder of graphsys's submodules that loads each from its source
+    file with :class:`_SourceLoader` (found as the path finder finds it; any other
+    module, or one that is no source file, is left to the finders after it)."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if path is None or not fullname.startswith(f"{PACKAGE.name}."):
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
+        if spec is None or type(spec.loader) is not importlib.machinery.SourceFileLoader:
+            return spec
+        spec.loader = _SourceLoader(spec.loader.name, spec.loader.path)
+        return spec
+
+
+def record_sources() -> None:
+    """Record the bytes every graphsys module is imported from in this process
+    (:func:`graphsys.jit_cache.note_source`): those imported already now, later ones as
+    they are imported (:class:`_SourceHook`; idempotent)."""
+    if any(isinstance(f, _SourceHook) for f in sys.meta_path):
+        return
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        if (name == PACKAGE.name or name.startswith(f"{PACKAGE.name}.")) and path:
+            with contextlib.suppress(OSError):
+                jit_cache.note_source(path, Path(path).read_bytes())
+    sys.meta_path.insert(0, _SourceHook())
+
+
 def install_on_import() -> None:
     """Have :func:`install` run once numba is imported: now if it is, else when it is first
     imported (``import graphsys`` calls this: a command that reads its input before it
-    needs a kernel starts without numba's import; idempotent). Nothing is done where the
-    environment sets :data:`OFF_SWITCH` (``GRAPHSYS_KERNEL_CACHE=numba``)."""
+    needs a kernel starts without numba's import; idempotent), and record the sources
+    graphsys's modules are imported from (:func:`record_sources`). Nothing is done where
+    the environment sets :data:`OFF_SWITCH` (``GRAPHSYS_KERNEL_CACHE=numba``)."""
     name, off = OFF_SWITCH
     value = os.environ.get(name, "").strip().lower()
     if value == off:
@@ -484,6 +529,7 @@ def install_on_import() -> None:
     if value not in ("", "graphsys"):
         jit_cache.say(name, f"={value} is neither 'graphsys' nor '{off}': graphsys's kernel "
                             "cache is used")
+    record_sources()
     if "numba" in sys.modules:
         install()
     elif not any(isinstance(f, _NumbaHook) for f in sys.meta_path):

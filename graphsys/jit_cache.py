@@ -12,7 +12,11 @@ of every module that compiles from it. Imports inside functions are not followed
 can only see its module's globals, and a jitted function handed in as an argument or a
 closure's cell keys numba's entry by that object, which no other process matches. What no
 static reading sees (a global reassigned at run time, an ``@overload`` registered by a
-module the kernel's module does not import) is not part of the key. The import lists of
+module the kernel's module does not import) is not part of the key. The bytes digested are
+those each module was imported from in this process (:func:`note_source`, recorded as
+graphsys's modules are imported), read from disk only for a module not imported: a file
+edited after its import changes no key this process uses, so the code a process compiled
+is never saved under the key of sources it did not run. The import lists of
 each source file are kept per process, and across processes in a small file beside the
 cache (``imports-1``, keyed by the file's bytes), so a new process parses only the files
 that changed.
@@ -268,11 +272,10 @@ class _ImportMemo:
             pass
 
     def imports(self, path: Path) -> tuple[str, list[str]]:
-        """(a SHA-256 of the file's bytes, the names its top-level imports bind); an
-        unreadable file has none."""
-        try:
-            source = path.read_bytes()
-        except OSError:
+        """(a SHA-256 of the module's bytes as imported, :func:`imported_source`, the
+        names its top-level imports bind); an unreadable file has none."""
+        source = imported_source(path)
+        if source is None:
             return "unreadable", []
         module = _module_name(path)
         key = hashlib.sha256(module.encode() + b"\0" + source).hexdigest()[:32]
@@ -293,11 +296,44 @@ class _ImportMemo:
 
 _memo = _ImportMemo()
 
+#: The bytes of each graphsys source file as it was imported in this process (resolved
+#: path -> bytes, :func:`note_source`): the sources a key is taken from.
+_imported: dict[Path, bytes] = {}
+#: :func:`_source`'s results, per process.
+_sources: dict[Path, tuple[str, list[str]]] = {}
 
-@functools.cache
+
+def note_source(path: str | Path, source: bytes) -> None:
+    """Record ``source`` as the bytes the module at ``path`` was imported from in this
+    process: its key (and the digest of every kernel module that compiles from it) is
+    taken from them, not from the file as it is when the key is asked for, so a file
+    edited after its import cannot name a cache entry of code this process does not run
+    (:func:`graphsys.jit.install_on_import` records every graphsys module as it is
+    imported)."""
+    path = Path(path).resolve()
+    _imported[path] = source
+    _sources.pop(path, None)
+
+
+def imported_source(path: Path) -> bytes | None:
+    """The bytes of the source file ``path`` as this process imported it
+    (:func:`note_source`), else as they are on disk now; None when it cannot be read."""
+    source = _imported.get(path)
+    if source is not None:
+        return source
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
 def _source(path: Path) -> tuple[str, list[str]]:
-    """:meth:`_ImportMemo.imports` of ``path``, once per process."""
-    return _memo.imports(path)
+    """:meth:`_ImportMemo.imports` of ``path``, once per process (and once more where it
+    is imported again)."""
+    found = _sources.get(path)
+    if found is None:
+        found = _sources[path] = _memo.imports(path)
+    return found
 
 
 @functools.cache
@@ -459,6 +495,8 @@ def describe(exc: BaseException) -> str:
 
 def forget() -> None:
     """Drop what this process remembers of the sources (their import lists and digests),
-    for a caller that edits them."""
-    for cached in (module_sources, module_digest, _source, _module_file):
+    for a caller that edits them; a module imported keeps the bytes it was imported from
+    (:func:`note_source`)."""
+    for cached in (module_sources, module_digest, _module_file):
         cached.cache_clear()
+    _sources.clear()

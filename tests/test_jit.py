@@ -273,3 +273,43 @@ def test_the_off_switch_leaves_numba_as_it_is(tmp_path):
     assert (hook, ours, patched, counts) == (True, 2, True, [0, 1, 2, 0])
     assert where.startswith(str(tmp_path / "cache" / "graphsys"))
     assert "GRAPHSYS_KERNEL_CACHE" in said and "neither 'graphsys' nor 'numba'" in said
+
+
+#: A child that imports a module a kernel module compiles from, edits its file, then
+#: imports the kernel module and says its cache directory.
+EDIT_AFTER_IMPORT = """
+import sys
+from pathlib import Path
+import graphsys.prefetch
+from graphsys import jit
+if sys.argv[1] == "edit":
+    with open(graphsys.prefetch.__file__, "a") as f:
+        f.write("EDITED = 1\\n")
+from graphsys.storage import kernels
+print(jit.kernel_dir(kernels.__file__))
+"""
+
+
+def test_a_file_edited_after_its_import_keys_no_cache_entry(tmp_path):
+    """The digest is taken from the bytes each module was imported from: a process that
+    imported ``prefetch`` before its file was edited compiles ``storage.kernels`` from
+    the old code, and keys it as a process of the old sources does, not the edited ones
+    (whose processes would load that stale code)."""
+    install = tmp_path / "install"
+    for package in ("graphsys", "partitioners"):
+        shutil.copytree(REPO / package, install / package,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(PYTHONPATH=str(install), NUMBA_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONDONTWRITEBYTECODE="1")
+
+    def child(what: str) -> str:
+        out = subprocess.run([sys.executable, "-c", EDIT_AFTER_IMPORT, what], env=env,
+                             cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                             check=True)
+        return out.stdout.strip().splitlines()[-1]
+
+    old = child("keep")
+    edited_in_flight = child("edit")  # imported old bytes, then edited the file
+    assert edited_in_flight == old
+    assert child("keep") != old  # a process of the edited sources has a key of its own

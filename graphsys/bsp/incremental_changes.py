@@ -65,6 +65,7 @@ from graphsys.bsp.engine import run as run_program
 from graphsys.bsp.stats import RunStats, SuperstepStats
 from graphsys.errors import FormatError, GraphsysError
 from graphsys.kernels import repair
+from graphsys.kernels.arrays import read_only
 from graphsys.storage import index_merge
 from graphsys.storage.csr import index_file, map_index
 from graphsys.storage.edge_changes import apply, load_bucket
@@ -230,7 +231,9 @@ def _old_adjacency(graph, old: list, kind: str, weighted: bool):
     or empty)`` and the numbering ``lay`` of :mod:`graphsys.kernels.repair`. One edge set
     with a stored index is mapped as built (an index built before an append is not
     renumbered: the kernels translate the ids they touch); otherwise
-    :meth:`~graphsys.storage.graph.Graph.csr` / ``csc`` (a merged or built adjacency)."""
+    :meth:`~graphsys.storage.graph.Graph.csr` / ``csc`` (a merged or built adjacency), its
+    neighbour ids of a stored index's dtype. Either way the arrays are read-only (views),
+    so that one compiled signature of the repair kernels serves both."""
     empty = np.zeros(0, np.int64)
     info = graph.manifest.indexes.get(old[0], {}).get(kind) if len(old) == 1 else None
     mapped = None
@@ -241,12 +244,13 @@ def _old_adjacency(graph, old: list, kind: str, weighted: bool):
     if mapped is None:
         adj = graph.csr(old, weights=weighted) if kind == "csr" else graph.csc(
             old, weights=weighted)
-        indptr, indices, weight, lay = adj.indptr, adj.indices, adj.weight, (empty,) * 3
+        indices = adj.indices.astype(index_merge.index_dtype(graph.num_nodes()), copy=False)
+        indptr, weight, lay = adj.indptr, adj.weight, (empty,) * 3
     else:
         indptr, indices, weight = mapped.indptr, mapped.indices, mapped.weight
         lay = _layout(tuple(mapped.info.layout), index_merge.layout(graph.manifest))
     w = weight if weighted and weight is not None else np.zeros(0, np.float32)
-    return indptr, indices, w, lay
+    return (*read_only(indptr, indices, w), lay)
 
 
 def _layout(old: tuple, new: tuple) -> tuple:

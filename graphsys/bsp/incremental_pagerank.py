@@ -109,6 +109,7 @@ from graphsys.bsp.engine import run as run_program
 from graphsys.bsp.incremental import Previous, pagerank_warm_start
 from graphsys.bsp.stats import RunStats, SuperstepStats
 from graphsys.errors import FormatError
+from graphsys.kernels.arrays import read_only
 from graphsys.kernels.pagerank_push import ball_sizes, edge_change_residual, push
 
 #: The largest share of the edges read that may be new for a delta push; above it the warm
@@ -309,13 +310,15 @@ def _delta(spec, graph, previous: Previous, program, change, max_iters, kwargs
     y[known] = c * x
     r = np.zeros(n)
     r[~known] = (1.0 - a) * q[~known]
-    edge_change_residual(adj.indptr, adj.indices, _or_empty(csr_w), y, inv_old, inv_new,
-                         np.unique(src), src, dst, before, after, a, r)
+    # read-only views of the old edges, mapped or built: one signature of each kernel
+    old_ip, old_ix, old_w = read_only(adj.indptr, adj.indices, _or_empty(csr_w))
+    edge_change_residual(old_ip, old_ix, old_w, y, inv_old, inv_new, np.unique(src), src,
+                         dst, before, after, a, r)
     reached = np.flatnonzero(r)
     if len(reached) > LOCAL_MAX_SHARE * n:
         return (f"the change's residual reaches {len(reached) / n:.1%} of the nodes, above "
                 f"the delta push's {LOCAL_MAX_SHARE:.0%}")
-    budget = _plan(adj.indptr, adj.indices, r, reached, float(y.sum()), a, tol, c * carried,
+    budget = _plan(old_ip, old_ix, r, reached, float(y.sum()), a, tol, c * carried,
                    graph.edge_set(kwargs.get("edge_set")).num_edges)
     if isinstance(budget, str):
         return budget
@@ -323,7 +326,7 @@ def _delta(spec, graph, previous: Previous, program, change, max_iters, kwargs
     ip2, ix2, w2 = _csr(n, src, dst, after)
     setup = time.perf_counter() - t0
     rounds, pushes, work, norm, total, done = push(
-        adj.indptr, adj.indices, _or_empty(csr_w), ip2, ix2, w2, inv_new, a,
+        old_ip, old_ix, old_w, ip2, ix2, w2, inv_new, a,
         np.zeros(0) if program._teleport is None else q, y, r,
         float(y.sum()), tol / 2.0, c * carried / 2.0, budget)
     step = SuperstepStats(superstep=0, active=int(pushes), direction="push",

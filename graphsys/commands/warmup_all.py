@@ -8,7 +8,9 @@ NetworkX backend (:data:`_nx_graphsys.FUNCTIONS`) once on small generated graphs
 layout the library hands its kernels: a directed R-MAT graph (with edge weights), an
 undirected one (both directions stored, as the registry's undirected datasets are), the
 same with stored adjacency indexes (``csr``, ``csc``, ``push``, ``sym``: mapped, read-only
-arrays, which numba compiles for apart), and NetworkX ``Graph`` and ``DiGraph`` objects.
+arrays, which numba compiles for apart), and NetworkX ``Graph`` and ``DiGraph`` objects;
+then the runs given a previous result after a graph changed (:func:`_changes_calls`: the
+repairs of WCC, BFS and SSSP, PageRank's delta push).
 The calls are the ones a user's first call makes (:data:`CALLS`, :data:`NX_CALLS`), so the
 kernel signatures they compile are the ones real calls look up; the storage and shared
 kernel modules (``storage/``, ``kernels/``) are compiled along the way. One progress line
@@ -18,6 +20,7 @@ per area names the kernel modules it compiled or loaded. The kernels of model tr
 
 from __future__ import annotations
 
+import itertools
 import re
 import tempfile
 import time
@@ -59,16 +62,22 @@ def _bsp_calls() -> dict[str, Callable]:
         "closeness": lambda g, s: bsp.closeness(g, k=50),
         "harmonic": lambda g, s: bsp.harmonic(g, k=50),
         # weighted where the graph has weights: its searches are kernels of their own
-        "betweenness_weighted": lambda g, s: bsp.betweenness(g, k=50, weighted=None),
-        "closeness_weighted": lambda g, s: bsp.closeness(g, k=50, weighted=None),
+        "betweenness_weighted": lambda g, s: bsp.betweenness(g, k=50, weighted=_weighted(g)),
+        "closeness_weighted": lambda g, s: bsp.closeness(g, k=50, weighted=_weighted(g)),
         "louvain": lambda g, s: bsp.louvain(g), "leiden": lambda g, s: bsp.leiden(g),
         "modularity": lambda g, s: bsp.modularity(g, bsp.wcc(g)),
     }
 
 
+def _weighted(g) -> bool:
+    """Whether ``g``'s default edge set has weights."""
+    return bool(g.edge_set().has_weight)
+
+
 def _mining_calls() -> dict[str, Callable]:
     from graphsys import mining
 
+    path = mining.Pattern([(0, 1), (1, 2)], directed=True)  # its matches read directions
     return {
         "triangle_count": lambda g, s: mining.triangle_count(g),
         "triangles": lambda g, s: mining.triangles(g),
@@ -89,6 +98,11 @@ def _mining_calls() -> dict[str, Callable]:
         "count": lambda g, s: mining.count(g, "diamond"),
         "count_induced": lambda g, s: mining.count(g, "diamond", induced=True),
         "matches": lambda g, s: mining.matches(g, "diamond", limit=100),
+        "matches_directed": lambda g, s: mining.matches(g, path, limit=100),
+        "iter_matches": lambda g, s: list(itertools.islice(
+            mining.iter_matches(g, "diamond", chunk=64), 100)),
+        "frequent_subgraphs": lambda g, s: mining.frequent_subgraphs(
+            g, np.arange(g.num_nodes()) % 3, 2, max_edges=2),
     }
 
 
@@ -207,14 +221,15 @@ _DECORATOR = re.compile(r"^(\s*@|\w+ = )(numba\.)?njit\b", re.MULTILINE)
 #: Kernels (``module.function`` under ``graphsys.``) that have no cache entry of their own
 #: after :func:`warmup_all` into an empty cache: helpers compiled only inside their callers,
 #: and paths that no default call of :data:`CALLS` on email-Enron takes either (other
-#: options, larger or memory-bounded inputs: out-of-core mining blocks, incremental runs,
-#: external-sort ingests, merged-index rebuilds). Their first use compiles them; the list is
-#: a budget that tests/commands/test_warmup_all.py holds, to shrink.
+#: options, larger or memory-bounded inputs: out-of-core mining blocks, searches from
+#: :data:`graphsys.bsp.kernels.PARALLEL_MIN_ITEMS` nodes, external-sort ingests,
+#: merged-index rebuilds). Their first use compiles them; the list is a budget that
+#: tests/commands/test_warmup_all.py holds, to shrink.
 NOT_WARMED: frozenset[str] = frozenset({
     "bsp.incremental._find",
-    "bsp.incremental._old_trees",
-    "bsp.incremental._roots",
-    "bsp.incremental._union",
+    "bsp.kernels_bfs._levels_to_float_parallel",
+    "kernels.pagerank_push._deviation",
+    "kernels.pagerank_push._spread",
     "kernels.repair._cost",
     "kernels.repair._dependants",
     "kernels.repair._heap_pop",
@@ -223,8 +238,6 @@ NOT_WARMED: frozenset[str] = frozenset({
     "kernels.repair._offers",
     "kernels.repair._relax",
     "kernels.repair._root",
-    "kernels.repair.distance_repair",
-    "kernels.repair.wcc_race",
     "bsp.kernels.pull_copy_sum_rows",
     "bsp.kernels.relax_async",
     "bsp.kernels.stream_copy_sum_rows",
@@ -245,6 +258,8 @@ NOT_WARMED: frozenset[str] = frozenset({
     "views.orient._count_higher_par",
     "views.orient._fill_higher_par",
     "views.orient._simple_degree_par",
+    "mining.outofcore._counting_order",
+    "mining.outofcore._ranked_rows",
     "sampling._kernels._hop_lanes",
     "sampling._kernels._mix",
     "sampling._kernels._stream",
@@ -281,6 +296,12 @@ SIGNATURE_BUDGET: dict[str, int] = {
     "bsp.kernels_centrality.distance_sums_weighted": 1,
     "measures.kernels_similarity.pair_scores": 1,
     "measures.kernels_similarity.top_k": 1,
+    "kernels.pagerank_push.edge_change_residual": 1,
+    "kernels.pagerank_push.push": 1,
+    "kernels.repair.distance_repair": 1,
+    "kernels.repair.wcc_race": 1,
+    "mining.match_kernels.full_directions": 1,
+    "mining.match_kernels.match_resume": 1,
 }
 
 
@@ -365,6 +386,61 @@ def _storage_calls() -> dict[str, Callable]:
         ego_adjacency(g, 0, 2, internal=True)
 
     return {"files": files, "append_index_subgraph": append}
+
+
+def _changes_calls() -> dict[str, Callable]:
+    """Runs given a previous result after the graph changed (:mod:`graphsys.bsp.incremental`,
+    :mod:`graphsys.kernels.repair`, :mod:`graphsys.kernels.pagerank_push`): WCC, BFS, SSSP
+    and PageRank on a directed weighted R-MAT graph, with and without stored CSR and CSC
+    indexes, after edges were deleted, re-weighted and appended (the repairs, the union of
+    the appended edges, PageRank's warm start), and PageRank on a sparse indexed graph after
+    one edge was deleted (the delta push): each ``call(work, seed)`` in a fresh directory."""
+    from graphsys import bsp, open_graph
+    from graphsys.generators import rmat_edges
+    from graphsys.interop import from_numpy
+    from graphsys.storage.adjacency_index import build_index
+    from graphsys.storage.append import append_edges
+    from graphsys.storage.changes import delete_edges, update_weights
+    from graphsys.storage.ingest_inputs import EdgeSource
+
+    def changed(work: Path, seed: int, indexed: bool) -> None:
+        work.mkdir()
+        chunks = list(rmat_edges(NODES, EDGES, seed=seed))
+        src = np.concatenate([c["src"] for c in chunks])
+        dst = np.concatenate([c["dst"] for c in chunks])
+        weight = np.random.default_rng(seed).random(len(src))
+        g = from_numpy(src, dst, work / "g", weight=weight, seed=seed)
+        if indexed:
+            build_index(g, ("csr", "csc"))
+        s = g.to_original(np.zeros(1, np.int64))[0].item()
+        runs = {"wcc": lambda g, **kw: bsp.wcc(g, **kw),
+                "bfs": lambda g, **kw: bsp.bfs(g, s, **kw),
+                "sssp": lambda g, **kw: bsp.sssp(g, s, **kw),
+                "pagerank": lambda g, **kw: bsp.pagerank(g, **kw)}
+        before = {name: run(g).to_table() for name, run in runs.items()}
+        delete_edges(work / "g", src[:2], dst[:2], allow_missing=True)
+        update_weights(work / "g", src[2:4], dst[2:4], [0.5, 0.25], allow_missing=True)
+        more = work / "more.tsv"
+        more.write_text("".join(f"{a}\t{b}\t0.5\n" for a, b in zip(src[8:12], dst[16:20])),
+                        encoding="utf-8")
+        append_edges(work / "g", [EdgeSource([more], edge_set="more", weight_col=2)])
+        g = open_graph(work / "g")
+        for name, run in runs.items():
+            run(g, init=before[name])
+
+    def delta(work: Path, seed: int) -> None:
+        n = 1 << 12  # out-degree 2: one deleted edge's residual reaches few nodes
+        src = np.repeat(np.arange(n), 2)
+        dst = np.random.default_rng(seed).integers(0, n, 2 * n)
+        g = from_numpy(src, dst, work / "sparse", num_nodes=n)
+        build_index(g, ("csr",))
+        before = bsp.pagerank(g).to_table()
+        delete_edges(work / "sparse", src[:1], dst[:1])
+        bsp.pagerank(open_graph(work / "sparse"), init=before)
+
+    return {"repair_indexed": lambda work, seed: changed(work / "indexed", seed, True),
+            "repair_built": lambda work, seed: changed(work / "built", seed, False),
+            "pagerank_delta": delta}
 
 
 def _graphs(work: Path, seed: int) -> list[tuple[str, Any]]:
@@ -509,7 +585,8 @@ def warmup_all(*, seed: int = 0, progress: Callable[[str], None] | None = None) 
     dict
         ``cache``, ``seconds``, ``compiled``, ``loaded`` (kernel signatures), ``bsp``
         (:func:`~graphsys.bsp.warmup.warmup`'s report) and per area (``bsp-api``,
-        ``mining``, ``measures``, ``sampling``, ``nx_backend``) its seconds, signatures
+        ``mining``, ``measures``, ``sampling``, ``storage``, ``changes``, ``nx_backend``)
+        its seconds, signatures
         compiled and loaded, per kernel module, and the calls a graph did not take.
     """
     from graphsys import jit
@@ -531,10 +608,10 @@ def warmup_all(*, seed: int = 0, progress: Callable[[str], None] | None = None) 
             inputs = graphs + ([_temporal_graph(Path(tmp), seed)] if name == "sampling" else
                                [_two_components(Path(tmp), seed)] if name == "measures" else [])
             out[name] = _area(name, calls, inputs, first, progress)
-        work = Path(tmp) / "storage"
-        work.mkdir()
-        out["storage"] = _area("storage", _storage_calls, [("edge files", work)],
-                               lambda _: seed, progress)
+        for name, calls in (("storage", _storage_calls), ("changes", _changes_calls)):
+            work = Path(tmp) / name
+            work.mkdir()
+            out[name] = _area(name, calls, [(name, work)], lambda _: seed, progress)
         with warnings.catch_warnings():  # NetworkX's note on its cache of conversions
             warnings.simplefilter("ignore")
             out["nx_backend"] = _area("nx_backend", CALLS["nx_backend"], _nx_graphs(seed),

@@ -123,6 +123,24 @@ def test_repairs_equal_runs_from_scratch_and_networkx(tmp_path, undirected, chai
     assert all(sssp.value(k) == dist.get(k, np.inf) for k in ref.nodes)
 
 
+@pytest.mark.usefixtures("_any_share")
+def test_mapped_and_built_adjacencies_reach_one_signature(tmp_path):
+    """The repairs hand their kernels read-only adjacencies with a stored index's id dtype,
+    whether mapped from a stored CSR/CSC index or built from the buckets, with or without
+    weights: each repair kernel compiles once for all of them."""
+    from graphsys.kernels import repair
+
+    for indexed in (False, True):
+        (tmp_path / str(indexed)).mkdir()
+        g, source, _ = _changed(tmp_path / str(indexed), indexed=indexed)
+        for run in (bsp.wcc(g, init=tmp_path / str(indexed) / "wcc.parquet"),
+                    bsp.bfs(g, source, init=tmp_path / str(indexed) / "bfs.parquet"),
+                    bsp.sssp(g, source, init=tmp_path / str(indexed) / "sssp.parquet")):
+            assert run.stats.start == "repair"
+    assert len(repair.wcc_race.signatures) == 1
+    assert len(repair.distance_repair.signatures) == 1
+
+
 def test_a_deleted_bridge_and_a_raised_weight(tmp_path):
     """Two cliques joined by one edge: deleting it splits the component and cuts the far
     clique from the source; raising a weight on the shortest path moves the distances

@@ -43,6 +43,9 @@ def test_every_call_area_is_listed():
     assert set(w.CALLS) == {"bsp", "mining", "measures", "nx_backend"}
     assert {"triangle_count", "motifs", "count"} <= set(w.CALLS["mining"]())
     assert {"link_scores_jaccard", "diameter"} <= set(w.CALLS["measures"]())
+    # the streamed and directed matches, and the runs after a change (repairs, delta push)
+    assert {"iter_matches", "matches_directed"} <= set(w.CALLS["mining"]())
+    assert {"repair_indexed", "repair_built", "pagerank_delta"} <= set(w._changes_calls())
 
 
 def test_all_takes_no_algorithm_names(tmp_path):
@@ -88,7 +91,7 @@ def test_warmup_all_caches_every_kernel_of_the_analyses(tmp_path):
 @pytest.mark.slow("ci")  # compiles the analyses' kernels where the cache lacks them
 def test_public_calls_after_warmup_all_compile_nothing(tmp_path):
     report = w.warmup_all()
-    assert {"bsp", "bsp-api", "mining", "measures", "sampling", "storage",
+    assert {"bsp", "bsp-api", "mining", "measures", "sampling", "storage", "changes",
             "nx_backend"} <= set(report)
     after = _signatures()
     # another graph, of other sizes and degrees: the public calls find their kernels
