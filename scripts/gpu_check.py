@@ -1385,17 +1385,27 @@ EMBED_VARIANTS = [("embed-device-graphs", ["cuda_graphs=true"]),
                   ("embed-device-graphs-grouped", ["cuda_graphs=true", "batches_per_step=4"])]
 
 
-def embed_variants(ctx: Ctx, graph, overrides: list[str], label: str) -> None:
+def embed_variants(ctx: Ctx, graph, overrides: list[str], label: str,
+                   cpu: dict | None) -> None:
     """The device run again with each of :data:`EMBED_VARIANTS`' keys (while more than a
-    minute of the part is left): edges/s and MRR of each."""
+    minute of the part is left): edges/s and MRR of each, a row beside the CPU run."""
     for name, extra in EMBED_VARIANTS:
         if ctx.left() < 60 and not ctx.tiny:
             ctx.record(name, status="skipped", reason="out of time")
             continue
         res = ctx.attempt(name, train_embeddings, ctx, graph, overrides + extra, ctx.device,
                           name.replace("embed-", "emb-"))
-        if res is not None:
-            ctx.record(name, graph=label, keys=extra, **res)
+        if res is None:
+            continue
+        ctx.record(name, graph=label, keys=extra, **res)
+        if cpu is not None:
+            ctx.record(f"row-{name}", row={
+                "workload": f"embeddings, {label}, {', '.join(extra)}: edges/s on "
+                            f"{ctx.device} (filtered test MRR {res['filtered_test_mrr']}; "
+                            f"the CPU: the default settings, {cpu['torch_threads']} threads)",
+                "peer": "graphsys on the CPU, same run", "peer_figure": cpu["edges_per_s"],
+                "graphsys_figure": res["edges_per_s"], "unit": "edges/s",
+                "ratio": ratio(res["edges_per_s"], cpu["edges_per_s"])})
 
 
 def part_embed(ctx: Ctx) -> None:
@@ -1439,7 +1449,7 @@ def part_embed(ctx: Ctx) -> None:
             "graphsys_figure": dev["filtered_test_mrr"], "unit": "",
             "ratio": ratio(dev["filtered_test_mrr"], cpu["filtered_test_mrr"])})
     if dev is not None:
-        embed_variants(ctx, graph, overrides, label)
+        embed_variants(ctx, graph, overrides, label, cpu)
     seconds = ctx.args.rgcn_seconds or (2.0 if ctx.tiny else 30.0)
     seconds = max(1.0, min(seconds, ctx.left() - 20))
     name = label.split(",")[0]
