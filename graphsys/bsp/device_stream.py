@@ -383,9 +383,9 @@ class MergedPass:
     op (:meth:`sums`).
 
     On a device of :data:`MERGED_SPMV_DEVICES`: the layout of the in-memory fused path
-    (:func:`~graphsys.bsp.algorithms.pagerank_device.lean_matrix`): a CSR matrix, a row
-    per target and its sources as columns, int32 ids where they fit, values all ones; the
-    sums are one matrix-vector product. Elsewhere: the pass's
+    (:func:`~graphsys.bsp.algorithms.pagerank_device.lean_matrix`, without its dangling
+    row): a CSR matrix, a row per target and its sources as columns, int32 ids where they
+    fit, values all ones; the sums are one matrix-vector product. Elsewhere: the pass's
     source and target ids concatenated in the order the pass reads them; the sums are one
     gather and one ``index_add_``, in the batches' order.
 

@@ -1,38 +1,33 @@
 r"""In-memory PageRank on the torch backend (any device) as lean supersteps: one sparse
-matrix-vector product, one dot product and two updates each, the convergence test read
-every :data:`CHECK_EVERY` supersteps.
+matrix-vector product and one update each, the convergence test read every
+:data:`CHECK_EVERY` supersteps.
 
 The layout (:func:`lean_matrix`): the pull adjacency (a row per target, its sources as
-columns) as an :math:`N \times (N + 1)` torch sparse CSR matrix :math:`M` (column
-:math:`N` empty), and a 0/1 vector :math:`D` of :math:`N + 1` entries, 1 at every dangling
-vertex (no out-edges) and at :math:`N`:
+columns) as a torch sparse CSR matrix, widened by one row and one column:
 
+* row :math:`N` has an entry at every dangling vertex (no out-edges) and at column
+  :math:`N`;
 * the vector is :math:`x_u = \alpha\, r_u / d_u` (:math:`\alpha\, r_u` for a dangling
   :math:`u`) and :math:`x_N = 1 - \alpha`: the damping and the ``1/out_degree`` scaling are
   folded into the vector, so every stored value is 1 (a constant array of the rank dtype:
   torch's CSR needs one, cuSPARSE reads it), never an edge weight.
 
-The product :math:`y = M x` gives every target's pulled sum and the dot product
-:math:`D \cdot x = \alpha \sum_{d_u = 0} r_u + (1 - \alpha)` the teleport plus dangling mass
-(the ``scale`` of :class:`~graphsys.bsp.algorithms.pagerank.PageRank`), so the new ranks
-are one op: :math:`r' = y + (D \cdot x) / N` (uniform teleport) or
-:math:`y + (D \cdot x)\, p`. A fourth op writes the next vector :math:`x = r' \cdot s`
-(``s``: :math:`\alpha / d_u`, or :math:`\alpha` where dangling). The dangling mass is a dot
-product rather than one more matrix row, which would be as long as there are dangling
-vertices (millions on a large R-MAT) and unbalance the product. Ids are int32 where the
-matrix's size and entries allow, int64 beyond; float64 ranks on a GPU take int64 ids, the
-layout of the float64 product torch's CSR tensors get by default (on the CPU, MKL's product
-copies int64 ids to int32 at every call). Ranks are float32 where
-``PageRank.fused_float32`` says the tolerance allows (the CPU loop's rule:
-``sum_dtype="auto"``, unweighted, ``tol >= 1e-6``), float64 otherwise
+One product :math:`y = M x` then gives every target's pulled sum in :math:`y_{0..N-1}` and
+the teleport plus dangling mass :math:`y_N = \alpha \sum_{d_u = 0} r_u + (1 - \alpha)` (the
+``scale`` of :class:`~graphsys.bsp.algorithms.pagerank.PageRank`), and the new ranks are one
+op: :math:`r' = y_{0..N-1} + y_N / N` (uniform teleport) or :math:`y_{0..N-1} + y_N\, p`.
+A third op writes the next vector :math:`x = r' \cdot s` (``s``: :math:`\alpha / d_u`, or
+:math:`\alpha` where dangling). Ids are int32 where the matrix's size and entries allow
+(int64 beyond). Ranks are float32 where ``PageRank.fused_float32`` says the tolerance allows
+(the CPU loop's rule: ``sum_dtype="auto"``, unweighted, ``tol >= 1e-6``), float64 otherwise
 (``sum_dtype="float64"``, a smaller ``tol``). Unlike the CPU loop, whose float32 sent values
 are summed in float64, the product sums in float32 too (torch's CSR product sums in its
 operands' dtype): a target of in-degree :math:`k` is within a relative :math:`(k + 1)\,u`
 of its exact sum in the worst case (:math:`u = 2^{-24}`; about :math:`\sqrt{k}\,u` for
 rounding errors of random sign, and :math:`O(\log k)\,u` where the product sums in a
 tree), so an iteration's L1 perturbation is at most :math:`\alpha\,\epsilon` with
-:math:`\epsilon = (k_{max} + 1)\,u` (:math:`k_{max}`: the longest row, or the number of
-dangling vertices where larger: the dot product's terms), and the float32 answer is within
+:math:`\epsilon = (k_{max} + 1)\,u` (:math:`k_{max}`: the longest row, row :math:`N`'s
+dangling vertices included), and the float32 answer is within
 :math:`(\mathrm{tol} + \epsilon)\,\alpha / (1 - \alpha)` of the fixed point in L1 (the
 float64 one within :math:`\mathrm{tol}\,\alpha / (1 - \alpha)`). Ask for
 ``sum_dtype="float64"`` where :math:`\epsilon` is not small beside ``tol`` (hubs of very
@@ -70,40 +65,42 @@ if TYPE_CHECKING:
 CHECK_EVERY = 8
 
 #: torch ops (kernel launches on CUDA) of a superstep between two checks
-#: (:func:`lean_superstep`: the SpMV, the dangling mass, the rank update, the next vector);
-#: a check adds the L1 change (a difference and a norm) and its read
-OPS_PER_SUPERSTEP = 4
+#: (:func:`lean_superstep`: the SpMV, the rank update, the next vector); a check adds the
+#: L1 change (a difference and a norm) and its read
+OPS_PER_SUPERSTEP = 3
 
 #: Largest index int32 ids hold
 _INT32_MAX = 2**31 - 1
 
 
 def lean_matrix(graph, edge_set: str, inv_deg: torch.Tensor, dtype: torch.dtype,
-                device: torch.device) -> tuple[torch.Tensor, torch.Tensor, int, int, int]:
-    """The (N, N+1) CSR matrix and the dangling vector of the module docstring on
-    ``device``: ``inv_deg`` is ``1/out_degree`` (0: dangling), values are ones of
-    ``dtype``. Returns (matrix, dangling vector, edges of the graph, targets with an
-    in-edge, bytes built on the host for the device)."""
+                device: torch.device) -> tuple[torch.Tensor, int, int, int]:
+    """The (N+1, N+1) CSR matrix of the module docstring on ``device``: ``inv_deg`` is
+    ``1/out_degree`` (0: dangling), values are ones of ``dtype``. Returns (matrix, edges of
+    the graph, targets with an in-edge, bytes built on the host for the device)."""
     import torch
 
     indptr, idx, _ = build_adjacency(graph, edge_set, "csc", False)
     n, m = len(indptr) - 1, int(indptr[-1] - indptr[0])
-    narrow = ((dtype == torch.float32 or device.type == "cpu")
-              and max(m, n + 1) <= _INT32_MAX)
-    ids = np.int32 if narrow else np.int64
-    crow = (indptr - indptr[0]).astype(ids, copy=False)
-    col = np.asarray(idx).astype(ids, copy=False)
-    values = torch.ones(m, dtype=dtype, device=device)
+    dangling = torch.nonzero(inv_deg == 0).flatten().cpu().numpy()  # one read, in setup
+    nnz = m + len(dangling) + 1
+    ids = np.int32 if max(nnz, n + 1) <= _INT32_MAX else np.int64
+    crow = np.empty(n + 2, ids)
+    crow[:n + 1] = indptr - indptr[0]
+    crow[n + 1] = nnz
+    col = np.empty(nnz, ids)
+    col[:m] = idx
+    col[m:-1] = dangling
+    col[-1] = n
+    values = torch.ones(nnz, dtype=dtype, device=device)
     with warnings.catch_warnings():  # "sparse CSR support is in beta"
         warnings.simplefilter("ignore", UserWarning)
         # the index was checked where it was read or built: not checked again
         mat = torch.sparse_csr_tensor(torch.from_numpy(crow).to(device),
                                       torch.from_numpy(col).to(device), values,
-                                      size=(n, n + 1), check_invariants=False)
-    dangle = torch.ones(n + 1, dtype=dtype, device=device)
-    dangle[:n] = (inv_deg == 0).to(dtype)
+                                      size=(n + 1, n + 1), check_invariants=False)
     receivers = int(np.count_nonzero(np.diff(indptr)))
-    return mat, dangle, m, receivers, crow.nbytes + col.nbytes
+    return mat, m, receivers, crow.nbytes + col.nbytes
 
 
 def solve_on_device(program, ctx, edges, state: dict, max_iters: int) -> Solved | None:
@@ -119,8 +116,7 @@ def solve_on_device(program, ctx, edges, state: dict, max_iters: int) -> Solved 
     n, a, dev = ctx.num_nodes, program.damping, ctx.device
     dtype = torch.float32 if program.fused_float32 else torch.float64
     inv_deg = state["inv_deg"]
-    mat, dangle, m, receivers, nbytes = lean_matrix(ctx.graph, ctx.edge_set, inv_deg, dtype,
-                                                    dev)
+    mat, m, receivers, nbytes = lean_matrix(ctx.graph, ctx.edge_set, inv_deg, dtype, dev)
     if dev.type != "cpu":
         edges.bytes_h2d += nbytes
     scaled = torch.where(inv_deg > 0, inv_deg * a, a).to(dtype)  # x = rank * scaled
@@ -130,12 +126,12 @@ def solve_on_device(program, ctx, edges, state: dict, max_iters: int) -> Solved 
     x = torch.empty(n + 1, dtype=dtype, device=dev)
     x[n] = 1.0 - a
     torch.mul(rank, scaled, out=x[:n])
-    y = torch.empty(n, dtype=dtype, device=dev)
+    y = torch.empty(n + 1, dtype=dtype, device=dev)
     steps, converged, first, t_chunk = [], False, 0, time.perf_counter()
     setup = t_chunk - t0
     for it in range(max_iters):
         with trace_range(f"bsp.superstep#{it}"):  # a range only while a trace records
-            lean_superstep(mat, dangle, x, y, new, scaled, p)
+            lean_superstep(mat, x, y, new, scaled, p)
         rank, new = new, rank
         steps.append(SuperstepStats(superstep=it, active=n, direction="pull",
                                     edges_scanned=m, messages_sent=m,
@@ -156,22 +152,19 @@ def solve_on_device(program, ctx, edges, state: dict, max_iters: int) -> Solved 
     return Solved(method, steps, 0 if converged else ctx.num_local, setup)
 
 
-def lean_superstep(mat: torch.Tensor, dangle: torch.Tensor, x: torch.Tensor,
-                   y: torch.Tensor, new: torch.Tensor, scaled: torch.Tensor,
-                   p: torch.Tensor | None) -> None:
-    """One superstep in four torch ops (kernel launches on CUDA), no host read:
-    ``y = mat @ x``, the teleport plus dangling mass ``dangle . x``, ``new`` = the new
-    ranks, ``x[:N] = new * scaled`` (the next vector)."""
+def lean_superstep(mat: torch.Tensor, x: torch.Tensor, y: torch.Tensor, new: torch.Tensor,
+                   scaled: torch.Tensor, p: torch.Tensor | None) -> None:
+    """One superstep in three torch ops (kernel launches on CUDA), no host read:
+    ``y = mat @ x``, ``new`` = the new ranks, ``x[:N] = new * scaled`` (the next vector)."""
     import torch
 
     n = new.shape[0]
     with trace_range("bsp.edges"):  # the edge phase, as the engine's supersteps name it
         torch.mv(mat, x, out=y)
-    mass = torch.dot(dangle, x)
     if p is None:
-        torch.add(y, mass, alpha=1.0 / n, out=new)
+        torch.add(y[:n], y[n], alpha=1.0 / n, out=new)
     else:
-        torch.addcmul(y, p, mass, out=new)
+        torch.addcmul(y[:n], p, y[n], out=new)
     torch.mul(new, scaled, out=x[:n])
 
 
