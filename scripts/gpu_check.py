@@ -824,8 +824,8 @@ def part_bsp(ctx: Ctx) -> None:
                    **figs, note=f"{algo} {where[mode]}; edges/s = median edges scanned per "
                                 f"superstep / median superstep seconds (supersteps 1..)")
         if algo == "pagerank" and mode == "out-of-core-streamed":
-            streamed_row(ctx, label, stream)
-        if algo == "pagerank" and peer is not None:
+            streamed_row(ctx, label, stream)   # its row: the copy rate beside the bus's
+        elif algo == "pagerank" and peer is not None:
             ctx.record(f"row-pagerank-{mode}", row=pagerank_row(label, where[mode], figs,
                                                                  peer))
         elif algo == "pagerank":
