@@ -311,9 +311,12 @@ def _delta(spec, graph, previous: Previous, program, change, max_iters, kwargs
     r = np.zeros(n)
     r[~known] = (1.0 - a) * q[~known]
     # read-only views of the old edges, mapped or built: one signature of each kernel
+    # (and of every array the kernels only read: change rows mapped or built alike)
     old_ip, old_ix, old_w = read_only(adj.indptr, adj.indices, _or_empty(csr_w))
-    edge_change_residual(old_ip, old_ix, old_w, y, inv_old, inv_new, np.unique(src), src,
-                         dst, before, after, a, r)
+    inv_old, inv_new, src, dst, before, after = read_only(inv_old, inv_new, src, dst, before,
+                                                          after)
+    edge_change_residual(old_ip, old_ix, old_w, y, inv_old, inv_new,
+                         *read_only(np.unique(src)), src, dst, before, after, a, r)
     reached = np.flatnonzero(r)
     if len(reached) > LOCAL_MAX_SHARE * n:
         return (f"the change's residual reaches {len(reached) / n:.1%} of the nodes, above "
@@ -326,8 +329,8 @@ def _delta(spec, graph, previous: Previous, program, change, max_iters, kwargs
     ip2, ix2, w2 = _csr(n, src, dst, after)
     setup = time.perf_counter() - t0
     rounds, pushes, work, norm, total, done = push(
-        old_ip, old_ix, old_w, ip2, ix2, w2, inv_new, a,
-        np.zeros(0) if program._teleport is None else q, y, r,
+        old_ip, old_ix, old_w, *read_only(ip2, ix2, w2), inv_new, a,
+        *read_only(np.zeros(0) if program._teleport is None else q), y, r,
         float(y.sum()), tol / 2.0, c * carried / 2.0, budget)
     step = SuperstepStats(superstep=0, active=int(pushes), direction="push",
                           edges_scanned=int(work), messages_sent=int(work), fused=True)
