@@ -29,8 +29,9 @@ def test_first_calls_after_warmup_compile_nothing(tmp_path):
     everyday = ["bfs", "sssp", "wcc", "kcore", "pagerank", "hits", "lpa", "ppr"]
     report = warmup(everyday)
     assert set(report["algorithms"]) == set(everyday)
-    # compiled or loaded now, or already by an earlier test in this process: not counted
-    assert report["cache"] and report["compiled"] >= 0 and report["loaded"] >= 0
+    # the kernels were compiled or loaded here, or by an earlier test in this process
+    # (then both counts are 0): the calls below check that nothing is left to compile
+    assert report["cache"]
     rng = np.random.default_rng(7)
     src, dst = rng.integers(0, 3000, 40_000), rng.integers(0, 3000, 40_000)
     graphs = [from_numpy(src, dst, tmp_path / "directed", partitions=3,
