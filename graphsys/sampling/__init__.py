@@ -2,7 +2,9 @@
 
 * :class:`Sampler`: the protocol every minibatch sampler implements:
   ``sample_blocks(seeds, rng_seed=0) -> list[Block]`` (input layer first), ``num_nodes``,
-  ``num_layers``; :class:`graphsys.gnn.NodeLoader` batches seeds through one.
+  ``num_layers``; seeds bare or as a :class:`SamplerInput` with a time each (honoured by a
+  ``temporal`` sampler, refused by the others); :class:`graphsys.gnn.NodeLoader` batches
+  seeds through one.
 * :class:`NeighborSampler`: uniform per-layer fanouts (GraphSAGE), with or without
   replacement.
 * :class:`DeviceNeighborSampler`: the same blocks drawn by torch ops where the CSR is
@@ -16,7 +18,7 @@
   :class:`TypedBlock` s (edges carry relation ids) or per-type :class:`HeteroBlock` s.
 * :class:`TemporalNeighborSampler`: for each event ``(node, t)``, the most recent or
   uniform neighbours among the edges strictly before ``t`` (TGAT / TGN), on the temporal
-  adjacency index.
+  adjacency index; as a :class:`Sampler`, blocks of events (:class:`TemporalBlock`).
 * :class:`UniformNegativeSampler`, :class:`PPRHardNegativeSampler`: link-prediction
   negatives.
 
@@ -38,7 +40,7 @@ from graphsys.sampling.adjacency import (
                                          homogeneous_adjacency,
                                          mapped_adjacency,
 )
-from graphsys.sampling.base import Sampler
+from graphsys.sampling.base import Sampler, SamplerInput
 from graphsys.sampling.block import Block, MiniBatch
 from graphsys.sampling.device import DeviceNeighborSampler
 from graphsys.sampling.feature_cache import DeviceFeatureCache, presample_hot_nodes
@@ -50,14 +52,15 @@ from graphsys.sampling.negative import (
 )
 from graphsys.sampling.neighbor import NeighborSampler, sample_neighbors
 from graphsys.sampling.pinsage import PinSAGESampler, RandomWalkNeighborSampler
-from graphsys.sampling.temporal import TemporalNeighbors, TemporalNeighborSampler
+from graphsys.sampling.temporal import TemporalBlock, TemporalNeighbors, TemporalNeighborSampler
 
 __all__ = [
     "Adjacency", "Block", "DeviceFeatureCache", "DeviceNeighborSampler", "HeteroBlock",
     "HeteroNeighborSampler",
     "MiniBatch",
     "NeighborSampler", "PPRHardNegativeSampler", "PinSAGESampler",
-    "RandomWalkNeighborSampler", "Sampler", "TemporalNeighborSampler", "TemporalNeighbors",
+    "RandomWalkNeighborSampler", "Sampler", "SamplerInput", "TemporalBlock",
+    "TemporalNeighborSampler", "TemporalNeighbors",
     "TypedBlock",
     "UniformNegativeSampler", "bipartite_adjacency", "from_coo", "homogeneous_adjacency",
     "mapped_adjacency", "metapath_ppr", "presample_hot_nodes", "sample_neighbors",

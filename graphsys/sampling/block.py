@@ -9,7 +9,7 @@ Node ids in ``src_nodes`` are type-local ids of the sampled entity type.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 
 import torch
@@ -109,11 +109,11 @@ class Block:
         return data
 
     def _map(self, fn) -> Block:
-        """A copy with ``fn`` applied to every tensor (:attr:`dst_offsets` and
-        :attr:`src_offsets` too, when computed)."""
+        """A copy with ``fn`` applied to every tensor field (a subclass's too) and to
+        :attr:`dst_offsets` and :attr:`src_offsets` when computed."""
         opt = (lambda t: None if t is None else fn(t))
-        out = replace(self, src_nodes=fn(self.src_nodes), edge_src=fn(self.edge_src),
-                      edge_dst=fn(self.edge_dst), edge_weight=opt(self.edge_weight))
+        out = replace(self, **{f.name: fn(getattr(self, f.name)) for f in fields(self)
+                               if torch.is_tensor(getattr(self, f.name))})
         for name in ("dst_offsets", "src_offsets"):
             if name in self.__dict__:
                 offsets, order = self.__dict__[name]

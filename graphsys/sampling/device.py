@@ -586,8 +586,9 @@ class DeviceNeighborSampler(Sampler):
 
         Parameters
         ----------
-        seeds : int tensor, array or sequence (S,)
-            Unique node ids; a tensor on the sampling device is used where it is.
+        seeds : int tensor, array or sequence (S,), or SamplerInput
+            Unique node ids (a tensor on the sampling device is used where it is), bare or
+            in a :class:`~graphsys.sampling.SamplerInput` without times.
         rng_seed : int, optional
             Seed of the batch (default 0); layer ``l`` draws from
             ``derive_seed(rng_seed, l)``.
@@ -602,8 +603,9 @@ class DeviceNeighborSampler(Sampler):
         Raises
         ------
         GraphsysError
-            Repeated seeds or an id outside the graph.
+            Repeated seeds, an id outside the graph, or seed times.
         """
+        seeds = self.seed_nodes(seeds)
         terms = [as_int64(derive_seed(rng_seed, layer) * 0x9E3779B97F4A7C15)
                  for layer in range(self.num_layers)]
         dev = self.sample_device

@@ -19,7 +19,7 @@ Two forms of the same message-flow graph:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -47,9 +47,6 @@ class TypedBlock(Block):
     """
 
     edge_type: torch.Tensor | None = None
-
-    def _map(self, fn) -> TypedBlock:
-        return replace(super()._map(fn), edge_type=fn(self.edge_type))
 
     def to_pyg(self):
         """As :meth:`Block.to_pyg`, plus ``edge_type``."""

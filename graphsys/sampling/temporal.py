@@ -16,6 +16,11 @@ binary search. Two strategies, as PyG's ``temporal_strategy``:
   other events of its batch.
 
 Numba-parallel over the events (``prange``), or serial for a loader's worker threads.
+
+The sampler implements the :class:`~graphsys.sampling.Sampler` protocol: seeds with times
+(:class:`~graphsys.sampling.SamplerInput`) in, one :class:`TemporalBlock` per hop out
+(:meth:`TemporalNeighborSampler.sample_blocks`), so :class:`~graphsys.gnn.NodeLoader` batches
+events as it batches nodes.
 """
 
 from __future__ import annotations
@@ -24,11 +29,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 from numba import njit, prange
 
 from graphsys.errors import GraphsysError
 from graphsys.sampling import _kernels as K
-from graphsys.sampling._util import derive_seed, run_parallel
+from graphsys.sampling._util import as_seed_array, derive_seed, run_parallel
+from graphsys.sampling.base import Sampler, SamplerInput
+from graphsys.sampling.block import Block
 from graphsys.storage.graph import Graph
 from graphsys.storage.temporal_index import (
     KIND,
@@ -182,7 +190,32 @@ class TemporalNeighbors:
         return int(self.count.sum())
 
 
-class TemporalNeighborSampler:
+@dataclass(frozen=True)
+class TemporalBlock(Block):
+    """A :class:`~graphsys.sampling.Block` whose rows are events: a source row is a node at
+    a time, and the same node may fill several rows (at its times in the batch).
+
+    ``src_times``: (num_src,) each row's time, in the time column's dtype (a seed's own
+    time, else the stamp of the edge that reached the row, strictly before the time of the
+    row it reached); ``edge_ids``: int64 (E,) the picked edges' ids (their positions in the
+    bucket stream, as the edge columns yield them), for their features.
+    """
+
+    src_times: torch.Tensor | None = None
+    edge_ids: torch.Tensor | None = None
+
+    @property
+    def dst_times(self) -> torch.Tensor:
+        """(num_dst,): the first ``num_dst_nodes`` rows' times."""
+        return self.src_times[: self.num_dst_nodes]
+
+    @property
+    def edge_times(self) -> torch.Tensor:
+        """(E,): each edge's stamp (its source row's time), below its destination's time."""
+        return self.src_times[self.edge_src]
+
+
+class TemporalNeighborSampler(Sampler):
     """Neighbours of events from the edges strictly before them (see the module docstring).
 
     Parameters
@@ -230,7 +263,19 @@ class TemporalNeighborSampler:
     [[1, 2], [2, 3], [0, -1]]
     >>> hop.time.tolist()
     [[10, 20], [20, 30], [20, 0]]
+
+    As a :class:`~graphsys.sampling.Sampler`: the same events as blocks, rows ``(node,
+    time)``, seeds first:
+
+    >>> from graphsys.sampling import SamplerInput
+    >>> block = sampler.sample_blocks(SamplerInput([0, 2], [30, 40]))[0]
+    >>> block.src_nodes.tolist(), block.src_times.tolist()
+    ([0, 2, 1, 2, 0], [30, 40, 10, 20, 20])
+    >>> block.edge_src.tolist(), block.edge_dst.tolist()
+    ([2, 3, 4], [0, 0, 1])
     """
+
+    temporal = True
 
     def __init__(self, graph: Graph | TemporalAdjacency, fanouts: int | Sequence[int] = 10,
                  *, strategy: str = "recent", edge_set: str | None = None,
@@ -250,6 +295,11 @@ class TemporalNeighborSampler:
     @property
     def num_nodes(self) -> int:
         return self.adj.num_nodes
+
+    @property
+    def num_layers(self) -> int:
+        """Blocks per batch: one per hop."""
+        return len(self.fanouts)
 
     def event_times(self, times) -> np.ndarray:
         """``times`` in the time column's dtype, so that ``edge < t`` holds exactly (a
@@ -304,6 +354,76 @@ class TemporalNeighborSampler:
                              if hop.time.dtype.kind in "iu" else -np.inf).astype(
                                  hop.time.dtype)
         return hops
+
+    def sample_blocks(self, seeds, rng_seed: int = 0, *, parallel: bool | None = None
+                      ) -> list[TemporalBlock]:
+        """The hops of :meth:`sample` as blocks of events, input layer first (the
+        :class:`~graphsys.sampling.Sampler` protocol).
+
+        The rows are the events of depths ``0..L`` (``L`` = :attr:`num_layers`): depth 0
+        the seeds, depth ``h + 1`` the used picks of depth ``h``'s rows, row-major (the
+        picks of :meth:`sample_hop` with ``fanouts[h]`` and ``derive_seed(rng_seed, h)``,
+        so an event's picks depend on ``(rng_seed, h, node, time)`` alone). Block ``l``
+        has the rows of depths ``0..L - l`` as sources and those of depths ``0..L - l - 1``
+        as destinations, each destination's edges from its picks: the layers TGAT runs
+        (layer ``l + 1`` on depths ``0..L - l - 1``), and ``blocks[-1].dst_nodes`` are the
+        seeds in the order given (repeats allowed: an event is a row).
+
+        Parameters
+        ----------
+        seeds : SamplerInput, or int tensor, array or sequence (S,)
+            The seed nodes and their times; without times every stored edge is before
+            the seed (an integer time column's largest value, or infinity, stands for
+            the seed's time).
+        rng_seed : int, optional
+            Seed of the batch's random choices (default 0; ``"uniform"`` only).
+        parallel : bool, optional
+            As :meth:`sample_hop`; the blocks are the same either way.
+
+        Returns
+        -------
+        list of TemporalBlock
+            :attr:`num_layers` blocks; every edge's time is strictly below the time of
+            the row it reaches.
+
+        Raises
+        ------
+        GraphsysError
+            A seed outside the graph, times not one per seed, or a non-finite time.
+        """
+        times = seeds.times if isinstance(seeds, SamplerInput) else None
+        nodes = as_seed_array(seeds.nodes if isinstance(seeds, SamplerInput) else seeds,
+                              self.num_nodes)
+        if times is None:
+            dtype = self.adj.time.dtype
+            end = np.iinfo(dtype).max if dtype.kind in "iu" else np.inf
+            t = np.full(len(nodes), end, dtype)
+        else:
+            t = self.event_times(times.cpu() if torch.is_tensor(times) else times).reshape(-1)
+        rows, stamps, dst, eid = [nodes], [t], [], []
+        start = 0
+        for h, fanout in enumerate(self.fanouts):
+            hop = self.sample_hop(nodes, t, fanout, derive_seed(rng_seed, h),
+                                  parallel=parallel)
+            nodes, t = hop.nbr[hop.mask], hop.time[hop.mask]
+            dst.append(start + np.repeat(np.arange(len(hop.count)), hop.count))
+            start += len(hop.count)
+            rows.append(nodes)
+            stamps.append(t)
+            eid.append(hop.eid[hop.mask])
+        bounds = np.cumsum([0] + [len(r) for r in rows])
+        src_nodes = torch.from_numpy(np.concatenate(rows))
+        src_times = torch.from_numpy(np.concatenate(stamps))   # int64, float32/64
+        edge_dst = torch.from_numpy(np.concatenate(dst))
+        edge_src = torch.arange(len(edge_dst), dtype=torch.int64) + len(rows[0])
+        edge_ids = torch.from_numpy(np.concatenate(eid))
+        blocks = []
+        for depth in range(self.num_layers, 0, -1):      # input layer first
+            n_src = int(bounds[depth + 1])             # rows of depths 0..depth
+            m = n_src - len(rows[0])                   # the edges reaching rows 0..depth-1
+            blocks.append(TemporalBlock(src_nodes[:n_src], int(bounds[depth]), edge_src[:m],
+                                        edge_dst[:m], None, src_times[:n_src], edge_ids[:m]))
+        return blocks
 
     def __repr__(self) -> str:
         return (f"TemporalNeighborSampler(fanouts={self.fanouts}, strategy="

@@ -6,10 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
+import torch
 
 import graphsys
 from graphsys.errors import GraphsysError
-from graphsys.sampling import TemporalNeighborSampler
+from graphsys.sampling import SamplerInput, TemporalBlock, TemporalNeighborSampler
 from graphsys.sampling.temporal import temporal_adjacency
 from graphsys.storage.adjacency_index import build_index
 from graphsys.storage.temporal_index import map_temporal
@@ -156,3 +157,75 @@ def test_refusals(tmp_path):
         TemporalNeighborSampler(plain, 3)
     with pytest.raises(GraphsysError, match="graphsys index .* --temporal"):
         temporal_adjacency(g, memory_limit=10)
+
+
+@pytest.mark.parametrize("strategy", ["recent", "uniform"])
+def test_blocks_hold_the_past_of_every_row(tmp_path, strategy):
+    """``sample_blocks`` against brute force: every row's picks are edges touching it
+    strictly before its time (the latest ``k`` for ``recent``), and the rows of each depth
+    are the used picks of :meth:`sample`'s hops."""
+    g, s, d, t = _graph(tmp_path, 7)
+    fanouts = [4, 3]
+    sampler = TemporalNeighborSampler(g, fanouts, strategy=strategy)
+    rng = np.random.default_rng(8)
+    nodes = rng.integers(0, g.num_nodes(), 60)
+    at = rng.integers(0, 62, 60)
+    hit = rng.integers(0, len(t), 20)
+    nodes[:20], at[:20] = s[hit], t[hit]                  # times equal to stamps: ties
+    blocks = sampler.sample_blocks(SamplerInput(nodes, at), rng_seed=4)
+    assert all(isinstance(b, TemporalBlock) for b in blocks) and len(blocks) == 2
+    top, inner = blocks
+    assert inner.dst_nodes.tolist() == nodes.tolist()
+    assert inner.dst_times.tolist() == at.tolist()
+    rows, times = top.src_nodes.numpy(), top.src_times.numpy()
+    es, ed, eid = top.edge_src.numpy(), top.edge_dst.numpy(), top.edge_ids.numpy()
+    assert (top.edge_times.numpy() < times[ed]).all()   # no neighbour at or after its row
+    np.testing.assert_array_equal(t[eid], times[es])
+    for r in range(top.num_dst_nodes):
+        ids = eid[ed == r]
+        want = _brute(s, d, t, rows[r], times[r])
+        depth = 0 if r < len(nodes) else 1
+        assert len(ids) == min(fanouts[depth], len(want))
+        other = np.where(s[ids] == rows[r], d[ids], s[ids])
+        np.testing.assert_array_equal(rows[es[ed == r]], other)
+        if strategy == "recent":
+            np.testing.assert_array_equal(ids, want[len(want) - len(ids):])
+        else:
+            assert len(set(ids.tolist())) == len(ids) and set(ids.tolist()) <= set(want.tolist())
+    # the inner (last) block is the first hop alone, a prefix of the top one
+    m = inner.num_edges
+    assert torch.equal(inner.edge_ids, top.edge_ids[:m]) and inner.num_dst_nodes == len(nodes)
+    hops = sampler.sample(nodes, at, rng_seed=4)
+    np.testing.assert_array_equal(rows[len(nodes):len(nodes) + m], hops[0].nbr[hops[0].mask])
+    used = hops[0].mask.ravel()
+    np.testing.assert_array_equal(rows[len(nodes) + m:], hops[1].nbr[used][hops[1].mask[used]])
+
+
+def test_block_picks_are_uniform(tmp_path):
+    """A node with six earlier edges, two uniform picks per event: each edge is picked with
+    probability 1/3 and each of the 15 pairs with 1/15 (chi-square, p = 0.001 bounds)."""
+    edges = pa.table({"src": [0] * 6 + [3], "dst": [1, 2, 3, 4, 5, 6, 4],
+                      "timestamp": [1, 2, 3, 4, 5, 6, 9000]})
+    g = graphsys.from_arrow(edges, tmp_path / "star", edge_columns=["timestamp"])
+    sampler = TemporalNeighborSampler(g, 2, strategy="uniform")
+    n = 4500
+    block = sampler.sample_blocks(SamplerInput(np.zeros(n, np.int64), np.arange(7, 7 + n)),
+                                  rng_seed=1)[0]
+    assert block.num_edges == 2 * n and (block.edge_times < 7).all()
+    picks = block.src_nodes[n:].numpy().reshape(n, 2)
+    assert (picks[:, 0] != picks[:, 1]).all()
+    single = np.bincount(picks.ravel(), minlength=7)[1:]
+    expect = 2 * n / 6
+    assert ((single - expect) ** 2 / expect).sum() < 20.5            # 5 df
+    pair = np.bincount((np.sort(picks, 1) - 1) @ [6, 1], minlength=36)
+    pair = pair[[a * 6 + b for a in range(6) for b in range(a + 1, 6)]]
+    assert pair.sum() == n and ((pair - n / 15) ** 2 / (n / 15)).sum() < 36.1   # 14 df
+
+
+def test_blocks_refuse_bad_seeds_in_one_line(tmp_path):
+    g, *_ = _graph(tmp_path, 9)
+    sampler = TemporalNeighborSampler(g, [2, 2])
+    with pytest.raises(GraphsysError, match="outside the graph"):
+        sampler.sample_blocks(SamplerInput([99], [5]))
+    with pytest.raises(GraphsysError, match="finite"):
+        sampler.sample_blocks(SamplerInput([1], [np.nan]))
