@@ -13,8 +13,9 @@
   classification or link prediction) with background sampling workers, bounded prefetch,
   early stopping, pickle-free checkpoints and metric logging; it returns a
   :class:`GNNResult`.
-* :class:`NodeLoader`: minibatches of seed nodes with their sampled blocks, features and
-  labels (PyG's ``NeighborLoader``, DGL's ``DataLoader``), for a training loop of one's own.
+* :class:`NodeLoader`: minibatches of seed nodes, links or timed events with their sampled
+  blocks, features and labels (PyG's ``NeighborLoader`` and ``LinkNeighborLoader``, DGL's
+  ``DataLoader``), for a training loop of one's own.
 * :func:`layerwise_inference` / :func:`embed_checkpoint`: each layer over all nodes once,
   partition by partition, writing Arrow embeddings that
   :meth:`graphsys.embed.Embeddings.load` opens (``nearest``, ``vectors``, ``to_numpy``).

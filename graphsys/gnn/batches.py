@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-import torch
 
 from graphsys.gnn.config import TrainConfig
 from graphsys.gnn.conv.spec import random_walk_sampling
+from graphsys.gnn.loader import pair_seeds
 from graphsys.sampling._util import derive_seed
 from graphsys.sampling.adjacency import Adjacency
 from graphsys.sampling.block import Block, MiniBatch
@@ -93,10 +93,7 @@ def pair_batch(sampler, heads: np.ndarray, pos: np.ndarray, neg: np.ndarray,
                rng_seed: int) -> MiniBatch:
     """A link task batch: the blocks of the distinct nodes among ``heads`` (B,), their
     positives ``pos`` (B,) and negatives ``neg`` (B, K), seeds in ascending id order;
-    ``extra`` maps each to its seed row (``head``, ``pos`` (B,), ``neg`` (B, K))."""
-    nodes, inv = np.unique(np.concatenate([heads, pos, neg.ravel()]), return_inverse=True)
-    b = len(heads)
-    blocks = sampler.sample_blocks(nodes, rng_seed, parallel=False)
-    extra = {"head": torch.from_numpy(inv[:b]), "pos": torch.from_numpy(inv[b:2 * b]),
-             "neg": torch.from_numpy(inv[2 * b:].reshape(b, -1))}
-    return MiniBatch(torch.from_numpy(nodes), blocks, extra)
+    ``extra`` maps each to its seed row (``head``, ``pos`` (B,), ``neg`` (B, K));
+    :class:`~graphsys.gnn.NodeLoader` batches ``links`` the same way."""
+    nodes, _, extra = pair_seeds(heads, pos, neg)
+    return MiniBatch(nodes, sampler.sample_blocks(nodes, rng_seed, parallel=False), extra)

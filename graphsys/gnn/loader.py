@@ -1,5 +1,5 @@
-"""Minibatch loading: :class:`NodeLoader` (seeds -> sampled blocks, features, labels) over
-the internal producer-consumer pipeline :class:`PrefetchLoader`.
+"""Minibatch loading: :class:`NodeLoader` (seed nodes, links or events -> sampled blocks,
+features, labels) over the internal producer-consumer pipeline :class:`PrefetchLoader`.
 
 The numba sampling kernels release the GIL, so worker threads sample in parallel with the
 training step. Batch ``i`` of an epoch depends only on the loader's seed, the epoch and
@@ -25,7 +25,7 @@ import torch
 from graphsys.errors import GraphsysError, ParameterError
 from graphsys.gnn.dropout import feature_dropout
 from graphsys.sampling._util import as_seed_array, derive_seed, serial_kernels
-from graphsys.sampling.base import Sampler
+from graphsys.sampling.base import Sampler, SamplerInput, refuse_times
 from graphsys.sampling.block import Block, MiniBatch
 from graphsys.sampling.device import DeviceNeighborSampler, as_int64, mix64, srl64
 from graphsys.sampling.features import feature_rows
@@ -118,6 +118,42 @@ def on_device(sampler: Sampler, device: torch.device, device_sampling: bool | No
     return made[device]
 
 
+def pair_seeds(heads, tails, neg, times=None):
+    """The seeds of a batch of pairs: ``(seeds, seed times, extra)``.
+
+    Without ``times``: the distinct nodes among ``heads`` (B,), ``tails`` (B,) and ``neg``
+    (B, K), in ascending id order, and no times; with ``times`` (B,), one seed per end,
+    heads, then tails, then negatives row by row, each at its pair's time (an event each,
+    as a temporal sampler takes them). ``extra`` maps each end to its seed (``head``,
+    ``pos`` (B,), ``neg`` (B, K)), plus ``time`` (B,) with ``times``.
+
+    Examples
+    --------
+    >>> from graphsys.gnn.loader import pair_seeds
+    >>> seeds, _, extra = pair_seeds([5, 2], [2, 9], [[9], [1]])
+    >>> seeds.tolist(), extra["head"].tolist(), extra["pos"].tolist(), extra["neg"].tolist()
+    ([1, 2, 5, 9], [2, 1], [1, 3], [[3], [0]])
+    >>> seeds, times, _ = pair_seeds([5, 2], [2, 9], [[9], [1]], times=[30, 40])
+    >>> seeds.tolist(), times.tolist()
+    ([5, 2, 2, 9, 9, 1], [30, 40, 30, 40, 30, 40])
+    """
+    heads, tails, neg = (t.numpy() if torch.is_tensor(t) else np.asarray(t)
+                         for t in (heads, tails, neg))
+    rows = np.concatenate([heads, tails, neg.ravel()])
+    b = len(heads)
+    if times is None:
+        rows, inv = np.unique(rows, return_inverse=True)
+        row_times, extra = None, {}
+    else:
+        inv = np.arange(len(rows))
+        times = torch.as_tensor(times)
+        row_times = torch.cat([times, times, times.repeat_interleave(neg.shape[1])])
+        extra = {"time": times}
+    extra.update(head=torch.from_numpy(inv[:b]), pos=torch.from_numpy(inv[b:2 * b]),
+                 neg=torch.from_numpy(inv[2 * b:].reshape(b, -1)))
+    return torch.from_numpy(rows), row_times, extra
+
+
 def resident_table(column, device: torch.device):
     """``column`` (features or labels: a tensor, array or row source of N rows) copied to
     ``device`` when it takes at most half of the device's free memory, else as given."""
@@ -208,7 +244,8 @@ class RowBuffers:
 
 
 class NodeLoader:
-    """Minibatches of seed nodes with their sampled blocks, input features and labels.
+    """Minibatches of seed nodes, links or events with their sampled blocks, input
+    features and labels.
 
     graphsys's counterpart of PyG's ``NeighborLoader`` and DGL's ``DataLoader``: each pass
     (epoch) cuts ``seeds`` into batches of ``batch_size``, reshuffled from ``seed`` and the
@@ -229,7 +266,20 @@ class NodeLoader:
         ``rng_seed = derive_seed(seed, e, i)``.
     seeds : int tensor, array or sequence, or bool mask
         The nodes to batch (unique ids of the sampler's node type), or a boolean mask over
-        them.
+        them; None with ``links``.
+    links : int tensor, array or sequence (P, 2), optional
+        Link batches instead of node batches (PyG's ``LinkNeighborLoader``): the ``(head,
+        tail)`` pairs to batch, ``batch_size`` pairs a batch; a batch's seeds are the
+        pairs' ends and their negatives (:func:`pair_seeds`), ``extra`` maps them.
+    negatives : int, optional
+        With ``links``, uniform negative tails per pair, drawn for batch ``i`` of epoch
+        ``e`` from ``derive_seed(seed, e, i, 1)`` (default 0).
+    times : tensor, array or sequence, optional
+        A time for each seed or link (with a mask: each selected node, in id order), for a
+        temporal sampler (:class:`~graphsys.sampling.TemporalNeighborSampler`; any other is
+        refused in one line): the seeds are then events ``(node, time)``, a node may
+        recur, each batch is sampled from a :class:`~graphsys.sampling.SamplerInput` of
+        its seeds and their times, and ``batch.extra["time"]`` holds the times.
     batch_size : int, optional
         Seeds per batch (default 512); the last batch of an epoch may be smaller.
     shuffle : bool, optional
@@ -287,7 +337,10 @@ class NodeLoader:
     ------
     MiniBatch
         ``seeds`` int64 (B,), ``blocks`` (input layer first), ``x`` float
-        (len(blocks[0].src_nodes), F) or None, ``y`` (B,) or None.
+        (len(blocks[0].src_nodes), F) or None, ``y`` (B,) or None; with ``times``,
+        ``extra["time"]`` the seeds' (or links') times; with ``links``, ``extra["head"]``,
+        ``["pos"]`` (B,) and ``["neg"]`` (B, K) the positions of the pairs' ends and
+        negatives among the seeds.
 
     Raises
     ------
@@ -333,26 +386,61 @@ class NodeLoader:
     ([4, 4], [8, 8, 8, 1], [8, 8, 8, 1])
     >>> sorted(torch.cat([b.seeds for r in ranks for b in r]).tolist()) == list(range(50))
     True
+
+    Events, on a graph with a ``timestamp`` edge column: node 0 at times 25 and 40, node 1
+    at 40, each batch sampled from the edges before its seeds' times.
+
+    >>> import pyarrow as pa
+    >>> from graphsys.sampling import TemporalNeighborSampler
+    >>> edges = pa.table({"src": [0, 0, 1], "dst": [1, 2, 2], "timestamp": [10, 20, 30]})
+    >>> tg = graphsys.from_arrow(edges, tempfile.mkdtemp() + "/t", edge_columns=["timestamp"])
+    >>> events = NodeLoader(tg, TemporalNeighborSampler(tg, [5]), [0, 0, 1],
+    ...                     times=[25, 40, 40], shuffle=False, features=None, labels=None)
+    >>> batch = next(iter(events))
+    >>> batch.seeds.tolist(), batch.extra["time"].tolist()
+    ([0, 0, 1], [25, 40, 40])
+    >>> block = batch.blocks[0]
+    >>> block.src_nodes[3:].tolist(), block.edge_times.tolist(), block.edge_dst.tolist()
+    ([1, 2, 1, 2, 0, 2], [10, 20, 10, 20, 10, 30], [0, 0, 1, 1, 2, 2])
+
+    Links: two pairs a batch, each with three negative tails; their ends are the seeds.
+
+    >>> pairs = NodeLoader(g, NeighborSampler(g, [5, 5]), None, links=[[0, 1], [2, 3], [4, 5]],
+    ...                    negatives=3, batch_size=2, shuffle=False)
+    >>> batch = next(iter(pairs))
+    >>> batch.seeds[batch.extra["head"]].tolist(), batch.seeds[batch.extra["pos"]].tolist()
+    ([0, 2], [1, 3])
+    >>> batch.extra["neg"].shape, batch.x.shape[0] == len(batch.blocks[0].src_nodes)
+    (torch.Size([2, 3]), True)
     """
 
-    def __init__(self, graph: Graph | str | Path | None, sampler: Sampler, seeds, *,
+    def __init__(self, graph: Graph | str | Path | None, sampler: Sampler, seeds=None, *,
+                 links=None, negatives: int = 0,
                  batch_size: int = 512, shuffle: bool = True, seed: int = 0,
                  num_workers: int = 1, prefetch: int = 2, features="feat", labels="label",
                  device: str | torch.device = "cpu", drop_last: bool = False,
                  rank: int = 0, world_size: int = 1, input_dropout: float = 0.0,
-                 device_sampling: bool | None = None):
+                 device_sampling: bool | None = None, times=None):
         if not isinstance(sampler, Sampler):
             raise ParameterError("sampler", f"must be a graphsys.sampling.Sampler, got "
                                             f"{type(sampler).__name__}")
         sampler = on_device(sampler, torch.device(device), device_sampling)
         for name, value, lo in (("batch_size", batch_size, 1), ("num_workers", num_workers, 0),
                                 ("prefetch", prefetch, 1), ("world_size", world_size, 1),
-                                ("rank", rank, 0)):
+                                ("rank", rank, 0), ("negatives", negatives, 0)):
             if not isinstance(value, (int, np.integer)) or value < lo:
                 raise ParameterError(name, f"must be an integer >= {lo}, got {value!r}")
         self.graph = open_graph(graph) if isinstance(graph, (str, Path)) else graph
         self.sampler = sampler
-        self.seeds = self._seed_ids(seeds)
+        if (seeds is None) == (links is None):
+            raise ParameterError("seeds", "give the nodes to batch (seeds) or the links, "
+                                          "one of the two")
+        if negatives and links is None:
+            raise ParameterError("negatives", "are drawn for links; none were given")
+        self.negatives = int(negatives)
+        self.seeds = (self._seed_ids(seeds, unique=times is None) if links is None else
+                      self._link_ids(links))
+        self.times = None if times is None else self._seed_times(times)
         self.batch_size, self.shuffle, self.seed = int(batch_size), bool(shuffle), int(seed)
         self.num_workers, self.prefetch = int(num_workers), int(prefetch)
         self.device = torch.device(device)
@@ -375,8 +463,9 @@ class NodeLoader:
         self._buffers = RowBuffers(self.prefetch + 2)
         self.epoch = 0
 
-    def _seed_ids(self, seeds) -> torch.Tensor:
-        """``seeds`` as unique int64 ids of the sampler's nodes (a bool mask selects)."""
+    def _seed_ids(self, seeds, unique: bool = True) -> torch.Tensor:
+        """``seeds`` as int64 ids of the sampler's nodes (a bool mask selects), checked
+        unique when ``unique``."""
         n = self.sampler.num_nodes
         mask = seeds.detach().cpu().numpy() if torch.is_tensor(seeds) else np.asarray(seeds)
         if mask.dtype == bool:
@@ -385,9 +474,27 @@ class NodeLoader:
                                               f"({n}), got shape {mask.shape}")
             seeds = np.flatnonzero(mask)
         ids = as_seed_array(seeds, n)
-        if len(np.unique(ids)) != len(ids):
+        if unique and len(np.unique(ids)) != len(ids):
             raise ParameterError("seeds", "repeat a node; each seed must appear once")
         return torch.from_numpy(ids)
+
+    def _link_ids(self, links) -> torch.Tensor:
+        """``links`` as int64 (P, 2) ``(head, tail)`` ids of the sampler's nodes."""
+        a = links.detach().cpu().numpy() if torch.is_tensor(links) else np.asarray(links)
+        if a.ndim != 2 or a.shape[1] != 2:
+            raise ParameterError("links", f"must be (P, 2) pairs (head, tail), got shape "
+                                          f"{a.shape}")
+        return torch.from_numpy(as_seed_array(a, self.sampler.num_nodes, "link node")
+                                .reshape(-1, 2))
+
+    def _seed_times(self, times) -> torch.Tensor:
+        """``times`` as a tensor of one time per seed (or link), for a temporal sampler."""
+        refuse_times(self.sampler)
+        t = torch.as_tensor(times.cpu() if torch.is_tensor(times) else np.asarray(times))
+        if t.shape != self.seeds.shape[:1]:
+            raise ParameterError("times", f"must hold one time per seed ({len(self.seeds)}),"
+                                          f" got shape {tuple(t.shape)}")
+        return t
 
     def _column(self, name: str, value, ndim: int):
         """The node column ``value`` (a column name, tensor or array) as a tensor, or as
@@ -441,20 +548,37 @@ class NodeLoader:
         n, b = len(self.seeds), self.batch_size
         return n // b if self.drop_last else -(-n // b)
 
-    def _order(self, epoch: int) -> torch.Tensor:
+    def _order(self, epoch: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The epoch's seeds and their times (None without), shuffled alike."""
         if not self.shuffle:
-            return self.seeds
+            return self.seeds, self.times
         gen = torch.Generator().manual_seed(derive_seed(self.seed, epoch))
-        return self.seeds[torch.randperm(len(self.seeds), generator=gen)]
+        perm = torch.randperm(len(self.seeds), generator=gen)
+        return self.seeds[perm], None if self.times is None else self.times[perm]
 
-    def _batch(self, order: torch.Tensor, epoch: int, i: int, key: int = 0) -> MiniBatch:
-        seeds = order[i * self.batch_size:(i + 1) * self.batch_size]
-        rng_seed = derive_seed(self.seed, epoch, i)   # the global batch's, on every rank
+    def _batch_seeds(self, order, epoch: int, i: int):
+        """Batch ``i``'s seeds on this rank, their times (or None) and ``extra``."""
+        cut = slice(i * self.batch_size, (i + 1) * self.batch_size)
+        seeds, times = (None if o is None else o[cut] for o in order)
+        neg = None
+        if self.seeds.ndim == 2:      # links: the global batch's negatives, then shared
+            rng = np.random.default_rng(derive_seed(self.seed, epoch, i, 1))
+            neg = torch.from_numpy(rng.integers(0, self.sampler.num_nodes,
+                                                (len(seeds), self.negatives)))
         if self.world_size > 1:
             b, r, w = len(seeds), self.rank, self.world_size
-            seeds = seeds[r * b // w:(r + 1) * b // w]
+            share = slice(r * b // w, (r + 1) * b // w)
+            seeds, times, neg = (None if a is None else a[share] for a in (seeds, times, neg))
+        if neg is not None:
+            return pair_seeds(seeds[:, 0], seeds[:, 1], neg, times)
+        return seeds, times, {} if times is None else {"time": times}
+
+    def _batch(self, order, epoch: int, i: int, key: int = 0) -> MiniBatch:
+        seeds, times, extra = self._batch_seeds(order, epoch, i)
+        rng_seed = derive_seed(self.seed, epoch, i)   # the global batch's, on every rank
         with serial_kernels():
-            blocks = self.sampler.sample_blocks(seeds, rng_seed)
+            blocks = self.sampler.sample_blocks(
+                seeds if times is None else SamplerInput(seeds, times), rng_seed)
         if blocks and blocks[-1].device != seeds.device:    # made on the device: the
             seeds = blocks[-1].dst_nodes                    # seeds went there once
         for k, b in enumerate(blocks):   # the aggregations' edge grouping, here rather
@@ -473,7 +597,7 @@ class NodeLoader:
             x = device_feature_dropout(f, ids, self.input_dropout, derive_seed(key, i))
         else:
             x = feature_dropout(f, ids, self.input_dropout, derive_seed(key, i), out)
-        return MiniBatch(seeds, blocks, x=x, y=self._gather(self.labels, seeds))
+        return MiniBatch(seeds, blocks, extra, x=x, y=self._gather(self.labels, seeds))
 
     def _batch_sizes(self) -> set[int]:
         """The seed counts of this loader's batches on this rank."""
@@ -495,5 +619,6 @@ class NodeLoader:
                                    device=self.device))
 
     def __repr__(self) -> str:
-        return (f"NodeLoader({len(self.seeds)} seeds, batch_size={self.batch_size}, "
+        what = "links" if self.seeds.ndim == 2 else "seeds"
+        return (f"NodeLoader({len(self.seeds)} {what}, batch_size={self.batch_size}, "
                 f"{len(self)} batches, sampler={self.sampler!r})")

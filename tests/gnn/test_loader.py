@@ -80,3 +80,140 @@ def test_checkpoint_roundtrip_without_pickle(tmp_path):
             assert b"\x80\x04\x95" not in f.read_bytes()[:16]
     with pytest.raises(GraphsysError, match="not a GNN checkpoint"):
         load_checkpoint(tmp_path)
+
+
+def _events(tmp_path):
+    """A timestamped graph and 70 events (nodes recur, at several times)."""
+    import numpy as np
+    import pyarrow as pa
+
+    import graphsys
+    from graphsys.sampling import TemporalNeighborSampler
+
+    rng = np.random.default_rng(4)
+    edges = pa.table({"src": rng.integers(0, 30, 300), "dst": rng.integers(0, 30, 300),
+                      "timestamp": rng.integers(0, 100, 300)})
+    g = graphsys.from_arrow(edges, tmp_path / "timed", edge_columns=["timestamp"])
+    return (g, TemporalNeighborSampler(g, [4, 2], strategy="uniform"),
+            rng.integers(0, 30, 70), rng.integers(0, 110, 70))
+
+
+def test_node_loader_batches_events(tmp_path):
+    """With ``times``, each batch is the sampler's blocks of its seeds at their times, the
+    times shuffled with the seeds, whatever the workers or the ranks."""
+    import numpy as np
+
+    from graphsys.gnn import NodeLoader
+    from graphsys.sampling import SamplerInput
+
+    g, sampler, nodes, times = _events(tmp_path)
+    runs = {}
+    for workers in (0, 2):
+        loader = NodeLoader(g, sampler, nodes, times=times, batch_size=16, seed=3,
+                            num_workers=workers, features=None, labels=None)
+        loader.set_epoch(1)
+        runs[workers] = list(loader)
+    assert len(runs[0]) == 5
+    got = sorted(zip(torch.cat([b.seeds for b in runs[0]]).tolist(),
+                     torch.cat([b.extra["time"] for b in runs[0]]).tolist()))
+    assert got == sorted(zip(nodes.tolist(), times.tolist()))         # every event once
+    for i, (a, b) in enumerate(zip(runs[0], runs[2])):
+        want = sampler.sample_blocks(SamplerInput(a.seeds, a.extra["time"]),
+                                     derive_seed(3, 1, i))
+        for x, y, z in zip(a.blocks, b.blocks, want):
+            for name in ("src_nodes", "edge_src", "edge_dst", "src_times", "edge_ids"):
+                assert torch.equal(getattr(x, name), getattr(z, name))
+                assert torch.equal(getattr(y, name), getattr(z, name))
+        assert (a.blocks[0].edge_times < a.blocks[0].src_times[a.blocks[0].edge_dst]).all()
+    # two ranks: disjoint shares of each batch, the times with their seeds
+    shares = [list(NodeLoader(g, sampler, nodes, times=times, batch_size=16, seed=3, rank=r,
+                              world_size=2, features=None, labels=None)) for r in (0, 1)]
+    ranked = sorted((int(n), int(t)) for share in shares for b in share
+                    for n, t in zip(b.seeds, b.extra["time"]))
+    assert ranked == sorted(zip(nodes.tolist(), times.tolist()))
+    assert np.all([len(b.seeds) for b in shares[0]] == np.array([8, 8, 8, 8, 3]))
+
+
+def test_node_loader_refuses_times_without_a_temporal_sampler(tmp_path):
+    from graphsys.errors import ParameterError
+    from graphsys.gnn import NodeLoader
+
+    g, sampler, nodes, times = _events(tmp_path)
+    with pytest.raises(GraphsysError, match="NeighborSampler samples without time") as err:
+        NodeLoader(g, NeighborSampler(g, [2]), [1, 2], times=[5, 6], features=None,
+                   labels=None)
+    assert "\n" not in str(err.value)
+    with pytest.raises(ParameterError, match="one time per seed"):
+        NodeLoader(g, sampler, nodes, times=times[:5], features=None, labels=None)
+    with pytest.raises(ParameterError, match="repeat a node"):
+        NodeLoader(g, sampler, nodes, features=None, labels=None)   # no times: nodes
+
+
+def test_node_loader_batches_links(tmp_path):
+    """With ``links``: each batch's seeds are its pairs' ends and negatives (distinct, in id
+    order), ``extra`` maps them back, and the blocks are the sampler's of those seeds."""
+    import numpy as np
+
+    from graphsys.gnn import NodeLoader
+
+    sampler = _sampler()
+    rng = np.random.default_rng(2)
+    links = rng.integers(0, 200, (90, 2))
+    runs = [list(NodeLoader(None, sampler, None, links=links, negatives=4, batch_size=32,
+                            seed=5, num_workers=w, features=None, labels=None))
+            for w in (0, 2)]
+    assert [len(b.extra["head"]) for b in runs[0]] == [32, 32, 26]
+    seen = []
+    for i, (a, b) in enumerate(zip(*runs)):
+        assert torch.equal(a.seeds, b.seeds) and torch.equal(a.extra["neg"], b.extra["neg"])
+        assert torch.equal(a.seeds, torch.unique(a.seeds))
+        assert a.extra["neg"].shape == (len(a.extra["head"]), 4)
+        seen += list(zip(a.seeds[a.extra["head"]].tolist(), a.seeds[a.extra["pos"]].tolist()))
+        want = sampler.sample_blocks(a.seeds, derive_seed(5, 0, i))
+        for x, y in zip(a.blocks, want):
+            assert torch.equal(x.src_nodes, y.src_nodes) and torch.equal(x.edge_src, y.edge_src)
+    assert sorted(seen) == sorted(map(tuple, links.tolist()))
+    # two ranks share each batch's pairs, negatives included
+    ranks = [list(NodeLoader(None, sampler, None, links=links, negatives=4, batch_size=32,
+                             seed=5, rank=r, world_size=2, features=None, labels=None))
+             for r in (0, 1)]
+    for whole, r0, r1 in zip(runs[0], *ranks):
+        negs = torch.cat([r0.seeds[r0.extra["neg"]], r1.seeds[r1.extra["neg"]]])
+        assert torch.equal(negs, whole.seeds[whole.extra["neg"]])
+
+
+def test_node_loader_batches_timed_links(tmp_path):
+    """Links with times: every end and negative is an event at its link's time."""
+    import numpy as np
+
+    from graphsys.gnn import NodeLoader
+
+    g, sampler, nodes, times = _events(tmp_path)
+    links = np.stack([nodes, np.roll(nodes, 1)], 1)
+    loader = NodeLoader(g, sampler, None, links=links, times=times, negatives=2,
+                        batch_size=16, features=None, labels=None)
+    for batch in loader:
+        ex, b = batch.extra, len(batch.extra["head"])
+        assert len(batch.seeds) == 4 * b                       # heads, tails, 2 negatives
+        row_t = batch.blocks[-1].dst_times
+        assert torch.equal(row_t[ex["head"]], ex["time"]) and torch.equal(row_t[ex["pos"]],
+                                                                        ex["time"])
+        assert torch.equal(row_t[ex["neg"]], ex["time"][:, None].expand(b, 2))
+        top = batch.blocks[0]
+        assert (top.edge_times < top.src_times[top.edge_dst]).all()
+
+
+def test_node_loader_wants_seeds_or_links():
+    from graphsys.errors import ParameterError
+    from graphsys.gnn import NodeLoader
+
+    with pytest.raises(ParameterError, match="one of the two"):
+        NodeLoader(None, _sampler(), [1, 2], links=[[1, 2]], features=None, labels=None)
+    with pytest.raises(ParameterError, match="one of the two"):
+        NodeLoader(None, _sampler(), features=None, labels=None)
+    with pytest.raises(ParameterError, match="negatives"):
+        NodeLoader(None, _sampler(), [1, 2], negatives=3, features=None, labels=None)
+    with pytest.raises(ParameterError, match=r"\(P, 2\)"):
+        NodeLoader(None, _sampler(), None, links=[1, 2, 3], features=None, labels=None)
+    with pytest.raises(GraphsysError, match="link node id 500"):
+        NodeLoader(None, _sampler(), None, links=[[1, 500]], features=None, labels=None)
