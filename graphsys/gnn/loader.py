@@ -609,7 +609,8 @@ class NodeLoader:
 
     def __iter__(self) -> Iterator[MiniBatch]:
         epoch, self.epoch = self.epoch, self.epoch + 1
-        if getattr(self.sampler, "cuda_graphs", False):   # before any thread starts
+        # before any thread starts; a link batch's seed count is known when it is drawn
+        if getattr(self.sampler, "cuda_graphs", False) and self.seeds.ndim == 1:
             self.sampler.record_graphs(self._batch_sizes())
         order = self._order(epoch)
         # the pass's dropout key, drawn here so that it does not depend on the workers

@@ -217,3 +217,23 @@ def test_node_loader_wants_seeds_or_links():
         NodeLoader(None, _sampler(), None, links=[1, 2, 3], features=None, labels=None)
     with pytest.raises(GraphsysError, match="link node id 500"):
         NodeLoader(None, _sampler(), None, links=[[1, 500]], features=None, labels=None)
+
+
+def test_link_batches_record_no_graphs_for_pair_counts(monkeypatch):
+    """A link batch's seed count is not its pair count: no CUDA graph is recorded ahead
+    for it, and the batches are the eager sampler's."""
+    from graphsys.gnn import NodeLoader
+    from graphsys.sampling import DeviceNeighborSampler
+
+    sampler = DeviceNeighborSampler(_sampler(), device="cpu", cuda_graphs=True)
+    recorded = []
+    monkeypatch.setattr(DeviceNeighborSampler, "record_graphs",
+                        lambda self, sizes: recorded.append(sizes))
+    links = torch.randint(0, 200, (40, 2), generator=torch.Generator().manual_seed(1))
+    batches = list(NodeLoader(None, sampler, None, links=links, negatives=2, batch_size=16,
+                              features=None, labels=None, num_workers=0))
+    assert recorded == [] and len(batches) == 3
+    eager = DeviceNeighborSampler(_sampler(), device="cpu")
+    for i, b in enumerate(batches):
+        for x, y in zip(b.blocks, eager.sample_blocks(b.seeds, derive_seed(0, 0, i))):
+            assert torch.equal(x.src_nodes, y.src_nodes) and torch.equal(x.edge_src, y.edge_src)
