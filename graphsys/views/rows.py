@@ -8,6 +8,8 @@ their pages are in cache. Neighbour ids are int32 where every node id fits (int6
 2**31 nodes), as a stored index holds them, so mapped and built rows reach one compiled
 signature of each kernel. :func:`graphsys.views.view` keeps what it builds in the graph's
 cache; :func:`rows` hands an engine (the BSP engine renumbers them in place) its own.
+:func:`from_pairs` makes rows of pairs an engine holds in arrays (a change's edges, a
+NetworkX graph's, a checkpoint's events).
 """
 
 from __future__ import annotations
@@ -55,6 +57,26 @@ def build_rows(graph, edge_set: str, kind: str, weights: bool
                 csr_fill(src, dst, col_base, cursor, indices, w_in,
                          weight if weight is not None else no_w, no_perm, 0)
     return indptr, indices, weight
+
+
+def from_pairs(n: int, rows: np.ndarray, *columns: np.ndarray | None, by: tuple = ()
+               ) -> tuple:
+    """Rows of pairs held in arrays: ``indptr`` int64 (n+1,) of ``rows`` (ids in
+    ``0..n-1``), then each of ``columns`` reordered row by row (stably; within a row by the
+    keys ``by``, last key first as :func:`numpy.lexsort` reads them); a column that is None
+    or empty is returned as it is. Parallel pairs are kept.
+
+    Examples
+    --------
+    >>> dst = np.array([1, 2, 0])
+    >>> ptr, nbr = from_pairs(3, np.array([2, 0, 2]), dst, by=(dst,))
+    >>> ptr.tolist(), nbr.tolist()
+    ([0, 1, 1, 3], [2, 0, 1])
+    """
+    order = np.lexsort((*by, rows)) if by else np.argsort(rows, kind="stable")
+    indptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(rows, minlength=n), out=indptr[1:])
+    return (indptr, *(c if c is None or not len(c) else c[order] for c in columns))
 
 
 def rows(graph, edge_set: str, kind: str, weights: bool
