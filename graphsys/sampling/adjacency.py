@@ -163,19 +163,12 @@ def mapped_adjacency(graph: Graph, entity_type: str | None = None, *,
     if len(graph.entity_types) != 1:
         return None
     es = graph.edge_set(edge_set)
-    if symmetric:
-        sym = graph.adjacency_index(es.name, "sym")
-        if sym is not None:
-            return Adjacency(sym.indptr, sym.indices, graph.num_nodes(), sym.weight)
-        if not (es.undirected and es.dedupe):
-            return None
-        kind = "csr"
-    else:
-        kind = "csc" if direction == "in" else "csr"
-    mapped = graph.adjacency_index(es.name, kind)
-    if mapped is None:
-        return None
-    return Adjacency(mapped.indptr, mapped.indices, graph.num_nodes(), mapped.weight)
+    mapped = graph.adjacency_index(es.name, "sym" if symmetric else (
+        "csc" if direction == "in" else "csr"))
+    if mapped is None and symmetric and es.undirected and es.dedupe:
+        mapped = graph.adjacency_index(es.name, "csr")
+    return None if mapped is None else Adjacency(mapped.indptr, mapped.indices,
+                                                 graph.num_nodes(), mapped.weight)
 
 
 def homogeneous_adjacency(graph: Graph, entity_type: str | None = None, *,
