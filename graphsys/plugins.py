@@ -10,7 +10,8 @@ third-party distribution adds the same line as a ``graphsys.plugins`` entry poin
 - :data:`ALGORITHMS`: a :class:`graphsys.bsp.algorithms.spec.AlgorithmSpec`;
 - :data:`GNN_MODELS`: a :class:`graphsys.gnn.conv.spec.ModelSpec`;
 - :data:`DATASET_LOADERS`: a :class:`graphsys.datasets.registry.DatasetLoader`;
-- :data:`INPUT_FORMATS`: a :class:`graphsys.storage.formats.InputFormat`.
+- :data:`INPUT_FORMATS`: a :class:`graphsys.storage.formats.InputFormat`;
+- :data:`GRAPH_VIEWS`: a view kind's function ``(graph, kind, edge_set=..., **options)``.
 
 The embedding operators, comparators and losses register with a decorator in
 :mod:`graphsys.embed.model` (their registries live there).
@@ -72,3 +73,12 @@ INPUT_FORMATS.register_lazy("csv", "graphsys.storage.formats:CSV")
 INPUT_FORMATS.register_lazy("parquet", "graphsys.storage.formats:PARQUET")
 INPUT_FORMATS.register_lazy("arrow", "graphsys.storage.formats:ARROW")
 INPUT_FORMATS.register_lazy("jodie", "graphsys.storage.formats:JODIE")
+
+#: The kinds of in-memory graph view (``Graph.view(kind)``): the storage layer reaches the
+#: view layer above it by name here, never by an import.
+GRAPH_VIEWS: Registry[Any] = Registry("graph view")
+GRAPH_VIEWS.register_lazy("out", "graphsys.views:view")
+GRAPH_VIEWS.register_lazy("in", "graphsys.views:view")
+GRAPH_VIEWS.register_lazy("sym", "graphsys.views:view")
+GRAPH_VIEWS.register_lazy("oriented", "graphsys.views:view")
+GRAPH_VIEWS.register_lazy("temporal", "graphsys.views:view")

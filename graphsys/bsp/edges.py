@@ -28,8 +28,9 @@ from graphsys.bsp.program import COMBINERS, MESSAGES, VertexProgram
 from graphsys.bsp.provider import EdgeResult
 from graphsys.device import host_array
 from graphsys.errors import GraphsysError
-from graphsys.storage.kernels import count_into, csr_fill
+from graphsys.storage.kernels import count_into
 from graphsys.trace import traced
+from graphsys.views.rows import rows
 
 if TYPE_CHECKING:
     import torch
@@ -188,47 +189,11 @@ class _Sink:
 # in memory
 
 
-def build_adjacency(graph, edge_set: str, kind: str, weights: bool
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """``kind`` (``csr``: out-neighbours, ``csc``: in-neighbours) of a one-entity-type graph
-    over global ids, in the order :meth:`Graph.csr <graphsys.storage.graph.Graph.csr>`
-    gives: the graph's mapped adjacency index where it has one (no edge is read), else built
-    reading every bucket once. The rows of one partition are contiguous ids, and their edges
-    lie in that partition's buckets (``(r, *)`` for csr, ``(*, r)`` for csc), read once as
-    zero-copy batch views: counted into ``indptr``, then scattered while their pages are in
-    cache. Returns ``indptr`` int64 (N+1,), ``indices`` int32 (E,) (int64 from 2**31 nodes),
-    ``weight`` float32 (E,) or None (``weights`` False or an unweighted edge set)."""
-    mapped = graph.adjacency_index(edge_set, kind)
-    if mapped is not None:
-        return mapped.indptr, mapped.indices, mapped.weight if weights else None
-    es = graph.edge_set(edge_set)
-    n, p, m = graph.num_nodes(), graph.num_partitions, es.num_edges
-    offsets = graph.partition_offsets()
-    indptr = np.zeros(n + 1, np.int64)
-    indices = np.empty(m, np.int32 if n < 2**31 else np.int64)
-    weight = np.empty(m, np.float32) if weights and es.has_weight else None
-    no_w = np.zeros(0, np.float32)
-    no_perm = np.zeros(0, np.int64)
-    csr = kind == "csr"
-    for r in range(p):
-        pairs = [(r, j) for j in range(p)] if csr else [(i, r) for i in range(p)]
-        group = [(b, list(b.batches())) for b in graph.buckets(pairs, es.name)]
-        lo, hi = int(offsets[r]), int(offsets[r + 1])
-        counts = indptr[lo + 1:hi + 1]
-        for _, batches in group:
-            for eb in batches:
-                count_into(eb.src if csr else eb.dst, counts)
-        np.cumsum(counts, out=counts)
-        counts += indptr[lo]
-        cursor = indptr[lo:hi].copy()
-        for b, batches in group:
-            col_base = int(offsets[b.j if csr else b.i])
-            for eb in batches:
-                rows, cols = (eb.src, eb.dst) if csr else (eb.dst, eb.src)
-                w_in = eb.weight if weight is not None else no_w
-                csr_fill(rows, cols, col_base, cursor, indices, w_in,
-                         weight if weight is not None else no_w, no_perm, 0)
-    return indptr, indices, weight
+#: ``kind``'s (``csr``: out-neighbours, ``csc``: in-neighbours) ``(indptr, indices,
+#: weight)`` for one run, from the view layer (:func:`graphsys.views.rows.rows`): the
+#: graph's mapped index where it has one, else built reading every bucket once, the run's
+#: own arrays (:meth:`MemoryEdges.hot_adjacency` renumbers them in place).
+build_adjacency = rows
 
 
 def numpy_adjacency(edges, kind: str) -> tuple[np.ndarray, np.ndarray, float]:

@@ -69,6 +69,7 @@ from graphsys.kernels.arrays import read_only
 from graphsys.storage import index_merge
 from graphsys.storage.csr import index_file, map_index
 from graphsys.storage.edge_changes import apply, load_bucket
+from graphsys.views.rows import from_pairs
 
 #: The largest share of the edges read that may have changed (appended, deleted or
 #: re-weighted pairs) for a repair; above it a run from scratch
@@ -215,15 +216,6 @@ def _last_weights(keys: list, weights: list) -> tuple[np.ndarray, np.ndarray]:
     k, w = np.concatenate(keys)[::-1], np.concatenate(weights)[::-1]
     uniq, first = np.unique(k, return_index=True)
     return uniq, w[first]
-
-
-def _csr(n: int, src: np.ndarray, dst: np.ndarray, weight: np.ndarray | None):
-    """(indptr, indices, weights or empty) of the edges ``src -> dst`` over ``n`` nodes."""
-    order = np.argsort(src, kind="stable")
-    indptr = np.zeros(n + 1, np.int64)
-    np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
-    w = np.zeros(0, np.float32) if weight is None else weight[order]
-    return indptr, dst[order], w
 
 
 def _old_adjacency(graph, old: list, kind: str, weighted: bool):
@@ -386,9 +378,10 @@ def distances_repaired(spec, graph, previous, base, values, change: Change, kwar
                                 "edges")
     oip, oix, ow, lay = _old_adjacency(graph, change.old, "csr", weighted)
     iip, iix, iw, _ = _old_adjacency(graph, change.old, "csc", weighted)
-    w_new = change.weight if weighted else None
-    nip, nix, nw = _csr(n, change.src, change.dst, w_new)
-    mip, mix, mw = _csr(n, change.dst, change.src, w_new)
+    w_new = change.weight if weighted and change.weight is not None else np.zeros(
+        0, np.float32)
+    nip, nix, nw = from_pairs(n, change.src, change.dst, w_new)
+    mip, mix, mw = from_pairs(n, change.dst, change.src, w_new)
     uk = change.updated if weighted else np.zeros(0, np.int64)
     uw = change.updated_weight if weighted else np.zeros(0, np.float32)
     dout, din = _flags(n, change.deleted, uk)

@@ -111,6 +111,7 @@ from graphsys.bsp.stats import RunStats, SuperstepStats
 from graphsys.errors import FormatError
 from graphsys.kernels.arrays import read_only
 from graphsys.kernels.pagerank_push import ball_sizes, edge_change_residual, push
+from graphsys.views.rows import from_pairs
 
 #: The largest share of the edges read that may be new for a delta push; above it the warm
 #: start (docs/growing.md has the measurements behind it)
@@ -280,14 +281,6 @@ def _edits(n: int, adj, csr_w, change, weighted: bool):
             np.concatenate([after[edit], appended])), degree[0], degree[1]
 
 
-def _csr(n: int, src: np.ndarray, dst: np.ndarray, weight: np.ndarray):
-    """(indptr, indices, weights) int64, int64, float64 of the edges ``src -> dst``."""
-    order = np.argsort(src, kind="stable")
-    indptr = np.zeros(n + 1, np.int64)
-    np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
-    return indptr, dst[order].astype(np.int64), weight[order]
-
-
 def _delta(spec, graph, previous: Previous, program, change, max_iters, kwargs
            ) -> Result | str | None:
     """The delta push (module docstring); None when the budget left is too small, or why
@@ -326,7 +319,7 @@ def _delta(spec, graph, previous: Previous, program, change, max_iters, kwargs
     if isinstance(budget, str):
         return budget
     # the graph after the change: the stored CSR plus what the change adds to it
-    ip2, ix2, w2 = _csr(n, src, dst, after)
+    ip2, ix2, w2 = from_pairs(n, src, dst.astype(np.int64), after)
     setup = time.perf_counter() - t0
     rounds, pushes, work, norm, total, done = push(
         old_ip, old_ix, old_w, *read_only(ip2, ix2, w2), inv_new, a,

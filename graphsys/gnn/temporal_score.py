@@ -38,6 +38,7 @@ from graphsys.sampling.temporal import TemporalNeighborSampler
 from graphsys.storage.embedding_files import EmbeddingWriter
 from graphsys.storage.graph import Graph
 from graphsys.storage.temporal_index import TemporalAdjacency
+from graphsys.views.rows import from_pairs
 
 #: Nodes embedded per batch by :func:`embed_temporal`.
 EMBED_BATCH = 1024
@@ -52,11 +53,9 @@ def events_adjacency(src, dst, time, eid, num_nodes: int) -> TemporalAdjacency:
     other = np.concatenate([dst, src[~loop]])
     t = np.concatenate([time, time[~loop]])
     e = np.concatenate([eid, eid[~loop]])
-    order = np.lexsort((e, t, rows))
-    indptr = np.zeros(num_nodes + 1, np.int64)
-    np.cumsum(np.bincount(rows, minlength=num_nodes), out=indptr[1:])
-    dtype = np.int32 if num_nodes < 2**31 else np.int64
-    return TemporalAdjacency(indptr, other[order].astype(dtype), t[order], e[order])
+    indptr, other, t, e = from_pairs(num_nodes, rows, other, t, e, by=(e, t))
+    return TemporalAdjacency(indptr, other.astype(np.int32 if num_nodes < 2**31 else np.int64),
+                             t, e)
 
 
 class TemporalScorer:

@@ -37,8 +37,9 @@ class View:
         The edge set's name.
     optr, oidx : numpy.ndarray
         The CSR: out-rows, each ascending. Read-only views, the ids int32 where every
-        node id fits (a built adjacency's int64 ids are copied narrower once per view), so
-        that stored and built rows reach one compiled signature of each kernel.
+        node id fits (as the view layer maps or builds them; int64 ids, as the ``sym`` rows
+        are built, copied narrower once per view), so that stored and built rows reach one
+        compiled signature of each kernel.
     iptr, iidx : numpy.ndarray
         The CSC of a directed edge set; the CSR again otherwise (as ``optr``/``oidx``).
     sym : int
@@ -58,11 +59,11 @@ class View:
 
     def __post_init__(self):
         # one kernel signature for mapped and built rows: int32 ids where they fit (as a
-        # stored index holds them; a built one holds int64), read-only views of both
+        # stored index and a built view hold them), read-only views of both
         narrow = len(self.optr) - 1 <= np.iinfo(np.int32).max
-        oidx = self.oidx.astype(np.int32) if narrow else self.oidx
+        oidx = self.oidx.astype(np.int32, copy=False) if narrow else self.oidx
         iidx = oidx if self.iidx is self.oidx else (
-            self.iidx.astype(np.int32) if narrow else self.iidx)
+            self.iidx.astype(np.int32, copy=False) if narrow else self.iidx)
         self.optr, self.oidx, self.iptr, self.iidx = read_only(self.optr, oidx, self.iptr,
                                                                iidx)
 

@@ -366,10 +366,9 @@ def _csr(pending: tuple, n: int, transpose: bool, undirected: bool,
         other = src != dst
         src, dst = np.concatenate([src, dst[other]]), np.concatenate([dst, src[other]])
         w = None if w is None else np.concatenate([w, w[other]])
-    order = np.lexsort((dst, src))
-    indptr = np.zeros(n + 1, np.int64)
-    np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
-    return indptr, dst[order], None if w is None or not weights else w[order]
+    from graphsys.views.rows import from_pairs
+
+    return from_pairs(n, src, dst, w if weights else None, by=(dst,))
 
 
 def _ingest(src: np.ndarray, dst: np.ndarray, n: int, w: np.ndarray | None,

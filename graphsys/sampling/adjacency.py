@@ -20,9 +20,9 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from graphsys import views
 from graphsys.errors import GraphsysError
 from graphsys.storage.graph import Graph
-from graphsys.views import check
 
 #: Anonymous bytes per stored edge alive at once at the peak of building the symmetric view
 #: in RAM (inside scipy's COO to CSR conversion): int64 endpoints (16) and their both-way
@@ -163,19 +163,12 @@ def mapped_adjacency(graph: Graph, entity_type: str | None = None, *,
     if len(graph.entity_types) != 1:
         return None
     es = graph.edge_set(edge_set)
-    if symmetric:
-        sym = graph.adjacency_index(es.name, "sym")
-        if sym is not None:
-            return Adjacency(sym.indptr, sym.indices, graph.num_nodes(), sym.weight)
-        if not (es.undirected and es.dedupe):
-            return None
-        kind = "csr"
-    else:
-        kind = "csc" if direction == "in" else "csr"
-    mapped = graph.adjacency_index(es.name, kind)
-    if mapped is None:
-        return None
-    return Adjacency(mapped.indptr, mapped.indices, graph.num_nodes(), mapped.weight)
+    mapped = graph.adjacency_index(es.name, "sym" if symmetric else (
+        "csc" if direction == "in" else "csr"))
+    if mapped is None and symmetric and es.undirected and es.dedupe:
+        mapped = graph.adjacency_index(es.name, "csr")
+    return None if mapped is None else Adjacency(mapped.indptr, mapped.indices,
+                                                 graph.num_nodes(), mapped.weight)
 
 
 def homogeneous_adjacency(graph: Graph, entity_type: str | None = None, *,
@@ -188,9 +181,11 @@ def homogeneous_adjacency(graph: Graph, entity_type: str | None = None, *,
     undirected view, as GCN/GraphSAGE on citation graphs use). Otherwise ``direction``
     ``in`` lists each node's sources (messages flow along edges), ``out`` its targets.
     Served from the stored adjacency index with no copy when it can
-    (:func:`mapped_adjacency`), else built in RAM (int64 COO, then CSR) unless that needs
-    more than ``memory_limit`` bytes (None: the RAM available), which is refused naming
-    the command that builds the index (:func:`graphsys.views.check`).
+    (:func:`mapped_adjacency`); else, on a graph of one entity type, the symmetric view is
+    the view layer's ``sym`` rows (:func:`graphsys.views.view`: built once per opened graph
+    and kept); else built in RAM (int64 COO, then CSR). A build that needs more than
+    ``memory_limit`` bytes (None: the RAM available) is refused naming the command that
+    builds the index (:func:`graphsys.views.check`).
     """
     if direction not in ("in", "out"):
         raise GraphsysError(f"direction must be 'in' or 'out', got {direction!r}")
@@ -198,9 +193,13 @@ def homogeneous_adjacency(graph: Graph, entity_type: str | None = None, *,
                               direction=direction)
     if mapped is not None:
         return mapped
+    if symmetric and len(graph.entity_types) == 1:  # type-local ids are global ids
+        rows = views.view(graph, "sym", edge_set=edge_set, memory_limit=memory_limit,
+                          weights=True)
+        return Adjacency(rows.indptr, rows.indices, graph.num_nodes(), rows.weight)
     kind = "sym" if symmetric else ("csc" if direction == "in" else "csr")
     view = "the symmetric adjacency" if symmetric else f"the {direction}-neighbour adjacency"
-    check(graph, edge_set, f"{view} of edge set {graph.edge_set(edge_set).name!r}",
+    views.check(graph, edge_set, f"{view} of edge set {graph.edge_set(edge_set).name!r}",
           ram_build_bytes(graph, edge_set, symmetric=symmetric), memory_limit,
           (kind,) if len(graph.entity_types) == 1 else None)
     et = graph.entity_type(entity_type).name
@@ -303,7 +302,7 @@ def bipartite_adjacency(graph: Graph, ntype: str, other_type: str, *,
         return a, a
     es = graph.edge_set(edge_set)
     mappable = _one_way_kinds(graph, es.name, ntype, other_type) is not None
-    check(graph, edge_set, f"the {ntype}-{other_type} adjacency of edge set {es.name!r}",
+    views.check(graph, edge_set, f"the {ntype}-{other_type} adjacency of edge set {es.name!r}",
           ram_build_bytes(graph, edge_set, symmetric=True), memory_limit,
           ("csr", "csc") if mappable else None)
     n, m = graph.num_nodes(ntype), graph.num_nodes(other_type)

@@ -32,6 +32,7 @@ from graphsys.sampling.base import LayerwiseSampler
 from graphsys.sampling.block import Block
 from graphsys.sampling.neighbor import parse_fanouts, sample_neighbors
 from graphsys.storage.graph import Graph
+from graphsys.views.rows import from_pairs
 
 #: A canonical relation: ``(source node type, relation name, destination node type)``.
 Relation = tuple[str, str, str]
@@ -166,10 +167,8 @@ class _RelAdjacency:
 
 def _csr(rows: np.ndarray, cols: np.ndarray, num_rows: int, num_cols: int) -> Adjacency:
     """CSR of the (row, col) pairs, neighbours ascending, parallel edges kept."""
-    order = np.lexsort((cols, rows))
-    indptr = np.zeros(num_rows + 1, np.int64)
-    np.cumsum(np.bincount(rows, minlength=num_rows), out=indptr[1:])
-    return Adjacency(indptr, np.ascontiguousarray(cols[order], np.int64), num_cols)
+    indptr, cols = from_pairs(num_rows, rows, cols, by=(cols,))
+    return Adjacency(indptr, np.ascontiguousarray(cols, np.int64), num_cols)
 
 
 def relation_adjacencies(graph: Graph, edge_set: str | None = None, *, reverse: bool = True

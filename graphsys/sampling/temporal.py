@@ -32,23 +32,15 @@ import numpy as np
 import torch
 from numba import njit, prange
 
+from graphsys import views
 from graphsys.errors import GraphsysError
 from graphsys.sampling import _kernels as K
 from graphsys.sampling._util import as_seed_array, derive_seed, run_parallel
 from graphsys.sampling.base import Sampler, SamplerInput
 from graphsys.sampling.block import Block
 from graphsys.storage.graph import Graph
-from graphsys.storage.temporal_index import (
-    KIND,
-    RAM_BYTES_PER_ENTRY,
-    RAM_BYTES_PER_NODE,
-    TemporalAdjacency,
-    fill_temporal,
-    map_temporal,
-    time_dtype,
-)
+from graphsys.storage.temporal_index import TemporalAdjacency
 from graphsys.threads import apply_thread_policy
-from graphsys.views import check
 
 #: ``TemporalNeighborSampler(strategy=...)`` choices.
 STRATEGIES = ("recent", "uniform")
@@ -104,8 +96,9 @@ def _pick(indptr, indices, time, eid, nodes, times, k, recent, rng_seed, out_nbr
 
 def temporal_adjacency(graph: Graph, edge_set: str | None = None, *,
                        memory_limit: int | None = None) -> TemporalAdjacency:
-    """Every node's events in time order (:mod:`graphsys.storage.temporal_index`): the
-    stored ``temporal`` index mapped, else built in RAM unless that needs more than
+    """Every node's events in time order (:mod:`graphsys.storage.temporal_index`): the view
+    layer's ``temporal`` view (:func:`graphsys.views.view`), the stored ``temporal`` index
+    mapped, else built in RAM once per opened graph unless that needs more than
     ``memory_limit`` bytes (None: the RAM available), which is refused in one line naming
     the ``graphsys index`` command that stores it.
 
@@ -133,17 +126,7 @@ def temporal_adjacency(graph: Graph, edge_set: str | None = None, *,
     >>> adj.indices[lo:hi].tolist(), adj.time[lo:hi].tolist()
     ([2, 0], [10, 30])
     """
-    mapped = map_temporal(graph, edge_set)
-    if mapped is not None:
-        return mapped
-    es = graph.edge_set(edge_set)
-    time_dtype(graph, es.name)
-    need = RAM_BYTES_PER_ENTRY * 2 * es.num_edges + RAM_BYTES_PER_NODE * graph.num_nodes()
-    check(graph, es.name, f"the temporal adjacency of edge set {es.name!r}", need,
-          memory_limit, (KIND,))
-    indptr, indices, time, eid, _ = fill_temporal(
-        graph, es.name, lambda name, dtype, length: np.zeros(length, dtype))
-    return TemporalAdjacency(indptr, indices, time, eid)
+    return views.view(graph, "temporal", edge_set=edge_set, memory_limit=memory_limit)
 
 
 _pick_par = njit(parallel=True, cache=True)(_pick)

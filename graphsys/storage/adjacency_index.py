@@ -654,10 +654,3 @@ def remove_leftover_temps(path: Path) -> None:
             shutil.rmtree(tmp, ignore_errors=True)
         else:
             tmp.unlink(missing_ok=True)
-
-
-def _build_temporal(graph, edge_set: str, directory: Path, progress: bool) -> IndexInfo:
-    from graphsys.storage.temporal_index import build_temporal
-
-    return build_temporal(graph, edge_set, directory, edges_digest(graph.manifest, edge_set),
-                          progress)

@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from graphsys.errors import FormatError, GraphsysError
+from graphsys.plugins import GRAPH_VIEWS
 from graphsys.storage import csr, edges, node_reads
 from graphsys.storage.csr import CSR
 from graphsys.storage.edge_views import EdgeSets, UnionBucket
@@ -369,6 +370,50 @@ class Graph(GraphSchema, SubgraphMethods):
         the graph has none.
         """
         return csr.mapped_index(self, edge_set, kind)
+
+    def view(self, kind: str, edge_set: EdgeSets = None, **options):
+        """The in-memory ``kind`` view of an edge set, from the view layer
+        (:func:`graphsys.views.view`, which holds the contract and the options): mapped from
+        the stored index where the graph has one, else built within one memory budget
+        (refused in one line naming the ``graphsys index`` command that stores the index)
+        and kept in this opened graph's one cache, so a second call returns the same object.
+
+        Parameters
+        ----------
+        kind : {"out", "in", "sym", "oriented", "temporal"}
+            Out- (CSR) or in-neighbour (CSC) rows; the undirected simple rows; those rows
+            renumbered by degree, each edge in the row of its lower end; every node's
+            events in time order.
+        edge_set : str or sequence of str, optional
+            The edge set (default: see :meth:`edge_set`).
+        **options
+            ``memory_limit``, ``weights``, ``directions``, ``sort``, ``beside``
+            (:func:`graphsys.views.view`).
+
+        Returns
+        -------
+        CSR, Oriented or TemporalAdjacency
+            :class:`~graphsys.storage.csr.CSR` rows (``out``, ``in``, ``sym``), a
+            :class:`~graphsys.views.orient.Oriented` graph or a
+            :class:`~graphsys.storage.temporal_index.TemporalAdjacency`.
+
+        Raises
+        ------
+        GraphsysError
+            An unknown kind, or a build over the memory budget (one line each).
+
+        Examples
+        --------
+        >>> import tempfile, graphsys
+        >>> g = graphsys.from_numpy([10, 10, 20], [20, 30, 30], tempfile.mkdtemp() + "/g")
+        >>> g.view("out").indices.tolist(), g.view("in").indptr.tolist()
+        ([1, 2, 2], [0, 0, 1, 3])
+        >>> g.view("sym").indices.tolist()
+        [1, 2, 0, 2, 0, 1]
+        >>> g.view("sym") is g.view("sym")  # kept on the opened graph
+        True
+        """
+        return GRAPH_VIEWS.get(kind)(self, kind, edge_set=edge_set, **options)
 
     def index_offsets(self, edge_set: EdgeSets = None, kind: str = "csr"
                       ) -> np.ndarray | None:

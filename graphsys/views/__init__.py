@@ -1,12 +1,17 @@
 """The graph view layer: the in-memory adjacency every engine reads, written once.
 
-:func:`view` gives an edge set's adjacency of one *kind*:
+:func:`view` (``graph.view(kind)`` on an opened graph, through the ``GRAPH_VIEWS``
+registry of :mod:`graphsys.plugins`: storage imports nothing of this layer) gives an edge
+set's adjacency of one *kind*:
 
 * ``out`` / ``in``: the out- (CSR) or in-neighbour (CSC) rows over internal ids;
 * ``sym``: the undirected simple rows (each neighbour once, ascending; a self-loop once);
 * ``oriented``: the undirected simple view renumbered by degree, each edge in the row of
   its lower endpoint (:class:`~graphsys.views.orient.Oriented`), what pattern mining
-  intersects.
+  intersects;
+* ``temporal``: every node's events in time order
+  (:class:`~graphsys.storage.temporal_index.TemporalAdjacency`), what temporal sampling
+  searches.
 
 A kind the graph stores an index of (``graphsys index``) is mapped (page cache, no build).
 Otherwise it is built in RAM within the one memory-budget rule
@@ -24,6 +29,14 @@ import numpy as np
 
 from graphsys.errors import ParameterError
 from graphsys.storage.csr import CSR
+from graphsys.storage.temporal_index import (
+    RAM_BYTES_PER_ENTRY,
+    RAM_BYTES_PER_NODE,
+    TemporalAdjacency,
+    fill_temporal,
+    map_temporal,
+    time_dtype,
+)
 from graphsys.views.cache import cached, forget, held_bytes, peek
 from graphsys.views.limits import budget, check, one_type
 from graphsys.views.orient import (
@@ -32,11 +45,12 @@ from graphsys.views.orient import (
     mapped_symmetric,
     oriented,
 )
+from graphsys.views.rows import INDEX, build_rows
 
-KINDS = ("out", "in", "sym", "oriented")
-#: Anonymous bytes of a CSR/CSC built in RAM: int64 ids per edge (8), float32 weights (4),
-#: int64 offsets per node (8).
-CSR_BYTES_PER_EDGE, WEIGHT_BYTES, CSR_BYTES_PER_NODE = 8, 4, 8
+KINDS = ("out", "in", "sym", "oriented", "temporal")
+#: Anonymous bytes of out/in rows built in RAM beside their ids (int32 per edge where the
+#: ids fit, else int64): float32 weights per edge (4), int64 offsets per node (8).
+WEIGHT_BYTES, CSR_BYTES_PER_NODE = 4, 8
 #: Anonymous bytes per stored edge at the peak of a ``sym`` build in RAM: the out rows (8),
 #: scipy's ones and transposed copy (20), the merged rows of both ways and their int64
 #: copy (40).
@@ -56,7 +70,7 @@ def view(graph, kind: str, *, edge_set: str | None = None, memory_limit: int | N
     ----------
     graph : Graph
         An opened graph (one entity type for ``sym`` and ``oriented``).
-    kind : {"out", "in", "sym", "oriented"}
+    kind : {"out", "in", "sym", "oriented", "temporal"}
         The view (see the module's notes).
     edge_set : str, optional
         The edge set (default: the graph's default).
@@ -64,7 +78,8 @@ def view(graph, kind: str, *, edge_set: str | None = None, memory_limit: int | N
         Anonymous bytes a build may take (default: the RAM available now); a kept view
         counts against it.
     weights : bool, default False
-        ``out`` / ``in``: the edge weights too, when the edge set has them.
+        ``out`` / ``in`` / ``sym``: the edge weights too, when the edge set has them (a
+        built ``sym`` entry: the weights of the edges merged into it summed).
     directions, sort : bool
         ``oriented``: keep each pair's stored directions; sort each row
         (:func:`~graphsys.views.orient.oriented`).
@@ -74,9 +89,12 @@ def view(graph, kind: str, *, edge_set: str | None = None, memory_limit: int | N
 
     Returns
     -------
-    CSR or Oriented
+    CSR, Oriented or TemporalAdjacency
         A :class:`~graphsys.storage.csr.CSR` (``out``, ``in``, ``sym``; read-only when
-        mapped) or an :class:`~graphsys.views.orient.Oriented`.
+        mapped; built ``out`` / ``in`` ids int32 where they fit, as an index holds them), an
+        :class:`~graphsys.views.orient.Oriented` or a
+        :class:`~graphsys.storage.temporal_index.TemporalAdjacency`. A second call returns
+        the same object while it is kept.
 
     Raises
     ------
@@ -103,41 +121,84 @@ def view(graph, kind: str, *, edge_set: str | None = None, memory_limit: int | N
     if kind == "oriented":
         return _oriented(graph, es.name, memory_limit, directions, sort, beside)
     if kind == "sym":
-        return _sym(graph, es.name, memory_limit)
-    index = "csr" if kind == "out" else "csc"
-    mapped = graph.adjacency_index(es.name, index)
+        return _sym(graph, es.name, memory_limit, weights)
+    if kind == "temporal":
+        return _temporal(graph, es.name, memory_limit)
+    return _directed(graph, es, kind, memory_limit, weights)
+
+
+def _directed(graph, es, kind: str, memory_limit, weights: bool) -> CSR:
+    """The ``out`` / ``in`` rows: the mapped ``csr`` / ``csc`` index, else built once
+    (:func:`~graphsys.views.rows.build_rows` for a graph of one entity type, int32 ids where
+    they fit; :meth:`Graph.csr <graphsys.storage.graph.Graph.csr>` otherwise) and kept."""
+    mapped = graph.adjacency_index(es.name, INDEX[kind])
     if mapped is not None:
         return CSR(mapped.indptr, mapped.indices, mapped.weight if weights else None)
-    per_edge = CSR_BYTES_PER_EDGE + (WEIGHT_BYTES if weights and es.has_weight else 0)
+    own = len(graph.entity_types) == 1 and not es.members
+    per_edge = (4 if own and graph.num_nodes() < 2**31 else 8) + (
+        WEIGHT_BYTES if weights and es.has_weight else 0)
     need = per_edge * es.num_edges + CSR_BYTES_PER_NODE * (graph.num_nodes() + 1)
     limit = check(graph, es.name, f"the {kind}-neighbour rows of edge set {es.name!r}", need,
-                  memory_limit, (index,))
-    return cached(graph, (es.name, kind, weights), lambda: graph.csr(
-        es.name, transpose=kind == "in", weights=weights), nbytes=_csr_bytes, budget=limit)
+                  memory_limit, (INDEX[kind],))
+
+    def build() -> CSR:
+        if own:
+            return CSR(*build_rows(graph, es.name, kind, weights))
+        return graph.csr(es.name, transpose=kind == "in", weights=weights)
+
+    return cached(graph, (es.name, kind, weights), build, nbytes=_csr_bytes, budget=limit)
 
 
 def _csr_bytes(rows: CSR) -> int:
     return sum(a.nbytes for a in (rows.indptr, rows.indices, rows.weight) if a is not None)
 
 
-def _sym(graph, edge_set: str, memory_limit) -> CSR:
+def _sym(graph, edge_set: str, memory_limit, weights: bool) -> CSR:
     """The undirected simple rows: the mapped ``sym`` index (or an undirected deduplicated
-    edge set's CSR index), else both directions of every stored edge merged in RAM."""
+    edge set's CSR index), else both directions of every stored edge merged in RAM (the
+    weights of the edges merged into an entry summed, a self-loop's twice)."""
     one_type(graph, "the sym view")
+    es = graph.edge_set(edge_set)
     mapped = mapped_symmetric(graph, edge_set)
     if mapped is not None:
-        return CSR(mapped[0], mapped[1])
-    need = SYM_BYTES_PER_EDGE * graph.edge_set(edge_set).num_edges + 16 * graph.num_nodes()
-    limit = check(graph, edge_set, f"the undirected rows of edge set {edge_set!r}", need,
+        weight = graph.adjacency_index(edge_set, mapped[2].split()[0]).weight
+        return CSR(mapped[0], mapped[1], weight if weights else None)
+    weights = weights and es.has_weight
+    need = (SYM_BYTES_PER_EDGE + (2 * WEIGHT_BYTES if weights else 0)) * es.num_edges \
+        + 16 * graph.num_nodes()
+    limit = check(graph, edge_set, f"the symmetric adjacency of edge set {edge_set!r}", need,
                   memory_limit, ("sym",))
 
     def build() -> CSR:
-        out = view(graph, "out", edge_set=edge_set, memory_limit=memory_limit).to_scipy()
+        out = view(graph, "out", edge_set=edge_set, memory_limit=memory_limit,
+                   weights=weights).to_scipy()
         both = (out + out.T).tocsr()  # duplicates summed: each neighbour once
         both.sort_indices()
-        return CSR(both.indptr.astype(np.int64), both.indices.astype(np.int64))
+        return CSR(both.indptr.astype(np.int64), both.indices.astype(np.int64),
+                   both.data.astype(np.float32) if weights else None)
 
-    return cached(graph, (edge_set, "sym"), build, nbytes=_csr_bytes, budget=limit)
+    return cached(graph, (edge_set, "sym", weights), build, nbytes=_csr_bytes, budget=limit)
+
+
+def _temporal(graph, edge_set: str, memory_limit) -> TemporalAdjacency:
+    """Every node's events in time order: the stored ``temporal`` index mapped, else built
+    in RAM (:func:`~graphsys.storage.temporal_index.fill_temporal`) and kept."""
+    mapped = map_temporal(graph, edge_set)
+    if mapped is not None:
+        return mapped
+    time_dtype(graph, edge_set)
+    need = RAM_BYTES_PER_ENTRY * 2 * graph.edge_set(edge_set).num_edges \
+        + RAM_BYTES_PER_NODE * graph.num_nodes()
+    limit = check(graph, edge_set, f"the temporal adjacency of edge set {edge_set!r}", need,
+                  memory_limit, ("temporal",))
+
+    def build() -> TemporalAdjacency:
+        arrays = fill_temporal(graph, edge_set, lambda _, dtype, size: np.zeros(size, dtype))
+        return TemporalAdjacency(*arrays[:4])
+
+    return cached(graph, (edge_set, "temporal"), build, budget=limit,
+                  nbytes=lambda t: t.indptr.nbytes + t.indices.nbytes + t.time.nbytes
+                  + t.eid.nbytes)
 
 
 def _oriented(graph, edge_set: str, memory_limit, directions: bool, sort: bool,
@@ -147,7 +208,7 @@ def _oriented(graph, edge_set: str, memory_limit, directions: bool, sort: bool,
     limit = budget(memory_limit)
 
     def build() -> Oriented:
-        rows = None if directions else peek(graph, (edge_set, "sym"))
+        rows = None if directions else peek(graph, (edge_set, "sym", False))
         if rows is None:
             return oriented(graph, edge_set, directions=directions, memory_limit=memory_limit,
                             sort=sort)
