@@ -130,9 +130,8 @@ def _extensions(p: Pattern, frequent_labels, frequent_pairs) -> list[tuple]:
             out.append((edges + [(a, b)], labels))
     if k < MAX_NODES:
         for v in range(k):
-            for lab in frequent_labels:
-                if (min(labels[v], lab), max(labels[v], lab)) in frequent_pairs:
-                    out.append((edges + [(v, k)], labels + [lab]))
+            out.extend((edges + [(v, k)], labels + [lab]) for lab in frequent_labels
+                       if (min(labels[v], lab), max(labels[v], lab)) in frequent_pairs)
     return out
 
 
