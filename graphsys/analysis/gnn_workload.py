@@ -124,7 +124,6 @@ def _profile_gnn_train(graph, cfg, *, recorder: SimtRecorder, device: str,
         res, stats = profile_call(work, device=device, trace=trace,
                                   count_transfers=str(device) != "cpu", schedule=schedule)
     n_steps = stats.num_steps
-    stats.finish_invocations += 0
     labels = graph.node_column("label", graph.entity_types[0])
     classes = int(np.max(labels)) + 1 if len(labels) else 1
     layers = len(state["blocks"][0]) if state["blocks"] else 1
@@ -195,9 +194,6 @@ def profile_gnn(graph, *, recorder: SimtRecorder, device: str = "cpu", steps: in
         return _profile_gnn_train(graph, cfg, recorder=recorder, device=device, steps=steps,
                                   trace=trace, progress=progress, schedule=schedule)
     steps = 5 if steps is None else steps
-    if steps < 1 or cfg.batch_size < 1:
-        raise GraphsysError(f"steps and batch_size must be positive, got {steps} and "
-                            f"{cfg.batch_size}")
     if cfg.task != "node":
         raise GraphsysError(f"task: the GNN profile runs the node task, got {cfg.task!r}")
     et = graph.entity_types[0] if len(graph.entity_types) == 1 else None

@@ -477,21 +477,15 @@ def render_html(profile: dict[str, Any]) -> str:
              "<h2>Measured: kernels and transfers</h2>",
              "<p class='note'>Measured in this run by torch.profiler (and a dispatch-mode "
              "copy counter); the SIMT and SM figures further down are modelled.</p>"]
-    rows = [["invocations", k["invocations"], ref["kernels"]["invocations"] if ref else None],
-            ["unit", k["unit"], ref["kernels"]["unit"] if ref else None],
-            ["steps", k.get("steps"), ref["kernels"]["steps"] if ref else None],
-            ["mean per step", k.get("mean_per_step"),
-             ref["kernels"]["mean_per_step"] if ref else None],
-            ["invocations per second", k.get("per_second"),
-             ref["kernels"]["per_second"] if ref else None],
-            ["mean µs per invocation", k.get("mean_us_per_invocation"),
-             ref["kernels"]["mean_us_per_invocation"] if ref else None],
-            ["FLOPs per invocation", k.get("flops_per_invocation"),
-             ref["kernels"]["flops_per_invocation"] if ref else None],
-            ["synchronisations", k.get("syncs"), ref["kernels"]["syncs"] if ref else None],
-            ["transfers", t["count"], ref["transfers"]["count"] if ref else None],
-            ["transfer bytes", t["bytes"], ref["transfers"]["bytes"] if ref else None],
-            ["transfer seconds", t["seconds"], ref["transfers"]["seconds"] if ref else None]]
+    rk, rt = (ref["kernels"], ref["transfers"]) if ref else ({}, {})
+    rows = [[label, ours.get(key), theirs.get(key)] for label, ours, theirs, key in (
+        ("invocations", k, rk, "invocations"), ("unit", k, rk, "unit"),
+        ("steps", k, rk, "steps"), ("mean per step", k, rk, "mean_per_step"),
+        ("invocations per second", k, rk, "per_second"),
+        ("mean µs per invocation", k, rk, "mean_us_per_invocation"),
+        ("FLOPs per invocation", k, rk, "flops_per_invocation"),
+        ("synchronisations", k, rk, "syncs"), ("transfers", t, rt, "count"),
+        ("transfer bytes", t, rt, "bytes"), ("transfer seconds", t, rt, "seconds"))]
     parts.append(_table(["figure", "graph workload", "dense reference (MLP)"], rows))
     if k.get("sampling"):
         parts.append(f"<p class='note'>The profiler recorded {k['sampling']['recorded_steps']}"

@@ -230,10 +230,7 @@ class MinibatchStep:
         rel = rel.to(dev)
         w = None if w is None else w.to(dev)
         leaves: list = []
-        if self._closed_form(b):
-            grads = self._closed_form_grads
-        else:
-            grads = self._autograd_grads
+        grads = self._closed_form_grads if self._closed_form(b) else self._autograd_grads
         loss, gl, gr = grads(self._gather(L_emb, idx_l, self.torch_ops),
                              self._gather(R_emb, idx_r, self.torch_ops), b,
                              rel, w, leaves, idx_l[:b], idx_r[:b], groups)

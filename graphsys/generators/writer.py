@@ -29,6 +29,7 @@ is encoded (NumPy and Arrow release the GIL), so generation and formatting overl
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import os
 import queue
@@ -238,15 +239,11 @@ class TableWriter:
         """Drop everything written so far; the target file is left untouched."""
         for handle in (self._writer, self._gz, self._raw):
             if handle is not None:
-                try:
+                with contextlib.suppress(Exception):
                     handle.close()
-                except Exception:
-                    pass
         self._writer = self._gz = self._raw = None
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(self._tmp)
-        except FileNotFoundError:
-            pass
 
     def __enter__(self) -> TableWriter:
         return self

@@ -87,6 +87,12 @@ FLOAT_FIELDS = {"lr": (0.0, math.inf, False), "weight_decay": (0.0, math.inf, Fa
                 "margin": (0.0, math.inf, False)}
 
 
+def check_choice(name: str, value, choices) -> None:
+    """ParameterError unless ``value`` is one of ``choices``."""
+    if value not in choices:
+        raise ParameterError(name, f"must be one of {', '.join(choices)}, got {value!r}")
+
+
 def _check_number(name: str, value) -> None:
     """ParameterError unless ``value`` fits :data:`INT_FIELDS` / :data:`FLOAT_FIELDS`."""
     if name in INT_FIELDS:
@@ -205,9 +211,7 @@ class RGCNSettings:
                                                      f"{self.graph_split!r}")
         if self.num_blocks and self.num_bases:
             raise ParameterError("rgcn.num_bases", "give num_blocks or num_bases, not both")
-        if self.norm not in RGCN_NORMS:
-            raise ParameterError("rgcn.norm", f"must be one of {', '.join(RGCN_NORMS)}, got "
-                                              f"{self.norm!r}")
+        check_choice("rgcn.norm", self.norm, RGCN_NORMS)
         for name in ("train_edges", "valid_edges", "test_edges"):
             if not isinstance(getattr(self, name), str) or not getattr(self, name):
                 raise ParameterError(f"rgcn.{name}", f"must be an edge set name, got "
@@ -511,24 +515,15 @@ class TrainConfig:
                 and 0 <= band[0] < band[1]):
             raise ParameterError("hard_band", f"must be two integers 0 <= lo < hi, got "
                                               f"{band!r}")
-        if self.weight_decay_layers not in WEIGHT_DECAY_LAYERS:
-            raise ParameterError("weight_decay_layers", f"must be one of "
-                                 f"{', '.join(WEIGHT_DECAY_LAYERS)}, got "
-                                 f"{self.weight_decay_layers!r}")
-        if self.selection not in SELECTIONS:
-            raise ParameterError("selection", f"must be one of {', '.join(SELECTIONS)}, got "
-                                              f"{self.selection!r}")
+        check_choice("weight_decay_layers", self.weight_decay_layers, WEIGHT_DECAY_LAYERS)
+        check_choice("selection", self.selection, SELECTIONS)
         if self.selection != "val_accuracy" and self.task != "node":
             raise ParameterError("selection", "applies to the node task only")
-        if self.sampler not in SAMPLERS:
-            raise ParameterError("sampler", f"must be one of {', '.join(SAMPLERS)}, got "
-                                            f"{self.sampler!r}")
+        check_choice("sampler", self.sampler, SAMPLERS)
         if self.sampler != "auto" and self.task != "node":
             raise ParameterError("sampler", "applies to the node task only (the other tasks "
                                             "draw their batches on the CPU)")
-        if self.inputs not in INPUTS:
-            raise ParameterError("inputs", f"must be one of {', '.join(INPUTS)}, got "
-                                           f"{self.inputs!r}")
+        check_choice("inputs", self.inputs, INPUTS)
         if self.eval_fanouts is not None:
             self.eval_fanouts = [int(f) for f in self.eval_fanouts]
             layers = len(self.fanouts) if self.fanouts else 2
@@ -572,13 +567,8 @@ class TrainConfig:
                 self.task == "temporal-link" or self.link_split == "time"):
             raise ParameterError("valid_from", "splits by time: task temporal-link, or task "
                                                "link with link_split time")
-        if self.temporal_strategy not in TEMPORAL_STRATEGIES:
-            raise ParameterError("temporal_strategy", f"must be one of "
-                                 f"{', '.join(TEMPORAL_STRATEGIES)}, got "
-                                 f"{self.temporal_strategy!r}")
-        if self.eval_protocol not in EVAL_PROTOCOLS:
-            raise ParameterError("eval_protocol", f"must be one of {', '.join(EVAL_PROTOCOLS)}"
-                                                  f", got {self.eval_protocol!r}")
+        check_choice("temporal_strategy", self.temporal_strategy, TEMPORAL_STRATEGIES)
+        check_choice("eval_protocol", self.eval_protocol, EVAL_PROTOCOLS)
         if self.eval_protocol != "sampled" and self.task != "temporal-link":
             raise ParameterError("eval_protocol", "applies to task temporal-link")
         if self.eval_protocol == "tgb" and self.link_eval_negatives < 1:
@@ -656,9 +646,7 @@ class TrainConfig:
 
     def _check_link_keys(self) -> None:
         """The link task's held-out-edge keys."""
-        if self.link_split not in LINK_SPLITS:
-            raise ParameterError("link_split", f"must be one of {', '.join(LINK_SPLITS)}, got "
-                                               f"{self.link_split!r}")
+        check_choice("link_split", self.link_split, LINK_SPLITS)
         for name in ("link_val_fraction", "link_test_fraction"):
             if not 0 <= getattr(self, name) < 1:
                 raise ParameterError(name, f"must be in [0, 1), got {getattr(self, name)}")
@@ -666,9 +654,7 @@ class TrainConfig:
             raise ParameterError("link_test_fraction", "plus link_val_fraction must be < 1, "
                                                        f"got {self.link_test_fraction} + "
                                                        f"{self.link_val_fraction}")
-        if self.link_decoder not in LINK_DECODERS:
-            raise ParameterError("link_decoder", f"must be one of {', '.join(LINK_DECODERS)}, "
-                                                 f"got {self.link_decoder!r}")
+        check_choice("link_decoder", self.link_decoder, LINK_DECODERS)
         if not isinstance(self.link_exclude_targets, bool):
             raise ParameterError("link_exclude_targets", f"must be True or False, got "
                                                          f"{self.link_exclude_targets!r}")

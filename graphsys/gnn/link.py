@@ -33,7 +33,7 @@ import torch
 from torch import nn
 
 from graphsys.errors import GraphsysError, ParameterError
-from graphsys.gnn.config import LINK_DECODERS
+from graphsys.gnn.config import LINK_DECODERS, check_choice
 from graphsys.ranking import auc, group_positions, rank_metrics, ranks, recall_at_k
 from graphsys.sampling.adjacency import Adjacency, from_coo, typed_edges
 from graphsys.sampling.block import Block
@@ -371,9 +371,7 @@ class LinkDecoder(nn.Module):
 
     def __init__(self, kind: str, dim: int):
         super().__init__()
-        if kind not in LINK_DECODERS:
-            raise ParameterError("link_decoder", f"must be one of {', '.join(LINK_DECODERS)}, "
-                                                 f"got {kind!r}")
+        check_choice("link_decoder", kind, LINK_DECODERS)
         self.kind = kind
         self.rel = nn.Parameter(torch.ones(dim)) if kind == "distmult" else None
         self.mlp = (nn.Sequential(nn.Linear(dim, dim), nn.ReLU(), nn.Linear(dim, 1))

@@ -44,7 +44,7 @@ from graphsys.gnn.checkpoint import (
     load_module_state,
     train_config_of,
 )
-from graphsys.gnn.config import RGCN, RGCN_NORMS, TrainConfig
+from graphsys.gnn.config import RGCN, RGCN_NORMS, TrainConfig, check_choice
 from graphsys.gnn.conv.rgcn import RGCNConv, degree_norm, relation_norm
 from graphsys.gnn.fit import Evaluation, Task
 from graphsys.gnn.hetero import TypedInput
@@ -98,9 +98,7 @@ class RGCNLinkModel(nn.Module):
                  num_layers: int = 2, num_blocks: int = 0, num_bases: int = 0,
                  dropout: float = 0.2, features=None, norm: str = "node"):
         super().__init__()
-        if norm not in RGCN_NORMS:
-            raise ParameterError("norm", f"must be one of {', '.join(RGCN_NORMS)}, got "
-                                         f"{norm!r}")
+        check_choice("norm", norm, RGCN_NORMS)
         self.num_relations, self.norm = int(num_relations), norm
         self.input = TypedInput(num_nodes, hidden, features=features)
         self.convs = nn.ModuleList(

@@ -209,8 +209,8 @@ def _write(src: np.ndarray, dst: np.ndarray, n: int, weight: np.ndarray | None,
             rel, files[rel], _ = job.result()
         counts = {ij: job.result()[2] for ij, job in edge_jobs.items()}
         pool.shutdown()  # every callback has run: every file's fsync is submitted
-        for d in ("nodes", f"nodes/{DEFAULT_ENTITY_TYPE}", "edges", f"edges/{DEFAULT_EDGE_SET}"):
-            synced.append(syncs.submit(fsync_path, staging / d))
+        synced += [syncs.submit(fsync_path, staging / d) for d in (
+            "nodes", f"nodes/{DEFAULT_ENTITY_TYPE}", "edges", f"edges/{DEFAULT_EDGE_SET}")]
         for job in synced:
             job.result()
         entity = EntityType(DEFAULT_ENTITY_TYPE, "int64", [int(s) for s in sizes],

@@ -98,10 +98,9 @@ def from_networkx(G, out: str | Path, *, node_attrs: tuple[str, ...] | None = No
     opts = dict(options)
     if not G.is_directed():
         opts.setdefault("undirected", True)
-    g = ingest_arrays(ids[src], ids[dst], out, weight=w, node_columns=columns, node_ids=ids,
-                      metadata={"source": "networkx", "directed": nx.is_directed(G)},
-                      options=opts)
-    return g
+    return ingest_arrays(ids[src], ids[dst], out, weight=w, node_columns=columns, node_ids=ids,
+                         metadata={"source": "networkx", "directed": nx.is_directed(G)},
+                         options=opts)
 
 
 def to_networkx(graph: Graph, *, edge_set: str | None = None,

@@ -130,9 +130,8 @@ def _extensions(p: Pattern, frequent_labels, frequent_pairs) -> list[tuple]:
             out.append((edges + [(a, b)], labels))
     if k < MAX_NODES:
         for v in range(k):
-            for lab in frequent_labels:
-                if (min(labels[v], lab), max(labels[v], lab)) in frequent_pairs:
-                    out.append((edges + [(v, k)], labels + [lab]))
+            out.extend((edges + [(v, k)], labels + [lab]) for lab in frequent_labels
+                       if (min(labels[v], lab), max(labels[v], lab)) in frequent_pairs)
     return out
 
 
@@ -150,12 +149,6 @@ def _sub_patterns(edges, labels):
         except ParameterError:  # not connected
             continue
         yield canonical(sub.edges, sub.labels)
-
-
-def _check(support, max_edges) -> None:
-    for name, value in (("support", support), ("max_edges", max_edges)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-            raise ParameterError(name, f"must be a positive integer, got {value!r}")
 
 
 @document
@@ -207,7 +200,8 @@ def frequent_subgraphs(graph, labels, support: int, *, max_edges: int = 3,
     >>> [f.pattern for f in mining.frequent_subgraphs(g, "kind", 3)]
     [Pattern([(0, 1)], labels=[0, 0])]
     """
-    _check(support, max_edges)
+    stream.positive("support", support)
+    stream.positive("max_edges", max_edges)
     g = as_graph(graph)
     view = views.view(g, "oriented", edge_set=edge_set, memory_limit=memory_limit)
     node_labels = _node_labels(g, labels, view)

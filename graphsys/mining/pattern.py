@@ -438,10 +438,7 @@ def _node_labels(g, labels, view) -> np.ndarray:
     """The data graph's labels by new id (int64), or an empty array."""
     if labels is None:
         return np.zeros(0, np.int64)
-    if isinstance(labels, str):
-        values = g.node_column(labels)
-    else:
-        values = np.asarray(labels)
+    values = g.node_column(labels) if isinstance(labels, str) else np.asarray(labels)
     if values.ndim != 1 or len(values) != g.num_nodes():
         raise ParameterError("labels", f"must be a node column name or one integer per node "
                                        f"({g.num_nodes()}), got shape {values.shape}")

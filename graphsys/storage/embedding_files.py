@@ -243,9 +243,9 @@ class EmbeddingWriter:
                                                 arr.shape[1])
         table = pa.table({"id": ids, "embedding": col})
         rel = f"{self.etype}/part-{partition}.arrow"
-        with atomic_path(self.out / rel, overwrite=True) as tmp:
-            with paipc.new_file(str(tmp), table.schema) as w:
-                w.write_table(table)
+        with atomic_path(self.out / rel, overwrite=True) as tmp, \
+                paipc.new_file(str(tmp), table.schema) as w:
+            w.write_table(table)
         self.files.append(rel)
 
     def finish(self, meta: dict | None = None) -> Path:

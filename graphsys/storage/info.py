@@ -125,8 +125,7 @@ def format_info(info: dict[str, Any]) -> str:
         lines.append(f"  entity type {name}: {et['nodes']:,} nodes ({et['id_type']} ids), "
                      f"per partition {et['nodes_per_partition']}, balance {et['node_balance']}, "
                      f"columns: {cols}")
-    for r in info["relation_types"]:
-        lines.append(f"  relation {r['name']}: {r['lhs']} -> {r['rhs']}")
+    lines += [f"  relation {r['name']}: {r['lhs']} -> {r['rhs']}" for r in info["relation_types"]]
     for name, es in info["edge_sets"].items():
         if "change" in es:  # a delete or update set: its pairs, not edges
             c = es["change"]

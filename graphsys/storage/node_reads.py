@@ -86,8 +86,7 @@ def to_internal(graph, ids, entity_type: str | None = None) -> np.ndarray:
         bad = q[int(np.flatnonzero(pos < 0)[0])]
         bad = bad.as_py() if hasattr(bad, "as_py") else bad.item()
         raise GraphsysError(f"node id {bad!r} is not in the graph (entity type {et.name!r})")
-    out = order[pos].astype(np.int64)
-    return out
+    return order[pos].astype(np.int64)
 
 
 def original_ids(graph, entity_type: str):
@@ -240,9 +239,9 @@ def integer_ids(values, what: str) -> np.ndarray:
         arr = np.atleast_1d(np.asarray(values, dtype=object))
     if arr.dtype == bool or arr.dtype.kind not in "iuf":
         if arr.dtype.kind == "O" and all(isinstance(v, (int, np.integer)) and
-                                         not isinstance(v, (bool, np.bool_)) for v in arr):
-            if all(-2**63 <= int(v) < 2**63 for v in arr):
-                return arr.astype(np.int64)
+                                         not isinstance(v, (bool, np.bool_)) for v in arr) \
+                and all(-2**63 <= int(v) < 2**63 for v in arr):
+            return arr.astype(np.int64)
         first = next((v for v in arr.tolist() if not isinstance(v, int) or isinstance(v, bool)
                       or not -2**63 <= v < 2**63), arr.tolist()[0] if len(arr) else values)
         raise GraphsysError(f"{what}; got {first!r}")

@@ -109,11 +109,10 @@ class BucketBounds:
         row of ``src[0]`` in the bucket) unless every offset lies in its partition."""
         if len(src) == 0:
             return
-        if rel is not None:
-            if rel.min() < 0 or rel.max() >= len(self.lhs):
-                row = start + int(np.flatnonzero((rel < 0) | (rel >= len(self.lhs)))[0])
-                raise FormatError(f"{path}: row {row}: relation index {rel[row - start]} out "
-                                  f"of range (0..{len(self.lhs) - 1})")
+        if rel is not None and (rel.min() < 0 or rel.max() >= len(self.lhs)):
+            row = start + int(np.flatnonzero((rel < 0) | (rel >= len(self.lhs)))[0])
+            raise FormatError(f"{path}: row {row}: relation index {rel[row - start]} out "
+                              f"of range (0..{len(self.lhs) - 1})")
         for name, col, sizes in (("src", src, self.lhs), ("dst", dst, self.rhs)):
             lo, hi = int(col.min()), int(col.max())
             uniform = rel is None or bool((sizes == sizes[0]).all())
