@@ -14,6 +14,8 @@ from graphsys.execution import fill_doc
 #: same meaning
 OPTION_DOCS = {
     **SHARED,
+    "graph": """graph : Graph or str or Path
+    An opened graph or a graph directory.""",
     "mode": """mode : {"auto", "memory", "out-of-core"}, default "auto"
     ``memory`` builds the CSR/CSC adjacency once and picks push or pull per superstep
     (Ligra's rule, see ``dense_divisor``); ``out-of-core`` streams the edge buckets from
@@ -67,8 +69,10 @@ ENGINE_OPTIONS = ("mode", "device", "backend", "threads", "edge_set", "distribut
 
 def document_options(*names: str) -> Callable:
     """Decorator: replace the docstring line ``%(engine_options)s`` with the entries of
-    :data:`OPTION_DOCS` named by ``names`` (default: :data:`ENGINE_OPTIONS`)."""
-    return fill_doc(engine_options="\n".join(OPTION_DOCS[n] for n in names or ENGINE_OPTIONS))
+    :data:`OPTION_DOCS` named by ``names`` (default: :data:`ENGINE_OPTIONS`), and
+    ``%(graph)s`` with the ``graph`` entry."""
+    return fill_doc(engine_options="\n".join(OPTION_DOCS[n] for n in names or ENGINE_OPTIONS),
+                    graph=OPTION_DOCS["graph"])
 
 
 #: The papers the engine and the algorithms implement, as numpydoc reference bodies

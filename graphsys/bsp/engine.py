@@ -38,7 +38,7 @@ from graphsys.bsp.stream import DistributedEdges, StreamEdges
 from graphsys.device import HOST, as_torch, host_array, resolve_lazily
 from graphsys.distributed import initialized, local_cuda_device
 from graphsys.errors import GraphsysError, ParameterError
-from graphsys.execution import BACKENDS, Execution
+from graphsys.execution import Execution
 from graphsys.progress import display
 from graphsys.trace import trace_range
 
@@ -61,10 +61,7 @@ DEFAULT_MAX_ITERS = 100
 
 def resolve_backend(backend: str, device: torch.device) -> str:
     """``auto`` = numba kernels on CPU, torch on CUDA; ``torch`` on CPU runs the GPU code
-    path on CPU tensors."""
-    if backend not in BACKENDS:
-        raise ParameterError("backend", f"unknown backend {backend!r} (choose from "
-                                        f"{', '.join(BACKENDS)})")
+    path on CPU tensors (``backend`` one of :data:`~graphsys.execution.BACKENDS`)."""
     if backend == "auto":
         return "numba" if device.type == "cpu" else "torch"
     if backend == "numba" and device.type != "cpu":

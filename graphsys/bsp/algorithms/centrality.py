@@ -501,8 +501,7 @@ def betweenness(graph, *, k: int | None = None, seed: int = 0, sources=None,
 
     Parameters
     ----------
-    graph : Graph or str or Path
-        An opened graph or a graph directory.
+    %(graph)s
     %(sample)s
     normalized : bool, default True
         Divide by the number of pairs a node can lie between.
@@ -573,8 +572,7 @@ def closeness(graph, *, k: int | None = None, seed: int = 0, sources=None,
 
     Parameters
     ----------
-    graph : Graph or str or Path
-        An opened graph or a graph directory.
+    %(graph)s
     %(sample)s
     wf_improved : bool, default True
         Scale by the share of other nodes that reach the node.
@@ -638,8 +636,7 @@ def harmonic(graph, *, k: int | None = None, seed: int = 0, sources=None,
 
     Parameters
     ----------
-    graph : Graph or str or Path
-        An opened graph or a graph directory.
+    %(graph)s
     %(sample)s
     %(engine_options)s
 

@@ -319,8 +319,7 @@ def louvain(graph, *, resolution: float = 1.0, seed: int = 0, weighted: bool | N
 
     Parameters
     ----------
-    graph : Graph or str or Path
-        An opened graph or a graph directory.
+    %(graph)s
     %(community)s
     iterations : int, default 1
         Passes, each from the partition the last found (its communities as the first
@@ -412,8 +411,7 @@ def leiden(graph, *, resolution: float = 1.0, seed: int = 0, weighted: bool | No
 
     Parameters
     ----------
-    graph : Graph or str or Path
-        An opened graph or a graph directory.
+    %(graph)s
     %(community)s
     iterations : int, default 2
         Passes of the whole procedure (igraph's ``n_iterations``, default 2); negative:

@@ -94,8 +94,7 @@ def wcc(graph, *, max_iters: int | None = None, schedule: str = "auto", mode: st
 
     Parameters
     ----------
-    graph : Graph or str or Path
-        An opened graph or a graph directory.
+    %(graph)s
     max_iters : int, optional
         Most supersteps (default N + 1: enough for any component).
     schedule : {"auto", "sync", "async"}, default "auto"

@@ -136,8 +136,7 @@ def hits(graph, *, tol: float = 1e-8, max_iters: int | None = None,
 
     Parameters
     ----------
-    graph : Graph or str or Path
-        An opened graph or a graph directory.
+    %(graph)s
     tol : float, default 1e-8
         Stop when the L1 change of the hub vector falls below ``tol``.
     max_iters : int, optional

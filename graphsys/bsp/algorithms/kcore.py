@@ -152,8 +152,7 @@ def kcore(graph, *, self_loops: str = "ignore", max_iters: int | None = None,
 
     Parameters
     ----------
-    graph : Graph or str or Path
-        An opened graph or a graph directory.
+    %(graph)s
     self_loops : {"ignore", "refuse"}, default "ignore"
         ``ignore``: a self-loop adds nothing to a degree (the core numbers of the graph
         without its self-loops, what networkx asks users to compute with

@@ -269,8 +269,7 @@ def label_propagation(graph, *, max_iters: int | None = None, schedule: str = "a
 
     Parameters
     ----------
-    graph : Graph or str or Path
-        An opened graph or a graph directory.
+    %(graph)s
     max_iters : int, optional
         Most supersteps (default 4N + 100,000: the colouring takes at most 2N + 2, a round
         one per colour); in memory on CPU (``schedule="auto"``) the most rounds.

@@ -54,7 +54,6 @@ import numpy as np
 
 from graphsys.bsp.algorithms.common import (
     check_number,
-    execute,
     open_if_path,
     resolve_weighted,
     source_index,
@@ -65,7 +64,7 @@ from graphsys.bsp.algorithms.pagerank_krylov import solve_krylov
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
 from graphsys.bsp.docstrings import ENGINE_OPTIONS, cite, document_options, fill_doc
 from graphsys.bsp.edges import DENSE_DIVISOR, cache_bytes
-from graphsys.bsp.engine import Result
+from graphsys.bsp.engine import Result, run
 from graphsys.bsp.incremental_pagerank import pagerank_from
 from graphsys.bsp.kernels import PARALLEL_MIN_ITEMS
 from graphsys.bsp.kernels_pagerank import (
@@ -549,8 +548,7 @@ def pagerank(graph, *, damping: float = 0.85, tol: float = 1e-6, max_iters: int 
 
     Parameters
     ----------
-    graph : Graph or str or Path
-        An opened graph or a graph directory.
+    %(graph)s
     %(pagerank_parameters)s
     %(engine_options)s
 
@@ -629,8 +627,7 @@ def personalized_pagerank(graph, sources, *, weights=None, damping: float = 0.85
 
     Parameters
     ----------
-    graph : Graph or str or Path
-        An opened graph or a graph directory.
+    %(graph)s
     sources : node id or sequence of node ids
         Original ids of the nodes the walk teleports to.
     weights : sequence of float, optional
@@ -686,7 +683,7 @@ def personalized_pagerank(graph, sources, *, weights=None, damping: float = 0.85
     prog.name = "ppr"
     execution = Execution(mode=mode, device=device, backend=backend, threads=threads,
                           distributed=distributed, progress=progress)
-    return execute(graph, prog, PPR_SPEC.max_iters(graph, max_iters), execution=execution,
+    return run(graph, prog, max_iters=PPR_SPEC.max_iters(graph, max_iters), execution=execution,
                    edge_set=edge_set, readahead=readahead, dense_divisor=dense_divisor, fuse=fuse)
 
 

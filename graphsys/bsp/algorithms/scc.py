@@ -191,8 +191,7 @@ def scc(graph, *, max_iters: int | None = None, schedule: str = "auto", mode: st
 
     Parameters
     ----------
-    graph : Graph or str or Path
-        An opened graph or a graph directory.
+    %(graph)s
     max_iters : int, optional
         Most supersteps (default (N + 1)(2N + 6), more than any run takes; a round takes
         about twice the depth of its colours plus four).
