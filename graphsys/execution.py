@@ -41,8 +41,8 @@ OPTION_DOCS = {
     superstep's :class:`~graphsys.bsp.stats.SuperstepStats`; the others': a
     :class:`graphsys.progress.Step`).""",
     "execution": """execution : Execution, optional
-    The options above as one :class:`~graphsys.execution.Execution` instead of their
-    keywords (given both ways: refused).""",
+    How the call runs (``mode``, ``threads``, ``progress``, ...) as one
+    :class:`~graphsys.execution.Execution` instead of those keywords (both: refused).""",
 }
 
 
@@ -102,8 +102,8 @@ class Execution:
         for field, value, known in (("mode", self.mode, MODES), ("backend", self.backend,
                                     BACKENDS), ("device", "cpu" if cuda_k else device, DEVICES)):
             if value not in known:
-                raise ParameterError(field, f"{value!r}: unknown {field} (choose from "
-                                            f"{', '.join(known)})")
+                raise ParameterError(field, f"must be one of {', '.join(known)}, got "
+                                            f"{getattr(self, field)!r}")
         for field in ("threads", "memory_limit"):
             value = getattr(self, field)
             if value is not None and (isinstance(value, bool) or not isinstance(

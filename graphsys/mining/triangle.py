@@ -285,8 +285,6 @@ def triangle_stats(graph, *, per_node: bool = False, edge_set: str | None = None
                    average_clustering=float(coeff.mean()) if len(coeff) else None)
 
 
-
-
 @document
 def triangle_count(graph, *, edge_set: str | None = None, mode: str = "auto",
                    threads: int | None = None, memory_limit: int | None = None,
