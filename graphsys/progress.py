@@ -337,7 +337,7 @@ class _Reports(tqdm):
 
     def update(self, n=1):
         self.n += n
-        self.report(Step(self.desc, self.n, self.total, self.unit or "it"))
+        self.report(Step(self.desc.removesuffix(": "), self.n, self.total, self.unit or "it"))
 
 
 def check_progress(progress) -> bool | Callable:
