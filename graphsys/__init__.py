@@ -3,7 +3,8 @@
 Partitioned Arrow graph storage (:func:`ingest` edge files, :func:`open_graph` a graph
 directory, :class:`Graph`; ``from_*``/``to_*`` convert from and to NumPy, Arrow, SciPy,
 NetworkX, PyG and DGL), vertex-centric analytics (:mod:`graphsys.bsp`), graph embeddings
-(:mod:`graphsys.embed`) and GNN training (:mod:`graphsys.gnn`) over the stored buckets.
+(:mod:`graphsys.embed`) and GNN training (:mod:`graphsys.gnn`) over the stored buckets;
+:class:`Execution`, the options of how any engine's call runs.
 
 The names are imported on first use (PEP 562), so a command or module that needs one part
 (``graphsys ingest``: storage only) does not pay for the others' imports (SciPy, NetworkX).
@@ -19,6 +20,7 @@ _jit.install_on_import()
 from graphsys._version import __version__  # noqa: E402
 
 if TYPE_CHECKING:  # type checkers see the names themselves
+    from graphsys.execution import Execution
     from graphsys.interop import (
         from_arrow,
         from_dgl,
@@ -43,11 +45,12 @@ _EXPORTS = {
     **dict.fromkeys(("from_scipy", "to_scipy"), "graphsys.interop.sparse"),
     **dict.fromkeys(("Graph", "open_graph"), "graphsys.storage.graph"),
     "ingest": "graphsys.storage.ingest_files",
+    "Execution": "graphsys.execution",
 }
 
-__all__ = ["Graph", "__version__", "from_arrow", "from_dgl", "from_networkx", "from_numpy",
-           "from_pyg", "from_scipy", "ingest", "open_graph", "to_dgl", "to_networkx",
-           "to_pyg", "to_scipy"]
+__all__ = ["Execution", "Graph", "__version__", "from_arrow", "from_dgl", "from_networkx",
+           "from_numpy", "from_pyg", "from_scipy", "ingest", "open_graph", "to_dgl",
+           "to_networkx", "to_pyg", "to_scipy"]
 
 
 def __getattr__(name: str):

@@ -40,13 +40,16 @@ import os
 import sys
 import time
 import weakref
+from collections.abc import Callable
+from typing import NamedTuple
 
 from tqdm import tqdm
 
-from graphsys.errors import GraphsysError
+from graphsys.errors import GraphsysError, ParameterError
 
-__all__ = ["DEFAULT_SECONDS", "ENV", "Bar", "CompileAware", "LineProgress", "compile_ended",
-           "compile_started", "interval", "kernel_family", "progress_bar"]
+__all__ = ["DEFAULT_SECONDS", "ENV", "Bar", "CompileAware", "LineProgress", "Step",
+           "check_progress", "compile_ended", "compile_started", "display", "interval",
+           "kernel_family", "progress_bar"]
 
 #: Environment variable: seconds between two progress lines when stderr is not a terminal.
 ENV = "GRAPHSYS_PROGRESS_SECONDS"
@@ -313,3 +316,56 @@ def progress_bar(*args, **kwargs) -> tqdm:
     except (AttributeError, ValueError):
         tty = False
     return Bar(*args, **kwargs) if tty else LineProgress(*args, **kwargs)
+
+
+class Step(NamedTuple):
+    """One advance of a loop, as a ``progress`` callable receives it (:func:`display`)."""
+
+    desc: str
+    done: float
+    total: float | None
+    unit: str
+
+
+class _Reports(tqdm):
+    """A silent display that calls ``report`` with a :class:`Step` at each update."""
+
+    def __init__(self, report: Callable, *args, **kwargs) -> None:
+        super().__init__(*args, **{**kwargs, "disable": True})
+        self.report, self.desc, self.unit = report, kwargs.get("desc", ""), kwargs.get("unit")
+        self.n = 0
+
+    def update(self, n=1):
+        self.n += n
+        self.report(Step(self.desc.removesuffix(": "), self.n, self.total, self.unit or "it"))
+
+
+def check_progress(progress) -> bool | Callable:
+    """``progress`` as every engine takes it: a callable as is, else True or False (None
+    is False); anything else is refused in one line."""
+    if callable(progress):
+        return progress
+    if progress is None or isinstance(progress, bool):
+        return bool(progress)
+    raise ParameterError("progress", f"must be True, False or a callable, got {progress!r}")
+
+
+def display(progress, **kwargs) -> tqdm:
+    """The display of an engine's ``progress`` option (one rule everywhere): False or None,
+    none; True, :func:`progress_bar` with tqdm's arguments ``kwargs``; a callable, called
+    with a :class:`Step` at each update.
+
+    Examples
+    --------
+    >>> from graphsys.progress import display
+    >>> steps = []
+    >>> with display(steps.append, total=2, unit="block", desc="count") as bar:
+    ...     bar.update(1)
+    ...     bar.update(1)
+    >>> steps[-1]
+    Step(desc='count', done=2, total=2, unit='block')
+    """
+    progress = check_progress(progress)
+    if callable(progress):
+        return _Reports(progress, **kwargs)
+    return progress_bar(**{**kwargs, "disable": not progress or kwargs.get("disable", False)})

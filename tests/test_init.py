@@ -45,9 +45,9 @@ def test_top_level_api():
 
     assert graphsys.__version__ == __version__
     assert set(graphsys.__all__) == {
-        "Graph", "__version__", "from_arrow", "from_dgl", "from_networkx", "from_numpy",
-        "from_pyg", "from_scipy", "ingest", "open_graph", "to_dgl", "to_networkx", "to_pyg",
-        "to_scipy"}
+        "Execution", "Graph", "__version__", "from_arrow", "from_dgl", "from_networkx",
+        "from_numpy", "from_pyg", "from_scipy", "ingest", "open_graph", "to_dgl", "to_networkx",
+        "to_pyg", "to_scipy"}
     assert all(hasattr(graphsys, name) for name in graphsys.__all__)
     # conversions live in graphsys.interop only
     assert not any(hasattr(graphsys.Graph, f"to_{k}") for k in ("pyg", "dgl", "scipy",

@@ -15,6 +15,7 @@ import pytest
 from numba.core import event
 
 from graphsys import jit, progress
+from graphsys.errors import ParameterError
 from graphsys.progress import (
     Bar,
     LineProgress,
@@ -244,3 +245,24 @@ def test_a_fresh_cache_compiles_and_says_so_then_a_warm_one_loads(tmp_path):
     assert lines[1].startswith("components: compiled 1 components kernel in ")
     assert cold.stdout.split() == ["1"]
     assert "compil" not in warm.stderr and warm.stdout.split() == ["0"]
+
+
+def test_display_one_rule_for_every_engine(monkeypatch):
+    """``progress``: False/None nothing, True the bar or lines, a callable a Step per
+    update, anything else one line."""
+    monkeypatch.setattr(progress, "interval", lambda: 0.0)
+    for off in (False, None):
+        with progress.display(off, total=2, desc="quiet") as bar:
+            bar.update(2)
+        assert bar.disable
+    log = io.StringIO()
+    with progress.display(True, total=2, unit="block", desc="count", file=log) as bar:
+        bar.update(2)
+    assert isinstance(bar, LineProgress) and "count: 2/2 block" in log.getvalue()
+    steps = []
+    with progress.display(steps.append, total=3, unit="block", desc="count") as bar:
+        bar.update(1)
+        bar.update(2)
+    assert steps == [progress.Step("count", 1, 3, "block"), progress.Step("count", 3, 3, "block")]
+    with pytest.raises(ParameterError, match="^progress must be True, False or a callable"):
+        progress.display("yes", total=1)

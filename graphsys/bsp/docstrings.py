@@ -1,16 +1,21 @@
 """Docstring pieces shared by the public functions of :mod:`graphsys.bsp`: the engine
-options every front-end takes, the papers they cite, and :func:`fill_doc`, which puts them
-into a numpydoc docstring at import time (so ``help()``, Sphinx and doctests see the full
-text)."""
+options every front-end takes and the papers they cite, put into numpydoc docstrings by the
+one template, :func:`graphsys.execution.fill_doc`."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from graphsys.execution import OPTION_DOCS as SHARED
+from graphsys.execution import fill_doc
+
 #: The numpydoc entries of the engine options: :func:`graphsys.bsp.run` and every algorithm
 #: front-end (:func:`graphsys.bsp.pagerank`, ...) take them as keyword parameters of the
 #: same meaning
 OPTION_DOCS = {
+    **SHARED,
+    "graph": """graph : Graph or str or Path
+    An opened graph or a graph directory.""",
     "mode": """mode : {"auto", "memory", "out-of-core"}, default "auto"
     ``memory`` builds the CSR/CSC adjacency once and picks push or pull per superstep
     (Ligra's rule, see ``dense_divisor``); ``out-of-core`` streams the edge buckets from
@@ -18,11 +23,6 @@ OPTION_DOCS = {
     ``memory``, but a CPU run expected to end within a few supersteps (one started from a
     previous result, ``init``) streams where building the adjacency would cost more
     (:func:`~graphsys.bsp.engine.choose_mode`); ``result.stats.mode`` says which ran.""",
-    "device": """device : str, default "cpu"
-    ``cpu``, ``cuda``, ``cuda:K`` or ``auto`` (CUDA when available).""",
-    "backend": """backend : {"auto", "numba", "torch"}, default "auto"
-    ``auto``: numba kernels on CPU, torch on CUDA; ``torch`` on CPU runs the GPU code path
-    on CPU tensors.""",
     "threads": """threads : int, optional
     Worker threads of an out-of-core or distributed pass (default: numba's thread
     count).""",
@@ -34,8 +34,6 @@ OPTION_DOCS = {
     Run as one rank of the initialised ``torch.distributed`` process group: each rank owns
     a contiguous range of partitions and streams their edges; every rank receives all
     values.""",
-    "progress": """progress : callable, optional
-    Called with each finished superstep's :class:`~graphsys.bsp.stats.SuperstepStats`.""",
     "readahead": """readahead : int, default 4
     Buckets an out-of-core worker asks the kernel to read ahead.""",
     "dense_divisor": """dense_divisor : float, default 20
@@ -69,30 +67,12 @@ ENGINE_OPTIONS = ("mode", "device", "backend", "threads", "edge_set", "distribut
                   "progress", "readahead", "dense_divisor", "fuse")
 
 
-def fill_doc(**sections: str) -> Callable:
-    """Decorator: replace each docstring line ``%(name)s`` with ``sections[name]``
-    (numpydoc text written at column 0), indented like that line."""
-
-    def decorate(func: Callable) -> Callable:
-        lines = []
-        for line in func.__doc__.splitlines():
-            key = line.strip()
-            if key.startswith("%(") and key.endswith(")s") and key[2:-2] in sections:
-                pad = line[:len(line) - len(line.lstrip())]
-                lines += [pad + row if row else row
-                          for row in sections[key[2:-2]].splitlines()]
-            else:
-                lines.append(line)
-        func.__doc__ = "\n".join(lines)
-        return func
-
-    return decorate
-
-
 def document_options(*names: str) -> Callable:
     """Decorator: replace the docstring line ``%(engine_options)s`` with the entries of
-    :data:`OPTION_DOCS` named by ``names`` (default: :data:`ENGINE_OPTIONS`)."""
-    return fill_doc(engine_options="\n".join(OPTION_DOCS[n] for n in names or ENGINE_OPTIONS))
+    :data:`OPTION_DOCS` named by ``names`` (default: :data:`ENGINE_OPTIONS`), and
+    ``%(graph)s`` with the ``graph`` entry."""
+    return fill_doc(engine_options="\n".join(OPTION_DOCS[n] for n in names or ENGINE_OPTIONS),
+                    graph=OPTION_DOCS["graph"])
 
 
 #: The papers the engine and the algorithms implement, as numpydoc reference bodies

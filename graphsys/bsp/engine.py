@@ -38,12 +38,13 @@ from graphsys.bsp.stream import DistributedEdges, StreamEdges
 from graphsys.device import HOST, as_torch, host_array, resolve_lazily
 from graphsys.distributed import initialized, local_cuda_device
 from graphsys.errors import GraphsysError, ParameterError
+from graphsys.execution import Execution
+from graphsys.progress import display
 from graphsys.trace import trace_range
 
 if TYPE_CHECKING:
     import torch
 
-MODES = ("auto", "memory", "out-of-core")
 #: ``mode="auto"`` streams the edges of a run expected to end within this many supersteps
 #: (:func:`choose_mode`). Building the in-memory adjacency reads every bucket twice and
 #: scatters it (a few in-memory PageRank supersteps of work), streaming counts the degrees
@@ -54,17 +55,13 @@ MODES = ("auto", "memory", "out-of-core")
 #: (a graph whose in-memory layout has better locality than its buckets). The results
 #: page (incremental PageRank) has the measured ``R``.
 STREAM_MAX_SUPERSTEPS = 16
-BACKENDS = ("auto", "numba", "torch")
 SCHEDULES = ("sync", "async", "auto")
 DEFAULT_MAX_ITERS = 100
 
 
 def resolve_backend(backend: str, device: torch.device) -> str:
     """``auto`` = numba kernels on CPU, torch on CUDA; ``torch`` on CPU runs the GPU code
-    path on CPU tensors."""
-    if backend not in BACKENDS:
-        raise ParameterError("backend", f"unknown backend {backend!r} (choose from "
-                                        f"{', '.join(BACKENDS)})")
+    path on CPU tensors (``backend`` one of :data:`~graphsys.execution.BACKENDS`)."""
     if backend == "auto":
         return "numba" if device.type == "cpu" else "torch"
     if backend == "numba" and device.type != "cpu":
@@ -157,20 +154,14 @@ def _check_ranks_agree(graph, program: VertexProgram, edge_set: str, mode: str,
                        "run settings": settings})
 
 
-def engine_options(scope: dict) -> dict:
-    """The engine options among a front-end's arguments (``scope``: its ``locals()``), to
-    pass on to :func:`run`."""
-    return {k: scope[k] for k in (*ENGINE_OPTIONS, "schedule", "device_budget") if k in scope}
-
-
-@document_options(*ENGINE_OPTIONS, "device_budget")
+@document_options(*ENGINE_OPTIONS, "device_budget", "execution")
 @fill_doc(references=cite("pregel", "ligra"))
 def run(graph, program: VertexProgram, *, mode: str = "auto", device: str = "cpu",
         backend: str = "auto", max_iters: int = DEFAULT_MAX_ITERS, edge_set: str | None = None,
         distributed: bool = False, threads: int | None = None, readahead: int = 4,
         dense_divisor: float = DENSE_DIVISOR, fuse: bool = True, schedule: str = "sync",
-        progress: Callable[[SuperstepStats], None] | None = None,
-        device_budget: int | float | None = None) -> Result:
+        progress: bool | Callable[[SuperstepStats], None] | None = None,
+        device_budget: int | float | None = None, execution: Execution | None = None) -> Result:
     """Run a vertex program on a graph, superstep by superstep (Pregel's model).
 
     Each superstep reduces the aggregators, lets the active vertices send along their
@@ -262,8 +253,9 @@ def run(graph, program: VertexProgram, *, mode: str = "auto", device: str = "cpu
 
         graph = open_graph(graph)
     t_start = time.perf_counter()
-    if mode not in MODES:
-        raise ParameterError("mode", f"unknown mode {mode!r} (choose from {', '.join(MODES)})")
+    ex = Execution.of(execution, mode=mode, device=device, backend=backend, threads=threads,
+                      distributed=distributed, progress=progress)
+    mode, threads, distributed = ex.mode, ex.threads, ex.distributed
     if schedule not in SCHEDULES:
         raise ParameterError("schedule", f"unknown schedule {schedule!r} (choose from "
                                           f"{', '.join(SCHEDULES)})")
@@ -274,8 +266,8 @@ def run(graph, program: VertexProgram, *, mode: str = "auto", device: str = "cpu
         raise GraphsysError(f"the BSP engine needs a graph with one entity type, this one has "
                             f"{graph.entity_types}")
     program.check()
-    dev = resolve_lazily(device)  # the CPU without torch (HOST): see host_run below
-    backend = resolve_backend(backend, dev)
+    dev = resolve_lazily(ex.device)  # the CPU without torch (HOST): see host_run below
+    backend = resolve_backend(ex.backend, dev)
     if program.sum_dtype != "float64" and backend != "numba":
         raise ParameterError("sum_dtype", f"{program.sum_dtype} sums run in the numba CPU "
                                           f"kernels; the {backend} backend sums in float64 "
@@ -299,6 +291,9 @@ def run(graph, program: VertexProgram, *, mode: str = "auto", device: str = "cpu
     edges = open_edges(graph, es.name, program, dev, backend, mode=mode,
                        distributed=distributed, threads=threads, readahead=readahead,
                        dense_divisor=dense_divisor, device_budget=device_budget)
+    bar = display(ex.progress is True, total=max_iters, unit="superstep", desc=program.name)
+    report = ex.progress if callable(ex.progress) else (lambda _: bar.update(1)) if (
+        ex.progress) else None
     try:
         if schedule == "async" and not edges.relaxes:
             raise GraphsysError(f"{program.name}: the async schedule runs min-relaxation "
@@ -317,7 +312,7 @@ def run(graph, program: VertexProgram, *, mode: str = "auto", device: str = "cpu
         active = checks.mask(program, "init", active, n_local, dev_)
         stats.setup_seconds = time.perf_counter() - t_start
         stats.setup_bytes_h2d = edges.bytes_h2d
-        _solve(program, edges, ctx, state, active, stats, progress, schedule, max_iters, fuse)
+        _solve(program, edges, ctx, state, active, stats, report, schedule, max_iters, fuse)
         local = checks.values(program, "result", program.result(ctx, state), n_local,
                               ctx.device, what="the result", any_width=True)
         stats.scores = dict(getattr(program, "scores", None) or {})
@@ -328,6 +323,7 @@ def run(graph, program: VertexProgram, *, mode: str = "auto", device: str = "cpu
             values = values.cpu().numpy()
         stats.seconds = time.perf_counter() - t_start
     finally:
+        bar.close()
         edges.close()
     return Result(values=np.ascontiguousarray(values, np.float64), stats=stats, graph=graph)
 

@@ -89,6 +89,7 @@ from graphsys.bsp.engine import run as run_program
 from graphsys.bsp.program import VertexProgram, lower_to_min
 from graphsys.bsp.stats import RunStats, SuperstepStats
 from graphsys.errors import FormatError, GraphsysError, ParameterError
+from graphsys.execution import Execution
 from graphsys.storage import node_reads
 from graphsys.storage.csr import edges_digest
 
@@ -405,7 +406,8 @@ def pagerank_warm_start(spec, graph, previous: Previous, *, source=None, params=
     result = run_program(graph, program, max_iters=spec.max_iters(graph, max_iters), **kwargs)
     result.stats.method += ", warm start"
     result.stats.start = "warm"
-    if kwargs.get("mode", "auto") == "auto" and result.stats.mode == "out-of-core":
+    if (kwargs.get("execution") or Execution()).mode == "auto" \
+            and result.stats.mode == "out-of-core":
         result.stats.method += (f", streamed (the previous run took {previous.supersteps} "
                                 f"supersteps)")
     return result

@@ -64,6 +64,7 @@ from graphsys.bsp.engine import Result
 from graphsys.bsp.engine import run as run_program
 from graphsys.bsp.stats import RunStats, SuperstepStats
 from graphsys.errors import FormatError, GraphsysError
+from graphsys.execution import Execution
 from graphsys.kernels import repair
 from graphsys.kernels.arrays import read_only
 from graphsys.storage import index_merge
@@ -265,13 +266,14 @@ def _flags(n: int, *key_sets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return out, into
 
 
-def repair_applies(kwargs: dict) -> str | None:
-    """Why a repair does not apply to a run of these engine options (None: it does)."""
-    if str(kwargs.get("device", "cpu")) != "cpu" or kwargs.get("distributed"):
-        return "a repair runs on one CPU"
-    if kwargs.get("mode", "auto") not in ("auto", "memory") \
-            or kwargs.get("backend", "auto") not in ("auto", "numba"):
-        return "a repair runs in memory with numba"
+def repair_applies(kwargs: dict, what: str = "a repair") -> str | None:
+    """Why ``what`` does not apply to a run of these engine options (their ``execution``;
+    None: it does)."""
+    ex = kwargs.get("execution") or Execution()
+    if str(ex.device) != "cpu" or ex.distributed:
+        return f"{what} runs on one CPU"
+    if ex.mode not in ("auto", "memory") or ex.backend not in ("auto", "numba"):
+        return f"{what} runs in memory with numba"
     return None
 
 

@@ -188,11 +188,9 @@ def pagerank_from(spec, graph, previous: Previous, *, source=None, params=None,
 
 def _no_delta(graph, es, previous: Previous, kwargs) -> str | None:
     """Why a delta push does not apply (None: it does)."""
-    if str(kwargs.get("device", "cpu")) != "cpu" or kwargs.get("distributed"):
-        return "a delta push runs on one CPU"
-    if kwargs.get("mode", "auto") not in ("auto", "memory") \
-            or kwargs.get("backend", "auto") not in ("auto", "numba"):
-        return "a delta push runs in memory with numba"
+    why = changes.repair_applies(kwargs, "a delta push")
+    if why is not None:
+        return why
     if getattr(graph, "stored", None) is not None:
         return "a delta push reads no time view"
     if not previous.converged or previous.tol is None:

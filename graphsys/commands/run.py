@@ -137,9 +137,10 @@ def run(args) -> int:
     import numba
 
     from graphsys import open_graph
-    from graphsys.bsp.engine import BACKENDS, MODES, SCHEDULES
+    from graphsys.bsp.engine import SCHEDULES
     from graphsys.device import resolve_lazily
     from graphsys.distributed import init_from_env, peer_failures
+    from graphsys.execution import BACKENDS, MODES
     from graphsys.outputs import check_output, check_outputs
     from graphsys.storage.atomic import atomic_path
     from graphsys.trace import recording

@@ -111,8 +111,8 @@ def embed_checkpoint(checkpoint: str | Path, out: str | Path, *, graph: Graph | 
         Where inference runs (default ``"cpu"``).
     log : callable, optional
         Called with a line per partition written.
-    progress : bool, optional
-        Show a tqdm bar over layers x nodes.
+    progress : bool or callable, optional
+        Progress over layers x nodes, by :func:`graphsys.progress.display`'s rule.
 
     Returns
     -------

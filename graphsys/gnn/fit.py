@@ -40,7 +40,7 @@ from graphsys.gnn.checkpoint import (
 )
 from graphsys.gnn.config import TrainConfig
 from graphsys.gnn.loop import RESUMABLE_CHANGES, GNNResult, Ranks, config_json, inputs_digest
-from graphsys.progress import progress_bar
+from graphsys.progress import display
 from graphsys.sampling._util import derive_seed
 from graphsys.storage.graph import Graph
 
@@ -158,8 +158,8 @@ class Monitor:
 
 
 def fit(build: Callable[[], Task], cfg: TrainConfig, graph: Graph, *, ranks: Ranks,
-        device: torch.device, out: Path | None = None,
-        log: Callable[[dict], None] | None = None, progress: bool = False) -> GNNResult:
+        device: torch.device, out: Path | None = None, log: Callable[[dict], None] | None = None,
+        progress: bool | Callable = False) -> GNNResult:
     """Seed, build the task (``build()``) and train it (see the module docstring): the
     :class:`~graphsys.gnn.GNNResult` of :func:`~graphsys.gnn.train`."""
     clock = Clock()
@@ -175,8 +175,8 @@ def fit(build: Callable[[], Task], cfg: TrainConfig, graph: Graph, *, ranks: Ran
         epoch, stopped = run.resume()
     elif run.records is not None:
         run.records.write_text("")
-    with progress_bar(total=cfg.epochs * task.per_epoch, unit="batch", dynamic_ncols=True,
-                      desc=f"train {cfg.model}", disable=not (progress and lead)) as bar:
+    with display(progress if lead else False, total=cfg.epochs * task.per_epoch, unit="batch",
+                 dynamic_ncols=True, desc=f"train {cfg.model}") as bar:
         while not stopped and epoch < cfg.epochs:
             epoch += 1
             bar.set_description(f"train {cfg.model} epoch {epoch}/{cfg.epochs}", refresh=False)

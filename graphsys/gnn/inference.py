@@ -11,13 +11,13 @@ which :meth:`graphsys.embed.Embeddings.load` reads back (``vector``, ``vectors``
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextlib import nullcontext
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
+from graphsys.execution import OPTION_DOCS, fill_doc
 from graphsys.gnn.model import GNN
+from graphsys.progress import display
 from graphsys.sampling.block import Block
 from graphsys.storage.graph import Graph
 
@@ -32,11 +32,13 @@ def _chunks(ranges: list[tuple[int, int]], rows: int):
 
 
 @torch.no_grad()
+@fill_doc(progress=OPTION_DOCS["progress"])
 def layerwise_inference(model: GNN, inputs: Callable[[torch.Tensor], torch.Tensor],
                         num_nodes: int, block_fn: Callable[[np.ndarray, int], Block],
                         ranges: list[tuple[int, int]], *, device: str | torch.device = "cpu",
                         on_partition: Callable[[int, torch.Tensor], None] | None = None,
-                        chunk_rows: int = CHUNK_ROWS, progress: bool = False) -> torch.Tensor:
+                        chunk_rows: int = CHUNK_ROWS,
+                        progress: bool | Callable = False) -> torch.Tensor:
     """Every node's final output of ``model``, computed one layer over all nodes at a time.
 
     Layer ``l`` is computed for every node, ``chunk_rows`` destinations at a time, before
@@ -64,8 +66,7 @@ def layerwise_inference(model: GNN, inputs: Callable[[torch.Tensor], torch.Tenso
         stream them to disk).
     chunk_rows : int, optional
         Destinations per step.
-    progress : bool, optional
-        Show a tqdm bar (on stderr) over layers x nodes.
+    %(progress)s
 
     Returns
     -------
@@ -103,12 +104,10 @@ def layerwise_inference(model: GNN, inputs: Callable[[torch.Tensor], torch.Tenso
     device = torch.device(device)
     prev: torch.Tensor | None = None
     projected = False
-    bar = (tqdm(total=model.num_layers * num_nodes, unit="node", unit_scale=True,
-                dynamic_ncols=True, desc="embed") if progress else nullcontext())
-    with bar:
+    with display(progress, total=model.num_layers * num_nodes, unit="node", unit_scale=True,
+                 dynamic_ncols=True, desc="embed") as bar:
         for layer in range(model.num_layers):
-            if progress:
-                bar.set_description(f"embed layer {layer + 1}/{model.num_layers}")
+            bar.set_description(f"embed layer {layer + 1}/{model.num_layers}")
             last = layer == model.num_layers - 1
             project_next = not last and model.projects_input(layer + 1)
             out: torch.Tensor | None = None
@@ -122,8 +121,7 @@ def layerwise_inference(model: GNN, inputs: Callable[[torch.Tensor], torch.Tenso
                     h = model.layer(layer, x, block, projected=projected)
                     parts.append(rows.own(model.project_input(layer + 1, h) if project_next
                                           else h))
-                    if progress:
-                        bar.update(b - a)
+                    bar.update(b - a)
                 h = torch.cat(parts) if parts else torch.zeros(0, model.out_dim)
                 if out is None:
                     out = torch.empty(num_nodes, h.shape[1])

@@ -34,10 +34,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as paipc
 import torch
-from tqdm import tqdm
 
 from graphsys.errors import FormatError, GraphsysError
 from graphsys.outputs import check_own_directory
+from graphsys.progress import display
 from graphsys.storage import file_rules
 from graphsys.storage.atomic import staging_directory, write_bytes_atomic
 from graphsys.storage.graph import Graph
@@ -90,8 +90,8 @@ def propagate(graph: Graph, out: str | Path, *, hops: int = 2, column: str = "fe
         Add the self-loop terms of :math:`\hat A = A + I` (default True).
     chunk_bytes : int, optional
         Bytes of gathered source rows per step (bounds the memory).
-    progress : bool, optional
-        Show a tqdm bar over hops x partitions.
+    progress : bool or callable, optional
+        Progress over hops x partitions, by :func:`graphsys.progress.display`'s rule.
 
     Returns
     -------
@@ -150,7 +150,7 @@ def propagate(graph: Graph, out: str | Path, *, hops: int = 2, column: str = "fe
     norm_in = torch.where(norm_in > 0, norm_in.rsqrt(), 0.0)
     step = max(1024, chunk_bytes // (4 * dim))
     files: dict[str, list[str]] = {}
-    bar = tqdm(total=hops * p, unit="partition", desc="propagate", disable=not progress)
+    bar = display(progress, total=hops * p, unit="partition", desc="propagate")
     with staging_directory(Path(out)) as staging:
         files["0"] = []
         for q in range(p):

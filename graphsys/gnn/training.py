@@ -29,6 +29,7 @@ from torch import nn
 
 from graphsys.distributed import destroy, peer_failures
 from graphsys.errors import GraphsysError
+from graphsys.execution import OPTION_DOCS, fill_doc
 from graphsys.gnn.config import RGCN, TrainConfig
 from graphsys.gnn.fit import Task, fit
 from graphsys.gnn.item_task import ItemTask
@@ -41,10 +42,11 @@ from graphsys.storage.graph import Graph, open_graph
 from graphsys.threads import apply_thread_policy
 
 
+@fill_doc(progress=OPTION_DOCS["progress"])
 def train(graph: Graph | str | Path, config: TrainConfig | None = None, *,
           model: nn.Module | None = None, loss: Callable | None = None, features=None,
           device: str | torch.device = "cpu", out: str | Path | None = None,
-          log: Callable[[dict], None] | None = None, progress: bool = False,
+          log: Callable[[dict], None] | None = None, progress: bool | Callable = False,
           distributed: bool | None = None) -> GNNResult:
     """Train a GNN on a stored graph: node classification or link prediction.
 
@@ -96,8 +98,7 @@ def train(graph: Graph | str | Path, config: TrainConfig | None = None, *,
         every rank sees.
     log : callable, optional
         Called with each evaluation record (a dict, as in :attr:`GNNResult.history`).
-    progress : bool, optional
-        Show a tqdm progress bar on stderr (default False).
+    %(progress)s
     distributed : bool, optional
         Node task: train as one rank of the initialised default ``torch.distributed``
         process group, data-parallel (``torch.nn.parallel.DistributedDataParallel``; gloo

@@ -28,12 +28,13 @@ import numba
 import numpy as np
 
 from graphsys.errors import ParameterError
+from graphsys.execution import OPTION_DOCS, fill_doc
 from graphsys.kernels import bfs as kb
 from graphsys.kernels import components as kc
 from graphsys.measures import kernels_distance as kd
 from graphsys.measures.kernels_view import DIRECTED
 from graphsys.measures.view import internal_ids, undirected_view
-from graphsys.progress import progress_bar
+from graphsys.progress import display
 from graphsys.storage.node_values import FormerArray, NodeValues
 
 
@@ -199,6 +200,7 @@ def _degrees(view) -> np.ndarray:
     return deg if view.sym else deg + np.diff(view.iptr)
 
 
+@fill_doc(progress=OPTION_DOCS["progress"])
 def diameter(graph, *, exact: bool = False, edge_set: str | None = None,
              progress: bool = False) -> Diameter:
     """The diameter in hops: the longest shortest path of the undirected view, over all
@@ -213,8 +215,7 @@ def diameter(graph, *, exact: bool = False, edge_set: str | None = None,
         proves.
     edge_set : str, optional
         The edge set.
-    progress : bool, default False
-        Show the searches made (a bar on a terminal, log lines otherwise).
+    %(progress)s
 
     Returns
     -------
@@ -252,7 +253,7 @@ def diameter(graph, *, exact: bool = False, edge_set: str | None = None,
     label, sizes = _hub_first(view, reached)
     hubs = None
     lower, upper, ends = 0, 0, (hub, hub)
-    with progress_bar(unit="search", desc="diameter", disable=not progress) as bar:
+    with display(progress, unit="search", desc="diameter") as bar:
         for c in np.argsort(-sizes, kind="stable"):
             if sizes[c] - 1 <= lower:
                 break  # no path in this or a smaller component can be longer
@@ -329,6 +330,7 @@ def _component(search: _Searcher, start: tuple[int, int | None], size: int, exac
     return lower, max(upper, lower), pair
 
 
+@fill_doc(progress=OPTION_DOCS["progress"])
 def eccentricity(graph, nodes=None, *, edge_set: str | None = None, internal: bool = False,
                  progress: bool = False) -> NodeValues | np.ndarray:
     """The eccentricity of nodes in hops: the largest distance from each to a node of its
@@ -345,8 +347,7 @@ def eccentricity(graph, nodes=None, *, edge_set: str | None = None, internal: bo
         The edge set.
     internal : bool, default False
         ``nodes`` are internal ids.
-    progress : bool, default False
-        Show progress over components (a bar on a terminal, log lines otherwise).
+    %(progress)s
 
     Returns
     -------
@@ -376,8 +377,7 @@ def eccentricity(graph, nodes=None, *, edge_set: str | None = None, internal: bo
         return ecc
     out = np.zeros(view.num_nodes, np.int64)
     members, starts, sizes = components(view)
-    with progress_bar(total=len(sizes), unit="component", desc="eccentricity",
-                      disable=not progress) as bar:
+    with display(progress, total=len(sizes), unit="component", desc="eccentricity") as bar:
         for c in range(len(sizes)):
             comp = members[starts[c]:starts[c + 1]]
             if len(comp) <= 2:

@@ -44,10 +44,11 @@ import numpy as np
 import pyarrow as pa
 
 from graphsys.errors import ParameterError
+from graphsys.execution import OPTION_DOCS, fill_doc
 from graphsys.measures import kernels_similarity as ks
 from graphsys.measures.kernels_view import gather
 from graphsys.measures.view import internal_ids, undirected_view
-from graphsys.progress import progress_bar
+from graphsys.progress import display
 
 #: The methods by name.
 METHODS = {
@@ -248,6 +249,7 @@ class TopLinks:
         return pa.table({"source": self.source, "target": self.target, "score": self.score})
 
 
+@fill_doc(progress=OPTION_DOCS["progress"])
 def top_links(graph, nodes=None, k: int = 10, method: str = "jaccard", *,
               edge_set: str | None = None, internal: bool = False,
               progress: bool = False) -> TopLinks:
@@ -274,8 +276,7 @@ def top_links(graph, nodes=None, k: int = 10, method: str = "jaccard", *,
         The edge set.
     internal : bool, default False
         ``nodes`` are internal ids.
-    progress : bool, default False
-        Show progress (a bar on a terminal, log lines otherwise).
+    %(progress)s
 
     Returns
     -------
@@ -309,8 +310,7 @@ def top_links(graph, nodes=None, k: int = 10, method: str = "jaccard", *,
     counts = np.zeros(q, np.int64)
     if q:
         scratch = ks.top_k_scratch(numba.get_num_threads(), n, k, view.bound)
-        with progress_bar(total=q, unit="node", desc=f"top-{k} {method}",
-                          disable=not progress) as bar:
+        with display(progress, total=q, unit="node", desc=f"top-{k} {method}") as bar:
             for lo in range(0, q, TOP_CHUNK):
                 hi = min(lo + TOP_CHUNK, q)
                 ks.top_k(queries[lo:hi], k, *view.args(), code, view.memo, scratch,

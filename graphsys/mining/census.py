@@ -15,7 +15,7 @@ from graphsys.mining import clique_kernels, kernels, motif_kernels
 from graphsys.mining.clique import clique_work
 from graphsys.mining.parallel import SERIAL_WORK, TASKS_PER_THREAD, Ranks, run_tasks, scheduled
 from graphsys.mining.triangle import TRIAD_NAMES
-from graphsys.progress import progress_bar
+from graphsys.progress import display
 
 #: Connected undirected 3-node classes.
 UNDIRECTED_3 = ("wedge", "triangle")
@@ -249,8 +249,8 @@ def five_codes(g, edge_set, threads, memory_limit, distributed: bool,
         acc = np.zeros((nthreads, 1024), np.int64)
         calls = min(CALLS_5, max(1, len(roots) // (TASKS_PER_THREAD * nthreads)))
         cuts = np.linspace(0, len(roots), calls + 1).astype(np.int64)
-        with progress_bar(total=len(roots), unit="task", desc="motifs: 5-node subsets",
-                          disable=not progress) as bar:
+        with display(progress, total=len(roots), unit="task",
+                     desc="motifs: 5-node subsets") as bar:
             for a, b in zip(cuts[:-1], cuts[1:]):
                 with numba.parallel_chunksize(1):
                     motif_kernels.esu5(ptr, idx, roots[a:b], lo[a:b], hi[a:b], marks, adjs,

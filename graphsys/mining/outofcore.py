@@ -63,7 +63,7 @@ import numpy as np
 from graphsys.errors import GraphsysError
 from graphsys.mining import kernels
 from graphsys.mining.parallel import SERIAL_WORK, Ranks, run_tasks
-from graphsys.progress import progress_bar
+from graphsys.progress import display
 from graphsys.storage.adjacency_index import build_command
 from graphsys.storage.time_view import TimeView
 from graphsys.units import format_size
@@ -179,8 +179,8 @@ def triangles_by_blocks(graph, edge_set: str, *, per_vertex: bool, memory_limit,
         outer = inner = plan_blocks(dptr, int(block_entries))
     mine = outer[ranks.rank::ranks.world_size]
     total = 0
-    with progress_bar(total=len(mine) * len(inner), unit="block pair",
-                      desc="triangles out of core", disable=not progress) as bar:
+    with display(progress, total=len(mine) * len(inner), unit="block pair",
+                 desc="triangles out of core") as bar:
         for a_lo, a_hi in mine:
             a_rows = load_block(indptr, indices, rank if middle else key, dptr, a_lo,
                                 a_hi, values, middle)

@@ -26,7 +26,7 @@ import numpy as np
 
 from graphsys import openmp
 from graphsys.errors import GraphsysError, ParameterError
-from graphsys.progress import progress_bar
+from graphsys.progress import display
 from graphsys.views.orient import SERIAL_WORK
 
 #: Tasks per thread the roots are cut into (more: finer balance, more scheduling steps).
@@ -135,8 +135,7 @@ def run_tasks(call: Callable[[np.ndarray], int], work: np.ndarray, lo: int, hi: 
     cuts = np.unique(np.searchsorted(done, np.linspace(0, total, calls + 1), side="left"))
     cuts = np.unique(np.concatenate([[0], cuts, [len(tasks) - 1]]))
     found = 0
-    with progress_bar(total=total, unit="entry", unit_scale=True, desc=desc,
-                      disable=not progress) as bar:
+    with display(progress, total=total, unit="entry", unit_scale=True, desc=desc) as bar:
         for a, b in zip(cuts[:-1], cuts[1:]):
             with numba.parallel_chunksize(1):  # a thread done with a task takes the next
                 found += int(call(tasks[a:b + 1]))

@@ -12,12 +12,14 @@ probes, ``O(m * sqrt(m))`` at worst.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from graphsys import views
-from graphsys.errors import GraphsysError, ParameterError
+from graphsys.errors import GraphsysError
+from graphsys.execution import Execution
 from graphsys.mining import kernels
 from graphsys.mining._docs import document
 from graphsys.mining.parallel import Ranks, run_tasks, scheduled
@@ -30,11 +32,6 @@ from graphsys.views.orient import (
     refuse_build,
 )
 
-#: Where triangle functions run: ``memory`` (the oriented graph in RAM), ``out-of-core``
-#: (row blocks of the mapped ``sym`` index, :mod:`graphsys.mining.outofcore`) or ``auto``
-#: (in RAM when it fits the budget, else out of core).
-MODES = ("auto", "memory", "out-of-core")
-
 #: The 16 triad classes of a directed graph (Holland and Leinhardt's M-A-N codes), in
 #: networkx's ``triadic_census`` order.
 TRIAD_NAMES = ("003", "012", "102", "021D", "021U", "021C", "111D", "111U", "030T", "030C",
@@ -43,8 +40,6 @@ TRIAD_NAMES = ("003", "012", "102", "021D", "021U", "021C", "111D", "111U", "030
 
 def _mode(mode: str, graph, edge_set, memory_limit) -> str:
     """The mode a triangle call runs in: ``auto`` resolved against the budget."""
-    if mode not in MODES:
-        raise ParameterError("mode", f"must be one of {', '.join(MODES)}, got {mode!r}")
     if mode != "auto":
         return mode
     need = triangle_bytes(graph, edge_set)
@@ -228,7 +223,8 @@ class TriangleStats:
 def triangle_stats(graph, *, per_node: bool = False, edge_set: str | None = None,
                    mode: str = "auto", threads: int | None = None,
                    memory_limit: int | None = None, distributed: bool = False,
-                   progress: bool = False) -> TriangleStats:
+                   progress: bool | Callable = False,
+                   execution: Execution | None = None) -> TriangleStats:
     """Count triangles once and derive everything from the pass: the count, the
     transitivity, and (``per_node``) each node's triangles and clustering coefficient.
 
@@ -243,6 +239,7 @@ def triangle_stats(graph, *, per_node: bool = False, edge_set: str | None = None
         little slower than the count alone).
     %(edge_set)s
     %(triangle_options)s
+    %(execution)s
 
     Returns
     -------
@@ -260,20 +257,21 @@ def triangle_stats(graph, *, per_node: bool = False, edge_set: str | None = None
     >>> stats.triangles.to_dict()
     {1: 2, 2: 2, 3: 1, 4: 1}
     """
+    ex = Execution.of(execution, mode=mode, threads=threads, memory_limit=memory_limit,
+                      distributed=distributed, progress=progress).on_cpu("triangle counting")
     g = as_graph(graph)
     es = g.edge_set(edge_set)
-    ranks = Ranks.of(distributed, g)
-    with scheduled(threads) as count:
-        run_mode = _mode(mode, g, es.name, memory_limit)
-        if run_mode == "memory":
-            total, counts, degree = _in_memory(g, es.name, per_node, memory_limit, count,
-                                               ranks, progress)
+    ranks = Ranks.of(ex.distributed, g)
+    with scheduled(ex.threads) as count:
+        if _mode(ex.mode, g, es.name, ex.memory_limit) == "memory":
+            total, counts, degree = _in_memory(g, es.name, per_node, ex.memory_limit, count,
+                                               ranks, ex.progress)
         else:
             from graphsys.mining.outofcore import triangles_by_blocks
 
             total, counts, degree = triangles_by_blocks(
-                g, es.name, per_vertex=per_node, memory_limit=memory_limit, threads=count,
-                ranks=ranks, progress=progress)
+                g, es.name, per_vertex=per_node, memory_limit=ex.memory_limit, threads=count,
+                ranks=ranks, progress=ex.progress)
     triples = int((degree * (degree - 1)).sum())
     stats = TriangleStats(total, 6.0 * total / triples if triples else 0.0,
                           NodeValues(degree, g, "degree"))
@@ -285,16 +283,6 @@ def triangle_stats(graph, *, per_node: bool = False, edge_set: str | None = None
     return replace(stats, triangles=NodeValues(counts, g, "triangles"),
                    clustering=NodeValues(coeff, g, "clustering"),
                    average_clustering=float(coeff.mean()) if len(coeff) else None)
-
-
-def _options(local: dict) -> dict:
-    """The options a wrapper passes on to :func:`triangle_stats`."""
-    return {k: local[k] for k in ("edge_set", "mode", "threads", "memory_limit",
-                                  "distributed", "progress")}
-
-
-def _stats(graph, per_node: bool, options: dict) -> TriangleStats:
-    return triangle_stats(graph, per_node=per_node, **options)
 
 
 @document
@@ -339,7 +327,9 @@ def triangle_count(graph, *, edge_set: str | None = None, mode: str = "auto",
     >>> mining.triangle_count(g)
     2
     """
-    return _stats(graph, False, _options(locals())).count
+    return triangle_stats(graph, per_node=False, edge_set=edge_set, execution=Execution(
+        mode=mode, threads=threads, memory_limit=memory_limit, distributed=distributed,
+        progress=progress)).count
 
 
 @document
@@ -368,7 +358,9 @@ def triangles(graph, *, edge_set: str | None = None, mode: str = "auto",
     >>> mining.triangles(g).to_dict()
     {1: 2, 2: 2, 3: 1, 4: 1}
     """
-    return _stats(graph, True, _options(locals())).triangles
+    return triangle_stats(graph, per_node=True, edge_set=edge_set, execution=Execution(
+        mode=mode, threads=threads, memory_limit=memory_limit, distributed=distributed,
+        progress=progress)).triangles
 
 
 @document
@@ -399,7 +391,9 @@ def clustering(graph, *, edge_set: str | None = None, mode: str = "auto",
     >>> {k: round(v, 3) for k, v in mining.clustering(g).to_dict().items()}
     {1: 0.667, 2: 0.667, 3: 1.0, 4: 1.0}
     """
-    return _stats(graph, True, _options(locals())).clustering
+    return triangle_stats(graph, per_node=True, edge_set=edge_set, execution=Execution(
+        mode=mode, threads=threads, memory_limit=memory_limit, distributed=distributed,
+        progress=progress)).clustering
 
 
 @document
@@ -430,7 +424,9 @@ def average_clustering(graph, *, edge_set: str | None = None, count_zeros: bool 
     >>> round(mining.average_clustering(g), 4)
     0.8333
     """
-    values = _stats(graph, True, _options(locals())).clustering.values
+    values = triangle_stats(graph, per_node=True, edge_set=edge_set, execution=Execution(
+        mode=mode, threads=threads, memory_limit=memory_limit, distributed=distributed,
+        progress=progress)).clustering.values
     if not count_zeros:
         values = values[values > 0]
     if len(values) == 0:
@@ -464,7 +460,9 @@ def transitivity(graph, *, edge_set: str | None = None, mode: str = "auto",
     >>> mining.transitivity(g)
     0.75
     """
-    return _stats(graph, False, _options(locals())).transitivity
+    return triangle_stats(graph, per_node=False, edge_set=edge_set, execution=Execution(
+        mode=mode, threads=threads, memory_limit=memory_limit, distributed=distributed,
+        progress=progress)).transitivity
 
 
 def triangle_codes(view: Oriented, *, threads: int, ranks: Ranks, progress: bool = False

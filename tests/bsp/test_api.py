@@ -38,3 +38,48 @@ def test_docstring_documents_every_parameter(func):
     assert "%(" not in doc and "Args:" not in doc
     for name in inspect.signature(func).parameters:
         assert f"\n{name} : " in doc or f"\n{name}, " in doc, name
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    import numpy as np
+
+    import graphsys
+
+    src, dst = np.array([1, 2, 3, 3, 4, 5]), np.array([2, 3, 1, 4, 5, 4])
+    return graphsys.from_numpy(src, dst, tmp_path_factory.mktemp("api") / "g")
+
+
+@pytest.mark.parametrize("func", ALGORITHMS, ids=lambda f: f.__name__)
+def test_front_ends_pass_one_execution_to_the_engine(func, small, monkeypatch):
+    """Each front-end builds one Execution of its keywords, and the engine runs with it:
+    the threads, the mode and the progress callable (called with each superstep's stats)."""
+    from graphsys.bsp import engine
+    from graphsys.execution import Execution
+
+    seen, calls = [], []
+
+    def of(execution, **given):
+        seen.append(Execution.of(execution, **given))
+        return seen[-1]
+
+    def report(stats):
+        calls.append(stats)
+
+    monkeypatch.setattr(engine, "Execution", type("Spy", (), {"of": staticmethod(of)}))
+    first = {bsp.bfs: (1,), bsp.sssp: (1,), bsp.personalized_pagerank: ([1],)}.get(func, ())
+    result = func(small, *first, mode="memory", threads=1, progress=report)
+    assert [(e.mode, e.threads, e.progress) for e in seen] == [("memory", 1, report)]
+    assert calls == result.stats.supersteps and calls
+
+
+def test_progress_true_shows_the_supersteps(small, monkeypatch, capsys):
+    """``progress=True`` on a BSP call: graphsys's display (a line off a terminal), the same
+    ranks as a quiet run."""
+    from graphsys import progress
+
+    monkeypatch.setattr(progress, "interval", lambda: 0.0)
+    shown = bsp.pagerank(small, progress=True, fuse=False)
+    n = shown.stats.num_supersteps
+    assert f"pagerank: {n}/100 superstep" in capsys.readouterr().err
+    assert shown.to_dict() == bsp.pagerank(small, fuse=False).to_dict()

@@ -54,3 +54,19 @@ def test_refusals(tmp_path):
     with pytest.raises(GraphsysError, match="hops must be >= 1"):
         propagate(g, tmp_path / "p", hops=0)
     assert not (tmp_path / "p").exists()
+
+
+def test_progress_is_a_bool_or_a_callable(tmp_path):
+    """The GNN side follows the engines' one ``progress`` rule: a callable gets a Step per
+    partition propagated, True shows the display, the same features either way."""
+    from graphsys.progress import Step
+
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(30, 2)).astype(np.float32)
+    g = graphsys.from_numpy(rng.integers(0, 30, 90), rng.integers(0, 30, 90), tmp_path / "g",
+                            num_nodes=30, node_columns={"feat": x}, partitions=2)
+    steps = []
+    called = propagate(g, tmp_path / "a", hops=2, progress=steps.append)
+    assert steps[-1] == Step("propagate", 4, 4, "partition") and len(steps) == 4
+    shown = propagate(g, tmp_path / "b", hops=2, progress=True)
+    np.testing.assert_array_equal(read_hop(called, 2), read_hop(shown, 2))

@@ -313,3 +313,31 @@ def test_a_block_of_oriented_rows_is_the_views_build(ranked):
     whole = np.empty(int(dptr[-1]), np.int64)
     _fill_higher(indptr, indices, rank, dptr, whole, ranked, ids=not ranked, block=(0, n))
     assert whole.tolist() == [x for row in want for x in row]
+
+
+def test_progress_bool_or_callable_and_one_execution(graph_of, monkeypatch, capsys):
+    """``progress``: True shows the block pairs of an out-of-core count, a callable gets a
+    Step per pair; ``execution=`` stands for the keywords, refused with them."""
+    from graphsys import Execution, progress
+    from graphsys.progress import Step
+
+    monkeypatch.setattr(progress, "interval", lambda: 0.0)
+    src, dst = random_edges(12, 50, 3)
+    g = graph_of(src, dst, 12)
+    build_index(g, ("sym",))
+    g = open_graph(g.path)
+    want = mining.triangle_count(g, mode="memory")
+    assert mining.triangle_count(g, mode="out-of-core", progress=True) == want
+    assert "triangles out of core: " in capsys.readouterr().err
+    steps = []
+    assert mining.triangle_count(g, mode="out-of-core", progress=steps.append) == want
+    assert steps and all(isinstance(s, Step) and s.unit == "block pair" for s in steps)
+    assert steps[-1].done == steps[-1].total
+    run = Execution(mode="out-of-core", threads=1)
+    assert mining.triangle_stats(g, execution=run).count == want
+    with pytest.raises(ParameterError, match="execution given with mode"):
+        mining.triangle_stats(g, mode="memory", execution=run)
+    with pytest.raises(ParameterError, match="triangle counting runs on the CPU"):
+        mining.triangle_stats(g, execution=Execution(device="cuda"))
+    with pytest.raises(ParameterError, match="^progress must be"):
+        mining.triangle_count(g, progress="yes")

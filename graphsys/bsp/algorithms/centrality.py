@@ -20,12 +20,13 @@ from graphsys.bsp.algorithms.common import resolve_weighted, symmetric
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
 from graphsys.bsp.docstrings import document_options, fill_doc
 from graphsys.bsp.edges import DENSE_DIVISOR
-from graphsys.bsp.engine import Result, engine_options
+from graphsys.bsp.engine import Result
 from graphsys.bsp.kernels_centrality import brandes, dag_fits, distance_sums
 from graphsys.bsp.program import Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
 from graphsys.errors import GraphsysError, ParameterError
+from graphsys.execution import Execution
 from graphsys.progress import progress_bar
 
 if TYPE_CHECKING:
@@ -480,7 +481,7 @@ def betweenness(graph, *, k: int | None = None, seed: int = 0, sources=None,
                 schedule: str = "auto", mode: str = "auto", device: str = "cpu",
                 backend: str = "auto", threads: int | None = None,
                 edge_set: str | None = None, distributed: bool = False,
-                progress: Callable | None = None, readahead: int = 4,
+                progress: bool | Callable | None = None, readahead: int = 4,
                 dense_divisor: float = DENSE_DIVISOR, fuse: bool = True) -> Result:
     r"""Betweenness centrality: the share of shortest paths between other nodes that pass
     through each node, as networkx's :func:`~networkx.betweenness_centrality`.
@@ -500,8 +501,7 @@ def betweenness(graph, *, k: int | None = None, seed: int = 0, sources=None,
 
     Parameters
     ----------
-    graph : Graph or str or Path
-        An opened graph or a graph directory.
+    %(graph)s
     %(sample)s
     normalized : bool, default True
         Divide by the number of pairs a node can lie between.
@@ -540,9 +540,12 @@ def betweenness(graph, *, k: int | None = None, seed: int = 0, sources=None,
     >>> bsp.betweenness(g, mode="out-of-core").to_dict() == bsp.betweenness(g).to_dict()
     True
     """
+    execution = Execution(mode=mode, device=device, backend=backend, threads=threads,
+                          distributed=distributed, progress=progress)
     return BETWEENNESS_SPEC.run(graph, max_iters=max_iters, k=k, seed=seed, sources=sources,
                                 normalized=normalized, endpoints=endpoints, weighted=weighted,
-                                **engine_options(locals()))
+                                execution=execution, edge_set=edge_set, readahead=readahead,
+                                dense_divisor=dense_divisor, fuse=fuse, schedule=schedule)
 
 
 @document_options()
@@ -552,7 +555,7 @@ def closeness(graph, *, k: int | None = None, seed: int = 0, sources=None,
               max_iters: int | None = None, schedule: str = "auto", mode: str = "auto",
               device: str = "cpu", backend: str = "auto", threads: int | None = None,
               edge_set: str | None = None, distributed: bool = False,
-              progress: Callable | None = None, readahead: int = 4,
+              progress: bool | Callable | None = None, readahead: int = 4,
               dense_divisor: float = DENSE_DIVISOR, fuse: bool = True) -> Result:
     r"""Closeness centrality, as networkx's :func:`~networkx.closeness_centrality`.
 
@@ -569,8 +572,7 @@ def closeness(graph, *, k: int | None = None, seed: int = 0, sources=None,
 
     Parameters
     ----------
-    graph : Graph or str or Path
-        An opened graph or a graph directory.
+    %(graph)s
     %(sample)s
     wf_improved : bool, default True
         Scale by the share of other nodes that reach the node.
@@ -604,9 +606,12 @@ def closeness(graph, *, k: int | None = None, seed: int = 0, sources=None,
     >>> bsp.closeness(g, k=4).to_dict() == bsp.closeness(g).to_dict()
     True
     """
+    execution = Execution(mode=mode, device=device, backend=backend, threads=threads,
+                          distributed=distributed, progress=progress)
     return CLOSENESS_SPEC.run(graph, max_iters=max_iters, k=k, seed=seed, sources=sources,
-                              wf_improved=wf_improved, weighted=weighted,
-                              **engine_options(locals()))
+                              wf_improved=wf_improved, weighted=weighted, execution=execution,
+                              edge_set=edge_set, readahead=readahead, dense_divisor=dense_divisor,
+                              fuse=fuse, schedule=schedule)
 
 
 @document_options()
@@ -616,7 +621,7 @@ def harmonic(graph, *, k: int | None = None, seed: int = 0, sources=None,
              schedule: str = "auto", mode: str = "auto", device: str = "cpu",
              backend: str = "auto", threads: int | None = None,
              edge_set: str | None = None, distributed: bool = False,
-             progress: Callable | None = None, readahead: int = 4,
+             progress: bool | Callable | None = None, readahead: int = 4,
              dense_divisor: float = DENSE_DIVISOR, fuse: bool = True) -> Result:
     r"""Harmonic centrality, as networkx's :func:`~networkx.harmonic_centrality`.
 
@@ -631,8 +636,7 @@ def harmonic(graph, *, k: int | None = None, seed: int = 0, sources=None,
 
     Parameters
     ----------
-    graph : Graph or str or Path
-        An opened graph or a graph directory.
+    %(graph)s
     %(sample)s
     %(engine_options)s
 
@@ -659,8 +663,12 @@ def harmonic(graph, *, k: int | None = None, seed: int = 0, sources=None,
     >>> {node: round(h, 4) for node, h in bsp.harmonic(g).to_dict().items()}
     {1: 1.8333, 2: 2.5, 3: 2.5, 4: 1.8333}
     """
+    execution = Execution(mode=mode, device=device, backend=backend, threads=threads,
+                          distributed=distributed, progress=progress)
     return HARMONIC_SPEC.run(graph, max_iters=max_iters, k=k, seed=seed, sources=sources,
-                             weighted=weighted, **engine_options(locals()))
+                             weighted=weighted, execution=execution, edge_set=edge_set,
+                             readahead=readahead, dense_divisor=dense_divisor, fuse=fuse,
+                             schedule=schedule)
 
 
 def _weighted(graph, edge_set, weighted, name: str) -> bool:

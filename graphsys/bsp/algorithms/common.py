@@ -8,8 +8,6 @@ from pathlib import Path
 
 import numpy as np
 
-from graphsys.bsp.engine import Result, run
-from graphsys.bsp.program import VertexProgram
 from graphsys.errors import GraphsysError, ParameterError
 
 
@@ -78,10 +76,6 @@ def teleport_weights(weights, what: str) -> np.ndarray:
         raise GraphsysError(f"{what} must be finite, non-negative and not all zero (one "
                             f"number each), got {got}")
     return w / w.max()
-
-
-def execute(graph, program: VertexProgram, max_iters: int, **kwargs) -> Result:
-    return run(graph, program, max_iters=max_iters, **kwargs)
 
 
 def check_weights_non_negative(graph, edge_set: str | None) -> None:

@@ -15,11 +15,12 @@ from graphsys.bsp.algorithms.community_level import Level
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
 from graphsys.bsp.docstrings import document_options, fill_doc
 from graphsys.bsp.edges import DENSE_DIVISOR, build_adjacency
-from graphsys.bsp.engine import Result, engine_options
+from graphsys.bsp.engine import Result
 from graphsys.bsp.program import Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
 from graphsys.errors import GraphsysError, ParameterError
+from graphsys.execution import Execution
 
 #: Louvain and Leiden stop adding levels when one gains at most this much modularity
 #: (networkx's ``threshold``)
@@ -295,7 +296,7 @@ def louvain(graph, *, resolution: float = 1.0, seed: int = 0, weighted: bool | N
             directed: bool | None = None, iterations: int = 1, max_iters: int | None = None,
             schedule: str = "auto", mode: str = "auto", device: str = "cpu",
             backend: str = "auto", threads: int | None = None, edge_set: str | None = None,
-            distributed: bool = False, progress: Callable | None = None,
+            distributed: bool = False, progress: bool | Callable | None = None,
             readahead: int = 4, dense_divisor: float = DENSE_DIVISOR,
             fuse: bool = True) -> Result:
     """Communities by Louvain modularity optimisation, as networkx's
@@ -318,8 +319,7 @@ def louvain(graph, *, resolution: float = 1.0, seed: int = 0, weighted: bool | N
 
     Parameters
     ----------
-    graph : Graph or str or Path
-        An opened graph or a graph directory.
+    %(graph)s
     %(community)s
     iterations : int, default 1
         Passes, each from the partition the last found (its communities as the first
@@ -371,9 +371,12 @@ def louvain(graph, *, resolution: float = 1.0, seed: int = 0, weighted: bool | N
     >>> round(result.stats.scores["modularity"], 4)
     0.3571
     """
+    execution = Execution(mode=mode, device=device, backend=backend, threads=threads,
+                          distributed=distributed, progress=progress)
     return LOUVAIN_SPEC.run(graph, max_iters=max_iters, resolution=resolution, seed=seed,
                             weighted=weighted, directed=directed, iterations=iterations,
-                            **engine_options(locals()))
+                            execution=execution, edge_set=edge_set, readahead=readahead,
+                            dense_divisor=dense_divisor, fuse=fuse, schedule=schedule)
 
 
 @document_options("edge_set", "progress", "device", "backend", "mode", "threads",
@@ -384,7 +387,7 @@ def leiden(graph, *, resolution: float = 1.0, seed: int = 0, weighted: bool | No
            max_iters: int | None = None, schedule: str = "auto", mode: str = "auto",
            device: str = "cpu", backend: str = "auto", threads: int | None = None,
            edge_set: str | None = None, distributed: bool = False,
-           progress: Callable | None = None, readahead: int = 4,
+           progress: bool | Callable | None = None, readahead: int = 4,
            dense_divisor: float = DENSE_DIVISOR, fuse: bool = True) -> Result:
     """Communities by the Leiden algorithm (modularity), as igraph's
     ``community_leiden(objective_function="modularity")``.
@@ -408,8 +411,7 @@ def leiden(graph, *, resolution: float = 1.0, seed: int = 0, weighted: bool | No
 
     Parameters
     ----------
-    graph : Graph or str or Path
-        An opened graph or a graph directory.
+    %(graph)s
     %(community)s
     iterations : int, default 2
         Passes of the whole procedure (igraph's ``n_iterations``, default 2); negative:
@@ -449,9 +451,12 @@ def leiden(graph, *, resolution: float = 1.0, seed: int = 0, weighted: bool | No
     >>> len(set(result.to_dict().values())), round(result.stats.scores["modularity"], 4)
     (2, 0.3571)
     """
+    execution = Execution(mode=mode, device=device, backend=backend, threads=threads,
+                          distributed=distributed, progress=progress)
     return LEIDEN_SPEC.run(graph, max_iters=max_iters, resolution=resolution, seed=seed,
-                           weighted=weighted, directed=directed, iterations=iterations,
-                           theta=theta, **engine_options(locals()))
+                           weighted=weighted, directed=directed, iterations=iterations, theta=theta,
+                           execution=execution, edge_set=edge_set, readahead=readahead,
+                           dense_divisor=dense_divisor, fuse=fuse, schedule=schedule)
 
 
 def modularity(graph, communities, *, resolution: float = 1.0, weighted: bool | None = None,

@@ -11,11 +11,12 @@ from graphsys.bsp.algorithms.common import symmetric
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
 from graphsys.bsp.docstrings import ENGINE_OPTIONS, cite, document_options, fill_doc
 from graphsys.bsp.edges import DENSE_DIVISOR
-from graphsys.bsp.engine import Result, engine_options
+from graphsys.bsp.engine import Result
 from graphsys.bsp.incremental import components_from
 from graphsys.bsp.program import Solved, VertexProgram, lower_to_min
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
+from graphsys.execution import Execution
 from graphsys.kernels import components as afforest
 
 
@@ -80,7 +81,7 @@ class WCC(_LabelProgram):
 def wcc(graph, *, max_iters: int | None = None, schedule: str = "auto", mode: str = "auto",
         device: str = "cpu", backend: str = "auto", threads: int | None = None,
         edge_set: str | None = None, distributed: bool = False,
-        progress: Callable | None = None, readahead: int = 4,
+        progress: bool | Callable | None = None, readahead: int = 4,
         dense_divisor: float = DENSE_DIVISOR, fuse: bool = True, init=None) -> Result:
     """Weakly connected components: each node's label is the smallest internal id in its
     component.
@@ -93,8 +94,7 @@ def wcc(graph, *, max_iters: int | None = None, schedule: str = "auto", mode: st
 
     Parameters
     ----------
-    graph : Graph or str or Path
-        An opened graph or a graph directory.
+    %(graph)s
     max_iters : int, optional
         Most supersteps (default N + 1: enough for any component).
     schedule : {"auto", "sync", "async"}, default "auto"
@@ -132,7 +132,11 @@ def wcc(graph, *, max_iters: int | None = None, schedule: str = "auto", mode: st
     >>> sorted(components.values())
     [[1, 2, 3], [4, 5, 6]]
     """
-    return WCC_SPEC.run(graph, max_iters=max_iters, init=init, **engine_options(locals()))
+    execution = Execution(mode=mode, device=device, backend=backend, threads=threads,
+                          distributed=distributed, progress=progress)
+    return WCC_SPEC.run(graph, max_iters=max_iters, init=init, execution=execution,
+                        edge_set=edge_set, readahead=readahead, dense_divisor=dense_divisor,
+                        fuse=fuse, schedule=schedule)
 
 
 def _wcc_program(graph, *, edge_set=None):

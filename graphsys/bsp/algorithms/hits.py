@@ -24,11 +24,12 @@ from graphsys.bsp.algorithms.common import check_number, resolve_weighted
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
 from graphsys.bsp.docstrings import document_options
 from graphsys.bsp.edges import DENSE_DIVISOR
-from graphsys.bsp.engine import Result, engine_options
+from graphsys.bsp.engine import Result
 from graphsys.bsp.kernels_centrality import hits_solve
 from graphsys.bsp.program import Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
+from graphsys.execution import Execution
 
 #: Most supersteps by default (two per power iteration): luxembourg-osm's hubs settle below
 #: tol 1e-8 after 5,849 (the gap between its top two singular values is tiny)
@@ -119,7 +120,7 @@ def hits(graph, *, tol: float = 1e-8, max_iters: int | None = None,
          weighted: bool | None = None, schedule: str = "auto", mode: str = "auto",
          device: str = "cpu", backend: str = "auto", threads: int | None = None,
          edge_set: str | None = None, distributed: bool = False,
-         progress: Callable | None = None, readahead: int = 4,
+         progress: bool | Callable | None = None, readahead: int = 4,
          dense_divisor: float = DENSE_DIVISOR, fuse: bool = True) -> Result:
     """Hub and authority scores (HITS [1]_), as networkx's :func:`networkx.hits`.
 
@@ -135,8 +136,7 @@ def hits(graph, *, tol: float = 1e-8, max_iters: int | None = None,
 
     Parameters
     ----------
-    graph : Graph or str or Path
-        An opened graph or a graph directory.
+    %(graph)s
     tol : float, default 1e-8
         Stop when the L1 change of the hub vector falls below ``tol``.
     max_iters : int, optional
@@ -182,8 +182,11 @@ def hits(graph, *, tol: float = 1e-8, max_iters: int | None = None,
     >>> {node: [round(hub, 3), round(auth, 3)] for node, (hub, auth) in scores.items()}
     {1: [0.618, 0.0], 2: [0.382, 0.382], 3: [0.0, 0.618]}
     """
+    execution = Execution(mode=mode, device=device, backend=backend, threads=threads,
+                          distributed=distributed, progress=progress)
     return HITS_SPEC.run(graph, tol=tol, max_iters=max_iters, weighted=weighted,
-                         **engine_options(locals()))
+                         execution=execution, edge_set=edge_set, readahead=readahead,
+                         dense_divisor=dense_divisor, fuse=fuse, schedule=schedule)
 
 
 def _hits_program(graph, *, edge_set=None, tol: float = 1e-8, weighted: bool | None = None):

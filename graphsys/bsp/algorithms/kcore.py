@@ -12,11 +12,12 @@ from graphsys.bsp.algorithms.common import self_loop_counts, symmetric
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
 from graphsys.bsp.docstrings import document_options
 from graphsys.bsp.edges import DENSE_DIVISOR
-from graphsys.bsp.engine import Result, engine_options
+from graphsys.bsp.engine import Result
 from graphsys.bsp.program import Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
 from graphsys.errors import GraphsysError, ParameterError
+from graphsys.execution import Execution
 from graphsys.kernels.cores import core_levels, peel_degrees
 
 #: How :func:`kcore` treats self-loops
@@ -134,7 +135,7 @@ class KCore(VertexProgram):
 def kcore(graph, *, self_loops: str = "ignore", max_iters: int | None = None,
           schedule: str = "auto", mode: str = "auto", device: str = "cpu",
           backend: str = "auto", threads: int | None = None, edge_set: str | None = None,
-          distributed: bool = False, progress: Callable | None = None, readahead: int = 4,
+          distributed: bool = False, progress: bool | Callable | None = None, readahead: int = 4,
           dense_divisor: float = DENSE_DIVISOR, fuse: bool = True) -> Result:
     """Core number of every node (the largest ``k`` of a k-core containing it).
 
@@ -151,8 +152,7 @@ def kcore(graph, *, self_loops: str = "ignore", max_iters: int | None = None,
 
     Parameters
     ----------
-    graph : Graph or str or Path
-        An opened graph or a graph directory.
+    %(graph)s
     self_loops : {"ignore", "refuse"}, default "ignore"
         ``ignore``: a self-loop adds nothing to a degree (the core numbers of the graph
         without its self-loops, what networkx asks users to compute with
@@ -194,8 +194,11 @@ def kcore(graph, *, self_loops: str = "ignore", max_iters: int | None = None,
     >>> bsp.kcore(g).to_dict()
     {1: 2.0, 2: 2.0, 3: 2.0, 4: 1.0}
     """
-    return KCORE_SPEC.run(graph, max_iters=max_iters, self_loops=self_loops,
-                          **engine_options(locals()))
+    execution = Execution(mode=mode, device=device, backend=backend, threads=threads,
+                          distributed=distributed, progress=progress)
+    return KCORE_SPEC.run(graph, max_iters=max_iters, self_loops=self_loops, execution=execution,
+                          edge_set=edge_set, readahead=readahead, dense_divisor=dense_divisor,
+                          fuse=fuse, schedule=schedule)
 
 
 def _kcore_program(graph, *, edge_set=None, self_loops: str = "ignore"):

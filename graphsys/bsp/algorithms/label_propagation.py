@@ -14,11 +14,12 @@ from graphsys.bsp.algorithms.common import symmetric
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
 from graphsys.bsp.docstrings import document_options
 from graphsys.bsp.edges import DENSE_DIVISOR, numpy_adjacency
-from graphsys.bsp.engine import Result, engine_options
+from graphsys.bsp.engine import Result
 from graphsys.bsp.kernels_components import greedy_coloring, lpa_semi_sync
 from graphsys.bsp.program import Combiner, Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
+from graphsys.execution import Execution
 
 if TYPE_CHECKING:
     import torch
@@ -247,7 +248,7 @@ class LabelPropagation(VertexProgram):
 def label_propagation(graph, *, max_iters: int | None = None, schedule: str = "auto",
                       mode: str = "auto", device: str = "cpu", backend: str = "auto",
                       threads: int | None = None, edge_set: str | None = None,
-                      distributed: bool = False, progress: Callable | None = None,
+                      distributed: bool = False, progress: bool | Callable | None = None,
                       readahead: int = 4, dense_divisor: float = DENSE_DIVISOR,
                       fuse: bool = True) -> Result:
     """Communities by semi-synchronous label propagation, as networkx's
@@ -268,8 +269,7 @@ def label_propagation(graph, *, max_iters: int | None = None, schedule: str = "a
 
     Parameters
     ----------
-    graph : Graph or str or Path
-        An opened graph or a graph directory.
+    %(graph)s
     max_iters : int, optional
         Most supersteps (default 4N + 100,000: the colouring takes at most 2N + 2, a round
         one per colour); in memory on CPU (``schedule="auto"``) the most rounds.
@@ -314,7 +314,11 @@ def label_propagation(graph, *, max_iters: int | None = None, schedule: str = "a
     >>> bsp.label_propagation(g, mode="out-of-core").to_dict() == result.to_dict()
     True
     """
-    return LPA_SPEC.run(graph, max_iters=max_iters, **engine_options(locals()))
+    execution = Execution(mode=mode, device=device, backend=backend, threads=threads,
+                          distributed=distributed, progress=progress)
+    return LPA_SPEC.run(graph, max_iters=max_iters, execution=execution, edge_set=edge_set,
+                        readahead=readahead, dense_divisor=dense_divisor, fuse=fuse,
+                        schedule=schedule)
 
 
 def _lpa_program(graph, *, edge_set=None):

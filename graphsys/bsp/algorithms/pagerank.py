@@ -54,7 +54,6 @@ import numpy as np
 
 from graphsys.bsp.algorithms.common import (
     check_number,
-    execute,
     open_if_path,
     resolve_weighted,
     source_index,
@@ -65,7 +64,7 @@ from graphsys.bsp.algorithms.pagerank_krylov import solve_krylov
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
 from graphsys.bsp.docstrings import ENGINE_OPTIONS, cite, document_options, fill_doc
 from graphsys.bsp.edges import DENSE_DIVISOR, cache_bytes
-from graphsys.bsp.engine import Result, engine_options
+from graphsys.bsp.engine import Result, run
 from graphsys.bsp.incremental_pagerank import pagerank_from
 from graphsys.bsp.kernels import PARALLEL_MIN_ITEMS
 from graphsys.bsp.kernels_pagerank import (
@@ -81,6 +80,7 @@ from graphsys.bsp.program import Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
 from graphsys.errors import GraphsysError, ParameterError
+from graphsys.execution import Execution
 from graphsys.storage.adjacency_index import build_command, build_index, warn_outdated_push
 from graphsys.storage.lock import manifest_digest
 from graphsys.storage.push_layout import degree_order, min_blocks, push_layout, sums_length
@@ -527,7 +527,7 @@ def pagerank(graph, *, damping: float = 0.85, tol: float = 1e-6, max_iters: int 
              sum_dtype: str = "auto", weighted: bool | None = None,
              store_index: bool = True, mode: str = "auto", device: str = "cpu",
              backend: str = "auto", threads: int | None = None, edge_set: str | None = None,
-             distributed: bool = False, progress: Callable | None = None,
+             distributed: bool = False, progress: bool | Callable | None = None,
              readahead: int = 4, dense_divisor: float = DENSE_DIVISOR,
              fuse: bool = True, init=None,
              device_budget: int | float | None = None) -> Result:
@@ -548,8 +548,7 @@ def pagerank(graph, *, damping: float = 0.85, tol: float = 1e-6, max_iters: int 
 
     Parameters
     ----------
-    graph : Graph or str or Path
-        An opened graph or a graph directory.
+    %(graph)s
     %(pagerank_parameters)s
     %(engine_options)s
 
@@ -599,10 +598,12 @@ def pagerank(graph, *, damping: float = 0.85, tol: float = 1e-6, max_iters: int 
     >>> round(result.value(4), 3), result.stats.weighted
     (0.155, False)
     """
+    execution = Execution(mode=mode, device=device, backend=backend, threads=threads,
+                          distributed=distributed, progress=progress)
     return PAGERANK_SPEC.run(graph, damping=damping, tol=tol, max_iters=max_iters,
-                             sum_dtype=sum_dtype, weighted=weighted,
-                             store_index=store_index, init=init,
-                             **engine_options(locals()))
+                             sum_dtype=sum_dtype, weighted=weighted, store_index=store_index,
+                             init=init, execution=execution, edge_set=edge_set, readahead=readahead,
+                             dense_divisor=dense_divisor, fuse=fuse, device_budget=device_budget)
 
 
 @document_options()
@@ -614,7 +615,7 @@ def personalized_pagerank(graph, sources, *, weights=None, damping: float = 0.85
                           store_index: bool = True, mode: str = "auto",
                           device: str = "cpu", backend: str = "auto",
                           threads: int | None = None, edge_set: str | None = None,
-                          distributed: bool = False, progress: Callable | None = None,
+                          distributed: bool = False, progress: bool | Callable | None = None,
                           readahead: int = 4, dense_divisor: float = DENSE_DIVISOR,
                           fuse: bool = True) -> Result:
     """PageRank teleporting to chosen source nodes instead of uniformly.
@@ -626,8 +627,7 @@ def personalized_pagerank(graph, sources, *, weights=None, damping: float = 0.85
 
     Parameters
     ----------
-    graph : Graph or str or Path
-        An opened graph or a graph directory.
+    %(graph)s
     sources : node id or sequence of node ids
         Original ids of the nodes the walk teleports to.
     weights : sequence of float, optional
@@ -681,7 +681,10 @@ def personalized_pagerank(graph, sources, *, weights=None, damping: float = 0.85
                     weighted=resolve_weighted(graph, edge_set, weighted),
                     store_index=store_index)
     prog.name = "ppr"
-    return execute(graph, prog, PPR_SPEC.max_iters(graph, max_iters), **engine_options(locals()))
+    execution = Execution(mode=mode, device=device, backend=backend, threads=threads,
+                          distributed=distributed, progress=progress)
+    return run(graph, prog, max_iters=PPR_SPEC.max_iters(graph, max_iters), execution=execution,
+                   edge_set=edge_set, readahead=readahead, dense_divisor=dense_divisor, fuse=fuse)
 
 
 def _pagerank_program(graph, *, edge_set=None, damping: float = 0.85, tol: float = 1e-6,

@@ -12,11 +12,12 @@ from graphsys.bsp.algorithms.common import symmetric
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
 from graphsys.bsp.docstrings import document_options
 from graphsys.bsp.edges import DENSE_DIVISOR
-from graphsys.bsp.engine import Result, engine_options
+from graphsys.bsp.engine import Result
 from graphsys.bsp.kernels_components import scc_multistep
 from graphsys.bsp.program import Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
+from graphsys.execution import Execution
 from graphsys.kernels import components as afforest
 
 INF = float("inf")
@@ -170,7 +171,7 @@ class SCC(VertexProgram):
 def scc(graph, *, max_iters: int | None = None, schedule: str = "auto", mode: str = "auto",
         device: str = "cpu", backend: str = "auto", threads: int | None = None,
         edge_set: str | None = None, distributed: bool = False,
-        progress: Callable | None = None, readahead: int = 4,
+        progress: bool | Callable | None = None, readahead: int = 4,
         dense_divisor: float = DENSE_DIVISOR, fuse: bool = True) -> Result:
     """Strongly connected components: each node's label is the smallest internal id of its
     component (as :func:`wcc` labels weak ones).
@@ -190,8 +191,7 @@ def scc(graph, *, max_iters: int | None = None, schedule: str = "auto", mode: st
 
     Parameters
     ----------
-    graph : Graph or str or Path
-        An opened graph or a graph directory.
+    %(graph)s
     max_iters : int, optional
         Most supersteps (default (N + 1)(2N + 6), more than any run takes; a round takes
         about twice the depth of its colours plus four).
@@ -240,7 +240,11 @@ def scc(graph, *, max_iters: int | None = None, schedule: str = "auto", mode: st
     >>> bsp.scc(g, mode="out-of-core").to_dict() == bsp.scc(g).to_dict()
     True
     """
-    return SCC_SPEC.run(graph, max_iters=max_iters, **engine_options(locals()))
+    execution = Execution(mode=mode, device=device, backend=backend, threads=threads,
+                          distributed=distributed, progress=progress)
+    return SCC_SPEC.run(graph, max_iters=max_iters, execution=execution, edge_set=edge_set,
+                        readahead=readahead, dense_divisor=dense_divisor, fuse=fuse,
+                        schedule=schedule)
 
 
 def _scc_program(graph, *, edge_set=None):

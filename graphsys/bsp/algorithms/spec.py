@@ -20,6 +20,7 @@ from graphsys.bsp.engine import Result
 from graphsys.bsp.engine import run as run_program
 from graphsys.bsp.program import VertexProgram
 from graphsys.errors import ConvergenceWarning, GraphsysError, ParameterError
+from graphsys.execution import FIELDS, Execution
 
 
 @dataclass(frozen=True)
@@ -47,10 +48,10 @@ class AlgorithmSpec:
         ``finish(result) -> Result`` applied to the engine's result (e.g. HITS normalises
         its scores); not part of what the profiler measures.
     warm_start : callable, optional
-        ``warm_start(spec, graph, previous, source=, params=, max_iters=, **engine_options)
-        -> Result``: the run started from a stored result of an earlier version of the
-        edges (:mod:`graphsys.bsp.incremental`), for :meth:`run`'s ``init``; None: the
-        algorithm takes no ``init``.
+        ``warm_start(spec, graph, previous, source=, params=, max_iters=, execution=,
+        **engine_options) -> Result``: the run started from a stored result of an earlier
+        version of the edges (:mod:`graphsys.bsp.incremental`), for :meth:`run`'s
+        ``init``; None: the algorithm takes no ``init``.
     """
 
     name: str
@@ -86,10 +87,11 @@ class AlgorithmSpec:
         return self.program(graph, edge_set=edge_set, **given)
 
     def run(self, graph, source=None, *, max_iters: int | None = None, init=None,
-            **kwargs: Any) -> Result:
+            execution: Execution | None = None, **kwargs: Any) -> Result:
         """Run on ``graph`` (an opened Graph or a directory): ``kwargs`` among
-        :attr:`parameters` configure the program, the rest go to
-        :func:`graphsys.bsp.engine.run` (mode, device, edge_set, progress, ...); ``init``
+        :attr:`parameters` configure the program, those among :data:`~graphsys.execution.
+        FIELDS` (or ``execution``) make the run's :class:`~graphsys.execution.Execution`,
+        the rest go to :func:`graphsys.bsp.engine.run` (edge_set, fuse, ...); ``init``
         (a previous result: a Parquet file, a table or a Result) starts the run from it
         (:attr:`warm_start`). The result records its :attr:`Result.provenance
         <graphsys.bsp.result.Result.provenance>`. A run that stops at ``max_iters`` before
@@ -98,6 +100,8 @@ class AlgorithmSpec:
         openmp.apply_wait_policy()
         graph = open_if_path(graph)
         params = {k: kwargs.pop(k) for k in self.parameters if k in kwargs}
+        kwargs["execution"] = Execution.of(execution, **{k: kwargs.pop(k) for k in FIELDS
+                                                         if k in kwargs})
         self.check_source(source)
         edge_set = kwargs.get("edge_set")
         limit = self.max_iters(graph, max_iters)

@@ -1,0 +1,167 @@
+"""How a call runs, whatever the engine: :class:`Execution`, one frozen options object
+(mode, device, backend, threads, memory limit, distributed, progress), validated in one
+place; the numpydoc texts of those options; and :func:`fill_doc`, the one docstring
+template every engine's public functions are written with (``help()``, Sphinx and
+doctests see the full text).
+
+Engines take the options as keyword arguments of their front-ends and build one
+:class:`Execution` from them (:meth:`Execution.of`), which is what they pass down.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from graphsys.errors import ParameterError
+from graphsys.progress import check_progress
+
+MODES = ("auto", "memory", "out-of-core")
+BACKENDS = ("auto", "numba", "torch")
+DEVICES = ("cpu", "cuda", "cuda:K", "auto")
+
+#: The numpydoc entries of the options that read the same in every engine (an engine adds
+#: or overrides its own: :data:`graphsys.bsp.docstrings.OPTION_DOCS`, mining's ``_docs``).
+OPTION_DOCS = {
+    "device": """device : str, default "cpu"
+    ``cpu``, ``cuda``, ``cuda:K`` or ``auto`` (CUDA when available).""",
+    "backend": """backend : {"auto", "numba", "torch"}, default "auto"
+    ``auto``: numba kernels on CPU, torch on CUDA; ``torch`` on CPU runs the GPU code path
+    on CPU tensors.""",
+    "memory_limit": """memory_limit : int, optional
+    Anonymous bytes what the call builds in RAM may take (default: the RAM available
+    now).""",
+    "progress": """progress : bool or callable, optional
+    False or None: nothing. True: a progress display (a bar on a terminal, a line every
+    ``GRAPHSYS_PROGRESS_SECONDS`` elsewhere; :func:`graphsys.progress.display`). A
+    callable: called with the report of each step as it ends (the BSP engine's: the
+    superstep's :class:`~graphsys.bsp.stats.SuperstepStats`; the others': a
+    :class:`graphsys.progress.Step`).""",
+    "execution": """execution : Execution, optional
+    How the call runs (``mode``, ``threads``, ``progress``, ...) as one
+    :class:`~graphsys.execution.Execution` instead of those keywords (both: refused).""",
+}
+
+
+@dataclass(frozen=True)
+class Execution:
+    """How a call runs: the options every engine shares, checked once when built.
+
+    Parameters
+    ----------
+    mode : {"auto", "memory", "out-of-core"}, default "auto"
+        In RAM, streamed from the mapped files, or chosen by the engine (each engine's
+        front-ends say how).
+    %(device)s
+    %(backend)s
+    threads : int, optional
+        Worker threads (default: numba's thread count).
+    %(memory_limit)s
+    distributed : bool, default False
+        Run as one rank of the initialised ``torch.distributed`` process group.
+    %(progress)s
+
+    Raises
+    ------
+    ParameterError
+        A field outside its values (one line naming the field).
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np, graphsys
+    >>> from graphsys import Execution, bsp, mining
+    >>> run = Execution(mode="memory", threads=1)
+    >>> run.mode, run.device, run.progress
+    ('memory', 'cpu', False)
+    >>> g = graphsys.from_numpy(np.array([1, 2, 3]), np.array([2, 3, 1]),
+    ...                         tempfile.mkdtemp() + "/g")
+    >>> bsp.run(g, bsp.PageRank(), execution=run).stats.mode
+    'memory'
+    >>> mining.triangle_stats(g, execution=run).count
+    1
+    >>> Execution(threads=0)
+    Traceback (most recent call last):
+    ...
+    graphsys.errors.ParameterError: threads must be a positive integer, got 0
+    """
+
+    mode: str = "auto"
+    device: str = "cpu"
+    backend: str = "auto"
+    threads: int | None = None
+    memory_limit: int | None = None
+    distributed: bool = False
+    progress: bool | Callable = False
+
+    def __post_init__(self) -> None:
+        device = str(self.device)
+        cuda_k = device.startswith("cuda:") and device[5:].isdigit()
+        for field, value, known in (("mode", self.mode, MODES), ("backend", self.backend,
+                                    BACKENDS), ("device", "cpu" if cuda_k else device, DEVICES)):
+            if value not in known:
+                raise ParameterError(field, f"must be one of {', '.join(known)}, got "
+                                            f"{getattr(self, field)!r}")
+        for field in ("threads", "memory_limit"):
+            value = getattr(self, field)
+            if value is not None and (isinstance(value, bool) or not isinstance(
+                    value, (int, np.integer)) or value < 1):
+                raise ParameterError(field, f"must be a positive integer, got {value!r}")
+        if not isinstance(self.distributed, (bool, np.bool_)):
+            raise ParameterError("distributed", f"must be True or False, got "
+                                                f"{self.distributed!r}")
+        object.__setattr__(self, "progress", check_progress(self.progress))
+
+    @classmethod
+    def of(cls, execution: Execution | None, **given) -> Execution:
+        """``execution`` when given, else one built from a front-end's keyword options
+        ``given``; refused when both say something (an option given neither None nor its
+        default)."""
+        if execution is None:
+            return cls(**given)
+        if not isinstance(execution, cls):
+            raise ParameterError("execution", f"must be an Execution, got "
+                                              f"{type(execution).__name__}")
+        both = [k for k, v in given.items() if v is not None and not (
+            isinstance(v, (str, bool)) and v == _DEFAULTS[k])]
+        if both:
+            raise ParameterError("execution", f"given with {', '.join(both)} as keywords "
+                                              f"too: give each option once")
+        return execution
+
+    def on_cpu(self, what: str) -> Execution:
+        """Itself, refused in one line where it asks ``what`` (CPU-only) for CUDA."""
+        if str(self.device).startswith("cuda") or self.backend == "torch":
+            raise ParameterError("device", f"{what} runs on the CPU (numba kernels), got "
+                                           f"device {self.device!r}, backend {self.backend!r}")
+        return self
+
+
+#: The fields' defaults (what :meth:`Execution.of` reads as not given).
+_DEFAULTS = {f.name: f.default for f in dataclasses.fields(Execution)}
+FIELDS = tuple(_DEFAULTS)
+
+
+def fill_doc(**sections: str) -> Callable:
+    """Decorator: replace each docstring line ``%(name)s`` with ``sections[name]``
+    (numpydoc text written at column 0), indented like that line."""
+
+    def decorate(func: Callable) -> Callable:
+        lines = []
+        for line in (func.__doc__ or "").splitlines():  # no docstring under python -OO
+            key = line.strip()
+            if key.startswith("%(") and key.endswith(")s") and key[2:-2] in sections:
+                pad = line[:len(line) - len(line.lstrip())]
+                lines += [pad + row if row else row
+                          for row in sections[key[2:-2]].splitlines()]
+            else:
+                lines.append(line)
+        func.__doc__ = "\n".join(lines) if func.__doc__ else func.__doc__
+        return func
+
+    return decorate
+
+
+fill_doc(**OPTION_DOCS)(Execution)
