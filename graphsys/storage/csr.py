@@ -21,7 +21,7 @@ import numba
 import numpy as np
 
 from graphsys.errors import FormatError
-from graphsys.storage import index_merge, kernels, pages
+from graphsys.storage import edge_changes, index_merge, kernels, pages
 from graphsys.storage.column_file import map_column
 from graphsys.storage.edges import iter_edges
 from graphsys.storage.format import (
@@ -320,21 +320,35 @@ def _read_only(*arrays: np.ndarray | None) -> None:
 
 def merged_index(graph, es, kind: str) -> MappedIndex | None:
     """The ``kind`` (``csr``, ``csc``, ``sym``) index of an edge set view: the members'
-    indexes merged (:func:`graphsys.storage.index_merge.merge`) when every member has one,
-    else None, decided from the manifest before any member's index is mapped; a ``push``
-    index is never merged (None), nor are those of a view with change sets (deletions,
-    weight updates), which is built from its buckets, read through the changes."""
+    indexes merged (:func:`graphsys.storage.index_merge.merge`) when every member that is
+    not a change set has one, else None, decided from the manifest before any member's
+    index is mapped; a ``push`` index is never merged (None). A view with change sets
+    (deletions, weight updates) reads each member's ``csr``/``csc`` index through the
+    change sets that target it (:func:`graphsys.storage.index_merge.through_changes`: its
+    deleted pairs dropped, its re-weighted ones given their new weight, as the view's
+    buckets read), checked against the view's edge count; its ``sym`` index is None (the
+    view is built from its buckets)."""
     sets = graph.manifest.edge_sets
-    if kind not in ("csr", "csc", "sym") or any(
-            kind not in graph.manifest.indexes.get(name, {}) or sets[name].change
-            for name in es.members):
+    edges = [name for name in es.members if not sets[name].change]
+    changes = [name for name in es.members if sets[name].change]
+    if kind not in ("csr", "csc", "sym") or (changes and kind == "sym") or any(
+            kind not in graph.manifest.indexes.get(name, {}) for name in edges):
         return None  # a member without one: mapping (renumbering) the others is wasted
-    parts = [mapped_index(graph, name, kind) for name in es.members]
+    parts = [mapped_index(graph, name, kind) for name in edges]
     if any(p is None for p in parts):
         return None
     n = graph.num_nodes()
-    indptr, indices, weight = index_merge.merge(
-        [(p.indptr, p.indices, p.weight) for p in parts], n, dedupe=kind == "sym")
+    arrays = [(p.indptr, p.indices, p.weight) for p in parts]
+    if changes:
+        arrays = [index_merge.through_changes(
+            *a, kind == "csc", *edge_changes.member_changes(graph, name, changes))
+            for name, a in zip(edges, arrays)]
+    if len(arrays) == 1:
+        indptr, indices, weight = arrays[0]
+    else:
+        indptr, indices, weight = index_merge.merge(arrays, n, dedupe=kind == "sym")
+    if changes and len(indices) != es.num_edges:
+        return None  # not the view's edges: it is built from its buckets
     _read_only(indptr, indices, weight)
     info = IndexInfo(kind, str(indices.dtype), n, len(indices), weight is not None, "")
     return MappedIndex(info, indptr, indices, weight)

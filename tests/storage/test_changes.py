@@ -192,3 +192,29 @@ def test_measures_and_gnn_data_equal_a_fresh_ingest(changed, tmp_path):
     assert sorted(zip(np.minimum(got.head, got.tail).tolist(),
                       np.maximum(got.head, got.tail).tolist())) == sorted(
         zip(np.minimum(want.head, want.tail).tolist(), np.maximum(want.head, want.tail).tolist()))
+
+
+def test_a_view_with_change_sets_reads_its_members_indexes(changed, tmp_path):
+    """With every edge set indexed, the changed view's CSR and CSC come from the members'
+    indexes through the change sets (not from the buckets): the fresh ingest's rows, and
+    the engines' answers unchanged."""
+    from graphsys.storage.adjacency_index import build_index
+
+    g, edges = changed
+    before = _engines(g, 0)
+    build_index(g, ("csr", "csc"), edge_sets=["default", "day2"])
+    g = graphsys.open_graph(g.path)
+    fresh = _fresh(edges, tmp_path / "fresh")
+    for kind in ("csr", "csc"):
+        mapped = g.adjacency_index(None, kind)
+        assert mapped is not None and len(mapped.indices) == len(edges)
+        want = fresh.csr(transpose=kind == "csc")
+        np.testing.assert_array_equal(mapped.indptr, want.indptr)
+        for v in range(N):  # each row: the same neighbours with the same weights
+            lo, hi = mapped.indptr[v], mapped.indptr[v + 1]
+            got = sorted(zip(mapped.indices[lo:hi].tolist(), mapped.weight[lo:hi].tolist()))
+            ref = sorted(zip(want.indices[lo:hi].tolist(), want.weight[lo:hi].tolist()))
+            assert got == ref
+    after = _engines(g, 0)
+    assert after[1:] == before[1:]
+    assert max(abs(after[0][k] - before[0][k]) for k in before[0]) < 1e-12
