@@ -219,13 +219,15 @@ def _change(graph: Path, rest: list, fraction: float, edges: int, seed: int) -> 
     from graphsys.storage.changes import delete_edges
 
     g = graphsys.open_graph(graph)
-    src, dst = (np.concatenate(x) for x in zip(*((s, d) for s, d, _, _ in g.iter_edges())))
-    pairs = np.unique(np.stack([src, dst], 1), axis=0)
+    n = g.num_nodes()
+    # the distinct pairs as one int64 key each (a sort of E keys, not of E rows: 20M edges)
+    pairs = np.unique(np.concatenate([s.astype(np.int64) * n + d
+                                      for s, d, _, _ in g.iter_edges()]))
     k = max(1, int(round(fraction * edges / 2)))
     pick = pairs[np.random.default_rng(seed).choice(len(pairs), k, replace=False)]
     ids = g.node_ids()
     t0 = time.perf_counter()
-    report = delete_edges(graph, ids[pick[:, 0]], ids[pick[:, 1]])
+    report = delete_edges(graph, ids[pick // n], ids[pick % n])
     day2, _ = _split(rest, k)
     write_edges(day2, graph.parent / "day2.parquet", overwrite=True)
     graphsys.ingest(graph.parent / "day2.parquet", graph, append=True, edge_set="day2")

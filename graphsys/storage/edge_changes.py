@@ -77,14 +77,20 @@ def check_targets(manifest, names: tuple[str, ...]) -> None:
 
 def load_bucket(graph, name: str, i: int, j: int) -> BucketChange:
     """Change set ``name``'s pairs in bucket ``(i, j)`` (read from the stored graph, so a
-    time view applies every change whatever its window)."""
+    time view applies every change whatever its window), read once per stored
+    :class:`~graphsys.storage.graph.Graph` (a view's CSR, then its CSC, and a repair's
+    reading of the change share them)."""
     stored = getattr(graph, "stored", graph)
-    es: EdgeSet = stored.manifest.edge_sets[name]
-    bucket = stored.bucket(i, j, name)
-    keys = pair_keys(bucket.src, bucket.dst) if bucket.num_edges else np.zeros(0, np.int64)
-    weight = bucket.weight if es.change.kind == "update" and bucket.num_edges else None
-    return BucketChange(name, es.change.kind, frozenset(es.change.targets), keys,
-                        None if weight is None else np.asarray(weight, np.float32))
+    cache = stored._mapped_indexes
+    key = (name, "change-bucket", i, j)
+    if key not in cache:
+        es: EdgeSet = stored.manifest.edge_sets[name]
+        bucket = stored.bucket(i, j, name)
+        keys = pair_keys(bucket.src, bucket.dst) if bucket.num_edges else np.zeros(0, np.int64)
+        weight = bucket.weight if es.change.kind == "update" and bucket.num_edges else None
+        cache[key] = BucketChange(name, es.change.kind, frozenset(es.change.targets), keys,
+                                  None if weight is None else np.asarray(weight, np.float32))
+    return cache[key]
 
 
 def global_keys(graph, name: str) -> tuple[np.ndarray, np.ndarray | None]:
