@@ -40,10 +40,12 @@ CSR and CSC indexes (``graphsys index --csr --csc``), for each fraction of ``--f
 drawn uniformly from its edges, deleted with every parallel edge: ``delete_edges``) and
 gains the other half (the next R-MAT draws, appended as ``day2``). The repair reads the old
 edges' mapped indexes through the deletions (:mod:`graphsys.bsp.incremental_changes`); a
-run from scratch builds the changed view's adjacency from its buckets (a view with change
-sets has no index). Each side is timed in process (``bsp.wcc(g, init=PREV)``, opening the
-graph afresh each call) and as a whole command (``python -m graphsys run wcc DIR --out OUT
---init PREV`` against ``--init none``, process start and import included), alternated,
+run from scratch would read the changed view's adjacency from the same indexes through
+the change sets (:func:`graphsys.storage.csr.merged_index`), but the appended ``day2`` has
+none, so it builds the view from its buckets. Each side is timed in process
+(``bsp.wcc(g, init=PREV)``, opening the graph afresh each call) and as a whole command
+(``python -m graphsys run wcc DIR --out OUT --init PREV`` against ``--init none``, process
+start and import included), alternated,
 medians of ``--turns``; ``identical``: the two answers equal (PageRank's:
 ``l1_difference``, both to ``--tol``), ``start``: what the started run did (``repair`` or
 ``scratch``; PageRank's ``delta`` or ``warm``).
