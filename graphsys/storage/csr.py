@@ -354,6 +354,32 @@ def merged_index(graph, es, kind: str) -> MappedIndex | None:
     return MappedIndex(info, indptr, indices, weight)
 
 
+def _changed_offsets(graph, es, kind: str) -> np.ndarray | None:
+    """The row offsets :func:`merged_index` gives a view with change sets, from its
+    members' indexes and the pairs deleted from each, without copying their ids (O(N) and
+    the rows holding a deleted pair); None where it gives none."""
+    sets = graph.manifest.edge_sets
+    edges = [name for name in es.members if not sets[name].change]
+    changes = [name for name in es.members if sets[name].change]
+    if kind not in ("csr", "csc") or any(
+            kind not in graph.manifest.indexes.get(name, {}) for name in edges):
+        return None
+    n = graph.num_nodes()
+    degree = np.zeros(n, np.int64)
+    for name in edges:
+        part = mapped_index(graph, name, kind)
+        if part is None:
+            return None
+        gone = edge_changes.member_changes(graph, name, changes)[0]
+        degree += index_merge.kept_counts(part.indptr, part.indices, kind == "csc", gone)[0]
+    indptr = np.zeros(n + 1, np.int64)
+    np.cumsum(degree, out=indptr[1:])
+    if indptr[-1] != es.num_edges:
+        return None
+    _read_only(indptr)
+    return indptr
+
+
 def chunks(column: np.ndarray, size: int = CHECK_CHUNK) -> list[np.ndarray]:
     """``column`` as consecutive views of ``size`` entries: a pass over a mapped column
     releases each one once read, so its resident pages stay bounded by one chunk."""
@@ -443,7 +469,10 @@ def mapped_offsets(graph, edge_set: str | None = None, kind: str = "csr"
     cache = graph._mapped_indexes
     if key not in cache:
         mapped = cache.get(key[:2])
-        if mapped is None and (es.members or index_state(
+        if mapped is None and es.members and edge_changes.change_members(graph.manifest,
+                                                                          es.members):
+            cache[key] = _changed_offsets(graph, es, kind)  # no copy of the ids
+        elif mapped is None and (es.members or index_state(
                 graph.manifest, es.name, kind) == "grown"):
             mapped = mapped_index(graph, es.name, kind)  # the offsets come with the ids
             cache[key] = None if mapped is None else mapped.indptr

@@ -256,6 +256,23 @@ def _changed_rows(indptr, idx, weight, new_indptr, touched, n, transpose, delete
             at += 1
 
 
+def kept_counts(indptr: np.ndarray, indices: np.ndarray, transpose: bool,
+                deleted: np.ndarray, updated: np.ndarray | None = None
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's entries of a CSR (``transpose``: a CSC) that are not among the pairs
+    ``deleted`` (:func:`through_changes`'s keys), int64 (N,), in O(N) plus the rows
+    holding a deleted or ``updated`` pair, which are searched (bool (N,), also
+    returned)."""
+    n = len(indptr) - 1
+    touched = np.zeros(n, np.bool_)
+    for keys in (deleted, updated if updated is not None else deleted):
+        touched[(keys % n) if transpose else (keys // n)] = True
+    counts = np.empty(n, np.int64)
+    _kept_counts(indptr, indices, touched, n, transpose, np.asarray(deleted, np.int64),
+                 counts)
+    return counts, touched
+
+
 def through_changes(indptr: np.ndarray, indices: np.ndarray, weight: np.ndarray | None,
                     transpose: bool, deleted: np.ndarray, updated: np.ndarray,
                     updated_weight: np.ndarray
@@ -275,13 +292,9 @@ def through_changes(indptr: np.ndarray, indices: np.ndarray, weight: np.ndarray 
     [[0, 1, 2], [0, 0]]
     """
     n = len(indptr) - 1
-    touched = np.zeros(n, np.bool_)
-    for keys in (deleted, updated):
-        touched[(keys % n) if transpose else (keys // n)] = True
-    counts = np.empty(n, np.int64)
-    no_w = np.zeros(0, np.float32)
     deleted, updated = np.asarray(deleted, np.int64), np.asarray(updated, np.int64)
-    _kept_counts(indptr, indices, touched, n, transpose, deleted, counts)
+    counts, touched = kept_counts(indptr, indices, transpose, deleted, updated)
+    no_w = np.zeros(0, np.float32)
     new_indptr = np.zeros(n + 1, np.int64)
     np.cumsum(counts, out=new_indptr[1:])
     out_idx = np.empty(int(new_indptr[-1]), indices.dtype)

@@ -218,3 +218,21 @@ def test_a_view_with_change_sets_reads_its_members_indexes(changed, tmp_path):
     after = _engines(g, 0)
     assert after[1:] == before[1:]
     assert max(abs(after[0][k] - before[0][k]) for k in before[0]) < 1e-12
+
+
+def test_a_changed_views_offsets_are_its_index_rows(changed):
+    """The row offsets of a view with change sets (its degrees) come from the members'
+    indexes less the deleted pairs, without its ids, and equal the merged index's."""
+    from graphsys.storage.adjacency_index import build_index
+
+    g, edges = changed
+    build_index(g, ("csr", "csc"), edge_sets=["default", "day2"])
+    for kind in ("csr", "csc"):
+        g1 = graphsys.open_graph(g.path)
+        offsets = g1.index_offsets(None, kind)
+        assert offsets is not None and (g1.edge_set().name, kind) not in g1._mapped_indexes
+        g2 = graphsys.open_graph(g.path)
+        np.testing.assert_array_equal(offsets, g2.adjacency_index(None, kind).indptr)
+        want = np.bincount([e[0 if kind == "csr" else 1] for e in edges], minlength=N)
+        ids = g2.to_internal(np.arange(N))
+        np.testing.assert_array_equal(np.diff(offsets)[ids], want)
