@@ -326,12 +326,12 @@ def merged_index(graph, es, kind: str) -> MappedIndex | None:
     (deletions, weight updates) reads each member's ``csr``/``csc`` index through the
     change sets that target it (:func:`graphsys.storage.index_merge.through_changes`: its
     deleted pairs dropped, its re-weighted ones given their new weight, as the view's
-    buckets read), checked against the view's edge count; its ``sym`` index is None (the
-    view is built from its buckets)."""
+    buckets read), checked against the view's edge count, on a graph of one entity type
+    (:func:`_keyed`); its ``sym`` index is None (the view is built from its buckets)."""
     sets = graph.manifest.edge_sets
     edges = [name for name in es.members if not sets[name].change]
     changes = [name for name in es.members if sets[name].change]
-    if kind not in ("csr", "csc", "sym") or (changes and kind == "sym") or any(
+    if kind not in ("csr", "csc", "sym") or (changes and not _keyed(graph, kind)) or any(
             kind not in graph.manifest.indexes.get(name, {}) for name in edges):
         return None  # a member without one: mapping (renumbering) the others is wasted
     parts = [mapped_index(graph, name, kind) for name in edges]
@@ -354,6 +354,14 @@ def merged_index(graph, es, kind: str) -> MappedIndex | None:
     return MappedIndex(info, indptr, indices, weight)
 
 
+def _keyed(graph, kind: str) -> bool:
+    """Whether a view's ``kind`` index can be read through its change sets: a ``csr`` or
+    ``csc`` of one entity type's graph of fewer than 2**31 nodes (a pair's key ``u * N +
+    v`` fits int64); else the view is built from its buckets."""
+    return kind in ("csr", "csc") and len(graph.manifest.entity_types) == 1 \
+        and graph.num_nodes() < 1 << 31
+
+
 def _changed_offsets(graph, es, kind: str) -> np.ndarray | None:
     """The row offsets :func:`merged_index` gives a view with change sets, from its
     members' indexes and the pairs deleted from each, without copying their ids (O(N) and
@@ -361,7 +369,7 @@ def _changed_offsets(graph, es, kind: str) -> np.ndarray | None:
     sets = graph.manifest.edge_sets
     edges = [name for name in es.members if not sets[name].change]
     changes = [name for name in es.members if sets[name].change]
-    if kind not in ("csr", "csc") or any(
+    if not _keyed(graph, kind) or any(
             kind not in graph.manifest.indexes.get(name, {}) for name in edges):
         return None
     n = graph.num_nodes()
