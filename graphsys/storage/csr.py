@@ -362,6 +362,22 @@ def _keyed(graph, kind: str) -> bool:
         and graph.num_nodes() < 1 << 31
 
 
+def _rows(graph, name: str, kind: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(indptr, indices)`` of edge set ``name``'s ``kind`` index for counting the rows a
+    change touches: the index mapped whole where it is (or must be: built before an
+    append), else its offsets checked in O(N) and its ids mapped unchecked (only compared
+    with the changed pairs, never used to index an array)."""
+    whole = graph._mapped_indexes.get((name, kind))
+    if whole is None and index_state(graph.manifest, name, kind) != "current":
+        whole = mapped_index(graph, name, kind)
+    if whole is not None:
+        return whole.indptr, whole.indices
+    indptr = mapped_offsets(graph, name, kind)
+    graph.check_hash(index_file(name, kind, "indices"))
+    raw = map_index(graph, name, kind, check_values=False)
+    return None if indptr is None or raw is None else (indptr, raw.indices)
+
+
 def _changed_offsets(graph, es, kind: str) -> np.ndarray | None:
     """The row offsets :func:`merged_index` gives a view with change sets, from its
     members' indexes and the pairs deleted from each, without copying their ids (O(N) and
@@ -375,11 +391,11 @@ def _changed_offsets(graph, es, kind: str) -> np.ndarray | None:
     n = graph.num_nodes()
     degree = np.zeros(n, np.int64)
     for name in edges:
-        part = mapped_index(graph, name, kind)
-        if part is None:
+        rows = _rows(graph, name, kind)
+        if rows is None:
             return None
         gone = edge_changes.member_changes(graph, name, changes)[0]
-        degree += index_merge.kept_counts(part.indptr, part.indices, kind == "csc", gone)[0]
+        degree += index_merge.kept_counts(*rows, kind == "csc", gone)[0]
     indptr = np.zeros(n + 1, np.int64)
     np.cumsum(degree, out=indptr[1:])
     if indptr[-1] != es.num_edges:

@@ -223,15 +223,14 @@ def _key(row, nbr, n, transpose):
     return np.int64(nbr) * n + row if transpose else np.int64(row) * n + nbr
 
 
-@numba.njit(parallel=True, cache=True, nogil=True)
-def _kept_counts(indptr, idx, touched, n, transpose, deleted, out):
-    """Entries of each row not among ``deleted`` (only ``touched`` rows are searched)."""
-    for r in numba.prange(indptr.shape[0] - 1):
+@numba.njit(cache=True, nogil=True)
+def _kept_counts(indptr, idx, rows, n, transpose, deleted, out):
+    """Entries of each row of ``rows`` not among ``deleted``, into ``out`` (by row)."""
+    for r in rows:
         c = indptr[r + 1] - indptr[r]
-        if touched[r]:
-            for k in range(indptr[r], indptr[r + 1]):
-                if _position(deleted, _key(r, idx[k], n, transpose)) >= 0:
-                    c -= 1
+        for k in range(indptr[r], indptr[r + 1]):
+            if _position(deleted, _key(r, idx[k], n, transpose)) >= 0:
+                c -= 1
         out[r] = c
 
 
@@ -267,9 +266,9 @@ def kept_counts(indptr: np.ndarray, indices: np.ndarray, transpose: bool,
     touched = np.zeros(n, np.bool_)
     for keys in (deleted, updated if updated is not None else deleted):
         touched[(keys % n) if transpose else (keys // n)] = True
-    counts = np.empty(n, np.int64)
-    _kept_counts(indptr, indices, touched, n, transpose, np.asarray(deleted, np.int64),
-                 counts)
+    counts = np.diff(indptr).astype(np.int64, copy=False)
+    _kept_counts(indptr, indices, np.flatnonzero(touched), n, transpose,
+                 np.asarray(deleted, np.int64), counts)
     return counts, touched
 
 
