@@ -40,10 +40,12 @@ CSR and CSC indexes (``graphsys index --csr --csc``), for each fraction of ``--f
 drawn uniformly from its edges, deleted with every parallel edge: ``delete_edges``) and
 gains the other half (the next R-MAT draws, appended as ``day2``). The repair reads the old
 edges' mapped indexes through the deletions (:mod:`graphsys.bsp.incremental_changes`); a
-run from scratch builds the changed view's adjacency from its buckets (a view with change
-sets has no index). Each side is timed in process (``bsp.wcc(g, init=PREV)``, opening the
-graph afresh each call) and as a whole command (``python -m graphsys run wcc DIR --out OUT
---init PREV`` against ``--init none``, process start and import included), alternated,
+run from scratch would read the changed view's adjacency from the same indexes through
+the change sets (:func:`graphsys.storage.csr.merged_index`), but the appended ``day2`` has
+none, so it builds the view from its buckets. Each side is timed in process
+(``bsp.wcc(g, init=PREV)``, opening the graph afresh each call) and as a whole command
+(``python -m graphsys run wcc DIR --out OUT --init PREV`` against ``--init none``, process
+start and import included), alternated,
 medians of ``--turns``; ``identical``: the two answers equal (PageRank's:
 ``l1_difference``, both to ``--tol``), ``start``: what the started run did (``repair`` or
 ``scratch``; PageRank's ``delta`` or ``warm``).
@@ -219,13 +221,15 @@ def _change(graph: Path, rest: list, fraction: float, edges: int, seed: int) -> 
     from graphsys.storage.changes import delete_edges
 
     g = graphsys.open_graph(graph)
-    src, dst = (np.concatenate(x) for x in zip(*((s, d) for s, d, _, _ in g.iter_edges())))
-    pairs = np.unique(np.stack([src, dst], 1), axis=0)
+    n = g.num_nodes()
+    # the distinct pairs as one int64 key each (a sort of E keys, not of E rows: 20M edges)
+    pairs = np.unique(np.concatenate([s.astype(np.int64) * n + d
+                                      for s, d, _, _ in g.iter_edges()]))
     k = max(1, int(round(fraction * edges / 2)))
     pick = pairs[np.random.default_rng(seed).choice(len(pairs), k, replace=False)]
     ids = g.node_ids()
     t0 = time.perf_counter()
-    report = delete_edges(graph, ids[pick[:, 0]], ids[pick[:, 1]])
+    report = delete_edges(graph, ids[pick // n], ids[pick % n])
     day2, _ = _split(rest, k)
     write_edges(day2, graph.parent / "day2.parquet", overwrite=True)
     graphsys.ingest(graph.parent / "day2.parquet", graph, append=True, edge_set="day2")

@@ -375,23 +375,28 @@ def _new_edges(graph, previous: Previous):
 
 # -- PageRank -----------------------------------------------------------------------------------
 def pagerank_warm_start(spec, graph, previous: Previous, *, source=None, params=None,
-                        max_iters: int | None = None, **kwargs) -> Result:
+                        max_iters: int | None = None, start: np.ndarray | None = None,
+                        **kwargs) -> Result:
     """PageRank (or personalized PageRank) started from ``previous``'s ranks: new nodes at
     the smallest old rank (a node without in-edges: the teleport and dangling share), the
     vector scaled to sum 1; to ``previous``'s tolerance or a looser one the program expects
     at most ``previous``'s superstep count
     (:attr:`~graphsys.bsp.program.VertexProgram.expected_supersteps`, which ``mode="auto"``
     weighs against building the adjacency); the run is otherwise the cold one (``spec``'s
-    program and defaults)."""
-    start = previous.values.copy()
-    old = start[previous.known]
-    if not np.all(np.isfinite(old)) or (old < 0).any():
-        raise FormatError(f"{previous.source}: ranks must be finite and non-negative")
-    # a node with no in-edge holds only its share of the teleport and dangling mass: the
-    # smallest old rank, the value a new node (reached by a few new edges) is nearest to
-    start[~previous.known] = old.min() if len(old) else 1.0 / graph.num_nodes()
-    if start.sum() <= 0:
-        start[:] = 1.0
+    program and defaults). ``start`` (float64 (N,), non-negative, summing to 1): the
+    vector to start from instead, one that the caller derived from ``previous``'s ranks
+    (:mod:`graphsys.bsp.incremental_pagerank`'s ranks one power step on)."""
+    if start is None:
+        start = previous.values.copy()
+        old = start[previous.known]
+        if not np.all(np.isfinite(old)) or (old < 0).any():
+            raise FormatError(f"{previous.source}: ranks must be finite and non-negative")
+        # a node with no in-edge holds only its share of the teleport and dangling mass:
+        # the smallest old rank, the value a new node (reached by a few new edges) is
+        # nearest to
+        start[~previous.known] = old.min() if len(old) else 1.0 / graph.num_nodes()
+        if start.sum() <= 0:
+            start[:] = 1.0
     program = spec.make(graph, source=source, edge_set=kwargs.get("edge_set"),
                         **(params or {}))
     program.initial = start / start.sum()

@@ -68,8 +68,8 @@ from graphsys.execution import Execution
 from graphsys.kernels import repair
 from graphsys.kernels.arrays import read_only
 from graphsys.storage import index_merge
-from graphsys.storage.csr import index_file, map_index
-from graphsys.storage.edge_changes import apply, load_bucket
+from graphsys.storage.csr import index_file, map_index, mapped_index
+from graphsys.storage.edge_changes import apply, global_keys, load_bucket
 from graphsys.views.rows import from_pairs
 
 #: The largest share of the edges read that may have changed (appended, deleted or
@@ -126,30 +126,7 @@ class Change:
         default_factory=lambda: np.zeros(0, np.float32))
 
 
-def _pair_keys(graph, name: str, loaded: dict) -> tuple[np.ndarray, np.ndarray | None]:
-    """Change set ``name``'s pairs as global keys ``u * N + v`` (in its bucket order) and
-    an update set's weights; ``loaded`` keeps each bucket read (:func:`_load`)."""
-    n = graph.num_nodes()
-    off = np.asarray(graph.partition_offsets(), np.int64)
-    keys, weights = [], []
-    for i, j in sorted(graph.manifest.edge_sets[name].buckets):
-        bc = _load(graph, name, i, j, loaded)
-        keys.append((off[i] + (bc.keys >> 32)) * n + off[j] + (bc.keys & 0xFFFFFFFF))
-        if bc.weight is not None:
-            weights.append(bc.weight)
-    k = np.concatenate(keys) if keys else np.zeros(0, np.int64)
-    return k, (np.concatenate(weights) if weights else np.zeros(0, np.float32)) \
-        if graph.manifest.edge_sets[name].change.kind == "update" else None
-
-
-def _load(graph, name: str, i: int, j: int, loaded: dict):
-    """:func:`~graphsys.storage.edge_changes.load_bucket`, each bucket read once."""
-    if (name, i, j) not in loaded:
-        loaded[(name, i, j)] = load_bucket(graph, name, i, j)
-    return loaded[(name, i, j)]
-
-
-def _appended(graph, names: list, changes: list, loaded: dict) -> tuple[np.ndarray, ...]:
+def _appended(graph, names: list, changes: list) -> tuple[np.ndarray, ...]:
     """The edges of the appended edge sets ``names`` through the change sets ``changes``
     after them: (src, dst, weight or None), global ids."""
     off = np.asarray(graph.partition_offsets(), np.int64)
@@ -158,8 +135,8 @@ def _appended(graph, names: list, changes: list, loaded: dict) -> tuple[np.ndarr
     weighted = all(sets[m].has_weight for m in names)
     for m in names:
         for i, j in sorted(sets[m].buckets):
-            bucket = [_load(graph, c, i, j, loaded) for c in changes
-                      if (i, j) in sets[c].buckets]
+            bucket = [load_bucket(graph, c, i, j) for c in changes
+                      if (i, j) in sets[c].buckets and m in sets[c].change.targets]
             for eb in graph.bucket(i, j, m).batches():
                 eb = apply(eb, m, bucket)
                 src.append(off[i] + np.asarray(eb.src, np.int64))
@@ -188,13 +165,12 @@ def read_change(graph, previous, edge_set=None) -> Change | str:
             return f"change set {c!r} does not change every edge set read before alike"
     appended = [m for m in parts if m in new and not sets[m].change]
     after = [c for c in changes if c in new]
-    loaded: dict = {}
-    src, dst, weight = _appended(graph, appended, after, loaded)
+    src, dst, weight = _appended(graph, appended, after)
     deleted, since = [], {"delete": [], "update": []}
     every, before = ([], []), ([], [])  # updates: all, those the previous result read
     pairs = 0
     for c in changes:
-        keys, w = _pair_keys(graph, c, loaded)
+        keys, w = global_keys(graph, c)  # kept by the Graph: a view's index reads them
         if w is None:
             deleted.append(keys)
         else:
@@ -230,7 +206,10 @@ def _old_adjacency(graph, old: list, kind: str, weighted: bool):
     empty = np.zeros(0, np.int64)
     info = graph.manifest.indexes.get(old[0], {}).get(kind) if len(old) == 1 else None
     mapped = None
-    if info is not None:
+    if info is not None and (not info.layout or tuple(info.layout) == index_merge.layout(
+            graph.manifest)):  # in the graph's numbering: mapped and checked once per Graph
+        mapped = mapped_index(graph, old[0], kind)
+    elif info is not None:
         for column in info.columns():
             graph.check_hash(index_file(old[0], kind, column))
         mapped = map_index(graph, old[0], kind, renumber=False)

@@ -43,6 +43,16 @@ start, records it in ``result.stats.start`` and says it in ``result.stats.method
   counted work reaches the budget, or the rounds its norm still needs, each as much work
   as its last, would take it there: its ranks then start the power iteration (which needs
   fewer supersteps from them than from the previous ranks).
+
+  The decision reads the cheap facts first: the changed share from the manifest and
+  whether the previous edges have a stored CSR (nothing read), the budget left, then the
+  most nodes the first residual can reach (the CSR's rows of the changed sources alone),
+  and only then the arrays over the nodes, the residual and the cost estimate (whose
+  ball search runs only where its answer can change the choice). Where it chooses the
+  warm start after computing the residual, the warm start begins from the previous ranks
+  one power step on (the residual added); the CSR it mapped and the change it read are
+  kept by the :class:`~graphsys.storage.graph.Graph`, which the warm start's layout
+  reads again (through the change sets, :func:`graphsys.storage.csr.merged_index`).
 * ``warm`` elsewhere (more changed; the change's first residual reaches more than
   :data:`LOCAL_MAX_SHARE` of the nodes; the push's estimated cost is above the warm
   start's; the previous edges have no stored CSR index;
@@ -122,8 +132,9 @@ DELTA_MAX_FRACTION = 0.01
 #: runs on every thread and the push on one)
 PUSH_WORK_COST = 8.0
 #: What a warm start pays before its first superstep, in supersteps: the power iteration
-#: builds the changed view's layout from its buckets (a view with change sets has no stored
-#: index), where the push maps the stored CSR
+#: builds the changed view's layout (its adjacency from the edge sets' stored indexes
+#: through the change sets, or from its buckets where one is missing, then PageRank's
+#: renumbered layout), where the push maps the stored CSR
 WARM_SETUP_SUPERSTEPS = 30.0
 #: The push's work over the out-degree volume of the nodes its first residual reaches times
 #: its rounds to the power ``d`` (the rounds the norm needs at ``damping`` a round; ``d``
@@ -167,7 +178,7 @@ def pagerank_from(spec, graph, previous: Previous, *, source=None, params=None,
     if why is None and share > DELTA_MAX_FRACTION:
         why = (f"new and changed edges {share:.2%} of those read, above the delta push's "
                f"{DELTA_MAX_FRACTION:.0%}")
-    change = None
+    change, start = None, None
     if why is None:  # the one reader of a change (WCC/BFS/SSSP repairs read it too)
         change = changes.read_change(graph, previous, kwargs.get("edge_set"))
         why = change if isinstance(change, str) else None
@@ -176,12 +187,15 @@ def pagerank_from(spec, graph, previous: Previous, *, source=None, params=None,
         if isinstance(result, Result):
             return result
         # the change reaches too many nodes to push, or too little of tol is left
-        why = result or f"the previous run's bound leaves less than {MIN_BUDGET:g} of tol"
-    # where the push does not apply or pay: the power iteration from the previous ranks,
-    # which also keeps the previous run's mode (a run that streamed streams again instead
-    # of building the grown graph's layout)
+        why, start = result
+        why = why or f"the previous run's bound leaves less than {MIN_BUDGET:g} of tol"
+    # where the push does not apply or pay: the power iteration from the previous ranks
+    # (or from the ranks after the change's first residual, where the decision computed
+    # it: one superstep done), which also keeps the previous run's mode (a run that
+    # streamed streams again instead of building the grown graph's layout); it reads the
+    # changed view through the stored indexes the decision mapped (kept per Graph)
     result = pagerank_warm_start(spec, graph, previous, source=source, params=params,
-                                 max_iters=max_iters, **kwargs)
+                                 max_iters=max_iters, start=start, **kwargs)
     result.stats.method += f" ({why})"
     return result
 
@@ -199,7 +213,8 @@ def _no_delta(graph, es, previous: Previous, kwargs) -> str | None:
         return "the previous result lists no node"
     sets = graph.manifest.edge_sets
     old = [m for m in es.parts if m not in previous.new_edge_sets and not sets[m].change]
-    missing = [m for m in old if graph.adjacency_index(m, "csr") is None]
+    # from the manifest: the index is mapped (and checked) where the push reads it
+    missing = [m for m in old if "csr" not in graph.manifest.indexes.get(m, {})]
     if missing or not old:
         return (f"the delta push reads the stored CSR index of the previous edges "
                 f"(graphsys index --csr --edge-set {','.join(missing) or '...'} "
@@ -280,23 +295,34 @@ def _edits(n: int, adj, csr_w, change, weighted: bool):
 
 
 def _delta(spec, graph, previous: Previous, program, change, max_iters, kwargs
-           ) -> Result | str | None:
-    """The delta push (module docstring); None when the budget left is too small, or why
-    pushing would cost more than the warm start (the first residual reaches more than
-    :data:`LOCAL_MAX_SHARE` of the nodes, or its estimated work costs more)."""
+           ) -> Result | tuple[str | None, np.ndarray | None]:
+    """The delta push (module docstring), or where it does not pay ``(why, start)``: why
+    (None when the budget left is too small; else the first residual reaches more than
+    :data:`LOCAL_MAX_SHARE` of the nodes, or its estimated work costs more), and the ranks
+    one power step from the previous ones (float64 (N,), summing to 1) where the residual
+    was computed (else None): the warm start's start. Cheap facts decide first: the budget
+    left, then how many nodes the residual can reach (the out-neighbours of the changed
+    sources, from the stored CSR's rows of those alone), before any array over the
+    nodes."""
     t0 = time.perf_counter()
     n, a, tol, weighted = graph.num_nodes(), program.damping, program.tol, program.weighted
+    carried = previous.residual if previous.residual is not None else a * previous.tol
+    if (tol - carried) / 2.0 < MIN_BUDGET * tol:  # c / sum(y) is about 1
+        return None, None
     adj = graph.csr(change.old, weights=weighted)
+    most = _reach(n, adj.indptr, adj.indices, change, previous.known, weighted)
+    if most > LOCAL_MAX_SHARE * n:
+        return _too_wide(most / n), None
     csr_w = adj.weight if weighted and adj.weight is not None else None
     (src, dst, before, after), deg_old, deg_new = _edits(n, adj, csr_w, change, weighted)
-    inv_old, inv_new = _inverse(deg_old), _inverse(deg_new)
+    inv_old = _inverse(deg_old)
+    inv_new = inv_old.copy()
+    moved = np.flatnonzero(deg_new != deg_old)
+    inv_new[moved] = _inverse(deg_new[moved])
     q, known = _teleport(program, n), previous.known
     x = previous.values[known] / previous.values[known].sum()
     dangling = float(x[deg_old[known] == 0].sum())
     c = (1.0 - a) * q[known].sum() / (a * dangling + 1.0 - a)
-    carried = previous.residual if previous.residual is not None else a * previous.tol
-    if (tol - carried) / 2.0 < MIN_BUDGET * tol:  # c / sum(y) is about 1
-        return None
     y = np.zeros(n)
     y[known] = c * x
     r = np.zeros(n)
@@ -310,12 +336,11 @@ def _delta(spec, graph, previous: Previous, program, change, max_iters, kwargs
                          *read_only(np.unique(src)), src, dst, before, after, a, r)
     reached = np.flatnonzero(r)
     if len(reached) > LOCAL_MAX_SHARE * n:
-        return (f"the change's residual reaches {len(reached) / n:.1%} of the nodes, above "
-                f"the delta push's {LOCAL_MAX_SHARE:.0%}")
+        return _too_wide(len(reached) / n), _stepped(y, r)
     budget = _plan(old_ip, old_ix, r, reached, float(y.sum()), a, tol, c * carried,
                    graph.edge_set(kwargs.get("edge_set")).num_edges)
     if isinstance(budget, str):
-        return budget
+        return budget, _stepped(y, r)
     # the graph after the change: the stored CSR plus what the change adds to it
     ip2, ix2, w2 = from_pairs(n, src, dst.astype(np.int64), after)
     setup = time.perf_counter() - t0
@@ -344,6 +369,29 @@ def _delta(spec, graph, previous: Previous, program, change, max_iters, kwargs
     return Result(values=y / total, stats=stats, graph=graph)
 
 
+def _too_wide(share: float) -> str:
+    return (f"the change's residual reaches {share:.1%} of the nodes, above the delta "
+            f"push's {LOCAL_MAX_SHARE:.0%}")
+
+
+def _reach(n: int, indptr, indices, change, known, weighted: bool) -> int:
+    """The most nodes the change's first residual can reach: the previous edges'
+    out-neighbours of every source whose out-edges changed, the targets of the appended
+    edges and the new nodes."""
+    keys = [change.changed_deleted] + ([change.changed_updated] if weighted else [])
+    sources = np.unique(np.concatenate([k // n for k in keys] + [change.src]))
+    mark = ~known
+    mark[indices[_row_entries(indptr, sources)[1]]] = True
+    mark[change.dst] = True
+    return int(np.count_nonzero(mark))
+
+
+def _stepped(y: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """The ranks one power step from ``y`` (its first residual ``r`` added), normalised."""
+    start = np.maximum(y + r, 0.0)
+    return start / start.sum()
+
+
 def _plan(indptr, indices, r, reached, total: float, damping: float, tol: float,
           carried: float, edges: int) -> int | str:
     """The push's work budget, or why a warm start costs less (the module docstring's cost
@@ -358,11 +406,17 @@ def _plan(indptr, indices, r, reached, total: float, damping: float, tol: float,
     steps = 1.0 + np.log(max((norm + carried) / (tol * total), 1.0)) / rate
     warm = edges * (WARM_SETUP_SUPERSTEPS + steps)
     volume = float((indptr[reached + 1] - indptr[reached]).sum())
-    d = _growth(indptr, indices, reached)
     estimate = (edges + 2.0 * len(r)) * rounds  # a pass over the edges a round
-    if np.isfinite(d):
-        estimate = min(PUSH_SPREAD * volume * rounds ** d, estimate)
     cost = PUSH_WORK_COST * numba.get_num_threads()
+    # the ball search only where its answer can decide: the growth d is at least 0, so
+    # (from one round up) the estimate is at least the smaller of the two without it
+    if cost * estimate > PUSH_SHARE * warm and (
+            rounds < 1.0 or cost * PUSH_SPREAD * volume <= PUSH_SHARE * warm):
+        d = _growth(indptr, indices, reached)
+        if np.isfinite(d):
+            estimate = min(PUSH_SPREAD * volume * rounds ** d, estimate)
+    elif cost * estimate > PUSH_SHARE * warm:
+        estimate = min(PUSH_SPREAD * volume, estimate)
     if cost * estimate > PUSH_SHARE * warm:
         return (f"pushing the change's residual, about {estimate:,.0f} work over "
                 f"{rounds:.0f} rounds, would cost more than {PUSH_SHARE:g} of a warm "

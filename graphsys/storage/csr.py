@@ -21,7 +21,7 @@ import numba
 import numpy as np
 
 from graphsys.errors import FormatError
-from graphsys.storage import index_merge, kernels, pages
+from graphsys.storage import edge_changes, index_merge, kernels, pages
 from graphsys.storage.column_file import map_column
 from graphsys.storage.edges import iter_edges
 from graphsys.storage.format import (
@@ -320,24 +320,88 @@ def _read_only(*arrays: np.ndarray | None) -> None:
 
 def merged_index(graph, es, kind: str) -> MappedIndex | None:
     """The ``kind`` (``csr``, ``csc``, ``sym``) index of an edge set view: the members'
-    indexes merged (:func:`graphsys.storage.index_merge.merge`) when every member has one,
-    else None, decided from the manifest before any member's index is mapped; a ``push``
-    index is never merged (None), nor are those of a view with change sets (deletions,
-    weight updates), which is built from its buckets, read through the changes."""
+    indexes merged (:func:`graphsys.storage.index_merge.merge`) when every member that is
+    not a change set has one, else None, decided from the manifest before any member's
+    index is mapped; a ``push`` index is never merged (None). A view with change sets
+    (deletions, weight updates) reads each member's ``csr``/``csc`` index through the
+    change sets that target it (:func:`graphsys.storage.index_merge.through_changes`: its
+    deleted pairs dropped, its re-weighted ones given their new weight, as the view's
+    buckets read), checked against the view's edge count, on a graph of one entity type
+    (:func:`_keyed`); its ``sym`` index is None (the view is built from its buckets)."""
     sets = graph.manifest.edge_sets
-    if kind not in ("csr", "csc", "sym") or any(
-            kind not in graph.manifest.indexes.get(name, {}) or sets[name].change
-            for name in es.members):
+    edges = [name for name in es.members if not sets[name].change]
+    changes = [name for name in es.members if sets[name].change]
+    if kind not in ("csr", "csc", "sym") or (changes and not _keyed(graph, kind)) or any(
+            kind not in graph.manifest.indexes.get(name, {}) for name in edges):
         return None  # a member without one: mapping (renumbering) the others is wasted
-    parts = [mapped_index(graph, name, kind) for name in es.members]
+    parts = [mapped_index(graph, name, kind) for name in edges]
     if any(p is None for p in parts):
         return None
     n = graph.num_nodes()
-    indptr, indices, weight = index_merge.merge(
-        [(p.indptr, p.indices, p.weight) for p in parts], n, dedupe=kind == "sym")
+    arrays = [(p.indptr, p.indices, p.weight) for p in parts]
+    if changes:
+        arrays = [index_merge.through_changes(
+            *a, kind == "csc", *edge_changes.member_changes(graph, name, changes))
+            for name, a in zip(edges, arrays)]
+    if len(arrays) == 1:
+        indptr, indices, weight = arrays[0]
+    else:
+        indptr, indices, weight = index_merge.merge(arrays, n, dedupe=kind == "sym")
+    if changes and len(indices) != es.num_edges:
+        return None  # not the view's edges: it is built from its buckets
     _read_only(indptr, indices, weight)
     info = IndexInfo(kind, str(indices.dtype), n, len(indices), weight is not None, "")
     return MappedIndex(info, indptr, indices, weight)
+
+
+def _keyed(graph, kind: str) -> bool:
+    """Whether a view's ``kind`` index can be read through its change sets: a ``csr`` or
+    ``csc`` of one entity type's graph of fewer than 2**31 nodes (a pair's key ``u * N +
+    v`` fits int64); else the view is built from its buckets."""
+    return kind in ("csr", "csc") and len(graph.manifest.entity_types) == 1 \
+        and graph.num_nodes() < 1 << 31
+
+
+def _rows(graph, name: str, kind: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(indptr, indices)`` of edge set ``name``'s ``kind`` index for counting the rows a
+    change touches: the index mapped whole where it is (or must be: built before an
+    append), else its offsets checked in O(N) and its ids mapped unchecked (only compared
+    with the changed pairs, never used to index an array)."""
+    whole = graph._mapped_indexes.get((name, kind))
+    if whole is None and index_state(graph.manifest, name, kind) != "current":
+        whole = mapped_index(graph, name, kind)
+    if whole is not None:
+        return whole.indptr, whole.indices
+    indptr = mapped_offsets(graph, name, kind)
+    graph.check_hash(index_file(name, kind, "indices"))
+    raw = map_index(graph, name, kind, check_values=False)
+    return None if indptr is None or raw is None else (indptr, raw.indices)
+
+
+def _changed_offsets(graph, es, kind: str) -> np.ndarray | None:
+    """The row offsets :func:`merged_index` gives a view with change sets, from its
+    members' indexes and the pairs deleted from each, without copying their ids (O(N) and
+    the rows holding a deleted pair); None where it gives none."""
+    sets = graph.manifest.edge_sets
+    edges = [name for name in es.members if not sets[name].change]
+    changes = [name for name in es.members if sets[name].change]
+    if not _keyed(graph, kind) or any(
+            kind not in graph.manifest.indexes.get(name, {}) for name in edges):
+        return None
+    n = graph.num_nodes()
+    degree = np.zeros(n, np.int64)
+    for name in edges:
+        rows = _rows(graph, name, kind)
+        if rows is None:
+            return None
+        gone = edge_changes.member_changes(graph, name, changes)[0]
+        degree += index_merge.kept_counts(*rows, kind == "csc", gone)[0]
+    indptr = np.zeros(n + 1, np.int64)
+    np.cumsum(degree, out=indptr[1:])
+    if indptr[-1] != es.num_edges:
+        return None
+    _read_only(indptr)
+    return indptr
 
 
 def chunks(column: np.ndarray, size: int = CHECK_CHUNK) -> list[np.ndarray]:
@@ -429,7 +493,10 @@ def mapped_offsets(graph, edge_set: str | None = None, kind: str = "csr"
     cache = graph._mapped_indexes
     if key not in cache:
         mapped = cache.get(key[:2])
-        if mapped is None and (es.members or index_state(
+        if mapped is None and es.members and edge_changes.change_members(graph.manifest,
+                                                                          es.members):
+            cache[key] = _changed_offsets(graph, es, kind)  # no copy of the ids
+        elif mapped is None and (es.members or index_state(
                 graph.manifest, es.name, kind) == "grown"):
             mapped = mapped_index(graph, es.name, kind)  # the offsets come with the ids
             cache[key] = None if mapped is None else mapped.indptr

@@ -77,14 +77,68 @@ def check_targets(manifest, names: tuple[str, ...]) -> None:
 
 def load_bucket(graph, name: str, i: int, j: int) -> BucketChange:
     """Change set ``name``'s pairs in bucket ``(i, j)`` (read from the stored graph, so a
-    time view applies every change whatever its window)."""
+    time view applies every change whatever its window), read once per stored
+    :class:`~graphsys.storage.graph.Graph` (a view's CSR, then its CSC, and a repair's
+    reading of the change share them)."""
     stored = getattr(graph, "stored", graph)
-    es: EdgeSet = stored.manifest.edge_sets[name]
-    bucket = stored.bucket(i, j, name)
-    keys = pair_keys(bucket.src, bucket.dst) if bucket.num_edges else np.zeros(0, np.int64)
-    weight = bucket.weight if es.change.kind == "update" and bucket.num_edges else None
-    return BucketChange(name, es.change.kind, frozenset(es.change.targets), keys,
-                        None if weight is None else np.asarray(weight, np.float32))
+    cache = stored._mapped_indexes
+    key = (name, "change-bucket", i, j)
+    if key not in cache:
+        es: EdgeSet = stored.manifest.edge_sets[name]
+        bucket = stored.bucket(i, j, name)
+        keys = pair_keys(bucket.src, bucket.dst) if bucket.num_edges else np.zeros(0, np.int64)
+        weight = bucket.weight if es.change.kind == "update" and bucket.num_edges else None
+        cache[key] = BucketChange(name, es.change.kind, frozenset(es.change.targets), keys,
+                                  None if weight is None else np.asarray(weight, np.float32))
+    return cache[key]
+
+
+def global_keys(graph, name: str) -> tuple[np.ndarray, np.ndarray | None]:
+    """Change set ``name``'s pairs as global keys ``u * N + v`` over ``graph``'s ids
+    (int64, in bucket order) and an update set's weights (float32; None for a delete
+    set), read once per :class:`~graphsys.storage.graph.Graph` (the arrays are
+    read-only, shared by every reader)."""
+    cache = graph._mapped_indexes
+    key = (name, "change-keys")
+    if key not in cache:
+        n = graph.num_nodes()
+        off = np.asarray(graph.partition_offsets(), np.int64)
+        keys, weights = [], []
+        for i, j in sorted(graph.manifest.edge_sets[name].buckets):
+            bc = load_bucket(graph, name, i, j)
+            keys.append((off[i] + (bc.keys >> 32)) * n + off[j] + (bc.keys & 0xFFFFFFFF))
+            if bc.weight is not None:
+                weights.append(bc.weight)
+        k = np.concatenate(keys) if keys else np.zeros(0, np.int64)
+        w = None
+        if graph.manifest.edge_sets[name].change.kind == "update":
+            w = np.concatenate(weights) if weights else np.zeros(0, np.float32)
+            w.flags.writeable = False
+        k.flags.writeable = False
+        cache[key] = (k, w)
+    return cache[key]
+
+
+def member_changes(graph, member: str, changes: list[str]
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What the change sets ``changes`` (in manifest order) do to edge set ``member``:
+    sorted distinct global keys it loses, and those re-weighted (not lost) with the last
+    weight each gets: ``(deleted, updated, updated_weight)``, int64, int64, float32."""
+    deleted, updated, weights = [], [], []
+    for c in changes:
+        if member not in graph.manifest.edge_sets[c].change.targets:
+            continue
+        keys, w = global_keys(graph, c)
+        (deleted if w is None else updated).append(keys)
+        if w is not None:
+            weights.append(w)
+    gone = np.unique(np.concatenate(deleted)) if deleted else np.zeros(0, np.int64)
+    if not updated:
+        return gone, np.zeros(0, np.int64), np.zeros(0, np.float32)
+    k, w = np.concatenate(updated)[::-1], np.concatenate(weights)[::-1]
+    uniq, first = np.unique(k, return_index=True)  # the last weight of each key
+    keep = ~np.isin(uniq, gone)
+    return gone, uniq[keep], w[first][keep]
 
 
 def apply(eb, member: str, changes: list[BucketChange], removed: dict[str, int] | None = None):
@@ -95,22 +149,35 @@ def apply(eb, member: str, changes: list[BucketChange], removed: dict[str, int] 
     mine = [c for c in changes if member in c.targets and len(c.keys)]
     if not mine or not len(eb):
         return eb
-    keys = pair_keys(eb.src, eb.dst)
-    keep = np.ones(len(keys), bool)
+    src, dst = np.asarray(eb.src), np.asarray(eb.dst)
+    keep = None  # bool per row once a delete hits
     weight = eb.weight
     for c in mine:
+        # only the rows of a source the set lists are looked up (a flag per source;
+        # a source past the last flagged one reads the last flag, and is then
+        # compared by key like any candidate)
+        rows = c.keys >> 32
+        flag = np.zeros(int(rows.max()) + 1, np.bool_)
+        flag[rows] = True
+        cand = np.flatnonzero(flag[np.minimum(src, len(flag) - 1)])
+        keys = pair_keys(src[cand], dst[cand])
         pos = np.minimum(np.searchsorted(c.keys, keys), len(c.keys) - 1)
-        hit = (c.keys[pos] == keys) & keep
-        if not hit.any():
+        found = c.keys[pos] == keys
+        if keep is not None:
+            found &= keep[cand]
+        hit = cand[found]
+        if not len(hit):
             continue
         if c.kind == "delete":
-            keep &= ~hit
+            if keep is None:
+                keep = np.ones(len(src), bool)
+            keep[hit] = False
             if removed is not None:
-                removed[c.name] = removed.get(c.name, 0) + int(np.count_nonzero(hit))
+                removed[c.name] = removed.get(c.name, 0) + len(hit)
         elif weight is not None:
             weight = np.array(weight, np.float32)  # a copy: the mapped column is read-only
-            weight[hit] = c.weight[pos[hit]]
-    if keep.all():
+            weight[hit] = c.weight[pos[found]]
+    if keep is None:
         return eb if weight is eb.weight else dataclasses.replace(eb, weight=weight)
     return dataclasses.replace(
         eb, src=eb.src[keep], dst=eb.dst[keep], rel=None if eb.rel is None else eb.rel[keep],

@@ -209,3 +209,96 @@ def merge(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]], num_nod
         _collapse(indptr, idx, w, new_indptr, out_idx, out_w)
         indptr, idx, w = new_indptr, out_idx, out_w
     return indptr, idx, (w if weighted else None)
+
+
+@numba.njit(nogil=True)
+def _position(keys, key):
+    """Where ``key`` is in the sorted ``keys``, -1 if absent."""
+    p = np.searchsorted(keys, key)
+    return p if p < keys.shape[0] and keys[p] == key else -1
+
+
+@numba.njit(nogil=True)
+def _key(row, nbr, n, transpose):
+    return np.int64(nbr) * n + row if transpose else np.int64(row) * n + nbr
+
+
+@numba.njit(cache=True, nogil=True)
+def _kept_counts(indptr, idx, rows, n, transpose, deleted, out):
+    """Entries of each row of ``rows`` not among ``deleted``, into ``out`` (by row)."""
+    for r in rows:
+        c = indptr[r + 1] - indptr[r]
+        for k in range(indptr[r], indptr[r + 1]):
+            if _position(deleted, _key(r, idx[k], n, transpose)) >= 0:
+                c -= 1
+        out[r] = c
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _changed_rows(indptr, idx, weight, new_indptr, touched, n, transpose, deleted, updated,
+                  updated_w, out_idx, out_w):
+    """Each row without its ``deleted`` entries, ``updated`` ones given their new weight."""
+    for r in numba.prange(indptr.shape[0] - 1):
+        at = new_indptr[r]
+        for k in range(indptr[r], indptr[r + 1]):
+            w = weight[k] if weight.shape[0] else np.float32(0.0)
+            if touched[r]:
+                key = _key(r, idx[k], n, transpose)
+                if _position(deleted, key) >= 0:
+                    continue
+                p = _position(updated, key)
+                if p >= 0:
+                    w = updated_w[p]
+            out_idx[at] = idx[k]
+            if weight.shape[0]:
+                out_w[at] = w
+            at += 1
+
+
+def kept_counts(indptr: np.ndarray, indices: np.ndarray, transpose: bool,
+                deleted: np.ndarray, updated: np.ndarray | None = None
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's entries of a CSR (``transpose``: a CSC) that are not among the pairs
+    ``deleted`` (:func:`through_changes`'s keys), int64 (N,), in O(N) plus the rows
+    holding a deleted or ``updated`` pair, which are searched (bool (N,), also
+    returned)."""
+    n = len(indptr) - 1
+    touched = np.zeros(n, np.bool_)
+    for keys in (deleted, updated if updated is not None else deleted):
+        touched[(keys % n) if transpose else (keys // n)] = True
+    counts = np.diff(indptr).astype(np.int64, copy=False)
+    _kept_counts(indptr, indices, np.flatnonzero(touched), n, transpose,
+                 np.asarray(deleted, np.int64), counts)
+    return counts, touched
+
+
+def through_changes(indptr: np.ndarray, indices: np.ndarray, weight: np.ndarray | None,
+                    transpose: bool, deleted: np.ndarray, updated: np.ndarray,
+                    updated_weight: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """A CSR (``transpose``: a CSC) over global ids without the pairs ``deleted`` and with
+    the pairs ``updated`` given ``updated_weight`` (where it has weights): keys ``u * N +
+    v`` of a pair ``u -> v``, sorted int64, as a view reads its members through its change
+    sets (:mod:`graphsys.storage.edge_changes`). Rows keep their order. Returns new arrays
+    (``indptr`` int64 (N+1,), ``indices`` of ``indices``' dtype, ``weight`` float32 or
+    None).
+
+    Examples
+    --------
+    >>> ip, ix = np.array([0, 2, 3]), np.array([0, 1, 0], np.int32)
+    >>> [a.tolist() for a in through_changes(ip, ix, None, False, np.array([1]),
+    ...                                      np.zeros(0, np.int64), np.zeros(0))[:2]]
+    [[0, 1, 2], [0, 0]]
+    """
+    n = len(indptr) - 1
+    deleted, updated = np.asarray(deleted, np.int64), np.asarray(updated, np.int64)
+    counts, touched = kept_counts(indptr, indices, transpose, deleted, updated)
+    no_w = np.zeros(0, np.float32)
+    new_indptr = np.zeros(n + 1, np.int64)
+    np.cumsum(counts, out=new_indptr[1:])
+    out_idx = np.empty(int(new_indptr[-1]), indices.dtype)
+    out_w = np.empty(len(out_idx) if weight is not None else 0, np.float32)
+    _changed_rows(indptr, indices, no_w if weight is None else weight, new_indptr, touched,
+                  n, transpose, deleted, updated,
+                  np.asarray(updated_weight, np.float32), out_idx, out_w)
+    return new_indptr, out_idx, (out_w if weight is not None else None)

@@ -61,3 +61,40 @@ def test_the_cheaper_start_is_taken_and_answers_as_networkx(tmp_path, pairs, sta
     values = got.to_dict()
     assert sum(abs(values[k] - pr[k]) for k in pr) < 20 * TOL
     assert np.abs(got.values - bsp.pagerank(g, tol=TOL).values).sum() < 20 * TOL
+
+
+def test_the_warm_start_after_a_costly_push_reads_no_bucket(tmp_path, monkeypatch):
+    """Where the push does not pay, the warm start reads the changed view through the
+    stored CSR and CSC (the old edges' indexes through the deletions, mapped once for the
+    decision and the run), starting one power step on; the ranks equal a run from
+    scratch's."""
+    from graphsys.storage import edge_changes
+
+    g, edges = _grid(tmp_path)
+    build_index(g, ("csc",))
+    before = bsp.pagerank(g, tol=TOL).to_table()
+    gone = [edges[k] for k in np.random.default_rng(1).choice(len(edges), 150, replace=False)]
+    delete_edges(g.path, [a for a, _ in gone], [b for _, b in gone])
+    scratch = bsp.pagerank(open_graph(g.path), tol=TOL)
+    read = []
+    keep = edge_changes.apply
+    monkeypatch.setattr(edge_changes, "apply", lambda *a, **k: read.append(1) or keep(*a, **k))
+    got = bsp.pagerank(open_graph(g.path), tol=TOL, init=before)
+    assert got.stats.start == "warm" and not read, got.stats.method
+    assert np.abs(got.values - scratch.values).sum() < 20 * TOL
+
+
+def test_a_change_that_reaches_too_far_is_refused_before_its_residual(tmp_path, monkeypatch):
+    """The nodes the change can reach (the changed sources' out-neighbours) are counted
+    from the stored CSR's rows of those sources alone: above LOCAL_MAX_SHARE the warm start
+    is taken before any array over the nodes is made."""
+    monkeypatch.setattr(incremental_pagerank, "LOCAL_MAX_SHARE", 0.02)
+    monkeypatch.setattr(incremental_pagerank, "_edits", lambda *a: pytest.fail("computed"))
+    g, edges = _grid(tmp_path)
+    before = bsp.pagerank(g, tol=TOL).to_table()
+    gone = [edges[k] for k in np.random.default_rng(1).choice(len(edges), 300, replace=False)]
+    delete_edges(g.path, [a for a, _ in gone], [b for _, b in gone])
+    g = open_graph(g.path)
+    got = bsp.pagerank(g, tol=TOL, init=before)
+    assert got.stats.start == "warm" and "residual reaches" in got.stats.method
+    assert np.abs(got.values - bsp.pagerank(g, tol=TOL).values).sum() < 20 * TOL

@@ -192,3 +192,47 @@ def test_measures_and_gnn_data_equal_a_fresh_ingest(changed, tmp_path):
     assert sorted(zip(np.minimum(got.head, got.tail).tolist(),
                       np.maximum(got.head, got.tail).tolist())) == sorted(
         zip(np.minimum(want.head, want.tail).tolist(), np.maximum(want.head, want.tail).tolist()))
+
+
+def test_a_view_with_change_sets_reads_its_members_indexes(changed, tmp_path):
+    """With every edge set indexed, the changed view's CSR and CSC come from the members'
+    indexes through the change sets (not from the buckets): the fresh ingest's rows, and
+    the engines' answers unchanged."""
+    from graphsys.storage.adjacency_index import build_index
+
+    g, edges = changed
+    before = _engines(g, 0)
+    build_index(g, ("csr", "csc"), edge_sets=["default", "day2"])
+    g = graphsys.open_graph(g.path)
+    fresh = _fresh(edges, tmp_path / "fresh")
+    for kind in ("csr", "csc"):
+        mapped = g.adjacency_index(None, kind)
+        assert mapped is not None and len(mapped.indices) == len(edges)
+        want = fresh.csr(transpose=kind == "csc")
+        np.testing.assert_array_equal(mapped.indptr, want.indptr)
+        for v in range(N):  # each row: the same neighbours with the same weights
+            lo, hi = mapped.indptr[v], mapped.indptr[v + 1]
+            got = sorted(zip(mapped.indices[lo:hi].tolist(), mapped.weight[lo:hi].tolist()))
+            ref = sorted(zip(want.indices[lo:hi].tolist(), want.weight[lo:hi].tolist()))
+            assert got == ref
+    after = _engines(g, 0)
+    assert after[1:] == before[1:]
+    assert max(abs(after[0][k] - before[0][k]) for k in before[0]) < 1e-12
+
+
+def test_a_changed_views_offsets_are_its_index_rows(changed):
+    """The row offsets of a view with change sets (its degrees) come from the members'
+    indexes less the deleted pairs, without its ids, and equal the merged index's."""
+    from graphsys.storage.adjacency_index import build_index
+
+    g, edges = changed
+    build_index(g, ("csr", "csc"), edge_sets=["default", "day2"])
+    for kind in ("csr", "csc"):
+        g1 = graphsys.open_graph(g.path)
+        offsets = g1.index_offsets(None, kind)
+        assert offsets is not None and (g1.edge_set().name, kind) not in g1._mapped_indexes
+        g2 = graphsys.open_graph(g.path)
+        np.testing.assert_array_equal(offsets, g2.adjacency_index(None, kind).indptr)
+        want = np.bincount([e[0 if kind == "csr" else 1] for e in edges], minlength=N)
+        ids = g2.to_internal(np.arange(N))
+        np.testing.assert_array_equal(np.diff(offsets)[ids], want)
