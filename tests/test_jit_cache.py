@@ -14,6 +14,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -246,6 +247,67 @@ def test_a_kernel_compiled_beside_a_cached_parallel_callee_loads_in_a_new_proces
     assert child("print(int(filled(np.zeros(8))))") == ["28", "(1,", "0)"]  # loaded
     [entry] = _chain_entries(tmp_path)
     assert b"_reload_parfors" in entry
+
+
+#: One BFS through bfs.search, whose cached kernel calls two cached parallel kernels; then
+#: the hits and misses of search. With SAVE_AFTER set (a glob), search's entry is saved
+#: only once a file matches it: the other process's entry is there, and this one replaces it.
+SEARCH_CHILD = """import glob, os, time
+import numpy as np
+from numba.core import caching
+from graphsys import jit
+from graphsys.kernels import bfs
+
+save = caching.Cache.save_overload
+
+
+def save_after(self, sig, data):
+    wait = os.environ.get("SAVE_AFTER")
+    until = time.monotonic() + 600
+    while wait and self._py_func is bfs.search.py_func and not glob.glob(wait):
+        assert time.monotonic() < until
+        time.sleep(0.05)
+    return save(self, sig, data)
+
+
+caching.Cache.save_overload = save_after
+ptr, idx = np.array([0, 1, 3, 4]), np.array([1, 0, 2, 1])  # a path 0-1-2
+print(bfs.levels(ptr, idx, ptr, idx, False, 0, bfs.NO_LIMIT, 2)[0].tolist(),
+      jit.kernel_cache(bfs.search)[1:])
+"""
+
+
+@pytest.mark.slow("full")
+def test_two_processes_compiling_bfs_search_leave_an_entry_a_third_loads(tmp_path):
+    """The race itself, on an empty cache: a second process starts once the first has
+    saved search's parallel steps but not search, so it loads them and compiles search
+    beside the first, and saves it last; a third process then loads search before any
+    parallel kernel. On the cache before the hook was added, it died with SIGSEGV."""
+    env = {**_env(tmp_path), "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    kernels = tmp_path / "numba" / "graphsys" / "kernels"
+
+    def saved(name: str) -> bool:
+        return any(kernels.glob(f"bfs-*/bfs.{name}-*.nbi"))
+
+    def start(**extra) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-c", SEARCH_CHILD], env={**env, **extra},
+                                cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+
+    def result(proc: subprocess.Popen) -> str:
+        out, err = proc.communicate(timeout=900)
+        assert proc.returncode == 0 and "[0, 1, 2]" in out, (proc.returncode, err[-3000:])
+        return out
+
+    first, second = start(), None
+    while first.poll() is None and second is None:
+        if saved("_top_down_parallel") and saved("_bottom_up_parallel") and not saved("search"):
+            second = start(SAVE_AFTER=str(kernels / "bfs-*" / "bfs.search-*.nbi"))
+        time.sleep(0.02)
+    result(first)
+    if second is None or "(0, 1)" not in result(second):  # search: 0 hits, 1 miss
+        pytest.skip("the first process saved search before a second compiled it beside it")
+    assert "(1, 0)" in result(start())  # loaded
 
 
 def test_an_entry_saved_without_the_thread_hook_gets_it_as_it_loads():
