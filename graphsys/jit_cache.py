@@ -39,6 +39,17 @@ under an exclusive lock of the directory (``flock``): two processes compiling th
 kernel at once leave one whole entry, and a reader sees the old entry or the new one. A
 data file is named by its signature's key, so two processes saving different signatures
 never write the same file.
+
+**Threads before linking.** The machine code of a kernel that runs a ``prange`` loop, or
+calls a kernel that does (the callee's code is linked into the caller's), calls numba's
+threading layer, whose functions LLVM can link only once numba has started its threads.
+numba records that in the compile result (its parfors reload hook, run before the code
+is linked), but only where the parallel code was compiled in the same process: a kernel
+compiled in a process that loaded its parallel callees from the cache (another process
+had just saved them) is saved without the hook, and the next process that loads it
+before any parallel kernel calls an unlinked address (SIGSEGV). Every entry is therefore
+checked as it is saved and as it is loaded (:func:`with_thread_start`): code that calls
+the threading layer gets the hook, so an entry saved without it loads safely too.
 """
 
 from __future__ import annotations
@@ -117,6 +128,49 @@ def unframe(blob: bytes) -> bytes:
     if hashlib.sha256(body).digest() != digest:
         raise BadEntry("truncated or garbled: its checksum does not match")
     return body
+
+
+#: The functions numba's threading layer gives LLVM when its threads start
+#: (``numba.np.ufunc.parallel._launch_threads``), as names in an object file's symbol
+#: table: machine code that calls one of them can be linked only after that.
+THREAD_SYMBOLS = tuple(f"{name}\0".encode() for name in (
+    "numba_parallel_for", "do_scheduling_signed", "do_scheduling_unsigned", "allocate_sched",
+    "deallocate_sched", "get_num_threads", "set_num_threads", "get_thread_id",
+    "set_parallel_chunksize", "get_parallel_chunksize", "get_sched_size"))
+
+
+def with_thread_start(payload):
+    """A compile result as numba's cache stores it (``CompileResult._reduce``: the library,
+    ..., the reload hooks, the environments), with numba's parfors reload hook (which
+    starts numba's threads before the code is linked) added where its machine code calls
+    the threading layer (:data:`THREAD_SYMBOLS`) and the hook is missing; anything else
+    is returned as it is.
+
+    numba adds the hook where a ``prange`` loop is compiled and passes it on to the
+    kernels whose code links that one, but not from a callee loaded from the cache: a
+    kernel compiled beside cached parallel callees would be saved without it, and a
+    process that loaded it before starting its threads would crash.
+
+    Examples
+    --------
+    >>> from graphsys.jit_cache import with_thread_start
+    >>> with_thread_start(("not", "a", "compile result"))
+    ('not', 'a', 'compile result')
+    """
+    try:
+        from numba.core.typed_passes import _reload_parfors as start
+    except ImportError:  # a numba without the hook: nothing to add
+        return payload
+    if not (isinstance(payload, tuple) and len(payload) == 9
+            and isinstance(payload[0], tuple) and len(payload[0]) == 3
+            and payload[0][1] == "object" and isinstance(payload[0][2], tuple)
+            and payload[0][2] and isinstance(payload[7], (list, tuple))):
+        return payload
+    hooks, code = payload[7], payload[0][2][0]
+    if start in hooks or not isinstance(code, bytes) or not any(
+            s in code for s in THREAD_SYMBOLS):
+        return payload
+    return payload[:7] + ([*hooks, start],) + payload[8:]
 
 
 def write_atomic(path: str, blob: bytes, sync: bool = True) -> None:
@@ -414,7 +468,7 @@ def checked_file_class():
             if blob is None:
                 return None
             try:
-                return pickle.loads(unframe(blob))
+                return with_thread_start(pickle.loads(unframe(blob)))
             except ForeignEntry:
                 return None
             except Exception as exc:  # noqa: BLE001 - any entry that does not load
@@ -422,7 +476,7 @@ def checked_file_class():
                 return None
 
         def save(self, key, data):
-            blob = frame(self._dump(data))
+            blob = frame(self._dump(with_thread_start(data)))
             with dir_lock(self._cache_path):
                 overloads = self._load_index(quiet=True)
                 name = overloads.get(key) or self._entry_name(key)

@@ -14,6 +14,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -193,6 +194,141 @@ def test_two_processes_saving_at_once_leave_one_whole_entry(tmp_path):
     got, err = _child(tmp_path)
     assert got["counts"] == RIGHT and (got["hits"], got["misses"]) == (2, 0) and not err.strip()
     assert not list((tmp_path / "xdg").rglob("*.tmp"))
+
+
+#: A kernel module of a copied install: a parallel kernel and a kernel that calls it.
+CHAIN = """import numba
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def fill(out):
+    for i in numba.prange(out.shape[0]):
+        out[i] = i
+
+
+@numba.njit(cache=True, nogil=True)
+def filled(out):
+    fill(out)
+    return out.sum()
+"""
+#: Runs one call of CHAIN's kernels, then prints filled's cache hits and misses.
+CHAIN_CHILD = ("import numpy as np\nfrom graphsys import jit\n"
+               "from graphsys.kernels.chain import fill, filled\n{call}\n"
+               "print(jit.kernel_cache(filled)[1:])")
+
+
+def _chain_entries(root: Path) -> list[bytes]:
+    """The pickles saved for CHAIN's ``filled`` (not loaded: they name the copy's module)."""
+    return [jit_cache.unframe(p.read_bytes()) for p in (root / "xdg").rglob("chain.filled-*.nbc")]
+
+
+def test_a_kernel_compiled_beside_a_cached_parallel_callee_loads_in_a_new_process(tmp_path):
+    """One process compiles a parallel kernel; a second loads it from the cache and compiles
+    a kernel that calls it (numba then leaves out of the caller's compile result the hook
+    that starts its threads before the code is linked, as when two processes compile
+    beside each other); a third loads that caller before any parallel kernel. It runs (it
+    died with SIGSEGV), and the entry saved holds the hook."""
+    install = tmp_path / "install"
+    for package in ("graphsys", "partitioners"):
+        shutil.copytree(REPO / package, install / package,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    (install / "graphsys" / "kernels" / "chain.py").write_text(CHAIN)
+
+    def child(call: str) -> str:
+        out = subprocess.run([sys.executable, "-c", CHAIN_CHILD.format(call=call)],
+                             env=_env(tmp_path, install), cwd=tmp_path, capture_output=True,
+                             text=True, timeout=900)
+        assert out.returncode == 0 and not out.stderr.strip(), (out.returncode,
+                                                                 out.stderr[-3000:])
+        return out.stdout.split()
+
+    child("fill(np.zeros(8))")
+    assert child("print(int(filled(np.zeros(8))))") == ["28", "(0,", "1)"]  # compiled
+    assert child("print(int(filled(np.zeros(8))))") == ["28", "(1,", "0)"]  # loaded
+    [entry] = _chain_entries(tmp_path)
+    assert b"_reload_parfors" in entry
+
+
+#: One BFS through bfs.search, whose cached kernel calls two cached parallel kernels; then
+#: the hits and misses of search. With SAVE_AFTER set (a glob), search's entry is saved
+#: only once a file matches it: the other process's entry is there, and this one replaces it.
+SEARCH_CHILD = """import glob, os, time
+import numpy as np
+from numba.core import caching
+from graphsys import jit
+from graphsys.kernels import bfs
+
+save = caching.Cache.save_overload
+
+
+def save_after(self, sig, data):
+    wait = os.environ.get("SAVE_AFTER")
+    until = time.monotonic() + 600
+    while wait and self._py_func is bfs.search.py_func and not glob.glob(wait):
+        assert time.monotonic() < until
+        time.sleep(0.05)
+    return save(self, sig, data)
+
+
+caching.Cache.save_overload = save_after
+ptr, idx = np.array([0, 1, 3, 4]), np.array([1, 0, 2, 1])  # a path 0-1-2
+print(bfs.levels(ptr, idx, ptr, idx, False, 0, bfs.NO_LIMIT, 2)[0].tolist(),
+      jit.kernel_cache(bfs.search)[1:])
+"""
+
+
+@pytest.mark.slow("full")
+def test_two_processes_compiling_bfs_search_leave_an_entry_a_third_loads(tmp_path):
+    """The race itself, on an empty cache: a second process starts once the first has
+    saved search's parallel steps but not search, so it loads them and compiles search
+    beside the first, and saves it last; a third process then loads search before any
+    parallel kernel. On the cache before the hook was added, it died with SIGSEGV."""
+    env = {**_env(tmp_path), "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    kernels = tmp_path / "numba" / "graphsys" / "kernels"
+
+    def saved(name: str) -> bool:
+        return any(kernels.glob(f"bfs-*/bfs.{name}-*.nbi"))
+
+    def start(**extra) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-c", SEARCH_CHILD], env={**env, **extra},
+                                cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+
+    def result(proc: subprocess.Popen) -> str:
+        out, err = proc.communicate(timeout=900)
+        assert proc.returncode == 0 and "[0, 1, 2]" in out, (proc.returncode, err[-3000:])
+        return out
+
+    first, second = start(), None
+    while first.poll() is None and second is None:
+        if saved("_top_down_parallel") and saved("_bottom_up_parallel") and not saved("search"):
+            second = start(SAVE_AFTER=str(kernels / "bfs-*" / "bfs.search-*.nbi"))
+        time.sleep(0.02)
+    result(first)
+    if second is None or "(0, 1)" not in result(second):  # search: 0 hits, 1 miss
+        pytest.skip("the first process saved search before a second compiled it beside it")
+    assert "(1, 0)" in result(start())  # loaded
+
+
+def test_an_entry_saved_without_the_thread_hook_gets_it_as_it_loads():
+    """An entry numba saved without the hook (in a cache written before the check) gets it
+    where its machine code calls the threading layer; other code, and any payload not of
+    that shape, is left as it is."""
+    from numba.core.typed_passes import _reload_parfors
+
+    def payload(code: bytes, hooks: list) -> tuple:
+        return (("lib", "object", (code, b"bitcode")), "fndesc", "env", "sig", False, (),
+                "ann", hooks, ())
+
+    parallel = b"\x7fELF...\0numba_parallel_for\0do_scheduling_unsigned\0"
+    fixed = jit_cache.with_thread_start(payload(parallel, []))
+    assert fixed[7] == [_reload_parfors] and fixed[:7] == payload(parallel, [])[:7]
+    assert jit_cache.with_thread_start(payload(parallel, [_reload_parfors]))[7] == [
+        _reload_parfors]
+    serial = payload(b"\x7fELF...\0NRT_MemInfo_call_dtor\0", [])
+    assert jit_cache.with_thread_start(serial) is serial
+    for other in (None, ("a",), payload(parallel, [])[:8]):
+        assert jit_cache.with_thread_start(other) is other
 
 
 def test_frame_checks_every_byte():

@@ -58,8 +58,8 @@ def bfs_solve(out_indptr, out_indices, in_indptr, in_indices, source, out, max_s
     luxembourg-osm); returns (:func:`phase_totals` rows, int64 (P, 5); 1 = bottom-up per
     step, int64 (S,); vertices of the last level when ``max_steps`` cut the search short).
     A Python function over kernels, as :func:`~graphsys.kernels.bfs.levels` is (a cached
-    kernel calling another module's cached parallel kernels can be saved as code that links
-    to one process's copy of them)."""
+    kernel compiled beside cached parallel callees was saved without numba's hook that
+    starts its threads: :func:`graphsys.jit_cache.with_thread_start`)."""
     level, queue, last, act, scanned, pulled = levels(out_indptr, out_indices, in_indptr,
                                                       in_indices, False, source, max_steps,
                                                       nthreads)

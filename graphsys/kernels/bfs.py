@@ -353,9 +353,10 @@ def levels(out_ptr, out_idx, in_ptr, in_idx, both, source, max_steps, nthreads):
     returns after ``count``).
 
     A Python function, not a kernel: a cached kernel that calls :func:`search` (whose
-    parallel steps are cached kernels of their own) can be saved, by a process that loaded
-    :func:`search` first, as code that links to that process's copy, and then crashes the
-    next process that loads it."""
+    parallel steps are cached kernels of their own), compiled by a process that loaded
+    :func:`search` from the cache, was saved without numba's hook that starts its threads
+    before the code is linked, and crashed the next process that loaded it first (the
+    cache now adds the hook, :func:`graphsys.jit_cache.with_thread_start`)."""
     degree = np.diff(out_ptr)
     if both:
         degree = degree + np.diff(in_ptr)
