@@ -15,21 +15,23 @@ CUDA), and the right shifts, arithmetic on int64, are made logical by masking of
 copied sign bits (:func:`srl64`). The conversion to a float in [0, 1) keeps the top 53 bits,
 exactly as the CPU kernel does, and the picks truncate the same float64 products.
 
-Operations per batch: a layer of fanout ``k`` runs 64 torch operators (each one kernel
+Operations per batch: a layer of fanout ``k`` runs 65 torch operators (each one kernel
 launch on a GPU) for ``k`` from 10 to 17: one gather of its destinations' CSR rows, degrees
 and first stream words (a per-node table made once), the two SplitMix64 finalisers of the
 streams and their ``k`` words (26 operators, int64 arithmetic having no logical shift),
 the draws scaled in float64 (4), Floyd's algorithm by pointer doubling (12, and 2 for rows
-of at most ``k`` neighbours), a gather of the picks (3), and one buffer of candidates and
-kept-pick flags (1) whose sources are numbered by first appearance through a dense map of
-the node ids (8) and whose edges are compacted by a running count (5). One host read at
+of at most ``k`` neighbours), a gather of the picks and their widening to int64 (4), and
+one buffer of candidates (1, its pieces all int64: CUDA joins pieces of one dtype in one
+kernel and copies pieces of mixed dtypes one by one) whose sources are numbered by first
+appearance through a dense map of the node ids (8) and whose edges are compacted by a
+running count of the kept picks (5). One host read at
 the end of the batch (``.tolist()`` of a few counts) gives the blocks' sizes and the
 checks of the seeds; a layer with fanout ``-1`` (every neighbour) reads its edge count
 before it is drawn, one more read each, and with ``csr="staged"`` each layer reads its
 CSR positions on the host (one more read and two transfers a layer). On CUDA a layer's
 picks, from the table's gather to the CSR positions (48 operators for ``k = 15``), are one
 kernel compiled at run time by torch's jiterator (:func:`fused_draw`, checked against the
-operators when the sampler is made): 37 launches a GraphSAGE batch instead of 129.
+operators when the sampler is made): 39 launches a GraphSAGE batch instead of 131.
 """
 
 from __future__ import annotations
@@ -753,21 +755,21 @@ class DeviceNeighborSampler(Sampler):
         if k < 0:
             return self._every_neighbour(dst, info[:, 0], info[:, 1])
         eid, mask = self._picks(info, key, k)
-        nbr = self._neighbours(eid)
-        n_dst, cap = len(dst), mask.numel()
-        # one buffer: the candidates (padding node, dst, picks, padding node), then a zero
-        # and the kept flags, whose running sum numbers the kept picks and bounds each row's
-        cand = torch.cat([self._pad, dst, nbr.view(-1), self._pad, self._zero,
-                          mask.view(-1)])
-        out = self._relabel(cand[:cap + n_dst + 2], n_dst)
-        kept = torch.cumsum(cand[cap + n_dst + 2:], 0)      # kept[i]: kept picks before i
-        slot = kept[1:].view(mask.shape) * mask           # 0 past a row's picks: junk
-        edge_src = torch.empty(cap + 1, dtype=torch.int64, device=dst.device)
+        n_dst = len(dst)
+        # the candidates, int64 like every piece (one copy kernel on CUDA; pieces of
+        # mixed dtypes are copied one by one): padding node, dst, picks, padding node
+        cand = torch.cat([self._pad, dst, self._neighbours(eid).view(-1), self._pad])
+        out = self._relabel(cand, n_dst)
+        kept = torch.cumsum(mask.view(-1), 0)       # kept[i]: kept picks up to i, inclusive
+        slot = kept.view(mask.shape) * mask         # 0 past a row's picks: junk
+        edge_src = torch.empty(kept.numel() + 1, dtype=torch.int64, device=dst.device)
         edge_src.index_put_((slot,), out.pop("local").view(mask.shape))
-        edge_dst = torch.empty(cap + 1, dtype=torch.int64, device=dst.device)
+        edge_dst = torch.empty(kept.numel() + 1, dtype=torch.int64, device=dst.device)
         edge_dst.index_put_((slot,), self._iota(n_dst).unsqueeze(1))
+        # each row's kept picks end where its last step's count stands
+        offsets = torch.cat([self._zero, kept.view(mask.shape)[:, -1]])
         return {**out, "edge_src": edge_src[1:], "edge_dst": edge_dst[1:],
-                "offsets": kept[::k].contiguous(), "n_edges": kept[-1]}
+                "offsets": offsets, "n_edges": offsets[-1]}
 
     def _picks(self, info: torch.Tensor, key, k: int) -> tuple[torch.Tensor, torch.Tensor]:
         """The CSR positions (D, k) of the picks of the destinations whose table rows are
@@ -829,19 +831,21 @@ class DeviceNeighborSampler(Sampler):
                 "n_edges": offsets[-1]}
 
     def _neighbours(self, eid: torch.Tensor) -> torch.Tensor:
-        """The neighbour ids at the CSR positions ``eid`` (any shape), on the sampling
-        device: one gather where the ids are read (device memory, or pinned host memory
-        through UVA), or with ``csr="staged"`` the positions read on the host (a
+        """The neighbour ids (int64) at the CSR positions ``eid`` (any shape), on the
+        sampling device: one gather where the ids are read (device memory, or pinned host
+        memory through UVA), or with ``csr="staged"`` the positions read on the host (a
         synchronisation), gathered there into a pinned staging buffer and copied to the
-        device without blocking (two transfers)."""
+        device without blocking (two transfers); int32 ids are then widened (one more
+        operator)."""
         if not self._staged:
-            return self.indices.index_select(0, eid.view(-1)).view(eid.shape)
-        host = eid.view(-1).cpu()                                   # the read
-        pin = self.sample_device.type == "cuda"
-        staging = torch.empty(host.shape, dtype=self.indices.dtype, pin_memory=pin)
-        torch.index_select(self.indices, 0, host, out=staging)
-        return staging.to(self.sample_device, non_blocking=pin,
-                          copy=True).view(eid.shape)
+            ids = self.indices.index_select(0, eid.view(-1))
+        else:
+            host = eid.view(-1).cpu()                                   # the read
+            pin = self.sample_device.type == "cuda"
+            staging = torch.empty(host.shape, dtype=self.indices.dtype, pin_memory=pin)
+            torch.index_select(self.indices, 0, host, out=staging)
+            ids = staging.to(self.sample_device, non_blocking=pin, copy=True)
+        return ids.to(torch.int64).view(eid.shape)
 
     def _relabel(self, cand: torch.Tensor, n_dst: int) -> dict:
         """Block-local numbering of the candidates ``cand`` (int64: the padding node
