@@ -349,10 +349,11 @@ class DeviceNeighborSampler(Sampler):
         it.
     cuda_graphs : bool, optional
         Replay a batch's operators as one CUDA graph (default False): one launch instead
-        of about 80 a layer, then a clone of the output buffers. A graph is recorded by
-        :meth:`record_graphs` (``NodeLoader`` calls it for its batch sizes before its
-        sampling threads start), or on the first batch of a size sampled on the main
-        thread; a batch of an unrecorded size on another thread is drawn without one.
+        of about 80 a layer, then one copy of the output buffers (which the graph joins
+        into one). A graph is recorded by :meth:`record_graphs` (``NodeLoader`` calls it
+        for its batch sizes before its sampling threads start), or on the first batch of
+        a size sampled on the main thread; a batch of an unrecorded size on another
+        thread is drawn without one.
         Host seeds only (seeds already on the device run eagerly); not with fanout -1.
         Elsewhere than on CUDA the recorded draw is run again on the same buffers (how
         the tests check their handling).
@@ -675,9 +676,10 @@ class DeviceNeighborSampler(Sampler):
     def _replay(self, packed: torch.Tensor) -> tuple[list[dict], torch.Tensor]:
         """:meth:`_draw_packed` by a replay of a CUDA graph recorded for the batch size
         (on the first batch of that size): the keys and seeds copied into the graph's input
-        buffer, the graph replayed, its output buffers cloned (the next replay overwrites
-        them). The lock keeps the copy, replay and clones of two threads apart; the
-        stream's order keeps a replay after the clones of the one before. Without CUDA (the
+        buffer, the graph replayed, its output buffer (every output, joined by the graph:
+        :meth:`_flatten`) cloned in one copy (the next replay overwrites it) and cut into
+        views. The lock keeps the copy, replay and clone of two threads apart; the
+        stream's order keeps a replay after the clone of the one before. Without CUDA (the
         tests) the recorded draw is run again on the input buffer."""
         with self._graph_lock:
             entry = self._graphs.get(len(packed))
@@ -685,14 +687,31 @@ class DeviceNeighborSampler(Sampler):
                 return self._draw_packed(self._upload_packed(packed))
             if entry is None:
                 entry = self._record(packed)
-            static_in, graph, layers, sizes, _ = entry
+            static_in, graph, flat, layout = entry[0], entry[1], entry[5], entry[6]
             if static_in.device.type == "cuda":
                 static_in.copy_(packed.pin_memory(), non_blocking=True)
                 graph.replay()
+                flat = flat.clone()
             else:
                 static_in.copy_(packed)
-                layers, sizes = self._draw_packed(static_in)
-            return ([{k: v.clone() for k, v in o.items()} for o in layers], sizes.clone())
+                flat, _ = self._flatten(*self._draw_packed(static_in))
+            return self._unflatten(flat, layout)
+
+    @staticmethod
+    def _flatten(layers: list[dict], sizes: torch.Tensor) -> tuple[torch.Tensor, list]:
+        """A batch's output buffers (all int64 and one-dimensional) joined into one
+        (one kernel), and the layout :meth:`_unflatten` cuts it back by."""
+        parts = [t for o in layers for t in o.values()] + [sizes]
+        layout = [[(k, len(t)) for k, t in o.items()] for o in layers] + [len(sizes)]
+        return torch.cat(parts), layout
+
+    @staticmethod
+    def _unflatten(flat: torch.Tensor, layout: list) -> tuple[list[dict], torch.Tensor]:
+        """The output buffers of :meth:`_flatten`'s ``flat``, as views of it."""
+        lengths = [n for spec in layout[:-1] for _, n in spec] + [layout[-1]]
+        pieces = iter(torch.split(flat, lengths))
+        layers = [{k: next(pieces) for k, _ in spec} for spec in layout[:-1]]
+        return layers, next(pieces)
 
     def record_graphs(self, batch_sizes) -> None:
         """Record now the CUDA graphs of batches of these seed counts (``cuda_graphs``;
@@ -722,10 +741,11 @@ class DeviceNeighborSampler(Sampler):
     def _record(self, packed: torch.Tensor) -> tuple:
         """The CUDA graph of :meth:`_draw_packed` for batches of ``packed``'s size (after
         one warm-up run on a side stream, which also grows the kept ranges): ``(input
-        buffer, graph, output buffers, counts, kept ranges)``; at most four batch sizes are
-        kept. The graph reads the kept ranges' memory as it was when recorded: the entry
-        holds those tensors, so a range grown later for a larger batch (a new tensor) does
-        not free the memory a replay reads."""
+        buffer, graph, output buffers, counts, kept ranges, the outputs joined by the graph,
+        their layout)``; at most four batch sizes are kept. The graph reads the kept
+        ranges' memory as it was when recorded: the entry holds those tensors, so a range
+        grown later for a larger batch (a new tensor) does not free the memory a replay
+        reads."""
         static_in = self._upload_packed(packed)
         graph = None
         layers, sizes = self._draw_packed(static_in)
@@ -738,10 +758,13 @@ class DeviceNeighborSampler(Sampler):
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph):
                 layers, sizes = self._draw_packed(static_in)
+                flat, layout = self._flatten(layers, sizes)
+        else:
+            flat, layout = self._flatten(layers, sizes)
         if len(self._graphs) >= 4:
             self._graphs.clear()
         self._graphs[len(packed)] = (static_in, graph, layers, sizes,
-                                     tuple(self._ranges.values()))
+                                     tuple(self._ranges.values()), flat, layout)
         return self._graphs[len(packed)]
 
     def _layer(self, dst: torch.Tensor, layer: int, key) -> dict:
