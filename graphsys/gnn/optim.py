@@ -15,9 +15,10 @@ def fused_adam(params: Iterable, **options) -> torch.optim.Adam:
     """``torch.optim.Adam(params, **options)`` with its update fused (``fused=True``: one
     kernel a step for every parameter of a device and dtype, its step counters on that
     device, so no host read either) where torch fuses Adam for every parameter's device
-    (CUDA; the CPU from torch 2.4), else its multi-tensor update (``foreach=True``: a
-    few kernels for all the parameters instead of about six each). The same algorithm
-    either way; the fused kernel may round the last bit differently.
+    (CUDA; the CPU from torch 2.4), else torch's own choice (its multi-tensor update, a
+    few kernels for all the parameters instead of about six each, where its device
+    has those kernels). The same algorithm either way; the fused kernel may round the
+    last bit differently.
 
     Parameters
     ----------
@@ -41,10 +42,24 @@ def fused_adam(params: Iterable, **options) -> torch.optim.Adam:
     [0.9, 0.9, 0.9]
     """
     params = list(params)
+    if _fusable(params):
+        try:
+            return torch.optim.Adam(params, fused=True, **options)
+        except RuntimeError:   # a torch before 2.4 fuses Adam on CUDA only
+            pass
+    return torch.optim.Adam(params, **options)
+
+
+def _fusable(params: list) -> bool:
+    """Every parameter (of ``params``, tensors or groups) is a floating-point tensor on a
+    device torch fuses Adam for (checked here: torch checks it at the first step)."""
     try:
-        return torch.optim.Adam(params, fused=True, **options)
-    except RuntimeError:   # a device torch does not fuse Adam for, or a torch before 2.4
-        return torch.optim.Adam(params, foreach=True, **options)
+        from torch.optim.optimizer import _get_fused_kernels_supported_devices
+        devices = set(_get_fused_kernels_supported_devices())
+    except ImportError:
+        devices = {"cuda"}
+    tensors = [p for g in params for p in (g["params"] if isinstance(g, dict) else [g])]
+    return all(p.is_floating_point() and p.device.type in devices for p in tensors)
 
 
 def adam(model: nn.Module, inp: nn.Module, lr: float, weight_decay: float,
