@@ -27,7 +27,7 @@ from graphsys.gnn.dropout import feature_dropout
 from graphsys.sampling._util import as_seed_array, derive_seed, serial_kernels
 from graphsys.sampling.base import Sampler
 from graphsys.sampling.block import Block, MiniBatch
-from graphsys.sampling.device import DeviceNeighborSampler, as_int64, mix64, srl64
+from graphsys.sampling.device import DeviceNeighborSampler, as_int64, mix64
 from graphsys.sampling.features import feature_rows
 from graphsys.sampling.neighbor import NeighborSampler
 from graphsys.storage.graph import Graph, open_graph
@@ -162,13 +162,28 @@ def device_feature_dropout(table: torch.Tensor, ids: torch.Tensor, p: float, key
     width = x.shape[1]
     pairs = (width + 1) // 2
     golden = 0x9E3779B97F4A7C15
-    first = as_int64(key) + ids.to(torch.int64) * as_int64(pairs * golden)
-    steps = torch.arange(pairs, dtype=torch.int64, device=ids.device) * as_int64(golden)
-    z = mix64(first.unsqueeze(1) + steps)
-    halves = torch.stack([z & 0xFFFFFFFF, srl64(z, 32)], 2).reshape(len(ids), 2 * pairs)
-    keep = halves[:, :width] >= min(round(p * 2.0 ** 32), 2 ** 32 - 1)
+    # node r's column pair c draws word key + r * pairs * golden + c * golden (wrapping)
+    z = mix64(torch.add(_pair_steps(pairs, ids.device), ids.to(torch.int64).unsqueeze(1),
+                        alpha=as_int64(pairs * golden)) + as_int64(key))
+    # each word's two 32-bit halves, low first (an int32 view: little-endian), compared
+    # as unsigned with the threshold by flipping their sign bits
+    halves = z.view(torch.int32)[:, :width]
+    keep = (halves ^ -2**31) >= min(round(p * 2.0 ** 32), 2 ** 32 - 1) - 2**31
     work = x if x.dtype in (torch.float32, torch.float64) else x.float()
-    return (work * (keep.to(work.dtype) * (1.0 / (1.0 - p)))).to(x.dtype)
+    return (work * keep).mul_(1.0 / (1.0 - p)).to(x.dtype)
+
+
+_PAIR_STEPS: dict[tuple[int, str], torch.Tensor] = {}
+
+
+def _pair_steps(pairs: int, device: torch.device) -> torch.Tensor:
+    """int64 ``c * golden`` for the column pairs ``c < pairs`` on ``device`` (made once)."""
+    steps = _PAIR_STEPS.get((pairs, str(device)))
+    if steps is None:
+        steps = torch.arange(pairs, dtype=torch.int64, device=device) * as_int64(
+            0x9E3779B97F4A7C15)
+        _PAIR_STEPS[(pairs, str(device))] = steps
+    return steps
 
 
 class RowBuffers:

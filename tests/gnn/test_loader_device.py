@@ -70,6 +70,19 @@ def test_device_feature_dropout_is_the_host_mask(width, p):
                        feature_dropout(t16, ids, p, key))
 
 
+def test_device_feature_dropout_launches():
+    """The input dropout of a device batch, counted on the CPU (the device emulated): the
+    gather, the stream words (2 and the 11 of a SplitMix64 finaliser), the mask (an int32
+    view of the words: 2) and its application (2); it was 25."""
+    from graphsys.analysis.device_counts import DeviceWorkCounter
+
+    table, ids = torch.randn(100, 9), torch.randint(0, 100, (64,))
+    device_feature_dropout(table, ids, 0.5, 7)           # the column steps made once
+    with DeviceWorkCounter(device_tensors=[table, ids]) as c:
+        device_feature_dropout(table, ids, 0.5, 7)
+    assert c.launches == 18 and c.transfers == 0 and c.syncs == 0, c.ops
+
+
 def test_sampler_choice(graph):
     cpu = NeighborSampler(graph, [2])
     assert on_device(cpu, torch.device("cpu"), None) is cpu
