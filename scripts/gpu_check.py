@@ -1005,6 +1005,7 @@ def gnn_graphsys(ctx: Ctx, d: dict, steps: int | None, workers: int,
     import torch.nn.functional as F
 
     from graphsys.gnn import GNN, NodeLoader
+    from graphsys.gnn.optim import fused_adam
     from graphsys.sampling import Adjacency, NeighborSampler
 
     dev = torch.device(ctx.device)
@@ -1021,7 +1022,7 @@ def gnn_graphsys(ctx: Ctx, d: dict, steps: int | None, workers: int,
     label = torch.from_numpy(d["label"])
     model = GNN("sage", d["feat"].shape[1], HIDDEN, d["classes"], num_layers=2,
                 dropout=DROPOUT).to(dev)
-    opt = torch.optim.Adam(model.parameters(), lr=LR)
+    opt = fused_adam(model.parameters(), lr=LR)     # gnn.train's: one fused update
 
     def loader(ids, shuffle, dropout=0.0):
         return NodeLoader(None, sampler, ids, batch_size=BATCH, shuffle=shuffle, seed=0,

@@ -102,6 +102,7 @@ def run_graphsys(data: Path, epochs: int, steps: int) -> dict:
     import torch.nn.functional as F
 
     from graphsys.gnn import GNN, NodeLoader
+    from graphsys.gnn.optim import fused_adam
     from graphsys.sampling import Adjacency, NeighborSampler
 
     def load(name):
@@ -114,7 +115,7 @@ def run_graphsys(data: Path, epochs: int, steps: int) -> dict:
     torch.manual_seed(0)
     sampler = NeighborSampler(adj, list(FANOUTS))
     model = GNN("sage", feat.shape[1], HIDDEN, classes, num_layers=2, dropout=DROPOUT)
-    opt = torch.optim.Adam(model.parameters(), lr=LR)
+    opt = fused_adam(model.parameters(), lr=LR)     # what gnn.train steps with
     loader = NodeLoader(None, sampler, train, batch_size=BATCH, seed=0, features=feat,
                         labels=label, input_dropout=DROPOUT)
     tests = NodeLoader(None, sampler, test, batch_size=BATCH, shuffle=False, seed=1,

@@ -13,7 +13,10 @@ tensor methods that read values on the host, which a CPU tensor serves without a
   buffer, an optimiser's step counter) runs on the CPU of a GPU run too: it is counted
   apart, in ``host_ops``.
   One operator can launch more than one CUDA kernel (a sort, a scan): the count is of
-  operators, the unit of a GPU's launch overhead that the code controls.
+  operators, the unit of a GPU's launch overhead that the code controls. The exception
+  is a concatenation (``cat``, ``stack``) of pieces of more than one dtype: CUDA copies
+  those one by one (a kernel or a device-to-device ``cudaMemcpyAsync`` each), so it
+  counts a launch per non-empty piece.
 * **Transfers.** A copy between two devices (``aten::_to_copy`` / ``aten::copy_``), and on
   a host-only run, a copy *addressed* to a device (``t.to(device, copy=True)``: on a GPU
   run it crosses the bus), and every read of a device value on the host.
@@ -59,6 +62,15 @@ DATA_DEPENDENT = frozenset({
 })
 #: Tensor methods that read values on the host without an operator on a CPU tensor.
 HOST_READS = ("tolist", "numpy", "cpu")
+
+
+def _pieces(name: str, args) -> int:
+    """Launches of a concatenation: one, or with pieces of more than one dtype (which CUDA
+    copies into the output one at a time) one per non-empty piece."""
+    if name not in ("cat", "stack") or not args or not isinstance(args[0], (list, tuple)):
+        return 1
+    pieces = [t for t in args[0] if isinstance(t, torch.Tensor) and t.numel()]
+    return len(pieces) if len({t.dtype for t in pieces}) > 1 else 1
 
 
 def _bool_index(name: str, args) -> bool:
@@ -156,7 +168,7 @@ class DeviceWorkCounter(TransferCounter):
             self._count(name)
         elif name not in NO_KERNEL:
             if on_device or not self.host_run:
-                self._count(name)
+                self._count(name, _pieces(name, args))
             else:
                 self.host_ops[name] += 1
         out = func(*args, **kwargs)
@@ -166,9 +178,9 @@ class DeviceWorkCounter(TransferCounter):
                     self._on_device[t] = True
         return out
 
-    def _count(self, name: str) -> None:
-        self.launches += 1
-        self.ops[name] += 1
+    def _count(self, name: str, n: int = 1) -> None:
+        self.launches += n
+        self.ops[name] += n
 
     def note_launch(self, name: str) -> None:
         """Count a kernel that code launches outside torch's dispatcher (a jiterator

@@ -180,6 +180,7 @@ def profile_gnn(graph, *, recorder: SimtRecorder, device: str = "cpu", steps: in
 
     from graphsys.gnn.batches import node_sampler
     from graphsys.gnn.node_task import build_node_model, node_model_dims
+    from graphsys.gnn.optim import fused_adam
     from graphsys.gnn.overrides import train_config_from_overrides
     from graphsys.sampling.adjacency import homogeneous_adjacency
 
@@ -220,7 +221,7 @@ def profile_gnn(graph, *, recorder: SimtRecorder, device: str = "cpu", steps: in
     dev = torch.device(device)
     model.to(dev)
     model.train()
-    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    opt = fused_adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     batches = [rng.choice(n, size=min(cfg.batch_size, n), replace=False) for _ in range(steps)]
     # each step's blocks' (destination ids, destinations), read after the profiled run:
     # Tensor.numpy() inside it would add operators to the counts

@@ -27,7 +27,7 @@ from graphsys.gnn.dropout import feature_dropout
 from graphsys.sampling._util import as_seed_array, derive_seed, serial_kernels
 from graphsys.sampling.base import Sampler, SamplerInput, refuse_times
 from graphsys.sampling.block import Block, MiniBatch
-from graphsys.sampling.device import DeviceNeighborSampler, as_int64, mix64, srl64
+from graphsys.sampling.device import DeviceNeighborSampler, _note_launch, as_int64, mix64
 from graphsys.sampling.features import feature_rows
 from graphsys.sampling.neighbor import NeighborSampler
 from graphsys.storage.graph import Graph, open_graph
@@ -177,7 +177,10 @@ def device_feature_dropout(table: torch.Tensor, ids: torch.Tensor, p: float, key
     """:func:`~graphsys.gnn.dropout.feature_dropout` in torch ops on ``table``'s device:
     rows ``ids`` of ``table`` (N, F), element ``(r, c)`` kept (and scaled by ``1 / (1 -
     p)``) by the same half of the same SplitMix64 draw of node ``ids[r]``'s column pair, so
-    the rows equal the CPU gather's bit for bit; a float16 table is masked in float32.
+    the rows equal the CPU gather's bit for bit; a float16 table is masked in float32. The
+    mask is 16 torch operators (:func:`_keep_operators`), or on CUDA one kernel compiled
+    at run time by torch's jiterator (:data:`_KEEP_CODE`), used once its flags equal the
+    operators' on a check batch: the gather, the mask and two products.
 
     Examples
     --------
@@ -195,16 +198,92 @@ def device_feature_dropout(table: torch.Tensor, ids: torch.Tensor, p: float, key
         return x
     if p >= 1:
         return torch.zeros_like(x)
-    width = x.shape[1]
-    pairs = (width + 1) // 2
-    golden = 0x9E3779B97F4A7C15
-    first = as_int64(key) + ids.to(torch.int64) * as_int64(pairs * golden)
-    steps = torch.arange(pairs, dtype=torch.int64, device=ids.device) * as_int64(golden)
-    z = mix64(first.unsqueeze(1) + steps)
-    halves = torch.stack([z & 0xFFFFFFFF, srl64(z, 32)], 2).reshape(len(ids), 2 * pairs)
-    keep = halves[:, :width] >= min(round(p * 2.0 ** 32), 2 ** 32 - 1)
+    thr = min(round(p * 2.0 ** 32), 2 ** 32 - 1)
+    fused = _keep_kernel(ids.device)
+    if fused is not None:       # one kernel (CUDA), checked against the operators
+        _note_launch("jiterator")
+        keep = fused(ids.to(torch.int64).unsqueeze(1), _columns(x.shape[1], ids.device),
+                     key=as_int64(key), thr=thr, pairs=(x.shape[1] + 1) // 2)
+    else:
+        keep = _keep_operators(ids, x.shape[1], key, thr)
     work = x if x.dtype in (torch.float32, torch.float64) else x.float()
-    return (work * (keep.to(work.dtype) * (1.0 / (1.0 - p)))).to(x.dtype)
+    return (work * keep).mul_(1.0 / (1.0 - p)).to(x.dtype)
+
+
+def _keep_operators(ids: torch.Tensor, width: int, key: int, thr: int) -> torch.Tensor:
+    """bool (len(ids), width): the kept elements of :func:`device_feature_dropout`'s rows
+    in torch operators (16): node ``r``'s column pair ``c`` draws the word ``mix64(key + r
+    * pairs * golden + c * golden)`` (wrapping), whose low then high 32-bit half (an int32
+    view: little-endian) keeps column ``2c`` then ``2c + 1`` when at least ``thr``
+    (compared as unsigned by flipping the sign bits)."""
+    pairs = (width + 1) // 2
+    z = mix64(torch.add(_pair_steps(pairs, ids.device), ids.to(torch.int64).unsqueeze(1),
+                        alpha=as_int64(pairs * _GOLDEN)) + as_int64(key))
+    return (z.view(torch.int32)[:, :width] ^ -2**31) >= thr - 2**31
+
+
+_GOLDEN = 0x9E3779B97F4A7C15
+_PAIR_STEPS: dict[tuple[int, str], torch.Tensor] = {}
+_COLUMNS: dict[tuple[int, str], torch.Tensor] = {}
+_KEEP_KERNELS: dict[str, object] = {}
+
+#: :func:`_keep_operators` as one CUDA kernel (torch's jiterator) over (row, column): the
+#: kept flag (1 or 0) of column ``col`` of node ``id``'s row, the same bits.
+_KEEP_CODE = """template <typename T> T gs_feature_keep(T id, T col, T key, T thr, T pairs) {
+  const unsigned long long G = 0x9E3779B97F4A7C15ULL;
+  const unsigned long long M1 = 0xBF58476D1CE4E5B9ULL, M2 = 0x94D049BB133111EBULL;
+  const unsigned long long c = (unsigned long long) col;
+  unsigned long long z = (unsigned long long) key
+      + (unsigned long long) id * ((unsigned long long) pairs * G) + (c >> 1) * G;
+  z = (z ^ (z >> 30)) * M1; z = (z ^ (z >> 27)) * M2; z = z ^ (z >> 31);
+  const unsigned long long half = (c & 1ULL) ? (z >> 32) : (z & 0xFFFFFFFFULL);
+  return half >= (unsigned long long) thr ? 1 : 0;
+}"""
+
+
+def _pair_steps(pairs: int, device: torch.device) -> torch.Tensor:
+    """int64 ``c * golden`` for the column pairs ``c < pairs`` on ``device`` (made once)."""
+    steps = _PAIR_STEPS.get((pairs, str(device)))
+    if steps is None:
+        steps = torch.arange(pairs, dtype=torch.int64, device=device) * as_int64(_GOLDEN)
+        _PAIR_STEPS[(pairs, str(device))] = steps
+    return steps
+
+
+def _columns(width: int, device: torch.device) -> torch.Tensor:
+    """int64 (1, width) ``0..width-1`` on ``device`` (made once)."""
+    cols = _COLUMNS.get((width, str(device)))
+    if cols is None:
+        cols = torch.arange(width, dtype=torch.int64, device=device).unsqueeze(0)
+        _COLUMNS[(width, str(device))] = cols
+    return cols
+
+
+def _keep_kernel(device: torch.device):
+    """The jiterator kernel of :data:`_KEEP_CODE` on ``device``, made once: None off CUDA,
+    where torch cannot compile it, or where its flags differ from
+    :func:`_keep_operators`' on a check batch (large ids and keys, odd and even widths)."""
+    if device.type != "cuda":
+        return None
+    if str(device) not in _KEEP_KERNELS:
+        kernel = None
+        try:
+            from torch.cuda.jiterator import _create_jit_fn
+
+            fn = _create_jit_fn(_KEEP_CODE, key=0, thr=0, pairs=1)
+            gen = torch.Generator().manual_seed(7)
+            ids = torch.randint(0, 2**40, (301,), generator=gen).to(device)
+            key = 2**64 - 12345
+            same = True
+            for width, thr in ((7, 2**31 + 77), (8, 1717986918), (1, 4294967295)):
+                got = fn(ids.unsqueeze(1), _columns(width, device), key=as_int64(key),
+                         thr=thr, pairs=(width + 1) // 2)
+                same &= torch.equal(got.bool(), _keep_operators(ids, width, key, thr))
+            kernel = fn if same else None
+        except (RuntimeError, ImportError, AssertionError):
+            kernel = None
+        _KEEP_KERNELS[str(device)] = kernel
+    return _KEEP_KERNELS[str(device)]
 
 
 class RowBuffers:

@@ -48,6 +48,7 @@ from graphsys.gnn.config import RGCN, RGCN_NORMS, TrainConfig, check_choice
 from graphsys.gnn.conv.rgcn import RGCNConv, degree_norm, relation_norm
 from graphsys.gnn.fit import Evaluation, Task
 from graphsys.gnn.hetero import TypedInput
+from graphsys.gnn.optim import fused_adam
 from graphsys.sampling._util import derive_seed
 from graphsys.sampling.hetero import TypedBlock
 from graphsys.storage.graph import Graph, open_graph
@@ -352,8 +353,8 @@ class RGCNTask(Task):
                                    num_bases=rs.num_bases, dropout=cfg.dropout,
                                    norm=rs.norm).to(device)
         self.modules = {"model.": self.model}
-        self.opt = torch.optim.Adam(self.model.parameters(), lr=cfg.lr,
-                                    weight_decay=cfg.weight_decay)
+        self.opt = fused_adam(self.model.parameters(), lr=cfg.lr,
+                              weight_decay=cfg.weight_decay)
         self.clip, self.max_seconds = rs.grad_norm, rs.max_seconds
         n_train = len(data.train[0])
         if n_train == 0:

@@ -60,6 +60,7 @@ from graphsys.errors import GraphsysError, ParameterError
 from graphsys.gnn.config import TGAT as MODEL_TGAT
 from graphsys.gnn.config import TrainConfig
 from graphsys.gnn.fit import Evaluation, Task
+from graphsys.gnn.optim import fused_adam
 from graphsys.gnn.temporal import TGN
 from graphsys.gnn.temporal_eval import (
     NEGATIVES,
@@ -383,12 +384,8 @@ class TemporalTask(Task):
         self.modules = {"": self.model}
         # fused: one kernel per step over all parameters (TGN's are small, and a
         # per-tensor step was a tenth of a training batch on the CPU)
-        try:
-            self.opt = torch.optim.Adam(self.model.parameters(), lr=cfg.lr,
-                                        weight_decay=cfg.weight_decay, fused=True)
-        except RuntimeError:  # a torch without a fused CPU Adam (before 2.4): the same step
-            self.opt = torch.optim.Adam(self.model.parameters(), lr=cfg.lr,
-                                        weight_decay=cfg.weight_decay)
+        self.opt = fused_adam(self.model.parameters(), lr=cfg.lr,
+                              weight_decay=cfg.weight_decay)
         self.protocol = protocol_name(cfg)
         self.train_idx = np.flatnonzero(self.split[0])
         self.per_epoch = -(-len(self.train_idx) // cfg.batch_size)

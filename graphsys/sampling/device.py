@@ -15,21 +15,23 @@ CUDA), and the right shifts, arithmetic on int64, are made logical by masking of
 copied sign bits (:func:`srl64`). The conversion to a float in [0, 1) keeps the top 53 bits,
 exactly as the CPU kernel does, and the picks truncate the same float64 products.
 
-Operations per batch: a layer of fanout ``k`` runs 64 torch operators (each one kernel
+Operations per batch: a layer of fanout ``k`` runs 65 torch operators (each one kernel
 launch on a GPU) for ``k`` from 10 to 17: one gather of its destinations' CSR rows, degrees
 and first stream words (a per-node table made once), the two SplitMix64 finalisers of the
 streams and their ``k`` words (26 operators, int64 arithmetic having no logical shift),
 the draws scaled in float64 (4), Floyd's algorithm by pointer doubling (12, and 2 for rows
-of at most ``k`` neighbours), a gather of the picks (3), and one buffer of candidates and
-kept-pick flags (1) whose sources are numbered by first appearance through a dense map of
-the node ids (8) and whose edges are compacted by a running count (5). One host read at
+of at most ``k`` neighbours), a gather of the picks and their widening to int64 (4), and
+one buffer of candidates (1, its pieces all int64: CUDA joins pieces of one dtype in one
+kernel and copies pieces of mixed dtypes one by one) whose sources are numbered by first
+appearance through a dense map of the node ids (8) and whose edges are compacted by a
+running count of the kept picks (5). One host read at
 the end of the batch (``.tolist()`` of a few counts) gives the blocks' sizes and the
 checks of the seeds; a layer with fanout ``-1`` (every neighbour) reads its edge count
 before it is drawn, one more read each, and with ``csr="staged"`` each layer reads its
 CSR positions on the host (one more read and two transfers a layer). On CUDA a layer's
 picks, from the table's gather to the CSR positions (48 operators for ``k = 15``), are one
 kernel compiled at run time by torch's jiterator (:func:`fused_draw`, checked against the
-operators when the sampler is made): 37 launches a GraphSAGE batch instead of 129.
+operators when the sampler is made): 39 launches a GraphSAGE batch instead of 131.
 """
 
 from __future__ import annotations
@@ -347,10 +349,11 @@ class DeviceNeighborSampler(Sampler):
         it.
     cuda_graphs : bool, optional
         Replay a batch's operators as one CUDA graph (default False): one launch instead
-        of about 80 a layer, then a clone of the output buffers. A graph is recorded by
-        :meth:`record_graphs` (``NodeLoader`` calls it for its batch sizes before its
-        sampling threads start), or on the first batch of a size sampled on the main
-        thread; a batch of an unrecorded size on another thread is drawn without one.
+        of about 80 a layer, then one copy of the output buffers (which the graph joins
+        into one). A graph is recorded by :meth:`record_graphs` (``NodeLoader`` calls it
+        for its batch sizes before its sampling threads start), or on the first batch of
+        a size sampled on the main thread; a batch of an unrecorded size on another
+        thread is drawn without one.
         Host seeds only (seeds already on the device run eagerly); not with fanout -1.
         Elsewhere than on CUDA the recorded draw is run again on the same buffers (how
         the tests check their handling).
@@ -675,9 +678,10 @@ class DeviceNeighborSampler(Sampler):
     def _replay(self, packed: torch.Tensor) -> tuple[list[dict], torch.Tensor]:
         """:meth:`_draw_packed` by a replay of a CUDA graph recorded for the batch size
         (on the first batch of that size): the keys and seeds copied into the graph's input
-        buffer, the graph replayed, its output buffers cloned (the next replay overwrites
-        them). The lock keeps the copy, replay and clones of two threads apart; the
-        stream's order keeps a replay after the clones of the one before. Without CUDA (the
+        buffer, the graph replayed, its output buffer (every output, joined by the graph:
+        :meth:`_flatten`) cloned in one copy (the next replay overwrites it) and cut into
+        views. The lock keeps the copy, replay and clone of two threads apart; the
+        stream's order keeps a replay after the clone of the one before. Without CUDA (the
         tests) the recorded draw is run again on the input buffer."""
         with self._graph_lock:
             entry = self._graphs.get(len(packed))
@@ -685,14 +689,31 @@ class DeviceNeighborSampler(Sampler):
                 return self._draw_packed(self._upload_packed(packed))
             if entry is None:
                 entry = self._record(packed)
-            static_in, graph, layers, sizes, _ = entry
+            static_in, graph, flat, layout = entry[0], entry[1], entry[5], entry[6]
             if static_in.device.type == "cuda":
                 static_in.copy_(packed.pin_memory(), non_blocking=True)
                 graph.replay()
+                flat = flat.clone()
             else:
                 static_in.copy_(packed)
-                layers, sizes = self._draw_packed(static_in)
-            return ([{k: v.clone() for k, v in o.items()} for o in layers], sizes.clone())
+                flat, _ = self._flatten(*self._draw_packed(static_in))
+            return self._unflatten(flat, layout)
+
+    @staticmethod
+    def _flatten(layers: list[dict], sizes: torch.Tensor) -> tuple[torch.Tensor, list]:
+        """A batch's output buffers (all int64 and one-dimensional) joined into one
+        (one kernel), and the layout :meth:`_unflatten` cuts it back by."""
+        parts = [t for o in layers for t in o.values()] + [sizes]
+        layout = [[(k, len(t)) for k, t in o.items()] for o in layers] + [len(sizes)]
+        return torch.cat(parts), layout
+
+    @staticmethod
+    def _unflatten(flat: torch.Tensor, layout: list) -> tuple[list[dict], torch.Tensor]:
+        """The output buffers of :meth:`_flatten`'s ``flat``, as views of it."""
+        lengths = [n for spec in layout[:-1] for _, n in spec] + [layout[-1]]
+        pieces = iter(torch.split(flat, lengths))
+        layers = [{k: next(pieces) for k, _ in spec} for spec in layout[:-1]]
+        return layers, next(pieces)
 
     def record_graphs(self, batch_sizes) -> None:
         """Record now the CUDA graphs of batches of these seed counts (``cuda_graphs``;
@@ -722,10 +743,11 @@ class DeviceNeighborSampler(Sampler):
     def _record(self, packed: torch.Tensor) -> tuple:
         """The CUDA graph of :meth:`_draw_packed` for batches of ``packed``'s size (after
         one warm-up run on a side stream, which also grows the kept ranges): ``(input
-        buffer, graph, output buffers, counts, kept ranges)``; at most four batch sizes are
-        kept. The graph reads the kept ranges' memory as it was when recorded: the entry
-        holds those tensors, so a range grown later for a larger batch (a new tensor) does
-        not free the memory a replay reads."""
+        buffer, graph, output buffers, counts, kept ranges, the outputs joined by the graph,
+        their layout)``; at most four batch sizes are kept. The graph reads the kept
+        ranges' memory as it was when recorded: the entry holds those tensors, so a range
+        grown later for a larger batch (a new tensor) does not free the memory a replay
+        reads."""
         static_in = self._upload_packed(packed)
         graph = None
         layers, sizes = self._draw_packed(static_in)
@@ -738,10 +760,13 @@ class DeviceNeighborSampler(Sampler):
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph):
                 layers, sizes = self._draw_packed(static_in)
+                flat, layout = self._flatten(layers, sizes)
+        else:
+            flat, layout = self._flatten(layers, sizes)
         if len(self._graphs) >= 4:
             self._graphs.clear()
         self._graphs[len(packed)] = (static_in, graph, layers, sizes,
-                                     tuple(self._ranges.values()))
+                                     tuple(self._ranges.values()), flat, layout)
         return self._graphs[len(packed)]
 
     def _layer(self, dst: torch.Tensor, layer: int, key) -> dict:
@@ -755,21 +780,21 @@ class DeviceNeighborSampler(Sampler):
         if k < 0:
             return self._every_neighbour(dst, info[:, 0], info[:, 1])
         eid, mask = self._picks(info, key, k)
-        nbr = self._neighbours(eid)
-        n_dst, cap = len(dst), mask.numel()
-        # one buffer: the candidates (padding node, dst, picks, padding node), then a zero
-        # and the kept flags, whose running sum numbers the kept picks and bounds each row's
-        cand = torch.cat([self._pad, dst, nbr.view(-1), self._pad, self._zero,
-                          mask.view(-1)])
-        out = self._relabel(cand[:cap + n_dst + 2], n_dst)
-        kept = torch.cumsum(cand[cap + n_dst + 2:], 0)      # kept[i]: kept picks before i
-        slot = kept[1:].view(mask.shape) * mask           # 0 past a row's picks: junk
-        edge_src = torch.empty(cap + 1, dtype=torch.int64, device=dst.device)
+        n_dst = len(dst)
+        # the candidates, int64 like every piece (one copy kernel on CUDA; pieces of
+        # mixed dtypes are copied one by one): padding node, dst, picks, padding node
+        cand = torch.cat([self._pad, dst, self._neighbours(eid).view(-1), self._pad])
+        out = self._relabel(cand, n_dst)
+        kept = torch.cumsum(mask.view(-1), 0)       # kept[i]: kept picks up to i, inclusive
+        slot = kept.view(mask.shape) * mask         # 0 past a row's picks: junk
+        edge_src = torch.empty(kept.numel() + 1, dtype=torch.int64, device=dst.device)
         edge_src.index_put_((slot,), out.pop("local").view(mask.shape))
-        edge_dst = torch.empty(cap + 1, dtype=torch.int64, device=dst.device)
+        edge_dst = torch.empty(kept.numel() + 1, dtype=torch.int64, device=dst.device)
         edge_dst.index_put_((slot,), self._iota(n_dst).unsqueeze(1))
+        # each row's kept picks end where its last step's count stands
+        offsets = torch.cat([self._zero, kept.view(mask.shape)[:, -1]])
         return {**out, "edge_src": edge_src[1:], "edge_dst": edge_dst[1:],
-                "offsets": kept[::k].contiguous(), "n_edges": kept[-1]}
+                "offsets": offsets, "n_edges": offsets[-1]}
 
     def _picks(self, info: torch.Tensor, key, k: int) -> tuple[torch.Tensor, torch.Tensor]:
         """The CSR positions (D, k) of the picks of the destinations whose table rows are
@@ -831,19 +856,21 @@ class DeviceNeighborSampler(Sampler):
                 "n_edges": offsets[-1]}
 
     def _neighbours(self, eid: torch.Tensor) -> torch.Tensor:
-        """The neighbour ids at the CSR positions ``eid`` (any shape), on the sampling
-        device: one gather where the ids are read (device memory, or pinned host memory
-        through UVA), or with ``csr="staged"`` the positions read on the host (a
+        """The neighbour ids (int64) at the CSR positions ``eid`` (any shape), on the
+        sampling device: one gather where the ids are read (device memory, or pinned host
+        memory through UVA), or with ``csr="staged"`` the positions read on the host (a
         synchronisation), gathered there into a pinned staging buffer and copied to the
-        device without blocking (two transfers)."""
+        device without blocking (two transfers); int32 ids are then widened (one more
+        operator)."""
         if not self._staged:
-            return self.indices.index_select(0, eid.view(-1)).view(eid.shape)
-        host = eid.view(-1).cpu()                                   # the read
-        pin = self.sample_device.type == "cuda"
-        staging = torch.empty(host.shape, dtype=self.indices.dtype, pin_memory=pin)
-        torch.index_select(self.indices, 0, host, out=staging)
-        return staging.to(self.sample_device, non_blocking=pin,
-                          copy=True).view(eid.shape)
+            ids = self.indices.index_select(0, eid.view(-1))
+        else:
+            host = eid.view(-1).cpu()                                   # the read
+            pin = self.sample_device.type == "cuda"
+            staging = torch.empty(host.shape, dtype=self.indices.dtype, pin_memory=pin)
+            torch.index_select(self.indices, 0, host, out=staging)
+            ids = staging.to(self.sample_device, non_blocking=pin, copy=True)
+        return ids.to(torch.int64).view(eid.shape)
 
     def _relabel(self, cand: torch.Tensor, n_dst: int) -> dict:
         """Block-local numbering of the candidates ``cand`` (int64: the padding node

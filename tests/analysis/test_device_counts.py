@@ -67,3 +67,14 @@ def test_host_only_operators_are_not_launches():
         staged.to("cpu", copy=True) + dev[:2]                   # upload, then one launch
     assert c.launches == 1 and dict(c.ops) == {"add": 1}
     assert c.host_ops["index_select"] == 1 and c.transfers == 1
+
+
+def test_a_concatenation_of_mixed_dtypes_copies_each_piece():
+    """CUDA concatenates pieces of one dtype in one kernel and copies pieces of mixed
+    dtypes one by one (a kernel or a device-to-device memcpy each)."""
+    a, b = torch.arange(4), torch.arange(3, dtype=torch.int32)
+    with DeviceWorkCounter(device_tensors=[a, b]) as c:
+        torch.cat([a, a[::2], a])                                  # one dtype: one
+        torch.cat([a, b, torch.empty(0, dtype=torch.bool), a])     # mixed: 3 pieces
+        torch.stack([a[0], b[0].long()])                           # a conversion, one
+    assert c.launches == 6 and dict(c.ops) == {"cat": 4, "_to_copy": 1, "stack": 1}

@@ -31,10 +31,14 @@ def _mrr(kg, out, small, *extra, epochs=EPOCHS):
 
 @pytest.mark.device
 def test_planted_kg_is_recovered_and_p4_matches_p1(kg1, kg4, small, tmp_path):
+    """Both runs recover the planted KG (a random ranking's MRR is about 0.03), and four
+    partitions train as well as one, within the spread of runs: over seeds 0-7 on the
+    CPU P=1 reaches 0.943-0.954, P=4 0.935-0.953, P=4 - P=1 from -0.017 (80 epochs) to
+    +0.005 (a random stream's, not the partitions': CUDA's device loop gave -0.021)."""
     mrr1, _emb1 = _mrr(kg1, tmp_path / "p1", small)
-    assert mrr1 > 0.85
+    assert mrr1 > 0.9
     mrr4, emb4 = _mrr(kg4, tmp_path / "p4", small, "bucket_order=\"inside_out\"")
-    assert mrr4 >= mrr1 - 0.01
+    assert mrr4 > 0.9 and mrr4 >= mrr1 - 0.03
     # raw ranking is worse than filtered on a graph with several true tails per query
     raw = evaluate(emb4, open_graph(kg4), "test", filtered=False)
     assert raw["mrr"] < mrr4

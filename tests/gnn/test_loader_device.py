@@ -3,6 +3,9 @@ with and without input dropout, labels), the choice of sampler, and the training
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+
 import numpy as np
 import pytest
 import torch
@@ -13,7 +16,7 @@ from graphsys.gnn import NodeLoader, TrainConfig, train
 from graphsys.gnn.dropout import feature_dropout
 from graphsys.gnn.loader import device_feature_dropout, on_device
 from graphsys.sampling import NeighborSampler, PinSAGESampler
-from graphsys.sampling.device import DeviceNeighborSampler
+from graphsys.sampling.device import DeviceNeighborSampler, as_int64
 from tests.sampling.conftest import count_host_reads
 
 from .conftest import write_sbm
@@ -68,6 +71,81 @@ def test_device_feature_dropout_is_the_host_mask(width, p):
     t16 = torch.from_numpy(table).half()
     assert torch.equal(device_feature_dropout(t16, ids, p, key),
                        feature_dropout(t16, ids, p, key))
+
+
+def test_device_feature_dropout_launches():
+    """The input dropout of a device batch, counted on the CPU (the device emulated): the
+    gather, the stream words (2 and the 11 of a SplitMix64 finaliser), the mask (an int32
+    view of the words: 2) and its application (2); it was 25."""
+    from graphsys.analysis.device_counts import DeviceWorkCounter
+
+    table, ids = torch.randn(100, 9), torch.randint(0, 100, (64,))
+    device_feature_dropout(table, ids, 0.5, 7)           # the column steps made once
+    with DeviceWorkCounter(device_tensors=[table, ids]) as c:
+        device_feature_dropout(table, ids, 0.5, 7)
+    assert c.launches == 18 and c.transfers == 0 and c.syncs == 0, c.ops
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs a C++ compiler")
+def test_fused_keep_kernel_source_is_the_operators_mask(tmp_path):
+    """The one-kernel mask's source (compiled by jiterator on CUDA), compiled here as C++
+    for int64: the kept flags of the torch operators, bit for bit."""
+    from torch.cuda.jiterator import _CodeParser
+
+    from graphsys.gnn.loader import _KEEP_CODE, _keep_operators
+
+    assert _CodeParser(_KEEP_CODE).function_name == "gs_feature_keep"
+    (tmp_path / "keep.cpp").write_text(_KEEP_CODE + """
+#include <cstdio>
+int main() {
+  long long id, col, key, thr, pairs;
+  while (std::scanf("%lld %lld %lld %lld %lld", &id, &col, &key, &thr, &pairs) == 5)
+    std::printf("%lld\\n", gs_feature_keep<long long>(id, col, key, thr, pairs));
+}
+""")
+    subprocess.run(["g++", "-O2", "-o", str(tmp_path / "keep"), str(tmp_path / "keep.cpp")],
+                   check=True)
+    ids = torch.randint(0, 2**40, (97,), generator=torch.Generator().manual_seed(3))
+    for width, key, thr in ((7, 2**64 - 12345, 2**31 + 77), (8, 42, 1717986918),
+                            (1, 2**63, 2**32 - 1)):
+        rows = [f"{i} {c} {as_int64(key)} {thr} {(width + 1) // 2}"
+                for i in ids.tolist() for c in range(width)]
+        out = subprocess.run([str(tmp_path / "keep")], input="\n".join(rows), text=True,
+                             capture_output=True, check=True).stdout.split()
+        got = torch.tensor([int(v) for v in out]).view(len(ids), width)
+        assert torch.equal(got.bool(), _keep_operators(ids, width, key, thr))
+
+
+def test_fused_keep_leaves_4_launches(monkeypatch):
+    """With the mask one kernel (CUDA's jiterator; emulated here by the operators, unseen
+    by the counter) a batch's input dropout is 4 launches: gather, mask, two products."""
+    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+
+    from graphsys.analysis.device_counts import DeviceWorkCounter
+    from graphsys.gnn import loader
+
+    def stand_in(ids, cols, key, thr, pairs):
+        counters = [m for m in _get_current_dispatch_mode_stack()
+                    if isinstance(m, DeviceWorkCounter)]
+        for m in counters:
+            m._quiet = True
+        try:
+            out = loader._keep_operators(ids.view(-1), cols.shape[1], key, thr).long()
+        finally:
+            for m in counters:
+                m._quiet = False
+                m._on_device[out] = True
+        return out
+
+    monkeypatch.setattr(loader, "_keep_kernel", lambda device: stand_in)
+    table, ids = torch.randn(100, 9), torch.randint(0, 100, (64,))
+    want = device_feature_dropout(table, ids, 0.5, 7)
+    with DeviceWorkCounter(device_tensors=[table, ids]) as c:
+        got = device_feature_dropout(table, ids, 0.5, 7)
+    assert c.launches == 4 and c.ops["jiterator"] == 1, c.ops
+    monkeypatch.undo()
+    assert torch.equal(got, want) and torch.equal(got, device_feature_dropout(table, ids,
+                                                                              0.5, 7))
 
 
 def test_sampler_choice(graph):

@@ -353,6 +353,22 @@ def test_loader_records_graphs_before_its_threads(device):
     assert sorted(dev._graphs) == [2 + 2, 2 + 16]
 
 
+def test_a_replay_is_copied_out_once(device):
+    """A replayed batch's outputs are joined by its graph and copied out in one copy
+    (a clone each was nine device copies a GraphSAGE batch): every block's tensors are
+    views of one buffer."""
+    adj = GRAPHS["hub"]
+    dev = DeviceNeighborSampler(adj, [6, 4], device=device, cuda_graphs=True)
+    seeds = np.random.default_rng(6).choice(adj.num_rows, 30, replace=False)
+    dev.sample_blocks(seeds, 0)
+    blocks = dev.sample_blocks(seeds, 1)
+    tensors = [t for b in blocks for t in (b.src_nodes, b.edge_src, b.edge_dst,
+                                           b.dst_offsets[0])]
+    assert len({t.untyped_storage().data_ptr() for t in tensors}) == 1
+    want = NeighborSampler(adj, [6, 4]).sample_blocks(seeds, 1)
+    assert all(_same(a, b.to("cpu")) for a, b in zip(want, blocks))
+
+
 def test_recorded_graphs_keep_the_ranges_they_read(device):
     """A graph reads the kept ranges' memory as it was when recorded: recording a larger
     batch later grows them into new tensors, and the earlier entry still holds the old

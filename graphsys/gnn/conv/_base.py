@@ -41,6 +41,15 @@ def segment_weights_sum(weight: torch.Tensor, index: torch.Tensor, size: int) ->
     return out.index_add_(0, index, weight)
 
 
+def _by_source(ctx, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(offsets, order)`` of a segment reduction's edges grouped by source: the block's
+    cached :attr:`Block.src_offsets` when its edge list is the reduction's order, else a
+    stable sort of ``src``."""
+    if ctx.block is not None:
+        return ctx.block.src_offsets
+    return group_offsets(src, ctx.num_src), torch.argsort(src, stable=True)
+
+
 class _SegmentSum(torch.autograd.Function):
     """``out[v] = sum over edges k in [offsets[v], offsets[v+1]) of w[k] * h[src[k]]``
     (``src``, ``dst``, ``w`` in destination order); ``w`` gets no gradient. ``block``: the
@@ -59,11 +68,7 @@ class _SegmentSum(torch.autograd.Function):
         if not ctx.needs_input_grad[0]:
             return None, None, None, None, None, None
         src, dst, w = ctx.saved_tensors
-        if ctx.block is not None:             # the transposed block: grouped by source
-            by_src, order = ctx.block.src_offsets
-        else:
-            order = torch.argsort(src, stable=True)
-            by_src = group_offsets(src, ctx.num_src)
+        by_src, order = _by_source(ctx, src)      # the transposed block
         grad_h = F.embedding_bag(dst.index_select(0, order), grad.contiguous(), by_src,
                                  mode="sum", per_sample_weights=w.index_select(0, order),
                                  include_last_offset=True)
@@ -83,10 +88,38 @@ def segment_sum(h: torch.Tensor, block: Block, weight: torch.Tensor | None = Non
     return _SegmentSum.apply(h, src, dst, offsets, w, block if order is None else None)
 
 
+class _SegmentMean(torch.autograd.Function):
+    """``out[v]`` = the mean of ``h[src[k]]`` over the edges k in ``[offsets[v],
+    offsets[v+1])`` (0 for none), ``src`` and ``dst`` in destination order: one
+    ``embedding_bag`` in mean mode, whose per-destination edge counts (a by-product of
+    the bag reduction) the backward divides the gradient by before it sums it over each
+    source's edges. ``block`` as :class:`_SegmentSum` takes it."""
+
+    @staticmethod
+    def forward(ctx, h, src, dst, offsets, block):
+        out, _, count, _ = torch.embedding_bag(h, src, offsets, False, 1, False, None, True)
+        ctx.save_for_backward(src, dst, count)
+        ctx.num_src, ctx.block = h.shape[0], block
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        if not ctx.needs_input_grad[0]:
+            return None, None, None, None, None
+        src, dst, count = ctx.saved_tensors
+        by_src, order = _by_source(ctx, src)
+        # a destination without edges divides by 0, in a row that no edge reads
+        scaled = grad / count[:grad.shape[0]].unsqueeze(1)
+        grad_h = F.embedding_bag(dst.index_select(0, order), scaled, by_src, mode="sum",
+                                 include_last_offset=True)
+        return grad_h, None, None, None, None
+
+
 def segment_mean(h: torch.Tensor, block: Block) -> torch.Tensor:
     r"""``out[v]`` = the mean of ``h[u]`` over the block's edges (u, v) (repeated edges count
-    again; 0 for a destination without edges): :func:`segment_sum` with weights
-    :math:`1 / d_v`."""
-    offsets, _ = block.dst_offsets
-    deg = (offsets[1:] - offsets[:-1]).to(h.dtype).clamp_(min=1.0)
-    return segment_sum(h, block, deg.reciprocal().index_select(0, block.edge_dst))
+    again; 0 for a destination without edges): a segment reduction like
+    :func:`segment_sum`, the mean taken by the reduction itself (no per-edge weights)."""
+    offsets, order = block.dst_offsets
+    src = block.edge_src if order is None else block.edge_src[order]
+    dst = block.edge_dst if order is None else block.edge_dst[order]
+    return _SegmentMean.apply(h, src, dst, offsets, block if order is None else None)
