@@ -142,8 +142,10 @@ class JODIE(nn.Module):
 
         def side(rows: torch.Tensor, at: torch.Tensor, half: int) -> torch.Tensor:
             gap = ((at - last[rows] - mean) / std).to(mem.dtype).unsqueeze(-1)
-            part = slice(half * self.dim, (half + 1) * self.dim)
-            return base[:, part][rows] + gap * slope[:, part][rows]
+            # gathers by embedding: a deterministic backward on the CPU (an indexed
+            # read's accumulating backward is not, from one process to the next)
+            return (F.embedding(rows, base.split(self.dim, dim=1)[half])
+                    + gap * F.embedding(rows, slope.split(self.dim, dim=1)[half]))
 
         a = side(src, t, 0)
         b = side(dst, t if dst.dim() == 1 else t.unsqueeze(1).expand(dst.shape), 1)
