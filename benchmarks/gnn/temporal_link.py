@@ -1,6 +1,6 @@
 #!/usr/bin/env python
-"""Temporal link prediction: graphsys's TGN and TGAT (``task="temporal-link"``, ``model``
-``tgn`` and ``tgat``) beside PyG's TGN
+"""Temporal link prediction: graphsys's TGN, TGAT and JODIE (``task="temporal-link"``,
+``model`` ``tgn``, ``tgat`` and ``jodie``) beside PyG's TGN
 example model (``torch_geometric.nn.TGNMemory`` with ``IdentityMessage`` and
 ``LastAggregator``, ``examples/tgn.py``'s ``GraphAttentionEmbedding`` over a
 ``LastNeighborLoader`` and its ``LinkPredictor``), on the same chronological split, the
@@ -22,16 +22,20 @@ under TGB's (``tgb@N (hist_rnd), filtered``: fixed negatives, half historical, f
 :mod:`graphsys.gnn.temporal_eval`), with the new-node events' ``inductive_mrr``; ``ap`` /
 ``auc`` use one random negative per event (TGN's). TGAT (side ``tgat``) has no memory: 2
 layers of temporal attention over ``--tgat-fanouts`` (``10,10``) most recent neighbours,
-the same width, batches, optimiser, negatives and candidates. ``epoch_seconds`` is the
-training pass of an epoch (evaluation excluded), the median over epochs. The sides
-(``--sides``, default ``graphsys,tgat,pyg``) alternate ``--pairs`` times per dataset;
-``speedup`` is PyG's TGN epoch time over graphsys's TGN's, ``tgat_speedup`` over
-graphsys's TGAT's, per turn.
+the same width, batches, optimiser, negatives and candidates. JODIE (side ``jodie``,
+:mod:`graphsys.gnn.jodie`) has an RNN memory and no neighbours: each end's memory projected
+to the event's time, the same width, batches, optimiser, negatives and candidates.
+``epoch_seconds`` is the training pass of an epoch (evaluation excluded), the median over
+epochs. The sides (``--sides``, default ``graphsys,tgat,pyg``; ``jodie`` when named)
+alternate ``--pairs`` times per dataset; ``speedup`` is PyG's TGN epoch time over
+graphsys's TGN's, ``tgat_speedup`` over graphsys's TGAT's, ``jodie_speedup`` over
+graphsys's JODIE's, per turn.
 
 Usage::
 
     python benchmarks/gnn/temporal_link.py --work DIR [--datasets collegemsg,bitcoin-otc]
-        [--epochs 5] [--pairs 1] [--eval-protocol sampled|tgb] [--sides graphsys,tgat,pyg]
+        [--epochs 5] [--pairs 1] [--eval-protocol sampled|tgb]
+        [--sides graphsys,tgat,jodie,pyg]
         [--record FILE]
 """
 
@@ -55,7 +59,8 @@ METRICS = ("mrr", "hits@10", "ap", "auc", "inductive_mrr")
 def graphsys_side(graph, args, model: str = "tgn") -> dict:
     from graphsys.gnn import TrainConfig, train
 
-    fanouts = [10] if model == "tgn" else [int(f) for f in args.tgat_fanouts.split(",")]
+    fanouts = {"tgn": [10], "jodie": None}.get(
+        model, [int(f) for f in args.tgat_fanouts.split(",")])
     cfg = TrainConfig(task="temporal-link", model=model, hidden=args.dim, epochs=args.epochs,
                       lr=args.lr, batch_size=200, fanouts=fanouts, num_negatives=1, dropout=0.1,
                       link_val_fraction=VAL, link_test_fraction=TEST,
@@ -219,11 +224,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pairs", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--sides", default="graphsys,tgat,pyg",
-                    help="graphsys (TGN), tgat (graphsys's TGAT), pyg (PyG's TGN example)")
+                    help="graphsys (TGN), tgat (graphsys's TGAT), jodie (graphsys's JODIE), "
+                         "pyg (PyG's TGN example)")
     ap.add_argument("--tgat-fanouts", default="10,10", help="TGAT's neighbours per layer")
     args = ap.parse_args(argv)
     sides = {"graphsys": graphsys_side, "tgat": lambda g, a: graphsys_side(g, a, "tgat"),
-             "pyg": pyg_side}
+             "jodie": lambda g, a: graphsys_side(g, a, "jodie"), "pyg": pyg_side}
     chosen = args.sides.split(",")
     if not chosen or any(s not in sides for s in chosen):
         ap.error(f"--sides: a comma list of {', '.join(sides)}, got {args.sides!r}")
@@ -241,7 +247,8 @@ def main(argv: list[str] | None = None) -> int:
         turns = harness.alternate({side: (lambda g=graph, f=sides[side]: f(g, args))
                                    for side in chosen}, args.pairs)
         out[name] = {side: harness.spread_by_key(runs) for side, runs in turns.items()}
-        for key, side in (("speedup", "graphsys"), ("tgat_speedup", "tgat")):
+        for key, side in (("speedup", "graphsys"), ("tgat_speedup", "tgat"),
+                          ("jodie_speedup", "jodie")):
             if "pyg" in turns and side in turns:
                 out[name][key] = harness.pair_ratios(
                     [r["epoch_seconds"] for r in turns["pyg"]],

@@ -27,11 +27,11 @@ R-GCN on a typed graph's train/valid/test edge sets: ``graphsys gnn train --grap
 datasets/configs/fb15k-237-rgcn.toml --out RUN`` (a TOML file of training settings, its
 ``[rgcn]`` table the model's own); ``graphsys gnn evaluate RUN/checkpoint --edge-set test``
 ranks an edge set again under the saved model (filtered, both sides; an item checkpoint: as
-``gnn recommend --evaluate``). A TGN or TGAT checkpoint (``--task temporal-link``): ``gnn evaluate``
-streams the run's validation and test events again from the memory it kept, and ``gnn
-embed`` writes every node's embedding at the end of the events (``--at T``: at a time;
-:mod:`graphsys.gnn.temporal_checkpoint`); ``gnn score CHECKPOINT --events FILE`` scores new
-events ``src,dst,timestamp`` (``--update``: each batch then taken into the memory;
+``gnn recommend --evaluate``). A TGN, TGAT or JODIE checkpoint (``--task temporal-link``):
+``gnn evaluate`` streams the run's validation and test events again from the memory it
+kept, and ``gnn embed`` writes every node's embedding at the end of the events (``--at
+T``: at a time; :mod:`graphsys.gnn.temporal_checkpoint`); ``gnn score CHECKPOINT --events
+FILE`` scores new events ``src,dst,timestamp`` (``--update``: each batch then taken into the memory;
 :mod:`graphsys.gnn.temporal_score`). ``--eval-protocol tgb`` ranks held-out events as TGB's
 evaluator does (:mod:`graphsys.gnn.temporal_eval`).
 
@@ -75,11 +75,12 @@ def register(subparsers) -> None:
     _source_args(t)
     t.add_argument("--task", choices=("node", "link", "temporal-link"), default=field["task"],
                    help=f"node classification, link prediction, or temporal link prediction "
-                        f"on timestamped edges (model tgn or tgat, a chronological split) (default "
+                        f"on timestamped edges (model tgn, tgat or jodie, a chronological "
+                        f"split) (default "
                         f"{field['task']})")
     t.add_argument("--model", default=field["model"], metavar="MODEL",
-                   help=f"{', '.join(GNN_MODELS.names())} (default sage; tgn (default) or "
-                        f"tgat for task temporal-link), "
+                   help=f"{', '.join(GNN_MODELS.names())} (default sage; tgn (default), "
+                        f"tgat or jodie for task temporal-link), "
                         "rgcn (task link on a typed graph with train/valid/test edge sets: "
                         "R-GCN encoder, DistMult decoder, filtered MRR / Hits@k), or "
                         "module:Factory: "
@@ -101,7 +102,7 @@ def register(subparsers) -> None:
     t.add_argument("--fanouts", default=None,
                    help="neighbours per layer, input layer first, e.g. 10,25; -1 = all "
                         "(default: all for node, 10,10 for link; temporal-link: 10 for tgn, "
-                        "10,10 for tgat, one hop per layer)")
+                        "10,10 for tgat, one hop per layer, none for jodie)")
     # left None, these take the task's (and model's) default in TrainConfig
     for flag, kind, what in (("--epochs", int, "maximum epochs"),
                              ("--lr", float, "Adam learning rate"),
@@ -156,12 +157,13 @@ def register(subparsers) -> None:
     _source_args(e, required=False)
     e.add_argument("--out", type=Path, required=True, help="embedding directory to create")
     e.add_argument("--at", metavar="T", default=None,
-                   help="a TGN checkpoint: embeddings at time T, from the events before it "
+                   help="a temporal checkpoint: embeddings at time T, from the events before it "
                         "(default: after the last event)")
     _device_args(e)
     e.set_defaults(func=run)
 
-    c = sub.add_parser("score", help="score new events (src, dst, t) under a TGN checkpoint")
+    c = sub.add_parser("score", help="score new events (src, dst, t) under a temporal "
+                                     "checkpoint (tgn, tgat, jodie)")
     c.add_argument("checkpoint", type=Path, metavar="CHECKPOINT",
                    help="checkpoint directory written by gnn train --task temporal-link --out")
     c.add_argument("--events", type=Path, required=True,
@@ -180,7 +182,8 @@ def register(subparsers) -> None:
 
     v = sub.add_parser("evaluate", help="rank an edge set under a checkpoint: R-GCN "
                                         "(filtered, both sides) or item recommendation; "
-                                        "stream a TGN or TGAT run's validation and test events")
+                                        "stream a TGN, TGAT or JODIE run's validation and "
+                                        "test events")
     v.add_argument("checkpoint", type=Path, metavar="CHECKPOINT",
                    help="checkpoint directory written by gnn train --task link or "
                         "temporal-link --out")
@@ -191,7 +194,7 @@ def register(subparsers) -> None:
     v.add_argument("--ks", default=None,
                    help="comma-separated K of hits@K (default: the run's metrics_k)")
     v.add_argument("--eval-protocol", choices=EVAL_PROTOCOLS, default=None,
-                   help="a TGN checkpoint: rank its events as the run did (default), among "
+                   help="a temporal checkpoint: rank its events as the run did (default), among "
                         "uniform candidates (sampled) or TGB's fixed negatives (tgb)")
     v.add_argument("--json", action="store_true", help="last line: one JSON object")
     v.set_defaults(func=_evaluate)
@@ -454,7 +457,8 @@ def _evaluate(args) -> int:
         m = evaluate_temporal(args.checkpoint, graph=_opened(args.graph), ks=ks,
                               eval_protocol=args.eval_protocol)
     elif args.eval_protocol is not None:
-        raise GraphsysError("--eval-protocol: ranks a temporal (tgn, tgat) checkpoint's events")
+        raise GraphsysError(f"--eval-protocol: ranks a temporal "
+                            f"({', '.join(TEMPORAL_MODELS)}) checkpoint's events")
     elif config.get("model") == RGCN:
         m = evaluate_rgcn(args.checkpoint, graph=args.graph, edge_set=args.edge_set, ks=ks)
     elif meta.get("task") == "link" and ("other_type" in meta
@@ -463,7 +467,8 @@ def _evaluate(args) -> int:
                            ks=ks or (10,))
     else:
         raise GraphsysError(f"{args.checkpoint}: a {meta.get('task')}-task checkpoint of "
-                            f"{config.get('model')}; gnn evaluate ranks R-GCN, TGN, TGAT and item "
+                            f"{config.get('model')}; gnn evaluate ranks R-GCN, TGN, TGAT, JODIE "
+                            f"and item "
                             f"(link task, split user) checkpoints, gnn train reports the "
                             f"others' test metrics")
     m["seconds"] = round(time.perf_counter() - t0, 3)

@@ -95,11 +95,14 @@ def _check_rgcn_config(where: Path, config: dict[str, Any]) -> None:
 
 def _check_temporal_config(where: Path, config: dict[str, Any]) -> None:
     """FormatError naming ``config.<field>`` of ``where`` unless ``config`` is what
-    :meth:`TGN.config <graphsys.gnn.temporal.TGN.config>` or :meth:`TGAT.config
-    <graphsys.gnn.tgat.TGAT.config>` writes."""
-    from graphsys.gnn.config import TGAT
+    :meth:`TGN.config <graphsys.gnn.temporal.TGN.config>`, :meth:`TGAT.config
+    <graphsys.gnn.tgat.TGAT.config>` or :meth:`JODIE.config
+    <graphsys.gnn.jodie.JODIE.config>` writes."""
+    from graphsys.gnn.config import JODIE, TGAT
 
-    lows = {"num_nodes": 1, "dim": 1, "raw_dim": 0, "heads": 1}
+    lows = {"num_nodes": 1, "dim": 1, "raw_dim": 0}
+    if config["model"] != JODIE:             # JODIE has no attention
+        lows["heads"] = 1
     if config["model"] == TGAT:
         lows["num_layers"] = 1
     want = {"model", *lows}
@@ -122,7 +125,7 @@ def _check_dropout(where: Path, value: Any) -> None:
 def _check_model_config(where: Path, config: dict[str, Any]) -> None:
     """FormatError naming ``config.<field>`` of ``where`` unless ``config`` is what
     :meth:`GNN.config` writes (a user model, ``module:Factory``: its integer dimensions;
-    the R-GCN link model: :func:`_check_rgcn_config`; TGN and TGAT:
+    the R-GCN link model: :func:`_check_rgcn_config`; TGN, TGAT and JODIE:
     :func:`_check_temporal_config`)."""
     from graphsys.gnn.config import RGCN, TEMPORAL_MODELS
     from graphsys.plugins import GNN_MODELS

@@ -46,8 +46,11 @@ TGN = "tgn"
 #: layers of temporal attention over the sampled earlier neighbours, one layer per
 #: ``fanouts`` entry (default ``[10, 10]``)
 TGAT = "tgat"
+#: The second memory model of ``task="temporal-link"`` (:mod:`graphsys.gnn.jodie`, Kumar
+#: et al. 2019): an RNN memory per node and its projection in time, no neighbours
+JODIE = "jodie"
 #: The models of ``task="temporal-link"``, its default first
-TEMPORAL_MODELS = (TGN, TGAT)
+TEMPORAL_MODELS = (TGN, TGAT, JODIE)
 #: How the temporal neighbours of an event are drawn (:attr:`TrainConfig.temporal_strategy`)
 TEMPORAL_STRATEGIES = ("recent", "uniform")
 #: How ``task="temporal-link"`` ranks held-out events (:attr:`TrainConfig.eval_protocol`)
@@ -252,9 +255,10 @@ class TrainConfig:
         :class:`~graphsys.gnn.GNN`), a ``"module:Factory"`` spec (node task), ``"rgcn"``
         (task link: R-GCN encoder and DistMult decoder on a typed graph's ``train`` /
         ``valid`` / ``test`` edge sets, :mod:`graphsys.gnn.rgcn_link`; its settings in
-        ``rgcn``), or ``"tgn"`` or ``"tgat"`` (task temporal-link: TGN's memory model,
-        :mod:`graphsys.gnn.temporal`, or TGAT's layers of temporal attention,
-        :mod:`graphsys.gnn.tgat`). Default None: ``"sage"``, or ``"tgn"`` for task
+        ``rgcn``), or ``"tgn"``, ``"tgat"`` or ``"jodie"`` (task temporal-link: TGN's
+        memory model, :mod:`graphsys.gnn.temporal`, TGAT's layers of temporal attention,
+        :mod:`graphsys.gnn.tgat`, or JODIE's memory projected in time,
+        :mod:`graphsys.gnn.jodie`). Default None: ``"sage"``, or ``"tgn"`` for task
         temporal-link; a model the task does not train is refused in one line naming the
         ones it does.
     fanouts : list of int, optional
@@ -262,7 +266,8 @@ class TrainConfig:
         layers. None: every neighbour in 2 layers (node task), ``[10, 10]`` (link task).
         PinSage neighbourhoods keep ``fanouts[l]`` nodes in layer ``l``. Task temporal-link:
         the temporal neighbours per event, one number for TGN (default ``[10]``), one per
-        layer for TGAT (default ``[10, 10]``: 2 layers).
+        layer for TGAT (default ``[10, 10]``: 2 layers); JODIE reads no neighbours (none
+        given).
     hidden : int
         Hidden width (default 64).
     epochs : int, optional
@@ -595,7 +600,8 @@ class TrainConfig:
               self.model in GNN_MODELS or self.model == RGCN and self.task == "link"
               or ":" in self.model and self.task == "node")
         if not ok:
-            home = {TGN: "temporal-link", TGAT: "temporal-link", RGCN: "link"}.get(self.model)
+            home = {**dict.fromkeys(TEMPORAL_MODELS, "temporal-link"),
+                    RGCN: "link"}.get(self.model)
             hint = f" ({self.model} is a model of task {home})" if home else ""
             models = task_models(self.task)
             raise ParameterError("model", f"of task {self.task} must be "
@@ -606,6 +612,10 @@ class TrainConfig:
             raise ParameterError("fanouts", f"of model tgn is one number, the temporal "
                                             f"neighbours per event, got {self.fanouts!r} "
                                             f"(one per layer: model tgat)")
+        if self.task == "temporal-link" and self.model == JODIE and self.fanouts is not None:
+            raise ParameterError("fanouts", f"does not apply to model jodie, which reads no "
+                                            f"neighbours (its embedding is its memory "
+                                            f"projected in time), got {self.fanouts!r}")
 
     def _check_rgcn(self) -> None:
         """The R-GCN settings: only with ``model="rgcn"``, which takes them (default
@@ -668,16 +678,17 @@ class TrainConfig:
 
 
 def task_models(task: str) -> str:
-    """The models ``task`` trains, as one line: ``tgn`` or ``tgat`` (temporal-link); the
-    builtin models and ``rgcn`` (link); the builtin models and ``module:Factory`` (node).
+    """The models ``task`` trains, as one line: ``tgn``, ``tgat`` or ``jodie``
+    (temporal-link); the builtin models and ``rgcn`` (link); the builtin models and
+    ``module:Factory`` (node).
 
     Examples
     --------
     >>> task_models("temporal-link")
-    'tgn or tgat'
+    'tgn, tgat or jodie'
     """
     if task == "temporal-link":
-        return " or ".join(TEMPORAL_MODELS)
+        return f"{', '.join(TEMPORAL_MODELS[:-1])} or {TEMPORAL_MODELS[-1]}"
     extra = RGCN if task == "link" else "module:Factory"
     return f"{', '.join(GNN_MODELS.names())} or {extra}"
 

@@ -34,9 +34,13 @@ from graphsys.gnn.config import TGN as MODEL_NAME
 from graphsys.gnn.conv.temporal_attention import TemporalAttentionConv, TimeEncoder
 from graphsys.ranking import average_precision as average_precision  # re-exported
 
+#: The memory's update cells (:class:`TemporalMemory`): TGN's GRU, JODIE's RNN.
+CELLS = {"gru": nn.GRUCell, "rnn": nn.RNNCell}
+
 
 class TemporalMemory(nn.Module):
-    """Per-node memory :math:`s_i` (TGN), a GRU over each node's last pending message.
+    """Per-node memory :math:`s_i` (TGN, JODIE), a recurrent cell over each node's last
+    pending message :math:`[s_i \\| s_j \\| \\phi(t - t^-_i) \\| e]`.
 
     Buffers (saved with the state): ``memory`` (N, d), ``last_update`` (N,) the time of
     the event that last updated a node, and the pending message of each node: the other
@@ -46,13 +50,18 @@ class TemporalMemory(nn.Module):
     ----------
     num_nodes, memory_dim, time_dim, raw_dim : int
         Nodes, memory width, time-encoding width, raw edge-feature width (0: none).
+    cell : {"gru", "rnn"}, optional
+        The update: TGN's GRU cell (default, the module ``gru``), or JODIE's
+        :math:`\\tanh` RNN cell (the module ``rnn``), each over the message.
     """
 
-    def __init__(self, num_nodes: int, memory_dim: int, time_dim: int, raw_dim: int):
+    def __init__(self, num_nodes: int, memory_dim: int, time_dim: int, raw_dim: int,
+                 cell: str = "gru"):
         super().__init__()
         self.num_nodes, self.memory_dim, self.raw_dim = num_nodes, memory_dim, raw_dim
+        self.cell_name = cell
         self.time_enc = TimeEncoder(time_dim)
-        self.gru = nn.GRUCell(2 * memory_dim + time_dim + raw_dim, memory_dim)
+        setattr(self, cell, CELLS[cell](2 * memory_dim + time_dim + raw_dim, memory_dim))
         self.register_buffer("memory", torch.zeros(num_nodes, memory_dim))
         self.register_buffer("last_update", torch.zeros(num_nodes, dtype=torch.float64))
         self.register_buffer("msg_other", torch.zeros(num_nodes, dtype=torch.long))
@@ -77,26 +86,30 @@ class TemporalMemory(nn.Module):
         idx = nodes[has]
         delta = (self.msg_time[idx] - self.last_update[idx]).float()
         hx = self.memory[idx]
-        updated = self._gru(hx, self.memory[self.msg_other[idx]], self.time_enc(delta),
-                            self.msg_raw[idx])
+        updated = self._update(hx, self.memory[self.msg_other[idx]], self.time_enc(delta),
+                               self.msg_raw[idx])
         mem = mem.index_put((has.nonzero().squeeze(1),), updated)
         last = torch.where(has, self.msg_time[nodes], last)
         return mem, last
 
-    def _gru(self, hx: torch.Tensor, other: torch.Tensor, enc: torch.Tensor,
-             raw: torch.Tensor) -> torch.Tensor:
-        """``self.gru(cat([hx, other, enc, raw]), hx)`` (the same GRU cell, gate for gate),
-        with the input product split so that the backward computes an input gradient for
-        the time encoding ``enc`` alone: the memory rows and raw features are buffers."""
+    def _update(self, hx: torch.Tensor, other: torch.Tensor, enc: torch.Tensor,
+                raw: torch.Tensor) -> torch.Tensor:
+        """``cell(cat([hx, other, enc, raw]), hx)`` (the same GRU or RNN cell, gate for
+        gate), with the input product split so that the backward computes an input gradient
+        for the time encoding ``enc`` alone: the memory rows and raw features are
+        buffers."""
+        cell = getattr(self, self.cell_name)
         d = 2 * self.memory_dim
         # split, not slices: one gradient buffer for weight_ih in the backward
-        w_mem, w_t, w_raw = self.gru.weight_ih.split([d, enc.shape[1], self.raw_dim], dim=1)
+        w_mem, w_t, w_raw = cell.weight_ih.split([d, enc.shape[1], self.raw_dim], dim=1)
         if self.raw_dim:
             fixed, w_fixed = torch.cat([hx, other, raw], dim=1), torch.cat([w_mem, w_raw], 1)
         else:
             fixed, w_fixed = torch.cat([hx, other], dim=1), w_mem
-        gi = torch.addmm(torch.addmm(self.gru.bias_ih, enc, w_t.t()), fixed, w_fixed.t())
-        gh = F.linear(hx, self.gru.weight_hh, self.gru.bias_hh)
+        gi = torch.addmm(torch.addmm(cell.bias_ih, enc, w_t.t()), fixed, w_fixed.t())
+        gh = F.linear(hx, cell.weight_hh, cell.bias_hh)
+        if self.cell_name == "rnn":
+            return torch.tanh(gi + gh)
         i_r, i_z, i_n = gi.chunk(3, 1)
         h_r, h_z, h_n = gh.chunk(3, 1)
         r = torch.sigmoid(i_r + h_r)

@@ -1,19 +1,18 @@
-"""A trained TGN checkpoint (``task="temporal-link"``, :mod:`graphsys.gnn.temporal_task`)
-loaded and evaluated again.
+"""A trained TGN, TGAT or JODIE checkpoint (``task="temporal-link"``,
+:mod:`graphsys.gnn.temporal_task`) loaded and evaluated again.
 
-What the checkpoint holds. Besides the model's parameters, for TGN the memory twice: its
-buffers
-(``memory.memory``, ``memory.last_update`` and the pending messages) as the run left them,
-after streaming every event of the graph (training, validation, then test), and the same
-buffers as validation began, after the training events (``train_end.*``, the tensors of
-:data:`~graphsys.gnn.temporal_task.TRAIN_END`); under TGB's protocol also the fixed
-negatives of the validation and test events (``tgb_negatives.valid`` / ``.test``, the
-narrowest integer type of the node ids, (events, ``link_eval_negatives``), checked on load:
-shape and node range). The
-neighbour store is the graph's events themselves. The memory belongs to the nodes and
-events of the training graph, so every use refuses, in one line, a graph that is not that
-very graph (its nodes, edges and partitions: :func:`graphsys.distributed.graph_digest`),
-after the run's ``until`` view.
+What the checkpoint holds. Besides the model's parameters, for TGN and JODIE the memory
+twice: its buffers (``memory.memory``, ``memory.last_update`` and the pending messages) as
+the run left them, after streaming every event of the graph (training, validation, then
+test), and the same buffers as validation began, after the training events
+(``train_end.*``, the tensors of :data:`~graphsys.gnn.temporal_task.TRAIN_END`); under
+TGB's protocol also the fixed negatives of the validation and test events
+(``tgb_negatives.valid`` / ``.test``, the narrowest integer type of the node ids, (events,
+``link_eval_negatives``), checked on load: shape and node range). The neighbour store is
+the graph's events themselves. The memory belongs to the nodes and events of the training
+graph, so every use refuses, in one line, a graph that is not that very graph (its nodes,
+edges and partitions: :func:`graphsys.distributed.graph_digest`), after the run's ``until``
+view.
 
 * :func:`evaluate_temporal` (``graphsys gnn evaluate``) starts from the ``train_end``
   memory and streams the validation and then the test events as training evaluated them
@@ -60,7 +59,7 @@ from graphsys.storage.graph import Graph, open_graph
 
 def load_temporal(checkpoint: str | Path, graph: Graph | None = None, *, device="cpu"
                   ) -> tuple[EventStream, TrainConfig, dict[str, torch.Tensor], Graph]:
-    """The TGN or TGAT of a temporal-link checkpoint on its training graph (``graph``,
+    """The TGN, TGAT or JODIE of a temporal-link checkpoint on its training graph (``graph``,
     default the recorded one; the run's ``until`` view applied), its memory as the run left
     it: ``(stream, cfg, state, graph)``; the events' features those the run read (a run
     that recorded none, from before ``feature_*`` columns were read, had the weight or
@@ -100,8 +99,8 @@ def load_temporal(checkpoint: str | Path, graph: Graph | None = None, *, device=
 def evaluate_temporal(checkpoint: str | Path, graph: Graph | None = None, *,
                       ks=None, eval_protocol: str | None = None, device="cpu"
                       ) -> dict[str, Any]:
-    """Evaluate a TGN checkpoint again: its validation and test events streamed from the
-    memory the training events left (see the module docstring).
+    """Evaluate a temporal (TGN, TGAT, JODIE) checkpoint again: its validation and test
+    events streamed from the memory the training events left (see the module docstring).
 
     Parameters
     ----------

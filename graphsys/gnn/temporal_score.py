@@ -1,5 +1,5 @@
-"""A trained TGN checkpoint serving new events: scores of ``(src, dst, t)`` and node
-embeddings at a time, with the memory taking the new events when asked.
+"""A trained temporal checkpoint (TGN, TGAT, JODIE) serving new events: scores of ``(src,
+dst, t)`` and node embeddings at a time, with the memory taking the new events when asked.
 
 :class:`TemporalScorer` loads a ``task="temporal-link"`` checkpoint on its training graph
 (:func:`~graphsys.gnn.temporal_checkpoint.load_temporal`) with the state the run left: the
@@ -59,7 +59,7 @@ def events_adjacency(src, dst, time, eid, num_nodes: int) -> TemporalAdjacency:
 
 
 class TemporalScorer:
-    """Scores and embeddings of a TGN or TGAT checkpoint (see the module docstring).
+    """Scores and embeddings of a TGN, TGAT or JODIE checkpoint (see the module docstring).
 
     Parameters
     ----------
@@ -276,7 +276,7 @@ class TemporalScorer:
 
 def embed_temporal(checkpoint: str | Path, out: str | Path, *, graph: Graph | None = None,
                    at=None, device="cpu", log=None) -> dict[str, Any]:
-    """Every node's TGN or TGAT embedding at the end of the stream, or at the time ``at``
+    """Every node's TGN, TGAT or JODIE embedding at the end of the stream, or at the time ``at``
     (see the module docstring; :class:`~graphsys.gnn.temporal_score.TemporalScorer`), written
     partition by partition as an Arrow embedding directory
     (:class:`~graphsys.storage.embedding_files.EmbeddingWriter`); what

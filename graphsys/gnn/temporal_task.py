@@ -1,6 +1,7 @@
 """Temporal link prediction, ``task="temporal-link"`` of :func:`graphsys.gnn.train`: TGN
-(``model="tgn"``, :mod:`graphsys.gnn.temporal`) or TGAT (``model="tgat"``,
-:mod:`graphsys.gnn.tgat`) on the timestamped edges of a one-type graph.
+(``model="tgn"``, :mod:`graphsys.gnn.temporal`), TGAT (``model="tgat"``,
+:mod:`graphsys.gnn.tgat`) or JODIE (``model="jodie"``, :mod:`graphsys.gnn.jodie`) on the
+timestamped edges of a one-type graph.
 
 Data. Every stored edge of the default edge set is an event ``(src, dst, t)`` (a pair seen
 several times is several events), ordered by ``(timestamp, edge id)``. Its features (TGN's
@@ -20,12 +21,14 @@ destinations (default 1, as TGN), and the loss is binary cross-entropy. Neighbou
 most recent (``temporal_strategy="recent"``, TGN's) or uniform
 (:class:`~graphsys.sampling.TemporalNeighborSampler`); so no event of the batch, or later,
 reaches its own prediction. TGAT draws one hop per layer (``fanouts``, default ``[10,
-10]``): each picked neighbour's own events before the event that reached it.
+10]``): each picked neighbour's own events before the event that reached it. JODIE reads
+no neighbours: each end of an event (and each negative) is its memory, with its pending
+message applied, projected to the event's own time.
 
 Evaluation. After every ``eval_every`` epochs the model goes on through the validation and
 then the test events, batch by batch: each batch is scored first, then its true events
-update the memory (TGN's streaming protocol; TGAT has no memory). Each event is ranked
-against candidate destinations under ``eval_protocol``:
+update the memory (TGN's streaming protocol, JODIE's too; TGAT has no memory). Each event
+is ranked against candidate destinations under ``eval_protocol``:
 
 * ``"sampled"`` (default): ``link_eval_negatives`` uniform candidates drawn from a seed
   fixed per split (the same at every evaluation and for every model), protocol
@@ -42,8 +45,8 @@ destination in no training event) as ``inductive_mrr``, ``inductive_ap``, with t
 ``inductive_events``. The model of the best validation MRR is kept; ``metrics`` are its test
 metrics (each evaluation computes both, so the test figures are those of the same pass over
 time). Its checkpoint (``out/checkpoint``) holds the model with its memory after the whole
-stream and, as :data:`TRAIN_END` tensors, as validation began (TGN; TGAT's holds its
-parameters alone):
+stream and, as :data:`TRAIN_END` tensors, as validation began (TGN, JODIE; TGAT's holds
+its parameters alone):
 :mod:`graphsys.gnn.temporal_checkpoint` evaluates it again, and
 :mod:`graphsys.gnn.temporal_score` embeds nodes at a time and scores new events.
 """
@@ -57,9 +60,11 @@ import torch
 from torch.nn import functional as F
 
 from graphsys.errors import GraphsysError, ParameterError
+from graphsys.gnn.config import JODIE as MODEL_JODIE
 from graphsys.gnn.config import TGAT as MODEL_TGAT
 from graphsys.gnn.config import TrainConfig
 from graphsys.gnn.fit import Evaluation, Task
+from graphsys.gnn.jodie import JODIE, time_shift_scale
 from graphsys.gnn.optim import fused_adam
 from graphsys.gnn.temporal import TGN
 from graphsys.gnn.temporal_eval import (
@@ -220,24 +225,30 @@ TRAIN_END = "train_end."
 
 
 class EventStream:
-    """A temporal link model (TGN or TGAT) over the events ``ev``: one batch of events
-    scored and then, for TGN, taken into the memory (:meth:`step`), the streaming
-    evaluation of a split (:meth:`evaluate`), and the embeddings of nodes as of a time
-    (:meth:`embed_at`)."""
+    """A temporal link model (TGN, TGAT or JODIE) over the events ``ev``: one batch of
+    events scored and then, for the memory models, taken into the memory (:meth:`step`),
+    the streaming evaluation of a split (:meth:`evaluate`), and the embeddings of nodes as
+    of a time (:meth:`embed_at`)."""
 
-    def __init__(self, model: TGN | TGAT, ev: Events, sampler: TemporalNeighborSampler,
-                 k: int, device):
+    def __init__(self, model: TGN | TGAT | JODIE, ev: Events,
+                 sampler: TemporalNeighborSampler, k: int, device):
         self.model, self.ev, self.sampler, self.k, self.device = model, ev, sampler, k, device
         self.raw_by_eid = torch.from_numpy(ev.raw_by_eid).to(device)
-        self.memory = getattr(model, "memory", None)   # TGN's; TGAT has none
+        self.memory = getattr(model, "memory", None)   # TGN's, JODIE's; TGAT has none
+        self.jodie = isinstance(model, JODIE)          # no neighbours: memory in time
 
     def embed_at(self, query: np.ndarray, t0):
         """Embeddings (Q, d) of the sorted unique nodes ``query`` from their events
-        strictly before the time ``t0`` (the column's type), and for TGN ``(nodes, mem,
-        last)``: the nodes read and their memory with pending messages applied (TGAT:
-        None)."""
+        strictly before the time ``t0`` (the column's type), and for TGN and JODIE
+        ``(nodes, mem, last)``: the nodes read and their memory with pending messages
+        applied (TGAT: None). JODIE's are the memory projected to ``t0``."""
         if self.memory is None:
             return self._embed_tgat(query, t0), None
+        if self.jodie:
+            q = torch.from_numpy(query).to(self.device)
+            mem, last = self.model.memory.read(q)
+            t = torch.from_numpy(self.ev.seconds(np.asarray(t0).repeat(len(query))))
+            return self.model.embed(mem, last, t.to(self.device)), (query, mem, last)
         ev, model, device = self.ev, self.model, self.device
         hop = self.sampler.sample_hop(query, np.asarray(t0).repeat(len(query)), self.k)
         used = hop.mask
@@ -278,14 +289,22 @@ class EventStream:
 
     def score(self, idx: np.ndarray, cand: np.ndarray, *, grad: bool):
         """Scores of the events ``idx``' true destinations and of ``cand`` (B, M)
-        candidates from the neighbours strictly before the batch's first event, and what
-        :meth:`absorb` takes; the memory is not changed."""
+        candidates from the neighbours strictly before the batch's first event (JODIE:
+        each pair's memory projected to its event's time), and what :meth:`absorb` takes;
+        the memory is not changed."""
         ev, model, device = self.ev, self.model, self.device
         s, d = ev.src[idx], ev.dst[idx]
         query = np.unique(np.concatenate([s, d, cand.ravel()]))
+        at = (lambda ids: torch.from_numpy(np.searchsorted(query, ids)).to(device))
+        if self.jodie:
+            with torch.set_grad_enabled(grad):
+                mem, last = model.memory.read(torch.from_numpy(query).to(device))
+                t = torch.from_numpy(ev.seconds(ev.time[idx])).to(device)
+                both = model.pairs(mem, last, t, at(s), at(np.concatenate(
+                    [d[:, None], cand.reshape(len(idx), -1)], axis=1)))
+            return both[:, 0], both[:, 1:], (query, mem, last)
         with torch.set_grad_enabled(grad):
             z, read = self.embed_at(query, ev.time[idx[0]])
-            at = (lambda ids: torch.from_numpy(np.searchsorted(query, ids)).to(device))
             si = at(s)
             pos = model.predictor.pairs(z, si, at(d))
             neg = model.predictor.pairs(z, si, at(cand))
@@ -364,8 +383,23 @@ def protocol_name(cfg: TrainConfig) -> str:
                     filtered=False)
 
 
+def build_model(cfg: TrainConfig, ev: Events, train: np.ndarray, layers: int
+                ) -> TGN | TGAT | JODIE:
+    """``cfg.model``'s model for the events ``ev``: TGAT of ``layers`` layers, JODIE with
+    the gaps' scale of the training events (mask ``train``; :func:`~graphsys.gnn.jodie.
+    time_shift_scale`), or TGN."""
+    n, raw_dim = ev.num_nodes, ev.raw.shape[1]
+    if cfg.model == MODEL_TGAT:
+        return TGAT(n, cfg.hidden, raw_dim, num_layers=layers, heads=HEADS,
+                    dropout=cfg.dropout)
+    if cfg.model == MODEL_JODIE:
+        shift = time_shift_scale(ev.src[train], ev.dst[train], ev.seconds(ev.time[train]))
+        return JODIE(n, cfg.hidden, raw_dim, time_shift=shift)
+    return TGN(n, cfg.hidden, raw_dim, heads=HEADS, dropout=cfg.dropout)
+
+
 class TemporalTask(Task):
-    """TGN or TGAT for temporal link prediction (see the module docstring), for
+    """TGN, TGAT or JODIE for temporal link prediction (see the module docstring), for
     :func:`~graphsys.gnn.fit.fit`."""
 
     extras = (TRAIN_END, NEGATIVES)
@@ -377,10 +411,7 @@ class TemporalTask(Task):
         fanouts = cfg.fanouts or [10]
         k = fanouts[0]
         self.sampler = TemporalNeighborSampler(graph, fanouts, strategy=cfg.temporal_strategy)
-        self.model = (TGAT(ev.num_nodes, cfg.hidden, ev.raw.shape[1], num_layers=len(fanouts),
-                           heads=HEADS, dropout=cfg.dropout) if cfg.model == MODEL_TGAT else
-                      TGN(ev.num_nodes, cfg.hidden, ev.raw.shape[1], heads=HEADS,
-                          dropout=cfg.dropout)).to(device)
+        self.model = build_model(cfg, ev, self.split[0], len(fanouts)).to(device)
         self.modules = {"": self.model}
         # fused: one kernel per step over all parameters (TGN's are small, and a
         # per-tensor step was a tenth of a training batch on the CPU)
@@ -420,7 +451,7 @@ class TemporalTask(Task):
     def evaluate(self, epoch: int) -> Evaluation:
         """The validation and then the test events streamed on from the training events'
         memory (kept as :data:`TRAIN_END` for the checkpoint)."""
-        memory = self.stream.memory          # TGN's (TGAT has no state to keep)
+        memory = self.stream.memory          # TGN's, JODIE's (TGAT has no state to keep)
         self.train_end = {} if memory is None else {
             TRAIN_END + name: buf.detach().clone() for name, buf in memory.named_buffers()}
         if self.negatives is None:

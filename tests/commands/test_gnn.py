@@ -233,10 +233,14 @@ def timed_dir(tmp_path):
 
 
 @pytest.mark.parametrize("extra,message", [
-    # the temporal task trains TGN or TGAT: another model is refused, not swapped for tgn
+    # the temporal task trains TGN, TGAT or JODIE: another model is refused, not swapped
+    # for tgn
     (["--task", "temporal-link", "--model", "sage"],
-     "--model of task temporal-link must be one of tgn or tgat, got 'sage'"),
-    (["--task", "temporal-link", "--model", "gcn"], "must be one of tgn or tgat, got 'gcn'"),
+     "--model of task temporal-link must be one of tgn, tgat or jodie, got 'sage'"),
+    (["--task", "temporal-link", "--model", "gcn"],
+     "must be one of tgn, tgat or jodie, got 'gcn'"),
+    (["--task", "temporal-link", "--model", "jodie", "--fanouts", "5"],
+     "--fanouts does not apply to model jodie, which reads no neighbours"),
     (["--task", "node", "--model", "tgn"], "tgn is a model of task temporal-link"),
     (["--task", "node", "--model", "rgcn"], "rgcn is a model of task link"),
     (["--task", "link", "--model", "tgn"], "one of gat, gcn, gin, pinsage, sage or rgcn"),

@@ -74,3 +74,29 @@ def write_bipartite(out: Path, *, partitions=1, seed=0, edge_sets=False) -> Path
                    out, IngestOptions(partitions=partitions,
                                       relation_types=[RelationType("rated", "user", "item")]))
     return out
+
+
+def check_temporal_checkpoint(run_dir: Path, metrics: dict, num_nodes: int, dim: int) -> None:
+    """A temporal-link run's checkpoint evaluates again to the run's ``metrics`` and embeds
+    every node (``num_nodes`` rows of ``dim``)."""
+    from graphsys.embed import Embeddings
+    from graphsys.gnn import embed_checkpoint
+    from graphsys.gnn.temporal_checkpoint import evaluate_temporal
+
+    again = evaluate_temporal(run_dir / "checkpoint")
+    for key in ("mrr", "hits@10", "ap", "auc", "val_mrr"):
+        assert again[key] == metrics[key], key
+    info = embed_checkpoint(run_dir / "checkpoint", run_dir / "emb")
+    assert info["dimension"] == dim
+    assert Embeddings.load(run_dir / "emb").to_numpy().shape == (num_nodes, dim)
+
+
+def edit_config(checkpoint: Path, **values) -> None:
+    """Overwrite fields of a checkpoint's ``config`` in its ``model.json`` (a damaged
+    checkpoint, for refusal tests)."""
+    import json
+
+    header = Path(checkpoint) / "model.json"
+    data = json.loads(header.read_text())
+    data["config"].update(values)
+    header.write_text(json.dumps(data))

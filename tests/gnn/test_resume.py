@@ -1,7 +1,7 @@
 """Every task of graphsys.gnn.train resumes from ``out/last``: train N epochs straight, or
 k epochs, stop, and rerun the same settings with N: the same weights, history and metrics
-(node, held-out-edge link, item, temporal (TGN and TGAT) and R-GCN tasks, on tiny generated
-graphs)."""
+(node, held-out-edge link, item, temporal (TGN, TGAT and JODIE) and R-GCN tasks, on tiny
+generated graphs)."""
 
 from __future__ import annotations
 
@@ -56,6 +56,8 @@ CASES = {
                                link_eval_negatives=20, seed=3)),
     "tgat": (_events, dict(task="temporal-link", model="tgat", fanouts=[4, 4], hidden=8,
                            batch_size=100, dropout=0.2, link_eval_negatives=20, seed=6)),
+    "jodie": (_events, dict(task="temporal-link", model="jodie", hidden=8, batch_size=100,
+                            dropout=0.2, link_eval_negatives=20, seed=7)),
     "rgcn": (_triples, dict(task="link", model="rgcn", hidden=8, batch_size=20, seed=4)),
 }
 

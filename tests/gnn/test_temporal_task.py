@@ -16,8 +16,10 @@ import graphsys
 from graphsys.errors import FormatError, GraphsysError, ParameterError
 from graphsys.gnn import TrainConfig, train
 from graphsys.gnn.checkpoint import load_checkpoint
-from graphsys.gnn.temporal import TemporalMemory, average_precision
+from graphsys.gnn.temporal import average_precision
 from graphsys.sampling.temporal import TemporalNeighborSampler
+
+from .conftest import edit_config
 
 
 def _recurring(tmp_path, weighted: bool = False):
@@ -74,10 +76,7 @@ def test_trains_learns_and_never_sees_the_future(tmp_path, spy):
     assert set(state) == set(res.model.state_dict()) | {
         f"train_end.{name}" for name, _ in res.model.memory.named_buffers()}
     assert meta["entity_type"] == "default" or meta["entity_type"] in g.entity_types
-    header = tmp_path / "run" / "checkpoint" / "model.json"
-    bad = json.loads(header.read_text())
-    bad["config"]["heads"] = 0
-    header.write_text(json.dumps(bad))
+    edit_config(tmp_path / "run" / "checkpoint", heads=0)
     with pytest.raises(FormatError, match="config.heads is 0"):
         load_checkpoint(tmp_path / "run" / "checkpoint")
 
@@ -138,27 +137,10 @@ def test_collegemsg_first_weeks(tmp_path):
     assert res.metrics["auc"] > 0.6 and 0 < res.metrics["mrr"] <= 1
 
 
-def test_memory_gru_equals_torch_gru_cell():
-    """The memory's split-input GRU is ``nn.GRUCell`` over the concatenated message: same
-    values, same parameter and time-encoding gradients."""
-    torch.manual_seed(0)
-    m = TemporalMemory(20, 8, 6, 2)
-    hx, other, raw = torch.randn(5, 8), torch.randn(5, 8), torch.randn(5, 2)
-    outs = []
-    for split in (True, False):
-        m.zero_grad()
-        enc = torch.randn(5, 6, generator=torch.Generator().manual_seed(1)).requires_grad_()
-        h = (m._gru(hx, other, enc, raw) if split
-             else m.gru(torch.cat([hx, other, enc, raw], 1), hx))
-        h.pow(2).sum().backward()
-        outs.append([h.detach(), enc.grad] + [p.grad.clone() for p in m.gru.parameters()])
-    for a, b in zip(*outs):
-        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
-
-
 @pytest.mark.parametrize("task,model,ok", [
     ("temporal-link", None, "tgn"), ("temporal-link", "tgn", "tgn"),
     ("temporal-link", "tgat", "tgat"), ("node", "tgat", None), ("link", "tgat", None),
+    ("temporal-link", "jodie", "jodie"), ("node", "jodie", None), ("link", "jodie", None),
     ("temporal-link", "sage", None), ("temporal-link", "pinsage", None),
     ("temporal-link", "rgcn", None), ("temporal-link", "m:F", None),
     ("node", None, "sage"), ("node", "gat", "gat"), ("node", "m:F", "m:F"),

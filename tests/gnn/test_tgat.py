@@ -13,6 +13,8 @@ from graphsys.errors import ParameterError
 from graphsys.gnn import TrainConfig, train
 from graphsys.gnn.temporal_task import WEIGHT, Events, EventStream, TemporalTask
 
+from .conftest import check_temporal_checkpoint
+
 #: Settings of the learning runs: blocks of 100 events are batches of 100 events.
 RUN = dict(task="temporal-link", hidden=16, epochs=6, eval_every=3, lr=0.01, batch_size=100,
            link_eval_negatives=20, link_val_fraction=0.15, link_test_fraction=0.15)
@@ -50,10 +52,6 @@ def _marked(path, n=200, blocks=20, per=20, seed=0):
 def test_tgat_learns_what_the_features_tell_and_evaluates_again(tmp_path):
     """TGAT ranks far above random with the features, near random without the one that
     tells; its checkpoint evaluates again to the run's metrics and embeds every node."""
-    from graphsys.embed import Embeddings
-    from graphsys.gnn import embed_checkpoint
-    from graphsys.gnn.temporal_checkpoint import evaluate_temporal
-
     g = _marked(tmp_path / "g")
     torch.manual_seed(0)
     res = train(g, TrainConfig(**RUN, model="tgat", fanouts=[5, 5]), out=tmp_path / "run")
@@ -62,12 +60,7 @@ def test_tgat_learns_what_the_features_tell_and_evaluates_again(tmp_path):
     blind = train(g, TrainConfig(**RUN, model="tgat", fanouts=[5, 5],
                                  edge_features=["feature_1"]))
     assert res.metrics["mrr"] > blind.metrics["mrr"] + 0.06, (res.metrics, blind.metrics)
-    again = evaluate_temporal(tmp_path / "run" / "checkpoint")
-    for key in ("mrr", "hits@10", "ap", "auc", "val_mrr"):
-        assert again[key] == res.metrics[key], key
-    info = embed_checkpoint(tmp_path / "run" / "checkpoint", tmp_path / "emb")
-    assert info["dimension"] == 16
-    assert Embeddings.load(tmp_path / "emb").to_numpy().shape == (200, 16)
+    check_temporal_checkpoint(tmp_path / "run", res.metrics, 200, 16)
 
 
 @pytest.mark.slow("full")
@@ -147,7 +140,7 @@ def test_tgat_settings():
     assert TrainConfig(task="temporal-link", model="tgat", fanouts=[5, 3, 2]).fanouts == [5, 3, 2]
     with pytest.raises(ParameterError, match="fanouts of model tgn is one number.*tgat"):
         TrainConfig(task="temporal-link", fanouts=[10, 5])
-    with pytest.raises(ParameterError, match="must be one of tgn or tgat, got 'sage'"):
+    with pytest.raises(ParameterError, match="must be one of tgn, tgat or jodie, got 'sage'"):
         TrainConfig(task="temporal-link", model="sage")
 
 

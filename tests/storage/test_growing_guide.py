@@ -65,6 +65,12 @@ def test_tgn_states_its_protocol_and_learns(guide):
     assert run.metrics["auc"] > 0.6 and run.metrics["mrr"] > 1 / 51
 
 
+def test_jodie_runs_on_the_same_protocol(guide):
+    run = guide["jodie_run"]
+    assert run.model.config()["model"] == "jodie" and run.protocol == "sampled@50, raw"
+    assert 0 < run.metrics["mrr"] <= 1 and 0 <= run.metrics["auc"] <= 1
+
+
 def _union(ns):
     d1, d2 = ns["day1"], ns["day2"]
     return (np.concatenate([d1["src"], d2["src"]]), np.concatenate([d1["dst"], d2["dst"]]))
