@@ -9,6 +9,7 @@
         [--edge-labels COLUMN --pattern-edge-labels L,L,...] [--anti-edges A-B,...]
         [--directed] [--list N] [--out FILE.parquet]
     graphsys mine fsm DIR --labels COLUMN --support N [--max-edges K] [--early-exit]
+        [--edge-labels COLUMN]
 
 Every count reads the edge set's undirected simple view (both directions of every edge,
 each adjacent pair once, self-loops dropped), mapped from the graph's undirected index when
@@ -49,6 +50,36 @@ def _common(p, *, mode: bool = False) -> None:
 def _out(p, what: str) -> None:
     p.add_argument("--out", type=Path, metavar="FILE.parquet", help=what)
     p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
+
+
+def _pattern_parser(sub) -> None:
+    """``mine pattern``'s flags."""
+    r = sub.add_parser("pattern", help="count (and list) the matches of a pattern")
+    _common(r)
+    r.add_argument("pattern", metavar="PATTERN",
+                   help="a name (triangle, wedge, 4-cycle, diamond, 5-clique, ...) or an edge "
+                        "list over nodes 0..k-1, e.g. 0-1,1-2,2-0")
+    r.add_argument("--induced", action="store_true", help="induced matches only")
+    r.add_argument("--labels", metavar="COLUMN", help="the graph's integer node column the "
+                   "pattern's labels refer to")
+    r.add_argument("--pattern-labels", metavar="L,L,...",
+                   help="one label per pattern node, * for any (needs --labels)")
+    r.add_argument("--edge-labels", metavar="COLUMN", help="the graph's integer edge column "
+                   "the pattern's edge labels refer to")
+    r.add_argument("--pattern-edge-labels", metavar="L,L,...",
+                   help="one label per pattern edge, in PATTERN's order (a name's edges as "
+                        "listed in graphsys.mining.pattern.NAMED), * for any (needs "
+                        "--edge-labels)")
+    r.add_argument("--anti-edges", metavar="A-B,...",
+                   help="pattern node pairs whose graph nodes must not be adjacent")
+    r.add_argument("--directed", action="store_true",
+                   help="each pattern edge a-b needs a stored edge a -> b (a name's edges "
+                        "as listed in graphsys.mining.pattern.NAMED, 4-cycle 0-1,1-2,2-3,3-0)")
+    r.add_argument("--list", dest="limit", type=int, default=0, metavar="N",
+                   help="also print the first N matches (original ids, pattern node order)")
+    _out(r, "the first --list matches (all of them without --list): one column per "
+            "pattern node")
+    r.set_defaults(func=run_pattern)
 
 
 def register(subparsers) -> None:
@@ -93,32 +124,7 @@ def register(subparsers) -> None:
     m.add_argument("--seed", type=int, default=0, help="the draws' seed (default 0)")
     m.set_defaults(func=run_motifs)
 
-    r = sub.add_parser("pattern", help="count (and list) the matches of a pattern")
-    _common(r)
-    r.add_argument("pattern", metavar="PATTERN",
-                   help="a name (triangle, wedge, 4-cycle, diamond, 5-clique, ...) or an edge "
-                        "list over nodes 0..k-1, e.g. 0-1,1-2,2-0")
-    r.add_argument("--induced", action="store_true", help="induced matches only")
-    r.add_argument("--labels", metavar="COLUMN", help="the graph's integer node column the "
-                   "pattern's labels refer to")
-    r.add_argument("--pattern-labels", metavar="L,L,...",
-                   help="one label per pattern node, * for any (needs --labels)")
-    r.add_argument("--edge-labels", metavar="COLUMN", help="the graph's integer edge column "
-                   "the pattern's edge labels refer to")
-    r.add_argument("--pattern-edge-labels", metavar="L,L,...",
-                   help="one label per pattern edge, in PATTERN's order (a name's edges as "
-                        "listed in graphsys.mining.pattern.NAMED), * for any (needs "
-                        "--edge-labels)")
-    r.add_argument("--anti-edges", metavar="A-B,...",
-                   help="pattern node pairs whose graph nodes must not be adjacent")
-    r.add_argument("--directed", action="store_true",
-                   help="each pattern edge a-b needs a stored edge a -> b (a name's edges "
-                        "as listed in graphsys.mining.pattern.NAMED, 4-cycle 0-1,1-2,2-3,3-0)")
-    r.add_argument("--list", dest="limit", type=int, default=0, metavar="N",
-                   help="also print the first N matches (original ids, pattern node order)")
-    _out(r, "the first --list matches (all of them without --list): one column per "
-            "pattern node")
-    r.set_defaults(func=run_pattern)
+    _pattern_parser(sub)
 
     f = sub.add_parser("fsm", help="frequent labelled patterns by MNI support")
     _common(f)
@@ -131,6 +137,9 @@ def register(subparsers) -> None:
     f.add_argument("--early-exit", action="store_true",
                    help="stop each pattern's search at the threshold (supports printed are "
                         "then lower bounds)")
+    f.add_argument("--edge-labels", metavar="COLUMN",
+                   help="the graph's edge column of non-negative integer labels: every "
+                        "pattern edge then carries one")
     f.set_defaults(func=run_fsm)
 
 
@@ -374,7 +383,8 @@ def run_pattern(args) -> int:
         table = None
         if args.limit or args.out is not None:
             rows = mining.matches(graph, pattern, induced=args.induced, labels=args.labels,
-                                  edge_labels=args.edge_labels, limit=args.limit or None, edge_set=options["edge_set"],
+                                  edge_labels=args.edge_labels, limit=args.limit or None,
+                                  edge_set=options["edge_set"],
                                   memory_limit=options["memory_limit"])
             if args.limit:
                 result["listed"] = rows.tolist()
@@ -395,6 +405,7 @@ def run_fsm(args) -> int:
         found = mining.frequent_subgraphs(graph, args.labels, args.support,
                                           max_edges=args.max_edges,
                                           exact=not args.early_exit,
+                                          edge_labels=args.edge_labels,
                                           edge_set=options["edge_set"],
                                           memory_limit=options["memory_limit"])
         lines = [f"{len(found)} frequent patterns (MNI support >= {args.support:,})"]

@@ -2,10 +2,11 @@
 induced or not.
 
 A :class:`Pattern` is an edge list over nodes ``0..k-1`` (``k <= 8``), with an optional
-label per node, optional anti-edges (pairs that must not be adjacent) and, directed, its
-edges read as arcs. It is compiled, once, into a *plan* (Peregrine's pattern-aware matching
-[1]_): a matching order (a node of most edges first, then repeatedly the node with most
-edges to the nodes already placed, so every step extends a connected match), and
+label per node and per edge, optional anti-edges (pairs that must not be adjacent) and,
+directed, its edges read as arcs. It is compiled, once, into a *plan* (Peregrine's
+pattern-aware matching [1]_): a matching order (a node of most edges first, then
+repeatedly the node with most edges to the nodes already placed, so every step extends a
+connected match), and
 symmetry-breaking conditions ``id(a) < id(b)`` derived from the pattern's automorphisms
 (Grochow and Kellis [2]_: while the group is not trivial, take the first node in matching
 order with a non-trivial orbit, require it below every other node of its orbit, and keep
@@ -18,7 +19,9 @@ kept when they are adjacent to its other placed neighbours (binary searches in s
 non-adjacent to the others (induced matching) and to its anti-edges' nodes, above/below
 the ids its conditions name (which also bounds the scan of the row), distinct, of the
 right label and, directed, with the stored directions the arcs need (a byte per row entry,
-:func:`graphsys.mining.stream.symmetric_rows`). Roots are split
+:func:`graphsys.mining.stream.symmetric_rows`) and, edge-labelled, with a stored edge of
+each pattern edge's label (per row entry, the labels of the pair's stored edges and their
+directions, :mod:`graphsys.mining.edge_labels`). Roots are split
 into tasks of about equal work, ``prange`` with dynamic scheduling; listing runs in one
 thread, in root order, so the first ``limit`` matches are the same run to run; streaming
 (:func:`iter_matches`, :func:`matches` with a callback) resumes the same search a chunk at a
@@ -534,10 +537,10 @@ def _prepare(graph, pattern, labels, edge_set, memory_limit, elabels=None):
     p = as_pattern(pattern)
     if p.labelled and labels is None:
         raise ParameterError("labels", "must name a node column: the pattern has labels")
-    if p.edge_labelled:
-        if elabels is None:
-            raise ParameterError("edge_labels", "must name an integer edge column: the "
-                                                "pattern has edge labels")
+    if p.edge_labelled and elabels is None:
+        raise ParameterError("edge_labels", "must name an integer edge column: the pattern "
+                                            "has edge labels")
+    if elabels is not None:
         label_column(g, elabels, edge_set)
     view = views.view(g, "oriented", edge_set=edge_set, memory_limit=memory_limit,
                       directions=p.directed)

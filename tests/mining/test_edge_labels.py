@@ -232,7 +232,8 @@ def test_cli_edge_labels(tmp_path, capsys):
     import json
 
     t = pa.table({"src": [1, 2, 3, 4, 1], "dst": [2, 3, 4, 1, 3], "kind": [1, 1, 1, 1, 2]})
-    graphsys.from_arrow(t, tmp_path / "g", edge_columns=["kind"])
+    graphsys.from_arrow(t, tmp_path / "g", edge_columns=["kind"],
+                        nodes=pa.table({"id": [1, 2, 3, 4], "label": [0, 0, 0, 0]}))
     assert cli.main(["mine", "pattern", str(tmp_path / "g"), "wedge", "--edge-labels", "kind",
                      "--pattern-edge-labels", "1,2", "--list", "10", "--json", "--quiet"]) == 0
     got = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
@@ -243,6 +244,12 @@ def test_cli_edge_labels(tmp_path, capsys):
                      "--quiet"]) == 0
     # the one directed 3-cycle 1 -> 3 -> 4 -> 1 (labels 2, 1, 1): arc 0 -> 1 on either 1
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["matches"] == 2
+    assert cli.main(["mine", "fsm", str(tmp_path / "g"), "--labels", "label", "--edge-labels",
+                     "kind", "--support", "2", "--max-edges", "1", "--json", "--quiet"]) == 0
+    got = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert got["patterns"] == [   # the 4-cycle's kind-1 edges reach 4 nodes, the chord 2
+        {"edges": [[0, 1]], "labels": [0, 0], "edge_labels": [1], "support": 4},
+        {"edges": [[0, 1]], "labels": [0, 0], "edge_labels": [2], "support": 2}]
     for args, message in ((["--pattern-edge-labels", "1,2"], "needs --edge-labels"),
                           (["--edge-labels", "kind", "--pattern-edge-labels", "1,x"],
                            "--pattern-edge-labels '1,x'"),
@@ -251,3 +258,83 @@ def test_cli_edge_labels(tmp_path, capsys):
         assert cli.main(["mine", "pattern", str(tmp_path / "g"), "wedge", *args]) == 2
         err = capsys.readouterr().err.strip()
         assert err.startswith("error: ") and "\n" not in err and message in err, err
+
+
+def _form(code, labels) -> tuple:
+    """Smallest (labels, edges ``(a, b, edge label)``) over every relabelling of the nodes
+    (independent of :func:`graphsys.mining.fsm.canonical`)."""
+    best = None
+    for perm in itertools.permutations(range(len(labels))):
+        lab = [None] * len(labels)
+        for v, x in enumerate(labels):
+            lab[perm[v]] = x
+        edges = tuple(sorted((min(perm[a], perm[b]), max(perm[a], perm[b]), x)
+                             for a, b, x in code))
+        best = (tuple(lab), edges) if best is None else min(best, (tuple(lab), edges))
+    return best
+
+
+def brute_fsm(stored, node_label: dict, support: int, max_edges: int) -> dict:
+    """Every connected set of up to ``max_edges`` labelled edges (distinct pairs) as a
+    pattern; its MNI support from every injective map that keeps node labels and finds
+    each edge's label between the images."""
+    pairs = defaultdict(set)
+    for (a, b), labs in stored.items():
+        pairs[(min(a, b), max(a, b))] |= labs
+    items = [(a, b, x) for (a, b), labs in sorted(pairs.items()) for x in sorted(labs)]
+    forms = set()
+    for size in range(1, max_edges + 1):
+        for subset in itertools.combinations(items, size):
+            H = nx.Graph([(a, b) for a, b, _ in subset])
+            if H.number_of_edges() < size or not nx.is_connected(H):
+                continue
+            nodes = sorted(H)
+            at = {v: i for i, v in enumerate(nodes)}
+            forms.add(_form([(at[a], at[b], x) for a, b, x in subset],
+                            [node_label[v] for v in nodes]))
+    out = {}
+    for labs, code in forms:
+        images = [set() for _ in labs]
+        for img in itertools.permutations(sorted(node_label), len(labs)):
+            if all(node_label[img[v]] == x for v, x in enumerate(labs)) and all(
+                    x in pairs.get((min(img[a], img[b]), max(img[a], img[b])), ())
+                    for a, b, x in code):
+                for v, u in enumerate(img):
+                    images[v].add(u)
+        if min(len(s) for s in images) >= support:
+            out[(labs, code)] = min(len(s) for s in images)
+    return out
+
+
+@pytest.mark.parametrize("n,m,nlabels,elabels,support,seed", [
+    (8, 14, 2, 2, 2, 1), (8, 16, 1, 3, 2, 2), (9, 18, 2, 2, 3, 3), (7, 16, 2, 3, 1, 4)])
+def test_fsm_with_edge_labels_equals_brute_force(tmp_path, n, m, nlabels, elabels,
+                                                 support, seed):
+    g, stored, _ = labelled_graph(tmp_path / "g", n, m, seed, elabels)
+    by_node = np.random.default_rng(seed).integers(0, nlabels, n)
+    node_label = {v: int(by_node[v]) for v in range(n)}
+    want = brute_fsm(stored, node_label, support, 3)
+    labels = by_node[g.node_ids()]                   # one per node, internal order
+    for exact in (True, False):
+        got = {}
+        for f in mining.frequent_subgraphs(g, labels, support, max_edges=3, exact=exact,
+                                           edge_labels="kind"):
+            key = _form([(a, b, x) for (a, b), x in zip(f.pattern.edges,
+                                                         f.pattern.edge_labels)],
+                        f.pattern.labels)
+            assert key not in got                    # each pattern once
+            assert f.to_dict()["edge_labels"] == list(f.pattern.edge_labels)
+            got[key] = f.support
+        assert got.keys() == want.keys() and len(want) >= 3
+        assert got == want if exact else all(s >= support for s in got.values())
+
+
+def test_fsm_edge_label_refusals(tmp_path):
+    t = pa.table({"src": [1, 2, 3], "dst": [2, 3, 1], "kind": [1, -1, 2],
+                  "score": [0.5, 1.0, 2.0]})
+    g = graphsys.from_arrow(t, tmp_path / "g", edge_columns=["kind", "score"])
+    labels = np.zeros(3, np.int64)
+    with pytest.raises(ParameterError, match="non-negative"):
+        mining.frequent_subgraphs(g, labels, 1, edge_labels="kind")
+    with pytest.raises(ParameterError, match="not integer"):
+        mining.frequent_subgraphs(g, labels, 1, edge_labels="score")
