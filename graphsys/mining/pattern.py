@@ -550,10 +550,15 @@ def _prepare(graph, pattern, labels, edge_set, memory_limit, elabels=None):
 def match_rows(g, p: Pattern, view, elabels, edge_set, memory_limit) -> tuple:
     """``(ptr, idx, bits, elists)``: the symmetric rows the matcher walks, their
     directions (directed patterns) and their edge-label lists (edge-labelled patterns;
-    :func:`~graphsys.mining.edge_labels.label_lists`)."""
+    :func:`~graphsys.mining.edge_labels.label_lists`, kept on the opened graph for the
+    next call, :mod:`graphsys.views.cache`)."""
     ptr, idx, bits = stream.symmetric_rows(view, p.directed)
-    elists = label_lists(g, view, ptr, idx, elabels, edge_set, memory_limit) \
-        if p.edge_labelled else NO_LISTS
+    if not p.edge_labelled:
+        return ptr, idx, bits, NO_LISTS
+    elists = views.cached(   # kept on the opened graph beside its oriented view
+        g, (g.edge_set(edge_set).name, "edge labels", elabels, p.directed),
+        lambda: label_lists(g, view, ptr, idx, elabels, edge_set, memory_limit),
+        nbytes=lambda lists: sum(a.nbytes for a in lists), budget=views.budget(memory_limit))
     return ptr, idx, bits, elists
 
 
