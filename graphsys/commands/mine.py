@@ -6,8 +6,10 @@
     graphsys mine cliques DIR -k K [--list N] [--out FILE.parquet]
     graphsys mine motifs DIR [--size 3|4|5] [--directed] [--samples N --seed S]
     graphsys mine pattern DIR PATTERN [--induced] [--labels COLUMN --pattern-labels L,L,...]
-        [--anti-edges A-B,...] [--directed] [--list N] [--out FILE.parquet]
+        [--edge-labels COLUMN --pattern-edge-labels L,L,...] [--anti-edges A-B,...]
+        [--directed] [--list N] [--out FILE.parquet]
     graphsys mine fsm DIR --labels COLUMN --support N [--max-edges K] [--early-exit]
+        [--edge-labels COLUMN]
 
 Every count reads the edge set's undirected simple view (both directions of every edge,
 each adjacent pair once, self-loops dropped), mapped from the graph's undirected index when
@@ -48,6 +50,36 @@ def _common(p, *, mode: bool = False) -> None:
 def _out(p, what: str) -> None:
     p.add_argument("--out", type=Path, metavar="FILE.parquet", help=what)
     p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
+
+
+def _pattern_parser(sub) -> None:
+    """``mine pattern``'s flags."""
+    r = sub.add_parser("pattern", help="count (and list) the matches of a pattern")
+    _common(r)
+    r.add_argument("pattern", metavar="PATTERN",
+                   help="a name (triangle, wedge, 4-cycle, diamond, 5-clique, ...) or an edge "
+                        "list over nodes 0..k-1, e.g. 0-1,1-2,2-0")
+    r.add_argument("--induced", action="store_true", help="induced matches only")
+    r.add_argument("--labels", metavar="COLUMN", help="the graph's integer node column the "
+                   "pattern's labels refer to")
+    r.add_argument("--pattern-labels", metavar="L,L,...",
+                   help="one label per pattern node, * for any (needs --labels)")
+    r.add_argument("--edge-labels", metavar="COLUMN", help="the graph's integer edge column "
+                   "the pattern's edge labels refer to")
+    r.add_argument("--pattern-edge-labels", metavar="L,L,...",
+                   help="one label per pattern edge, in PATTERN's order (a name's edges as "
+                        "listed in graphsys.mining.pattern.NAMED), * for any (needs "
+                        "--edge-labels)")
+    r.add_argument("--anti-edges", metavar="A-B,...",
+                   help="pattern node pairs whose graph nodes must not be adjacent")
+    r.add_argument("--directed", action="store_true",
+                   help="each pattern edge a-b needs a stored edge a -> b (a name's edges "
+                        "as listed in graphsys.mining.pattern.NAMED, 4-cycle 0-1,1-2,2-3,3-0)")
+    r.add_argument("--list", dest="limit", type=int, default=0, metavar="N",
+                   help="also print the first N matches (original ids, pattern node order)")
+    _out(r, "the first --list matches (all of them without --list): one column per "
+            "pattern node")
+    r.set_defaults(func=run_pattern)
 
 
 def register(subparsers) -> None:
@@ -92,26 +124,7 @@ def register(subparsers) -> None:
     m.add_argument("--seed", type=int, default=0, help="the draws' seed (default 0)")
     m.set_defaults(func=run_motifs)
 
-    r = sub.add_parser("pattern", help="count (and list) the matches of a pattern")
-    _common(r)
-    r.add_argument("pattern", metavar="PATTERN",
-                   help="a name (triangle, wedge, 4-cycle, diamond, 5-clique, ...) or an edge "
-                        "list over nodes 0..k-1, e.g. 0-1,1-2,2-0")
-    r.add_argument("--induced", action="store_true", help="induced matches only")
-    r.add_argument("--labels", metavar="COLUMN", help="the graph's integer node column the "
-                   "pattern's labels refer to")
-    r.add_argument("--pattern-labels", metavar="L,L,...",
-                   help="one label per pattern node, * for any (needs --labels)")
-    r.add_argument("--anti-edges", metavar="A-B,...",
-                   help="pattern node pairs whose graph nodes must not be adjacent")
-    r.add_argument("--directed", action="store_true",
-                   help="each pattern edge a-b needs a stored edge a -> b (a name's edges "
-                        "as listed in graphsys.mining.pattern.NAMED, 4-cycle 0-1,1-2,2-3,3-0)")
-    r.add_argument("--list", dest="limit", type=int, default=0, metavar="N",
-                   help="also print the first N matches (original ids, pattern node order)")
-    _out(r, "the first --list matches (all of them without --list): one column per "
-            "pattern node")
-    r.set_defaults(func=run_pattern)
+    _pattern_parser(sub)
 
     f = sub.add_parser("fsm", help="frequent labelled patterns by MNI support")
     _common(f)
@@ -124,6 +137,9 @@ def register(subparsers) -> None:
     f.add_argument("--early-exit", action="store_true",
                    help="stop each pattern's search at the threshold (supports printed are "
                         "then lower bounds)")
+    f.add_argument("--edge-labels", metavar="COLUMN",
+                   help="the graph's edge column of non-negative integer labels: every "
+                        "pattern edge then carries one")
     f.set_defaults(func=run_fsm)
 
 
@@ -309,27 +325,34 @@ def _pairs(text: str, what: str) -> list[tuple]:
     return edges
 
 
+def _labels(text: str | None, flag: str, per: str) -> list | None:
+    """``0,*,2`` as labels, None for ``*``."""
+    if text is None:
+        return None
+    try:
+        return [None if x.strip() in ("*", "") else int(x) for x in text.split(",")]
+    except ValueError:
+        raise GraphsysError(f"{flag} {text!r}: give integers or * per {per}, "
+                            f"comma-separated") from None
+
+
 def parse_pattern(text: str, labels: str | None, anti: str | None = None,
-                  directed: bool = False):
-    """The PATTERN argument (a name or ``0-1,1-2``), ``--pattern-labels`` and
-    ``--anti-edges`` as a :class:`~graphsys.mining.Pattern`."""
+                  directed: bool = False, edge_labels: str | None = None):
+    """The PATTERN argument (a name or ``0-1,1-2``), ``--pattern-labels``,
+    ``--anti-edges`` and ``--pattern-edge-labels`` as a :class:`~graphsys.mining.Pattern`."""
     from graphsys.mining import Pattern
     from graphsys.mining.pattern import NAMED
 
-    lab = None
-    if labels is not None:
-        try:
-            lab = [None if x.strip() in ("*", "") else int(x) for x in labels.split(",")]
-        except ValueError:
-            raise GraphsysError(f"--pattern-labels {labels!r}: give integers or * per "
-                                f"pattern node, comma-separated") from None
+    lab = _labels(labels, "--pattern-labels", "pattern node")
+    elab = _labels(edge_labels, "--pattern-edge-labels", "pattern edge")
     if text not in NAMED and "-" in text and text[0].isdigit() \
             and not text.endswith("clique"):  # 0-1,1-2: an edge list, 4-cycle: a name
         edges = _pairs(text, "pattern")
     else:
         named = Pattern.named(text, lab)  # checks the name and the labels
         edges = NAMED.get(text, named.edges)  # as listed: --directed reads them as arcs
-    return Pattern(edges, lab, _pairs(anti, "--anti-edges") if anti else None, directed)
+    return Pattern(edges, lab, _pairs(anti, "--anti-edges") if anti else None, directed,
+                   elab)
 
 
 def run_pattern(args) -> int:
@@ -339,24 +362,29 @@ def run_pattern(args) -> int:
 
     if args.pattern_labels is not None and args.labels is None:
         raise GraphsysError("--pattern-labels needs --labels COLUMN (the graph's labels)")
+    if args.pattern_edge_labels is not None and args.edge_labels is None:
+        raise GraphsysError("--pattern-edge-labels needs --edge-labels COLUMN (the graph's "
+                            "edge labels)")
     pattern = parse_pattern(args.pattern, args.pattern_labels, args.anti_edges,
-                            args.directed)
+                            args.directed, args.pattern_edge_labels)
     if args.limit < 0:
         raise GraphsysError(f"--list must be a non-negative integer, got {args.limit}")
 
     def body(graph, options):
         total = mining.count(graph, pattern, induced=args.induced, labels=args.labels,
-                             **options)
+                             edge_labels=args.edge_labels, **options)
         result = {"pattern": [list(e) for e in pattern.arcs or pattern.edges],
                   "induced": args.induced,
                   "anti_edges": [list(e) for e in pattern.anti_edges],
                   "directed": pattern.directed,
+                  "edge_labels": list(pattern.edge_labels),
                   "matches": total}
         lines = [f"{pattern}: {total:,} {'induced ' if args.induced else ''}matches"]
         table = None
         if args.limit or args.out is not None:
             rows = mining.matches(graph, pattern, induced=args.induced, labels=args.labels,
-                                  limit=args.limit or None, edge_set=options["edge_set"],
+                                  edge_labels=args.edge_labels, limit=args.limit or None,
+                                  edge_set=options["edge_set"],
                                   memory_limit=options["memory_limit"])
             if args.limit:
                 result["listed"] = rows.tolist()
@@ -377,6 +405,7 @@ def run_fsm(args) -> int:
         found = mining.frequent_subgraphs(graph, args.labels, args.support,
                                           max_edges=args.max_edges,
                                           exact=not args.early_exit,
+                                          edge_labels=args.edge_labels,
                                           edge_set=options["edge_set"],
                                           memory_limit=options["memory_limit"])
         lines = [f"{len(found)} frequent patterns (MNI support >= {args.support:,})"]

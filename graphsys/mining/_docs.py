@@ -29,6 +29,9 @@ induced : bool, default False
 labels : str or array-like, optional
     The graph's node labels (a node column of integers, or one integer per node by
     internal id), required when the pattern has labels.""",
+    "edge_labels": """edge_labels : str, optional
+    The graph's integer edge column the pattern's edge labels refer to, required when
+    the pattern has edge labels.""",
 }
 PARAMETERS["options"] = "\n".join(
     PARAMETERS[k] for k in ("threads", "memory_limit", "distributed", "progress"))

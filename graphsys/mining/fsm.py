@@ -1,18 +1,21 @@
-"""Frequent subgraph mining over a node-labelled graph with MNI support.
+"""Frequent subgraph mining over a node-labelled graph, its edges labelled or not, with MNI
+support.
 
 The *MNI support* (minimum image based, Bringmann and Nijssen [1]_, the measure of GraMi
 [2]_ and Peregrine) of a labelled pattern is, over its nodes ``v``, the least number of
 distinct graph nodes that ``v`` is mapped to by some embedding (an injective map of the
-pattern's nodes that keeps its edges and labels; other edges among the images allowed).
+pattern's nodes that keeps its edges and labels, and with edge labels, each edge's label
+on a stored edge between the images; other edges among the images allowed).
 It is anti-monotone: a pattern's support is at most that of any connected pattern it
 contains, so a pattern is grown only from frequent ones.
 
 :func:`frequent_subgraphs` grows patterns by one edge at a time (Apriori style):
 
-1. the frequent one-edge patterns: the label pairs the graph's edges hold, each checked;
+1. the frequent one-edge patterns: the label pairs (with edge labels, the pairs and the
+   edge's label) the graph's edges hold, each checked;
 2. each frequent pattern of ``e`` edges is extended by a new edge to a new node of a
-   frequent label (when that edge's label pair is frequent), or by an edge between two of
-   its non-adjacent nodes;
+   frequent label, or by an edge between two of its non-adjacent nodes, when that edge's
+   one-edge pattern is frequent;
 3. a candidate is put in a canonical form (the smallest code over the orderings of its
    nodes that keep nodes sorted by label and degree), so each pattern is tried once, and
    dropped unless every connected pattern of ``e`` edges it contains is frequent;
@@ -41,6 +44,7 @@ from graphsys import views
 from graphsys.errors import ParameterError
 from graphsys.mining import stream
 from graphsys.mining._docs import document
+from graphsys.mining.edge_labels import NO_LISTS, label_lists
 from graphsys.mining.pattern import MAX_NODES, Pattern, _node_labels
 from graphsys.mining.results import as_graph
 
@@ -69,16 +73,21 @@ class FrequentPattern:
         return len(self.pattern.edges)
 
     def to_dict(self) -> dict:
-        """Plain JSON types: edges, labels, support."""
-        return {"edges": [list(e) for e in self.pattern.edges],
-                "labels": list(self.pattern.labels), "support": self.support}
+        """Plain JSON types: edges, labels, edge labels (when mined with them), support."""
+        out = {"edges": [list(e) for e in self.pattern.edges],
+               "labels": list(self.pattern.labels)}
+        if self.pattern.edge_labelled:
+            out["edge_labels"] = list(self.pattern.edge_labels)
+        return out | {"support": self.support}
 
 
-def canonical(edges, labels) -> tuple[tuple, tuple]:
+def canonical(edges, labels, edge_labels=None) -> tuple[tuple, tuple]:
     """The canonical form of a labelled graph: ``(labels, edges)`` renumbered by the
     ordering, among those that sort nodes by (label, degree), whose sorted edge list is
-    smallest. Two labelled graphs are isomorphic exactly when their forms are equal."""
+    smallest, each edge as ``(a, b, edge label)`` (``edge_labels``: one per edge; None:
+    -1 each). Two labelled graphs are isomorphic exactly when their forms are equal."""
     k = len(labels)
+    elabs = [-1] * len(edges) if edge_labels is None else [int(x) for x in edge_labels]
     deg = [0] * k
     for a, b in edges:
         deg[a] += 1
@@ -90,7 +99,8 @@ def canonical(edges, labels) -> tuple[tuple, tuple]:
     best = None
     for parts in itertools.product(*(itertools.permutations(groups[key]) for key in keys)):
         new = {v: i for i, v in enumerate(itertools.chain.from_iterable(parts))}
-        code = tuple(sorted((min(new[a], new[b]), max(new[a], new[b])) for a, b in edges))
+        code = tuple(sorted((min(new[a], new[b]), max(new[a], new[b]), lab)
+                            for (a, b), lab in zip(edges, elabs)))
         if best is None or code < best:
             best = code
     return tuple(key[0] for key in keys for _ in groups[key]), best
@@ -107,53 +117,76 @@ def _orbits(p: Pattern) -> list[list[int]]:
     return out
 
 
-def mni_support(g, view, node_labels, p: Pattern, stop_at: int | None = None) -> int:
+def _pattern(form) -> Pattern:
+    """The pattern of a canonical form."""
+    labels, code = form
+    return Pattern([(a, b) for a, b, _ in code], labels, edge_labels=[x for *_, x in code])
+
+
+def _form(code, labels) -> tuple[tuple, tuple]:
+    """:func:`canonical` of edges ``(a, b, edge label)``."""
+    return canonical([(a, b) for a, b, _ in code], labels, [x for *_, x in code])
+
+
+def mni_support(g, view, node_labels, p: Pattern, stop_at: int | None = None,
+                rows: tuple | None = None) -> int:
     """The MNI support of ``p`` (see the module's notes); with ``stop_at``, the search ends
-    once every node has that many images and a value at least ``stop_at`` is returned."""
+    once every node has that many images and a value at least ``stop_at`` is returned.
+    ``rows``: the matcher's rows (:func:`graphsys.mining.stream.chunks`)."""
     orbits = _orbits(p)
     marks = np.zeros((len(orbits), view.num_nodes), bool)
-    for rows in stream.chunks(g, view, node_labels, p.plan(False), SUPPORT_CHUNK,
-                              internal=True):
+    for block in stream.chunks(g, view, node_labels, p.plan(False), SUPPORT_CHUNK,
+                               internal=True, rows=rows):
         for i, orbit in enumerate(orbits):
-            marks[i, rows[:, orbit].ravel()] = True
+            marks[i, block[:, orbit].ravel()] = True
         if stop_at is not None and int(marks.sum(1).min()) >= stop_at:
             break
     return int(marks.sum(1).min()) if len(orbits) else 0
 
 
-def _extensions(p: Pattern, frequent_labels, frequent_pairs) -> list[tuple]:
-    """``(edges, labels)`` of every pattern one edge larger than ``p``."""
-    k, edges, labels = p.num_nodes, list(p.edges), list(p.labels)
+def _extensions(p: Pattern, frequent_labels, frequent_edges, edge_values) -> list[tuple]:
+    """``(edges, labels)`` of every pattern one edge larger than ``p`` whose new edge is a
+    frequent one-edge pattern (``frequent_edges``: ``(label, label, edge label)``, the
+    node labels ascending), edges as ``(a, b, edge label)``."""
+    k, labels = p.num_nodes, list(p.labels)
+    edges = [(a, b, x) for (a, b), x in zip(p.edges, p.edge_labels)]
+
+    def frequent(la, lb, x):
+        return (min(la, lb), max(la, lb), x) in frequent_edges
+
     out = []
     for a, b in itertools.combinations(range(k), 2):
         if (a, b) not in p.edges:
-            out.append((edges + [(a, b)], labels))
+            out += [(edges + [(a, b, x)], labels) for x in edge_values
+                    if frequent(labels[a], labels[b], x)]
     if k < MAX_NODES:
         for v in range(k):
-            out.extend((edges + [(v, k)], labels + [lab]) for lab in frequent_labels
-                       if (min(labels[v], lab), max(labels[v], lab)) in frequent_pairs)
+            out += [(edges + [(v, k, x)], labels + [lab]) for lab in frequent_labels
+                    for x in edge_values if frequent(labels[v], lab, x)]
     return out
 
 
-def _sub_patterns(edges, labels):
+def _sub_patterns(code, labels):
     """Canonical forms of the connected patterns one edge smaller (a node left alone by
     the removed edge dropped)."""
-    for e in edges:
-        rest = [x for x in edges if x != e]
-        used = sorted({v for x in rest for v in x})
+    for e in code:
+        rest = [x for x in code if x != e]
+        used = sorted({v for x in rest for v in x[:2]})
         if not rest:
             continue
         new = {v: i for i, v in enumerate(used)}
         try:
-            sub = Pattern([(new[a], new[b]) for a, b in rest], [labels[v] for v in used])
+            sub = Pattern([(new[a], new[b]) for a, b, _ in rest], [labels[v] for v in used],
+                          edge_labels=[x for *_, x in rest])
         except ParameterError:  # not connected
             continue
-        yield canonical(sub.edges, sub.labels)
+        yield canonical(sub.edges, sub.labels, sub.edge_labels)
 
 
 @document
 def frequent_subgraphs(graph, labels, support: int, *, max_edges: int = 3,
-                       exact: bool = True, edge_set: str | None = None,
+                       exact: bool = True, edge_labels: str | None = None,
+                       edge_set: str | None = None,
                        memory_limit: int | None = None) -> list[FrequentPattern]:
     """The connected labelled patterns of up to ``max_edges`` edges whose MNI support in
     the graph is at least ``support`` (GraMi's and Peregrine's frequent subgraph mining).
@@ -172,6 +205,10 @@ def frequent_subgraphs(graph, labels, support: int, *, max_edges: int = 3,
     exact : bool, default True
         Compute each frequent pattern's support exactly (every match); False: stop each
         search once the threshold is met (the support reported is then a lower bound).
+    edge_labels : str, optional
+        An integer edge column of non-negative labels: every pattern edge then carries
+        one, matched on a stored edge of that label between its nodes (in either
+        direction).
     %(edge_set)s
     %(memory_limit)s
 
@@ -207,35 +244,61 @@ def frequent_subgraphs(graph, labels, support: int, *, max_edges: int = 3,
     node_labels = _node_labels(g, labels, view)
     if len(node_labels) and node_labels.min() < 0:
         raise ParameterError("labels", "must be non-negative integers")
+    rows = _rows(g, view, edge_labels, edge_set, memory_limit)
     stop_at = None if exact else int(support)
     values, counts = np.unique(node_labels, return_counts=True)
     frequent_labels = [int(x) for x, c in zip(values, counts) if c >= support]
-    ptr, idx = view.indptr, view.indices
-    rows = np.repeat(np.arange(view.num_nodes), np.diff(ptr))
-    pairs = np.unique(np.sort(np.stack([node_labels[rows], node_labels[idx]], 1), 1), axis=0)
-    level = {}
-    for a, b in pairs.tolist():
-        if a in frequent_labels and b in frequent_labels:
-            level[canonical([(0, 1)], [a, b])] = None
+    edge_values = [-1] if edge_labels is None else np.unique(rows[3][1]).tolist()
+    level = {_form([(0, 1, x)], [a, b]): None for a, b, x in _edge_kinds(view, node_labels, rows)
+             if a in frequent_labels and b in frequent_labels}
     found: list[FrequentPattern] = []
-    frequent_pairs: set = set()
+    frequent_edges: set = set()
     for size in range(1, int(max_edges) + 1):
         kept = {}
         for form in level:
-            p = Pattern(form[1], form[0])
-            s = mni_support(g, view, node_labels, p, stop_at)
+            p = _pattern(form)
+            s = mni_support(g, view, node_labels, p, stop_at, rows)
             if s >= support:
                 kept[form] = FrequentPattern(p, s)
         if size == 1:
-            frequent_pairs = {tuple(form[0]) for form in kept}
+            frequent_edges = {(*form[0], form[1][0][2]) for form in kept}
         found += sorted(kept.values(), key=lambda f: (-f.support, f.pattern.edges,
-                                                      f.pattern.labels))
+                                                      f.pattern.labels, f.pattern.edge_labels))
         level = {}
         for f in kept.values():
-            for edges, labs in _extensions(f.pattern, frequent_labels, frequent_pairs):
-                form = canonical(edges, labs)
+            for code, labs in _extensions(f.pattern, frequent_labels, frequent_edges,
+                                          edge_values):
+                form = _form(code, labs)
                 if form not in level and all(sub in kept for sub in _sub_patterns(*form[::-1])):
                     level[form] = None
         if not level:
             break
     return found
+
+
+def _rows(g, view, edge_labels, edge_set, memory_limit) -> tuple:
+    """The matcher's rows (:func:`graphsys.mining.stream.chunks`), built once for every
+    pattern: the symmetric rows and, with ``edge_labels``, their edge-label lists (labels
+    refused when negative)."""
+    ptr, idx, bits = stream.symmetric_rows(view, False)
+    if edge_labels is None:
+        return ptr, idx, bits, NO_LISTS
+    elists = label_lists(g, view, ptr, idx, edge_labels, edge_set, memory_limit)
+    if len(elists[1]) and elists[1].min() < 0:
+        raise ParameterError("edge_labels", "must be non-negative integers")
+    return ptr, idx, bits, elists
+
+
+def _edge_kinds(view, node_labels, rows) -> list[tuple]:
+    """The distinct ``(label, label, edge label)`` of the graph's adjacent pairs (node
+    labels ascending; edge label -1 without edge labels)."""
+    ptr, idx, _, (lptr, lval, _) = rows
+    owner = np.repeat(np.arange(view.num_nodes), np.diff(ptr))
+    if len(lptr):
+        entry = np.repeat(np.arange(len(idx)), np.diff(lptr))
+        u, v, x = owner[entry], idx[entry], lval
+    else:
+        u, v, x = owner, idx, np.full(len(idx), -1, np.int64)
+    la, lb = node_labels[u], node_labels[v]
+    kinds = np.stack([np.minimum(la, lb), np.maximum(la, lb), x], 1)
+    return [tuple(r) for r in np.unique(kinds.reshape(-1, 3), axis=0).tolist()]

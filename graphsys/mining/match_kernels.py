@@ -43,17 +43,42 @@ def _directions_ok(have, need, exact):
 
 
 @numba.njit(cache=True, nogil=True)
+def _edge_labels_ok(lptr, lval, lbit, q, want, directed):
+    """Whether the stored edges of symmetric row entry ``q`` hold the pattern's edge labels
+    ``want`` (int64 (2,), -1: any): ``want[0]`` on an edge from the row's vertex to the
+    entry (undirected pattern: in either direction), ``want[1]`` on one back (directed
+    patterns). ``lval[lptr[q]:lptr[q + 1]]``: the entry's labels, ``lbit``: the directions
+    each is stored in (bit 1: from the row's vertex, bit 2: back)."""
+    for s in range(2):
+        lab = want[s]
+        if lab < 0:
+            continue
+        need = s + 1 if directed else 0
+        found = False
+        for t in range(lptr[q], lptr[q + 1]):
+            if lval[t] == lab and (lbit[t] & need) == need:
+                found = True
+                break
+        if not found:
+            return False
+    return True
+
+
+@numba.njit(cache=True, nogil=True)
 def _candidates(ptr, idx, labels, level, adj, nonadj, greater, less, plabel, m, cand, bits,
-                dreq, dexact):
+                dreq, dexact, elab, lptr, lval, lbit):
     """Fill ``cand[level]`` with the candidates of ``level`` given the vertices ``m`` of the
     earlier levels: the neighbours of its adjacent earlier level with the shortest row
     (the *anchor*), within the ids its conditions bound, adjacent to its other adjacent
     levels, non-adjacent to its ``nonadj`` ones, distinct, of its label. A directed
     pattern (``bits``: each row entry's stored directions, non-empty) also needs, to each
     adjacent level ``j``, the directions ``dreq[level, j]`` (bit 1: from level ``j``'s
-    vertex to the candidate, bit 2: back). Returns how many."""
+    vertex to the candidate, bit 2: back). An edge-labelled pattern (``lptr`` non-empty)
+    also needs, to each adjacent level ``j``, stored edges of the labels ``elab[level, j]``
+    (:func:`_edge_labels_ok`). Returns how many."""
     has_labels = labels.shape[0] > 0
     has_dirs = bits.shape[0] > 0
+    has_elabs = lptr.shape[0] > 0
     anchor = -1
     best = 1 << 62
     for j in range(level):
@@ -82,16 +107,23 @@ def _candidates(ptr, idx, labels, level, adj, nonadj, greater, less, plabel, m, 
             ok = False
         if ok and has_dirs and not _directions_ok(bits[q], dreq[level, anchor], dexact):
             ok = False
+        if ok and has_elabs and not _edge_labels_ok(lptr, lval, lbit, q, elab[level, anchor],
+                                                    has_dirs):
+            ok = False
         j = 0
         while ok and j < level:
             if m[j] == y:
                 ok = False
             elif adj[level, j] and j != anchor:
                 z = m[j]
-                if has_dirs:
+                if has_dirs or has_elabs:
                     at = _lower_bound(idx, ptr[z], ptr[z + 1], y)
-                    if at == ptr[z + 1] or idx[at] != y or not _directions_ok(
-                            bits[at], dreq[level, j], dexact):
+                    if at == ptr[z + 1] or idx[at] != y:
+                        ok = False
+                    elif has_dirs and not _directions_ok(bits[at], dreq[level, j], dexact):
+                        ok = False
+                    elif has_elabs and not _edge_labels_ok(lptr, lval, lbit, at,
+                                                           elab[level, j], has_dirs):
                         ok = False
                 elif not _contains(idx, ptr[z], ptr[z + 1], y):
                     ok = False
@@ -108,11 +140,12 @@ def _candidates(ptr, idx, labels, level, adj, nonadj, greater, less, plabel, m, 
 
 @numba.njit(cache=True, nogil=True)
 def _match_root(ptr, idx, labels, r, adj, nonadj, greater, less, plabel, bits, dreq, dexact,
-                cand, ncand, pos, m, out, out_count, limit):
+                elab, lptr, lval, lbit, cand, ncand, pos, m, out, out_count, limit):
     """Matches of the plan with level 0 mapped to root ``r``. ``adj[i, j]``: level ``i``'s
     vertex must be adjacent to level ``j``'s (``j < i``), ``nonadj`` must not be (induced
     matching), ``greater``/``less``: its id must be above/below level ``j``'s (symmetry
-    breaking); ``plabel[i]``: its label (-1: any). Candidates: :func:`_candidates`.
+    breaking); ``plabel[i]``: its label (-1: any); ``elab``, ``lptr``, ``lval``, ``lbit``:
+    edge labels. Candidates: :func:`_candidates`.
     Writes up to ``limit`` matches into ``out`` (levels' ids; ``out`` empty: count only).
     Returns the count."""
     k = adj.shape[0]
@@ -133,7 +166,7 @@ def _match_root(ptr, idx, labels, r, adj, nonadj, greater, less, plabel, bits, d
     while level >= 1:
         if ncand[level] < 0:  # fill the candidates of this level
             c = _candidates(ptr, idx, labels, level, adj, nonadj, greater, less, plabel, m,
-                            cand, bits, dreq, dexact)
+                            cand, bits, dreq, dexact, elab, lptr, lval, lbit)
             ncand[level] = c
             pos[level] = 0
             if level == k - 1:  # the last level: every candidate is a match
@@ -161,7 +194,7 @@ def _match_root(ptr, idx, labels, r, adj, nonadj, greater, less, plabel, bits, d
 
 @numba.njit(cache=True, nogil=True, parallel=True)
 def match_count(ptr, idx, labels, tasks, adj, nonadj, greater, less, plabel, bits, dreq,
-                dexact, max_row, per_root):
+                dexact, elab, lptr, lval, lbit, max_row, per_root):
     """The matches of a plan (see :func:`_match_root`) over every root of ``tasks``
     (``per_root``: each root's count, or empty). Returns the total."""
     k = adj.shape[0]
@@ -176,7 +209,8 @@ def match_count(ptr, idx, labels, tasks, adj, nonadj, greater, less, plabel, bit
         found = 0
         for r in range(tasks[t], tasks[t + 1]):
             c = _match_root(ptr, idx, labels, r, adj, nonadj, greater, less, plabel, bits,
-                            dreq, dexact, cand, ncand, pos, m, no_out, one, 0)
+                            dreq, dexact, elab, lptr, lval, lbit, cand, ncand, pos, m, no_out,
+                            one, 0)
             if per_root.shape[0] > 0:
                 per_root[r] = c
             found += c
@@ -186,7 +220,7 @@ def match_count(ptr, idx, labels, tasks, adj, nonadj, greater, less, plabel, bit
 
 @numba.njit(cache=True, nogil=True)
 def match_list(ptr, idx, labels, adj, nonadj, greater, less, plabel, bits, dreq, dexact,
-               max_row, limit, out):
+               elab, lptr, lval, lbit, max_row, limit, out):
     """The first ``limit`` matches of a plan in root order (then depth-first order) as rows
     of ``out`` (int64 (limit, k), one id per level). Returns how many were written."""
     k = adj.shape[0]
@@ -197,7 +231,7 @@ def match_list(ptr, idx, labels, adj, nonadj, greater, less, plabel, bits, dreq,
     count = np.zeros(1, np.int64)
     for r in range(ptr.shape[0] - 1):
         _match_root(ptr, idx, labels, r, adj, nonadj, greater, less, plabel, bits, dreq,
-                    dexact, cand, ncand, pos, m, out, count, limit)
+                    dexact, elab, lptr, lval, lbit, cand, ncand, pos, m, out, count, limit)
         if count[0] >= limit:
             return limit
     return count[0]
@@ -205,7 +239,7 @@ def match_list(ptr, idx, labels, adj, nonadj, greater, less, plabel, bits, dreq,
 
 @numba.njit(cache=True, nogil=True)
 def match_resume(ptr, idx, labels, adj, nonadj, greater, less, plabel, bits, dreq, dexact,
-                 state, cand, ncand, pos, m, out):
+                 elab, lptr, lval, lbit, state, cand, ncand, pos, m, out):
     """Continue a depth-first listing where the last call stopped, until ``out`` (int64
     (C, k), one id per level) is full or every root is done. ``state``: int64 (2,), the
     next root and the current level (0: between roots; ``[0, 0]`` to start); ``cand``,
@@ -235,7 +269,8 @@ def match_resume(ptr, idx, labels, adj, nonadj, greater, less, plabel, bits, dre
             continue
         if ncand[level] < 0:
             ncand[level] = _candidates(ptr, idx, labels, level, adj, nonadj, greater, less,
-                                       plabel, m, cand, bits, dreq, dexact)
+                                       plabel, m, cand, bits, dreq, dexact, elab, lptr, lval,
+                                       lbit)
             pos[level] = 0
         if pos[level] >= ncand[level]:
             level -= 1

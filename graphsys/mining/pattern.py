@@ -2,10 +2,11 @@
 induced or not.
 
 A :class:`Pattern` is an edge list over nodes ``0..k-1`` (``k <= 8``), with an optional
-label per node, optional anti-edges (pairs that must not be adjacent) and, directed, its
-edges read as arcs. It is compiled, once, into a *plan* (Peregrine's pattern-aware matching
-[1]_): a matching order (a node of most edges first, then repeatedly the node with most
-edges to the nodes already placed, so every step extends a connected match), and
+label per node and per edge, optional anti-edges (pairs that must not be adjacent) and,
+directed, its edges read as arcs. It is compiled, once, into a *plan* (Peregrine's
+pattern-aware matching [1]_): a matching order (a node of most edges first, then
+repeatedly the node with most edges to the nodes already placed, so every step extends a
+connected match), and
 symmetry-breaking conditions ``id(a) < id(b)`` derived from the pattern's automorphisms
 (Grochow and Kellis [2]_: while the group is not trivial, take the first node in matching
 order with a non-trivial orbit, require it below every other node of its orbit, and keep
@@ -18,7 +19,9 @@ kept when they are adjacent to its other placed neighbours (binary searches in s
 non-adjacent to the others (induced matching) and to its anti-edges' nodes, above/below
 the ids its conditions name (which also bounds the scan of the row), distinct, of the
 right label and, directed, with the stored directions the arcs need (a byte per row entry,
-:func:`graphsys.mining.stream.symmetric_rows`). Roots are split
+:func:`graphsys.mining.stream.symmetric_rows`) and, edge-labelled, with a stored edge of
+each pattern edge's label (per row entry, the labels of the pair's stored edges and their
+directions, :mod:`graphsys.mining.edge_labels`). Roots are split
 into tasks of about equal work, ``prange`` with dynamic scheduling; listing runs in one
 thread, in root order, so the first ``limit`` matches are the same run to run; streaming
 (:func:`iter_matches`, :func:`matches` with a callback) resumes the same search a chunk at a
@@ -43,6 +46,7 @@ from graphsys.errors import ParameterError
 from graphsys.mining import match_kernels, stream
 from graphsys.mining._docs import document
 from graphsys.mining.census import SHAPES, small_census
+from graphsys.mining.edge_labels import NO_LISTS, label_column, label_lists
 from graphsys.mining.parallel import Ranks, run_tasks, scheduled
 from graphsys.mining.results import as_graph, original_ids
 
@@ -98,14 +102,17 @@ class Plan:
     less: np.ndarray       # bool (k, k)
     labels: np.ndarray     # int64 (k,), -1: any
     dreq: np.ndarray       # uint8 (k, k): directions needed to an earlier level (directed)
+    elab: np.ndarray       # int64 (k, k, 2): edge labels to an earlier level, -1: any
     directed: bool = False
     dexact: bool = False   # directions exactly dreq (directed and induced)
 
-    def constraints(self, bits: np.ndarray) -> tuple:
+    def constraints(self, bits: np.ndarray, elists: tuple = NO_LISTS) -> tuple:
         """The matcher kernels' arguments after the data graph's labels: the plan's
-        arrays and ``bits``, the data rows' directions (empty: undirected)."""
+        arrays, ``bits``, the data rows' directions (empty: undirected), and ``elists``,
+        the rows' edge-label lists (:func:`~graphsys.mining.edge_labels.label_lists`;
+        empty: not checked)."""
         return (self.adj, self.nonadj, self.greater, self.less, self.labels, bits,
-                self.dreq, self.dexact)
+                self.dreq, self.dexact, self.elab, *elists)
 
 
 class Pattern:
@@ -126,6 +133,10 @@ class Pattern:
         Each edge ``(a, b)`` needs a stored edge from ``a``'s graph node to ``b``'s (both
         ``(a, b)`` and ``(b, a)``: both directions); induced, the stored directions of
         each matched pair are exactly the pattern's.
+    edge_labels : sequence of int or None, or dict, optional
+        One label per edge of ``edges``, in its order (None/-1: any label), or a dict
+        ``{(a, b): label}``: the matched pair needs a stored edge with that value in the
+        graph's edge-label column (undirected: in either direction; directed: ``a -> b``).
 
     Attributes
     ----------
@@ -138,6 +149,8 @@ class Pattern:
         Sorted, each as ``(a, b)`` with ``a < b``.
     arcs : tuple of (int, int)
         A directed pattern's edges as given, sorted (empty when undirected).
+    edge_labels : tuple of int
+        The label of each of ``edges`` (undirected) or ``arcs`` (directed); ``-1``: any.
 
     Examples
     --------
@@ -150,9 +163,12 @@ class Pattern:
     Pattern([(0, 1), (1, 2)], anti_edges=[(0, 2)])
     >>> Pattern([(0, 1), (2, 1)], directed=True).automorphisms()   # 0 -> 1 <- 2
     2
+    >>> Pattern([(0, 1), (1, 2)], edge_labels=[5, 6]).automorphisms()  # ends told apart
+    1
     """
 
-    def __init__(self, edges, labels=None, anti_edges=None, directed: bool = False):
+    def __init__(self, edges, labels=None, anti_edges=None, directed: bool = False,
+                 edge_labels=None):
         try:
             pairs = [(int(a), int(b)) for a, b in edges]
         except (TypeError, ValueError):
@@ -190,6 +206,39 @@ class Pattern:
         self._anti = np.zeros((k, k), bool)
         for a, b in self.anti_edges:
             self._anti[a, b] = self._anti[b, a] = True
+        self._elab = self._edge_label_matrix(pairs, edge_labels)
+        keys = self.arcs if self.directed else self.edges
+        self.edge_labels = tuple(int(self._elab[a, b]) for a, b in keys)
+
+    def _edge_label_matrix(self, pairs, given) -> np.ndarray:
+        """int64 (k, k): the label of edge ``a - b`` at ``[a, b]`` and ``[b, a]`` (directed:
+        of arc ``a -> b`` at ``[a, b]``), -1: any label or no edge."""
+        k = self.num_nodes
+        out = np.full((k, k), -1, np.int64)
+        if given is None:
+            return out
+        if isinstance(given, dict):
+            try:
+                items = [((int(a), int(b)), lab) for (a, b), lab in given.items()]
+            except (TypeError, ValueError):
+                raise ParameterError("pattern", "edge_labels' keys must be edges (a, b)") \
+                    from None
+            if any(e not in pairs and (self.directed or e[::-1] not in pairs)
+                   for e, _ in items):
+                raise ParameterError("pattern", "edge_labels name a pair that is not an edge")
+        else:
+            given = list(given)
+            if len(given) != len(pairs):
+                raise ParameterError("pattern", f"has {len(pairs)} edges but {len(given)} "
+                                                f"edge labels")
+            items = list(zip(pairs, given))
+        for (a, b), lab in items:
+            lab = -1 if lab is None else int(lab)
+            for x, y in ((a, b),) if self.directed else ((a, b), (b, a)):
+                if out[x, y] >= 0 and lab >= 0 and out[x, y] != lab:
+                    raise ParameterError("pattern", f"edge {a}-{b} has two labels")
+                out[x, y] = max(out[x, y], lab)
+        return out
 
     def _anti_edges(self, pairs) -> tuple:
         try:
@@ -226,9 +275,10 @@ class Pattern:
     def __repr__(self) -> str:
         lab = "" if all(x < 0 for x in self.labels) else f", labels={list(self.labels)}"
         anti = f", anti_edges={list(self.anti_edges)}" if self.anti_edges else ""
+        elab = f", edge_labels={list(self.edge_labels)}" if self.edge_labelled else ""
         if self.directed:
-            return f"Pattern({list(self.arcs)}{lab}{anti}, directed=True)"
-        return f"Pattern({list(self.edges)}{lab}{anti})"
+            return f"Pattern({list(self.arcs)}{lab}{anti}, directed=True{elab})"
+        return f"Pattern({list(self.edges)}{lab}{anti}{elab})"
 
     def __eq__(self, other) -> bool:
         return isinstance(other, Pattern) and self._key() == other._key()
@@ -237,11 +287,17 @@ class Pattern:
         return hash(self._key())
 
     def _key(self) -> tuple:
-        return self.edges, self.labels, self.anti_edges, self.arcs
+        return self.edges, self.labels, self.anti_edges, self.arcs, self.edge_labels
 
     @property
     def labelled(self) -> bool:
+        """Whether some node has a label."""
         return any(x >= 0 for x in self.labels)
+
+    @property
+    def edge_labelled(self) -> bool:
+        """Whether some edge has a label."""
+        return any(x >= 0 for x in self.edge_labels)
 
     @property
     def is_clique(self) -> bool:
@@ -260,7 +316,8 @@ class Pattern:
 
     def automorphism_group(self) -> list[tuple[int, ...]]:
         """Every permutation of the nodes that keeps the edges (and their directions), the
-        anti-edges and the labels (identity included), found by backtracking."""
+        anti-edges, the labels and the edge labels (identity included), found by
+        backtracking."""
         k = self.num_nodes
         deg = self._adj.sum(1)
         out: list[tuple[int, ...]] = []
@@ -277,7 +334,9 @@ class Pattern:
                 if all(self._adj[i, j] == self._adj[c, perm[j]]
                        and self._anti[i, j] == self._anti[c, perm[j]]
                        and self._dir[i, j] == self._dir[c, perm[j]]
-                       and self._dir[j, i] == self._dir[perm[j], c] for j in range(i)):
+                       and self._dir[j, i] == self._dir[perm[j], c]
+                       and self._elab[i, j] == self._elab[c, perm[j]]
+                       and self._elab[j, i] == self._elab[perm[j], c] for j in range(i)):
                     perm[i], used[c] = c, True
                     extend(i + 1)
                     perm[i], used[c] = -1, False
@@ -336,11 +395,15 @@ class Pattern:
             else:
                 less[la, lb] = True
         dreq = np.zeros((k, k), np.uint8)
+        elab = np.full((k, k, 2), -1, np.int64)
         for i, v in enumerate(order):
             for j, w in enumerate(order[:i]):  # bit 1: w -> v (earlier to later), bit 2: back
                 dreq[i, j] = (1 if self._dir[w, v] else 0) | (2 if self._dir[v, w] else 0)
+                elab[i, j, 0] = self._elab[w, v]
+                if self.directed:
+                    elab[i, j, 1] = self._elab[v, w]
         return Plan(np.array(order, np.int64), adj, nonadj, greater, less,
-                    np.array([self.labels[v] for v in order], np.int64), dreq,
+                    np.array([self.labels[v] for v in order], np.int64), dreq, elab,
                     self.directed, self.directed and bool(induced))
 
     def explain(self, induced: bool = False) -> str:
@@ -383,7 +446,8 @@ class Pattern:
                  + ", ".join(map(str, order)),
                  "symmetry breaking: " + (", ".join(f"id({a}) < id({b})" for a, b in conds)
                                           or "none (no automorphism but the identity)")]
-        if self.is_clique and not self.labelled and self.num_nodes > 2:
+        if self.is_clique and not (self.labelled or self.edge_labelled) \
+                and self.num_nodes > 2:
             lines.append("count uses the clique kernel; matches and iter_matches this plan")
         for i, v in enumerate(order):
             lines.append(f"level {i}: node {v}: " + "; ".join(self._level_text(plan, i)))
@@ -406,13 +470,30 @@ class Pattern:
         if bounds:
             parts.append(", ".join(bounds))
         if plan.directed and i > 0:
-            arrows = {1: "{w} -> {v}", 2: "{v} -> {w}", 3: "{w} <-> {v}"}
             parts.append(("exactly " if plan.dexact else "") + ", ".join(
-                arrows[int(plan.dreq[i, j])].format(w=w, v=order[i])
-                for j, w in enumerate(earlier) if plan.adj[i, j]))
+                _arrows(plan, i, j, w, order[i]) for j, w in enumerate(earlier)
+                if plan.adj[i, j]))
         if plan.labels[i] >= 0:
             parts.append(f"label {int(plan.labels[i])}")
+        elabs = [f"edge {min(w, order[i])}-{max(w, order[i])} label {plan.elab[i, j, 0]}"
+                 for j, w in enumerate(earlier) if plan.elab[i, j, 0] >= 0]
+        if elabs and not plan.directed:
+            parts.append(", ".join(elabs))
         return parts
+
+
+def _arrows(plan: Plan, i: int, j: int, w: int, v: int) -> str:
+    """The arcs of a directed plan between level ``i``'s node ``v`` and earlier level
+    ``j``'s node ``w``, with their edge labels: ``w -> v label 3, v -> w``."""
+    need, (fwd, back) = int(plan.dreq[i, j]), plan.elab[i, j].tolist()
+    if need == 3 and fwd < 0 and back < 0:
+        return f"{w} <-> {v}"
+    arcs = []
+    if need & 1:
+        arcs.append(f"{w} -> {v}" + (f" label {fwd}" if fwd >= 0 else ""))
+    if need & 2:
+        arcs.append(f"{v} -> {w}" + (f" label {back}" if back >= 0 else ""))
+    return ", ".join(arcs)
 
 
 
@@ -420,7 +501,8 @@ def census_class(p: Pattern) -> str | None:
     """The class of the 3- and 4-node census an unlabelled pattern without anti-edges is
     (its induced count is then read from :func:`~graphsys.mining.census.small_census`),
     or None. A connected graph of 3 or 4 nodes is known by its edges and degrees."""
-    if p.labelled or p.anti_edges or p.directed or p.num_nodes not in (3, 4) or p.is_clique:
+    if p.labelled or p.edge_labelled or p.anti_edges or p.directed \
+            or p.num_nodes not in (3, 4) or p.is_clique:
         return None
     return SHAPES[(len(p.edges), tuple(sorted(p._adj.sum(1).tolist())))]
 
@@ -447,20 +529,41 @@ def _node_labels(g, labels, view) -> np.ndarray:
     return np.ascontiguousarray(values.astype(np.int64)[view.order])
 
 
-def _prepare(graph, pattern, labels, edge_set, memory_limit):
+def _prepare(graph, pattern, labels, edge_set, memory_limit, elabels=None):
     g = as_graph(graph)
     p = as_pattern(pattern)
     if p.labelled and labels is None:
         raise ParameterError("labels", "must name a node column: the pattern has labels")
+    if p.edge_labelled and elabels is None:
+        raise ParameterError("edge_labels", "must name an integer edge column: the pattern "
+                                            "has edge labels")
+    if elabels is not None:
+        label_column(g, elabels, edge_set)
     view = views.view(g, "oriented", edge_set=edge_set, memory_limit=memory_limit,
                       directions=p.directed)
     return g, p, view, _node_labels(g, labels, view)
 
 
+def match_rows(g, p: Pattern, view, elabels, edge_set, memory_limit) -> tuple:
+    """``(ptr, idx, bits, elists)``: the symmetric rows the matcher walks, their
+    directions (directed patterns) and their edge-label lists (edge-labelled patterns;
+    :func:`~graphsys.mining.edge_labels.label_lists`, kept on the opened graph for the
+    next call, :mod:`graphsys.views.cache`)."""
+    ptr, idx, bits = stream.symmetric_rows(view, p.directed)
+    if not p.edge_labelled:
+        return ptr, idx, bits, NO_LISTS
+    elists = views.cached(   # kept on the opened graph beside its oriented view
+        g, (g.edge_set(edge_set).name, "edge labels", elabels, p.directed),
+        lambda: label_lists(g, view, ptr, idx, elabels, edge_set, memory_limit),
+        nbytes=lambda lists: sum(a.nbytes for a in lists), budget=views.budget(memory_limit))
+    return ptr, idx, bits, elists
+
+
 @document
-def count(graph, pattern, *, induced: bool = False, labels=None, edge_set: str | None = None,
-          threads: int | None = None, memory_limit: int | None = None,
-          distributed: bool = False, progress: bool = False) -> int:
+def count(graph, pattern, *, induced: bool = False, labels=None, edge_labels=None,
+          edge_set: str | None = None, threads: int | None = None,
+          memory_limit: int | None = None, distributed: bool = False,
+          progress: bool = False) -> int:
     """The number of subgraphs of the graph that match ``pattern``.
 
     Non-induced (default): subgraphs whose edges include a copy of the pattern (other edges
@@ -477,6 +580,7 @@ def count(graph, pattern, *, induced: bool = False, labels=None, edge_set: str |
     labels : str or array-like, optional
         The graph's node labels (a node column of integers, or one integer per node by
         internal id), required when the pattern has labels.
+    %(edge_labels)s
     %(edge_set)s
     %(options)s
 
@@ -506,14 +610,25 @@ def count(graph, pattern, *, induced: bool = False, labels=None, edge_set: str |
     >>> labels = g.node_ids() % 2
     >>> mining.count(g, mining.Pattern([(0, 1), (1, 2)], labels=[0, 1, 0]), labels=labels)
     2
+
+    Edge labels from an integer edge column (here ``kind``: 1 on the cycle, 2 on the chord):
+
+    >>> import pyarrow as pa
+    >>> t = pa.table({"src": [1, 2, 3, 4, 1], "dst": [2, 3, 4, 1, 3],
+    ...               "kind": [1, 1, 1, 1, 2]})
+    >>> h = graphsys.from_arrow(t, tempfile.mkdtemp() + "/h", edge_columns=["kind"])
+    >>> mining.count(h, mining.Pattern([(0, 1), (1, 2)], edge_labels=[1, 2]),
+    ...              edge_labels="kind")
+    4
     """
-    g, p, view, node_labels = _prepare(graph, pattern, labels, edge_set, memory_limit)
+    g, p, view, node_labels = _prepare(graph, pattern, labels, edge_set, memory_limit,
+                                       edge_labels)
     census = census_class(p) if induced else None
     if census is not None:
         return int(small_census(g, p.num_nodes, "exact", 0, 0, edge_set, threads, memory_limit,
                                 distributed, progress)[census])
     ranks = Ranks.of(distributed, g)
-    if p.is_clique and not p.labelled and not p.directed:
+    if p.is_clique and not (p.labelled or p.edge_labelled or p.directed):
         if p.num_nodes == 2:
             return view.num_edges
         from graphsys.mining.clique import clique_count
@@ -522,7 +637,7 @@ def count(graph, pattern, *, induced: bool = False, labels=None, edge_set: str |
                             memory_limit=memory_limit, distributed=distributed,
                             progress=progress)
     plan = p.plan(bool(induced))
-    ptr, idx, bits = stream.symmetric_rows(view, p.directed)
+    ptr, idx, bits, elists = match_rows(g, p, view, edge_labels, edge_set, memory_limit)
     deg = view.degree
     work = deg * np.minimum(deg, 1 << 20) if p.num_nodes > 2 else deg.copy()
     lo, hi = ranks.roots(work)
@@ -530,13 +645,13 @@ def count(graph, pattern, *, induced: bool = False, labels=None, edge_set: str |
     none = np.zeros(0, np.int64)
     with scheduled(threads) as nthreads:
         total = run_tasks(lambda tasks: match_kernels.match_count(
-            ptr, idx, node_labels, tasks, *plan.constraints(bits), max_row, none),
+            ptr, idx, node_labels, tasks, *plan.constraints(bits, elists), max_row, none),
                           work, lo, hi, nthreads, progress=progress, desc="matches")
     return int(ranks.sum(np.array([total], np.int64))[0])
 
 
 @document
-def matches(graph, pattern, *, induced: bool = False, labels=None,
+def matches(graph, pattern, *, induced: bool = False, labels=None, edge_labels=None,
             limit: int | None = DEFAULT_LIMIT, callback=None, edge_set: str | None = None,
             memory_limit: int | None = None) -> np.ndarray | int:
     """List matches of ``pattern``: one row per matched subgraph, the graph node of each
@@ -551,6 +666,7 @@ def matches(graph, pattern, *, induced: bool = False, labels=None,
     ----------
     %(graph)s
     %(match)s
+    %(edge_labels)s
     limit : int or None, default 10000
         The most rows (or callback calls); None: all matches (counted first, to size the
         answer, when no callback is given).
@@ -596,18 +712,20 @@ def matches(graph, pattern, *, induced: bool = False, labels=None,
         chunk = stream.DEFAULT_CHUNK if limit is None else max(1, min(int(limit),
                                                                        stream.DEFAULT_CHUNK))
         return stream.deliver(iter_matches(graph, pattern, induced=induced, labels=labels,
-                                           edge_set=edge_set, memory_limit=memory_limit,
-                                           chunk=chunk), callback, limit)
-    g, p, view, node_labels = _prepare(graph, pattern, labels, edge_set, memory_limit)
+                                           edge_labels=edge_labels, edge_set=edge_set,
+                                           memory_limit=memory_limit, chunk=chunk),
+                              callback, limit)
+    g, p, view, node_labels = _prepare(graph, pattern, labels, edge_set, memory_limit,
+                                       edge_labels)
     if limit is None:
-        limit = count(g, p, induced=induced, labels=labels, edge_set=edge_set,
-                      memory_limit=memory_limit)
+        limit = count(g, p, induced=induced, labels=labels, edge_labels=edge_labels,
+                      edge_set=edge_set, memory_limit=memory_limit)
     plan = p.plan(bool(induced))
-    ptr, idx, bits = stream.symmetric_rows(view, p.directed)
+    ptr, idx, bits, elists = match_rows(g, p, view, edge_labels, edge_set, memory_limit)
     max_row = int(view.degree.max()) if view.num_nodes else 0
     out = np.empty((int(limit), p.num_nodes), np.int64)
-    got = int(match_kernels.match_list(ptr, idx, node_labels, *plan.constraints(bits), max_row,
-                                       int(limit), out)) \
+    got = int(match_kernels.match_list(ptr, idx, node_labels, *plan.constraints(bits, elists),
+                                       max_row, int(limit), out)) \
         if limit else 0
     rows = np.empty((got, p.num_nodes), np.int64)
     rows[:, plan.order] = view.order[out[:got]]
@@ -615,7 +733,7 @@ def matches(graph, pattern, *, induced: bool = False, labels=None,
 
 
 @document
-def iter_matches(graph, pattern, *, induced: bool = False, labels=None,
+def iter_matches(graph, pattern, *, induced: bool = False, labels=None, edge_labels=None,
                  edge_set: str | None = None, memory_limit: int | None = None,
                  chunk: int = stream.DEFAULT_CHUNK) -> Iterator[tuple]:
     """The matches of ``pattern``, one tuple of original node ids per matched subgraph,
@@ -630,6 +748,7 @@ def iter_matches(graph, pattern, *, induced: bool = False, labels=None,
     ----------
     %(graph)s
     %(match)s
+    %(edge_labels)s
     %(edge_set)s
     %(memory_limit)s
     chunk : int, default 1024
@@ -655,5 +774,8 @@ def iter_matches(graph, pattern, *, induced: bool = False, labels=None,
     3
     """
     chunk = stream.positive("chunk", chunk)
-    g, p, view, node_labels = _prepare(graph, pattern, labels, edge_set, memory_limit)
-    return stream.rows_of(stream.chunks(g, view, node_labels, p.plan(bool(induced)), chunk))
+    g, p, view, node_labels = _prepare(graph, pattern, labels, edge_set, memory_limit,
+                                       edge_labels)
+    rows = match_rows(g, p, view, edge_labels, edge_set, memory_limit)
+    return stream.rows_of(stream.chunks(g, view, node_labels, p.plan(bool(induced)), chunk,
+                                        rows=rows))

@@ -19,6 +19,7 @@ import numpy as np
 
 from graphsys.errors import ParameterError
 from graphsys.mining import match_kernels
+from graphsys.mining.edge_labels import NO_LISTS
 from graphsys.mining.results import original_ids
 
 #: Matches per chunk the search writes before handing them over.
@@ -45,12 +46,16 @@ def symmetric_rows(view, directed: bool) -> tuple[np.ndarray, np.ndarray, np.nda
 
 
 def chunks(g, view, node_labels, plan, chunk: int = DEFAULT_CHUNK,
-           internal: bool = False) -> Iterator[np.ndarray]:
+           internal: bool = False, rows: tuple | None = None) -> Iterator[np.ndarray]:
     """The matches of a compiled ``plan`` (:meth:`~graphsys.mining.Pattern.plan`) over an
     oriented ``view`` as arrays of at most ``chunk`` rows (column ``i``: pattern node
-    ``i``): original ids, or internal ids with ``internal=True``."""
+    ``i``): original ids, or internal ids with ``internal=True``. ``rows``: the rows to
+    walk, ``(ptr, idx, bits, elists)`` (:func:`graphsys.mining.pattern.match_rows`; default:
+    :func:`symmetric_rows`, no edge labels)."""
     chunk = positive("chunk", chunk)
-    ptr, idx, bits = symmetric_rows(view, plan.directed)
+    if rows is None:
+        rows = (*symmetric_rows(view, plan.directed), NO_LISTS)
+    ptr, idx, bits, elists = rows
     k = len(plan.order)
     max_row = int(view.degree.max()) if view.num_nodes else 0
     state = np.zeros(2, np.int64)
@@ -58,8 +63,9 @@ def chunks(g, view, node_labels, plan, chunk: int = DEFAULT_CHUNK,
     ncand, pos, m = (np.zeros(k, np.int64) for _ in range(3))
     out = np.empty((chunk, k), np.int64)
     while True:
-        got = int(match_kernels.match_resume(ptr, idx, node_labels, *plan.constraints(bits),
-                                             state, cand, ncand, pos, m, out))
+        got = int(match_kernels.match_resume(ptr, idx, node_labels,
+                                             *plan.constraints(bits, elists), state, cand,
+                                             ncand, pos, m, out))
         if got:
             rows = np.empty((got, k), np.int64)
             rows[:, plan.order] = view.order[out[:got]]

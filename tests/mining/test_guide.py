@@ -64,3 +64,33 @@ def test_guide_frequent_subgraphs(guide):
     assert sizes == sorted(sizes) and set(sizes) == {1, 2, 3}
     assert all(f.support >= 40 for f in found)
     assert len({f.pattern for f in found}) == len(found)
+
+
+def test_guide_edge_labels(guide):
+    """The page's edge-labelled counts: the triangle against VF2 in the page itself; the
+    directed chain against the stored arcs, each a -> b of kind 2 then b -> c, c not a."""
+    assert guide["n_mixed"] > 0
+    src, dst = guide["src"].tolist(), guide["dst"].tolist()
+    kind = {(a, b): (a + b) % 3 for a, b in zip(src, dst)}
+    out = {}
+    for a, b in zip(src, dst):
+        out.setdefault(a, []).append(b)
+    want = sum(1 for (a, b), k in kind.items() if k == 2 for c in out.get(b, []) if c != a)
+    assert want > 0
+    assert guide["mining"].count(guide["typed"], guide["chain"], edge_labels="kind") == want
+
+
+def test_guide_frequent_subgraphs_with_edge_labels(guide):
+    """The page's edge-labelled FSM: every pattern edge labelled, each pattern once, at or
+    above the threshold, and every one-edge pattern's support its own count of images."""
+    found = guide["typed_found"]
+    assert found and all(f.support >= 40 and min(f.pattern.edge_labels) >= 0 for f in found)
+    assert len({f.pattern for f in found}) == len(found)
+    mining, typed, kinds = guide["mining"], guide["typed"], guide["typed_kinds"]
+    for f in (f for f in found if f.num_edges == 1):
+        images = [set(), set()]
+        for row in mining.iter_matches(typed, f.pattern, labels=kinds, edge_labels="kind"):
+            for auto in f.pattern.automorphism_group():
+                images[0].add(row[auto[0]])
+                images[1].add(row[auto[1]])
+        assert f.support == min(len(s) for s in images)
