@@ -254,6 +254,33 @@ def test_a_repeated_count_moves_to_the_middle_kernel(graph_of, monkeypatch):
     assert not calls
 
 
+@pytest.mark.parametrize("sym", [False, True])
+def test_a_repeated_count_derives_its_figures_once(graph_of, monkeypatch, sym):
+    """A graph counted again reads what its first counts derived from the kept structure
+    (the kernel the cost model picked, the work per root, the degrees by id and the
+    triples): the cost model runs at most twice per structure (the build's question and
+    the repeated count's), whatever the number of counts, and every answer stays
+    networkx's."""
+    from graphsys.mining import outofcore
+
+    calls = []
+    real = outofcore.from_middle
+    monkeypatch.setattr(outofcore, "from_middle",
+                        lambda *a, **k: calls.append(1) or real(*a, **k))
+    src, dst = random_edges(60, 300, 9)
+    g = graph_of(src, dst, 60)
+    if sym:
+        build_index(g, ("sym",))
+        g = open_graph(g.path)
+    G = simple_graph(src, dst, 60)
+    for _ in range(3):
+        check_triangles(g, G)
+        stats = mining.triangle_stats(g)
+        assert stats.degree.to_dict() == dict(G.degree)
+        assert stats.transitivity == pytest.approx(nx.transitivity(G), abs=1e-12)
+    assert 1 <= len(calls) <= 2
+
+
 def test_the_ranked_build():
     """The rows of ranks fill in ascending order with their in-lists (position, row end,
     row; an entry last in its row is left out) and work; an index whose rows are not
