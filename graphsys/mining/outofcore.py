@@ -387,8 +387,8 @@ def count_whole(whole: Whole, *, per_vertex: bool, threads: int, ranks: Ranks,
     n = len(whole.degree)
     counts = np.zeros(n if per_vertex else 0, np.int64)
     ranked = whole.order is not None
-    # rows of ranks: a value is its row's id (the kernel reads the map only per vertex)
-    ids = np.arange(n if per_vertex else 0, dtype=np.int64) if ranked else None
+    # rows of ranks: a value is its row's id (an empty map: the kernel counts by value)
+    ids = np.zeros(0, np.int64) if ranked else None
     if not ranked and "work" not in whole.memo:
         whole.memo["work"] = lowest_work(whole.rows[0])
     total = count_pair(whole.rows, 0, whole.rows, 0, ids,
@@ -481,7 +481,7 @@ def count_pair(a_rows, a_lo: int, b_rows, b_lo: int, order: np.ndarray | None,
             work, lo, hi, threads, progress=progress, desc="triangles",
             serial=lambda u0, u1: kernels.triangles_lowest_rows(*args, u0 + a_lo, u1 + a_lo,
                                                                 marks[0], per_vertex,
-                                                                counts),
+                                                                counts, True),
             serial_work=TRIANGLE_SERIAL_WORK)
     if ready is None:
         iptr, ipos, irow = inlists(aptr, aidx, order, b_lo, b_lo + nb, in_degree, where, b)
@@ -496,7 +496,7 @@ def count_pair(a_rows, a_lo: int, b_rows, b_lo: int, order: np.ndarray | None,
         lambda tasks: kernels.triangles_middle(*args, tasks, marks, per_vertex, counts),
         work, lo, hi, threads, progress=progress, desc="triangles",
         serial=lambda v0, v1: kernels.triangles_middle_rows(*args, v0, v1, marks[0],
-                                                            per_vertex, counts),
+                                                            per_vertex, counts, True),
         serial_work=TRIANGLE_SERIAL_WORK)
 
 

@@ -281,6 +281,42 @@ def test_a_repeated_count_derives_its_figures_once(graph_of, monkeypatch, sym):
     assert 1 <= len(calls) <= 2
 
 
+def test_the_kernels_count_per_vertex_alone_as_when_shared(graph_of, kernel):
+    """Each triangle kernel counts per vertex the same whether one thread counts alone
+    (plain adds at every probe, no branch) or the counts are shared (atomic adds per
+    triangle): networkx's triangles, over the rows of ranks (values are row ids, no map)
+    as over rows of ids."""
+    from graphsys.mining import kernels, outofcore
+
+    n = 30
+    src, dst = random_edges(n, 220, 4)
+    g = graph_of(src, dst, n)
+    build_index(g, ("sym",))
+    g = open_graph(g.path)
+    sym = g.adjacency_index(None, "sym")
+    whole = outofcore.orient_whole(sym.indptr, sym.indices, 1)
+    assert (whole.order is not None) == (kernel == "middle")
+    want = nx.triangles(simple_graph(src, dst, n))
+    aptr, aidx = whole.rows
+    identity = np.zeros(0, np.int64)
+    for alone in (True, False):
+        counts = np.zeros(n, np.int64)
+        marks = kernels.mark_array(1, n)[0]
+        if whole.order is None:
+            total = kernels.triangles_lowest_rows(aptr, aidx, 0, aptr, aidx, 0, n, identity,
+                                                  0, n, marks, True, counts, alone)
+        else:
+            iptr, ipos, irow, _, iend = whole.inlists
+            total = kernels.triangles_middle_rows(aptr, aidx, 0, aptr, aidx, 0, iptr, ipos,
+                                                  irow, iend, identity, 0, n, marks, True,
+                                                  counts, alone)
+            by_id = np.empty_like(counts)
+            by_id[whole.order] = counts
+            counts = by_id
+        assert total == sum(want.values()) // 3 and not marks.any()
+        assert dict(zip(g.node_ids().tolist(), counts.tolist())) == want
+
+
 def test_the_ranked_build():
     """The rows of ranks fill in ascending order with their in-lists (position, row end,
     row; an entry last in its row is left out) and work; an index whose rows are not
