@@ -284,7 +284,6 @@ NOT_WARMED: frozenset[str] = frozenset({
     "storage.kernels.scatter_column",
     "storage.kernels.scatter_column_rows",
     "storage.structure._first_unsorted",
-    "storage.subgraph._within",
     "storage.temporal_index._row_problem",
 })
 
@@ -359,12 +358,12 @@ def _sampling_calls() -> dict[str, Callable]:
 
 def _storage_calls() -> dict[str, Callable]:
     """Ingests of edge files (which run the numba kernels; in-memory arrays of
-    ``from_numpy``'s sizes take NumPy's), an append with its merged index, a subgraph and
-    an ego graph in memory:
-    each ``call(work, seed)`` in a fresh directory."""
+    ``from_numpy``'s sizes take NumPy's), an append with its merged index, a subgraph,
+    ego graphs in memory (of one centre and of several) and an ego mask: each
+    ``call(work, seed)`` in a fresh directory."""
     from graphsys import ingest, open_graph
     from graphsys.storage.adjacency_index import build_index
-    from graphsys.storage.subgraph import ego_adjacency
+    from graphsys.storage.subgraph import ego_adjacency, ego_mask
 
     def edge_file(work: Path, seed: int, names: bool) -> Path:
         rng = np.random.default_rng(seed)
@@ -389,6 +388,8 @@ def _storage_calls() -> dict[str, Callable]:
         g.csr("default,more")
         g.subgraph(np.arange(0, NODES, 3), work / "sub")
         ego_adjacency(g, 0, 2, internal=True)
+        ego_adjacency(g, [0, 1], 1, internal=True)
+        ego_mask(g, 0, 1, internal=True)
 
     return {"files": files, "append_index_subgraph": append}
 

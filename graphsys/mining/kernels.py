@@ -89,9 +89,18 @@ def mark_array(threads: int, num_nodes: int) -> np.ndarray:
 BYTE_MARKS_UP_TO = 1 << 22
 
 
+@numba.njit(nogil=True, inline="always")
+def _count_at(node_counts, i, c, alone):
+    """``node_counts[i] += c``: plainly when ``alone``, else atomically."""
+    if alone:
+        node_counts[i] += c
+    else:
+        atomic_add(node_counts, i, c)
+
+
 @numba.njit(cache=True, nogil=True)
 def triangles_lowest_rows(aptr, aidx, a_lo, bptr, bidx, b_lo, b_hi, order, u0, u1, marks,
-                          per_vertex, node_counts):
+                          per_vertex, node_counts, alone):
     """Triangles ``u < v < w`` (in the orientation's order) found from their lowest vertex
     ``u``, for the rows ``u`` in ``[u0, u1)`` of block A (rows numbered from ``a_lo``) and
     ``v`` in block B (rows ``[b_lo, b_hi)``): ``u``'s row is marked in ``marks`` (one
@@ -99,7 +108,8 @@ def triangles_lowest_rows(aptr, aidx, a_lo, bptr, bidx, b_lo, b_hi, order, u0, u
     probed against the marks, up to the largest marked value (rows ascend): ``sum over u ->
     v of d+(v)`` probes. ``order`` maps a value to its row id (empty: values are row ids).
     ``per_vertex``: each triangle adds 1 to ``node_counts`` (by row id) of its three
-    vertices (atomically). Returns the triangles found."""
+    vertices: atomically, or with ``alone`` (this thread the only one counting) plainly.
+    Returns the triangles found."""
     by_order = order.shape[0] > 0
     found = 0
     for u in range(u0, u1):
@@ -132,20 +142,20 @@ def triangles_lowest_rows(aptr, aidx, a_lo, bptr, bidx, b_lo, b_hi, order, u0, u
                         break
                     if _marked(marks, w):
                         c += 1
-                        atomic_add(node_counts, order[w] if by_order else w, 1)
-                if c:
-                    atomic_add(node_counts, v, c)
+                        _count_at(node_counts, order[w] if by_order else w, 1, alone)
             else:
                 for q in range(q0, q1):
                     w = bidx[q]
                     if w > top:
                         break
                     c += _marked(marks, w)
+            if per_vertex and c:
+                _count_at(node_counts, v, c, alone)
             here += c
         for k in range(lo, hi):
             _unmark(marks, aidx[k])
         if per_vertex and here:
-            atomic_add(node_counts, u, here)
+            _count_at(node_counts, u, here, alone)
         found += here
     return found
 
@@ -159,7 +169,7 @@ def triangles_lowest(aptr, aidx, a_lo, bptr, bidx, b_lo, b_hi, order, tasks, mar
     for t in numba.prange(tasks.shape[0] - 1):
         total += triangles_lowest_rows(aptr, aidx, a_lo, bptr, bidx, b_lo, b_hi, order,
                                        tasks[t], tasks[t + 1], marks[numba.get_thread_id()],
-                                       per_vertex, node_counts)
+                                       per_vertex, node_counts, False)
     return total
 
 
@@ -265,7 +275,7 @@ MIDDLE_PREFETCH = 4
 
 @numba.njit(cache=True, nogil=True)
 def triangles_middle_rows(aptr, aidx, a_lo, bptr, bidx, b_lo, iptr, ipos, irow, iend, order,
-                          v0, v1, marks, per_vertex, node_counts):
+                          v0, v1, marks, per_vertex, node_counts, alone):
     """Triangles ``u < v < w`` (in the orientation's order: rows hold the higher vertices,
     as values sorted ascending) found from their middle vertex ``v``, for the rows ``v`` in
     ``[v0, v1)`` of block B: ``v``'s row is marked in ``marks`` (one thread's row of
@@ -278,9 +288,13 @@ def triangles_middle_rows(aptr, aidx, a_lo, bptr, bidx, b_lo, iptr, ipos, irow, 
     the in-neighbour :data:`MIDDLE_PREFETCH` places ahead (and its end) is prefetched while
     the current one is probed.
     Rows of A and B are numbered from ``a_lo`` and ``b_lo``; ``order`` maps a value to its
-    row id. ``per_vertex``: each triangle adds 1 to ``node_counts`` (by row id) of its three
-    vertices (atomically). Returns the triangles found."""
+    row id (empty: values are row ids). ``per_vertex``: each triangle adds 1 to
+    ``node_counts`` (by row id) of its three vertices: atomically per triangle, or with
+    ``alone`` (this thread the only one counting) plainly at every probe, the mark's 0 or
+    1 (a branch per probe mispredicts about as often as a wedge closes). Returns the
+    triangles found."""
     ends = iend.shape[0] > 0
+    by_order = order.shape[0] > 0
     found = 0
     for v in range(v0, v1):
         lo, hi = bptr[v], bptr[v + 1]
@@ -298,27 +312,35 @@ def triangles_middle_rows(aptr, aidx, a_lo, bptr, bidx, b_lo, iptr, ipos, irow, 
                     prefetch(aptr, irow[i + MIDDLE_PREFETCH] + 1)
             end = iend[i] if ends else aptr[irow[i] + 1]
             c = 0
-            if per_vertex:
+            if not per_vertex:
+                for q in range(ipos[i] + 1, end):
+                    w = aidx[q]
+                    if w > top:
+                        break
+                    c += _marked(marks, w)
+            elif alone:  # every probe adds its mark, 0 or 1: no branch to mispredict
+                for q in range(ipos[i] + 1, end):
+                    w = aidx[q]
+                    if w > top:
+                        break
+                    m = _marked(marks, w)
+                    c += m
+                    node_counts[order[w] if by_order else w] += m
+            else:
                 for q in range(ipos[i] + 1, end):
                     w = aidx[q]
                     if w > top:
                         break
                     if _marked(marks, w):
                         c += 1
-                        atomic_add(node_counts, order[w], 1)
-                if c:
-                    atomic_add(node_counts, a_lo + irow[i], c)
-            else:
-                for q in range(ipos[i] + 1, end):
-                    w = aidx[q]
-                    if w > top:
-                        break
-                    c += _marked(marks, w)
+                        atomic_add(node_counts, order[w] if by_order else w, 1)
+            if per_vertex and c:
+                _count_at(node_counts, a_lo + irow[i], c, alone)
             here += c
         for k in range(lo, hi):
             _unmark(marks, bidx[k])
         if per_vertex and here:
-            atomic_add(node_counts, b_lo + v, here)
+            _count_at(node_counts, b_lo + v, here, alone)
         found += here
     return found
 
@@ -332,7 +354,8 @@ def triangles_middle(aptr, aidx, a_lo, bptr, bidx, b_lo, iptr, ipos, irow, iend,
     for t in numba.prange(tasks.shape[0] - 1):
         total += triangles_middle_rows(aptr, aidx, a_lo, bptr, bidx, b_lo, iptr, ipos, irow,
                                        iend, order, tasks[t], tasks[t + 1],
-                                       marks[numba.get_thread_id()], per_vertex, node_counts)
+                                       marks[numba.get_thread_id()], per_vertex, node_counts,
+                                       False)
     return total
 
 

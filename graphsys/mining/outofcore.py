@@ -55,7 +55,7 @@ work; out of core, the outer blocks ``r, r + W, ...``; the counts are summed wit
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numba
 import numpy as np
@@ -220,12 +220,17 @@ class Whole:
         ``(iptr, ipos, irow, work, iend)`` by rank: the in-lists of :func:`inlists`, the
         per-vertex work of the kernel from the middle vertex and the end of each in-list
         entry's row (None for the other kernel).
+    memo : dict
+        Figures derived from the arrays once, for the counts that read the structure
+        again while it is kept (:func:`count_whole`'s work per root, whether
+        :func:`ranked_again` pays, the triples of the transitivity).
     """
 
     rows: tuple
     order: np.ndarray | None
     degree: np.ndarray
     inlists: tuple | None = None
+    memo: dict = field(default_factory=dict, init=False, compare=False, repr=False)
 
     @property
     def nbytes(self) -> int:
@@ -266,9 +271,14 @@ def ranked_again(whole: Whole, indptr, indices) -> Whole | None:
     finds the middle kernel's count alone cheaper (its build then pays for itself over the
     counts that reuse it); else None. ``(indptr, indices)``: the symmetric rows ``whole``
     was built from."""
-    out_degree = np.diff(whole.rows[0])
-    if whole.order is not None or not from_middle(whole.degree, out_degree, False):
+    if whole.order is not None:
         return None
+    if "middle alone" not in whole.memo:  # the rows do not change: asked once
+        whole.memo["middle alone"] = from_middle(whole.degree, np.diff(whole.rows[0]),
+                                                 False)
+    if not whole.memo["middle alone"]:
+        return None
+    out_degree = np.diff(whole.rows[0])
     order, rank = rank_order(np.diff(indptr), _value_dtype(len(out_degree)))
     return ranked_whole(indptr, indices, order, rank, whole.degree, out_degree)
 
@@ -377,11 +387,14 @@ def count_whole(whole: Whole, *, per_vertex: bool, threads: int, ranks: Ranks,
     n = len(whole.degree)
     counts = np.zeros(n if per_vertex else 0, np.int64)
     ranked = whole.order is not None
-    # rows of ranks: a value is its row's id (the kernel reads the map only per vertex)
-    ids = np.arange(n if per_vertex else 0, dtype=np.int64) if ranked else None
+    # rows of ranks: a value is its row's id (an empty map: the kernel counts by value)
+    ids = np.zeros(0, np.int64) if ranked else None
+    if not ranked and "work" not in whole.memo:
+        whole.memo["work"] = lowest_work(whole.rows[0])
     total = count_pair(whole.rows, 0, whole.rows, 0, ids,
                        kernels.mark_array(threads, n), per_vertex, counts, threads,
-                       ranks=ranks, progress=progress, ready=whole.inlists)
+                       ranks=ranks, progress=progress, ready=whole.inlists,
+                       work=whole.memo.get("work"))
     total = int(ranks.sum(np.array([total], np.int64))[0])
     if per_vertex and ranked:
         by_id = np.empty_like(counts)
@@ -425,6 +438,13 @@ def from_middle(degree: np.ndarray, out_degree: np.ndarray, build: bool = True) 
         out_degree.sum())
 
 
+def lowest_work(indptr: np.ndarray) -> np.ndarray:
+    """The work per row of the kernel from the lowest vertex, ``d+(u) (d+(u) + 1)`` (its
+    row, and rows about as long as its own): int64 (N,)."""
+    work = np.diff(indptr)
+    return work * (work + 1)
+
+
 def _value_dtype(n: int) -> np.dtype:
     return np.dtype(np.int32 if n <= np.iinfo(np.int32).max else np.int64)
 
@@ -433,7 +453,8 @@ def count_pair(a_rows, a_lo: int, b_rows, b_lo: int, order: np.ndarray | None,
                marks: np.ndarray, per_vertex: bool, counts: np.ndarray, threads: int, *,
                ranks: Ranks | None = None, progress: bool = False,
                in_degree: np.ndarray | None = None, where: np.ndarray | None = None,
-               b: int = 0, ready: tuple | None = None) -> int:
+               b: int = 0, ready: tuple | None = None, work: np.ndarray | None = None
+               ) -> int:
     """Triangles whose lowest vertex's row is in block A and whose middle vertex's row is in
     block B (``(ptr, values)`` pairs, rows numbered from ``a_lo`` and ``b_lo``).
 
@@ -445,13 +466,13 @@ def count_pair(a_rows, a_lo: int, b_rows, b_lo: int, order: np.ndarray | None,
     ids, rows ascend by id), from the lowest vertex:
     :func:`~graphsys.mining.kernels.triangles_lowest` over A's rows. With ``ranks``, this
     rank's share of the rows, by work. ``ready``: B's in-lists, work and row ends, built
-    before (:attr:`Whole.inlists`)."""
+    before (:attr:`Whole.inlists`); ``work``: A's :func:`lowest_work`, computed before
+    (for the kernel from the lowest vertex)."""
     aptr, aidx = a_rows
     bptr, bidx = b_rows
     na, nb = len(aptr) - 1, len(bptr) - 1
     if order is None:
-        work = np.diff(aptr)
-        work = work * (work + 1)
+        work = lowest_work(aptr) if work is None else work
         lo, hi = ranks.roots(work) if ranks is not None else (0, na)
         args = (aptr, aidx, a_lo, bptr, bidx, b_lo, b_lo + nb, np.zeros(0, np.int64))
         return run_tasks(
@@ -460,7 +481,7 @@ def count_pair(a_rows, a_lo: int, b_rows, b_lo: int, order: np.ndarray | None,
             work, lo, hi, threads, progress=progress, desc="triangles",
             serial=lambda u0, u1: kernels.triangles_lowest_rows(*args, u0 + a_lo, u1 + a_lo,
                                                                 marks[0], per_vertex,
-                                                                counts),
+                                                                counts, True),
             serial_work=TRIANGLE_SERIAL_WORK)
     if ready is None:
         iptr, ipos, irow = inlists(aptr, aidx, order, b_lo, b_lo + nb, in_degree, where, b)
@@ -475,7 +496,7 @@ def count_pair(a_rows, a_lo: int, b_rows, b_lo: int, order: np.ndarray | None,
         lambda tasks: kernels.triangles_middle(*args, tasks, marks, per_vertex, counts),
         work, lo, hi, threads, progress=progress, desc="triangles",
         serial=lambda v0, v1: kernels.triangles_middle_rows(*args, v0, v1, marks[0],
-                                                            per_vertex, counts),
+                                                            per_vertex, counts, True),
         serial_work=TRIANGLE_SERIAL_WORK)
 
 

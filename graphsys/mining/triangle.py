@@ -65,17 +65,20 @@ def count_oriented(view: Oriented, *, per_vertex: bool, threads: int, ranks: Ran
     :func:`graphsys.mining.outofcore.count_pair`, from the lowest or the middle vertex by
     :func:`~graphsys.mining.outofcore.from_middle`): the total (over all ranks) and, with
     ``per_vertex``, int64 (N,) counts by *new* id (summed over ranks)."""
-    from graphsys.mining.outofcore import count_pair, from_middle
+    from graphsys.mining.outofcore import count_pair, from_middle, lowest_work
 
     n = view.num_nodes
     counts = np.zeros(n if per_vertex else 0, np.int64)
     rows = (view.indptr, view.indices)
-    out_degree = view.out_degree()
-    middle = from_middle(view.degree, out_degree)
+    if "middle" not in view.memo:  # the view's rows do not change: its kernel picked once
+        view.memo["middle"] = from_middle(view.degree, view.out_degree())
+        view.memo["work"] = None if view.memo["middle"] else lowest_work(view.indptr)
+    middle = view.memo["middle"]
     total = count_pair(rows, 0, rows, 0, np.arange(n, dtype=np.int64) if middle else None,
                        kernels.mark_array(threads, n), per_vertex, counts, threads,
                        ranks=ranks, progress=progress,
-                       in_degree=view.degree - out_degree if middle else None)
+                       in_degree=view.degree - view.out_degree() if middle else None,
+                       work=view.memo["work"])
     total = int(ranks.sum(np.array([total], np.int64))[0])
     return total, (ranks.sum(counts) if per_vertex else None)
 
@@ -126,11 +129,12 @@ def triangle_work(graph, *, edge_set: str | None = None,
 
 
 def _in_memory(g, edge_set: str, per_node: bool, memory_limit, threads: int, ranks: Ranks,
-               progress: bool) -> tuple[int, np.ndarray | None, np.ndarray]:
-    """``(total, counts or None, degree)`` by global id, counted in RAM on the oriented
-    graph kept on ``g`` (:mod:`graphsys.views.cache`), built first when there is none:
-    from the mapped ``sym`` index (:func:`~graphsys.mining.outofcore.orient_whole`), else
-    the ``oriented`` view (:func:`graphsys.views.view`)."""
+               progress: bool) -> tuple[int, np.ndarray | None, np.ndarray, int]:
+    """``(total, counts or None, degree, triples)`` by global id, counted in RAM on the
+    oriented graph kept on ``g`` (:mod:`graphsys.views.cache`), built first when there is
+    none: from the mapped ``sym`` index (:func:`~graphsys.mining.outofcore.orient_whole`),
+    else the ``oriented`` view (:func:`graphsys.views.view`). The degrees by global id and
+    the triples (:func:`_triples`) are the kept structure's, derived once (read-only)."""
     from graphsys.mining.outofcore import count_whole
 
     limit = views.budget(memory_limit)
@@ -141,14 +145,25 @@ def _in_memory(g, edge_set: str, per_node: bool, memory_limit, threads: int, ran
                          beside=beside)
         total, counts = count_oriented(dag, per_vertex=per_node, threads=threads,
                                        ranks=ranks, progress=progress)
-        return total, (dag.by_global(counts) if per_node else None), dag.by_global(
-            dag.degree)
+        if "by global" not in dag.memo:
+            degree = dag.by_global(dag.degree)
+            degree.flags.writeable = False
+            dag.memo["by global"] = (degree, _triples(degree))
+        return (total, (dag.by_global(counts) if per_node else None),
+                *dag.memo["by global"])
 
     whole = _kept_whole(g, edge_set, sym, limit, memory_limit, threads, beside,
                         again=ranks.world_size == 1)
     total, counts = count_whole(whole, per_vertex=per_node, threads=threads, ranks=ranks,
                                 progress=progress)
-    return total, counts, whole.degree
+    if "triples" not in whole.memo:
+        whole.memo["triples"] = _triples(whole.degree)
+    return total, counts, whole.degree, whole.memo["triples"]
+
+
+def _triples(degree: np.ndarray) -> int:
+    """``sum d (d - 1)`` over the simple degrees: twice the connected triples."""
+    return int((degree * (degree - 1)).sum())
 
 
 def _kept_whole(g, edge_set: str, sym, limit: int, memory_limit, threads: int, beside: int,
@@ -264,15 +279,15 @@ def triangle_stats(graph, *, per_node: bool = False, edge_set: str | None = None
     ranks = Ranks.of(ex.distributed, g)
     with scheduled(ex.threads) as count:
         if _mode(ex.mode, g, es.name, ex.memory_limit) == "memory":
-            total, counts, degree = _in_memory(g, es.name, per_node, ex.memory_limit, count,
-                                               ranks, ex.progress)
+            total, counts, degree, triples = _in_memory(g, es.name, per_node, ex.memory_limit,
+                                                        count, ranks, ex.progress)
         else:
             from graphsys.mining.outofcore import triangles_by_blocks
 
             total, counts, degree = triangles_by_blocks(
                 g, es.name, per_vertex=per_node, memory_limit=ex.memory_limit, threads=count,
                 ranks=ranks, progress=ex.progress)
-    triples = int((degree * (degree - 1)).sum())
+            triples = _triples(degree)
     stats = TriangleStats(total, 6.0 * total / triples if triples else 0.0,
                           NodeValues(degree, g, "degree"))
     if not per_node:

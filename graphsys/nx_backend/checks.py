@@ -196,8 +196,6 @@ CHECKS = {
     "eigenvector_centrality_numpy": lambda G, a: (
         "a graph of one or two nodes stays in NetworkX (its ARPACK call needs three)"
         if 0 < len(G) < 3 else None),
-    "square_clustering": lambda G, a: (
-        "directed square clustering is not supported" if G.is_directed() else None),
     **{name: _distances for name in UNDIRECTED_ONLY},
     **{name: _clustering for name in ("triangles", "clustering", "average_clustering",
                                       "transitivity")},

@@ -189,9 +189,10 @@ def katz_centrality_numpy(G, alpha=0.1, beta=1.0, normalized=True, weight=None):
 
 
 def square_clustering(G, nodes=None):
-    """``nx.square_clustering`` of an undirected graph: each node's squares over NetworkX's
-    potential squares (:func:`graphsys.kernels.centrality.square_counts`), the integer 0
-    where there is none; of one node, or a dict over ``nodes`` (every node by default)."""
+    """``nx.square_clustering``: each node's squares over NetworkX's potential squares
+    (:func:`graphsys.kernels.centrality.square_counts`; of a directed graph, over the
+    successors, NetworkX's neighbours there), the integer 0 where there is none; of one
+    node, or a dict over ``nodes`` (every node by default)."""
     from graphsys.nx_backend.cluster import _select
 
     ids = _select(G, nodes)
@@ -199,7 +200,8 @@ def square_clustering(G, nodes=None):
     squares = np.zeros(len(ids), np.int64)
     potential = np.zeros(len(ids), np.int64)
     if not G.null and len(ids):
-        square_counts(*G.adjacency(), ids, squares, potential)
+        square_counts(*G.adjacency(), *G.adjacency(transpose=True), G.directed, ids,
+                      squares, potential)
     values = [s / p if p > 0 else 0 for s, p in zip(squares.tolist(), potential.tolist())]
     if nodes is not None and nodes in G:
         return values[0]

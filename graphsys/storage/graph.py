@@ -102,11 +102,13 @@ class Graph(GraphSchema, SubgraphMethods):
         self._bounds: dict[tuple[int, int], BucketBounds] = {}
         #: Kept per graph by the job modules: mapped indexes and offsets (:mod:`.csr`),
         #: the sorted ids behind :meth:`to_internal`, the original ids behind
-        #: :meth:`to_original` and checked string columns (:mod:`.node_reads`).
+        #: :meth:`to_original`, checked string columns (:mod:`.node_reads`) and the ego
+        #: searches' adjacency and scratch (:mod:`.subgraph`).
         self._mapped_indexes: dict[tuple, object] = {}
         self._id_index: dict[str, tuple[object, np.ndarray]] = {}
         self._original_ids: dict[str, object] = {}
         self._strings: dict[tuple[str, str], pa.Array] = {}
+        self._searches: dict = {}
         #: When True, each bucket, index and node file is checked against its manifest
         #: sha256 when first read (:meth:`check_hash`): the hash check of ``graphsys run``,
         #: done on the files a run reads, as it first reads them.

@@ -26,7 +26,6 @@ import tempfile
 import threading
 import weakref
 from collections.abc import Callable
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +36,7 @@ import pyarrow.compute as pc
 import pyarrow.ipc as paipc
 
 from graphsys.errors import GraphsysError, ParameterError
+from graphsys.storage.csr import CSR
 from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest_sources
 
 __all__ = ["edge_mask_fn", "ego_adjacency", "ego_mask", "node_mask", "node_table",
@@ -127,36 +127,49 @@ def node_mask(graph, nodes=None, where=None, *, internal: bool = False) -> np.nd
     return keep
 
 
+@numba.njit(nogil=True, inline="always")
+def _visit(v, seen, queue, tail):
+    """Queue ``v`` unless ``seen`` (a bitmap, uint64 words) has it (``queue`` doubled when
+    full): the queue and its new tail."""
+    word, bit = v >> 6, np.uint64(1) << np.uint64(v & 63)
+    if seen[word] & bit:
+        return queue, tail
+    seen[word] |= bit
+    if tail == queue.shape[0]:
+        grown = np.empty(2 * tail, queue.dtype)
+        grown[:tail] = queue
+        queue = grown
+    queue[tail] = v
+    return queue, tail + 1
+
+
 @numba.njit(cache=True, nogil=True)
-def _within(sources, radius, optr, oidx, iptr, iidx, both, dist, queue):
-    """Mark (``dist`` >= 0) the nodes within ``radius`` hops of ``sources`` (out-edges,
-    and in-edges when ``both``); ``dist`` int32 (N,) -1 on entry. Returns the count."""
+def _reach(sources, radius, optr, oidx, iptr, iidx, both, seen, queue):
+    """Queue the nodes within ``radius`` hops of ``sources`` (out-edges, and in-edges when
+    ``both``), level by level, setting their bits in ``seen`` (uint64 (ceil(N/64),), clear
+    on entry; ``queue``, non-empty, is doubled as it fills): (the queue, how many it
+    holds), the count -1 (nothing queued) when a source is outside 0..N-1."""
+    n = optr.shape[0] - 1
+    for s in sources:
+        if s < 0 or s >= n:
+            return queue, -1
     tail = 0
     for s in sources:
-        if dist[s] < 0:
-            dist[s] = 0
-            queue[tail] = s
-            tail += 1
+        queue, tail = _visit(s, seen, queue, tail)
     head = 0
-    while head < tail:
-        u = queue[head]
-        head += 1
-        if dist[u] >= radius:
-            continue
-        for e in range(optr[u], optr[u + 1]):
-            v = oidx[e]
-            if dist[v] < 0:
-                dist[v] = dist[u] + 1
-                queue[tail] = v
-                tail += 1
-        if both:
-            for e in range(iptr[u], iptr[u + 1]):
-                v = iidx[e]
-                if dist[v] < 0:
-                    dist[v] = dist[u] + 1
-                    queue[tail] = v
-                    tail += 1
-    return tail
+    for _ in range(radius):
+        end = tail
+        if head == end:
+            break
+        for h in range(head, end):
+            u = queue[h]
+            for e in range(optr[u], optr[u + 1]):
+                queue, tail = _visit(oidx[e], seen, queue, tail)
+            if both:
+                for e in range(iptr[u], iptr[u + 1]):
+                    queue, tail = _visit(iidx[e], seen, queue, tail)
+        head = end
+    return queue, tail
 
 
 def ego_mask(graph, centers, radius: int = 1, *, undirected: bool = False,
@@ -164,10 +177,24 @@ def ego_mask(graph, centers, radius: int = 1, *, undirected: bool = False,
     """The nodes within ``radius`` hops of any of ``centers`` (following out-edges, or
     edges either way when ``undirected``), as a bool mask (N,) over internal ids. Reads
     the CSR (and CSC): the stored adjacency index where the graph has one."""
-    with _hops(graph) as dist:
-        count, queue, _ = _ball(graph, centers, radius, undirected, edge_set, internal, dist)
-        mask = dist >= 0
-        dist[queue[:count]] = -1
+    plan = _ego_plan(graph, edge_set, undirected)
+    n = plan[0]
+    src = _centres(graph, centers, internal, radius)
+    mask = np.zeros(n, bool)
+    entry = _scratch(graph, n)
+    try:
+        queue, count = _reach(src, int(min(radius, n)), *plan[1:6], entry[1],
+                              np.empty(max(n, 1), np.int64))
+        ball = queue[:max(count, 0)]
+        mask[ball] = True
+        entry[1][ball >> 6] = 0
+    except BaseException:
+        entry[1] = np.zeros((n + 63) >> 6, np.uint64)  # left with bits set
+        raise
+    finally:
+        entry[0].release()
+    if count < 0:
+        raise ParameterError("centers", f"holds internal ids outside 0..{n - 1}")
     return mask
 
 
@@ -176,6 +203,12 @@ def ego_adjacency(graph, centers, radius: int = 1, *, undirected: bool = False,
     """The ego graph of ``centers`` in memory: the nodes within ``radius`` hops (as
     :func:`ego_mask` finds them) and the edges among them, without writing a graph
     directory (:meth:`~graphsys.storage.graph.Graph.ego_graph` writes one).
+
+    One compiled pass over the ball: a level-by-level search marking the nodes in a
+    bitmap (the graph's own, kept between calls and cleared through the ball, so that a
+    small ego graph costs its ball, not an O(N) fill), then each ball node's row kept
+    where the bitmap has the neighbour and renumbered to positions in the ball. The
+    adjacency it reads is resolved once per graph while the stored indexes stay mapped.
 
     Parameters
     ----------
@@ -209,90 +242,127 @@ def ego_adjacency(graph, centers, radius: int = 1, *, undirected: bool = False,
     >>> g.to_original(nodes).tolist(), adj.indptr.tolist(), adj.indices.tolist()
     ([1, 2, 3], [0, 1, 2, 2], [1, 2])
     """
-    from graphsys.storage.csr import CSR
-
-    with _hops(graph) as local:
-        count, queue, out = _ball(graph, centers, radius, undirected, edge_set, internal,
-                                  local)
-        nodes = np.sort(queue[:count])
-        local[nodes] = np.arange(len(nodes))  # the hop counts become positions
-        indptr, indices = _induced(nodes, out.indptr, out.indices, local)
-        local[nodes] = -1
-    return nodes, CSR(indptr, indices)
-
-
-#: graph -> [lock, int32 (N,) of -1]: the hop counts the searches of :func:`_hops` borrow
-_HOPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-@contextmanager
-def _hops(graph):
-    """An int32 (N,) array of -1 for one search, to be left all -1 again: the graph's
-    own, kept between calls, so that a small ego graph costs its ball and not an O(N)
-    fill (a fresh one while another thread holds it, or after a search that failed)."""
-    n = graph.num_nodes()
-    entry = _HOPS.get(graph)
-    if entry is None or len(entry[1]) != n:
-        entry = _HOPS[graph] = [threading.Lock(), np.full(n, -1, np.int32)]
-    if not entry[0].acquire(blocking=False):
-        yield np.full(n, -1, np.int32)
-        return
+    plan = _ego_plan(graph, edge_set, undirected)
+    n = plan[0]
+    # one internal id and a plain radius (the usual call) go straight to the search
+    one = internal and type(centers) is int and type(radius) is int and radius >= 0
+    src = centers if one else _centres(graph, centers, internal, radius)
+    entry = _scratch(graph, n)
     try:
-        yield entry[1]
+        nodes, indptr, indices = (_ego_at if one else _ego)(
+            src, int(min(radius, n)), plan[1], plan[2], plan[3], plan[4], plan[5], entry[1],
+            entry[2])
     except BaseException:
-        entry[1] = np.full(n, -1, np.int32)  # left half marked
+        entry[1] = np.zeros((n + 63) >> 6, np.uint64)  # left with bits set
         raise
     finally:
         entry[0].release()
-
-
-def _ball(graph, centers, radius, undirected, edge_set, internal, dist):
-    """The breadth-first search of :func:`ego_mask`, marking ``dist`` (int32 (N,) of -1)
-    with the hop counts of the ball: (how many nodes it holds; the queue, its nodes
-    first; the CSR it followed)."""
-    _one_type(graph)
-    if isinstance(radius, bool) or not isinstance(radius, (int, np.integer)) or radius < 0:
-        raise ParameterError("radius", f"must be a non-negative integer, got {radius!r}")
-    es = graph.edge_set(edge_set)
-    scalar = np.isscalar(centers) or isinstance(centers, str)
-    ids = [centers] if scalar else centers
-    src = (np.asarray(ids, np.int64).reshape(-1) if internal else graph.to_internal(ids))
-    n = graph.num_nodes()
-    if internal and len(src) and (src.min() < 0 or src.max() >= n):
+    if not len(indptr):
         raise ParameterError("centers", f"holds internal ids outside 0..{n - 1}")
+    return nodes, CSR(indptr, indices)
+
+
+def _ego_plan(graph, edge_set, undirected) -> tuple:
+    """The adjacency an ego search of ``graph`` follows: ``(N, out indptr, out indices, in
+    indptr, in indices, both, mapped)`` (the in-lists are the out-lists unless ``both``),
+    kept in ``graph._searches`` while the stored indexes it came from (``mapped``) are
+    still the ones the graph maps, else read again (a CSR built from the buckets is not
+    kept)."""
+    key = (edge_set if edge_set is None or isinstance(edge_set, str) else tuple(edge_set),
+           bool(undirected))
+    plan = graph._searches.get(key)
+    if plan is not None:
+        live = graph._mapped_indexes
+        for k, v in plan[6]:
+            if live.get(k) is not v:
+                break
+        else:
+            return plan
+    _one_type(graph)
+    es = graph.edge_set(edge_set)
     out = graph.csr(es.name, weights=False)
     both = bool(undirected) and not es.undirected
     inn = graph.csc(es.name, weights=False) if both else out
-    queue = np.empty(n, np.int64)
-    count = _within(src, int(min(radius, n)), out.indptr, out.indices, inn.indptr,
-                    inn.indices, both, dist, queue)
-    return int(count), queue, out
+    kinds = ("csr", "csc") if both else ("csr",)
+    mapped = tuple(((es.name, k), graph._mapped_indexes.get((es.name, k))) for k in kinds)
+    plan = (graph.num_nodes(), out.indptr, out.indices, inn.indptr, inn.indices, both,
+            mapped)
+    if all(v is not None for _, v in mapped):
+        graph._searches[key] = plan
+    return plan
+
+
+def _centres(graph, centers, internal: bool, radius) -> np.ndarray:
+    """int64 ids of ``centers`` (original ids mapped to internal ones unless ``internal``;
+    internal ones are range-checked by the search), ``radius`` checked: a one-line error."""
+    if isinstance(radius, bool) or not isinstance(radius, (int, np.integer)) or radius < 0:
+        raise ParameterError("radius", f"must be a non-negative integer, got {radius!r}")
+    if internal:
+        if type(centers) is int:
+            return np.full(1, centers, np.int64)
+        return np.array(centers, np.int64, ndmin=1).reshape(-1)
+    scalar = np.isscalar(centers) or isinstance(centers, str)
+    return graph.to_internal([centers] if scalar else centers)
+
+
+def _scratch(graph, n: int) -> list:
+    """``[lock, bitmap, positions]`` for one search, the lock held (the caller releases
+    it): a clear bitmap of ``n`` bits (uint64 words), to be left clear again (or replaced
+    by a clear one after a search that failed), and an int32 (n,) array of positions (any
+    values). The graph's own (in ``graph._searches``), kept between calls, so that a small
+    search costs its ball and not an O(N) fill; fresh ones while another thread holds
+    them."""
+    entry = graph._searches.get("scratch")
+    if entry is None or len(entry[2]) != n:
+        entry = graph._searches["scratch"] = [threading.Lock(),
+                                              np.zeros((n + 63) >> 6, np.uint64),
+                                              np.empty(n, np.int32)]
+    if not entry[0].acquire(blocking=False):
+        entry = [threading.Lock(), np.zeros((n + 63) >> 6, np.uint64), np.empty(n, np.int32)]
+        entry[0].acquire()
+    return entry
 
 
 @numba.njit(cache=True, nogil=True)
-def _induced(nodes, indptr, indices, local):
-    """The rows of ``nodes`` (int64 (K,)) of a CSR restricted to the columns with ``local``
-    >= 0 (int32 (N,): a node's position in ``nodes``, else -1), renumbered by ``local``:
-    (indptr int64 (K+1,), indices int64)."""
-    k = nodes.shape[0]
-    out_ptr = np.zeros(k + 1, np.int64)
-    for i in range(k):
+def _ego(sources, radius, optr, oidx, iptr, iidx, both, seen, place):
+    """The ego graph in one pass over the ball: :func:`_reach` queues it and sets its bits
+    in ``seen`` (clear on entry, and again on return); its nodes are sorted and numbered
+    (``place``, int32 (N,), read only at ball nodes), then each node's row is kept where
+    ``seen`` has the neighbour, renumbered (ascending, as the stored rows): (nodes int64
+    (K,), indptr int64 (K+1,), indices int64), or three empty arrays when a source is
+    outside 0..N-1."""
+    queue, count = _reach(sources, radius, optr, oidx, iptr, iidx, both, seen,
+                          np.empty(max(16, 2 * sources.shape[0]), np.int64))
+    if count < 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64)
+    nodes = np.sort(queue[:count])
+    room = 0
+    for i in range(count):
         u = nodes[i]
-        c = 0
-        for e in range(indptr[u], indptr[u + 1]):
-            if local[indices[e]] >= 0:
-                c += 1
-        out_ptr[i + 1] = out_ptr[i] + c
-    out = np.empty(out_ptr[k], np.int64)
-    for i in range(k):
+        place[u] = i
+        room += optr[u + 1] - optr[u]
+    out_ptr = np.empty(count + 1, np.int64)
+    out = np.empty(room, np.int64)
+    out_ptr[0] = 0
+    at = 0
+    for i in range(count):
         u = nodes[i]
-        at = out_ptr[i]
-        for e in range(indptr[u], indptr[u + 1]):
-            w = local[indices[e]]
-            if w >= 0:
-                out[at] = w
+        for e in range(optr[u], optr[u + 1]):
+            v = oidx[e]
+            if seen[v >> 6] & (np.uint64(1) << np.uint64(v & 63)):
+                out[at] = place[v]
                 at += 1
-    return out_ptr, out
+        out_ptr[i + 1] = at
+    for i in range(count):
+        seen[nodes[i] >> 6] = 0
+    return nodes, out_ptr, out[:at].copy()
+
+
+@numba.njit(cache=True, nogil=True)
+def _ego_at(centre, radius, optr, oidx, iptr, iidx, both, seen, place):
+    """:func:`_ego` of one centre (an int): the usual call, without an array to box."""
+    return _ego(np.full(1, centre, np.int64), radius, optr, oidx, iptr, iidx, both, seen,
+                place)
 
 
 def edge_mask_fn(graph, edges=None, where=None, *, internal: bool = False,

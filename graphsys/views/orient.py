@@ -30,7 +30,7 @@ which the triangle functions can run out of core (:mod:`graphsys.mining.outofcor
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numba
 import numpy as np
@@ -84,6 +84,10 @@ class Oriented:
     sorted : bool
         Whether each row ascends (asked for by the kernels that merge rows; a bitmap probe
         needs no order).
+    memo : dict
+        Figures derived from the arrays once, for the passes that read the view again
+        while it is cached (:func:`graphsys.mining.triangle.count_oriented`'s kernel and
+        work per root); a copy of the view starts without them.
     """
 
     indptr: np.ndarray
@@ -93,6 +97,7 @@ class Oriented:
     dirs: np.ndarray | None = None
     source: str = "buckets"
     sorted: bool = True
+    memo: dict = field(default_factory=dict, init=False, compare=False, repr=False)
 
     @property
     def num_nodes(self) -> int:

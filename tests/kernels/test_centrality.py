@@ -46,7 +46,7 @@ def test_square_counts_match_a_brute_force():
     adj = [set(a.indices[a.indptr[v]:a.indptr[v + 1]].tolist()) - {v} for v in range(n)]
     nodes = np.arange(n, dtype=np.int64)
     squares, potential = np.zeros(n, np.int64), np.zeros(n, np.int64)
-    kc.square_counts(a.indptr.astype(np.int64), a.indices.astype(np.int64), nodes, squares,
-                     potential)
+    ptr, idx = a.indptr.astype(np.int64), a.indices.astype(np.int64)
+    kc.square_counts(ptr, idx, ptr, idx, False, nodes, squares, potential)
     for v in range(n):
         assert (squares[v], potential[v]) == (_brute(adj, v) if len(adj[v]) > 1 else (0, 0))

@@ -254,6 +254,69 @@ def test_a_repeated_count_moves_to_the_middle_kernel(graph_of, monkeypatch):
     assert not calls
 
 
+@pytest.mark.parametrize("sym", [False, True])
+def test_a_repeated_count_derives_its_figures_once(graph_of, monkeypatch, sym):
+    """A graph counted again reads what its first counts derived from the kept structure
+    (the kernel the cost model picked, the work per root, the degrees by id and the
+    triples): the cost model runs at most twice per structure (the build's question and
+    the repeated count's), whatever the number of counts, and every answer stays
+    networkx's."""
+    from graphsys.mining import outofcore
+
+    calls = []
+    real = outofcore.from_middle
+    monkeypatch.setattr(outofcore, "from_middle",
+                        lambda *a, **k: calls.append(1) or real(*a, **k))
+    src, dst = random_edges(60, 300, 9)
+    g = graph_of(src, dst, 60)
+    if sym:
+        build_index(g, ("sym",))
+        g = open_graph(g.path)
+    G = simple_graph(src, dst, 60)
+    for _ in range(3):
+        check_triangles(g, G)
+        stats = mining.triangle_stats(g)
+        assert stats.degree.to_dict() == dict(G.degree)
+        assert stats.transitivity == pytest.approx(nx.transitivity(G), abs=1e-12)
+    assert 1 <= len(calls) <= 2
+
+
+def test_the_kernels_count_per_vertex_alone_as_when_shared(graph_of, kernel):
+    """Each triangle kernel counts per vertex the same whether one thread counts alone
+    (plain adds at every probe, no branch) or the counts are shared (atomic adds per
+    triangle): networkx's triangles, over the rows of ranks (values are row ids, no map)
+    as over rows of ids."""
+    from graphsys.mining import kernels, outofcore
+
+    n = 30
+    src, dst = random_edges(n, 220, 4)
+    g = graph_of(src, dst, n)
+    build_index(g, ("sym",))
+    g = open_graph(g.path)
+    sym = g.adjacency_index(None, "sym")
+    whole = outofcore.orient_whole(sym.indptr, sym.indices, 1)
+    assert (whole.order is not None) == (kernel == "middle")
+    want = nx.triangles(simple_graph(src, dst, n))
+    aptr, aidx = whole.rows
+    identity = np.zeros(0, np.int64)
+    for alone in (True, False):
+        counts = np.zeros(n, np.int64)
+        marks = kernels.mark_array(1, n)[0]
+        if whole.order is None:
+            total = kernels.triangles_lowest_rows(aptr, aidx, 0, aptr, aidx, 0, n, identity,
+                                                  0, n, marks, True, counts, alone)
+        else:
+            iptr, ipos, irow, _, iend = whole.inlists
+            total = kernels.triangles_middle_rows(aptr, aidx, 0, aptr, aidx, 0, iptr, ipos,
+                                                  irow, iend, identity, 0, n, marks, True,
+                                                  counts, alone)
+            by_id = np.empty_like(counts)
+            by_id[whole.order] = counts
+            counts = by_id
+        assert total == sum(want.values()) // 3 and not marks.any()
+        assert dict(zip(g.node_ids().tolist(), counts.tolist())) == want
+
+
 def test_the_ranked_build():
     """The rows of ranks fill in ascending order with their in-lists (position, row end,
     row; an entry last in its row is left out) and work; an index whose rows are not

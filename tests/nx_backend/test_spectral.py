@@ -121,13 +121,30 @@ def test_square_clustering_equals_networkx():
     assert B.square_clustering(convert(grid, None)) == nx.square_clustering(grid)
 
 
+def test_directed_square_clustering_equals_networkx():
+    """On a DiGraph NetworkX's neighbours are the successors: the same figures to the last
+    bit, self-loops and reciprocal pairs included."""
+    for seed in range(5):
+        G = nx.gnp_random_graph(50, 0.08 + 0.03 * seed, seed=seed, directed=True)
+        G.add_edges_from([(2, 2), (0, 3), (3, 0), (3, 5), (5, 7), (7, 0), (0, 9), (9, 7)])
+        g = convert(G, None)
+        assert B.square_clustering(g) == nx.square_clustering(G)
+        nodes = [0, 3, 7, 49]
+        assert B.square_clustering(g, nodes) == nx.square_clustering(G, nodes)
+        assert B.square_clustering(g, 3) == nx.square_clustering(G, 3)
+    for G in (nx.DiGraph([(0, 1), (1, 2), (2, 3), (3, 0)]), nx.DiGraph(), nx.path_graph(
+            4, create_using=nx.DiGraph), nx.complete_graph(5, create_using=nx.DiGraph)):
+        assert B.square_clustering(convert(G, None)) == nx.square_clustering(G)
+    assert nx.square_clustering(G, backend="graphsys") == nx.square_clustering(G)
+
+
 def test_declines():
     D = nx.gnp_random_graph(10, 0.3, seed=1, directed=True)
     U = nx.path_graph(5)
     f32 = nx.Graph([(0, 1), (1, 2)])
     nx.set_edge_attributes(f32, np.float32(0.1), "weight")
     for name, G, kwargs in [
-            ("square_clustering", D, {}),
+            ("square_clustering", nx.MultiDiGraph(D), {}),
             ("eigenvector_centrality", U, {"nstart": {0: 1.0}}),
             ("eigenvector_centrality", U, {"nstart": dict.fromkeys(range(5), float("nan"))}),
             ("katz_centrality", U, {"nstart": {0: 1.0}}),
