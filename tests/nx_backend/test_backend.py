@@ -156,14 +156,15 @@ def test_dispatch(graphs):
 def test_networkx_suite_passes_through_graphsys(monkeypatch):
     """NetworkX's tests of the dispatched functions, at most 3 parametrizations of each
     test function, in NetworkX's backend test mode with fallback: all pass, and graphsys
-    ran in at least 400 of them (465 with 102 functions)."""
+    ran in at least 537 of them (537 with 110 functions: 531 passed, NetworkX's 6 exact
+    Louvain partitions expected to fail; unsampled, 1,078 of 1,557)."""
     from tests.nx_backend.networkx_suite import run
 
     monkeypatch.setenv("GRAPHSYS_NX_SUITE_SAMPLE", "3")
     out = run(fallback=True, timeout=900)
     summary = out["graphsys"]
     assert out["returncode"] == 0 and not out.get("failed"), out["output"][-3000:]
-    assert summary["ran_graphsys"] >= 400, summary
+    assert summary["ran_graphsys"] >= 537, summary
     assert summary["ran_graphsys_by_outcome"].get("failed", 0) == 0
     print(f"networkx suite: {out.get('passed')} passed; graphsys ran in "
           f"{summary['ran_graphsys']} ({summary['ran_graphsys_by_outcome']})")
