@@ -33,6 +33,7 @@ import numba
 import numpy as np
 from numba.cpython.unsafe.numbers import trailing_zeros
 
+from graphsys.kernels.arrays import read_only
 from graphsys.prefetch import prefetch
 
 ALPHA = 15.0
@@ -355,7 +356,12 @@ def levels(out_ptr, out_idx, in_ptr, in_idx, both, source, max_steps, nthreads):
     A Python function, not a kernel: a cached kernel that calls :func:`search` (whose
     parallel steps are cached kernels of their own) can be saved, by a process that loaded
     :func:`search` first, as code that links to that process's copy, and then crashes the
-    next process that loads it."""
+    next process that loads it.
+
+    The lists reach :func:`search` as read-only views (numba types a read-only array apart
+    from a writable one): a mapped index and a built adjacency of the same dtypes share one
+    compiled signature of it and of its steps."""
+    out_ptr, out_idx, in_ptr, in_idx = read_only(out_ptr, out_idx, in_ptr, in_idx)
     degree = np.diff(out_ptr)
     if both:
         degree = degree + np.diff(in_ptr)
