@@ -33,6 +33,7 @@ import numba
 import numpy as np
 from numba.cpython.unsafe.numbers import trailing_zeros
 
+from graphsys.kernels.arrays import read_only
 from graphsys.prefetch import prefetch
 
 ALPHA = 15.0
@@ -356,7 +357,12 @@ def levels(out_ptr, out_idx, in_ptr, in_idx, both, source, max_steps, nthreads):
     parallel steps are cached kernels of their own), compiled by a process that loaded
     :func:`search` from the cache, was saved without numba's hook that starts its threads
     before the code is linked, and crashed the next process that loaded it first (the
-    cache now adds the hook, :func:`graphsys.jit_cache.with_thread_start`)."""
+    cache now adds the hook, :func:`graphsys.jit_cache.with_thread_start`).
+
+    The lists reach :func:`search` as read-only views (numba types a read-only array apart
+    from a writable one): a mapped index and a built adjacency of the same dtypes share one
+    compiled signature of it and of its steps."""
+    out_ptr, out_idx, in_ptr, in_idx = read_only(out_ptr, out_idx, in_ptr, in_idx)
     degree = np.diff(out_ptr)
     if both:
         degree = degree + np.diff(in_ptr)

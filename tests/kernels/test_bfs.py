@@ -142,3 +142,20 @@ def test_caller_buffers_serve_many_searches():
             np.testing.assert_array_equal(level, _reference(a, source, both))
             level[queue[:count]] = -1
         assert (level == -1).all()
+
+
+def test_writable_and_read_only_lists_share_one_signature():
+    """levels hands search read-only views of the lists, so a built (writable) adjacency
+    and a mapped (read-only) one of the same dtypes reach one compiled signature."""
+    a = _csr(6, np.array([0, 1, 2, 3, 4]), np.array([1, 2, 3, 4, 5]))
+    lists = _lists(a)
+    kb.levels(*lists, False, 0, kb.NO_LIMIT, 1)
+    before = len(kb.search.signatures)
+    frozen = []
+    for x in lists:
+        x = x.copy()
+        x.flags.writeable = False
+        frozen.append(x)
+    level = kb.levels(*frozen, False, 0, kb.NO_LIMIT, 1)[0]
+    assert len(kb.search.signatures) == before
+    np.testing.assert_array_equal(level, [0, 1, 2, 3, 4, 5])
