@@ -98,9 +98,10 @@ from graphsys.storage.csr import edges_digest
 MAX_RESULT_BYTES = 1 << 36
 #: Algorithms whose runs start from a previous result after deletions and weight updates
 #: (WCC, BFS, SSSP repair it: :mod:`graphsys.bsp.incremental_changes`; PageRank and PPR
-#: push the change's residual or start warm: :mod:`graphsys.bsp.incremental_pagerank`);
+#: push the change's residual or start warm: :mod:`graphsys.bsp.incremental_pagerank`;
+#: k-core updates its core numbers: :mod:`graphsys.bsp.incremental_cores`);
 #: the others refuse a result from before one
-REPAIRS_CHANGES = ("wcc", "bfs", "sssp", "pagerank", "ppr")
+REPAIRS_CHANGES = ("wcc", "bfs", "sssp", "pagerank", "ppr", "kcore")
 #: Parameters that choose what a run may write beside its answer, not the answer (PageRank's
 #: ``store_index``): not recorded in a result's provenance, not compared by :func:`same_run`
 UNRECORDED_PARAMETERS = ("store_index",)
