@@ -22,8 +22,9 @@ After deletions and weight updates (change sets, :mod:`graphsys.storage.changes`
 the edge sets PREV did not read), WCC, BFS and SSSP repair PREV where the changed edges
 reach it (:mod:`graphsys.bsp.incremental_changes`, which also says when they run from
 scratch instead); PageRank and personalized PageRank push the residual of the change or
-start warm (:mod:`graphsys.bsp.incremental_pagerank`); the other algorithms refuse such a
-PREV in one line.
+start warm (:mod:`graphsys.bsp.incremental_pagerank`); k-core updates PREV's core numbers
+one changed edge at a time (:mod:`graphsys.bsp.incremental_cores`, after appends too); the
+other algorithms refuse such a PREV in one line.
 
 * **PageRank, personalized PageRank** (:func:`pagerank_warm_start`, where
   :func:`graphsys.bsp.incremental_pagerank.pagerank_from` does not push the residual of
