@@ -16,11 +16,11 @@ A run starts from scratch instead, and says why in ``result.stats.method``, with
 where the changed edges are more than
 :data:`~graphsys.bsp.incremental_changes.REPAIR_MAX_FRACTION` of the edges read, on
 another device, mode or backend, on a time view, where a change set does not change every
-edge set the previous result read alike, where the traversals scan more than three times
-(each entry may be read to reach, count and peel)
-:data:`~graphsys.bsp.incremental_changes.REPAIR_MAX_SWEEPS` times both ends of the edges
-read, and with ``self_loops="refuse"`` (which reads every edge). The core numbers are a
-run from scratch's.
+edge set the previous result read alike, where the traversals scan more than
+:data:`SCAN_SHARE` of :data:`~graphsys.bsp.incremental_changes.REPAIR_MAX_SWEEPS` times
+both ends of the edges read (then the update stops, having spent about what a peeling
+from scratch costs), and with ``self_loops="refuse"`` (which reads every edge). The core
+numbers are a run from scratch's.
 
 Examples
 --------
@@ -28,12 +28,12 @@ Examples
 >>> from graphsys import bsp
 >>> from graphsys.storage.changes import delete_edges
 >>> d = pathlib.Path(tempfile.mkdtemp())
->>> tail = np.arange(3, 100)
+>>> tail = np.arange(3, 1000)
 >>> src = np.concatenate([[0, 0, 0, 1, 1, 2], tail])
 >>> dst = np.concatenate([[1, 2, 3, 2, 3, 3], tail + 1])
 >>> g = graphsys.from_numpy(src, dst, d / "g")          # a 4-clique with a long tail
 >>> before = bsp.kcore(g).to_table()
->>> _ = delete_edges(d / "g", [0], [1])                  # 1 % of the edges
+>>> _ = delete_edges(d / "g", [0], [1])                  # 0.1 % of the edges
 >>> g = graphsys.open_graph(d / "g")
 >>> after = bsp.kcore(g, init=before)                    # only the clique is visited
 >>> after.stats.start, after.stats.method
@@ -54,6 +54,11 @@ from graphsys.bsp.engine import Result
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.errors import FormatError
 from graphsys.kernels import core_maintenance
+
+#: The share of :func:`~graphsys.bsp.incremental_changes.REPAIR_MAX_SWEEPS` sweeps an
+#: update scans before it stops: an entry of the overlay (translated, checked against the
+#: deleted pairs, read to reach, count and peel) costs several times one of a peeling
+SCAN_SHARE = 1 / 8
 
 
 def cores_from(spec, graph, previous, *, source=None, params=None,
@@ -112,13 +117,14 @@ def cores_updated(spec, graph, core: np.ndarray, change: changes.Change, kwargs
     ov = (oip, oix, iip, iix, lay, bkeys, bout, bin_, nip, nix, np.zeros(len(nix), np.bool_),
           dip, dix, np.zeros(len(dix), np.bool_), two)
     setup = time.perf_counter() - t0
-    # a traversal reads each entry it reaches up to three times (reach, count, peel)
     scanned, done = core_maintenance.overlay_update(
         ov, n, core, du, dv, d_slot_u, d_slot_v, src[new].astype(np.int64),
-        dst[new].astype(np.int64), i_slot_u, i_slot_v, 3 * changes._limit(graph, kwargs))
+        dst[new].astype(np.int64), i_slot_u, i_slot_v,
+        int(SCAN_SHARE * changes._limit(graph, kwargs)))
     if not done:
         return changes.Costly(f"the subcore traversals scanned more than "
-                              f"3x{changes.REPAIR_MAX_SWEEPS} times both ends of the edges")
+                              f"{SCAN_SHARE:g} x {changes.REPAIR_MAX_SWEEPS} times both ends of "
+                              f"the edges")
     step = SuperstepStats(superstep=0, active=int(len(du) + len(nix) // 2),
                           direction="repair", edges_scanned=int(scanned),
                           messages_sent=0, fused=True)
