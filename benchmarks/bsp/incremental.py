@@ -32,7 +32,8 @@ PageRank's supersteps on each side and the L1 and max difference of the two rank
 (both stop when the L1 change is below ``--tol``); WCC and BFS: whether the two results are
 identical.
 
-With ``--changes``: WCC, BFS and PageRank (``--tol``) started from the result before a
+With ``--changes``: WCC, BFS, PageRank (``--tol``) and k-core (``--algorithms``: those of
+them to run) started from the result before a
 change of *deletions and insertions* beside runs from scratch, on ``--rmat-edges`` (2M)
 R-MAT edges over the power of two nearest ``--rmat-edges / 8`` ids, ingested with stored
 CSR and CSC indexes (``graphsys index --csr --csc``), for each fraction of ``--fractions``
@@ -48,14 +49,17 @@ none, so it builds the view from its buckets. Each side is timed in process
 start and import included), alternated,
 medians of ``--turns``; ``identical``: the two answers equal (PageRank's:
 ``l1_difference``, both to ``--tol``), ``start``: what the started run did (``repair`` or
-``scratch``; PageRank's ``delta`` or ``warm``).
+``scratch``; PageRank's ``delta`` or ``warm``). k-core's update
+(:mod:`graphsys.bsp.incremental_cores`) applies each deleted copy and each appended edge
+by a subcore traversal over the old edges' mapped indexes; its scratch side peels the
+changed view.
 
 Usage::
 
     NUMBA_NUM_THREADS=2 python benchmarks/bsp/incremental.py --work DIR [--edges 20M]
         [--append 1%] [--turns 3]
     NUMBA_NUM_THREADS=2 python benchmarks/bsp/incremental.py --changes --work DIR
-        [--rmat-edges 20M] [--fractions 0.001,0.01] [--turns 3]
+        [--rmat-edges 20M] [--fractions 0.001,0.01] [--turns 3] [--algorithms kcore]
 """
 
 from __future__ import annotations
@@ -75,6 +79,10 @@ from benchmarks import harness
 from graphsys.openmp import apply_wait_policy
 
 apply_wait_policy()
+
+
+#: The algorithms ``--changes`` runs
+CHANGED = ("wcc", "bfs", "pagerank", "kcore")
 
 
 def _split(chunks, first: int):
@@ -112,6 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fractions", default="0.001,0.01",
                     help="--changes: the changed fractions of the edges, half deleted and "
                          "half inserted (0.001,0.01)")
+    ap.add_argument("--algorithms", default=",".join(CHANGED),
+                    help=f"--changes: those of {','.join(CHANGED)} to run (all)")
     args = ap.parse_args(argv)
     if args.changes:
         return changes(args)
@@ -246,6 +256,8 @@ def _sides(name: str, graph: Path, prev: Path, source, turns: int, tol: float) -
         g = graphsys.open_graph(graph)
         if name == "pagerank":
             return bsp.pagerank(g, tol=tol, init=init)
+        if name == "kcore":
+            return bsp.kcore(g, init=init)
         return bsp.wcc(g, init=init) if name == "wcc" else bsp.bfs(g, source, init=init)
 
     out = graph.parent / f"{name}-out.parquet"
@@ -283,6 +295,10 @@ def changes(args) -> int:
     run = harness.Run("bsp/incremental", args.record)
     work, edges = args.work, args.rmat_edges
     fractions = [float(x) for x in args.fractions.split(",")]
+    names = [x for x in args.algorithms.split(",") if x]
+    if not names or any(x not in CHANGED for x in names):
+        raise SystemExit(f"--algorithms: a list among {','.join(CHANGED)}, got "
+                         f"{args.algorithms!r}")
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
@@ -295,10 +311,12 @@ def changes(args) -> int:
     g = graphsys.ingest(work / "day1.parquet", base, partitions=args.partitions,
                         seed=args.seed, index=("csr", "csc"))
     source = g.node_ids()[int(np.argmax(g.degrees(direction="out")))].item()
-    prev = {name: work / f"{name}-before.parquet" for name in ("wcc", "bfs", "pagerank")}
-    pq.write_table(bsp.wcc(g).to_table(), prev["wcc"])
-    pq.write_table(bsp.bfs(g, source).to_table(), prev["bfs"])
-    pq.write_table(bsp.pagerank(g, tol=args.tol).to_table(), prev["pagerank"])
+    prev = {name: work / f"{name}-before.parquet" for name in names}
+    first_runs = {"wcc": lambda: bsp.wcc(g), "bfs": lambda: bsp.bfs(g, source),
+                  "pagerank": lambda: bsp.pagerank(g, tol=args.tol),
+                  "kcore": lambda: bsp.kcore(g)}
+    for name in names:
+        pq.write_table(first_runs[name]().to_table(), prev[name])
     rows = {}
     for f in fractions:
         graph = work / f"changed-{f:g}" / "g"
@@ -306,7 +324,7 @@ def changes(args) -> int:
         row = _change(graph, rest, f, edges, args.seed)
         harness.log(f"{f:.2%}: deleted {row['deleted_pairs']:,} pairs "
                     f"({row['deleted_edges']:,} edges), appended {row['inserted']:,}")
-        for name in ("wcc", "bfs", "pagerank"):
+        for name in names:
             row[name] = _sides(name, graph, prev[name], source, args.turns, args.tol)
             harness.log(f"{f:.2%} {name}: {row[name]['start']}, in process "
                         f"{row[name]['ratio']['median']}x, command "

@@ -43,9 +43,9 @@ OPTION_DOCS = {
     A previous result of this algorithm (a ``graphsys run --out`` Parquet file,
     ``Result.to_table()`` or the Result) on an earlier version of the edges read, e.g.
     before an append: the run starts from it (PageRank from its ranks, WCC from its
-    components and the new edges only, BFS/SSSP from its distances) and ends where a run
-    from scratch does (:mod:`graphsys.bsp.incremental`). Refused in one line when it was
-    computed on other edges.""",
+    components and the new edges only, BFS/SSSP from its distances, k-core from its core
+    numbers) and ends where a run from scratch does (:mod:`graphsys.bsp.incremental`).
+    Refused in one line when it was computed on other edges.""",
     "device_budget": """device_budget : int or float, optional
     Out of core on the torch backend: bytes of edge batches (an int) that may stay in
     device memory after the first superstep, or a share in [0, 1] of the device memory

@@ -22,8 +22,9 @@ After deletions and weight updates (change sets, :mod:`graphsys.storage.changes`
 the edge sets PREV did not read), WCC, BFS and SSSP repair PREV where the changed edges
 reach it (:mod:`graphsys.bsp.incremental_changes`, which also says when they run from
 scratch instead); PageRank and personalized PageRank push the residual of the change or
-start warm (:mod:`graphsys.bsp.incremental_pagerank`); the other algorithms refuse such a
-PREV in one line.
+start warm (:mod:`graphsys.bsp.incremental_pagerank`); k-core updates PREV's core numbers
+one changed edge at a time (:mod:`graphsys.bsp.incremental_cores`, after appends too); the
+other algorithms refuse such a PREV in one line.
 
 * **PageRank, personalized PageRank** (:func:`pagerank_warm_start`, where
   :func:`graphsys.bsp.incremental_pagerank.pagerank_from` does not push the residual of
@@ -98,9 +99,10 @@ from graphsys.storage.csr import edges_digest
 MAX_RESULT_BYTES = 1 << 36
 #: Algorithms whose runs start from a previous result after deletions and weight updates
 #: (WCC, BFS, SSSP repair it: :mod:`graphsys.bsp.incremental_changes`; PageRank and PPR
-#: push the change's residual or start warm: :mod:`graphsys.bsp.incremental_pagerank`);
+#: push the change's residual or start warm: :mod:`graphsys.bsp.incremental_pagerank`;
+#: k-core updates its core numbers: :mod:`graphsys.bsp.incremental_cores`);
 #: the others refuse a result from before one
-REPAIRS_CHANGES = ("wcc", "bfs", "sssp", "pagerank", "ppr")
+REPAIRS_CHANGES = ("wcc", "bfs", "sssp", "pagerank", "ppr", "kcore")
 #: Parameters that choose what a run may write beside its answer, not the answer (PageRank's
 #: ``store_index``): not recorded in a result's provenance, not compared by :func:`same_run`
 UNRECORDED_PARAMETERS = ("store_index",)

@@ -108,6 +108,8 @@ class Change:
     before_updated, before_updated_weight : numpy.ndarray
         The same as ``updated``/``updated_weight`` over the change sets the previous
         result read: the weights in force before the change.
+    before_deleted : numpy.ndarray
+        The same as ``deleted`` over the change sets the previous result read.
     """
 
     old: list
@@ -124,6 +126,8 @@ class Change:
         default_factory=lambda: np.zeros(0, np.int64))
     before_updated_weight: np.ndarray = dataclasses.field(
         default_factory=lambda: np.zeros(0, np.float32))
+    before_deleted: np.ndarray = dataclasses.field(
+        default_factory=lambda: np.zeros(0, np.int64))
 
 
 def _appended(graph, names: list, changes: list) -> tuple[np.ndarray, ...]:
@@ -166,13 +170,15 @@ def read_change(graph, previous, edge_set=None) -> Change | str:
     appended = [m for m in parts if m in new and not sets[m].change]
     after = [c for c in changes if c in new]
     src, dst, weight = _appended(graph, appended, after)
-    deleted, since = [], {"delete": [], "update": []}
+    deleted, since, gone = [], {"delete": [], "update": []}, []
     every, before = ([], []), ([], [])  # updates: all, those the previous result read
     pairs = 0
     for c in changes:
         keys, w = global_keys(graph, c)  # kept by the Graph: a view's index reads them
         if w is None:
             deleted.append(keys)
+            if c not in new:
+                gone.append(keys)
         else:
             for into in (every, before) if c not in new else (every,):
                 into[0].append(keys)
@@ -183,7 +189,8 @@ def read_change(graph, previous, edge_set=None) -> Change | str:
     dk = np.unique(np.concatenate(deleted)) if deleted else np.zeros(0, np.int64)
     return Change(old, src, dst, weight, dk, *_last_weights(*every), *(
         np.unique(np.concatenate(since[k])) if since[k] else np.zeros(0, np.int64)
-        for k in ("delete", "update")), pairs, *_last_weights(*before))
+        for k in ("delete", "update")), pairs, *_last_weights(*before),
+        np.unique(np.concatenate(gone)) if gone else np.zeros(0, np.int64))
 
 
 def _last_weights(keys: list, weights: list) -> tuple[np.ndarray, np.ndarray]:

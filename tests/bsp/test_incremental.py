@@ -136,8 +136,8 @@ def test_results_of_other_runs_are_refused(tmp_path):
         bsp.wcc(g, init=plain)
     with pytest.raises(ParameterError, match="not a regular file"):
         bsp.wcc(g, init=tmp_path / "missing.parquet")
-    with pytest.raises(ParameterError, match="kcore does not start from a previous result"):
-        ALGORITHMS.get("kcore").run(g, init=tmp_path / "wcc.parquet")
+    with pytest.raises(ParameterError, match="scc does not start from a previous result"):
+        ALGORITHMS.get("scc").run(g, init=tmp_path / "wcc.parquet")
 
 
 def test_cli_starts_from_the_result_it_replaces(tmp_path, capsys):

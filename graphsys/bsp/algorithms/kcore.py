@@ -10,9 +10,10 @@ import numpy as np
 
 from graphsys.bsp.algorithms.common import self_loop_counts, symmetric
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
-from graphsys.bsp.docstrings import document_options
+from graphsys.bsp.docstrings import ENGINE_OPTIONS, document_options
 from graphsys.bsp.edges import DENSE_DIVISOR
 from graphsys.bsp.engine import Result
+from graphsys.bsp.incremental_cores import cores_from
 from graphsys.bsp.program import Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
@@ -131,12 +132,12 @@ class KCore(VertexProgram):
         return Solved(method, [ss], 0)
 
 
-@document_options()
+@document_options(*ENGINE_OPTIONS, "init")
 def kcore(graph, *, self_loops: str = "ignore", max_iters: int | None = None,
           schedule: str = "auto", mode: str = "auto", device: str = "cpu",
           backend: str = "auto", threads: int | None = None, edge_set: str | None = None,
           distributed: bool = False, progress: bool | Callable | None = None, readahead: int = 4,
-          dense_divisor: float = DENSE_DIVISOR, fuse: bool = True) -> Result:
+          dense_divisor: float = DENSE_DIVISOR, fuse: bool = True, init=None) -> Result:
     """Core number of every node (the largest ``k`` of a k-core containing it).
 
     The values of networkx's :func:`networkx.core_number` (the decomposition of [1]_).
@@ -196,7 +197,8 @@ def kcore(graph, *, self_loops: str = "ignore", max_iters: int | None = None,
     """
     execution = Execution(mode=mode, device=device, backend=backend, threads=threads,
                           distributed=distributed, progress=progress)
-    return KCORE_SPEC.run(graph, max_iters=max_iters, self_loops=self_loops, execution=execution,
+    return KCORE_SPEC.run(graph, max_iters=max_iters, self_loops=self_loops, init=init,
+                          execution=execution,
                           edge_set=edge_set, readahead=readahead, dense_divisor=dense_divisor,
                           fuse=fuse, schedule=schedule)
 
@@ -218,4 +220,4 @@ def _kcore_program(graph, *, edge_set=None, self_loops: str = "ignore"):
 
 #: At most 4N + 4 supersteps: every superstep removes at least one node or raises k.
 KCORE_SPEC = AlgorithmSpec("kcore", _kcore_program, lambda n: 4 * n + 4,
-                           parameters=("self_loops",))
+                           parameters=("self_loops",), warm_start=cores_from)

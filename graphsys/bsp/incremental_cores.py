@@ -1,0 +1,135 @@
+"""Core numbers (k-core) after edges were appended and deleted, from a previous result and
+the changed edges, reading only the part of the graph the change reaches.
+
+A k-core run given a previous result (``init``, :mod:`graphsys.bsp.incremental`) reads
+the graph after the change as the repairs of :mod:`graphsys.bsp.incremental_changes` do:
+the adjacency of the edge sets the previous result read (their stored CSR, and CSC on a
+directed edge set; mapped where ``graphsys index --csr --csc`` built them), less the
+pairs deleted before it, with the pairs deleted since and the appended edges beside it.
+Each deleted copy, then each appended edge, is applied one at a time by the subcore
+traversal of :mod:`graphsys.kernels.core_maintenance` (Sarıyüce et al., VLDB 2013): only
+nodes of core ``K`` joined to an end of core ``K`` are visited, and their cores move by
+one. Weight updates change no core and are not read.
+
+A run starts from scratch instead, and says why in ``result.stats.method``, with
+``result.stats.start == "scratch"`` (an update has ``"repair"``), by the repairs' rule:
+where the changed edges are more than
+:data:`~graphsys.bsp.incremental_changes.REPAIR_MAX_FRACTION` of the edges read, on
+another device, mode or backend, on a time view, where a change set does not change every
+edge set the previous result read alike, where the traversals scan more than
+:data:`SCAN_SHARE` of :data:`~graphsys.bsp.incremental_changes.REPAIR_MAX_SWEEPS` times
+both ends of the edges read (then the update stops, having spent about what a peeling
+from scratch costs), and with ``self_loops="refuse"`` (which reads every edge). The core
+numbers are a run from scratch's.
+
+Examples
+--------
+>>> import tempfile, pathlib, numpy as np, graphsys
+>>> from graphsys import bsp
+>>> from graphsys.storage.changes import delete_edges
+>>> d = pathlib.Path(tempfile.mkdtemp())
+>>> tail = np.arange(3, 1000)
+>>> src = np.concatenate([[0, 0, 0, 1, 1, 2], tail])
+>>> dst = np.concatenate([[1, 2, 3, 2, 3, 3], tail + 1])
+>>> g = graphsys.from_numpy(src, dst, d / "g")          # a 4-clique with a long tail
+>>> before = bsp.kcore(g).to_table()
+>>> _ = delete_edges(d / "g", [0], [1])                  # 0.1 % of the edges
+>>> g = graphsys.open_graph(d / "g")
+>>> after = bsp.kcore(g, init=before)                    # only the clique is visited
+>>> after.stats.start, after.stats.method
+('repair', 'updated (1 deleted pairs, 0 new edges; 45 entries scanned)')
+>>> after.values[:5].tolist(), bool((after.values == bsp.kcore(g).values).all())
+([2.0, 2.0, 2.0, 2.0, 1.0], True)
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from graphsys.bsp import incremental_changes as changes
+from graphsys.bsp.algorithms.common import symmetric
+from graphsys.bsp.engine import Result
+from graphsys.bsp.stats import SuperstepStats
+from graphsys.errors import FormatError
+from graphsys.kernels import core_maintenance
+
+#: The share of :func:`~graphsys.bsp.incremental_changes.REPAIR_MAX_SWEEPS` sweeps an
+#: update scans before it stops: an entry of the overlay (translated, checked against the
+#: deleted pairs, read to reach, count and peel) costs several times one of a peeling
+SCAN_SHARE = 1 / 8
+
+
+def cores_from(spec, graph, previous, *, source=None, params=None,
+               max_iters: int | None = None, edge_set=None, **kwargs) -> Result:
+    """Core numbers from ``previous``'s after appends and deletions (the module
+    docstring), or from scratch where that does not apply or pay, saying why."""
+    previous.check_fixed_point(spec.name)
+    old = previous.values[previous.known]
+    if len(old) and (not np.all(np.isfinite(old)) or (old < 0).any()
+                     or not np.array_equal(old, np.floor(old))):
+        raise FormatError(f"{previous.source}: core numbers must be non-negative integers; "
+                          f"run kcore from scratch instead (without a previous result)")
+    kwargs["edge_set"] = edge_set
+    why = changes.repair_applies(kwargs, "a k-core update")
+    if why is None and (params or {}).get("self_loops", "ignore") != "ignore":
+        why = "self_loops='refuse' reads every edge"
+    change = changes.read_change(graph, previous, edge_set) if why is None else why
+    if not isinstance(change, str):
+        read = max(graph.edge_set(edge_set).num_edges, 1)
+        share = (len(change.src) + len(change.changed_deleted)) / read
+        if share > changes.REPAIR_MAX_FRACTION:
+            change = changes.Costly(f"changed edges {share:.2%} of those read, above the "
+                                    f"repair's {changes.REPAIR_MAX_FRACTION:.0%}")
+    if not isinstance(change, str):
+        core = np.zeros(graph.num_nodes(), np.int64)
+        core[previous.known] = old.astype(np.int64)
+        change = cores_updated(spec, graph, core, change, kwargs)
+    if isinstance(change, str):
+        return changes.from_scratch(spec, graph, change, params=params, max_iters=max_iters,
+                            **kwargs)
+    return change
+
+
+def cores_updated(spec, graph, core: np.ndarray, change: changes.Change, kwargs
+                  ) -> Result | str:
+    """The core numbers after ``change`` from ``core`` int64 (N,) (changed in place), or
+    a string saying why not when the traversals reach too far."""
+    t0 = time.perf_counter()
+    n = graph.num_nodes()
+    two = not symmetric(graph, kwargs.get("edge_set"))
+    oip, oix, _, lay = changes._old_adjacency(graph, change.old, "csr", False)
+    iip, iix = changes._old_adjacency(graph, change.old, "csc", False)[:2] if two \
+        else (oip, oix)
+    bkeys = change.before_deleted
+    bout, bin_ = changes._flags(n, bkeys)
+    # an undirected edge set stores both directions of an edge: one of them is the edge
+    src, dst = change.src, change.dst
+    new = (src != dst) & ((src < dst) if not two else True)
+    nip, nix, i_slot_u, i_slot_v = core_maintenance._positions(n, src[new], dst[new])
+    du, dv = change.changed_deleted // n, change.changed_deleted % n
+    pairs = (du != dv) & ((du < dv) if not two else True)
+    copies = core_maintenance.copies(oip, oix, lay, bkeys, bout, n,
+                                     change.changed_deleted[pairs])
+    du, dv = np.repeat(du[pairs], copies), np.repeat(dv[pairs], copies)
+    dip, dix, d_slot_u, d_slot_v = core_maintenance._positions(n, du, dv)
+    ov = (oip, oix, iip, iix, lay, bkeys, bout, bin_, nip, nix, np.zeros(len(nix), np.bool_),
+          dip, dix, np.zeros(len(dix), np.bool_), two)
+    setup = time.perf_counter() - t0
+    scanned, done = core_maintenance.overlay_update(
+        ov, n, core, du, dv, d_slot_u, d_slot_v, src[new].astype(np.int64),
+        dst[new].astype(np.int64), i_slot_u, i_slot_v,
+        int(SCAN_SHARE * changes._limit(graph, kwargs)))
+    if not done:
+        return changes.Costly(f"the subcore traversals scanned more than "
+                              f"{SCAN_SHARE:g} x {changes.REPAIR_MAX_SWEEPS} times both ends of "
+                              f"the edges")
+    step = SuperstepStats(superstep=0, active=int(len(du) + len(nix) // 2),
+                          direction="repair", edges_scanned=int(scanned),
+                          messages_sent=0, fused=True)
+    method = (f"updated ({int(pairs.sum()):,} deleted pairs, {int(new.sum()):,} new edges; "
+              f"{int(scanned):,} entries scanned)")
+    return Result(values=core.astype(np.float64),
+                  stats=changes._stats(spec, graph, kwargs, t0, setup, step, method),
+                  graph=graph)
