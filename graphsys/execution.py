@@ -16,12 +16,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from graphsys.device import DEVICES  # tests may widen it (a lazy-tensor device)
 from graphsys.errors import ParameterError
 from graphsys.progress import check_progress
 
 MODES = ("auto", "memory", "out-of-core")
 BACKENDS = ("auto", "numba", "torch")
-DEVICES = ("cpu", "cuda", "cuda:K", "auto")
 
 #: The numpydoc entries of the options that read the same in every engine (an engine adds
 #: or overrides its own: :data:`graphsys.bsp.docstrings.OPTION_DOCS`, mining's ``_docs``).
@@ -99,8 +99,9 @@ class Execution:
     def __post_init__(self) -> None:
         device = str(self.device)
         cuda_k = device.startswith("cuda:") and device[5:].isdigit()
+        devices = (*DEVICES[:2], "cuda:K", *DEVICES[2:])
         for field, value, known in (("mode", self.mode, MODES), ("backend", self.backend,
-                                    BACKENDS), ("device", "cpu" if cuda_k else device, DEVICES)):
+                                    BACKENDS), ("device", "cpu" if cuda_k else device, devices)):
             if value not in known:
                 raise ParameterError(field, f"must be one of {', '.join(known)}, got "
                                             f"{getattr(self, field)!r}")
