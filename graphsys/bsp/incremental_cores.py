@@ -107,13 +107,13 @@ def cores_updated(spec, graph, core: np.ndarray, change: changes.Change, kwargs
     # an undirected edge set stores both directions of an edge: one of them is the edge
     src, dst = change.src, change.dst
     new = (src != dst) & ((src < dst) if not two else True)
-    nip, nix, i_slot_u, i_slot_v = core_maintenance._positions(n, src[new], dst[new])
+    nip, nix, i_slot_u, i_slot_v = core_maintenance.positions(n, src[new], dst[new])
     du, dv = change.changed_deleted // n, change.changed_deleted % n
     pairs = (du != dv) & ((du < dv) if not two else True)
     copies = core_maintenance.copies(oip, oix, lay, bkeys, bout, n,
                                      change.changed_deleted[pairs])
     du, dv = np.repeat(du[pairs], copies), np.repeat(dv[pairs], copies)
-    dip, dix, d_slot_u, d_slot_v = core_maintenance._positions(n, du, dv)
+    dip, dix, d_slot_u, d_slot_v = core_maintenance.positions(n, du, dv)
     ov = (oip, oix, iip, iix, lay, bkeys, bout, bin_, nip, nix, np.zeros(len(nix), np.bool_),
           dip, dix, np.zeros(len(dix), np.bool_), two)
     setup = time.perf_counter() - t0

@@ -228,9 +228,6 @@ _DECORATOR = re.compile(r"^(\s*@|\w+ = )(numba\.)?njit\b", re.MULTILINE)
 NOT_WARMED: frozenset[str] = frozenset({
     "bsp.incremental._find",
     "bsp.kernels_bfs._levels_to_float_parallel",
-    "kernels.core_maintenance._apply",
-    "kernels.core_maintenance._settle",
-    "kernels.core_maintenance._subcore",
     "kernels.pagerank_push._deviation",
     "kernels.pagerank_push._spread",
     "kernels.repair._cost",

@@ -14,22 +14,11 @@ networkx's ``core_number``'s: every edge listed counts once at each end (in + ou
 directed graph, parallel edges each time; an undirected graph lists each edge once),
 self-loops never.
 
-The edges live in one adjacency of every edge that is ever present (each edge ``e`` twice:
-in the row of its source and in the row of its target), each entry alive or not; a batch
-of deletions and insertions is applied as deletions first, then insertions, one edge at a
-time, which ends at the core numbers of the final graph whatever the order.
-
-Examples
---------
->>> import numpy as np
->>> src, dst = np.array([0, 1, 2, 2]), np.array([1, 2, 0, 3])   # a triangle and a tail
->>> core = np.array([2, 2, 2, 1])
->>> update_cores(4, src, dst, core, np.array([3, 3]), np.array([0, 1]),
-...              np.zeros(0, np.int64), np.zeros(0, np.int64))[0].tolist()  # a 4-clique
-[3, 3, 3, 3]
->>> update_cores(4, src, dst, core, np.zeros(0, np.int64), np.zeros(0, np.int64),
-...              np.array([0]), np.array([1]))[0].tolist()                 # a path
-[1, 1, 1, 1]
+The graph is an overlay of the stored adjacency before the change and the change itself
+(below); a batch is applied as deletions first, then insertions, one edge at a time,
+which ends at the core numbers of the final graph whatever the order.
+:func:`graphsys.bsp.kcore` with ``init=`` runs it (:mod:`graphsys.bsp.incremental_cores`),
+and its tests check it against networkx's ``core_number`` after random change sequences.
 """
 
 from __future__ import annotations
@@ -37,113 +26,10 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from graphsys.errors import GraphsysError
 from graphsys.kernels.repair import _has, _id, _row
 
 
-@numba.njit(cache=True, nogil=True)
-def _subcore(indptr, nbr, alive, core, roots, k, stamp, mark, queue):
-    """The nodes of core ``k`` connected to ``roots`` (core ``k``) through such nodes
-    over alive entries, into ``queue`` (their count returned), each marked ``stamp``."""
-    size = 0
-    for r in roots:
-        if mark[r] != stamp:
-            mark[r] = stamp
-            queue[size] = r
-            size += 1
-    head = 0
-    while head < size:
-        w = queue[head]
-        head += 1
-        for e in range(indptr[w], indptr[w + 1]):
-            x = nbr[e]
-            if alive[e] and core[x] == k and mark[x] != stamp:
-                mark[x] = stamp
-                queue[size] = x
-                size += 1
-    return size
-
-
-@numba.njit(cache=True, nogil=True)
-def _settle(indptr, nbr, alive, core, k, size, stamp, mark, queue, cd, out, rise):
-    """Remove from the subcore ``queue[:size]`` (marked ``stamp``) every node whose
-    neighbours of core above ``k`` or still in it (``rise``) / of core ``k`` or more still
-    in it (a deletion) are too few, repeatedly; the rest rise to ``k + 1``, the removed
-    fall to ``k - 1`` (a deletion). Returns the entries scanned."""
-    scanned = 0
-    for t in range(size):
-        w = queue[t]
-        c = 0
-        for e in range(indptr[w], indptr[w + 1]):
-            if alive[e] and nbr[e] != w and core[nbr[e]] >= k:  # a self-loop never counts
-                c += 1
-        cd[w] = c
-        scanned += indptr[w + 1] - indptr[w]
-    top = 0
-    for t in range(size):  # the first removals
-        w = queue[t]
-        if (cd[w] <= k) if rise else (cd[w] < k):
-            mark[w] = stamp + 1
-            out[top] = w
-            top += 1
-    while top > 0:
-        top -= 1
-        w = out[top]
-        for e in range(indptr[w], indptr[w + 1]):
-            x = nbr[e]
-            if alive[e] and mark[x] == stamp:
-                cd[x] -= 1
-                if (cd[x] <= k) if rise else (cd[x] < k):
-                    mark[x] = stamp + 1
-                    out[top] = x
-                    top += 1
-        scanned += indptr[w + 1] - indptr[w]
-    for t in range(size):
-        w = queue[t]
-        if rise and mark[w] == stamp:
-            core[w] = k + 1
-        elif not rise and mark[w] == stamp + 1:
-            core[w] = k - 1
-    return scanned
-
-
-@numba.njit(cache=True, nogil=True)
-def _apply(indptr, nbr, alive, core, slot_u, slot_v, ends_u, ends_v, insert):
-    """Flip the edges ``k`` (entries ``slot_u[k]``, ``slot_v[k]`` between ``ends_u[k]`` and
-    ``ends_v[k]``) alive (``insert``) or not, one at a time, keeping ``core``; returns the
-    entries the traversals scanned."""
-    n = core.shape[0]
-    mark = np.zeros(n, np.int64)
-    queue = np.empty(n, np.int64)
-    out = np.empty(n, np.int64)
-    cd = np.zeros(n, np.int64)
-    roots = np.empty(2, np.int64)
-    stamp = 1
-    scanned = 0
-    for t in range(slot_u.shape[0]):
-        u, v = ends_u[t], ends_v[t]
-        if alive[slot_u[t]] == insert:
-            continue  # already so (a repeated operation)
-        alive[slot_u[t]] = insert
-        alive[slot_v[t]] = insert
-        if u == v:
-            continue  # a self-loop counts for no core
-        k = min(core[u], core[v])
-        if not insert and k == 0:
-            continue
-        nr = 0
-        for x in (u, v):
-            if core[x] == k and (nr == 0 or roots[0] != x):
-                roots[nr] = x
-                nr += 1
-        size = _subcore(indptr, nbr, alive, core, roots[:nr], k, stamp, mark, queue)
-        scanned += _settle(indptr, nbr, alive, core, k, size, stamp, mark, queue, cd, out,
-                           insert)
-        stamp += 2
-    return scanned
-
-
-def _positions(n: int, src: np.ndarray, dst: np.ndarray):
+def positions(n: int, src: np.ndarray, dst: np.ndarray):
     """The adjacency of the edges ``src -> dst`` with each edge in both rows: (``indptr``
     int64 (N+1,), ``nbr`` int64 (2E,), the entry of each edge in its source's row and in
     its target's row, int64 (E,) each)."""
@@ -156,63 +42,6 @@ def _positions(n: int, src: np.ndarray, dst: np.ndarray):
     where = np.empty(2 * m, np.int64)
     where[order] = np.arange(2 * m)
     return indptr, nbr, where[:m], where[m:]
-
-
-def update_cores(n: int, src, dst, core, ins_src, ins_dst, del_src, del_dst
-                 ) -> tuple[np.ndarray, int]:
-    """The core numbers after deleting the pairs ``del_src -> del_dst`` (every parallel
-    edge of each, either direction for none: the edge as listed) and inserting the edges
-    ``ins_src -> ins_dst``, from ``core``, those of the graph of the edges ``src -> dst``
-    over ``n`` nodes (the module docstring's traversal).
-
-    Parameters
-    ----------
-    n : int
-        Nodes (ids ``0..n-1``).
-    src, dst : array_like of int
-        The edges before the change.
-    core : array_like of int
-        Their core numbers (networkx ``core_number``'s, degree in + out).
-    ins_src, ins_dst, del_src, del_dst : array_like of int
-        The edges inserted and the pairs deleted.
-
-    Returns
-    -------
-    (numpy.ndarray, int)
-        int64 (N,) core numbers after the change, and the adjacency entries the
-        traversals scanned.
-
-    Raises
-    ------
-    GraphsysError
-        Ids outside ``0..n-1``, or ``core`` not of length ``n``.
-
-    Examples
-    --------
-    >>> update_cores(3, [0], [1], [1, 1, 0], [1], [2], [], [])[0].tolist()
-    [1, 1, 1]
-    """
-    arrays = [np.asarray(a, np.int64).ravel() for a in (src, dst, ins_src, ins_dst,
-                                                         del_src, del_dst)]
-    src, dst, ins_src, ins_dst, del_src, del_dst = arrays
-    core = np.array(core, np.int64).ravel()
-    if len(core) != n or any(len(a) and (a.min() < 0 or a.max() >= n) for a in arrays) \
-            or len(src) != len(dst) or len(ins_src) != len(ins_dst) \
-            or len(del_src) != len(del_dst):
-        raise GraphsysError(f"update_cores: ids must lie in 0..{n - 1}, edges pair up and "
-                            f"core hold one number per node")
-    m = len(src)
-    indptr, nbr, at_u, at_v = _positions(n, np.concatenate([src, ins_src]),
-                                         np.concatenate([dst, ins_dst]))
-    alive = np.zeros(len(nbr), np.bool_)
-    alive[at_u[:m]] = True
-    alive[at_v[:m]] = True
-    gone = np.flatnonzero(np.isin(src * n + dst, del_src * n + del_dst))
-    scanned = _apply(indptr, nbr, alive, core, at_u[gone], at_v[gone], src[gone], dst[gone],
-                     False)
-    new = np.arange(m, m + len(ins_src))
-    scanned += _apply(indptr, nbr, alive, core, at_u[new], at_v[new], ins_src, ins_dst, True)
-    return core, int(scanned)
 
 
 # -- over a stored adjacency ------------------------------------------------------------------
@@ -274,9 +103,9 @@ def _rise(ov, n, core, u, v, k, stamp, mark, queue, cd, out):
     """After an insertion between ``u`` and ``v`` (``k`` the smaller core): the nodes of
     core ``k`` reached from an end of core ``k`` through nodes of core ``k`` with more
     than ``k`` live edges to nodes of core ``k`` or more (only those can rise: a superset
-    of the nodes that do), marked ``stamp`` (the others seen ``stamp + 2``); then
-    :func:`_settle`'s peeling counting neighbours of core above ``k`` or in the set, and
-    the survivors rise to ``k + 1``. Returns the entries scanned."""
+    of the nodes that do), marked ``stamp`` (the others seen ``stamp + 2``); then a
+    peeling counting neighbours of core above ``k`` or in the set, and the survivors rise
+    to ``k + 1``. Returns the entries scanned."""
     size = 0
     scanned = 0
     for r in (u, v):
