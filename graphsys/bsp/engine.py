@@ -256,6 +256,10 @@ def run(graph, program: VertexProgram, *, mode: str = "auto", device: str = "cpu
     ex = Execution.of(execution, mode=mode, device=device, backend=backend, threads=threads,
                       distributed=distributed, progress=progress)
     mode, threads, distributed = ex.mode, ex.threads, ex.distributed
+    if ex.memory_limit is not None:  # an Execution built for another engine: not ignored
+        raise ParameterError("memory_limit", "is not a BSP engine option (mode='out-of-core' "
+                                             "streams the buckets; device_budget bounds the "
+                                             "GPU's share)")
     if schedule not in SCHEDULES:
         raise ParameterError("schedule", f"unknown schedule {schedule!r} (choose from "
                                           f"{', '.join(SCHEDULES)})")

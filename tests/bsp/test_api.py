@@ -83,3 +83,14 @@ def test_progress_true_shows_the_supersteps(small, monkeypatch, capsys):
     n = shown.stats.num_supersteps
     assert f"pagerank: {n}/100 superstep" in capsys.readouterr().err
     assert shown.to_dict() == bsp.pagerank(small, fuse=False).to_dict()
+
+
+def test_an_execution_with_a_memory_limit_is_refused_not_ignored(small):
+    """The BSP engine has no memory limit: an Execution carrying one (built for mining, say)
+    is refused in one line rather than run without it."""
+    from graphsys.bsp.algorithms.pagerank import PageRank
+    from graphsys.errors import ParameterError
+    from graphsys.execution import Execution
+
+    with pytest.raises(ParameterError, match="memory_limit is not a BSP engine option"):
+        bsp.run(small, PageRank(), execution=Execution(memory_limit=1 << 30))
