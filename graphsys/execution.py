@@ -139,6 +139,13 @@ class Execution:
                                            f"device {self.device!r}, backend {self.backend!r}")
         return self
 
+    def without(self, field: str, what: str) -> Execution:
+        """Itself, refused in one line where ``field`` is set but ``what`` has no such
+        option (an Execution built for another engine is not run with it ignored)."""
+        if getattr(self, field) != _DEFAULTS[field]:
+            raise ParameterError(field, f"is not an option of {what}")
+        return self
+
 
 #: The fields' defaults (what :meth:`Execution.of` reads as not given).
 _DEFAULTS = {f.name: f.default for f in dataclasses.fields(Execution)}

@@ -254,12 +254,9 @@ def run(graph, program: VertexProgram, *, mode: str = "auto", device: str = "cpu
         graph = open_graph(graph)
     t_start = time.perf_counter()
     ex = Execution.of(execution, mode=mode, device=device, backend=backend, threads=threads,
-                      distributed=distributed, progress=progress)
+                      distributed=distributed, progress=progress).without(
+        "memory_limit", "the BSP engine (mode='out-of-core' streams; device_budget bounds a GPU)")
     mode, threads, distributed = ex.mode, ex.threads, ex.distributed
-    if ex.memory_limit is not None:  # an Execution built for another engine: not ignored
-        raise ParameterError("memory_limit", "is not a BSP engine option (mode='out-of-core' "
-                                             "streams the buckets; device_budget bounds the "
-                                             "GPU's share)")
     if schedule not in SCHEDULES:
         raise ParameterError("schedule", f"unknown schedule {schedule!r} (choose from "
                                           f"{', '.join(SCHEDULES)})")

@@ -92,5 +92,5 @@ def test_an_execution_with_a_memory_limit_is_refused_not_ignored(small):
     from graphsys.errors import ParameterError
     from graphsys.execution import Execution
 
-    with pytest.raises(ParameterError, match="memory_limit is not a BSP engine option"):
+    with pytest.raises(ParameterError, match="memory_limit is not an option of the BSP engine"):
         bsp.run(small, PageRank(), execution=Execution(memory_limit=1 << 30))
