@@ -14,12 +14,7 @@ import numbers
 import numpy as np
 
 from graphsys import mining
-
-
-def _nx():
-    import networkx as nx
-
-    return nx
+from graphsys.nx_backend.algorithms import _nx
 
 
 def is_partition(G, communities):

@@ -14,13 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from graphsys.nx_backend.algorithms import _nx
 from graphsys.nx_backend.measures import _nbunch, _unweighted
-
-
-def _nx():
-    import networkx as nx
-
-    return nx
 
 
 def _centrality(G, deg: np.ndarray) -> dict:

@@ -9,13 +9,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from graphsys import measures, views
-
-
-def _nx():
-    import networkx as nx
-
-    return nx
-
+from graphsys.nx_backend.algorithms import _nx
 
 #: Pairs scored per call when NetworkX asks for every non-edge (``ebunch=None``).
 CHUNK = 1 << 16

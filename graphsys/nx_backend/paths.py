@@ -20,18 +20,13 @@ import numpy as np
 from graphsys.nx_backend.algorithms import (
     _check_node,
     _is_connected,
+    _nx,
     _scc_labels,
     _within,
     distances,
     single_source_dijkstra_path_length,
     single_source_shortest_path_length,
 )
-
-
-def _nx():
-    import networkx as nx
-
-    return nx
 
 
 def _reached(G, source, weight=None) -> np.ndarray:

@@ -23,18 +23,13 @@ import math
 import numpy as np
 
 from graphsys.kernels.centrality import pull_product, square_counts
+from graphsys.nx_backend.algorithms import _nx
 
 #: The ``_numpy`` variants iterate until the L1 change is below ``N`` times this (times the
 #: largest magnitude, for Katz's unnormalised iterate)...
 TIGHT_TOL = 1e-15
 #: ... for at most this many iterations, else the call is declined.
 TIGHT_MAX_ITER = 10_000
-
-
-def _nx():
-    import networkx as nx
-
-    return nx
 
 
 def _operator(G, weight):

@@ -14,6 +14,7 @@ from graphsys.nx_backend.algorithms import (
     _count,
     _is_connected,
     _labels,
+    _nx,
     _parts,
     _scc_labels,
     condensation,
@@ -22,12 +23,6 @@ from graphsys.nx_backend.algorithms import (
 from graphsys.nx_backend.algorithms import (
     core_number as _core_numbers,
 )
-
-
-def _nx():
-    import networkx as nx
-
-    return nx
 
 
 def is_directed_acyclic_graph(G):
