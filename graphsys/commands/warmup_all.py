@@ -42,12 +42,6 @@ LARGE_NODES = 1 << 14
 PAIRS = np.array([[0, 1], [1, 2], [2, 3], [0, 5]], dtype=np.int64)
 
 
-def _link_methods() -> tuple[str, ...]:
-    from graphsys.measures import METHODS
-
-    return tuple(METHODS)
-
-
 def _bsp_calls() -> dict[str, Callable]:
     from graphsys import bsp
 
@@ -108,6 +102,7 @@ def _mining_calls() -> dict[str, Callable]:
 
 def _measures_calls() -> dict[str, Callable]:
     from graphsys import measures
+    from graphsys.measures import METHODS
 
     calls = {
         "degree_stats": lambda g, s: measures.degree_stats(g),
@@ -123,7 +118,7 @@ def _measures_calls() -> dict[str, Callable]:
             g, np.random.default_rng(0).integers(0, g.num_nodes(), (1 << 15, 2)),
             internal=True),
     }
-    for method in _link_methods():
+    for method in METHODS:
         calls[f"link_scores_{method}"] = (
             lambda g, s, m=method: measures.link_scores(g, _pairs(g), m))
         calls[f"top_links_{method}"] = (
@@ -401,7 +396,6 @@ def _changes_calls() -> dict[str, Callable]:
     the appended edges, PageRank's warm start), and PageRank on a sparse indexed graph after
     one edge was deleted (the delta push): each ``call(work, seed)`` in a fresh directory."""
     from graphsys import bsp, open_graph
-    from graphsys.generators import rmat_edges
     from graphsys.interop import from_numpy
     from graphsys.storage.adjacency_index import build_index
     from graphsys.storage.append import append_edges
@@ -410,9 +404,7 @@ def _changes_calls() -> dict[str, Callable]:
 
     def changed(work: Path, seed: int, indexed: bool) -> None:
         work.mkdir()
-        chunks = list(rmat_edges(NODES, EDGES, seed=seed))
-        src = np.concatenate([c["src"] for c in chunks])
-        dst = np.concatenate([c["dst"] for c in chunks])
+        src, dst = _rmat(NODES, EDGES, seed)
         weight = np.random.default_rng(seed).random(len(src))
         g = from_numpy(src, dst, work / "g", weight=weight, seed=seed)
         if indexed:
@@ -448,16 +440,22 @@ def _changes_calls() -> dict[str, Callable]:
             "pagerank_delta": delta}
 
 
+def _rmat(nodes: int, edges: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(src, dst) of an R-MAT graph."""
+    from graphsys.generators import rmat_edges
+    from graphsys.generators._random import concat
+
+    edges = concat(list(rmat_edges(nodes, edges, seed=seed)))
+    return edges["src"], edges["dst"]
+
+
 def _graphs(work: Path, seed: int) -> list[tuple[str, Any]]:
     """(label, graph) of each layout every call gets: directed and weighted, undirected,
     and undirected with every stored index."""
-    from graphsys.generators import rmat_edges
     from graphsys.interop import from_numpy
     from graphsys.storage.adjacency_index import build_index
 
-    chunks = list(rmat_edges(NODES, EDGES, seed=seed))
-    src = np.concatenate([c["src"] for c in chunks])
-    dst = np.concatenate([c["dst"] for c in chunks])
+    src, dst = _rmat(NODES, EDGES, seed)
     weight = np.random.default_rng(seed).random(len(src))
     directed = from_numpy(src, dst, work / "directed", weight=weight, seed=seed)
     undirected = from_numpy(src, dst, work / "undirected", undirected=True, seed=seed)
@@ -472,15 +470,10 @@ def _two_components(work: Path, seed: int) -> tuple[str, Any]:
     a distance search takes its large levels on threads at
     (:data:`graphsys.measures.kernels_distance.THREADS_FROM`), and a second component that
     the diameter searches from its own hub."""
-    from graphsys.generators import rmat_edges
     from graphsys.interop import from_numpy
 
-    parts = []
-    for k in range(2):
-        chunks = list(rmat_edges(LARGE_NODES, 4 * LARGE_NODES, seed=seed + k))
-        parts.append((np.concatenate([c["src"] for c in chunks]) + k * LARGE_NODES,
-                      np.concatenate([c["dst"] for c in chunks]) + k * LARGE_NODES))
-    src, dst = (np.concatenate(x) for x in zip(*parts))
+    parts = [_rmat(LARGE_NODES, 4 * LARGE_NODES, seed + k) for k in range(2)]
+    src, dst = (np.concatenate([x[0], x[1] + LARGE_NODES]) for x in zip(*parts))
     return "two components", from_numpy(src, dst, work / "two-components", undirected=True,
                                         seed=seed)
 
