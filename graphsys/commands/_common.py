@@ -41,6 +41,19 @@ def add_trace_arg(parser) -> None:
                             help="replace an existing --trace file")
 
 
+def add_time_args(parser, verb: str, what: str = "the graph") -> None:
+    """``--until T`` and ``--since S``: the command reads only the edges of a time window
+    (``verb`` ``what`` as of time T: "run on" "the graph", "export" "the edge set")."""
+    parser.add_argument("--until", metavar="T",
+                        help=f"{verb} {what} as of time T: only the edges whose timestamp "
+                             f"edge column is <= T (a number in the column's unit, or an "
+                             f"ISO-8601 date read as Unix seconds, UTC)")
+    parser.add_argument("--since", metavar="S",
+                        help=f"{verb} only the edges whose timestamp edge column is > S "
+                             f"(strictly after S; with --until T the window (S, T], so "
+                             f"windows (a, b] and (b, c] tile time; S as --until's T)")
+
+
 def trace_path(args):
     """The checked ``--trace`` path (a one-line error if it cannot be written), or None."""
     from graphsys.trace import check_trace_path

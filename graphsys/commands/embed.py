@@ -17,6 +17,7 @@ from pathlib import Path
 
 from graphsys.commands._common import (
     add_quiet_arg,
+    add_time_args,
     add_trace_arg,
     emit_json,
     show_progress,
@@ -40,14 +41,7 @@ def register(subparsers) -> None:
     t.add_argument("--edges", help="training edge set, or several joined by commas "
                    "(default,day2) or all (default: train, or the only one, with the edge "
                    "sets appended to it)")
-    t.add_argument("--until", metavar="T",
-                   help="train on the graph as of time T: only the edges whose timestamp edge "
-                        "column is <= T (a number in the column's unit, or an ISO-8601 date "
-                        "read as Unix seconds, UTC)")
-    t.add_argument("--since", metavar="S",
-                   help="train on only the edges whose timestamp edge column is > S (strictly "
-                        "after S; with --until T the window (S, T], so windows (a, b] and "
-                        "(b, c] tile time; S as --until's T)")
+    add_time_args(t, "train on")
     t.add_argument("--config", type=Path, help="TOML or JSON config file, or a PyTorch-BigGraph "
                    "config (.py: parsed, never run; matched to --graph)")
     t.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",

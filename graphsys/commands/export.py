@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from graphsys.commands._common import emit_json, graph_arg
+from graphsys.commands._common import add_time_args, emit_json, graph_arg
 
 
 def register(subparsers) -> None:
@@ -15,14 +15,7 @@ def register(subparsers) -> None:
                    help="edge set; several read as one joined by commas (default,day2), "
                         "or all (default: the graph's default view, which includes the edge "
                         "sets appended to it)")
-    p.add_argument("--until", metavar="T",
-                   help="export the edge set as of time T: only the edges whose timestamp edge "
-                        "column is <= T (a number in the column's unit, or an ISO-8601 date "
-                        "read as Unix seconds, UTC)")
-    p.add_argument("--since", metavar="S",
-                   help="export only the edges whose timestamp edge column is > S (strictly "
-                        "after S; with --until T the window (S, T], so windows (a, b] and "
-                        "(b, c] tile time; S as --until's T)")
+    add_time_args(p, "export", "the edge set")
     p.add_argument("--out", required=True, type=Path, help="FILE.parquet, FILE.tsv or FILE.tsv.gz")
     p.add_argument("--overwrite", action="store_true")
     p.add_argument("--json", action="store_true")

@@ -49,7 +49,13 @@ import sys
 import time
 from pathlib import Path
 
-from graphsys.commands._common import add_trace_arg, emit_json, show_progress, trace_path
+from graphsys.commands._common import (
+    add_time_args,
+    add_trace_arg,
+    emit_json,
+    show_progress,
+    trace_path,
+)
 from graphsys.errors import GraphsysError
 from graphsys.outputs import check_outputs, check_own_directory
 from graphsys.plugins import GNN_MODELS
@@ -253,14 +259,7 @@ def _link_args(t, field: dict) -> None:
                    help=f"link task, random/time split: uniform negatives each held-out edge "
                         f"is ranked against, true edges filtered out; -1 = every candidate "
                         f"node (default {field['link_eval_negatives']})")
-    t.add_argument("--until", metavar="T", default=None,
-                   help="train on the graph as of time T: only the edges whose timestamp edge "
-                        "column is <= T (a number in the column's unit, or an ISO-8601 date "
-                        "read as Unix seconds, UTC)")
-    t.add_argument("--since", metavar="S", default=None,
-                   help="train on only the edges whose timestamp edge column is > S (strictly "
-                        "after S; with --until T the window (S, T], so windows (a, b] and "
-                        "(b, c] tile time; S as --until's T)")
+    add_time_args(t, "train on")
     for flag, what in (("--valid-from", "validation edges (up to --test-from)"),
                        ("--test-from", "test edges")):
         t.add_argument(flag, metavar="T", default=None,

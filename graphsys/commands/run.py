@@ -19,7 +19,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from graphsys.commands._common import add_trace_arg, emit_json, graph_arg, trace_path
+from graphsys.commands._common import add_time_args, add_trace_arg, emit_json, graph_arg, trace_path
 from graphsys.errors import ConvergenceWarning, GraphsysError
 from graphsys.plugins import ALGORITHMS
 
@@ -89,14 +89,7 @@ def register(subparsers) -> None:
                    help="edge set; several read as one joined by commas (default,day2), "
                         "or all (default: the graph's default view, which includes the edge "
                         "sets appended to it)")
-    p.add_argument("--until", metavar="T",
-                   help="run on the graph as of time T: only the edges whose timestamp edge "
-                        "column is <= T (a number in the column's unit, or an ISO-8601 date "
-                        "read as Unix seconds, UTC)")
-    p.add_argument("--since", metavar="S",
-                   help="run on only the edges whose timestamp edge column is > S (strictly "
-                        "after S; with --until T the window (S, T], so windows (a, b] and "
-                        "(b, c] tile time; S as --until's T)")
+    add_time_args(p, "run on")
     p.add_argument("--init", default="auto", metavar="PREV.parquet|auto|none",
                    help="start from a previous result of this algorithm on an earlier "
                         "version of the edges, e.g. before an append: pagerank/ppr from its "
