@@ -231,25 +231,6 @@ def push_layout(indptr, indices, order, out_degree, num_min_blocks):
     return bounds, slot_ptr, step, dst, runs, heavy
 
 
-def slot_sources(bounds, edge_ptr, step, dst, runs, heavy):
-    """Decode a layout's slots (NumPy; for checks and tests, not the step): returns
-    ``(source, target)``, int64 (S,) each: every slot's source and target (new ids), the
-    target -1 on padding slots."""
-    source = np.empty(len(step), np.int64)
-    target = np.full(len(step), -1, np.int64)
-    for b in range(len(bounds) - 1):
-        row = runs[b * (heavy + 1):(b + 1) * (heavy + 1)]
-        for s in range(heavy):
-            source[row[s]:row[s + 1]] = s
-        light = slice(row[heavy], edge_ptr[b + 1])
-        source[light] = heavy + np.cumsum(step[light], dtype=np.int64)
-        block = slice(edge_ptr[b], edge_ptr[b + 1])
-        offsets = dst[block].astype(np.int64)
-        size = bounds[b + 1] - bounds[b]
-        target[block] = np.where(offsets < size, bounds[b] + offsets, -1)
-    return source, target
-
-
 def sums_length(num_nodes: int, bounds: np.ndarray) -> int:
     """The length of a push step's ``acc`` over a layout's ``bounds``: every target's sum
     and one spare per block (its padding slots' target)."""

@@ -204,6 +204,25 @@ def test_parallel_step_matches_numpy(kind, with_p, dtype):
     assert results[0] == results[-1]
 
 
+def slot_sources(bounds, edge_ptr, step, dst, runs, heavy):
+    """Decode a layout's slots (NumPy): returns
+    ``(source, target)``, int64 (S,) each: every slot's source and target (new ids), the
+    target -1 on padding slots."""
+    source = np.empty(len(step), np.int64)
+    target = np.full(len(step), -1, np.int64)
+    for b in range(len(bounds) - 1):
+        row = runs[b * (heavy + 1):(b + 1) * (heavy + 1)]
+        for s in range(heavy):
+            source[row[s]:row[s + 1]] = s
+        light = slice(row[heavy], edge_ptr[b + 1])
+        source[light] = heavy + np.cumsum(step[light], dtype=np.int64)
+        block = slice(edge_ptr[b], edge_ptr[b + 1])
+        offsets = dst[block].astype(np.int64)
+        size = bounds[b + 1] - bounds[b]
+        target[block] = np.where(offsets < size, bounds[b] + offsets, -1)
+    return source, target
+
+
 def test_push_layout_against_brute_force():
     """Blocks cover the targets in order, hold the edges of the renumbered graph with each
     block's edges sorted by source, stay within PUSH_BLOCK_MAX_NODES vertices, and the heavy
@@ -214,7 +233,6 @@ def test_push_layout_against_brute_force():
         PUSH_HEAVY_RUN,
         PUSH_STEP_MAX,
         push_layout,
-        slot_sources,
     )
 
     n = PUSH_BLOCK_MAX_NODES + 9_000  # at least two blocks by the vertex cap alone
