@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 
@@ -603,22 +604,9 @@ def _community_program(graph, *, edge_set=None, resolution=1.0, seed=0, weighted
                    iterations=int(iterations))
 
 
-def _louvain_program(graph, *, edge_set=None, resolution=1.0, seed=0, weighted=None,
-                     directed=None, iterations=1):
-    return _community_program(graph, edge_set=edge_set, resolution=resolution, seed=seed,
-                              weighted=weighted, directed=directed, iterations=iterations)
-
-
-def _leiden_program(graph, *, edge_set=None, resolution=1.0, seed=0, weighted=None,
-                    directed=None, iterations=2, theta=THETA):
-    return _community_program(graph, edge_set=edge_set, resolution=resolution, seed=seed,
-                              weighted=weighted, directed=directed, leiden=True,
-                              theta=theta, iterations=iterations)
-
-
 _COMMUNITY_PARAMETERS = ("resolution", "seed", "weighted", "directed")
 #: max_iters counts the levels of a pass: 64 is ample
-LOUVAIN_SPEC = AlgorithmSpec("louvain", _louvain_program, lambda n: 64,
+LOUVAIN_SPEC = AlgorithmSpec("louvain", partial(_community_program, iterations=1), lambda n: 64,
                              parameters=(*_COMMUNITY_PARAMETERS, "iterations"))
-LEIDEN_SPEC = AlgorithmSpec("leiden", _leiden_program, lambda n: 64,
+LEIDEN_SPEC = AlgorithmSpec("leiden", partial(_community_program, leiden=True), lambda n: 64,
                             parameters=(*_COMMUNITY_PARAMETERS, "iterations", "theta"))
