@@ -204,9 +204,8 @@ class ItemTask(Task):
                                    device=self.device)
 
     def batches(self, epoch: int) -> NodeLoader:
-        """Epoch ``epoch``'s training pairs, :attr:`per_epoch` batches: uniform active
-        items, each with one item -> user -> item hop of the training graph (drawn from
-        ``(seed, epoch)``), and their uniform, then from epoch 2 on hard, negatives."""
+        """:attr:`per_epoch` batches of uniform active items, each with one item -> user ->
+        item hop (drawn from ``(seed, epoch)``), and uniform (from epoch 2 also hard) negatives."""
         cfg, fw, bw = self.cfg, self.fw, self.bw
         rng = np.random.default_rng(derive_seed(cfg.seed, epoch))
         heads = rng.choice(self.active_items, self.per_epoch * cfg.batch_size)

@@ -352,18 +352,15 @@ class NodeLoader:
         tail)`` pairs to batch, ``batch_size`` pairs a batch; a batch's seeds are the
         pairs' ends and their negatives (:func:`pair_seeds`), ``extra`` maps them.
     negatives : int or callable, optional
-        With ``links``, the negative tails of each pair, drawn for batch ``i`` of epoch
-        ``e`` from ``rng_seed = derive_seed(seed, e, i, 1)``: that many uniform nodes
-        (:class:`~graphsys.sampling.UniformNegativeSampler`; default 0), or a negative
-        sampler ``(heads, rng_seed) -> (B, K)`` node ids
-        (:class:`~graphsys.sampling.PPRHardNegativeSampler`, ...).
+        With ``links``, each pair's negative tails, for batch ``i`` of epoch ``e`` from
+        ``rng_seed = derive_seed(seed, e, i, 1)``: that many uniform nodes (default 0), or
+        those of a negative sampler ``(heads, rng_seed) -> (B, K)`` ids.
     either_end : bool, optional
-        With ``links``, the pairs are unordered: each pair's ends are swapped with
-        probability 1/2 in each batch (from ``derive_seed(seed, e, i, 2)``), before its
-        negatives are drawn for its head (default False).
+        With ``links``: unordered pairs, whose ends swap with probability 1/2 in each batch
+        (from ``derive_seed(seed, e, i, 2)``; default False).
     transform : callable, optional
-        ``MiniBatch -> MiniBatch``, applied by the worker to each sampled batch before its
-        features are gathered (e.g. to drop edges from its blocks; the input nodes stay).
+        ``MiniBatch -> MiniBatch``, run by the worker on each sampled batch before its
+        features are gathered (its input nodes must stay).
     times : tensor, array or sequence, optional
         A time for each seed or link (with a mask: each selected node, in id order), for a
         temporal sampler (:class:`~graphsys.sampling.TemporalNeighborSampler`; any other is
