@@ -343,10 +343,11 @@ def _sampling_calls() -> dict[str, Callable]:
         "uniform_negative": lambda g, s: sampling.UniformNegativeSampler(
             g.num_nodes(), 2)(np.array([0, 1])),
         "ppr_negative": ppr,
-        "temporal_recent": lambda g, s: sampling.TemporalNeighborSampler(g, [3, 2]).sample(
-            [0, 1, 2], [5, 9, 12]),
+        "temporal_recent": lambda g, s: sampling.TemporalNeighborSampler(
+            g, [3, 2]).sample_blocks(sampling.SamplerInput([0, 1, 2], [5, 9, 12])),
         "temporal_uniform": lambda g, s: sampling.TemporalNeighborSampler(
-            g, [3, 2], strategy="uniform").sample([0, 1, 2], [5, 9, 12]),
+            g, [3, 2], strategy="uniform").sample_blocks(
+                sampling.SamplerInput([0, 1, 2], [5, 9, 12])),
     }
 
 

@@ -2,8 +2,8 @@
 
 Training draws fresh neighbourhoods every batch: :func:`node_sampler` (node task),
 :func:`link_sampler` (held-out-edge link task), :func:`walk_sampler` (PinSage walks over a
-meta-path; the item task), and :func:`pair_batch` cuts a link task's (head, positive,
-negatives) batch into the blocks of its distinct nodes. Evaluation runs on fixed blocks,
+meta-path; the item task); the link tasks batch their pairs with
+:class:`~graphsys.gnn.NodeLoader` (``links=``). Evaluation runs on fixed blocks,
 the same at every evaluation: :func:`eval_blocks` (full neighbourhoods, or a walk sample
 fixed by the seed; streaming inference), :func:`node_eval_sampler` and
 :func:`fixed_blocks` (the node task's validation and test seeds).
@@ -17,10 +17,9 @@ import numpy as np
 
 from graphsys.gnn.config import TrainConfig
 from graphsys.gnn.conv.spec import random_walk_sampling
-from graphsys.gnn.loader import pair_seeds
 from graphsys.sampling._util import derive_seed
 from graphsys.sampling.adjacency import Adjacency
-from graphsys.sampling.block import Block, MiniBatch
+from graphsys.sampling.block import Block
 from graphsys.sampling.neighbor import NeighborSampler
 from graphsys.sampling.pinsage import RandomWalkNeighborSampler
 
@@ -87,13 +86,3 @@ def link_sampler(cfg: TrainConfig, adj: Adjacency
     if random_walk_sampling(cfg.model):
         return walk_sampler(cfg, adj, adj, fanouts)
     return NeighborSampler(adj, fanouts)
-
-
-def pair_batch(sampler, heads: np.ndarray, pos: np.ndarray, neg: np.ndarray,
-               rng_seed: int) -> MiniBatch:
-    """A link task batch: the blocks of the distinct nodes among ``heads`` (B,), their
-    positives ``pos`` (B,) and negatives ``neg`` (B, K), seeds in ascending id order;
-    ``extra`` maps each to its seed row (``head``, ``pos`` (B,), ``neg`` (B, K));
-    :class:`~graphsys.gnn.NodeLoader` batches ``links`` the same way."""
-    nodes, _, extra = pair_seeds(heads, pos, neg)
-    return MiniBatch(nodes, sampler.sample_blocks(nodes, rng_seed, parallel=False), extra)

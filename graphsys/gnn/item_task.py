@@ -23,19 +23,19 @@ from torch.nn import functional as F
 
 from graphsys import ranking
 from graphsys.errors import GraphsysError, ParameterError
-from graphsys.gnn.batches import eval_blocks, pair_batch, walk_sampler
+from graphsys.gnn.batches import eval_blocks, walk_sampler
 from graphsys.gnn.config import TrainConfig
 from graphsys.gnn.fit import Evaluation, Task
 from graphsys.gnn.inference import layerwise_inference, partition_ranges
 from graphsys.gnn.inputs import ItemInput
-from graphsys.gnn.loader import PrefetchLoader
+from graphsys.gnn.loader import NodeLoader
 from graphsys.gnn.model import GNN
 from graphsys.gnn.optim import adam
 from graphsys.ranking import protocol, ranks
 from graphsys.sampling._util import derive_seed
 from graphsys.sampling.adjacency import from_coo, typed_edges
 from graphsys.sampling.block import MiniBatch
-from graphsys.sampling.negative import PPRHardNegativeSampler
+from graphsys.sampling.negative import PPRHardNegativeSampler, UniformNegativeSampler
 from graphsys.storage.graph import Graph
 
 #: How the item task ranks a held-out item: among every item, the user's known items left out
@@ -203,25 +203,30 @@ class ItemTask(Task):
                                    eval_blocks(self.sampler, self.cfg.seed), self.ranges,
                                    device=self.device)
 
-    def make_batch(self, i: int, epoch: int) -> MiniBatch:
-        cfg, fw, bw, n_items = self.cfg, self.fw, self.bw, self.n_items
-        rng = np.random.default_rng(derive_seed(cfg.seed, epoch, i))
-        heads = rng.choice(self.active_items, cfg.batch_size)
-        # positive: one item -> user -> item hop on the training graph
-        deg = fw.degrees()[heads]
-        mid = fw.indices[fw.indptr[heads] + (rng.random(len(heads)) * deg).astype(np.int64)]
-        bdeg = bw.degrees()[mid]
-        pos = bw.indices[bw.indptr[mid] + (rng.random(len(mid)) * bdeg).astype(np.int64)]
-        negs = [rng.integers(0, n_items, (len(heads), cfg.negatives_for("user")))]
-        if self.hard is not None and epoch > 1:
-            negs.append(self.hard(heads, derive_seed(cfg.seed, epoch, i, 1)).numpy())
-        neg = np.concatenate(negs, axis=1)
-        return pair_batch(self.sampler, heads, pos, neg, derive_seed(cfg.seed, epoch, i, 2))
+    def batches(self, epoch: int) -> NodeLoader:
+        """:attr:`per_epoch` batches of uniform active items, each with one item -> user ->
+        item hop (drawn from ``(seed, epoch)``), and uniform (from epoch 2 also hard) negatives."""
+        cfg, fw, bw = self.cfg, self.fw, self.bw
+        rng = np.random.default_rng(derive_seed(cfg.seed, epoch))
+        heads = rng.choice(self.active_items, self.per_epoch * cfg.batch_size)
+        mid = fw.indices[fw.indptr[heads] + (rng.random(len(heads)) * fw.degrees()[heads])
+                         .astype(np.int64)]
+        pos = bw.indices[bw.indptr[mid] + (rng.random(len(mid)) * bw.degrees()[mid])
+                         .astype(np.int64)]
+        uniform = UniformNegativeSampler(self.n_items, cfg.negatives_for("user"))
+        hard = self.hard if epoch > 1 else None
 
-    def batches(self, epoch: int) -> PrefetchLoader:
-        return PrefetchLoader(self.per_epoch, lambda i: self.make_batch(i, epoch),
-                              num_workers=self.cfg.num_workers, prefetch=self.cfg.prefetch,
-                              device=self.device)
+        def negatives(h: torch.Tensor, key: int) -> torch.Tensor:
+            neg = uniform(h, key)
+            return neg if hard is None else torch.cat([neg, hard(h, derive_seed(key, 1))], 1)
+
+        loader = NodeLoader(None, self.sampler, links=np.stack([heads, pos], 1),
+                            negatives=negatives, batch_size=cfg.batch_size, shuffle=False,
+                            seed=derive_seed(cfg.seed, epoch), num_workers=cfg.num_workers,
+                            prefetch=cfg.prefetch, features=None, labels=None,
+                            device=self.device)
+        loader.set_epoch(epoch)
+        return loader
 
     def loss(self, batch: MiniBatch, epoch: int, k: int) -> torch.Tensor:
         z = F.normalize(self.model(batch.blocks, self.inp(batch.input_nodes)), dim=1)

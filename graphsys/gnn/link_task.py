@@ -15,6 +15,7 @@ validation MRR selects the model.
 
 from __future__ import annotations
 
+from itertools import islice
 from pathlib import Path
 
 import numpy as np
@@ -22,14 +23,14 @@ import torch
 from torch.nn import functional as F
 
 from graphsys.errors import GraphsysError, ParameterError
-from graphsys.gnn.batches import eval_blocks, link_sampler, pair_batch
+from graphsys.gnn.batches import eval_blocks, link_sampler
 from graphsys.gnn.checkpoint import load_module_state, meta_field, train_config_of
 from graphsys.gnn.config import TrainConfig
 from graphsys.gnn.fit import Evaluation, Task
 from graphsys.gnn.inference import layerwise_inference, partition_ranges
 from graphsys.gnn.inputs import link_input
 from graphsys.gnn.link import LinkData, LinkDecoder, evaluate_links, exclude_pairs, link_data
-from graphsys.gnn.loader import PrefetchLoader
+from graphsys.gnn.loader import NodeLoader
 from graphsys.gnn.model import GNN
 from graphsys.gnn.optim import adam
 from graphsys.gnn.time_split import pair_cut
@@ -37,6 +38,7 @@ from graphsys.plugins import GNN_MODELS
 from graphsys.ranking import protocol
 from graphsys.sampling._util import derive_seed
 from graphsys.sampling.block import MiniBatch
+from graphsys.sampling.negative import UniformNegativeSampler
 from graphsys.storage.graph import Graph
 
 
@@ -78,8 +80,15 @@ class LinkTask(Task):
             self.opt.add_param_group({"params": [self.decoder.rel], "weight_decay": 0.0})
         if self.decoder.mlp is not None:
             self.opt.add_param_group({"params": list(self.decoder.mlp.parameters())})
-        self.train_h, self.train_t = data.head[data.train], data.tail[data.train]
-        self.per_epoch = max(1, -(-len(self.train_h) // cfg.batch_size))
+        lo, hi = data.tails
+        self.loader = NodeLoader(
+            None, self.sampler, links=np.stack([data.head[data.train], data.tail[data.train]], 1),
+            negatives=UniformNegativeSampler(hi, cfg.negatives_for(self.split), low=lo),
+            either_end=data.symmetric, batch_size=cfg.batch_size, seed=cfg.seed,
+            transform=self.exclude_targets if cfg.link_exclude_targets else None,
+            num_workers=cfg.num_workers, prefetch=cfg.prefetch, features=None, labels=None,
+            device=device, device_sampling=False)
+        self.per_epoch = max(1, len(self.loader))
         if cfg.batches_per_epoch:
             self.per_epoch = min(self.per_epoch, cfg.batches_per_epoch)
         self.ranges = (partition_ranges(graph, data.types[0][0]) if len(data.types) == 1
@@ -97,27 +106,17 @@ class LinkTask(Task):
                                    eval_blocks(self.sampler, self.cfg.seed), self.ranges,
                                    device=self.device)
 
-    def make_batch(self, i: int, epoch: int, order: np.ndarray) -> MiniBatch:
-        cfg, data = self.cfg, self.data
-        rng = np.random.default_rng(derive_seed(cfg.seed, epoch, i))
-        idx = order[i * cfg.batch_size:(i + 1) * cfg.batch_size]
-        h, t = self.train_h[idx], self.train_t[idx]
-        if data.symmetric:                       # an unordered pair: either end is the head
-            flip = rng.random(len(idx)) < 0.5
-            h, t = np.where(flip, t, h), np.where(flip, h, t)
-        neg = rng.integers(*data.tails, (len(idx), cfg.negatives_for(self.split)))
-        batch = pair_batch(self.sampler, h, t, neg, derive_seed(cfg.seed, epoch, i, 2))
-        if cfg.link_exclude_targets:
-            batch.blocks = exclude_pairs(batch.blocks, h, t, data.num_nodes)
+    def exclude_targets(self, batch: MiniBatch) -> MiniBatch:
+        """``batch`` without its own target pairs' edges (:func:`exclude_pairs`)."""
+        s, ex = batch.seeds, batch.extra
+        batch.blocks = exclude_pairs(batch.blocks, s[ex["head"]], s[ex["pos"]],
+                                     self.data.num_nodes)
         return batch
 
-    def batches(self, epoch: int) -> PrefetchLoader:
-        cfg = self.cfg
-        order = np.random.default_rng(derive_seed(cfg.seed, epoch)).permutation(
-            len(self.train_h))
-        return PrefetchLoader(self.per_epoch, lambda i: self.make_batch(i, epoch, order),
-                              num_workers=cfg.num_workers, prefetch=cfg.prefetch,
-                              device=self.device)
+    def batches(self, epoch: int):
+        """The loader's epoch ``epoch``: its first :attr:`per_epoch` batches."""
+        self.loader.set_epoch(epoch)
+        return islice(self.loader, self.per_epoch)
 
     def loss(self, batch: MiniBatch, epoch: int, k: int) -> torch.Tensor:
         z = self.model(batch.blocks, self.inp(batch.input_nodes))

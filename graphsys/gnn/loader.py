@@ -29,6 +29,7 @@ from graphsys.sampling.base import Sampler, SamplerInput, refuse_times
 from graphsys.sampling.block import Block, MiniBatch
 from graphsys.sampling.device import DeviceNeighborSampler, _note_launch, as_int64, mix64
 from graphsys.sampling.features import feature_rows
+from graphsys.sampling.negative import UniformNegativeSampler
 from graphsys.sampling.neighbor import NeighborSampler
 from graphsys.storage.graph import Graph, open_graph
 from graphsys.storage.partitioned_rows import PartitionedRows
@@ -350,9 +351,16 @@ class NodeLoader:
         Link batches instead of node batches (PyG's ``LinkNeighborLoader``): the ``(head,
         tail)`` pairs to batch, ``batch_size`` pairs a batch; a batch's seeds are the
         pairs' ends and their negatives (:func:`pair_seeds`), ``extra`` maps them.
-    negatives : int, optional
-        With ``links``, uniform negative tails per pair, drawn for batch ``i`` of epoch
-        ``e`` from ``derive_seed(seed, e, i, 1)`` (default 0).
+    negatives : int or callable, optional
+        With ``links``, each pair's negative tails, for batch ``i`` of epoch ``e`` from
+        ``rng_seed = derive_seed(seed, e, i, 1)``: that many uniform nodes (default 0), or
+        those of a negative sampler ``(heads, rng_seed) -> (B, K)`` ids.
+    either_end : bool, optional
+        With ``links``: unordered pairs, whose ends swap with probability 1/2 in each batch
+        (from ``derive_seed(seed, e, i, 2)``; default False).
+    transform : callable, optional
+        ``MiniBatch -> MiniBatch``, run by the worker on each sampled batch before its
+        features are gathered (its input nodes must stay).
     times : tensor, array or sequence, optional
         A time for each seed or link (with a mask: each selected node, in id order), for a
         temporal sampler (:class:`~graphsys.sampling.TemporalNeighborSampler`; any other is
@@ -494,7 +502,7 @@ class NodeLoader:
     """
 
     def __init__(self, graph: Graph | str | Path | None, sampler: Sampler, seeds=None, *,
-                 links=None, negatives: int = 0,
+                 links=None, negatives=0, either_end: bool = False, transform=None,
                  batch_size: int = 512, shuffle: bool = True, seed: int = 0,
                  num_workers: int = 1, prefetch: int = 2, features="feat", labels="label",
                  device: str | torch.device = "cpu", drop_last: bool = False,
@@ -506,7 +514,8 @@ class NodeLoader:
         sampler = on_device(sampler, torch.device(device), device_sampling)
         for name, value, lo in (("batch_size", batch_size, 1), ("num_workers", num_workers, 0),
                                 ("prefetch", prefetch, 1), ("world_size", world_size, 1),
-                                ("rank", rank, 0), ("negatives", negatives, 0)):
+                                ("rank", rank, 0),
+                                ("negatives", 0 if callable(negatives) else negatives, 0)):
             if not isinstance(value, (int, np.integer)) or value < lo:
                 raise ParameterError(name, f"must be an integer >= {lo}, got {value!r}")
         self.graph = open_graph(graph) if isinstance(graph, (str, Path)) else graph
@@ -516,7 +525,9 @@ class NodeLoader:
                                           "one of the two")
         if negatives and links is None:
             raise ParameterError("negatives", "are drawn for links; none were given")
-        self.negatives = int(negatives)
+        self.negatives = (negatives if callable(negatives) else None if not negatives else
+                          UniformNegativeSampler(sampler.num_nodes, int(negatives)))
+        self.either_end, self.transform = bool(either_end), transform
         self.seeds = (self._seed_ids(seeds, unique=times is None) if links is None else
                       self._link_ids(links))
         self.times = None if times is None else self._seed_times(times)
@@ -640,10 +651,14 @@ class NodeLoader:
         cut = slice(i * self.batch_size, (i + 1) * self.batch_size)
         seeds, times = (None if o is None else o[cut] for o in order)
         neg = None
-        if self.seeds.ndim == 2:      # links: the global batch's negatives, then shared
-            rng = np.random.default_rng(derive_seed(self.seed, epoch, i, 1))
-            neg = torch.from_numpy(rng.integers(0, self.sampler.num_nodes,
-                                                (len(seeds), self.negatives)))
+        if self.seeds.ndim == 2:      # links: the global batch's flips and negatives, shared
+            if self.either_end:
+                rng = np.random.default_rng(derive_seed(self.seed, epoch, i, 2))
+                swap = torch.from_numpy(rng.random(len(seeds)) < 0.5)
+                seeds = torch.where(swap[:, None], seeds.flip(1), seeds)
+            neg = (torch.as_tensor(self.negatives(seeds[:, 0], derive_seed(self.seed, epoch,
+                                                                            i, 1)))
+                   if self.negatives else torch.zeros((len(seeds), 0), dtype=torch.int64))
         if self.world_size > 1:
             b, r, w = len(seeds), self.rank, self.world_size
             share = slice(r * b // w, (r + 1) * b // w)
@@ -660,12 +675,15 @@ class NodeLoader:
                 seeds if times is None else SamplerInput(seeds, times), rng_seed)
         if blocks and blocks[-1].device != seeds.device:    # made on the device: the
             seeds = blocks[-1].dst_nodes                    # seeds went there once
-        for k, b in enumerate(blocks):   # the aggregations' edge grouping, here rather
+        batch = MiniBatch(seeds, blocks, extra)
+        if self.transform is not None:
+            batch = self.transform(batch)
+        for k, b in enumerate(batch.blocks):   # the aggregations' edge grouping, here rather
             if isinstance(b, Block):       # than in the step; by source for the backward
                 _ = b.dst_offsets          # of the layers fed by a layer (a gradient)
                 if k > 0:
                     _ = b.src_offsets
-        ids = blocks[0].src_nodes
+        ids = batch.input_nodes
         f = self.features
         out = (self._buffers.take(len(ids), f.shape[1])
                if (isinstance(f, (np.ndarray, PartitionedRows)) and f.dtype == np.float32)
@@ -676,7 +694,8 @@ class NodeLoader:
             x = device_feature_dropout(f, ids, self.input_dropout, derive_seed(key, i))
         else:
             x = feature_dropout(f, ids, self.input_dropout, derive_seed(key, i), out)
-        return MiniBatch(seeds, blocks, extra, x=x, y=self._gather(self.labels, seeds))
+        batch.x, batch.y = x, self._gather(self.labels, batch.seeds)
+        return batch
 
     def _batch_sizes(self) -> set[int]:
         """The seed counts of this loader's batches on this rank."""

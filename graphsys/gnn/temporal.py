@@ -193,8 +193,9 @@ class TGN(nn.Module):
     >>> from graphsys.gnn.temporal import TGN
     >>> model = TGN(10, 16, raw_dim=1)
     >>> mem = model.memory.memory
+    >>> mask = torch.tensor([[True, True, False]] * 4)
     >>> z = model.embed(mem[:4], mem, torch.zeros(4, 3, dtype=torch.long),
-    ...                 torch.zeros(4, 3, 1), torch.zeros(4, 3), torch.zeros(4, 3).bool())
+    ...                 torch.zeros(8, 1), torch.zeros(8), mask)
     >>> z.shape, model.score(z[:2], z[2:]).shape
     (torch.Size([4, 16]), torch.Size([2]))
     """
@@ -215,12 +216,11 @@ class TGN(nn.Module):
     def embed(self, x: torch.Tensor, x_src: torch.Tensor, nbr: torch.Tensor,
               raw: torch.Tensor, delta: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Embeddings of query nodes from their states ``x`` (Q, d), the states ``x_src``
-        (S, d) of the nodes ``nbr`` (Q, k) indexes, the events' raw features (Q, k, raw)
-        and time gaps ``delta`` (Q, k) (:math:`\\Delta_j` of
-        :mod:`~graphsys.gnn.conv.temporal_attention`); ``mask`` (Q, k) the used slots (the
-        others' features and gaps are not read: time encoding and edge projection run on
-        the used slots only)."""
-        edge = torch.cat([raw[mask], self.memory.time_enc(delta[mask])], dim=-1)  # as TGN
+        (S, d) of the nodes ``nbr`` (Q, k) indexes, ``mask`` (Q, k) the used slots, and the
+        used slots' events in row-major order (:func:`~graphsys.gnn.conv.temporal_attention.
+        slots`): raw features (U, raw) and time gaps ``delta`` (U,) (:math:`\\Delta_j` of
+        :mod:`~graphsys.gnn.conv.temporal_attention`)."""
+        edge = torch.cat([raw, self.memory.time_enc(delta)], dim=-1)  # as TGN
         return self.conv(x, x_src, nbr, edge, mask)
 
     def score(self, z_src: torch.Tensor, z_dst: torch.Tensor) -> torch.Tensor:

@@ -63,6 +63,7 @@ from graphsys.errors import GraphsysError, ParameterError
 from graphsys.gnn.config import JODIE as MODEL_JODIE
 from graphsys.gnn.config import TGAT as MODEL_TGAT
 from graphsys.gnn.config import TrainConfig
+from graphsys.gnn.conv.temporal_attention import slots
 from graphsys.gnn.fit import Evaluation, Task
 from graphsys.gnn.jodie import JODIE, time_shift_scale
 from graphsys.gnn.optim import fused_adam
@@ -78,6 +79,7 @@ from graphsys.gnn.tgat import TGAT
 from graphsys.gnn.time_split import chronological_split
 from graphsys.ranking import protocol
 from graphsys.sampling._util import derive_seed
+from graphsys.sampling.base import SamplerInput
 from graphsys.sampling.temporal import TemporalNeighborSampler
 from graphsys.storage.graph import Graph
 
@@ -249,36 +251,31 @@ class EventStream:
             mem, last = self.model.memory.read(q)
             t = torch.from_numpy(self.ev.seconds(np.asarray(t0).repeat(len(query))))
             return self.model.embed(mem, last, t.to(self.device)), (query, mem, last)
-        ev, model, device = self.ev, self.model, self.device
-        hop = self.sampler.sample_hop(query, np.asarray(t0).repeat(len(query)), self.k)
-        used = hop.mask
-        nodes = np.unique(np.concatenate([query, hop.nbr[used]]))
+        model, device = self.model, self.device
+        block = self.sampler.sample_blocks(SamplerInput(query, np.full(len(query), t0)))[0]
+        rows = block.src_nodes.numpy()
+        nodes = np.unique(rows)
         mem, last = model.memory.read(torch.from_numpy(nodes).to(device))
-        qpos = torch.from_numpy(np.searchsorted(nodes, query)).to(device)
-        npos = torch.from_numpy(np.searchsorted(nodes, np.where(used, hop.nbr, nodes[0])))
+        pos = torch.from_numpy(np.searchsorted(nodes, rows)).to(device)   # each row's node
+        nbr, mask = slots(block, self.k, device)
         # each event's gap: its neighbour's last update minus the event's time (PyG's
         # TGN example's; whether the neighbour was active since)
-        t_edge = torch.from_numpy(ev.seconds(hop.time)).to(device)
-        delta = last.index_select(0, npos.reshape(-1).to(device)).view(npos.shape) - t_edge
-        raw = self.raw_by_eid[torch.from_numpy(np.where(used, hop.eid, 0)).to(device)]
-        mask = torch.from_numpy(used).to(device)
-        z = model.embed(F.embedding(qpos, mem), mem, npos.to(device), raw, delta, mask)
+        delta = last[pos[block.edge_src.to(device)]] - torch.from_numpy(
+            self.ev.seconds(block.edge_times.numpy())).to(device)
+        raw = self.raw_by_eid[block.edge_ids.to(device)]
+        z = model.embed(F.embedding(pos[:len(query)], mem), mem, pos[nbr], raw, delta, mask)
         return z, (nodes, mem, last)
 
     def _embed_tgat(self, query: np.ndarray, t0) -> torch.Tensor:
-        """TGAT's embeddings of ``query`` at ``t0``: every hop of the sampler (each row's
+        """TGAT's embeddings of ``query`` at ``t0``: every block of the sampler (each row's
         events before the time of the event that reached it), as :meth:`TGAT.embed
         <graphsys.gnn.tgat.TGAT.embed>` reads them."""
-        device, hops = self.device, []
-        for hop in self.sampler.sample(query, np.asarray(t0).repeat(len(query))):
-            used = hop.mask
-            # the gap t - t_j of each used slot (unused ones: 0, not read)
-            gap = np.where(used, hop.times[:, None] - np.where(used, hop.time, 0), 0)
-            hops.append((torch.from_numpy(used).to(device),
-                         torch.from_numpy(gap.astype(np.float64)).to(device),
-                         self.raw_by_eid[torch.from_numpy(np.where(used, hop.eid, 0))
-                                         .to(device)]))
-        return self.model.embed(hops)
+        blocks = self.sampler.sample_blocks(SamplerInput(query, np.full(len(query), t0)))
+        b, device = blocks[0], self.device
+        gap = (b.src_times[b.edge_dst] - b.edge_times).to(torch.float64)   # t - t_j
+        k = max(self.sampler.fanouts)
+        return self.model.embed([slots(x, k, device) for x in blocks], gap.to(device),
+                                self.raw_by_eid[b.edge_ids.to(device)])
 
     def step(self, idx: np.ndarray, cand: np.ndarray, *, grad: bool):
         """One batch of events ``idx`` (time order): scores of the true destinations and of

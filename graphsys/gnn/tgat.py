@@ -37,12 +37,12 @@ with ``edge_dim``, which TGN's embedding runs); and the merge
 :math:`\\mathrm{FFN}([a_v \\| h^{(l-1)}_v])` is taken with its first product factored,
 :math:`W_1 (a_v + W_R h)`, the same functions for an invertible :math:`W_1`.
 
-The ``L`` hops. :meth:`~graphsys.sampling.TemporalNeighborSampler.sample` with ``fanouts =
-[k_1, ..., k_L]`` draws the query nodes' ``k_1`` events before :math:`t`, each picked
-neighbour's ``k_2`` events before the time of the event that reached it, and so on: depth
-:math:`d` holds :math:`Q k_1 \\cdots k_d` rows (a slot left unused samples nothing). Layer
-:math:`l` runs on depths :math:`0 .. L - l` (each row's states from the rows below it), so
-layer :math:`L` gives the queries' :math:`h^{(L)}`. A pair is scored by TGN's link predictor
+The ``L`` hops. :meth:`~graphsys.sampling.TemporalNeighborSampler.sample_blocks` with
+``fanouts = [k_1, ..., k_L]`` draws the query nodes' ``k_1`` events before :math:`t`, each
+picked neighbour's ``k_2`` events before the time of the event that reached it, and so on:
+depth :math:`d` holds the picks of depth :math:`d - 1`'s rows. Layer :math:`l` runs on
+block :math:`l - 1`, depths :math:`0 .. L - l` from the rows below them, so layer :math:`L`
+gives the queries' :math:`h^{(L)}`. A pair is scored by TGN's link predictor
 (:class:`~graphsys.gnn.temporal.LinkPredictor`, TGAT's two-layer perceptron on the pair).
 
 :func:`graphsys.gnn.train` trains it with ``task="temporal-link", model="tgat"``
@@ -98,11 +98,11 @@ class TGAT(nn.Module):
     >>> import torch
     >>> from graphsys.gnn.tgat import TGAT
     >>> model = TGAT(10, 16, raw_dim=3, num_layers=2)
-    >>> hops = [(torch.ones(4, 2, dtype=torch.bool), torch.rand(4, 2), torch.rand(4, 2, 3)),
-    ...         (torch.rand(8, 2) > 0.5, torch.rand(8, 2), torch.rand(8, 2, 3))]
-    >>> z = model.embed(hops)
-    >>> z.shape, model.score(z[:2], z[2:]).shape
-    (torch.Size([4, 16]), torch.Size([2]))
+    >>> nbr = torch.tensor([[2, 3], [4, 0], [5, 0], [6, 0], [0, 0]])   # 2 queries, 7 rows
+    >>> mask = torch.tensor([[1, 1], [1, 0], [1, 0], [1, 0], [0, 0]]).bool()
+    >>> z = model.embed([(nbr, mask), (nbr[:2], mask[:2])], torch.rand(5), torch.rand(5, 3))
+    >>> z.shape, model.score(z[:1], z[1:]).shape
+    (torch.Size([2, 16]), torch.Size([1]))
     """
 
     def __init__(self, num_nodes: int, dim: int, raw_dim: int = 0, *, num_layers: int = 2,
@@ -120,34 +120,23 @@ class TGAT(nn.Module):
         return {"model": MODEL_NAME, "num_nodes": self.num_nodes, "dim": self.dim,
                 "raw_dim": self.raw_dim, "heads": self.heads, "num_layers": self.num_layers}
 
-    def embed(self, hops: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]
-              ) -> torch.Tensor:
-        """The queries' embeddings (Q, dim) from their ``L`` sampled hops, first hop first:
-        hop ``d`` is ``(mask, delta, raw)``, ``mask`` bool (R_d, k_d) the used slots of the
-        ``R_d`` rows of depth ``d`` (``R_0 = Q``, ``R_{d+1} = R_d k_d``, row ``r k_d + j``
-        of depth ``d + 1`` the neighbour in slot ``j`` of row ``r``), ``delta`` (R_d, k_d)
-        each slot's gap :math:`t - t_j` and ``raw`` (R_d, k_d, raw_dim) its edge features
-        (unused slots are not read)."""
-        if len(hops) != self.num_layers:
-            raise ValueError(f"{len(hops)} hops for {self.num_layers} layers")
-        edges = [torch.cat([raw[mask], self.time_enc(delta[mask])], dim=-1)
-                 for mask, delta, raw in hops]
-        zero = self.time_enc.lin.weight.new_zeros(1, self.dim)
-        h: list[torch.Tensor] = []                    # the states of depths 0 .. L - l
-        for layer_no, layer in enumerate(self.layers):
-            out = []
-            for d in range(self.num_layers - layer_no):
-                mask = hops[d][0]
-                rows, k = mask.shape
-                if layer_no == 0:                     # h^(0) = 0: one zero row for all
-                    x, x_src = zero, zero
-                    nbr = mask.new_zeros(rows, k, dtype=torch.long)
-                else:
-                    x, x_src = h[d], h[d + 1]
-                    nbr = torch.arange(rows * k, device=mask.device).view(rows, k)
-                out.append(layer(x, x_src, nbr, edges[d], mask))
-            h = out
-        return h[0]
+    def embed(self, layers: list[tuple[torch.Tensor, torch.Tensor]], delta: torch.Tensor,
+              raw: torch.Tensor) -> torch.Tensor:
+        """The queries' embeddings (Q, dim) from the blocks of their ``L`` sampled hops
+        (:meth:`~graphsys.sampling.TemporalNeighborSampler.sample_blocks`): ``layers[l]``
+        is block ``l``'s ``(nbr, mask)`` (:func:`~graphsys.gnn.conv.temporal_attention.
+        slots`), its destinations the events of depths ``0 .. L - l - 1``, its sources
+        those of depths ``0 .. L - l`` (the rows the layer before computed); ``delta`` (E,)
+        each edge's gap :math:`t - t_j` and ``raw`` (E, raw_dim) its features, for block
+        0's edges, whose first ones are each later block's."""
+        if len(layers) != self.num_layers:
+            raise ValueError(f"{len(layers)} blocks for {self.num_layers} layers")
+        edge = torch.cat([raw, self.time_enc(delta)], dim=-1)
+        h = self.time_enc.lin.weight.new_zeros(1, self.dim)   # h^(0) = 0: one row for all
+        for k, (layer, (nbr, mask)) in enumerate(zip(self.layers, layers)):
+            h = layer(h[:mask.shape[0]] if k else h, h, nbr if k else torch.zeros_like(nbr),
+                      edge[:int(mask.sum())], mask)
+        return h
 
     def score(self, z_src: torch.Tensor, z_dst: torch.Tensor) -> torch.Tensor:
         """Scores of embedding pairs (broadcasting)."""

@@ -32,19 +32,21 @@ PPR_BATCH = 256
 
 
 class UniformNegativeSampler:
-    """``num_negatives`` node ids per query drawn uniformly from ``[0, num_nodes)``."""
+    """``num_negatives`` node ids per query drawn uniformly from ``[low, num_nodes)``
+    (``low``: the first node of the candidates' type, default 0)."""
 
-    def __init__(self, num_nodes: int, num_negatives: int = 1):
-        if num_nodes < 1 or num_negatives < 1:
-            raise GraphsysError("num_nodes and num_negatives must be >= 1")
-        self.num_nodes, self.num_negatives = int(num_nodes), int(num_negatives)
+    def __init__(self, num_nodes: int, num_negatives: int = 1, *, low: int = 0):
+        if not 0 <= low < num_nodes or num_negatives < 1:
+            raise GraphsysError("num_nodes and num_negatives must be >= 1, and low in "
+                                "[0, num_nodes)")
+        self.num_nodes, self.num_negatives, self.low = int(num_nodes), int(num_negatives), low
 
     def __call__(self, queries, rng_seed: int = 0) -> torch.Tensor:
         """int64 (Q, num_negatives)."""
         q = as_seed_array(queries, self.num_nodes, "query")
         rng = np.random.default_rng(rng_seed)
-        return torch.from_numpy(rng.integers(0, self.num_nodes, (len(q), self.num_negatives),
-                                             dtype=np.int64))
+        return torch.from_numpy(rng.integers(self.low, self.num_nodes,
+                                             (len(q), self.num_negatives), dtype=np.int64))
 
 
 @numba.njit(cache=True, nogil=True)

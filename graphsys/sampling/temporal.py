@@ -241,7 +241,7 @@ class TemporalNeighborSampler(Sampler):
     ...                   "timestamp": [10, 20, 30, 40]})
     >>> g = graphsys.from_arrow(edges, tempfile.mkdtemp() + "/g", edge_columns=["timestamp"])
     >>> sampler = TemporalNeighborSampler(g, 2)
-    >>> hop = sampler.sample([0, 0, 2], [30, 31, 40])[0]
+    >>> hop = sampler.sample_hop([0, 0, 2], [30, 31, 40], 2)
     >>> hop.nbr.tolist()            # node 0 before 30: 1 (t=10), 2 (t=20); before 31: 2, 3
     [[1, 2], [2, 3], [0, -1]]
     >>> hop.time.tolist()
@@ -322,25 +322,9 @@ class TemporalNeighborSampler(Sampler):
                nbr, et, eid, count)
         return TemporalNeighbors(nodes, t, nbr, et, eid, count)
 
-    def sample(self, nodes, times, rng_seed: int = 0, *, parallel: bool | None = None
-               ) -> list[TemporalNeighbors]:
-        """Every hop, first hop first: hop ``h + 1``'s events are hop ``h``'s picks
-        ``(nbr, time)`` row by row (an unused slot samples nothing)."""
-        hops = []
-        for h, fanout in enumerate(self.fanouts):
-            hop = self.sample_hop(nodes, times, fanout, derive_seed(rng_seed, h),
-                                  parallel=parallel)
-            hops.append(hop)
-            used = hop.mask.ravel()
-            nodes = np.where(used, hop.nbr.ravel(), 0)
-            times = np.where(used, hop.time.ravel(), np.iinfo(np.int64).min
-                             if hop.time.dtype.kind in "iu" else -np.inf).astype(
-                                 hop.time.dtype)
-        return hops
-
     def sample_blocks(self, seeds, rng_seed: int = 0, *, parallel: bool | None = None
                       ) -> list[TemporalBlock]:
-        """The hops of :meth:`sample` as blocks of events, input layer first (the
+        """Every hop as blocks of events, input layer first (the
         :class:`~graphsys.sampling.Sampler` protocol).
 
         The rows are the events of depths ``0..L`` (``L`` = :attr:`num_layers`): depth 0

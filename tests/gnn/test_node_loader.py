@@ -296,3 +296,37 @@ def test_kept_batches_stay_intact_across_epochs(graph):
     kept = [b for _ in range(2) for b in loader]
     for b in kept:
         assert torch.equal(b.x, feat[b.input_nodes])
+
+
+def test_link_batches_with_a_negative_sampler_either_end_and_a_transform(graph):
+    """Unordered pairs swap ends per batch (the same pairs, some reversed, the same every
+    run), a callable draws each batch's negatives for its heads from the batch's seed, and
+    the transform sees each sampled batch before the loader delivers it."""
+    g = graph[0]
+    links = np.stack([np.arange(0, 60), np.arange(60, 120)], 1)
+    seen = []
+
+    def negatives(heads, key):
+        return torch.stack([heads, (heads + key) % 120], 1)
+
+    def transform(batch):
+        seen.append(len(batch.seeds))
+        return batch
+
+    def pairs(**kw):
+        loader = NodeLoader(g, NeighborSampler(g, [3]), None, links=links,
+                            negatives=negatives, batch_size=16, shuffle=False,
+                            features=None, labels=None, **kw)
+        out = []
+        for b in loader:
+            h, p, n = (b.seeds[b.extra[k]] for k in ("head", "pos", "neg"))
+            assert torch.equal(n[:, 0], h)
+            out.append(torch.stack([h, p], 1))
+        return torch.cat(out)
+
+    plain = pairs(transform=transform)
+    assert torch.equal(plain, torch.from_numpy(links)) and len(seen) == 4
+    swapped = pairs(either_end=True)
+    assert torch.equal(swapped, pairs(either_end=True))
+    flip = swapped[:, 0] != plain[:, 0]
+    assert 0 < int(flip.sum()) < 60 and torch.equal(swapped[flip], plain[flip].flip(1))

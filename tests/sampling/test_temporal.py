@@ -11,6 +11,7 @@ import torch
 import graphsys
 from graphsys.errors import GraphsysError
 from graphsys.sampling import SamplerInput, TemporalBlock, TemporalNeighborSampler
+from graphsys.sampling._util import derive_seed
 from graphsys.sampling.temporal import temporal_adjacency
 from graphsys.storage.adjacency_index import build_index
 from graphsys.storage.temporal_index import map_temporal
@@ -130,15 +131,10 @@ def test_stored_index_equals_ram_build_and_is_checked(tmp_path):
 
 def test_hops_and_views(tmp_path):
     g, s, d, t = _graph(tmp_path, 5)
-    hops = TemporalNeighborSampler(g, [4, 3]).sample(np.arange(40), np.full(40, 50))
-    first, second = hops
-    assert second.nodes.shape == (160,)
-    for i in range(160):
-        c = second.count[i]
-        if first.nbr.ravel()[i] < 0:
-            assert c == 0
-        else:     # the neighbour's own edges before the edge that reached it
-            assert (t[second.eid[i, :c]] < first.time.ravel()[i]).all()
+    block = TemporalNeighborSampler(g, [4, 3]).sample_blocks(
+        SamplerInput(np.arange(40), np.full(40, 50)))[0]
+    # every row's picks: its own edges before the edge (or the seed time) that reached it
+    assert (t[block.edge_ids.numpy()] < block.src_times[block.edge_dst].numpy()).all()
     # on a view until 20 no edge after 20 exists, whatever the event time
     view = graphsys.open_graph(g.path, until=20)
     hop = TemporalNeighborSampler(view, 50).sample_hop(np.arange(40), np.full(40, 99), 50)
@@ -163,7 +159,7 @@ def test_refusals(tmp_path):
 def test_blocks_hold_the_past_of_every_row(tmp_path, strategy):
     """``sample_blocks`` against brute force: every row's picks are edges touching it
     strictly before its time (the latest ``k`` for ``recent``), and the rows of each depth
-    are the used picks of :meth:`sample`'s hops."""
+    are the used picks of the depth before."""
     g, s, d, t = _graph(tmp_path, 7)
     fanouts = [4, 3]
     sampler = TemporalNeighborSampler(g, fanouts, strategy=strategy)
@@ -195,10 +191,8 @@ def test_blocks_hold_the_past_of_every_row(tmp_path, strategy):
     # the inner (last) block is the first hop alone, a prefix of the top one
     m = inner.num_edges
     assert torch.equal(inner.edge_ids, top.edge_ids[:m]) and inner.num_dst_nodes == len(nodes)
-    hops = sampler.sample(nodes, at, rng_seed=4)
-    np.testing.assert_array_equal(rows[len(nodes):len(nodes) + m], hops[0].nbr[hops[0].mask])
-    used = hops[0].mask.ravel()
-    np.testing.assert_array_equal(rows[len(nodes) + m:], hops[1].nbr[used][hops[1].mask[used]])
+    hop = sampler.sample_hop(nodes, at, fanouts[0], derive_seed(4, 0))
+    np.testing.assert_array_equal(rows[len(nodes):len(nodes) + m], hop.nbr[hop.mask])
 
 
 def test_block_picks_are_uniform(tmp_path):

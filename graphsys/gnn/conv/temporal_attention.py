@@ -19,10 +19,10 @@ with :math:`\\phi(\\Delta t) = \\cos(\\omega \\Delta t + b)` a learned time enco
 t_j`, the event's age at the query time :math:`t`; :class:`~graphsys.gnn.temporal.TGN`, as
 the TGN embedding of PyG's example, the neighbour's last memory update minus :math:`t_j`
 (whether the neighbour was active since). This is PyG's ``TransformerConv`` with
-``edge_dim`` and a root weight, which TGN's ``GraphAttentionEmbedding`` runs, on the dense
-``(queries, k)`` layout :class:`~graphsys.sampling.TemporalNeighborSampler` returns: keys and
-values projected once per node and gathered for the used slots only, the softmax taken over
-the ``(queries, k)`` layout.
+``edge_dim`` and a root weight, which TGN's ``GraphAttentionEmbedding`` runs, on a dense
+``(queries, k)`` layout of the sampler's blocks (:func:`slots`): keys and values projected
+once per node and gathered for the used slots only, the softmax taken over the ``(queries,
+k)`` layout.
 """
 
 from __future__ import annotations
@@ -134,6 +134,19 @@ class TemporalAttentionConv(nn.Module):
         val = val.new_zeros(q_n * k_n, h, d).index_put_((flat,), val).view(q_n, k_n, h, d)
         out = (alpha.unsqueeze(-1) * val).sum(1)
         return out.reshape(q_n, h * d) + root
+
+
+def slots(block, width: int, device=None) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(nbr, mask)`` (num_dst, ``width``) on ``device``: each destination's edges of
+    ``block`` (grouped by destination in order, as the samplers list them) in its slots in
+    order, ``nbr`` their source rows (0 in an unused slot), ``mask`` the used slots; in
+    row-major order the used slots are the block's edges."""
+    dst = block.edge_dst
+    at = (dst, torch.arange(len(dst)) - block.dst_offsets[0][dst])
+    nbr = torch.zeros(block.num_dst_nodes, width, dtype=torch.long).index_put_(
+        at, block.edge_src)
+    mask = torch.zeros(nbr.shape, dtype=torch.bool).index_put_(at, torch.tensor(True))
+    return nbr.to(device), mask.to(device)
 
 
 def _linear2(x: torch.Tensor, a: nn.Linear, b: nn.Linear) -> torch.Tensor:
