@@ -220,6 +220,8 @@ class TGN(nn.Module):
         used slots' events in row-major order (:func:`~graphsys.gnn.conv.temporal_attention.
         slots`): raw features (U, raw) and time gaps ``delta`` (U,) (:math:`\\Delta_j` of
         :mod:`~graphsys.gnn.conv.temporal_attention`)."""
+        if delta.dim() == 2:            # the padded (Q, k) layout, deprecated (one release)
+            raw, delta = raw[mask], delta[mask]
         edge = torch.cat([raw, self.memory.time_enc(delta)], dim=-1)  # as TGN
         return self.conv(x, x_src, nbr, edge, mask)
 

@@ -25,6 +25,7 @@ events as it batches nodes.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -321,6 +322,25 @@ class TemporalNeighborSampler(Sampler):
                fanout, self.strategy == "recent", np.int64(rng_seed & ((1 << 63) - 1)),
                nbr, et, eid, count)
         return TemporalNeighbors(nodes, t, nbr, et, eid, count)
+
+    def sample(self, nodes, times, rng_seed: int = 0, *, parallel: bool | None = None
+               ) -> list[TemporalNeighbors]:
+        """Deprecated (one release): :meth:`sample_blocks` of a ``SamplerInput(nodes,
+        times)``. Every hop, first hop first: hop ``h + 1``'s events are hop ``h``'s picks
+        ``(nbr, time)`` row by row (an unused slot samples nothing)."""
+        warnings.warn("TemporalNeighborSampler.sample is deprecated: use sample_blocks("
+                      "SamplerInput(nodes, times))", DeprecationWarning, stacklevel=2)
+        hops = []
+        for h, fanout in enumerate(self.fanouts):
+            hop = self.sample_hop(nodes, times, fanout, derive_seed(rng_seed, h),
+                                  parallel=parallel)
+            hops.append(hop)
+            used = hop.mask.ravel()
+            nodes = np.where(used, hop.nbr.ravel(), 0)
+            times = np.where(used, hop.time.ravel(), np.iinfo(np.int64).min
+                             if hop.time.dtype.kind in "iu" else -np.inf).astype(
+                                 hop.time.dtype)
+        return hops
 
     def sample_blocks(self, seeds, rng_seed: int = 0, *, parallel: bool | None = None
                       ) -> list[TemporalBlock]:

@@ -223,3 +223,17 @@ def test_blocks_refuse_bad_seeds_in_one_line(tmp_path):
         sampler.sample_blocks(SamplerInput([99], [5]))
     with pytest.raises(GraphsysError, match="finite"):
         sampler.sample_blocks(SamplerInput([1], [np.nan]))
+
+
+def test_padded_sample_is_deprecated_and_agrees_with_blocks(tmp_path):
+    """``sample`` (the padded hops, deprecated for one release) warns and picks what
+    ``sample_blocks`` picks at depth 1."""
+    g, s, d, t = _graph(tmp_path, 7)
+    sampler = TemporalNeighborSampler(g, [4, 3])
+    nodes, at = np.arange(30), np.full(30, 60)
+    with pytest.warns(DeprecationWarning, match="sample_blocks"):
+        hops = sampler.sample(nodes, at, rng_seed=4)
+    top = sampler.sample_blocks(SamplerInput(nodes, at), rng_seed=4)[0]
+    rows = top.src_nodes.numpy()
+    m = int(hops[0].mask.sum())
+    np.testing.assert_array_equal(rows[len(nodes):len(nodes) + m], hops[0].nbr[hops[0].mask])
