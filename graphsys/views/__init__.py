@@ -12,6 +12,9 @@ set's adjacency of one *kind*:
 * ``temporal``: every node's events in time order
   (:class:`~graphsys.storage.temporal_index.TemporalAdjacency`), what temporal sampling
   searches.
+* ``typed``: per relation type its out and in rows, rows in the type-local ids of their
+  entity type, neighbours global (:class:`~graphsys.views.typed.Typed`), what the typed
+  (heterogeneous) sampler draws from.
 
 A kind the graph stores an index of (``graphsys index``) is mapped (page cache, no build).
 Otherwise it is built in RAM within the one memory-budget rule
@@ -28,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from graphsys.errors import ParameterError
-from graphsys.storage.csr import CSR
+from graphsys.storage.csr import CSR, build_rows
 from graphsys.storage.temporal_index import (
     RAM_BYTES_PER_ENTRY,
     RAM_BYTES_PER_NODE,
@@ -45,9 +48,10 @@ from graphsys.views.orient import (
     mapped_symmetric,
     oriented,
 )
-from graphsys.views.rows import INDEX, build_rows
+from graphsys.views.rows import INDEX
+from graphsys.views.typed import TYPED_BYTES_PER_EDGE, Typed, build_typed, sliced
 
-KINDS = ("out", "in", "sym", "oriented", "temporal")
+KINDS = ("out", "in", "sym", "oriented", "temporal", "typed")
 #: Anonymous bytes of out/in rows built in RAM beside their ids (int32 per edge where the
 #: ids fit, else int64): float32 weights per edge (4), int64 offsets per node (8).
 WEIGHT_BYTES, CSR_BYTES_PER_NODE = 4, 8
@@ -56,7 +60,7 @@ WEIGHT_BYTES, CSR_BYTES_PER_NODE = 4, 8
 #: copy (40).
 SYM_BYTES_PER_EDGE = 68
 
-__all__ = ["KINDS", "Oriented", "budget", "cached", "check", "forget", "held_bytes",
+__all__ = ["KINDS", "Oriented", "Typed", "budget", "cached", "check", "forget", "held_bytes",
            "mapped_symmetric", "one_type", "oriented", "view"]
 
 
@@ -70,7 +74,7 @@ def view(graph, kind: str, *, edge_set: str | None = None, memory_limit: int | N
     ----------
     graph : Graph
         An opened graph (one entity type for ``sym`` and ``oriented``).
-    kind : {"out", "in", "sym", "oriented", "temporal"}
+    kind : {"out", "in", "sym", "oriented", "temporal", "typed"}
         The view (see the module's notes).
     edge_set : str, optional
         The edge set (default: the graph's default).
@@ -89,12 +93,13 @@ def view(graph, kind: str, *, edge_set: str | None = None, memory_limit: int | N
 
     Returns
     -------
-    CSR, Oriented or TemporalAdjacency
+    CSR, Oriented, TemporalAdjacency or Typed
         A :class:`~graphsys.storage.csr.CSR` (``out``, ``in``, ``sym``; read-only when
         mapped; built ``out`` / ``in`` ids int32 where they fit, as an index holds them), an
-        :class:`~graphsys.views.orient.Oriented` or a
-        :class:`~graphsys.storage.temporal_index.TemporalAdjacency`. A second call returns
-        the same object while it is kept.
+        :class:`~graphsys.views.orient.Oriented`, a
+        :class:`~graphsys.storage.temporal_index.TemporalAdjacency` or a
+        :class:`~graphsys.views.typed.Typed`. A second call returns the same object while
+        it is kept (a ``typed`` view of one relation: new slices of the kept rows).
 
     Raises
     ------
@@ -124,29 +129,24 @@ def view(graph, kind: str, *, edge_set: str | None = None, memory_limit: int | N
         return _sym(graph, es.name, memory_limit, weights)
     if kind == "temporal":
         return _temporal(graph, es.name, memory_limit)
+    if kind == "typed":
+        return _typed(graph, es, memory_limit)
     return _directed(graph, es, kind, memory_limit, weights)
 
 
 def _directed(graph, es, kind: str, memory_limit, weights: bool) -> CSR:
     """The ``out`` / ``in`` rows: the mapped ``csr`` / ``csc`` index, else built once
-    (:func:`~graphsys.views.rows.build_rows` for a graph of one entity type, int32 ids where
-    they fit; :meth:`Graph.csr <graphsys.storage.graph.Graph.csr>` otherwise) and kept."""
+    (:func:`~graphsys.storage.csr.build_rows`, int32 ids where they fit) and kept."""
     mapped = graph.adjacency_index(es.name, INDEX[kind])
     if mapped is not None:
         return CSR(mapped.indptr, mapped.indices, mapped.weight if weights else None)
-    own = len(graph.entity_types) == 1 and not es.members
-    per_edge = (4 if own and graph.num_nodes() < 2**31 else 8) + (
+    per_edge = (4 if graph.num_nodes() < 2**31 else 8) + (
         WEIGHT_BYTES if weights and es.has_weight else 0)
     need = per_edge * es.num_edges + CSR_BYTES_PER_NODE * (graph.num_nodes() + 1)
     limit = check(graph, es.name, f"the {kind}-neighbour rows of edge set {es.name!r}", need,
                   memory_limit, (INDEX[kind],))
-
-    def build() -> CSR:
-        if own:
-            return CSR(*build_rows(graph, es.name, kind, weights))
-        return graph.csr(es.name, transpose=kind == "in", weights=weights)
-
-    return cached(graph, (es.name, kind, weights), build, nbytes=_csr_bytes, budget=limit)
+    return cached(graph, (es.name, kind, weights), lambda: build_rows(
+        graph, es.name, kind, weights), nbytes=_csr_bytes, budget=limit)
 
 
 def _csr_bytes(rows: CSR) -> int:
@@ -199,6 +199,25 @@ def _temporal(graph, edge_set: str, memory_limit) -> TemporalAdjacency:
     return cached(graph, (edge_set, "temporal"), build, budget=limit,
                   nbytes=lambda t: t.indptr.nbytes + t.indices.nbytes + t.time.nbytes
                   + t.eid.nbytes)
+
+
+def _typed(graph, es, memory_limit) -> Typed:
+    """Per relation type its out and in rows: an edge set of one relation slices the kept
+    (or mapped) ``out`` and ``in`` rows, several are built by
+    :func:`~graphsys.views.typed.build_typed` within the budget and kept."""
+    rts, toff = graph.relation_types, graph.type_offsets
+    if not es.has_rel or len(rts) == 1:
+        r = rts[0]
+        out, inn = (view(graph, kind, edge_set=es.name, memory_limit=memory_limit)
+                    for kind in ("out", "in"))
+        return Typed((sliced(out, toff[r.lhs], graph.num_nodes(r.lhs)),),
+                     (sliced(inn, toff[r.rhs], graph.num_nodes(r.rhs)),))
+    need = TYPED_BYTES_PER_EDGE * es.num_edges + 16 * sum(
+        graph.num_nodes(r.lhs) + graph.num_nodes(r.rhs) + 2 for r in rts)
+    limit = check(graph, es.name, f"the typed adjacency of edge set {es.name!r}", need,
+                  memory_limit)
+    return cached(graph, (es.name, "typed"), lambda: build_typed(graph, es.name),
+                  nbytes=Typed.nbytes.fget, budget=limit)
 
 
 def _oriented(graph, edge_set: str, memory_limit, directions: bool, sort: bool,
