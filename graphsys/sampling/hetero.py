@@ -30,7 +30,6 @@ from graphsys.sampling._util import as_seed_array, derive_seed, run_parallel, sc
 from graphsys.sampling.base import LayerwiseSampler
 from graphsys.sampling.block import Block
 from graphsys.sampling.neighbor import parse_fanouts, sample_neighbors
-from graphsys.storage.csr import CSR
 from graphsys.storage.graph import Graph
 from graphsys.views import view
 
@@ -155,20 +154,6 @@ class HeteroBlock:
                            {r: (mv(a), mv(b)) for r, (a, b) in self.edges.items()})
 
 
-def relation_adjacencies(graph: Graph, edge_set: str | None = None, *, reverse: bool = True
-                         ) -> tuple[list[Relation], list[CSR]]:
-    """The canonical relations of ``edge_set`` (each stored relation type, then with
-    ``reverse`` its ``rev_`` counterpart) and the in-neighbour rows of each: the graph's
-    ``typed`` view (:class:`~graphsys.views.typed.Typed`: rows type-local, neighbours
-    global ids), its ``csc`` rows, then with ``reverse`` its ``csr`` rows."""
-    rts = graph.relation_types
-    rels: list[Relation] = [(r.lhs, r.name, r.rhs) for r in rts]
-    typed = view(graph, "typed", edge_set=edge_set)
-    if reverse:
-        rels += [(r.rhs, "rev_" + r.name, r.lhs) for r in rts]
-    return rels, list(typed.csc + typed.csr if reverse else typed.csc)
-
-
 def _relation_fanouts(fanouts, relations: list[Relation]) -> list[list[int]]:
     """One fanout list per relation (input layer first): a list for every relation, or a
     mapping by canonical relation or relation name (every relation listed; 0 = none)."""
@@ -257,7 +242,11 @@ class HeteroNeighborSampler(LayerwiseSampler):
 
     def __init__(self, graph: Graph, fanouts, *, edge_set: str | None = None,
                  reverse: bool = True, replace: bool = False):
-        self.relations, self._adj = relation_adjacencies(graph, edge_set, reverse=reverse)
+        rts, typed = graph.relation_types, view(graph, "typed", edge_set=edge_set)
+        self.relations: list[Relation] = [(r.lhs, r.name, r.rhs) for r in rts] + (
+            [(r.rhs, "rev_" + r.name, r.lhs) for r in rts] if reverse else [])
+        # each relation's in-rows (type-local rows, global ids): the typed view's
+        self._adj = list(typed.csc + typed.csr if reverse else typed.csc)
         self.fanouts = _relation_fanouts(fanouts, self.relations)
         self.replace = bool(replace)
         toff = graph.type_offsets

@@ -80,6 +80,12 @@ class CSR:
         """Number of rows ``N``."""
         return len(self.indptr) - 1
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes of its arrays."""
+        return sum(a.nbytes for a in (self.indptr, self.indices, self.weight, self.edge_ids)
+                   if a is not None)
+
     def to_scipy(self):
         """The rows as a ``scipy.sparse.csr_matrix`` (N, N): entries are the weights, or 1."""
         import scipy.sparse as sp
@@ -430,32 +436,25 @@ def verify_indexes(graph) -> int:
 def build_rows(graph, edge_set: str | None = None, kind: str = "out", weights: bool = True,
                edge_ids: bool = False) -> CSR:
     """The one in-RAM build of an edge set's ``out`` (``csr``) or ``in`` (``csc``) rows
-    over global ids, reading every bucket once: on a graph of one entity type the rows of
-    a partition are contiguous ids whose edges lie in its buckets (``(r, *)`` for the out
-    rows, ``(*, r)`` for the in rows), read as zero-copy batch views, counted into
-    ``indptr``, then scattered while their pages are in cache; on a typed graph one group
-    of every bucket, ids made global per relation. Each row lists its entries in the
-    bucket stream's order (sorted by neighbour for a view of several edge sets, as one
-    ingest of them all). Neighbour ids are int32 where every node id fits (int64 from 2**31
-    nodes), as a stored index holds them; ``edge_ids``: each entry's position in the
-    row-major bucket stream (:meth:`Graph.csr <graphsys.storage.graph.Graph.csr>` holds
-    the contract)."""
+    over global ids (:meth:`Graph.csr <graphsys.storage.graph.Graph.csr>` holds the
+    contract), reading every bucket once: on a graph of one entity type a partition's rows
+    (contiguous ids, their edges in its buckets) are counted and scattered while their
+    pages are in cache; on a typed graph every bucket is one group, ids made global. A
+    view of several edge sets has its rows sorted, as one ingest of them all."""
     es = graph.edge_set(edge_set)
     n, p, m = graph.num_nodes(), graph.num_partitions, es.num_edges
     out = kind in ("out", "csr")
     indptr = np.zeros(n + 1, np.int64)
-    indices = np.empty(m, np.int32 if n < 2**31 else np.int64)
+    indices = np.empty(m, index_merge.index_dtype(n))
     weight = np.empty(m, np.float32) if weights and es.has_weight else None
     perm = np.empty(m, np.int64) if edge_ids else np.zeros(0, np.int64)
-    no_w = np.zeros(0, np.float32)
+    w_out = weight if weight is not None else np.zeros(0, np.float32)
     start = np.cumsum([0] + [es.buckets.get(b, 0) for b in bucket_pairs("row-major", p)])
     bases = rel_bases(graph, es)
     row_base, col_base = bases if out else bases[::-1]
-    one = len(graph.entity_types) == 1
-    offsets = graph.partition_offsets() if one else None
-    groups = [(int(offsets[r]), int(offsets[r + 1]), [(r, j) if out else (j, r)
-                                                       for j in range(p)])
-              for r in range(p)] if one else [(0, n, "row-major")]
+    one, offsets = len(graph.entity_types) == 1, graph.partition_offsets(graph.entity_types[0])
+    groups = [(int(offsets[r]), int(offsets[r + 1]), [(r, j) if out else (j, r) for j in
+               range(p)]) for r in range(p)] if one else [(0, n, "row-major")]
     for lo, hi, pairs in groups:
         group = [(b, list(b.batches())) for b in graph.buckets(pairs, es.name)]
         counts = indptr[lo + 1:hi + 1]
@@ -470,18 +469,16 @@ def build_rows(graph, edge_set: str | None = None, kind: str = "out", weights: b
             for eb in batches:
                 rows, cols, base = _ends(eb, b, out, one, row_base, col_base)
                 kernels.csr_fill(rows, cols, base, cursor, indices,
-                                 eb.weight if weight is not None else no_w,
-                                 weight if weight is not None else no_w, perm, pos)
+                                 eb.weight if weight is not None else w_out, w_out, perm, pos)
                 pos += len(rows)
     if es.members:  # several edge sets: each row ascends, as one ingest of them all
-        index_merge.sort_rows(indptr, indices, weight if weight is not None else no_w, perm)
+        index_merge.sort_rows(indptr, indices, w_out, perm)
     return CSR(indptr, indices, weight, perm if edge_ids else None)
 
 
 def _ends(eb, b, out: bool, one: bool, row_base, col_base) -> tuple:
-    """``(rows, cols, col_base)`` of one record batch for :func:`build_rows`: on a graph of
-    one entity type its stored partition-local ids, rows relative to their partition, and
-    the base of the columns' partition; else both made global per relation."""
+    """``(rows, cols, col_base)`` of one record batch for :func:`build_rows`: stored
+    partition-local ids on a graph of one entity type, else global ids."""
     src, dst, i, j = (eb.src, eb.dst, b.i, b.j) if out else (eb.dst, eb.src, b.j, b.i)
     if one:
         return src, dst, int(col_base[0][j])

@@ -403,7 +403,7 @@ class Graph(GraphSchema, SubgraphMethods):
             :class:`~graphsys.storage.csr.CSR` rows (``out``, ``in``, ``sym``), a
             :class:`~graphsys.views.orient.Oriented` graph, a
             :class:`~graphsys.storage.temporal_index.TemporalAdjacency` or a
-            :class:`~graphsys.views.typed.Typed`.
+            :class:`~graphsys.views.Typed`.
 
         Raises
         ------

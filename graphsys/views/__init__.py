@@ -13,7 +13,7 @@ set's adjacency of one *kind*:
   (:class:`~graphsys.storage.temporal_index.TemporalAdjacency`), what temporal sampling
   searches.
 * ``typed``: per relation type its out and in rows, rows in the type-local ids of their
-  entity type, neighbours global (:class:`~graphsys.views.typed.Typed`), what the typed
+  entity type, neighbours global (:class:`Typed`), what the typed
   (heterogeneous) sampler draws from.
 
 A kind the graph stores an index of (``graphsys index``) is mapped (page cache, no build).
@@ -27,6 +27,8 @@ imports no engine.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -48,8 +50,7 @@ from graphsys.views.orient import (
     mapped_symmetric,
     oriented,
 )
-from graphsys.views.rows import INDEX
-from graphsys.views.typed import TYPED_BYTES_PER_EDGE, Typed, build_typed, sliced
+from graphsys.views.rows import INDEX, from_pairs
 
 KINDS = ("out", "in", "sym", "oriented", "temporal", "typed")
 #: Anonymous bytes of out/in rows built in RAM beside their ids (int32 per edge where the
@@ -59,6 +60,10 @@ WEIGHT_BYTES, CSR_BYTES_PER_NODE = 4, 8
 #: scipy's ones and transposed copy (20), the merged rows of both ways and their int64
 #: copy (40).
 SYM_BYTES_PER_EDGE = 68
+#: Anonymous bytes per stored edge at the peak of a ``typed`` build of several relations:
+#: the edges' ends and relations (20), one way's row keys, their order and the reordered
+#: neighbours (24), both ways' int32 ids (8).
+TYPED_BYTES_PER_EDGE = 56
 
 __all__ = ["KINDS", "Oriented", "Typed", "budget", "cached", "check", "forget", "held_bytes",
            "mapped_symmetric", "one_type", "oriented", "view"]
@@ -98,7 +103,7 @@ def view(graph, kind: str, *, edge_set: str | None = None, memory_limit: int | N
         mapped; built ``out`` / ``in`` ids int32 where they fit, as an index holds them), an
         :class:`~graphsys.views.orient.Oriented`, a
         :class:`~graphsys.storage.temporal_index.TemporalAdjacency` or a
-        :class:`~graphsys.views.typed.Typed`. A second call returns the same object while
+        :class:`Typed`. A second call returns the same object while
         it is kept (a ``typed`` view of one relation: new slices of the kept rows).
 
     Raises
@@ -146,11 +151,7 @@ def _directed(graph, es, kind: str, memory_limit, weights: bool) -> CSR:
     limit = check(graph, es.name, f"the {kind}-neighbour rows of edge set {es.name!r}", need,
                   memory_limit, (INDEX[kind],))
     return cached(graph, (es.name, kind, weights), lambda: build_rows(
-        graph, es.name, kind, weights), nbytes=_csr_bytes, budget=limit)
-
-
-def _csr_bytes(rows: CSR) -> int:
-    return sum(a.nbytes for a in (rows.indptr, rows.indices, rows.weight) if a is not None)
+        graph, es.name, kind, weights), nbytes=CSR.nbytes.fget, budget=limit)
 
 
 def _sym(graph, edge_set: str, memory_limit, weights: bool) -> CSR:
@@ -177,7 +178,7 @@ def _sym(graph, edge_set: str, memory_limit, weights: bool) -> CSR:
         return CSR(both.indptr.astype(np.int64), both.indices.astype(np.int64),
                    both.data.astype(np.float32) if weights else None)
 
-    return cached(graph, (edge_set, "sym", weights), build, nbytes=_csr_bytes, budget=limit)
+    return cached(graph, (edge_set, "sym", weights), build, nbytes=CSR.nbytes.fget, budget=limit)
 
 
 def _temporal(graph, edge_set: str, memory_limit) -> TemporalAdjacency:
@@ -201,23 +202,76 @@ def _temporal(graph, edge_set: str, memory_limit) -> TemporalAdjacency:
                   + t.eid.nbytes)
 
 
+@dataclass(frozen=True)
+class Typed:
+    """Per relation type of the graph (``graph.relation_types`` order) its out rows
+    ``csr[k]`` (rows: type-local ids of the relation's source type; neighbours: global
+    ids) and in rows ``csc[k]`` (rows: type-local ids of the destination type). Each row's
+    neighbours ascend; parallel edges are kept.
+
+    Examples
+    --------
+    >>> import tempfile, pyarrow as pa, graphsys
+    >>> from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
+    >>> edges = pa.table({"src": [0, 0, 1], "dst": [1, 2, 2], "rel": ["a", "b", "b"]})
+    >>> out = tempfile.mkdtemp() + "/kg"
+    >>> _ = ingest_sources([EdgeSource(table=edges, src_col="src", dst_col="dst",
+    ...                                rel_col="rel")], out, IngestOptions())
+    >>> t = graphsys.open_graph(out).view("typed")  # relations a, b
+    >>> t.csc[1].indptr.tolist(), t.csc[1].indices.tolist()  # b's in-neighbours: 2's
+    ([0, 0, 0, 2], [0, 1])
+    """
+
+    csr: tuple[CSR, ...]
+    csc: tuple[CSR, ...]
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of its arrays."""
+        return sum(c.nbytes for c in self.csr + self.csc)
+
+
 def _typed(graph, es, memory_limit) -> Typed:
-    """Per relation type its out and in rows: an edge set of one relation slices the kept
-    (or mapped) ``out`` and ``in`` rows, several are built by
-    :func:`~graphsys.views.typed.build_typed` within the budget and kept."""
+    """Each relation's rows sliced from one CSR of each way (:func:`_sliced`): for an edge
+    set of one relation the kept (or mapped) ``out`` and ``in`` rows; else the relations'
+    rows stacked, built from one pass over the edges within the budget, and kept."""
     rts, toff = graph.relation_types, graph.type_offsets
     if not es.has_rel or len(rts) == 1:
-        r = rts[0]
-        out, inn = (view(graph, kind, edge_set=es.name, memory_limit=memory_limit)
-                    for kind in ("out", "in"))
-        return Typed((sliced(out, toff[r.lhs], graph.num_nodes(r.lhs)),),
-                     (sliced(inn, toff[r.rhs], graph.num_nodes(r.rhs)),))
-    need = TYPED_BYTES_PER_EDGE * es.num_edges + 16 * sum(
-        graph.num_nodes(r.lhs) + graph.num_nodes(r.rhs) + 2 for r in rts)
+        return Typed(*(_sliced(view(graph, kind, edge_set=es.name, memory_limit=memory_limit),
+                               [toff[t]], [graph.num_nodes(t)])
+                       for kind, t in (("out", rts[0].lhs), ("in", rts[0].rhs))))
+    need = TYPED_BYTES_PER_EDGE * es.num_edges + 24 * sum(
+        graph.num_nodes(r.lhs) + graph.num_nodes(r.rhs) + 1 for r in rts)
     limit = check(graph, es.name, f"the typed adjacency of edge set {es.name!r}", need,
                   memory_limit)
-    return cached(graph, (es.name, "typed"), lambda: build_typed(graph, es.name),
-                  nbytes=Typed.nbytes.fget, budget=limit)
+
+    def build() -> Typed:
+        parts = list(graph.iter_edges(es.name))
+        s, d, rel = (np.concatenate([p[k] for p in parts]) if parts else np.zeros(0, np.int64)
+                     for k in range(3))
+        ways = []
+        for rows, cols, types in ((s, d, [r.lhs for r in rts]), (d, s, [r.rhs for r in rts])):
+            sizes = [graph.num_nodes(t) for t in types]
+            first = np.cumsum([0] + sizes)  # each relation's first row in the stack
+            key = (first[:-1] - np.array([toff[t] for t in types]))[rel] + rows
+            indptr, nbr = from_pairs(int(first[-1]), key, cols, by=(cols,))
+            ways.append(_sliced(CSR(indptr, nbr.astype(
+                np.int32 if graph.num_nodes() < 2**31 else np.int64)), first[:-1], sizes))
+        return Typed(*ways)
+
+    return cached(graph, (es.name, "typed"), build, nbytes=Typed.nbytes.fget, budget=limit)
+
+
+def _sliced(rows: CSR, starts, sizes) -> tuple[CSR, ...]:
+    """Rows ``lo .. lo + n - 1`` of ``rows`` as rows ``0 .. n - 1`` for each start ``lo``
+    and size ``n`` (one entity type's ids): the neighbours sliced, the offsets shifted (a
+    copy) unless they start at 0."""
+    out = []
+    for lo, n in zip(starts, sizes, strict=True):
+        ptr = rows.indptr[int(lo):int(lo) + n + 1]
+        first, last = int(ptr[0]), int(ptr[-1])
+        out.append(CSR(ptr - first if first else ptr, rows.indices[first:last]))
+    return tuple(out)
 
 
 def _oriented(graph, edge_set: str, memory_limit, directions: bool, sort: bool,

@@ -1,10 +1,5 @@
-"""The rows an engine owns for one run, and rows of pairs an engine holds in arrays.
-
-:func:`rows` hands an engine (the BSP engine renumbers them in place) the mapped index or
-its own build (:func:`graphsys.storage.csr.build_rows`, the one build of out/in rows that
-:func:`graphsys.views.view` keeps in the graph's cache). :func:`from_pairs` makes rows of
-pairs an engine holds in arrays (a change's edges, a NetworkX graph's, a checkpoint's
-events).
+"""The rows an engine owns for one run (:func:`rows`), and rows of pairs it holds in
+arrays (:func:`from_pairs`: a change's edges, a NetworkX graph's, a checkpoint's events).
 """
 
 from __future__ import annotations
