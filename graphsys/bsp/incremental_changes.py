@@ -223,8 +223,7 @@ def _old_adjacency(graph, old: list, kind: str, weighted: bool):
     if mapped is None:
         adj = graph.csr(old, weights=weighted) if kind == "csr" else graph.csc(
             old, weights=weighted)
-        indices = adj.indices.astype(index_merge.index_dtype(graph.num_nodes()), copy=False)
-        indptr, weight, lay = adj.indptr, adj.weight, (empty,) * 3
+        indptr, indices, weight, lay = adj.indptr, adj.indices, adj.weight, (empty,) * 3
     else:
         indptr, indices, weight = mapped.indptr, mapped.indices, mapped.weight
         lay = _layout(tuple(mapped.info.layout), index_merge.layout(graph.manifest))

@@ -37,6 +37,7 @@ from graphsys.sampling.adjacency import from_coo, typed_edges
 from graphsys.sampling.block import MiniBatch
 from graphsys.sampling.negative import PPRHardNegativeSampler, UniformNegativeSampler
 from graphsys.storage.graph import Graph
+from graphsys.views.rows import from_pairs
 
 #: How the item task ranks a held-out item: among every item, the user's known items left out
 RANKED = protocol()
@@ -107,9 +108,7 @@ def interaction_split(graph: Graph, item_t: str, user_t: str, seed: int
 
 def per_user(users: np.ndarray, items: np.ndarray, n_users: int) -> list[np.ndarray]:
     """Each user's items (type-local ids): a list of ``n_users`` int64 arrays."""
-    order = np.argsort(users, kind="stable")
-    splits = np.searchsorted(users[order], np.arange(n_users + 1))
-    it = items[order]
+    splits, it = from_pairs(n_users, users, items)
     return [it[splits[u]:splits[u + 1]] for u in range(n_users)]
 
 

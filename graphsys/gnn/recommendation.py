@@ -52,6 +52,7 @@ from graphsys.ranking import rank_metrics, ranks, recall_at_k
 from graphsys.sampling.adjacency import typed_edges
 from graphsys.storage.embedding_files import read_embedding_files
 from graphsys.storage.graph import Graph, open_graph
+from graphsys.views.rows import from_pairs
 
 #: Users scored per matrix product (bounds the (users, items) score matrix in memory).
 _CHUNK = 256
@@ -155,10 +156,8 @@ class _Scorer:
         if edge_set not in self._interactions:
             s, d, _ = typed_edges(self.graph, edge_set, self.rel.lhs, self.rel.rhs)
             users, items = (s, d) if self.rel.lhs == self.user_type else (d, s)
-            order = np.argsort(users, kind="stable")
-            n_users = self.graph.num_nodes(self.user_type)
-            indptr = np.searchsorted(users[order], np.arange(n_users + 1))
-            self._interactions[edge_set] = _Interactions(indptr, items[order])
+            self._interactions[edge_set] = _Interactions(*from_pairs(
+                self.graph.num_nodes(self.user_type), users, items))
         return self._interactions[edge_set]
 
     def scores(self, users: np.ndarray, history: _Interactions) -> np.ndarray:

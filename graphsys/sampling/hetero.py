@@ -27,12 +27,11 @@ import torch
 from graphsys.errors import GraphsysError, ParameterError
 from graphsys.sampling import _kernels as K
 from graphsys.sampling._util import as_seed_array, derive_seed, run_parallel, scratch
-from graphsys.sampling.adjacency import Adjacency
 from graphsys.sampling.base import LayerwiseSampler
 from graphsys.sampling.block import Block
 from graphsys.sampling.neighbor import parse_fanouts, sample_neighbors
 from graphsys.storage.graph import Graph
-from graphsys.views.rows import from_pairs
+from graphsys.views import view
 
 #: A canonical relation: ``(source node type, relation name, destination node type)``.
 Relation = tuple[str, str, str]
@@ -155,72 +154,6 @@ class HeteroBlock:
                            {r: (mv(a), mv(b)) for r, (a, b) in self.edges.items()})
 
 
-@dataclass(frozen=True)
-class _RelAdjacency:
-    """In-neighbour lists of one canonical relation: rows are type-local ``dst_type`` ids;
-    ``indices - col_offset`` are type-local ``src_type`` ids (``col_offset`` is non-zero
-    when the rows are a zero-copy view of a stored global-id index)."""
-
-    adj: Adjacency
-    col_offset: int
-
-
-def _csr(rows: np.ndarray, cols: np.ndarray, num_rows: int, num_cols: int) -> Adjacency:
-    """CSR of the (row, col) pairs, neighbours ascending, parallel edges kept."""
-    indptr, cols = from_pairs(num_rows, rows, cols, by=(cols,))
-    return Adjacency(indptr, np.ascontiguousarray(cols, np.int64), num_cols)
-
-
-def relation_adjacencies(graph: Graph, edge_set: str | None = None, *, reverse: bool = True
-                         ) -> tuple[list[Relation], list[_RelAdjacency]]:
-    """The canonical relations of ``edge_set`` (each stored relation type, then with
-    ``reverse`` its ``rev_`` counterpart) and the in-neighbour lists of each.
-
-    An edge set of one relation with a stored adjacency index (``graphsys index``) is read
-    from its mapped ``csc`` (forward) and ``csr`` (reverse) rows with no copy; otherwise the
-    lists are built in RAM from one pass over the edges (int64, parallel edges kept).
-    """
-    es = graph.edge_set(edge_set)
-    rts = graph.relation_types
-    toff = graph.type_offsets
-    rels: list[Relation] = [(r.lhs, r.name, r.rhs) for r in rts]
-    if reverse:
-        rels += [(r.rhs, "rev_" + r.name, r.lhs) for r in rts]
-    n = {t: graph.num_nodes(t) for t in graph.entity_types}
-    single = not es.has_rel or len(rts) == 1
-    if single:
-        r = rts[0]
-        out = []
-        for kind, row_t, col_t in [("csc", r.rhs, r.lhs)] + ([("csr", r.lhs, r.rhs)]
-                                                             if reverse else []):
-            m = graph.adjacency_index(es.name, kind)
-            if m is None:
-                break
-            lo = toff[row_t]
-            out.append(_RelAdjacency(Adjacency(m.indptr[lo:lo + n[row_t] + 1], m.indices,
-                                               n[col_t]), toff[col_t]))
-        else:
-            return rels, out
-    s_all, d_all, r_all = [], [], []
-    for s, d, rel, _ in graph.iter_edges(es.name):
-        s_all.append(s)
-        d_all.append(d)
-        r_all.append(rel if rel is not None else np.zeros(len(s), np.int32))
-    cat = (lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt))
-    s, d, rel = cat(s_all, np.int64), cat(d_all, np.int64), cat(r_all, np.int64)
-    order = np.argsort(rel, kind="stable")
-    s, d, rel = s[order], d[order], rel[order]
-    bounds = np.searchsorted(rel, np.arange(len(rts) + 1))
-    fw, bw = [], []
-    for k, r in enumerate(rts):
-        ss = s[bounds[k]:bounds[k + 1]] - toff[r.lhs]
-        dd = d[bounds[k]:bounds[k + 1]] - toff[r.rhs]
-        fw.append(_RelAdjacency(_csr(dd, ss, n[r.rhs], n[r.lhs]), 0))
-        if reverse:
-            bw.append(_RelAdjacency(_csr(ss, dd, n[r.lhs], n[r.rhs]), 0))
-    return rels, fw + bw
-
-
 def _relation_fanouts(fanouts, relations: list[Relation]) -> list[list[int]]:
     """One fanout list per relation (input layer first): a list for every relation, or a
     mapping by canonical relation or relation name (every relation listed; 0 = none)."""
@@ -309,7 +242,11 @@ class HeteroNeighborSampler(LayerwiseSampler):
 
     def __init__(self, graph: Graph, fanouts, *, edge_set: str | None = None,
                  reverse: bool = True, replace: bool = False):
-        self.relations, self._adj = relation_adjacencies(graph, edge_set, reverse=reverse)
+        rts, typed = graph.relation_types, view(graph, "typed", edge_set=edge_set)
+        self.relations: list[Relation] = [(r.lhs, r.name, r.rhs) for r in rts] + (
+            [(r.rhs, "rev_" + r.name, r.lhs) for r in rts] if reverse else [])
+        # each relation's in-rows (type-local rows, global ids): the typed view's
+        self._adj = list(typed.csc + typed.csr if reverse else typed.csc)
         self.fanouts = _relation_fanouts(fanouts, self.relations)
         self.replace = bool(replace)
         toff = graph.type_offsets
@@ -365,7 +302,7 @@ class HeteroNeighborSampler(LayerwiseSampler):
             raise GraphsysError("seed ids must be unique within a batch")
         par = run_parallel(parallel)
         nbrs, dsts, types = [], [], []
-        for k, ((s_t, _, d_t), ra) in enumerate(zip(self.relations, self._adj, strict=True)):
+        for k, ((_, _, d_t), rows) in enumerate(zip(self.relations, self._adj, strict=True)):
             fan = self.fanouts[k][layer]
             if fan == 0:
                 continue
@@ -374,10 +311,10 @@ class HeteroNeighborSampler(LayerwiseSampler):
             if len(pos) == 0:
                 continue
             # one random stream per relation
-            nbr, counts, _ = sample_neighbors(ra.adj, dst[pos] - lo, fan, replace=self.replace,
+            nbr, counts, _ = sample_neighbors(rows, dst[pos] - lo, fan, replace=self.replace,
                                               rng_seed=derive_seed(rng_seed, k),
                                               parallel=par)
-            nbrs.append(nbr - ra.col_offset + self.type_offsets[s_t])
+            nbrs.append(nbr)
             dsts.append(np.repeat(pos, counts))
             types.append(np.full(len(nbr), k, np.int64))
         cat = (lambda xs: np.concatenate(xs) if xs else np.zeros(0, np.int64))

@@ -1,9 +1,10 @@
 """CSR / CSC reads: a graph's adjacency over global node ids, built in RAM from the buckets
 or mapped from the stored indexes.
 
-:func:`build_csr` builds the out-neighbour (or, transposed, in-neighbour) lists with two
-streaming passes over the buckets (degrees, then a scatter): memory is the output plus one
-record batch. The indexes :mod:`graphsys.storage.adjacency_index` stores (``csr``, ``csc``,
+:func:`build_rows` is the one in-RAM build of the out-neighbour (or in-neighbour) rows,
+every engine's and view's (:mod:`graphsys.views` keeps what it builds): each bucket read
+once, the rows of a partition counted and scattered while its pages are in cache.
+The indexes :mod:`graphsys.storage.adjacency_index` stores (``csr``, ``csc``,
 ``sym``, ``push``; their files are described there) are mapped instead by :func:`map_index`,
 which checks them against the manifest (stale ones refused) and their values in range, and
 :func:`map_offsets` maps only a ``csr``/``csc`` index's row offsets (the degrees) in O(N).
@@ -23,7 +24,7 @@ import numpy as np
 from graphsys.errors import FormatError
 from graphsys.storage import edge_changes, index_merge, kernels, pages
 from graphsys.storage.column_file import map_column
-from graphsys.storage.edges import iter_edges
+from graphsys.storage.edges import bucket_pairs, rel_bases
 from graphsys.storage.format import (
     PUSH_STEP_DTYPE,
     IndexInfo,
@@ -49,8 +50,8 @@ class CSR:
     indptr : numpy.ndarray
         int64 (N+1,) row offsets.
     indices : numpy.ndarray
-        int64 (E,) neighbours (int32 when mapped from a stored adjacency index of a graph
-        with fewer than 2**31 nodes; every array is then a read-only view of page cache).
+        int32 (E,) neighbours, int64 from 2**31 nodes (when mapped from a stored adjacency
+        index every array is a read-only view of page cache).
     weight : numpy.ndarray or None
         float32 (E,) edge weights, or None.
     edge_ids : numpy.ndarray or None
@@ -78,6 +79,12 @@ class CSR:
     def num_nodes(self) -> int:
         """Number of rows ``N``."""
         return len(self.indptr) - 1
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of its arrays."""
+        return sum(a.nbytes for a in (self.indptr, self.indices, self.weight, self.edge_ids)
+                   if a is not None)
 
     def to_scipy(self):
         """The rows as a ``scipy.sparse.csr_matrix`` (N, N): entries are the weights, or 1."""
@@ -426,35 +433,57 @@ def verify_indexes(graph) -> int:
     return count
 
 
-def build_csr(graph, edge_set: str | None = None, *, transpose: bool = False,
-              weights: bool = True, edge_ids: bool = False) -> CSR:
-    """The CSR (or with ``transpose`` the CSC) of an edge set: the stored index mapped when
-    there is one and ``edge_ids`` is not asked for, else built in two streaming passes over
-    the buckets (:meth:`Graph.csr <graphsys.storage.graph.Graph.csr>` holds the contract)."""
+def build_rows(graph, edge_set: str | None = None, kind: str = "out", weights: bool = True,
+               edge_ids: bool = False) -> CSR:
+    """The one in-RAM build of an edge set's ``out`` (``csr``) or ``in`` (``csc``) rows
+    over global ids (:meth:`Graph.csr <graphsys.storage.graph.Graph.csr>` holds the
+    contract), reading every bucket once: on a graph of one entity type a partition's rows
+    (contiguous ids, their edges in its buckets) are counted and scattered while their
+    pages are in cache; on a typed graph every bucket is one group, ids made global. A
+    view of several edge sets has its rows sorted, as one ingest of them all."""
     es = graph.edge_set(edge_set)
-    if not edge_ids:
-        mapped = mapped_index(graph, es.name, "csc" if transpose else "csr")
-        if mapped is not None:
-            return CSR(mapped.indptr, mapped.indices, mapped.weight if weights else None)
-    n = graph.num_nodes()
-    deg = graph.degrees(es.name, "in" if transpose else "out")
+    n, p, m = graph.num_nodes(), graph.num_partitions, es.num_edges
+    out = kind in ("out", "csr")
     indptr = np.zeros(n + 1, np.int64)
-    np.cumsum(deg, out=indptr[1:])
-    m = int(indptr[-1])
-    indices = np.empty(m, np.int64)
-    weight = np.empty(m, np.float32) if (weights and es.has_weight) else None
+    indices = np.empty(m, index_merge.index_dtype(n))
+    weight = np.empty(m, np.float32) if weights and es.has_weight else None
     perm = np.empty(m, np.int64) if edge_ids else np.zeros(0, np.int64)
-    no_w = np.zeros(0, np.float32)
-    cursor = indptr[:-1].copy()
-    pos = 0
-    for s, d, _, w in iter_edges(graph, es):
-        rows, cols = (d, s) if transpose else (s, d)
-        kernels.csr_fill(rows, cols, 0, cursor, indices, w if weight is not None else no_w,
-                         weight if weight is not None else no_w, perm, pos)
-        pos += len(s)
+    w_out = weight if weight is not None else np.zeros(0, np.float32)
+    start = np.cumsum([0] + [es.buckets.get(b, 0) for b in bucket_pairs("row-major", p)])
+    bases = rel_bases(graph, es)
+    row_base, col_base = bases if out else bases[::-1]
+    one, offsets = len(graph.entity_types) == 1, graph.partition_offsets(graph.entity_types[0])
+    groups = [(int(offsets[r]), int(offsets[r + 1]), [(r, j) if out else (j, r) for j in
+               range(p)]) for r in range(p)] if one else [(0, n, "row-major")]
+    for lo, hi, pairs in groups:
+        group = [(b, list(b.batches())) for b in graph.buckets(pairs, es.name)]
+        counts = indptr[lo + 1:hi + 1]
+        for b, batches in group:
+            for eb in batches:
+                kernels.count_into(_ends(eb, b, out, one, row_base, col_base)[0], counts)
+        np.cumsum(counts, out=counts)
+        counts += indptr[lo]
+        cursor = indptr[lo:hi].copy()
+        for b, batches in group:
+            pos = int(start[b.i * p + b.j])
+            for eb in batches:
+                rows, cols, base = _ends(eb, b, out, one, row_base, col_base)
+                kernels.csr_fill(rows, cols, base, cursor, indices,
+                                 eb.weight if weight is not None else w_out, w_out, perm, pos)
+                pos += len(rows)
     if es.members:  # several edge sets: each row ascends, as one ingest of them all
-        index_merge.sort_rows(indptr, indices, weight if weight is not None else no_w, perm)
+        index_merge.sort_rows(indptr, indices, w_out, perm)
     return CSR(indptr, indices, weight, perm if edge_ids else None)
+
+
+def _ends(eb, b, out: bool, one: bool, row_base, col_base) -> tuple:
+    """``(rows, cols, col_base)`` of one record batch for :func:`build_rows`: stored
+    partition-local ids on a graph of one entity type, else global ids."""
+    src, dst, i, j = (eb.src, eb.dst, b.i, b.j) if out else (eb.dst, eb.src, b.j, b.i)
+    if one:
+        return src, dst, int(col_base[0][j])
+    rel = 0 if eb.rel is None else eb.rel
+    return row_base[rel, i] + src, col_base[rel, j] + dst, 0
 
 
 def mapped_index(graph, edge_set: str | None = None, kind: str = "csr"

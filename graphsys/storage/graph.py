@@ -334,10 +334,11 @@ class Graph(GraphSchema, SubgraphMethods):
             weights: bool = True, edge_ids: bool = False) -> CSR:
         """The out-neighbour lists of an edge set as CSR over internal ids.
 
-        Built with two streaming passes over the buckets (degrees, then a scatter); memory is the
-        output plus one record batch. When the graph directory holds a stored index
-        (:func:`graphsys.ingest` with ``index``, or ``graphsys index``) and ``edge_ids`` is not
-        asked for, the index is memory-mapped instead: no build, no anonymous memory.
+        Built reading every bucket once (:func:`graphsys.storage.csr.build_rows`): memory is
+        the output plus the record batches of one partition's rows. When the graph directory
+        holds a stored index (:func:`graphsys.ingest` with ``index``, or ``graphsys index``)
+        and ``edge_ids`` is not asked for, the index is memory-mapped instead: no build, no
+        anonymous memory.
 
         Parameters
         ----------
@@ -353,6 +354,7 @@ class Graph(GraphSchema, SubgraphMethods):
         Returns
         -------
         CSR
+            Neighbour ids int32 where every node id fits (int64 from 2**31 nodes).
 
         Examples
         --------
@@ -363,8 +365,11 @@ class Graph(GraphSchema, SubgraphMethods):
         >>> c.indptr.tolist(), c.indices.tolist()
         ([0, 1, 3, 4, 5], [2, 0, 2, 3, 1])
         """
-        return csr.build_csr(self, edge_set, transpose=transpose, weights=weights,
-                             edge_ids=edge_ids)
+        if not edge_ids:
+            mapped = csr.mapped_index(self, edge_set, "csc" if transpose else "csr")
+            if mapped is not None:
+                return CSR(mapped.indptr, mapped.indices, mapped.weight if weights else None)
+        return csr.build_rows(self, edge_set, "in" if transpose else "out", weights, edge_ids)
 
     def adjacency_index(self, edge_set: EdgeSets = None, kind: str = "csr"):
         """The stored ``kind`` index (``csr``, ``csc`` or ``push``) of an edge set, mapped and
@@ -382,10 +387,10 @@ class Graph(GraphSchema, SubgraphMethods):
 
         Parameters
         ----------
-        kind : {"out", "in", "sym", "oriented", "temporal"}
+        kind : {"out", "in", "sym", "oriented", "temporal", "typed"}
             Out- (CSR) or in-neighbour (CSC) rows; the undirected simple rows; those rows
             renumbered by degree, each edge in the row of its lower end; every node's
-            events in time order.
+            events in time order; each relation type's out and in rows.
         edge_set : str or sequence of str, optional
             The edge set (default: see :meth:`edge_set`).
         **options
@@ -394,10 +399,11 @@ class Graph(GraphSchema, SubgraphMethods):
 
         Returns
         -------
-        CSR, Oriented or TemporalAdjacency
+        CSR, Oriented, TemporalAdjacency or Typed
             :class:`~graphsys.storage.csr.CSR` rows (``out``, ``in``, ``sym``), a
-            :class:`~graphsys.views.orient.Oriented` graph or a
-            :class:`~graphsys.storage.temporal_index.TemporalAdjacency`.
+            :class:`~graphsys.views.orient.Oriented` graph, a
+            :class:`~graphsys.storage.temporal_index.TemporalAdjacency` or a
+            :class:`~graphsys.views.Typed`.
 
         Raises
         ------

@@ -12,6 +12,9 @@ set's adjacency of one *kind*:
 * ``temporal``: every node's events in time order
   (:class:`~graphsys.storage.temporal_index.TemporalAdjacency`), what temporal sampling
   searches.
+* ``typed``: per relation type its out and in rows, rows in the type-local ids of their
+  entity type, neighbours global (:class:`Typed`), what the typed
+  (heterogeneous) sampler draws from.
 
 A kind the graph stores an index of (``graphsys index``) is mapped (page cache, no build).
 Otherwise it is built in RAM within the one memory-budget rule
@@ -25,10 +28,12 @@ imports no engine.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from graphsys.errors import ParameterError
-from graphsys.storage.csr import CSR
+from graphsys.storage.csr import CSR, build_rows
 from graphsys.storage.temporal_index import (
     RAM_BYTES_PER_ENTRY,
     RAM_BYTES_PER_NODE,
@@ -45,9 +50,9 @@ from graphsys.views.orient import (
     mapped_symmetric,
     oriented,
 )
-from graphsys.views.rows import INDEX, build_rows
+from graphsys.views.rows import INDEX, from_pairs
 
-KINDS = ("out", "in", "sym", "oriented", "temporal")
+KINDS = ("out", "in", "sym", "oriented", "temporal", "typed")
 #: Anonymous bytes of out/in rows built in RAM beside their ids (int32 per edge where the
 #: ids fit, else int64): float32 weights per edge (4), int64 offsets per node (8).
 WEIGHT_BYTES, CSR_BYTES_PER_NODE = 4, 8
@@ -55,8 +60,12 @@ WEIGHT_BYTES, CSR_BYTES_PER_NODE = 4, 8
 #: scipy's ones and transposed copy (20), the merged rows of both ways and their int64
 #: copy (40).
 SYM_BYTES_PER_EDGE = 68
+#: Anonymous bytes per stored edge at the peak of a ``typed`` build of several relations:
+#: the edges' ends and relations (20), one way's row keys, their order and the reordered
+#: neighbours (24), both ways' int32 ids (8).
+TYPED_BYTES_PER_EDGE = 56
 
-__all__ = ["KINDS", "Oriented", "budget", "cached", "check", "forget", "held_bytes",
+__all__ = ["KINDS", "Oriented", "Typed", "budget", "cached", "check", "forget", "held_bytes",
            "mapped_symmetric", "one_type", "oriented", "view"]
 
 
@@ -70,7 +79,7 @@ def view(graph, kind: str, *, edge_set: str | None = None, memory_limit: int | N
     ----------
     graph : Graph
         An opened graph (one entity type for ``sym`` and ``oriented``).
-    kind : {"out", "in", "sym", "oriented", "temporal"}
+    kind : {"out", "in", "sym", "oriented", "temporal", "typed"}
         The view (see the module's notes).
     edge_set : str, optional
         The edge set (default: the graph's default).
@@ -89,12 +98,13 @@ def view(graph, kind: str, *, edge_set: str | None = None, memory_limit: int | N
 
     Returns
     -------
-    CSR, Oriented or TemporalAdjacency
+    CSR, Oriented, TemporalAdjacency or Typed
         A :class:`~graphsys.storage.csr.CSR` (``out``, ``in``, ``sym``; read-only when
         mapped; built ``out`` / ``in`` ids int32 where they fit, as an index holds them), an
-        :class:`~graphsys.views.orient.Oriented` or a
-        :class:`~graphsys.storage.temporal_index.TemporalAdjacency`. A second call returns
-        the same object while it is kept.
+        :class:`~graphsys.views.orient.Oriented`, a
+        :class:`~graphsys.storage.temporal_index.TemporalAdjacency` or a
+        :class:`Typed`. A second call returns the same object while
+        it is kept (a ``typed`` view of one relation: new slices of the kept rows).
 
     Raises
     ------
@@ -124,33 +134,24 @@ def view(graph, kind: str, *, edge_set: str | None = None, memory_limit: int | N
         return _sym(graph, es.name, memory_limit, weights)
     if kind == "temporal":
         return _temporal(graph, es.name, memory_limit)
+    if kind == "typed":
+        return _typed(graph, es, memory_limit)
     return _directed(graph, es, kind, memory_limit, weights)
 
 
 def _directed(graph, es, kind: str, memory_limit, weights: bool) -> CSR:
     """The ``out`` / ``in`` rows: the mapped ``csr`` / ``csc`` index, else built once
-    (:func:`~graphsys.views.rows.build_rows` for a graph of one entity type, int32 ids where
-    they fit; :meth:`Graph.csr <graphsys.storage.graph.Graph.csr>` otherwise) and kept."""
+    (:func:`~graphsys.storage.csr.build_rows`, int32 ids where they fit) and kept."""
     mapped = graph.adjacency_index(es.name, INDEX[kind])
     if mapped is not None:
         return CSR(mapped.indptr, mapped.indices, mapped.weight if weights else None)
-    own = len(graph.entity_types) == 1 and not es.members
-    per_edge = (4 if own and graph.num_nodes() < 2**31 else 8) + (
+    per_edge = (4 if graph.num_nodes() < 2**31 else 8) + (
         WEIGHT_BYTES if weights and es.has_weight else 0)
     need = per_edge * es.num_edges + CSR_BYTES_PER_NODE * (graph.num_nodes() + 1)
     limit = check(graph, es.name, f"the {kind}-neighbour rows of edge set {es.name!r}", need,
                   memory_limit, (INDEX[kind],))
-
-    def build() -> CSR:
-        if own:
-            return CSR(*build_rows(graph, es.name, kind, weights))
-        return graph.csr(es.name, transpose=kind == "in", weights=weights)
-
-    return cached(graph, (es.name, kind, weights), build, nbytes=_csr_bytes, budget=limit)
-
-
-def _csr_bytes(rows: CSR) -> int:
-    return sum(a.nbytes for a in (rows.indptr, rows.indices, rows.weight) if a is not None)
+    return cached(graph, (es.name, kind, weights), lambda: build_rows(
+        graph, es.name, kind, weights), nbytes=CSR.nbytes.fget, budget=limit)
 
 
 def _sym(graph, edge_set: str, memory_limit, weights: bool) -> CSR:
@@ -177,7 +178,7 @@ def _sym(graph, edge_set: str, memory_limit, weights: bool) -> CSR:
         return CSR(both.indptr.astype(np.int64), both.indices.astype(np.int64),
                    both.data.astype(np.float32) if weights else None)
 
-    return cached(graph, (edge_set, "sym", weights), build, nbytes=_csr_bytes, budget=limit)
+    return cached(graph, (edge_set, "sym", weights), build, nbytes=CSR.nbytes.fget, budget=limit)
 
 
 def _temporal(graph, edge_set: str, memory_limit) -> TemporalAdjacency:
@@ -199,6 +200,78 @@ def _temporal(graph, edge_set: str, memory_limit) -> TemporalAdjacency:
     return cached(graph, (edge_set, "temporal"), build, budget=limit,
                   nbytes=lambda t: t.indptr.nbytes + t.indices.nbytes + t.time.nbytes
                   + t.eid.nbytes)
+
+
+@dataclass(frozen=True)
+class Typed:
+    """Per relation type of the graph (``graph.relation_types`` order) its out rows
+    ``csr[k]`` (rows: type-local ids of the relation's source type; neighbours: global
+    ids) and in rows ``csc[k]`` (rows: type-local ids of the destination type). Each row's
+    neighbours ascend; parallel edges are kept.
+
+    Examples
+    --------
+    >>> import tempfile, pyarrow as pa, graphsys
+    >>> from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
+    >>> edges = pa.table({"src": [0, 0, 1], "dst": [1, 2, 2], "rel": ["a", "b", "b"]})
+    >>> out = tempfile.mkdtemp() + "/kg"
+    >>> _ = ingest_sources([EdgeSource(table=edges, src_col="src", dst_col="dst",
+    ...                                rel_col="rel")], out, IngestOptions())
+    >>> t = graphsys.open_graph(out).view("typed")  # relations a, b
+    >>> t.csc[1].indptr.tolist(), t.csc[1].indices.tolist()  # b's in-neighbours: 2's
+    ([0, 0, 0, 2], [0, 1])
+    """
+
+    csr: tuple[CSR, ...]
+    csc: tuple[CSR, ...]
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of its arrays."""
+        return sum(c.nbytes for c in self.csr + self.csc)
+
+
+def _typed(graph, es, memory_limit) -> Typed:
+    """Each relation's rows sliced from one CSR of each way (:func:`_sliced`): for an edge
+    set of one relation the kept (or mapped) ``out`` and ``in`` rows; else the relations'
+    rows stacked, built from one pass over the edges within the budget, and kept."""
+    rts, toff = graph.relation_types, graph.type_offsets
+    if not es.has_rel or len(rts) == 1:
+        return Typed(*(_sliced(view(graph, kind, edge_set=es.name, memory_limit=memory_limit),
+                               [toff[t]], [graph.num_nodes(t)])
+                       for kind, t in (("out", rts[0].lhs), ("in", rts[0].rhs))))
+    need = TYPED_BYTES_PER_EDGE * es.num_edges + 24 * sum(
+        graph.num_nodes(r.lhs) + graph.num_nodes(r.rhs) + 1 for r in rts)
+    limit = check(graph, es.name, f"the typed adjacency of edge set {es.name!r}", need,
+                  memory_limit)
+
+    def build() -> Typed:
+        parts = list(graph.iter_edges(es.name))
+        s, d, rel = (np.concatenate([p[k] for p in parts]) if parts else np.zeros(0, np.int64)
+                     for k in range(3))
+        ways = []
+        for rows, cols, types in ((s, d, [r.lhs for r in rts]), (d, s, [r.rhs for r in rts])):
+            sizes = [graph.num_nodes(t) for t in types]
+            first = np.cumsum([0] + sizes)  # each relation's first row in the stack
+            key = (first[:-1] - np.array([toff[t] for t in types]))[rel] + rows
+            indptr, nbr = from_pairs(int(first[-1]), key, cols, by=(cols,))
+            ways.append(_sliced(CSR(indptr, nbr.astype(
+                np.int32 if graph.num_nodes() < 2**31 else np.int64)), first[:-1], sizes))
+        return Typed(*ways)
+
+    return cached(graph, (es.name, "typed"), build, nbytes=Typed.nbytes.fget, budget=limit)
+
+
+def _sliced(rows: CSR, starts, sizes) -> tuple[CSR, ...]:
+    """Rows ``lo .. lo + n - 1`` of ``rows`` as rows ``0 .. n - 1`` for each start ``lo``
+    and size ``n`` (one entity type's ids): the neighbours sliced, the offsets shifted (a
+    copy) unless they start at 0."""
+    out = []
+    for lo, n in zip(starts, sizes, strict=True):
+        ptr = rows.indptr[int(lo):int(lo) + n + 1]
+        first, last = int(ptr[0]), int(ptr[-1])
+        out.append(CSR(ptr - first if first else ptr, rows.indices[first:last]))
+    return tuple(out)
 
 
 def _oriented(graph, edge_set: str, memory_limit, directions: bool, sort: bool,

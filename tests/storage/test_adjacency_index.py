@@ -105,7 +105,7 @@ def test_old_version_1_graph_still_opens(graph_dir):
     (path / "manifest.json").write_text(json.dumps(data))
     g = open_graph(path)
     assert g.adjacency_index(kind="csr") is None
-    assert g.csr().indices.dtype == np.int64  # built in RAM as before
+    assert g.csr().indices.dtype == np.int32  # built in RAM, ids as an index holds them
     verify_graph(path)
 
 

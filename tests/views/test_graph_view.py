@@ -109,7 +109,7 @@ def test_over_the_budget_one_line_names_the_index_command(graph_of):
 def test_an_unknown_kind_is_refused_in_one_line(graph_of):
     g = graph_of([0, 1], [1, 2], 3)
     with pytest.raises(GraphsysError, match=r"unknown graph view 'both' \(known: in, "
-                                            r"oriented, out, sym, temporal\)"):
+                                            r"oriented, out, sym, temporal, typed\)"):
         g.view("both")
 
 

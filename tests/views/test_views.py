@@ -156,3 +156,46 @@ def test_a_graph_of_several_entity_types_is_refused_in_one_line(tmp_path):
         with pytest.raises(GraphsysError, match=r"needs a graph of one entity type; .* has "
                                                 r"2 \("):
             call()
+
+
+@pytest.mark.parametrize("relations,indexed", [(3, False), (1, False), (1, True)])
+def test_the_typed_view_equals_a_brute_force_build(tmp_path, relations, indexed):
+    """Each relation's out and in rows (type-local rows, global neighbours) against the
+    original edge list: several relations built, one sliced from the out/in rows (mapped
+    from the csr/csc indexes, or built)."""
+    import pyarrow as pa
+
+    from graphsys.storage.format import RelationType
+    from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
+
+    rels = [RelationType("rates", "user", "item"), RelationType("follows", "user", "user"),
+            RelationType("similar", "item", "item")][:relations]
+    rng = np.random.default_rng(7)
+    size = {"user": 20, "item": 15}
+    edges = [(k, int(rng.integers(0, size[rels[k].lhs])), int(rng.integers(
+        0, size[rels[k].rhs]))) for k in rng.integers(0, relations, 300)]
+    table = pa.table({"src": [s for _, s, _ in edges], "dst": [d for _, _, d in edges],
+                      "rel": [rels[k].name for k, _, _ in edges]})
+    ingest_sources([EdgeSource(table=table, src_col="src", dst_col="dst", rel_col="rel")],
+                   tmp_path / "g", IngestOptions(relation_types=rels, partitions=2))
+    g = open_graph(tmp_path / "g")
+    if indexed:
+        build_index(g, ("csr", "csc"))
+        g = open_graph(tmp_path / "g")
+    typed = g.view("typed")
+    toff = g.type_offsets
+    for k, r in enumerate(rels):
+        for rows, row_t, col_t, flip in ((typed.csr[k], r.lhs, r.rhs, False),
+                                         (typed.csc[k], r.rhs, r.lhs, True)):
+            want = [[] for _ in range(g.num_nodes(row_t))]
+            for kk, s, d in edges:
+                if kk == k:
+                    a, b = (d, s) if flip else (s, d)
+                    want[int(g.to_internal(a, row_t)[0])].append(
+                        toff[col_t] + int(g.to_internal(b, col_t)[0]))
+            got = [rows.indices[rows.indptr[v]:rows.indptr[v + 1]].tolist()
+                   for v in range(len(want))]
+            assert got == [sorted(w) for w in want]  # ascending, parallel edges kept
+    if indexed:
+        assert np.shares_memory(typed.csc[0].indices, g.adjacency_index(kind="csc").indices)
+    assert (g.view("typed") is typed) == (relations > 1)  # several: built once and kept
