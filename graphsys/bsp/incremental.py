@@ -187,9 +187,10 @@ def provenance(algorithm: str, graph, edge_set, source=None,
             "residual": None if residual is None else float(residual)}
 
 
-def _table(init) -> tuple[pa.Table, str]:
+def _table(init, footer: bool = False) -> tuple[pa.Table | pa.Schema, str]:
     """The previous result as a table: a Parquet file (a regular file, size checked), a
-    table, or a :class:`~graphsys.bsp.result.Result`."""
+    table, or a :class:`~graphsys.bsp.result.Result`; ``footer``: of a file its schema
+    alone (its footer read, not its pages)."""
     if isinstance(init, Result):
         try:
             return init.to_table(), "a result"
@@ -211,19 +212,21 @@ def _table(init) -> tuple[pa.Table, str]:
     try:
         # pages written with a CRC (graphsys run --out) are checked: a garbled value is
         # refused rather than repaired from
-        table = pq.read_table(path, page_checksum_verification=True)
-        table.schema.names  # noqa: B018 - a garbled footer's name may not be UTF-8
+        table = pq.read_schema(path) if footer else pq.read_table(
+            path, page_checksum_verification=True)
+        getattr(table, "schema", table).names  # noqa: B018 - a garbled name may not be UTF-8
         return table, str(path)
     except (OSError, pa.ArrowException, UnicodeDecodeError) as exc:
         detail = " ".join(str(exc).split())[:300]  # Arrow's text may span lines
         raise FormatError(f"{path}: not a readable Parquet result ({detail})") from None
 
 
-def result_provenance(init) -> tuple[pa.Table, dict[str, Any], str]:
+def result_provenance(init, footer: bool = False) -> tuple[pa.Table, dict[str, Any], str]:
     """(table, provenance, where) of a previous result; a one-line error when it holds none
-    (not written by graphsys, or written before results recorded it)."""
-    table, where = _table(init)
-    raw = (table.schema.metadata or {}).get(RESULT_METADATA.encode())
+    (not written by graphsys, or written before results recorded it). ``footer``: of a
+    file, only its footer is read (the table is then its schema)."""
+    table, where = _table(init, footer)
+    raw = (getattr(table, "schema", table).metadata or {}).get(RESULT_METADATA.encode())
     if raw is None:
         raise FormatError(f"{where}: no graphsys run recorded in it (not a result of "
                           f"graphsys's run, or one written before results recorded it)")
@@ -268,25 +271,7 @@ def read_previous(graph, init, algorithm: str, edge_set=None, source=None) -> Pr
         changed since, or of a node the graph does not have (each naming it).
     """
     table, meta, where = result_provenance(init)
-    if meta.get("algorithm") != algorithm:
-        raise GraphsysError(f"{where} holds a {meta.get('algorithm')} result, not {algorithm}")
-    if meta.get("source") != (source.item() if isinstance(source, np.generic) else source):
-        raise GraphsysError(f"{where} was computed from source {meta.get('source')!r}, this "
-                            f"run starts from {source!r}")
-    for bound in ("until", "since"):
-        if meta.get(bound) != getattr(graph, bound, None):
-            raise GraphsysError(f"{where} was computed on the graph {bound} "
-                                f"{meta.get(bound)!r}, this run reads it {bound} "
-                                f"{getattr(graph, bound, None)!r}")
-    es = graph.edge_set(edge_set)
-    stored = getattr(graph, "stored", graph)
-    for name, digest in meta["edge_sets"].items():
-        if name not in es.parts:
-            raise GraphsysError(f"{where} was computed on edge set {name!r}, which this run "
-                                f"does not read (it reads {', '.join(es.parts)})")
-        if edges_digest(stored.manifest, name) != digest:
-            raise GraphsysError(f"edge set {name!r} changed since {where} was computed (its "
-                                f"buckets differ): start from scratch")
+    es, changed = _match(graph, meta, where, algorithm, edge_set, source)
     if set(table.column_names) != {"node", "value"} or not pa.types.is_floating(
             table.schema.field("value").type):
         raise FormatError(f"{where}: expected columns node and value (float), got "
@@ -307,13 +292,6 @@ def read_previous(graph, init, algorithm: str, edge_set=None, source=None) -> Pr
     values = np.full(n, np.nan)
     values[internal] = table.column("value").to_numpy().astype(np.float64)
     new = tuple(m for m in es.parts if m not in meta["edge_sets"])
-    changed = [m for m in new if stored.manifest.edge_sets[m].change]
-    if changed and algorithm not in REPAIRS_CHANGES:
-        # a start from new edges alone would read deletions as insertions
-        raise GraphsysError(f"edge set {changed[0]!r} deletes or updates edges since {where} "
-                            f"was computed: a {algorithm} run starts only from a result on "
-                            f"the same edges plus appended ones; start from scratch "
-                            f"(without a previous result)")
     steps = meta.get("supersteps")
     steps = steps if isinstance(steps, int) and not isinstance(steps, bool) and steps > 0 \
         else None
@@ -324,6 +302,68 @@ def read_previous(graph, init, algorithm: str, edge_set=None, source=None) -> Pr
     return Previous(values, known, new, where, steps, tol,
                     converged if isinstance(converged, bool) else None,
                     _positive(meta.get("residual")), tuple(changed))
+
+
+def _match(graph, meta: dict, where: str, algorithm: str, edge_set, source):
+    """The checks of :func:`read_previous` that a result's provenance ``meta`` answers
+    alone (its algorithm, source, window and edge sets); returns the edge set the run
+    reads and the change sets among its new members."""
+    if meta.get("algorithm") != algorithm:
+        raise GraphsysError(f"{where} holds a {meta.get('algorithm')} result, not {algorithm}")
+    if meta.get("source") != (source.item() if isinstance(source, np.generic) else source):
+        raise GraphsysError(f"{where} was computed from source {meta.get('source')!r}, this "
+                            f"run starts from {source!r}")
+    for bound in ("until", "since"):
+        if meta.get(bound) != getattr(graph, bound, None):
+            raise GraphsysError(f"{where} was computed on the graph {bound} "
+                                f"{meta.get(bound)!r}, this run reads it {bound} "
+                                f"{getattr(graph, bound, None)!r}")
+    es = graph.edge_set(edge_set)
+    stored = getattr(graph, "stored", graph)
+    for name, digest in meta["edge_sets"].items():
+        if name not in es.parts:
+            raise GraphsysError(f"{where} was computed on edge set {name!r}, which this run "
+                                f"does not read (it reads {', '.join(es.parts)})")
+        if edges_digest(stored.manifest, name) != digest:
+            raise GraphsysError(f"edge set {name!r} changed since {where} was computed (its "
+                                f"buckets differ): start from scratch")
+    changed = [m for m in es.parts if m not in meta["edge_sets"]
+               and stored.manifest.edge_sets[m].change]
+    if changed and algorithm not in REPAIRS_CHANGES:
+        # a start from new edges alone would read deletions as insertions
+        raise GraphsysError(f"edge set {changed[0]!r} deletes or updates edges since {where} "
+                            f"was computed: a {algorithm} run starts only from a result on "
+                            f"the same edges plus appended ones; start from scratch "
+                            f"(without a previous result)")
+    return es, changed
+
+
+def starts_from(graph, init, algorithm: str, params: dict[str, Any], edge_set=None,
+                source=None) -> bool | str:
+    """Whether a run of ``algorithm`` with ``params`` starts from the result file ``init``
+    (what ``graphsys run --init auto`` asks of its ``--out`` file), from its provenance
+    alone (the file's footer; the values are read once, by the run): True for the same
+    run (:func:`same_run`) on an earlier version of the edges it reads, converged; False
+    for anything unreadable or that does not match; why not, where it matches but a
+    repair after deletions and weight updates (WCC, BFS, SSSP, k-core) would run from
+    scratch for the share of the edges changed
+    (:data:`~graphsys.bsp.incremental_changes.REPAIR_MAX_FRACTION`, counted from the
+    manifest): a run from scratch then does not read the values at all."""
+    try:
+        _, meta, where = result_provenance(init, footer=True)
+        es, changed = _match(graph, meta, where, algorithm, edge_set, source)
+    except GraphsysError:
+        return False
+    if not _same_params(meta, algorithm, params) or meta.get("converged") is not True:
+        return False
+    if changed and algorithm in REPAIRS_CHANGES and algorithm not in ("pagerank", "ppr"):
+        sets = getattr(graph, "stored", graph).manifest.edge_sets
+        share = sum(sets[m].num_edges for m in es.parts if m not in meta["edge_sets"]) / max(
+            es.num_edges, 1)
+        if share > changes.REPAIR_MAX_FRACTION:
+            return (f"changed edges {share:.2%} of those read, above the repair's "
+                    f"{changes.REPAIR_MAX_FRACTION:.0%}")
+    return True
 
 
 def _positive(value: Any) -> float | None:
@@ -360,9 +400,14 @@ def same_run(init, algorithm: str, params: dict[str, Any]) -> bool:
     ``graphsys run --init auto`` requires before starting from its ``--out`` file); False
     for anything unreadable."""
     try:
-        _, meta, _ = result_provenance(init)
+        _, meta, _ = result_provenance(init, footer=True)
     except GraphsysError:
         return False
+    return _same_params(meta, algorithm, params)
+
+
+def _same_params(meta: dict, algorithm: str, params: dict[str, Any]) -> bool:
+    """Whether the provenance ``meta`` is of ``algorithm`` with ``params`` (``tol`` aside)."""
     keep = {k: v for k, v in params.items() if isinstance(v, (bool, int, float, str))
             and k not in UNRECORDED_PARAMETERS}
     return meta.get("algorithm") == algorithm and all(

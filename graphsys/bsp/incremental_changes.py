@@ -25,10 +25,17 @@ and SSSP on one CPU in memory take this path after a pure append too.
 A run starts from scratch instead, and says why in ``result.stats.method``, with
 ``result.stats.start == "scratch"`` (a repair has ``"repair"``): where the changed edges
 (appended, deleted and re-weighted pairs) are more than :data:`REPAIR_MAX_FRACTION` of the
-edges read, on another device, mode or backend, on a time view, where a change set does
-not change every edge set the previous result read alike, or where the repair scans more
-than :data:`REPAIR_MAX_SWEEPS` times the edges read. The answers are a run from scratch's:
-labels are each component's smallest internal id, distances exact.
+edges read, on another device, mode or backend, on a time view, where a change set since
+the previous result does not change every edge set it read alike, or where the repair
+scans more than :data:`REPAIR_MAX_SWEEPS` times the edges read. The answers are a run from
+scratch's: labels are each component's smallest internal id, distances exact.
+
+Appends and deletions may alternate: a change set the previous result read does not target
+the edge sets appended after it, so where such an edge set holds a pair it deletes or
+re-weights (an edge re-added), those edges are read as appended ones (restored over the
+pairs the adjacency of the older edge sets drops or re-weights) and the WCC search reads
+their pairs as present (:func:`_readded`). PageRank's push and k-core's update, which
+count parallel edges, take another start there (:func:`read_edges_as_stored`).
 
 Examples
 --------
@@ -110,6 +117,12 @@ class Change:
         result read: the weights in force before the change.
     before_deleted : numpy.ndarray
         The same as ``deleted`` over the change sets the previous result read.
+    readded : int
+        The last of ``src``/``dst`` that are not appended since but edges of ``old`` that a
+        change set the previous result read lists without targeting them (appended after
+        it: ``deleted`` and ``updated`` hold their pairs, so the adjacency of ``old`` read
+        through them lacks these edges or gives them another weight, and they are added
+        back as if appended; exact for a repair, not for a push counting edges).
     """
 
     old: list
@@ -128,6 +141,7 @@ class Change:
         default_factory=lambda: np.zeros(0, np.float32))
     before_deleted: np.ndarray = dataclasses.field(
         default_factory=lambda: np.zeros(0, np.int64))
+    readded: int = 0
 
 
 def _appended(graph, names: list, changes: list) -> tuple[np.ndarray, ...]:
@@ -164,12 +178,17 @@ def read_change(graph, previous, edge_set=None) -> Change | str:
     new = set(previous.new_edge_sets)
     old = [m for m in parts if m not in new and not sets[m].change]
     changes = [m for m in parts if sets[m].change]  # in manifest order: the order they apply
-    for c in changes:
-        if any(m not in sets[c].change.targets for m in old):
-            return f"change set {c!r} does not change every edge set read before alike"
+    if any(m not in sets[c].change.targets for c in changes if c in new for m in old):
+        return "a change set since the previous result does not change every edge set " \
+               "read before alike"
     appended = [m for m in parts if m in new and not sets[m].change]
     after = [c for c in changes if c in new]
     src, dst, weight = _appended(graph, appended, after)
+    readded = _readded(graph, old, changes, new)
+    if readded is not None:
+        src, dst = np.concatenate([src, readded[0]]), np.concatenate([dst, readded[1]])
+        weight = None if weight is None or readded[2] is None else np.concatenate(
+            [weight, readded[2]])
     deleted, since, gone = [], {"delete": [], "update": []}, []
     every, before = ([], []), ([], [])  # updates: all, those the previous result read
     pairs = 0
@@ -190,7 +209,44 @@ def read_change(graph, previous, edge_set=None) -> Change | str:
     return Change(old, src, dst, weight, dk, *_last_weights(*every), *(
         np.unique(np.concatenate(since[k])) if since[k] else np.zeros(0, np.int64)
         for k in ("delete", "update")), pairs, *_last_weights(*before),
-        np.unique(np.concatenate(gone)) if gone else np.zeros(0, np.int64))
+        np.unique(np.concatenate(gone)) if gone else np.zeros(0, np.int64),
+        0 if readded is None else len(readded[0]))
+
+
+def _readded(graph, old: list, changes: list, new: set) -> tuple | None:
+    """The edges of the edge sets ``old`` appended after a change set the previous result
+    read (so not among its targets) whose pairs that change set lists (an edge re-added
+    after its deletion, or of a pair re-weighted before): (src, dst, weight or None), read
+    through the change sets that target them; None where no such change set precedes an
+    edge set of ``old``. The adjacency of ``old`` is read through the change pair by pair,
+    so these edges are read from it deleted or re-weighted as their pair is; they join the
+    appended edges, which restores them."""
+    sets, n = graph.manifest.edge_sets, graph.num_nodes()
+    found = [], [], []
+    for m in old:
+        missed = [c for c in changes if c not in new and m not in sets[c].change.targets]
+        if not missed:
+            continue
+        keys = np.unique(np.concatenate([global_keys(graph, c)[0] for c in missed]))
+        s, d, w = _appended(graph, [m], changes)
+        hit = np.isin(s * n + d, keys)
+        for into, x in zip(found, (s, d, w)):
+            into.append(None if x is None else x[hit])
+    if not found[0]:
+        return None
+    w = None if any(x is None for x in found[2]) else np.concatenate(found[2])
+    return np.concatenate(found[0]), np.concatenate(found[1]), w
+
+
+def read_edges_as_stored(graph, previous, edge_set=None) -> Change | str:
+    """:func:`read_change` for a reader of the adjacency before the change edge by edge (a
+    push counting parallel edges, core numbers): a string where edges were re-added after a
+    change set the previous result read (``Change.readded``)."""
+    change = read_change(graph, previous, edge_set)
+    if not isinstance(change, str) and change.readded:
+        return (f"{change.readded:,} edges appended after a change set the previous result "
+                f"read list its pairs")
+    return change
 
 
 def _last_weights(keys: list, weights: list) -> tuple[np.ndarray, np.ndarray]:
@@ -320,10 +376,14 @@ def components_repaired(spec, graph, previous, labels, change: Change, kwargs, u
     if len(seeds):
         oip, oix, _, lay = _old_adjacency(graph, change.old, "csr", False)
         iip, iix, _, _ = _old_adjacency(graph, change.old, "csc", False)
-        dout, din = _flags(n, change.deleted)
+        # the search reads the pairs there are now: a re-added edge's pair is one
+        r = len(change.src) - change.readded
+        gone = np.setdiff1d(change.deleted, change.src[r:] * n + change.dst[r:]) \
+            if change.readded else change.deleted
+        dout, din = _flags(n, gone)
         setup = time.perf_counter() - t0
-        key, work, done = repair.wcc_race(n, oip, oix, iip, iix, lay, change.deleted, dout,
-                                          din, comp, len(known), seeds, limit)
+        key, work, done = repair.wcc_race(n, oip, oix, iip, iix, lay, gone, dout, din, comp,
+                                          len(known), seeds, limit)
         if not done:
             return Costly(f"the split search scanned more than {REPAIR_MAX_SWEEPS}x both "
                           f"ends of the edges")
@@ -372,8 +432,7 @@ def distances_repaired(spec, graph, previous, base, values, change: Change, kwar
     uk = change.updated if weighted else np.zeros(0, np.int64)
     uw = change.updated_weight if weighted else np.zeros(0, np.float32)
     dout, din = _flags(n, change.deleted, uk)
-    checks = np.unique(np.concatenate([change.changed_deleted % n, (
-        change.changed_updated % n) if weighted else np.zeros(0, np.int64)]))
+    checks = _checks(change, n, values, base.relax_offset + (use_w and not weighted), weighted)
     es, ed, estep = _relaxed_edges(change, n, base, use_w, weighted)
     setup = time.perf_counter() - t0
     limit = _limit(graph, kwargs)
@@ -392,6 +451,18 @@ def distances_repaired(spec, graph, previous, base, values, change: Change, kwar
               f"edges; {int(gone):,} invalidated, {int(relaxed):,} relaxed)")
     return Result(values=values, stats=_stats(spec, graph, kwargs, t0, setup, step, method,
                                               weighted), graph=graph)
+
+
+def _checks(change: Change, n: int, d: np.ndarray, least: float, weighted: bool
+            ) -> np.ndarray:
+    """The targets of the deleted (and, ``weighted``, re-weighted) pairs whose distance the
+    pair may have given: ``d[u] + least <= d[v]``, ``least`` the least step along an edge
+    (weights are non-negative). The others keep an intact in-edge that gives it (``d`` was
+    a fixed point); a node that loses one later is pushed again as a dependant."""
+    keys = np.concatenate([change.changed_deleted, change.changed_updated]) if weighted \
+        else change.changed_deleted
+    u, v = keys // n, keys % n
+    return np.unique(v[d[u] + least <= d[v]])
 
 
 def _relaxed_edges(change: Change, n: int, base, use_w: bool, weighted: bool):

@@ -16,7 +16,8 @@ A run starts from scratch instead, and says why in ``result.stats.method``, with
 where the changed edges are more than
 :data:`~graphsys.bsp.incremental_changes.REPAIR_MAX_FRACTION` of the edges read, on
 another device, mode or backend, on a time view, where a change set does not change every
-edge set the previous result read alike, where the traversals scan more than
+edge set the previous result read alike or an edge appended after one it read lists its
+pair, where the traversals scan more than
 :data:`SCAN_SHARE` of :data:`~graphsys.bsp.incremental_changes.REPAIR_MAX_SWEEPS` times
 both ends of the edges read (then the update stops, having spent about what a peeling
 from scratch costs), and with ``self_loops="refuse"`` (which reads every edge). The core
@@ -75,7 +76,7 @@ def cores_from(spec, graph, previous, *, source=None, params=None,
     why = changes.repair_applies(kwargs, "a k-core update")
     if why is None and (params or {}).get("self_loops", "ignore") != "ignore":
         why = "self_loops='refuse' reads every edge"
-    change = changes.read_change(graph, previous, edge_set) if why is None else why
+    change = changes.read_edges_as_stored(graph, previous, edge_set) if why is None else why
     if not isinstance(change, str):
         read = max(graph.edge_set(edge_set).num_edges, 1)
         share = (len(change.src) + len(change.changed_deleted)) / read

@@ -55,11 +55,13 @@ start, records it in ``result.stats.start`` and says it in ``result.stats.method
   reads again (through the change sets, :func:`graphsys.storage.csr.merged_index`).
 * ``warm`` elsewhere (more changed; the change's first residual reaches more than
   :data:`LOCAL_MAX_SHARE` of the nodes; the push's estimated cost is above the warm
-  start's; the previous edges have no stored CSR index;
-  another device or mode; a time view; a change set that does not change every edge set
-  read before alike; a previous run that did not converge or has no tolerance): the power
-  iteration started from the previous ranks, which converges from any start to the same
-  fixed point by the same stopping rule (:func:`graphsys.bsp.incremental.pagerank_warm_start`).
+  start's; the previous edges have no stored CSR index; another device or mode; a time
+  view; a change set since the previous result that does not change every edge set read
+  before alike; an edge appended after a change set the previous result read that lists
+  its pair (a re-added edge, read pair by pair); a previous run that did not converge or
+  has no tolerance): the power iteration started from the previous ranks, which converges
+  from any start to the same fixed point by the same stopping rule
+  (:func:`graphsys.bsp.incremental.pagerank_warm_start`).
 
 The change may delete and re-weight edges too (change sets,
 :mod:`graphsys.storage.changes`), read as WCC/BFS repairs read it
@@ -180,7 +182,7 @@ def pagerank_from(spec, graph, previous: Previous, *, source=None, params=None,
                f"{DELTA_MAX_FRACTION:.0%}")
     change, start = None, None
     if why is None:  # the one reader of a change (WCC/BFS/SSSP repairs read it too)
-        change = changes.read_change(graph, previous, kwargs.get("edge_set"))
+        change = changes.read_edges_as_stored(graph, previous, kwargs.get("edge_set"))
         why = change if isinstance(change, str) else None
     if why is None:
         result = _delta(spec, graph, previous, program, change, max_iters, kwargs)

@@ -208,6 +208,8 @@ def run(args) -> int:
     kwargs.update(_algorithm_params(args.algorithm, args.params, parameters))
     source = _parse_source(graph, args.source) if needs_source else None
     init = _previous_result(args, spec, graph, source, out, kwargs)
+    unread = init if isinstance(init, str) else None  # why the --out file was not read
+    init = None if unread else init
     if init is not None:
         kwargs["init"] = init
     rank0 = not distributed or _rank() == 0
@@ -236,6 +238,8 @@ def run(args) -> int:
 
             dist.destroy_process_group()
     stats = result.stats
+    if unread:
+        stats.start, stats.method = "scratch", f"{stats.method} (from scratch: {unread})"
     # kernels compiled inside the run (a first call on a cold cache): said apart from the
     # algorithm's own time, which the run's seconds include
     compiled_after = compile_totals()
@@ -274,7 +278,8 @@ def run(args) -> int:
                   + "".join(f", {k} {v:.6g}" for k, v in stats.scores.items())
                   + (f", started from {init} ({_START[stats.start]})"
                      if init is not None and stats.start in _START else
-                     f", started from {init}" if init is not None else "")
+                     f", started from {init}" if init is not None else
+                     f", from scratch ({unread}; {out} not read)" if unread else "")
                   + (f", wrote {out}" if out else ""))
         if not stats.converged:
             print(f"warning: {args.algorithm} stopped at --max-iters {limit:,} "
@@ -302,10 +307,11 @@ def _taking_init() -> str:
     return ", ".join(n for n, spec in ALGORITHMS.items() if spec.warm_start is not None)
 
 
-def _previous_result(args, spec, graph, source, out, kwargs) -> Path | None:
+def _previous_result(args, spec, graph, source, out, kwargs) -> Path | str | None:
     """The previous result ``--init`` names: the file given, or with ``auto`` the ``--out``
     file being replaced when it is a result of the same run on an earlier version of the
-    edges read (else None: from scratch)."""
+    edges read (else None: from scratch; a string: why a repair would not pay, the run
+    from scratch reading none of it)."""
     if args.init == "none" or spec is None or spec.warm_start is None:
         return None
     if args.init != "auto":
@@ -315,14 +321,10 @@ def _previous_result(args, spec, graph, source, out, kwargs) -> Path | None:
     from graphsys.bsp import incremental
 
     params = {k: kwargs[k] for k in spec.parameters if k in kwargs}
-    if not incremental.same_run(out, spec.name, params):
-        return None
-    try:
-        previous = incremental.read_previous(graph, out, spec.name, args.edges, source)
-    except GraphsysError:
-        return None  # of other edges, or unreadable: from scratch
-    # a run that stopped at --max-iters (or does not say): from scratch, never repaired
-    return Path(out) if previous.converged else None
+    # from its footer (the run reads its values once): of other edges, unreadable, or a
+    # run that stopped at --max-iters (or does not say): from scratch, never repaired
+    starts = incremental.starts_from(graph, out, spec.name, params, args.edges, source)
+    return starts if isinstance(starts, str) else Path(out) if starts else None
 
 
 #: parameters with flags of their own (not set with --set)

@@ -271,12 +271,16 @@ def _offers(v, n, d, invalid, offset, use_w, ip, ix, ws, old, lay, dkeys, ukeys,
             below):
     """The smallest ``d[u] + step`` over one adjacency of ``v``'s in-edges from valid
     ``u`` (``old``: the old edges, through the change); with ``below``, only offers from
-    ``d[u] < d[v]``, returning at the first that equals ``d[v]``."""
+    ``d[u] < d[v]``, returning at the first that equals ``d[v]``, and an old edge looked up
+    in the change only where its stored weight makes such an offer (a re-weighted edge
+    offers at most what it did: where it does not, ``v`` is invalidated and takes its
+    best offer, the same distance where nothing moved it)."""
     best = np.inf
     lo, hi = _row(ip, v, lay) if old else (ip[v], ip[v + 1])
     for e in range(lo, hi):
         u = _id(ix[e], lay) if old else np.int64(ix[e])
-        if invalid[u] or d[u] == np.inf:
+        if invalid[u] or d[u] == np.inf or below and (
+                d[u] >= d[v] or d[u] + offset + (_w(ws, e) if use_w else 0.0) != d[v]):
             continue
         step = _step(ws, e, old, dkeys, ukeys, uw, flagged, u * n + v, offset, use_w)
         if step < 0:

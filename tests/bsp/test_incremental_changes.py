@@ -234,3 +234,24 @@ def test_a_time_view_after_an_append_keeps_the_engines_repair(tmp_path):
     got = bsp.bfs(view, source, init=before)
     assert got.stats.start == "repair" and "repaired from the new edges" in got.stats.method
     assert np.array_equal(got.values, bsp.bfs(view, source).values)
+
+
+def test_cli_auto_decides_from_the_manifest_before_reading_the_values(tmp_path, capsys,
+                                                                       monkeypatch):
+    """``--init auto`` with more changed than a repair pays for runs from scratch without
+    reading the previous values (its footer says enough), and says so."""
+    from graphsys.bsp import incremental
+
+    g, source, _ = _changed(tmp_path)  # about 10 % of the edges changed
+    reads = []
+    monkeypatch.setattr(incremental, "read_previous", lambda *a, **k: reads.append(a))
+    out = tmp_path / "wcc.parquet"
+    assert main(["run", "wcc", str(g.path), "--out", str(out), "--overwrite"]) == 0
+    line = capsys.readouterr().out
+    assert "from scratch (changed edges" in line and f"{out} not read" in line
+    assert not reads
+    assert np.array_equal(pq.read_table(out)["value"].to_numpy(), bsp.wcc(g).values)
+    assert main(["run", "bfs", str(g.path), "--source", str(source), "--out",
+                 str(tmp_path / "bfs.parquet"), "--overwrite", "--json"]) == 0
+    stats = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert stats["start"] == "scratch" and "above the repair's 5%" in stats["method"]
