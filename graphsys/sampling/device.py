@@ -15,7 +15,7 @@ CUDA), and the right shifts, arithmetic on int64, are made logical by masking of
 copied sign bits (:func:`srl64`). The conversion to a float in [0, 1) keeps the top 53 bits,
 exactly as the CPU kernel does, and the picks truncate the same float64 products.
 
-Operations per batch: a layer of fanout ``k`` runs 64 torch operators (each one kernel
+Operations per batch: a layer of fanout ``k`` runs 65 torch operators (each one kernel
 launch on a GPU) for ``k`` from 10 to 17: one gather of its destinations' CSR rows, degrees
 and first stream words (a per-node table made once), the two SplitMix64 finalisers of the
 streams and their ``k`` words (26 operators, int64 arithmetic having no logical shift),
@@ -23,15 +23,15 @@ the draws scaled in float64 (4), Floyd's algorithm by pointer doubling (12, and 
 of at most ``k`` neighbours), a gather of the picks and their widening to int64 (4), and
 one buffer of candidates (1, its pieces all int64: CUDA joins pieces of one dtype in one
 kernel and copies pieces of mixed dtypes one by one) whose sources are numbered by first
-appearance through a dense map of the node ids (7, the map not filled first) and whose
-edges are compacted by a running count of the kept picks (5). One host read at the end
-of the batch (``.tolist()`` of a few counts) gives the blocks' sizes and the
+appearance through a dense map of the node ids (8) and whose edges are compacted by a
+running count of the kept picks (5). One host read at
+the end of the batch (``.tolist()`` of a few counts) gives the blocks' sizes and the
 checks of the seeds; a layer with fanout ``-1`` (every neighbour) reads its edge count
 before it is drawn, one more read each, and with ``csr="staged"`` each layer reads its
 CSR positions on the host (one more read and two transfers a layer). On CUDA a layer's
 picks, from the table's gather to the CSR positions (48 operators for ``k = 15``), are one
 kernel compiled at run time by torch's jiterator (:func:`fused_draw`, checked against the
-operators when the sampler is made): 37 launches a GraphSAGE batch instead of 129.
+operators when the sampler is made): 39 launches a GraphSAGE batch instead of 131.
 """
 
 from __future__ import annotations
@@ -878,18 +878,16 @@ class DeviceNeighborSampler(Sampler):
         CPU relabel's order: first appearances, in order, the padding node left out.
 
         The first position ``p`` of every id comes from a scatter-min of ``p - 1`` into a
-        dense map of the node ids (not filled first: only the candidates' entries are
-        written and read); the leading padding node scatters -2, so that no padding entry
-        is a first appearance. An entry whose map value is its own ``p - 1`` is a
+        dense map of the node ids; the leading padding node scatters -2, so that no padding
+        entry is a first appearance. An entry whose map value is its own ``p - 1`` is a
         first appearance; a running count of those numbers the sources (``firsts``), and an
         entry's number is that count just before its first position (``firsts[map]``). The
         sources are the candidates at the first positions with counts 1, 2, ...: a binary
         search of the counts (past the last source, the trailing padding node)."""
         n, size = self.num_nodes, len(cand)
         pos = torch.int32 if size < 2**31 - 1 else torch.int64    # half the map
-        first = torch.empty(n + 1, dtype=pos, device=cand.device)
-        first.scatter_reduce_(0, cand, self._kept(size, pos, lead=-2), "amin",
-                              include_self=False)
+        first = torch.full((n + 1,), torch.iinfo(pos).max, dtype=pos, device=cand.device)
+        first.scatter_reduce_(0, cand, self._kept(size, pos, lead=-2), "amin")
         at = first.index_select(0, cand)
         firsts = torch.cumsum(at == self._kept(size, pos, lead=-1), 0)
         cap = min(size - 2, n)
