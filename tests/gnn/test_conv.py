@@ -173,6 +173,27 @@ def _unsorted_block():
 
 
 @pytest.mark.parametrize("make", [_sampled_block, _unsorted_block])
+@pytest.mark.parametrize("bias", [True, False])
+def test_sage_projecting_first_backward_matches_dense(make, bias):
+    """A sampled block with in_dim > out_dim: SAGEConv projects first, its backward written
+    out (the self part's gradient added into the destination rows in place); gradients of
+    the input, weights and bias are the dense formula's, and torch's numerical check."""
+    torch.manual_seed(0)
+    block = make()
+    conv = SAGEConv(6, 4, bias=bias).double()
+    x = torch.randn(block.num_src_nodes, 6, dtype=torch.float64, requires_grad=True)
+    upstream = torch.randn(block.num_dst_nodes, 4, dtype=torch.float64)
+    params = (x, *conv.parameters())
+    got = torch.autograd.grad((conv(x, block) * upstream).sum(), params)
+    a = _dense(block)
+    mean = (a / a.sum(1, keepdim=True).clamp(min=1)) @ x
+    ref = conv.lin_self(x[:block.num_dst_nodes]) + mean @ conv.lin_neigh.weight.T
+    for g, want in zip(got, torch.autograd.grad((ref * upstream).sum(), params), strict=True):
+        torch.testing.assert_close(g, want)
+    assert torch.autograd.gradcheck(lambda t, *w: conv(t, block), params)
+
+
+@pytest.mark.parametrize("make", [_sampled_block, _unsorted_block])
 @pytest.mark.parametrize("weighted", [False, True])
 def test_segment_sum_and_mean_gradcheck_against_per_edge_scatter(make, weighted):
     """The segment reductions (no per-edge tensor) equal the per-edge scatter, forward and

@@ -106,20 +106,34 @@ class _SegmentMean(torch.autograd.Function):
     def backward(ctx, grad):
         if not ctx.needs_input_grad[0]:
             return None, None, None, None, None
-        src, dst, count = ctx.saved_tensors
-        by_src, order = _by_source(ctx, src)
-        # a destination without edges divides by 0, in a row that no edge reads
-        scaled = grad / count[:grad.shape[0]].unsqueeze(1)
-        grad_h = F.embedding_bag(dst.index_select(0, order), scaled, by_src, mode="sum",
-                                 include_last_offset=True)
-        return grad_h, None, None, None, None
+        return mean_backward(ctx, grad, *ctx.saved_tensors), None, None, None, None
+
+
+def mean_backward(ctx, grad: torch.Tensor, src: torch.Tensor, dst: torch.Tensor,
+                  count: torch.Tensor) -> torch.Tensor:
+    """The gradient of a segment mean's input rows (``ctx.num_src``, F) from that of its
+    output ``grad``: each destination's gradient divided by its edge count ``count`` (the
+    bag reduction's), summed over each source's edges (``ctx.block`` as
+    :class:`_SegmentSum` takes it)."""
+    by_src, order = _by_source(ctx, src)
+    # a destination without edges divides by 0, in a row that no edge reads
+    scaled = grad / count[:grad.shape[0]].unsqueeze(1)
+    return F.embedding_bag(dst.index_select(0, order), scaled, by_src, mode="sum",
+                           include_last_offset=True)
+
+
+def grouped_edges(block: Block) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor,
+                                         Block | None]:
+    """``(src, dst, offsets, block)``: the block's edges in destination order, their
+    offsets, and the block when its own edge list is that order (else None)."""
+    offsets, order = block.dst_offsets
+    if order is None:
+        return block.edge_src, block.edge_dst, offsets, block
+    return block.edge_src[order], block.edge_dst[order], offsets, None
 
 
 def segment_mean(h: torch.Tensor, block: Block) -> torch.Tensor:
     r"""``out[v]`` = the mean of ``h[u]`` over the block's edges (u, v) (repeated edges count
     again; 0 for a destination without edges): a segment reduction like
     :func:`segment_sum`, the mean taken by the reduction itself (no per-edge weights)."""
-    offsets, order = block.dst_offsets
-    src = block.edge_src if order is None else block.edge_src[order]
-    dst = block.edge_dst if order is None else block.edge_dst[order]
-    return _SegmentMean.apply(h, src, dst, offsets, block if order is None else None)
+    return _SegmentMean.apply(h, *grouped_edges(block))

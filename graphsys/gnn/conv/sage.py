@@ -7,7 +7,14 @@ from torch import nn
 from torch.nn import functional as F
 
 from graphsys.errors import GraphsysError
-from graphsys.gnn.conv._base import check_input, scatter_sum, segment_mean, segment_weights_sum
+from graphsys.gnn.conv._base import (
+    check_input,
+    grouped_edges,
+    mean_backward,
+    scatter_sum,
+    segment_mean,
+    segment_weights_sum,
+)
 from graphsys.gnn.conv.spec import ModelSpec, stacked
 from graphsys.gnn.sparse_input import linear
 from graphsys.sampling.block import Block
@@ -88,6 +95,9 @@ class SAGEConv(nn.Module):
             if self.lin_self.bias is not None:
                 self_part = self_part + self.lin_self.bias
             return self_part + mean
+        if project_first and type(self).message is SAGEConv.message:
+            return _ProjectedSage.apply(x, self.lin_self.weight, self.lin_neigh.weight,
+                                        self.lin_self.bias, *grouped_edges(block))
         if project_first:
             return self.lin_self(x[:n_dst]) + self._mean(self.lin_neigh(x), block)
         # x_dst W_self^T + b, then mean(x) W_neigh^T accumulated into it in place: no sum
@@ -168,6 +178,36 @@ class SAGEConv(nn.Module):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.in_dim}, {self.out_dim}, aggr='mean')"
+
+
+class _ProjectedSage(torch.autograd.Function):
+    """``x[:n_dst] W_self^T + b + mean(x W_neigh^T)`` (the operators of
+    :meth:`SAGEConv.forward` projecting first), its backward written out: the gradient of
+    ``x`` is the neighbour part's product, the self part's accumulated into its destination
+    rows in place (autograd expands the slice's gradient to ``x``'s shape, then adds)."""
+
+    @staticmethod
+    def forward(ctx, x, w_self, w_neigh, bias, src, dst, offsets, block):
+        x_dst = x[:len(offsets) - 1]
+        out = x_dst.mm(w_self.t()) if bias is None else torch.addmm(bias, x_dst, w_self.t())
+        mean, _, count, _ = torch.embedding_bag(x.mm(w_neigh.t()), src, offsets, False, 1,
+                                                False, None, True)
+        ctx.save_for_backward(src, dst, count, x, w_self, w_neigh)
+        ctx.num_src, ctx.block = x.shape[0], block
+        return out.add_(mean)
+
+    @staticmethod
+    def backward(ctx, grad):
+        src, dst, count, x, w_self, w_neigh = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        g_y = mean_backward(ctx, grad, src, dst, count) if need[0] or need[2] else None
+        g_x = None
+        if need[0]:
+            g_x = g_y.mm(w_neigh)
+            g_x[:grad.shape[0]].addmm_(grad, w_self)
+        return (g_x, grad.t().mm(x[:grad.shape[0]]) if need[1] else None,
+                g_y.t().mm(x) if need[2] else None, grad.sum(0) if need[3] else None,
+                None, None, None, None)
 
 
 SAGE_MODEL = ModelSpec(stacked(SAGEConv), F.relu)
