@@ -213,6 +213,11 @@ def _data_parallel(task: Task, cfg: TrainConfig, graph: Graph, ranks: Ranks,
     torch.manual_seed(derive_seed(cfg.seed, 1, ranks.rank))
 
 
+#: Device types whose step losses are read (and checked finite) as each step ends; on others
+#: they stay on the device until the epoch's end (a read there is a host sync a step)
+READ_EACH_STEP = ("cpu",)
+
+
 class _Run:
     """One :func:`fit` run's epochs, records, checkpoints and resume; ``log`` and the
     files of ``out`` (but ``last``, which every rank helps write) are rank 0's."""
@@ -281,6 +286,9 @@ class _Run:
         for m in task.modules.values():
             m.train()
         loss_sum, weight, spent = 0.0, 0.0, False
+        # on an accelerator the step's loss stays on the device (a read is a host sync a
+        # step); the epoch's losses are read, and checked finite, once at its end
+        held: list[tuple[torch.Tensor, float]] = []
         t0, before = time.perf_counter(), self.clock.train
         for k, batch in enumerate(task.batches(epoch)):
             step = task.loss(batch, epoch, k)
@@ -291,8 +299,11 @@ class _Run:
                 nn.utils.clip_grad_norm_([p for g in opt.param_groups for p in g["params"]],
                                          task.clip)
             opt.step()
-            loss_sum += finite_loss(float(step.value.detach()), epoch, k, self.out) \
-                * step.weight
+            if self.device.type in READ_EACH_STEP:
+                loss_sum += finite_loss(float(step.value.detach()), epoch, k, self.out) \
+                    * step.weight
+            else:
+                held.append((step.value.detach(), step.weight))
             weight += step.weight
             bar.update(1)
             self.clock.train = before + time.perf_counter() - t0
@@ -300,6 +311,10 @@ class _Run:
             if spent:
                 break
         self.clock.train_here += self.clock.train - before
+        if held:
+            values = torch.stack([v.reshape(()) for v, _ in held]).double().cpu().tolist()
+            loss_sum += sum(finite_loss(v, epoch, k, self.out) * w
+                            for k, (v, (_, w)) in enumerate(zip(values, held)))
         loss_sum, weight = self.ranks.sum([loss_sum, weight])
         return loss_sum / max(weight, 1.0), spent
 

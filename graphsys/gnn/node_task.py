@@ -181,7 +181,8 @@ class NodeTask(Task):
                                 f"for a batch of {b} seeds; the labels need ({b}, {c}): one "
                                 f"score per class (classes 0..{c - 1})")
         value = self.loss_fn(logits, batch.y) if b else logits.sum() * 0.0
-        self.correct += float((logits.detach().argmax(1) == batch.y).sum())
+        # a device count, read once an epoch (evaluate): no host sync a step
+        self.correct = (logits.detach().argmax(1) == batch.y).sum() + self.correct
         self.seen += b
         self.seeds_here += b
         # DDP averages the ranks' gradients: weighting each rank's mean loss by its share
@@ -190,7 +191,7 @@ class NodeTask(Task):
         return Step(value, b, b * W / min(B, n - k * B) if W > 1 else 1.0)
 
     def evaluate(self, epoch: int) -> Evaluation:
-        correct, seen = self.ranks.sum([self.correct, self.seen])
+        correct, seen = self.ranks.sum([float(self.correct), self.seen])
         acc, loss = self.accuracy(("val",))["val"]
         fields = {"train_accuracy": correct / max(seen, 1), "val_accuracy": acc,
                   "val_loss": loss}

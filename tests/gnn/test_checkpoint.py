@@ -241,3 +241,21 @@ def test_rows_never_attach_to_a_reingested_graph_with_other_partitions(tmp_path,
     again = [call() for call in _use(kind, ckpt, tmp_path / "e3")]
     same = [(a, b) for a, b in zip(first, again) if not (isinstance(a, dict) and "out" in a)]
     assert all(a == b for a, b in same)
+
+
+def test_losses_held_on_the_device_read_the_same_and_name_the_diverged_batch(tmp_path,
+                                                                               monkeypatch):
+    """Off the CPU the step losses are read once an epoch (no host sync a step): the epoch's
+    loss is the per-step one, and a diverged run still names its first bad batch."""
+    from graphsys.gnn import fit
+
+    g = sbm_graph(tmp_path)
+    cfg = TrainConfig(model="sage", fanouts=[3, 3], hidden=8, epochs=2, seed=0)
+    each = train(g, cfg, out=tmp_path / "each")
+    monkeypatch.setattr(fit, "READ_EACH_STEP", ())
+    held = train(g, cfg, out=tmp_path / "held")
+    assert [r["loss"] for r in held.history] == [r["loss"] for r in each.history]
+    with pytest.raises(GraphsysError, match=r"training diverged: loss nan in epoch \d+, "
+                                            r"batch \d+.* keeps the"):
+        train(g, TrainConfig(model="sage", fanouts=[3, 3], hidden=8, epochs=3, lr=1e30,
+                             seed=0), out=tmp_path / "run")
