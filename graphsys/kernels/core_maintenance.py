@@ -110,6 +110,47 @@ def _entry(ov, s, e, w, n):
     return np.int64(dix[e]), -1 if dgone[e] else 0
 
 
+@numba.njit(inline="always")
+def _tally(count, mark, seen, k, stamp, x, m):
+    """Add ``m`` to ``count[x]`` (reset first where ``mark[x]`` is not ``stamp``, then
+    listed in ``seen``); returns the neighbours listed."""
+    if mark[x] != stamp:
+        mark[x] = stamp
+        count[x] = 0
+        seen[k] = x
+        k += 1
+    count[x] += m
+    return k
+
+
+@numba.njit(cache=True, nogil=True)
+def live_row(ov, n, w, stamp, count, mark, seen):
+    """The live edges of ``w`` to each neighbour, read once: ``count[x]`` for each ``x``
+    listed in ``seen`` (``mark[x] == stamp``), the segments of :func:`_segment` and the
+    counts of :func:`_entry` read one segment after the other (the tuple unpacked once).
+    Returns (neighbours listed, entries scanned)."""
+    oip, oix, iip, iix, lay, bkeys, bout, bin_, nip, nix, nalive, dip, dix, dgone, two = ov
+    k = 0
+    lo, hi = _row(oip, w, lay)
+    scanned = hi - lo
+    for e in range(lo, hi):
+        y = _id(oix[e], lay)
+        k = _tally(count, mark, seen, k, stamp, y,
+                   0 if bout[w] and _has(bkeys, w * n + y) >= 0 else 1)
+    if two:
+        lo, hi = _row(iip, w, lay)
+        scanned += hi - lo
+        for e in range(lo, hi):
+            y = _id(iix[e], lay)
+            k = _tally(count, mark, seen, k, stamp, y,
+                       0 if bin_[w] and _has(bkeys, y * n + w) >= 0 else 1)
+    for e in range(nip[w], nip[w + 1]):
+        k = _tally(count, mark, seen, k, stamp, nix[e], 1 if nalive[e] else 0)
+    for e in range(dip[w], dip[w + 1]):
+        k = _tally(count, mark, seen, k, stamp, dix[e], -1 if dgone[e] else 0)
+    return k, scanned + nip[w + 1] - nip[w] + dip[w + 1] - dip[w]
+
+
 @numba.njit(cache=True, nogil=True)
 def _above(ov, n, core, w, k):
     """Live edges of ``w`` to other nodes of core ``k`` or more (its max-core degree) and

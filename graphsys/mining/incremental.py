@@ -52,45 +52,12 @@ import numpy as np
 
 from graphsys.errors import FormatError
 from graphsys.kernels import core_maintenance
-from graphsys.kernels.core_maintenance import _entry, _segment
+from graphsys.kernels.core_maintenance import live_row
 from graphsys.storage.previous import REPAIR_MAX_FRACTION, read_change, read_previous
 
 #: An update that scans more than this many times both ends of every edge read stops and
 #: counts from scratch
 SCAN_SWEEPS = 1
-
-
-@numba.njit(cache=True, nogil=True)
-def _live(ov, n, w, stamp, count, mark):
-    """The live edges of ``w`` to each neighbour into ``count`` (entries whose ``mark`` is
-    ``stamp``); returns the entries scanned."""
-    scanned = 0
-    for s in range(4):
-        lo, hi = _segment(ov, s, w)
-        scanned += hi - lo
-        for e in range(lo, hi):
-            x, m = _entry(ov, s, e, w, n)
-            if mark[x] != stamp:
-                mark[x] = stamp
-                count[x] = 0
-            count[x] += m
-    return scanned
-
-
-@numba.njit(cache=True, nogil=True)
-def _closing(ov, n, u, v, stamp, cu, mu, cv, mv, counts, sign):
-    """The common neighbours of ``u`` and ``v`` (live counts ``cu``/``cv`` under ``mu``/
-    ``mv``), each added ``sign`` to ``counts``; returns how many."""
-    found = 0
-    for s in range(4):
-        lo, hi = _segment(ov, s, v)
-        for e in range(lo, hi):
-            x = _entry(ov, s, e, v, n)[0]
-            if x != u and x != v and cv[x] > 0 and mu[x] == stamp and cu[x] > 0:
-                cv[x] = 0  # once, whatever the entries of x in v's row
-                counts[x] += sign
-                found += 1
-    return found
 
 
 @numba.njit(cache=True, nogil=True)
@@ -102,8 +69,8 @@ def triangle_update(ov, n, counts, degree, d_u, d_v, d_slot_u, d_slot_v, i_u, i_
     (:func:`~graphsys.kernels.core_maintenance.overlay`). Returns (the change of the
     total, entries scanned, False when that passed ``limit`` and the update stopped)."""
     nalive, dgone = ov[10], ov[13]
-    cu, mu = np.zeros(n, np.int64), np.zeros(n, np.int64)
-    cv, mv = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    cu, mu, su = np.zeros(n, np.int64), np.zeros(n, np.int64), np.empty(n, np.int64)
+    cv, mv, sv = np.zeros(n, np.int64), np.zeros(n, np.int64), np.empty(n, np.int64)
     stamp, delta, scanned = 0, 0, 0
     for phase in range(2):
         insert = phase == 1
@@ -111,7 +78,7 @@ def triangle_update(ov, n, counts, degree, d_u, d_v, d_slot_u, d_slot_v, i_u, i_
         for t in range(ends_u.shape[0]):
             u, v = ends_u[t], ends_v[t]
             stamp += 1
-            scanned += _live(ov, n, u, stamp, cu, mu)
+            work = live_row(ov, n, u, stamp, cu, mu, su)[1]
             before = cu[v] if mu[v] == stamp else 0
             if insert:
                 nalive[i_slot_u[t]] = True
@@ -119,11 +86,18 @@ def triangle_update(ov, n, counts, degree, d_u, d_v, d_slot_u, d_slot_v, i_u, i_
             else:
                 dgone[d_slot_u[t]] = True
                 dgone[d_slot_v[t]] = True
+            scanned += work
             if before != (0 if insert else 1):  # the simple view keeps or lacks the pair
                 continue
             sign = 1 if insert else -1
-            scanned += _live(ov, n, v, stamp, cv, mv)
-            found = _closing(ov, n, u, v, stamp, cu, mu, cv, mv, counts, sign)
+            listed, work = live_row(ov, n, v, stamp, cv, mv, sv)
+            scanned += work
+            found = 0
+            for j in range(listed):  # the common neighbours, each once
+                x = sv[j]
+                if x != u and x != v and cv[x] > 0 and mu[x] == stamp and cu[x] > 0:
+                    counts[x] += sign
+                    found += 1
             counts[u] += sign * found
             counts[v] += sign * found
             degree[u] += sign
