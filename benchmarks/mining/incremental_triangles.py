@@ -69,6 +69,7 @@ def _base(args, name: str, work: Path):
     base = work / name / "base" / "g"
     extra = int(max(args.fractions) * args.rmat_edges) + 1
     if name == "rmat":
+        (work / name).mkdir(parents=True)
         edges = args.rmat_edges
         ids = 1 << max(1, round(np.log2(edges / 8)))
         first, rest = _split(rmat_edges(ids, edges + extra, seed=args.seed), edges)

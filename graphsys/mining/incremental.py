@@ -25,24 +25,21 @@ scratch costs).
 
 Examples
 --------
->>> import tempfile, pathlib, numpy as np, graphsys
+>>> import pathlib, tempfile, numpy as np, graphsys
 >>> from graphsys import mining
->>> from graphsys.storage.changes import delete_edges
 >>> d = pathlib.Path(tempfile.mkdtemp())
->>> tail = np.arange(3, 1000)
->>> src = np.concatenate([[0, 0, 0, 1, 1, 2], tail])
->>> dst = np.concatenate([[1, 2, 3, 2, 3, 3], tail + 1])
->>> g = graphsys.from_numpy(src, dst, d / "g")          # a 4-clique with a long tail
->>> before = mining.triangle_stats(g, per_node=True)
->>> before.count
-4
->>> _ = delete_edges(d / "g", [0], [1])                  # 0.1 % of the edges
->>> g = graphsys.open_graph(d / "g")
->>> after = mining.triangle_stats(g, per_node=True, init=before.to_table())
+>>> path = np.arange(4, 1000)                            # a triangle, a pendant, a path
+>>> g = graphsys.from_numpy(np.concatenate([[0, 0, 1, 1], path]),
+...                         np.concatenate([[1, 2, 2, 3], path + 1]), d / "g")
+>>> before = mining.triangle_stats(g, per_node=True).to_table()
+>>> _ = (d / "day2.tsv").write_text("2\\t3\\n3\\t0\\n")      # 0-2-3 closed by both
+>>> _ = graphsys.ingest(d / "day2.tsv", d / "g", append=True, edge_set="day2")
+>>> after = mining.triangle_stats(graphsys.open_graph(d / "g"), per_node=True,
+...                               init=before)
 >>> after.count, after.method
-(2, 'updated (1 deleted pairs, 0 new edges; 8 entries scanned)')
->>> after.triangles.values[:4].tolist()
-[1, 1, 2, 2]
+(4, 'updated (0 deleted pairs, 2 new edges; 12 entries scanned)')
+>>> [after.triangles.value(k) for k in range(5)]
+[3, 3, 3, 3, 0]
 """
 
 from __future__ import annotations
@@ -66,36 +63,41 @@ def triangle_update(ov, n, counts, degree, d_u, d_v, d_slot_u, d_slot_v, i_u, i_
     """Triangles through each node ``counts`` and simple degrees ``degree`` int64 (N,)
     (changed in place) after the copies ``d_u[t] - d_v[t]`` are deleted one at a time, then
     the edges ``i_u - i_v`` inserted one at a time, over the overlay ``ov``
-    (:func:`~graphsys.kernels.core_maintenance.overlay`). Returns (the change of the
-    total, entries scanned, False when that passed ``limit`` and the update stopped)."""
+    (:func:`~graphsys.kernels.core_maintenance.overlay`). Consecutive changes with the same
+    ``u`` (:func:`by_hub` groups them) read its row once, kept up to date as each changes
+    it. Returns (the change of the total, entries scanned, False when that passed
+    ``limit`` and the update stopped)."""
     nalive, dgone = ov[10], ov[13]
     cu, mu, su = np.zeros(n, np.int64), np.zeros(n, np.int64), np.empty(n, np.int64)
     cv, mv, sv = np.zeros(n, np.int64), np.zeros(n, np.int64), np.empty(n, np.int64)
-    stamp, delta, scanned = 0, 0, 0
+    ustamp, vstamp, delta, scanned = 0, 0, 0, 0
     for phase in range(2):
         insert = phase == 1
+        sign = 1 if insert else -1
         ends_u, ends_v = (i_u, i_v) if insert else (d_u, d_v)
+        live, slot_u, slot_v = (nalive, i_slot_u, i_slot_v) if insert else (
+            dgone, d_slot_u, d_slot_v)
+        held = -1
         for t in range(ends_u.shape[0]):
             u, v = ends_u[t], ends_v[t]
-            stamp += 1
-            work = live_row(ov, n, u, stamp, cu, mu, su)[1]
-            before = cu[v] if mu[v] == stamp else 0
-            if insert:
-                nalive[i_slot_u[t]] = True
-                nalive[i_slot_v[t]] = True
-            else:
-                dgone[d_slot_u[t]] = True
-                dgone[d_slot_v[t]] = True
-            scanned += work
+            if u != held:  # u's row as it stands
+                held, ustamp = u, ustamp + 1
+                scanned += live_row(ov, n, u, ustamp, cu, mu, su)[1]
+            if mu[v] != ustamp:
+                mu[v], cu[v] = ustamp, 0
+            before = cu[v]
+            cu[v] += sign
+            live[slot_u[t]] = True
+            live[slot_v[t]] = True
             if before != (0 if insert else 1):  # the simple view keeps or lacks the pair
                 continue
-            sign = 1 if insert else -1
-            listed, work = live_row(ov, n, v, stamp, cv, mv, sv)
+            vstamp += 1
+            listed, work = live_row(ov, n, v, vstamp, cv, mv, sv)
             scanned += work
             found = 0
             for j in range(listed):  # the common neighbours, each once
                 x = sv[j]
-                if x != u and x != v and cv[x] > 0 and mu[x] == stamp and cu[x] > 0:
+                if x != u and x != v and cv[x] > 0 and mu[x] == ustamp and cu[x] > 0:
                     counts[x] += sign
                     found += 1
             counts[u] += sign * found
@@ -106,6 +108,17 @@ def triangle_update(ov, n, counts, degree, d_u, d_v, d_slot_u, d_slot_v, i_u, i_
             if scanned > limit:
                 return delta, scanned, False
     return delta, scanned, True
+
+
+def by_hub(degree: np.ndarray, u, v, slot_u, slot_v) -> tuple[np.ndarray, ...]:
+    """The changes ``(u, v, slot_u, slot_v)`` with each pair's end of higher ``degree``
+    first, grouped by it (stable): :func:`triangle_update` then reads a hub's row once for
+    all its changes (any order of one phase ends at the same counts)."""
+    swap = degree[v] > degree[u]
+    a, b = np.where(swap, v, u), np.where(swap, u, v)
+    sa, sb = np.where(swap, slot_v, slot_u), np.where(swap, slot_u, slot_v)
+    order = np.argsort(a, kind="stable")
+    return a[order], b[order], sa[order], sb[order]
 
 
 def updated(graph, edge_set: str, init, scratch_why: str | None):
@@ -133,8 +146,8 @@ def updated(graph, edge_set: str, init, scratch_why: str | None):
     counts[previous.known], degree[previous.known] = old[:, 0], old[:, 1]
     ov, deleted, inserted, pairs = core_maintenance.overlay(
         graph, change, not graph.edge_set(edge_set).undirected)
-    _, scanned, done = triangle_update(ov, n, counts, degree, *deleted, *inserted,
-                                       2 * SCAN_SWEEPS * edges)
+    _, scanned, done = triangle_update(ov, n, counts, degree, *by_hub(degree, *deleted),
+                                       *by_hub(degree, *inserted), 2 * SCAN_SWEEPS * edges)
     if not done:
         return f"the update scanned more than {SCAN_SWEEPS}x both ends of the edges"
     return (int(counts.sum()) // 3, counts, degree,

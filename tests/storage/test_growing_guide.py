@@ -239,7 +239,7 @@ def test_k_core_started_after_the_append_and_the_deletions_equals_peeling(guide)
 def test_triangle_counts_updated_after_the_deletions_equal_networkx(guide):
     """The guide's triangle count is updated from the deleted pairs and equals networkx's
     triangles of the remaining edges (the undirected simple view)."""
-    t, closed = guide["t"], guide["closed"]
+    t, closed = guide["tg"], guide["closed"]
     assert closed.method.startswith("updated (20 deleted pairs")
     ref = nx.Graph()
     ref.add_nodes_from(t.node_ids().tolist())
