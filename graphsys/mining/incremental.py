@@ -19,9 +19,10 @@ A count starts from scratch instead, and says why in
 :attr:`~graphsys.mining.triangle.TriangleStats.method`, where the changed edges are more
 than :data:`~graphsys.storage.previous.REPAIR_MAX_FRACTION` of the edges read, out of core
 or over ranks, on a time view, where a change set does not change every edge set the
-previous result read alike, and where the update scans more than :data:`SCAN_SWEEPS`
-times both ends of the edges read (then it stops, having spent about what a count from
-scratch costs).
+previous result read alike, and where the update reads more than :data:`SCAN_SWEEPS`
+times both ends of the edges read: known before it starts where the rows of the changed
+pairs' ends, as long as their simple degrees before the change, add up to more; else it
+stops there, having spent about what a count from scratch costs.
 
 Examples
 --------
@@ -52,8 +53,8 @@ from graphsys.kernels import core_maintenance
 from graphsys.kernels.core_maintenance import live_row
 from graphsys.storage.previous import REPAIR_MAX_FRACTION, read_change, read_previous
 
-#: An update that scans more than this many times both ends of every edge read stops and
-#: counts from scratch
+#: An update that reads more than this many times both ends of every edge read counts from
+#: scratch
 SCAN_SWEEPS = 1
 
 
@@ -146,10 +147,16 @@ def updated(graph, edge_set: str, init, scratch_why: str | None):
     counts[previous.known], degree[previous.known] = old[:, 0], old[:, 1]
     ov, deleted, inserted, pairs = core_maintenance.overlay(
         graph, change, not graph.edge_set(edge_set).undirected)
-    _, scanned, done = triangle_update(ov, n, counts, degree, *by_hub(degree, *deleted),
-                                       *by_hub(degree, *inserted), 2 * SCAN_SWEEPS * edges)
+    deleted, inserted = by_hub(degree, *deleted), by_hub(degree, *inserted)
+    # the rows it reads at least (their simple degrees before the change): past the limit,
+    # not started
+    reads = sum(int(degree[np.unique(c[0])].sum() + degree[c[1]].sum())
+                for c in (deleted, inserted))
+    _, scanned, done = triangle_update(ov, n, counts, degree, *deleted, *inserted,
+                                       2 * SCAN_SWEEPS * edges) if reads <= \
+        2 * SCAN_SWEEPS * edges else (0, reads, False)
     if not done:
-        return f"the update scanned more than {SCAN_SWEEPS}x both ends of the edges"
+        return f"the update reads more than {SCAN_SWEEPS}x both ends of the edges"
     return (int(counts.sum()) // 3, counts, degree,
             f"updated ({pairs:,} deleted pairs, {len(inserted[0]):,} new edges; "
             f"{int(scanned):,} entries scanned)")

@@ -136,7 +136,7 @@ def test_fallbacks_count_from_scratch_and_say_why(tmp_path, monkeypatch):
     monkeypatch.setattr(incremental, "REPAIR_MAX_FRACTION", 1.0)
     monkeypatch.setattr(incremental, "SCAN_SWEEPS", 0)
     got = mining.triangle_stats(g, per_node=True, init=prev)
-    assert "from scratch: the update scanned more than 0x" in got.method
+    assert "from scratch: the update reads more than 0x" in got.method
     assert np.array_equal(got.triangles.values, scratch)
     with pytest.raises(GraphsysError, match="not triangles"):
         mining.triangle_stats(g, init=bsp.wcc(g).to_table())
