@@ -152,9 +152,9 @@ def updated(graph, edge_set: str, init, scratch_why: str | None):
     # not started
     reads = sum(int(degree[np.unique(c[0])].sum() + degree[c[1]].sum())
                 for c in (deleted, inserted))
-    _, scanned, done = triangle_update(ov, n, counts, degree, *deleted, *inserted,
-                                       2 * SCAN_SWEEPS * edges) if reads <= \
-        2 * SCAN_SWEEPS * edges else (0, reads, False)
+    limit = int(2 * SCAN_SWEEPS * edges)
+    _, scanned, done = triangle_update(ov, n, counts, degree, *deleted, *inserted, limit) \
+        if reads <= limit else (0, reads, False)
     if not done:
         return f"the update reads more than {SCAN_SWEEPS}x both ends of the edges"
     return (int(counts.sum()) // 3, counts, degree,

@@ -318,8 +318,7 @@ def triangle_stats(graph, *, per_node: bool = False, edge_set: str | None = None
         mode = _mode(ex.mode, g, es.name, ex.memory_limit)
         method = "counted in memory" if mode == "memory" else "counted out of core"
         found = None if init is None else updated(
-            g, es.name, init.to_table() if isinstance(init, TriangleStats) else init,
-            None if mode == "memory" and ranks.world_size == 1
+            g, es.name, init, None if mode == "memory" and ranks.world_size == 1
             else "an update runs in memory in one process")
         if isinstance(found, tuple):
             total, counts, degree, method = found

@@ -25,7 +25,6 @@ from graphsys.errors import FormatError, GraphsysError, ParameterError
 from graphsys.storage import node_reads
 from graphsys.storage.csr import edges_digest
 from graphsys.storage.edge_changes import apply, global_keys, load_bucket
-from graphsys.storage.node_values import NodeValues
 
 #: The schema metadata key of a result table that holds its run's provenance.
 RESULT_METADATA = "graphsys.result"
@@ -128,17 +127,17 @@ def provenance(algorithm: str, graph, edge_set, source=None,
 
 def _table(init) -> tuple[pa.Table, str]:
     """The previous result as a table: a Parquet file (a regular file, size checked), a
-    table, or a result (a :class:`~graphsys.storage.node_values.NodeValues` with a
-    ``to_table``: :class:`~graphsys.bsp.result.Result`)."""
-    if isinstance(init, NodeValues):
+    table, or a result (an object with a ``to_table`` holding its provenance:
+    :class:`~graphsys.bsp.result.Result`, :class:`~graphsys.mining.triangle.TriangleStats`)."""
+    if isinstance(init, pa.Table):
+        return init, "a table"
+    if callable(getattr(init, "to_table", None)):
         try:
             return init.to_table(), "a result"
         except GraphsysError as exc:  # its Graph's files were replaced (an append)
             raise GraphsysError(f"init: the graph of this result changed on disk since it "
                                 f"was computed ({exc}); start from its to_table(), taken "
                                 f"before the change") from None
-    if isinstance(init, pa.Table):
-        return init, "a table"
     if not isinstance(init, (str, os.PathLike)):
         raise ParameterError("init", f"must be a result file (.parquet), a table or a Result, "
                                      f"got {type(init).__name__}")

@@ -144,6 +144,27 @@ def test_fallbacks_count_from_scratch_and_say_why(tmp_path, monkeypatch):
         mining.triangle_stats(g).to_table()
 
 
+def test_an_update_reading_past_its_limit_stops(tmp_path, monkeypatch):
+    """Parallel edges make rows longer than the degrees the update is judged by before it
+    starts: it stops at its limit and counts from scratch."""
+    path = [(k, k + 1) for k in range(10, 210)]
+    _write(tmp_path / "e.parquet", [(0, 1)] * 30 + [(1, 2), (2, 0)] + path)
+    g = graphsys.ingest(tmp_path / "e.parquet", tmp_path / "g")
+    prev = mining.triangle_stats(g, per_node=True)
+    table = prev.to_table()
+    _write(tmp_path / "d1.parquet", [(0, 3), (1, 3)])
+    graphsys.ingest(tmp_path / "d1.parquet", tmp_path / "g", append=True, edge_set="d1")
+    g = open_graph(tmp_path / "g")
+    with pytest.raises(GraphsysError, match="changed on disk since it was computed"):
+        mining.triangle_stats(g, init=prev)  # node 3 was appended: its table, taken before
+    monkeypatch.setattr(incremental, "SCAN_SWEEPS", 0.05)  # 23 entries: past the first row
+    got = mining.triangle_stats(g, per_node=True, init=table)
+    assert "from scratch: the update reads more than 0.05x" in got.method
+    assert got.count == 2
+    monkeypatch.setattr(incremental, "SCAN_SWEEPS", 1)
+    assert mining.triangle_stats(g, per_node=True, init=table).method.startswith("updated")
+
+
 def test_cli_init_reads_the_out_file(tmp_path, capsys):
     rng = np.random.default_rng(7)
     edges = sorted(set(_edges(rng, 400, 3000)))
