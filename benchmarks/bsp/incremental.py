@@ -223,9 +223,11 @@ def _command(args: list[str]) -> float:
     return time.perf_counter() - t0
 
 
-def _change(graph: Path, rest: list, fraction: float, edges: int, seed: int) -> dict:
+def _change(graph: Path, rest: list, fraction: float, edges: int, seed: int,
+            undirected: bool = False) -> dict:
     """Delete half of ``fraction`` of the graph's edges (distinct pairs) and append the
-    other half from ``rest`` (the next R-MAT draws)."""
+    other half from ``rest`` (the next R-MAT draws; ``undirected``: to an undirected edge
+    set)."""
     import graphsys
     from graphsys.generators import write_edges
     from graphsys.storage.changes import delete_edges
@@ -242,7 +244,8 @@ def _change(graph: Path, rest: list, fraction: float, edges: int, seed: int) -> 
     report = delete_edges(graph, ids[pick // n], ids[pick % n])
     day2, _ = _split(rest, k)
     write_edges(day2, graph.parent / "day2.parquet", overwrite=True)
-    graphsys.ingest(graph.parent / "day2.parquet", graph, append=True, edge_set="day2")
+    graphsys.ingest(graph.parent / "day2.parquet", graph, append=True, edge_set="day2",
+                    undirected=undirected)
     return {"deleted_pairs": k, "deleted_edges": report.edges, "inserted": k,
             "change_s": round(time.perf_counter() - t0, 1)}
 

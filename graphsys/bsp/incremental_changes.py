@@ -33,9 +33,10 @@ scratch's: labels are each component's smallest internal id, distances exact.
 Appends and deletions may alternate: a change set the previous result read does not target
 the edge sets appended after it, so where such an edge set holds a pair it deletes or
 re-weights (an edge re-added), those edges are read as appended ones (restored over the
-pairs the adjacency of the older edge sets drops or re-weights) and the WCC search reads
-their pairs as present (:func:`_readded`). PageRank's push and k-core's update, which
-count parallel edges, take another start there (:func:`read_edges_as_stored`).
+pairs the adjacency of the older edge sets drops or re-weights: ``Change.readded`` of
+:func:`~graphsys.storage.previous.read_change`) and the WCC search reads their pairs as
+present. PageRank's push and k-core's update, which count parallel edges, take another
+start there (:func:`~graphsys.storage.previous.read_edges_as_stored`).
 
 Examples
 --------
@@ -61,9 +62,7 @@ Examples
 
 from __future__ import annotations
 
-import dataclasses
 import time
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -73,15 +72,15 @@ from graphsys.bsp.stats import RunStats, SuperstepStats
 from graphsys.errors import FormatError, GraphsysError
 from graphsys.execution import Execution
 from graphsys.kernels import repair
-from graphsys.kernels.arrays import read_only
-from graphsys.storage import index_merge
-from graphsys.storage.csr import index_file, map_index, mapped_index
-from graphsys.storage.edge_changes import apply, global_keys, load_bucket
+from graphsys.kernels.arrays import flags, old_adjacency
+from graphsys.storage.previous import (  # noqa: F401 (read_edges_as_stored re-exported)
+    REPAIR_MAX_FRACTION,
+    Change,
+    read_change,
+    read_edges_as_stored,
+)
 from graphsys.views.rows import from_pairs
 
-#: The largest share of the edges read that may have changed (appended, deleted or
-#: re-weighted pairs) for a repair; above it a run from scratch
-REPAIR_MAX_FRACTION = 0.05
 #: A repair that scans more than this many times both ends of every edge read (a search
 #: along out- and in-edges sees each edge from both ends) stops and runs from scratch
 REPAIR_MAX_SWEEPS = 1
@@ -90,221 +89,6 @@ REPAIR_MAX_SWEEPS = 1
 class Costly(str):
     """Why a repair does not pay (more changed, or it reached too far): a run from scratch
     answers, where another reason leaves an append's start to the engine."""
-
-
-@dataclass
-class Change:
-    """What changed between the edges a previous result read and those a run reads.
-
-    Attributes
-    ----------
-    old : list of str
-        The edge sets (not change sets) the previous result read.
-    src, dst : numpy.ndarray
-        int64 global ids of the edges appended since, as the run reads them.
-    weight : numpy.ndarray or None
-        float32 weights of those (None: unweighted).
-    deleted, updated : numpy.ndarray
-        Sorted int64 keys ``u * N + v`` of the pairs every change set (the previous
-        result's too) deletes / re-weights in ``old``; ``updated_weight`` float32 the last
-        weight of each.
-    changed_deleted, changed_updated : numpy.ndarray
-        The keys among those of the change sets since the previous result.
-    pairs : int
-        Pairs the change sets since the previous result list.
-    before_updated, before_updated_weight : numpy.ndarray
-        The same as ``updated``/``updated_weight`` over the change sets the previous
-        result read: the weights in force before the change.
-    before_deleted : numpy.ndarray
-        The same as ``deleted`` over the change sets the previous result read.
-    readded : int
-        The last of ``src``/``dst`` that are not appended since but edges of ``old`` that a
-        change set the previous result read lists without targeting them (appended after
-        it: ``deleted`` and ``updated`` hold their pairs, so the adjacency of ``old`` read
-        through them lacks these edges or gives them another weight, and they are added
-        back as if appended; exact for a repair, not for a push counting edges).
-    """
-
-    old: list
-    src: np.ndarray
-    dst: np.ndarray
-    weight: np.ndarray | None
-    deleted: np.ndarray
-    updated: np.ndarray
-    updated_weight: np.ndarray
-    changed_deleted: np.ndarray
-    changed_updated: np.ndarray
-    pairs: int
-    before_updated: np.ndarray = dataclasses.field(
-        default_factory=lambda: np.zeros(0, np.int64))
-    before_updated_weight: np.ndarray = dataclasses.field(
-        default_factory=lambda: np.zeros(0, np.float32))
-    before_deleted: np.ndarray = dataclasses.field(
-        default_factory=lambda: np.zeros(0, np.int64))
-    readded: int = 0
-
-
-def _appended(graph, names: list, changes: list) -> tuple[np.ndarray, ...]:
-    """The edges of the appended edge sets ``names`` through the change sets ``changes``
-    after them: (src, dst, weight or None), global ids."""
-    off = np.asarray(graph.partition_offsets(), np.int64)
-    sets = graph.manifest.edge_sets
-    src, dst, wts = [], [], []
-    weighted = all(sets[m].has_weight for m in names)
-    for m in names:
-        for i, j in sorted(sets[m].buckets):
-            bucket = [load_bucket(graph, c, i, j) for c in changes
-                      if (i, j) in sets[c].buckets and m in sets[c].change.targets]
-            for eb in graph.bucket(i, j, m).batches():
-                eb = apply(eb, m, bucket)
-                src.append(off[i] + np.asarray(eb.src, np.int64))
-                dst.append(off[j] + np.asarray(eb.dst, np.int64))
-                if weighted:
-                    wts.append(np.asarray(eb.weight, np.float32))
-    empty = np.zeros(0, np.int64)
-    return (np.concatenate(src) if src else empty, np.concatenate(dst) if dst else empty,
-            (np.concatenate(wts) if wts else np.zeros(0, np.float32)) if weighted else None)
-
-
-def read_change(graph, previous, edge_set=None) -> Change | str:
-    """The :class:`Change` since ``previous``; a string saying why a repair does not apply
-    instead."""
-    if getattr(graph, "stored", None) is not None:
-        return "a time view is run from scratch"
-    if graph.num_nodes() >= 1 << 31:
-        return "a repair reads graphs of fewer than 2**31 nodes"
-    sets = graph.manifest.edge_sets
-    parts = graph.edge_set(edge_set).parts
-    new = set(previous.new_edge_sets)
-    old = [m for m in parts if m not in new and not sets[m].change]
-    changes = [m for m in parts if sets[m].change]  # in manifest order: the order they apply
-    if any(m not in sets[c].change.targets for c in changes if c in new for m in old):
-        return "a change set since the previous result does not change every edge set " \
-               "read before alike"
-    appended = [m for m in parts if m in new and not sets[m].change]
-    after = [c for c in changes if c in new]
-    src, dst, weight = _appended(graph, appended, after)
-    readded = _readded(graph, old, changes, new)
-    if readded is not None:
-        src, dst = np.concatenate([src, readded[0]]), np.concatenate([dst, readded[1]])
-        weight = None if weight is None or readded[2] is None else np.concatenate(
-            [weight, readded[2]])
-    deleted, since, gone = [], {"delete": [], "update": []}, []
-    every, before = ([], []), ([], [])  # updates: all, those the previous result read
-    pairs = 0
-    for c in changes:
-        keys, w = global_keys(graph, c)  # kept by the Graph: a view's index reads them
-        if w is None:
-            deleted.append(keys)
-            if c not in new:
-                gone.append(keys)
-        else:
-            for into in (every, before) if c not in new else (every,):
-                into[0].append(keys)
-                into[1].append(w)
-        if c in new:
-            since["delete" if w is None else "update"].append(keys)
-            pairs += len(keys)
-    dk = np.unique(np.concatenate(deleted)) if deleted else np.zeros(0, np.int64)
-    return Change(old, src, dst, weight, dk, *_last_weights(*every), *(
-        np.unique(np.concatenate(since[k])) if since[k] else np.zeros(0, np.int64)
-        for k in ("delete", "update")), pairs, *_last_weights(*before),
-        np.unique(np.concatenate(gone)) if gone else np.zeros(0, np.int64),
-        0 if readded is None else len(readded[0]))
-
-
-def _readded(graph, old: list, changes: list, new: set) -> tuple | None:
-    """The edges of the edge sets ``old`` appended after a change set the previous result
-    read (so not among its targets) whose pairs that change set lists (an edge re-added
-    after its deletion, or of a pair re-weighted before): (src, dst, weight or None), read
-    through the change sets that target them; None where no such change set precedes an
-    edge set of ``old``. The adjacency of ``old`` is read through the change pair by pair,
-    so these edges are read from it deleted or re-weighted as their pair is; they join the
-    appended edges, which restores them."""
-    sets, n = graph.manifest.edge_sets, graph.num_nodes()
-    found = [], [], []
-    for m in old:
-        missed = [c for c in changes if c not in new and m not in sets[c].change.targets]
-        if not missed:
-            continue
-        keys = np.unique(np.concatenate([global_keys(graph, c)[0] for c in missed]))
-        s, d, w = _appended(graph, [m], changes)
-        hit = np.isin(s * n + d, keys)
-        for into, x in zip(found, (s, d, w)):
-            into.append(None if x is None else x[hit])
-    if not found[0]:
-        return None
-    w = None if any(x is None for x in found[2]) else np.concatenate(found[2])
-    return np.concatenate(found[0]), np.concatenate(found[1]), w
-
-
-def read_edges_as_stored(graph, previous, edge_set=None) -> Change | str:
-    """:func:`read_change` for a reader of the adjacency before the change edge by edge (a
-    push counting parallel edges, core numbers): a string where edges were re-added after a
-    change set the previous result read (``Change.readded``)."""
-    change = read_change(graph, previous, edge_set)
-    if not isinstance(change, str) and change.readded:
-        return (f"{change.readded:,} edges appended after a change set the previous result "
-                f"read list its pairs")
-    return change
-
-
-def _last_weights(keys: list, weights: list) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct sorted keys and the last weight given each."""
-    if not keys:
-        return np.zeros(0, np.int64), np.zeros(0, np.float32)
-    k, w = np.concatenate(keys)[::-1], np.concatenate(weights)[::-1]
-    uniq, first = np.unique(k, return_index=True)
-    return uniq, w[first]
-
-
-def _old_adjacency(graph, old: list, kind: str, weighted: bool):
-    """The edges ``old`` read as ``kind`` (``csr``, ``csc``): ``(indptr, indices, weights
-    or empty)`` and the numbering ``lay`` of :mod:`graphsys.kernels.repair`. One edge set
-    with a stored index is mapped as built (an index built before an append is not
-    renumbered: the kernels translate the ids they touch); otherwise
-    :meth:`~graphsys.storage.graph.Graph.csr` / ``csc`` (a merged or built adjacency), its
-    neighbour ids of a stored index's dtype. Either way the arrays are read-only (views),
-    so that one compiled signature of the repair kernels serves both."""
-    empty = np.zeros(0, np.int64)
-    info = graph.manifest.indexes.get(old[0], {}).get(kind) if len(old) == 1 else None
-    mapped = None
-    if info is not None and (not info.layout or tuple(info.layout) == index_merge.layout(
-            graph.manifest)):  # in the graph's numbering: mapped and checked once per Graph
-        mapped = mapped_index(graph, old[0], kind)
-    elif info is not None:
-        for column in info.columns():
-            graph.check_hash(index_file(old[0], kind, column))
-        mapped = map_index(graph, old[0], kind, renumber=False)
-    if mapped is None:
-        adj = graph.csr(old, weights=weighted) if kind == "csr" else graph.csc(
-            old, weights=weighted)
-        indptr, indices, weight, lay = adj.indptr, adj.indices, adj.weight, (empty,) * 3
-    else:
-        indptr, indices, weight = mapped.indptr, mapped.indices, mapped.weight
-        lay = _layout(tuple(mapped.info.layout), index_merge.layout(graph.manifest))
-    w = weight if weighted and weight is not None else np.zeros(0, np.float32)
-    return (*read_only(indptr, indices, w), lay)
-
-
-def _layout(old: tuple, new: tuple) -> tuple:
-    """``(old_start, new_start, old_size)`` of each partition block, or empty arrays where
-    the numbering has not moved."""
-    if not old or old == new:
-        return (np.zeros(0, np.int64),) * 3
-    size = np.asarray(old, np.int64)
-    starts = [np.concatenate([[0], np.cumsum(x, dtype=np.int64)[:-1]]).astype(np.int64)
-              for x in (size, np.asarray(new, np.int64))]
-    return starts[0], starts[1], size
-
-
-def _flags(n: int, *key_sets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Rows holding a key of ``key_sets``: (by source, by target) bool (N,)."""
-    out, into = np.zeros(n, np.bool_), np.zeros(n, np.bool_)
-    for keys in key_sets:
-        out[keys // n] = True
-        into[keys % n] = True
-    return out, into
 
 
 def repair_applies(kwargs: dict, what: str = "a repair") -> str | None:
@@ -374,13 +158,13 @@ def components_repaired(spec, graph, previous, labels, change: Change, kwargs, u
     work = 0
     key = comp
     if len(seeds):
-        oip, oix, _, lay = _old_adjacency(graph, change.old, "csr", False)
-        iip, iix, _, _ = _old_adjacency(graph, change.old, "csc", False)
+        oip, oix, _, lay = old_adjacency(graph, change.old, "csr", False)
+        iip, iix, _, _ = old_adjacency(graph, change.old, "csc", False)
         # the search reads the pairs there are now: a re-added edge's pair is one
         r = len(change.src) - change.readded
         gone = np.setdiff1d(change.deleted, change.src[r:] * n + change.dst[r:]) \
             if change.readded else change.deleted
-        dout, din = _flags(n, gone)
+        dout, din = flags(n, gone)
         setup = time.perf_counter() - t0
         key, work, done = repair.wcc_race(n, oip, oix, iip, iix, lay, gone, dout, din, comp,
                                           len(known), seeds, limit)
@@ -423,15 +207,15 @@ def distances_repaired(spec, graph, previous, base, values, change: Change, kwar
         if w is not None and len(w) and (np.isnan(w).any() or (w < 0).any()):
             raise GraphsysError("sssp: a negative (or NaN) edge weight among the changed "
                                 "edges")
-    oip, oix, ow, lay = _old_adjacency(graph, change.old, "csr", weighted)
-    iip, iix, iw, _ = _old_adjacency(graph, change.old, "csc", weighted)
+    oip, oix, ow, lay = old_adjacency(graph, change.old, "csr", weighted)
+    iip, iix, iw, _ = old_adjacency(graph, change.old, "csc", weighted)
     w_new = change.weight if weighted and change.weight is not None else np.zeros(
         0, np.float32)
     nip, nix, nw = from_pairs(n, change.src, change.dst, w_new)
     mip, mix, mw = from_pairs(n, change.dst, change.src, w_new)
     uk = change.updated if weighted else np.zeros(0, np.int64)
     uw = change.updated_weight if weighted else np.zeros(0, np.float32)
-    dout, din = _flags(n, change.deleted, uk)
+    dout, din = flags(n, change.deleted, uk)
     checks = _checks(change, n, values, base.relax_offset + (use_w and not weighted), weighted)
     es, ed, estep = _relaxed_edges(change, n, base, use_w, weighted)
     setup = time.perf_counter() - t0

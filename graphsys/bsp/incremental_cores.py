@@ -98,38 +98,20 @@ def cores_updated(spec, graph, core: np.ndarray, change: changes.Change, kwargs
     """The core numbers after ``change`` from ``core`` int64 (N,) (changed in place), or
     a string saying why not when the traversals reach too far."""
     t0 = time.perf_counter()
-    n = graph.num_nodes()
     two = not symmetric(graph, kwargs.get("edge_set"))
-    oip, oix, _, lay = changes._old_adjacency(graph, change.old, "csr", False)
-    iip, iix = changes._old_adjacency(graph, change.old, "csc", False)[:2] if two \
-        else (oip, oix)
-    bkeys = change.before_deleted
-    bout, bin_ = changes._flags(n, bkeys)
-    # an undirected edge set stores both directions of an edge: one of them is the edge
-    src, dst = change.src, change.dst
-    new = (src != dst) & ((src < dst) if not two else True)
-    nip, nix, i_slot_u, i_slot_v = core_maintenance.positions(n, src[new], dst[new])
-    du, dv = change.changed_deleted // n, change.changed_deleted % n
-    pairs = (du != dv) & ((du < dv) if not two else True)
-    copies = core_maintenance.copies(oip, oix, lay, bkeys, bout, n,
-                                     change.changed_deleted[pairs])
-    du, dv = np.repeat(du[pairs], copies), np.repeat(dv[pairs], copies)
-    dip, dix, d_slot_u, d_slot_v = core_maintenance.positions(n, du, dv)
-    ov = (oip, oix, iip, iix, lay, bkeys, bout, bin_, nip, nix, np.zeros(len(nix), np.bool_),
-          dip, dix, np.zeros(len(dix), np.bool_), two)
+    ov, deleted, inserted, pairs = core_maintenance.overlay(graph, change, two)
     setup = time.perf_counter() - t0
     scanned, done = core_maintenance.overlay_update(
-        ov, n, core, du, dv, d_slot_u, d_slot_v, src[new].astype(np.int64),
-        dst[new].astype(np.int64), i_slot_u, i_slot_v,
+        ov, graph.num_nodes(), core, *deleted, *inserted,
         int(SCAN_SHARE * changes._limit(graph, kwargs)))
     if not done:
         return changes.Costly(f"the subcore traversals scanned more than "
                               f"{SCAN_SHARE:g} x {changes.REPAIR_MAX_SWEEPS} times both ends of "
                               f"the edges")
-    step = SuperstepStats(superstep=0, active=int(len(du) + len(nix) // 2),
+    step = SuperstepStats(superstep=0, active=int(len(deleted[0]) + len(inserted[0])),
                           direction="repair", edges_scanned=int(scanned),
                           messages_sent=0, fused=True)
-    method = (f"updated ({int(pairs.sum()):,} deleted pairs, {int(new.sum()):,} new edges; "
+    method = (f"updated ({pairs:,} deleted pairs, {len(inserted[0]):,} new edges; "
               f"{int(scanned):,} entries scanned)")
     return Result(values=core.astype(np.float64),
                   stats=changes._stats(spec, graph, kwargs, t0, setup, step, method),

@@ -4,16 +4,14 @@ algorithm front-ends."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 import pyarrow as pa
 
 from graphsys.bsp.stats import RunStats
 from graphsys.storage.node_values import NodeValues
+from graphsys.storage.previous import RESULT_METADATA, tagged  # noqa: F401 (re-exported)
 
-#: The schema metadata key of :meth:`Result.to_table` that holds the run's provenance.
-RESULT_METADATA = "graphsys.result"
 
 @dataclass(repr=False, kw_only=True)
 class Result(NodeValues):
@@ -81,8 +79,4 @@ class Result(NodeValues):
             :attr:`provenance` as JSON, so a Parquet file of it can start a later run
             (``init=``).
         """
-        table = super().to_table()
-        if self.provenance:
-            table = table.replace_schema_metadata(
-                {RESULT_METADATA: json.dumps(self.provenance, sort_keys=True)})
-        return table
+        return tagged(super().to_table(), self.provenance)

@@ -1,6 +1,7 @@
 """``graphsys mine``: count triangles, cliques, motifs and your own patterns in a stored graph.
 
     graphsys mine triangles DIR [--mode auto|memory|out-of-core] [--out FILE.parquet]
+        [--init PREV.parquet]
     graphsys mine clustering DIR [--out FILE.parquet]
     graphsys mine triads DIR
     graphsys mine cliques DIR -k K [--list N] [--out FILE.parquet]
@@ -90,7 +91,12 @@ def register(subparsers) -> None:
 
     t = sub.add_parser("triangles", help="triangle count and transitivity (per node: --out)")
     _common(t, mode=True)
-    _out(t, "per-node output: node (original id), triangles, clustering")
+    _out(t, "per-node output: node (original id), triangles, clustering, degree (a later "
+            "--init starts from it)")
+    t.add_argument("--init", type=Path, metavar="PREV.parquet",
+                   help="update the counts of a previous --out file by the edges appended "
+                        "and deleted since (or count from scratch where that does not "
+                        "apply or pay: the method printed says which)")
     t.set_defaults(func=run_triangles)
 
     c = sub.add_parser("clustering", help="local clustering coefficients, their average and "
@@ -195,7 +201,7 @@ def _write(out, table, overwrite: bool) -> None:
     from graphsys.storage.atomic import atomic_path
 
     with atomic_path(out, overwrite=overwrite) as tmp:
-        pq.write_table(table, tmp)
+        pq.write_table(table, tmp, write_page_checksum=True)  # --init refuses a garbled page
 
 
 def _run(args, body) -> int:
@@ -229,26 +235,28 @@ def _run(args, body) -> int:
 
 
 def run_triangles(args) -> int:
-    import pyarrow as pa
 
     from graphsys import mining
 
     clustering = getattr(args, "clustering", False)
 
     def body(graph, options):
+        init = getattr(args, "init", None)
         stats = mining.triangle_stats(graph, per_node=clustering or args.out is not None,
-                                      mode=args.mode, **options)
+                                      mode=args.mode, init=init, **options)
         lines = [f"triangles: {stats.count:,}", f"transitivity: {stats.transitivity:.6f}"]
         if stats.average_clustering is not None:
             lines.append(f"average clustering: {stats.average_clustering:.6f}")
+        result = stats.to_dict()
+        if init is not None:
+            lines.append(f"method: {stats.method}")
+            result["method"] = stats.method
         table = None
         if stats.triangles is not None:
-            cols = {"node": pa.array(graph.node_ids())}
-            if not clustering:
-                cols["triangles"] = pa.array(stats.triangles.values)
-            cols["clustering"] = pa.array(stats.clustering.values)
-            table = pa.table(cols)
-        return stats.to_dict(), lines, table
+            table = stats.to_table()
+            if clustering:
+                table = table.select(["node", "clustering"])
+        return result, lines, table
 
     return _run(args, body)
 

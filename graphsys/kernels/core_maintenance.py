@@ -26,6 +26,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from graphsys.kernels.arrays import flags, old_adjacency
 from graphsys.kernels.repair import _has, _id, _row
 
 
@@ -42,6 +43,33 @@ def positions(n: int, src: np.ndarray, dst: np.ndarray):
     where = np.empty(2 * m, np.int64)
     where[order] = np.arange(2 * m)
     return indptr, nbr, where[:m], where[m:]
+
+
+def overlay(graph, change, two: bool):
+    """The overlay (below) of ``change`` (a :class:`~graphsys.storage.previous.Change`)
+    over the adjacency the previous result read; ``two``: a directed edge set (its in-rows
+    read too). Returns ``(ov, deleted, inserted, pairs)``: each copy deleted since and each
+    edge appended, as ``(u, v, slot_u, slot_v)`` int64 (the arguments of
+    :func:`overlay_update`), self-loops and an undirected edge set's second direction left
+    out, and the deleted pairs."""
+    n = graph.num_nodes()
+    oip, oix, _, lay = old_adjacency(graph, change.old, "csr", False)
+    iip, iix = old_adjacency(graph, change.old, "csc", False)[:2] if two else (oip, oix)
+    bkeys = change.before_deleted
+    bout, bin_ = flags(n, bkeys)
+    # an undirected edge set stores both directions of an edge: one of them is the edge
+    src, dst = change.src, change.dst
+    new = (src != dst) & ((src < dst) if not two else True)
+    iu, iv = src[new].astype(np.int64), dst[new].astype(np.int64)
+    nip, nix, i_slot_u, i_slot_v = positions(n, iu, iv)
+    du, dv = change.changed_deleted // n, change.changed_deleted % n
+    pairs = (du != dv) & ((du < dv) if not two else True)
+    count = copies(oip, oix, lay, bkeys, bout, n, change.changed_deleted[pairs])
+    du, dv = np.repeat(du[pairs], count), np.repeat(dv[pairs], count)
+    dip, dix, d_slot_u, d_slot_v = positions(n, du, dv)
+    ov = (oip, oix, iip, iix, lay, bkeys, bout, bin_, nip, nix, np.zeros(len(nix), np.bool_),
+          dip, dix, np.zeros(len(dix), np.bool_), two)
+    return ov, (du, dv, d_slot_u, d_slot_v), (iu, iv, i_slot_u, i_slot_v), int(pairs.sum())
 
 
 # -- over a stored adjacency ------------------------------------------------------------------
@@ -80,6 +108,47 @@ def _entry(ov, s, e, w, n):
     if s == 2:
         return np.int64(nix[e]), 1 if nalive[e] else 0
     return np.int64(dix[e]), -1 if dgone[e] else 0
+
+
+@numba.njit(inline="always")
+def _tally(count, mark, seen, k, stamp, x, m):
+    """Add ``m`` to ``count[x]`` (reset first where ``mark[x]`` is not ``stamp``, then
+    listed in ``seen``); returns the neighbours listed."""
+    if mark[x] != stamp:
+        mark[x] = stamp
+        count[x] = 0
+        seen[k] = x
+        k += 1
+    count[x] += m
+    return k
+
+
+@numba.njit(cache=True, nogil=True)
+def live_row(ov, n, w, stamp, count, mark, seen):
+    """The live edges of ``w`` to each neighbour, read once: ``count[x]`` for each ``x``
+    listed in ``seen`` (``mark[x] == stamp``), the segments of :func:`_segment` and the
+    counts of :func:`_entry` read one segment after the other (the tuple unpacked once).
+    Returns (neighbours listed, entries scanned)."""
+    oip, oix, iip, iix, lay, bkeys, bout, bin_, nip, nix, nalive, dip, dix, dgone, two = ov
+    k = 0
+    lo, hi = _row(oip, w, lay)
+    scanned = hi - lo
+    for e in range(lo, hi):
+        y = _id(oix[e], lay)
+        k = _tally(count, mark, seen, k, stamp, y,
+                   0 if bout[w] and _has(bkeys, w * n + y) >= 0 else 1)
+    if two:
+        lo, hi = _row(iip, w, lay)
+        scanned += hi - lo
+        for e in range(lo, hi):
+            y = _id(iix[e], lay)
+            k = _tally(count, mark, seen, k, stamp, y,
+                       0 if bin_[w] and _has(bkeys, y * n + w) >= 0 else 1)
+    for e in range(nip[w], nip[w + 1]):
+        k = _tally(count, mark, seen, k, stamp, nix[e], 1 if nalive[e] else 0)
+    for e in range(dip[w], dip[w + 1]):
+        k = _tally(count, mark, seen, k, stamp, dix[e], -1 if dgone[e] else 0)
+    return k, scanned + nip[w + 1] - nip[w] + dip[w + 1] - dip[w]
 
 
 @numba.njit(cache=True, nogil=True)

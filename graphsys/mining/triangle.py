@@ -16,15 +16,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
+import pyarrow as pa
 
 from graphsys import views
 from graphsys.errors import GraphsysError
 from graphsys.execution import Execution
 from graphsys.mining import kernels
 from graphsys.mining._docs import document
+from graphsys.mining.incremental import updated
 from graphsys.mining.parallel import Ranks, run_tasks, scheduled
 from graphsys.mining.results import as_graph
 from graphsys.storage.node_values import NodeValues
+from graphsys.storage.previous import provenance, tagged
 from graphsys.views.orient import (
     Oriented,
     build_bytes,
@@ -219,6 +222,13 @@ class TriangleStats:
         Local clustering coefficients (with ``per_node``).
     average_clustering : float or None
         Their mean over every node (with ``per_node``; None for a graph without nodes).
+    method : str
+        How the counts were found: ``counted in memory``, ``counted out of core``, or
+        from a previous result (``init``) ``updated (...)`` or a count followed by
+        ``(from scratch: why)`` (:mod:`graphsys.mining.incremental`).
+    provenance : dict or None
+        What a later count needs to start from this one (``init``): the edge sets read
+        (:func:`graphsys.storage.previous.provenance`).
     """
 
     count: int
@@ -227,11 +237,27 @@ class TriangleStats:
     triangles: NodeValues | None = None
     clustering: NodeValues | None = None
     average_clustering: float | None = None
+    method: str = "counted in memory"
+    provenance: dict | None = None
 
     def to_dict(self) -> dict:
         """The scalar figures, as plain JSON types."""
         return {"triangles": self.count, "transitivity": self.transitivity,
                 "average_clustering": self.average_clustering}
+
+    def to_table(self) -> pa.Table:
+        """The per-node figures (asked for with ``per_node``) keyed by original node id:
+        columns ``node``, ``triangles``, ``clustering`` and ``degree``; the schema metadata
+        holds :attr:`provenance`, so the table (or a Parquet file of it) can start a later
+        count (``init``)."""
+        if self.triangles is None:
+            raise GraphsysError("triangle stats without per-node counts have no table: "
+                                "count with per_node=True")
+        table = pa.table({"node": pa.array(self.triangles.graph.node_ids()),
+                          "triangles": pa.array(self.triangles.values),
+                          "clustering": pa.array(self.clustering.values),
+                          "degree": pa.array(self.degree.values)})
+        return tagged(table, self.provenance)
 
 
 @document
@@ -239,9 +265,14 @@ def triangle_stats(graph, *, per_node: bool = False, edge_set: str | None = None
                    mode: str = "auto", threads: int | None = None,
                    memory_limit: int | None = None, distributed: bool = False,
                    progress: bool | Callable = False,
-                   execution: Execution | None = None) -> TriangleStats:
+                   execution: Execution | None = None, init=None) -> TriangleStats:
     """Count triangles once and derive everything from the pass: the count, the
     transitivity, and (``per_node``) each node's triangles and clustering coefficient.
+
+    Given ``init``, a previous per-node result of the edge set before edges were appended
+    or deleted, the counts are updated from the changed edges instead, or counted from
+    scratch where that does not apply or pay (:mod:`graphsys.mining.incremental`; ``method``
+    says which ran).
 
     :func:`triangle_count`, :func:`triangles`, :func:`clustering`,
     :func:`average_clustering` and :func:`transitivity` each return one of its figures.
@@ -255,6 +286,9 @@ def triangle_stats(graph, *, per_node: bool = False, edge_set: str | None = None
     %(edge_set)s
     %(triangle_options)s
     %(execution)s
+    init : str, Path, pyarrow.Table or TriangleStats, optional
+        A previous result with per-node counts (:meth:`TriangleStats.to_table`, or a
+        Parquet file of it).
 
     Returns
     -------
@@ -271,6 +305,9 @@ def triangle_stats(graph, *, per_node: bool = False, edge_set: str | None = None
     (2, 0.75, 0.8333)
     >>> stats.triangles.to_dict()
     {1: 2, 2: 2, 3: 1, 4: 1}
+
+    After edges were deleted or appended, from a previous result
+    (:mod:`graphsys.mining.incremental` has an example).
     """
     ex = Execution.of(execution, mode=mode, threads=threads, memory_limit=memory_limit,
                       distributed=distributed, progress=progress).on_cpu("triangle counting")
@@ -278,19 +315,38 @@ def triangle_stats(graph, *, per_node: bool = False, edge_set: str | None = None
     es = g.edge_set(edge_set)
     ranks = Ranks.of(ex.distributed, g)
     with scheduled(ex.threads) as count:
-        if _mode(ex.mode, g, es.name, ex.memory_limit) == "memory":
-            total, counts, degree, triples = _in_memory(g, es.name, per_node, ex.memory_limit,
-                                                        count, ranks, ex.progress)
+        mode = _mode(ex.mode, g, es.name, ex.memory_limit)
+        method = "counted in memory" if mode == "memory" else "counted out of core"
+        found = None if init is None else updated(
+            g, es.name, init, None if mode == "memory" and ranks.world_size == 1
+            else "an update runs in memory in one process")
+        if isinstance(found, tuple):
+            total, counts, degree, method = found
+            triples = _triples(degree)
+        elif mode == "memory":
+            total, counts, degree, triples = _in_memory(
+                g, es.name, per_node or init is not None, ex.memory_limit, count, ranks,
+                ex.progress)
         else:
             from graphsys.mining.outofcore import triangles_by_blocks
 
             total, counts, degree = triangles_by_blocks(
-                g, es.name, per_vertex=per_node, memory_limit=ex.memory_limit, threads=count,
-                ranks=ranks, progress=ex.progress)
+                g, es.name, per_vertex=per_node or init is not None,
+                memory_limit=ex.memory_limit, threads=count, ranks=ranks,
+                progress=ex.progress)
             triples = _triples(degree)
+    if isinstance(found, str):
+        method += f" (from scratch: {found})"
+    return _stats(g, es.name, total, counts if per_node else None, degree, triples, method)
+
+
+def _stats(g, edge_set: str, total: int, counts, degree, triples: int, method: str
+           ) -> TriangleStats:
+    """The :class:`TriangleStats` of a count: with ``counts`` (int64 (N,)), per node."""
     stats = TriangleStats(total, 6.0 * total / triples if triples else 0.0,
-                          NodeValues(degree, g, "degree"))
-    if not per_node:
+                          NodeValues(degree, g, "degree"), method=method,
+                          provenance=provenance("triangles", g, edge_set))
+    if counts is None:
         return stats
     pairs = degree * (degree - 1)
     coeff = np.zeros(len(counts), np.float64)

@@ -21,6 +21,7 @@ from graphsys.bsp.engine import STREAM_MAX_SUPERSTEPS, choose_mode
 from graphsys.cli import main
 from graphsys.errors import FormatError, GraphsysError, ParameterError
 from graphsys.plugins import ALGORITHMS
+from graphsys.storage import previous
 from graphsys.storage.adjacency_index import build_index
 
 
@@ -180,10 +181,10 @@ def test_previous_rows_matched_by_id_in_any_order(tmp_path, strings):
     for prev in (before, shuffled):
         assert np.array_equal(bsp.wcc(g, init=prev).values, want)
     sizes = incremental.result_provenance(before)[1]["partition_sizes"]
-    placed = incremental._appended_layout(g, before.column("node").combine_chunks(), sizes)
+    placed = previous._appended_layout(g, before.column("node").combine_chunks(), sizes)
     assert np.array_equal(placed, g.to_internal(before.column("node").to_pylist()))
-    assert incremental._appended_layout(g, shuffled.column("node").combine_chunks(),
-                                        sizes) is None
+    assert previous._appended_layout(g, shuffled.column("node").combine_chunks(),
+                                     sizes) is None
 
 
 def _expecting(path, supersteps: int):

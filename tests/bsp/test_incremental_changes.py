@@ -16,6 +16,7 @@ import graphsys
 from graphsys import bsp, open_graph
 from graphsys.bsp import incremental_changes
 from graphsys.cli import main
+from graphsys.storage import previous
 from graphsys.storage.adjacency_index import build_index
 from graphsys.storage.changes import delete_edges, delete_nodes, update_weights
 
@@ -89,6 +90,7 @@ def _changed(tmp_path, *, undirected=False, chain=False, indexed=False):
 def _any_share(monkeypatch):
     """Repair whatever share of the edges changed (the small graphs change a lot)."""
     monkeypatch.setattr(incremental_changes, "REPAIR_MAX_FRACTION", 1.0)
+    monkeypatch.setattr(previous, "REPAIR_MAX_FRACTION", 1.0)  # what --init auto reads
 
 
 def _components(result) -> list[list]:

@@ -21,6 +21,7 @@ from graphsys import bsp, open_graph
 from graphsys.bsp import incremental_changes
 from graphsys.cli import main
 from graphsys.errors import GraphsysError
+from graphsys.storage import previous
 from graphsys.storage.adjacency_index import build_index
 from graphsys.storage.changes import delete_edges, update_weights
 
@@ -54,6 +55,7 @@ def _any_share(monkeypatch):
     """Update whatever share of the edges changed and however far the traversals reach
     (the small graphs change a lot)."""
     monkeypatch.setattr(incremental_changes, "REPAIR_MAX_FRACTION", 1.0)
+    monkeypatch.setattr(previous, "REPAIR_MAX_FRACTION", 1.0)  # what --init auto reads
     monkeypatch.setattr(incremental_changes, "REPAIR_MAX_SWEEPS", 1000)
 
 

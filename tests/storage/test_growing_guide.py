@@ -234,3 +234,16 @@ def test_k_core_started_after_the_append_and_the_deletions_equals_peeling(guide)
     assert {k: v for k, v in got.items() if k in want} == {k: float(v) for k, v in
                                                          want.items()}
     assert all(v == 0.0 for k, v in got.items() if k not in want)  # the erased node
+
+
+def test_triangle_counts_updated_after_the_deletions_equal_networkx(guide):
+    """The guide's triangle count is updated from the deleted pairs and equals networkx's
+    triangles of the remaining edges (the undirected simple view)."""
+    t, closed = guide["tg"], guide["closed"]
+    assert closed.method.startswith("updated (20 deleted pairs")
+    ref = nx.Graph()
+    ref.add_nodes_from(t.node_ids().tolist())
+    for s, d, _, _ in t.iter_edges():
+        ref.add_edges_from((a, b) for a, b in zip(t.to_original(s).tolist(),
+                                                  t.to_original(d).tolist()) if a != b)
+    assert closed.triangles.to_dict() == nx.triangles(ref)
