@@ -119,14 +119,16 @@ def on_device(sampler: Sampler, device: torch.device, device_sampling: bool | No
     return made[device]
 
 
-def pair_seeds(heads, tails, neg, times=None):
+def pair_seeds(heads, tails, neg, times=None, query_time=None):
     """The seeds of a batch of pairs: ``(seeds, seed times, extra)``.
 
     Without ``times``: the distinct nodes among ``heads`` (B,), ``tails`` (B,) and ``neg``
     (B, K), in ascending id order, and no times; with ``times`` (B,), one seed per end,
     heads, then tails, then negatives row by row, each at its pair's time (an event each,
-    as a temporal sampler takes them). ``extra`` maps each end to its seed (``head``,
-    ``pos`` (B,), ``neg`` (B, K)), plus ``time`` (B,) with ``times``.
+    as a temporal sampler takes them); with ``times`` and a ``query_time``, the distinct
+    nodes again, each once at ``query_time`` (a stream's batch, read as of its first
+    event). ``extra`` maps each end to its seed (``head``, ``pos`` (B,), ``neg`` (B, K)),
+    plus ``time`` (B,), the pairs' own times, with ``times``.
 
     Examples
     --------
@@ -137,19 +139,24 @@ def pair_seeds(heads, tails, neg, times=None):
     >>> seeds, times, _ = pair_seeds([5, 2], [2, 9], [[9], [1]], times=[30, 40])
     >>> seeds.tolist(), times.tolist()
     ([5, 2, 2, 9, 9, 1], [30, 40, 30, 40, 30, 40])
+    >>> seeds, times, extra = pair_seeds([5, 2], [2, 9], [[9], [1]], [30, 40], query_time=30)
+    >>> seeds.tolist(), times.tolist(), extra["time"].tolist()
+    ([1, 2, 5, 9], [30, 30, 30, 30], [30, 40])
     """
     heads, tails, neg = (t.numpy() if torch.is_tensor(t) else np.asarray(t)
                          for t in (heads, tails, neg))
     rows = np.concatenate([heads, tails, neg.ravel()])
     b = len(heads)
-    if times is None:
+    extra = {} if times is None else {"time": torch.as_tensor(times)}
+    if times is None or query_time is not None:
         rows, inv = np.unique(rows, return_inverse=True)
-        row_times, extra = None, {}
+        row_times = (None if times is None else
+                     extra["time"].new_full((len(rows),),
+                                                  torch.as_tensor(query_time).item()))
     else:
         inv = np.arange(len(rows))
-        times = torch.as_tensor(times)
+        times = extra["time"]
         row_times = torch.cat([times, times, times.repeat_interleave(neg.shape[1])])
-        extra = {"time": times}
     extra.update(head=torch.from_numpy(inv[:b]), pos=torch.from_numpy(inv[b:2 * b]),
                  neg=torch.from_numpy(inv[2 * b:].reshape(b, -1)))
     return torch.from_numpy(rows), row_times, extra
@@ -339,22 +346,26 @@ class NodeLoader:
     graph : Graph, str or None
         The graph (or its directory) whose node columns ``features`` and ``labels`` name;
         None when neither names a column.
-    sampler : Sampler
+    sampler : Sampler or None
         Draws the blocks of a batch (:class:`~graphsys.sampling.NeighborSampler`,
         :class:`~graphsys.sampling.PinSAGESampler`, or any
         :class:`~graphsys.sampling.Sampler`); batch ``i`` of epoch ``e`` is sampled with
-        ``rng_seed = derive_seed(seed, e, i)``.
+        ``rng_seed = derive_seed(seed, e, i)``. None, with ``links`` and ``graph`` (its
+        node count) and no ``features``: batches of links without blocks (a model that
+        reads no neighbours).
     seeds : int tensor, array or sequence, or bool mask
         The nodes to batch (unique ids of the sampler's node type), or a boolean mask over
         them; None with ``links``.
     links : int tensor, array or sequence (P, 2), optional
         Link batches instead of node batches (PyG's ``LinkNeighborLoader``): the ``(head,
         tail)`` pairs to batch, ``batch_size`` pairs a batch; a batch's seeds are the
-        pairs' ends and their negatives (:func:`pair_seeds`), ``extra`` maps them.
-    negatives : int or callable, optional
+        pairs' ends and their negatives (:func:`pair_seeds`), ``extra`` maps them, and
+        ``extra["link"]`` (B,) holds the batch's positions in ``links``.
+    negatives : int, callable or int array (P, C), optional
         With ``links``, each pair's negative tails, for batch ``i`` of epoch ``e`` from
         ``rng_seed = derive_seed(seed, e, i, 1)``: that many uniform nodes (default 0), or
-        those of a negative sampler ``(heads, rng_seed) -> (B, K)`` ids.
+        those of a negative sampler ``(heads, rng_seed) -> (B, K)`` ids; or fixed ones,
+        row ``p`` for link ``p`` (the candidates of an evaluation).
     either_end : bool, optional
         With ``links``: unordered pairs, whose ends swap with probability 1/2 in each batch
         (from ``derive_seed(seed, e, i, 2)``; default False).
@@ -367,6 +378,11 @@ class NodeLoader:
         refused in one line): the seeds are then events ``(node, time)``, a node may
         recur, each batch is sampled from a :class:`~graphsys.sampling.SamplerInput` of
         its seeds and their times, and ``batch.extra["time"]`` holds the times.
+    batch_time : bool, optional
+        With ``links`` and ``times``: a batch's seeds are its distinct nodes, each sampled
+        once at the batch's first link's time (a time-ordered stream's batch, read as of
+        its first event: :func:`pair_seeds`' ``query_time``); default False: each end at
+        its own link's time.
     batch_size : int, optional
         Seeds per batch (default 512); the last batch of an epoch may be smaller.
     shuffle : bool, optional
@@ -501,36 +517,47 @@ class NodeLoader:
     (torch.Size([2, 3]), True)
     """
 
-    def __init__(self, graph: Graph | str | Path | None, sampler: Sampler, seeds=None, *,
+    def __init__(self, graph: Graph | str | Path | None, sampler: Sampler | None, seeds=None, *,
                  links=None, negatives=0, either_end: bool = False, transform=None,
                  batch_size: int = 512, shuffle: bool = True, seed: int = 0,
                  num_workers: int = 1, prefetch: int = 2, features="feat", labels="label",
                  device: str | torch.device = "cpu", drop_last: bool = False,
                  rank: int = 0, world_size: int = 1, input_dropout: float = 0.0,
-                 device_sampling: bool | None = None, times=None):
-        if not isinstance(sampler, Sampler):
+                 device_sampling: bool | None = None, times=None, batch_time: bool = False):
+        self.graph = open_graph(graph) if isinstance(graph, (str, Path)) else graph
+        if sampler is None and (links is None or self.graph is None or features is not None):
+            raise ParameterError("sampler", "may be None only for links of a given graph, "
+                                            "without features")
+        if sampler is not None and not isinstance(sampler, Sampler):
             raise ParameterError("sampler", f"must be a graphsys.sampling.Sampler, got "
                                             f"{type(sampler).__name__}")
-        sampler = on_device(sampler, torch.device(device), device_sampling)
+        if sampler is not None:
+            sampler = on_device(sampler, torch.device(device), device_sampling)
+        fixed = negatives is not None and np.ndim(negatives) == 2
         for name, value, lo in (("batch_size", batch_size, 1), ("num_workers", num_workers, 0),
                                 ("prefetch", prefetch, 1), ("world_size", world_size, 1),
                                 ("rank", rank, 0),
-                                ("negatives", 0 if callable(negatives) else negatives, 0)):
+                                ("negatives", 0 if callable(negatives) or fixed else negatives,
+                                 0)):
             if not isinstance(value, (int, np.integer)) or value < lo:
                 raise ParameterError(name, f"must be an integer >= {lo}, got {value!r}")
-        self.graph = open_graph(graph) if isinstance(graph, (str, Path)) else graph
         self.sampler = sampler
+        self.num_nodes = self.graph.num_nodes() if sampler is None else sampler.num_nodes
         if (seeds is None) == (links is None):
             raise ParameterError("seeds", "give the nodes to batch (seeds) or the links, "
                                           "one of the two")
-        if negatives and links is None:
+        if (fixed or negatives) and links is None:
             raise ParameterError("negatives", "are drawn for links; none were given")
-        self.negatives = (negatives if callable(negatives) else None if not negatives else
-                          UniformNegativeSampler(sampler.num_nodes, int(negatives)))
         self.either_end, self.transform = bool(either_end), transform
         self.seeds = (self._seed_ids(seeds, unique=times is None) if links is None else
                       self._link_ids(links))
+        self.fixed = self._link_ids(negatives, "negatives", -1) if fixed else None
+        self.negatives = (negatives if callable(negatives) else None if fixed or not negatives
+                          else UniformNegativeSampler(self.num_nodes, int(negatives)))
         self.times = None if times is None else self._seed_times(times)
+        if batch_time and (links is None or times is None):
+            raise ParameterError("batch_time", "reads links with times; give both")
+        self.batch_time = bool(batch_time)
         self.batch_size, self.shuffle, self.seed = int(batch_size), bool(shuffle), int(seed)
         self.num_workers, self.prefetch = int(num_workers), int(prefetch)
         self.device = torch.device(device)
@@ -556,7 +583,7 @@ class NodeLoader:
     def _seed_ids(self, seeds, unique: bool = True) -> torch.Tensor:
         """``seeds`` as int64 ids of the sampler's nodes (a bool mask selects), checked
         unique when ``unique``."""
-        n = self.sampler.num_nodes
+        n = self.num_nodes
         mask = seeds.detach().cpu().numpy() if torch.is_tensor(seeds) else np.asarray(seeds)
         if mask.dtype == bool:
             if mask.shape != (n,):
@@ -568,18 +595,21 @@ class NodeLoader:
             raise ParameterError("seeds", "repeat a node; each seed must appear once")
         return torch.from_numpy(ids)
 
-    def _link_ids(self, links) -> torch.Tensor:
-        """``links`` as int64 (P, 2) ``(head, tail)`` ids of the sampler's nodes."""
+    def _link_ids(self, links, name: str = "links", width: int = 2) -> torch.Tensor:
+        """``links`` as int64 (P, 2) ``(head, tail)`` ids of the sampler's nodes (``name``
+        ``"negatives"``, ``width`` -1: (P, C) tails, one row per link)."""
         a = links.detach().cpu().numpy() if torch.is_tensor(links) else np.asarray(links)
-        if a.ndim != 2 or a.shape[1] != 2:
-            raise ParameterError("links", f"must be (P, 2) pairs (head, tail), got shape "
-                                          f"{a.shape}")
-        return torch.from_numpy(as_seed_array(a, self.sampler.num_nodes, "link node")
-                                .reshape(-1, 2))
+        rows = len(a) if width == 2 else len(self.seeds)
+        if a.ndim != 2 or a.shape[0] != rows or width != -1 and a.shape[1] != width:
+            want = "(P, 2) pairs (head, tail)" if width == 2 else f"({rows}, C): a row per link"
+            raise ParameterError(name, f"must be {want}, got shape {a.shape}")
+        return torch.from_numpy(as_seed_array(a, self.num_nodes, "link node")
+                                .reshape(a.shape))
 
     def _seed_times(self, times) -> torch.Tensor:
         """``times`` as a tensor of one time per seed (or link), for a temporal sampler."""
-        refuse_times(self.sampler)
+        if self.sampler is not None:
+            refuse_times(self.sampler)
         t = torch.as_tensor(times.cpu() if torch.is_tensor(times) else np.asarray(times))
         if t.shape != self.seeds.shape[:1]:
             raise ParameterError("times", f"must hold one time per seed ({len(self.seeds)}),"
@@ -591,7 +621,7 @@ class NodeLoader:
         a float16/float32 NumPy array (features, gathered GIL-free); None stays None."""
         if value is None:
             return None
-        n = self.sampler.num_nodes
+        n = self.num_nodes
         if isinstance(value, str):
             if self.graph is None:
                 raise ParameterError(name, f"names the node column {value!r} but no graph "
@@ -638,40 +668,43 @@ class NodeLoader:
         n, b = len(self.seeds), self.batch_size
         return n // b if self.drop_last else -(-n // b)
 
-    def _order(self, epoch: int) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """The epoch's seeds and their times (None without), shuffled alike."""
+    def _order(self, epoch: int) -> torch.Tensor:
+        """The epoch's order of the seeds (or links): positions, shuffled or not."""
         if not self.shuffle:
-            return self.seeds, self.times
+            return torch.arange(len(self.seeds))
         gen = torch.Generator().manual_seed(derive_seed(self.seed, epoch))
-        perm = torch.randperm(len(self.seeds), generator=gen)
-        return self.seeds[perm], None if self.times is None else self.times[perm]
+        return torch.randperm(len(self.seeds), generator=gen)
 
     def _batch_seeds(self, order, epoch: int, i: int):
         """Batch ``i``'s seeds on this rank, their times (or None) and ``extra``."""
-        cut = slice(i * self.batch_size, (i + 1) * self.batch_size)
-        seeds, times = (None if o is None else o[cut] for o in order)
+        at = order[i * self.batch_size:(i + 1) * self.batch_size]
+        seeds, times = self.seeds[at], None if self.times is None else self.times[at]
         neg = None
         if self.seeds.ndim == 2:      # links: the global batch's flips and negatives, shared
             if self.either_end:
                 rng = np.random.default_rng(derive_seed(self.seed, epoch, i, 2))
                 swap = torch.from_numpy(rng.random(len(seeds)) < 0.5)
                 seeds = torch.where(swap[:, None], seeds.flip(1), seeds)
-            neg = (torch.as_tensor(self.negatives(seeds[:, 0], derive_seed(self.seed, epoch,
-                                                                            i, 1)))
+            neg = (self.fixed[at] if self.fixed is not None else
+                   torch.as_tensor(self.negatives(seeds[:, 0], derive_seed(self.seed, epoch,
+                                                                           i, 1)))
                    if self.negatives else torch.zeros((len(seeds), 0), dtype=torch.int64))
         if self.world_size > 1:
             b, r, w = len(seeds), self.rank, self.world_size
             share = slice(r * b // w, (r + 1) * b // w)
-            seeds, times, neg = (None if a is None else a[share] for a in (seeds, times, neg))
-        if neg is not None:
-            return pair_seeds(seeds[:, 0], seeds[:, 1], neg, times)
-        return seeds, times, {} if times is None else {"time": times}
+            seeds, times, neg, at = (None if a is None else a[share]
+                                     for a in (seeds, times, neg, at))
+        if neg is None:
+            return seeds, times, {} if times is None else {"time": times}
+        seeds, times, extra = pair_seeds(seeds[:, 0], seeds[:, 1], neg, times,
+                                         times[0] if self.batch_time and len(at) else None)
+        return seeds, times, dict(extra, link=at)
 
     def _batch(self, order, epoch: int, i: int, key: int = 0) -> MiniBatch:
         seeds, times, extra = self._batch_seeds(order, epoch, i)
         rng_seed = derive_seed(self.seed, epoch, i)   # the global batch's, on every rank
         with serial_kernels():
-            blocks = self.sampler.sample_blocks(
+            blocks = [] if self.sampler is None else self.sampler.sample_blocks(
                 seeds if times is None else SamplerInput(seeds, times), rng_seed)
         if blocks and blocks[-1].device != seeds.device:    # made on the device: the
             seeds = blocks[-1].dst_nodes                    # seeds went there once
@@ -683,8 +716,8 @@ class NodeLoader:
                 _ = b.dst_offsets          # of the layers fed by a layer (a gradient)
                 if k > 0:
                     _ = b.src_offsets
-        ids = batch.input_nodes
         f = self.features
+        ids = batch.input_nodes if f is not None else None
         out = (self._buffers.take(len(ids), f.shape[1])
                if (isinstance(f, (np.ndarray, PartitionedRows)) and f.dtype == np.float32)
                or hasattr(f, "rows_into") else None)

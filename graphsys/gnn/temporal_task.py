@@ -66,6 +66,7 @@ from graphsys.gnn.config import TrainConfig
 from graphsys.gnn.conv.temporal_attention import slots
 from graphsys.gnn.fit import Evaluation, Task
 from graphsys.gnn.jodie import JODIE, time_shift_scale
+from graphsys.gnn.loader import NodeLoader, pair_seeds
 from graphsys.gnn.optim import fused_adam
 from graphsys.gnn.temporal import TGN
 from graphsys.gnn.temporal_eval import (
@@ -80,6 +81,7 @@ from graphsys.gnn.time_split import chronological_split
 from graphsys.ranking import protocol
 from graphsys.sampling._util import derive_seed
 from graphsys.sampling.base import SamplerInput
+from graphsys.sampling.block import MiniBatch
 from graphsys.sampling.temporal import TemporalNeighborSampler
 from graphsys.storage.graph import Graph
 
@@ -93,7 +95,7 @@ class Events:
     """The events of a graph in time order: ``src``, ``dst`` (int64), ``time`` (the
     column's dtype), ``eid`` (int64 edge ids), ``raw`` float32 (E, r) features (the
     columns :func:`feature_columns` picks, each scaled by its largest magnitude; ``columns``
-    names them)."""
+    names them), and the ``graph`` they come from."""
 
     def __init__(self, graph: Graph, edge_features: list[str] | None = None):
         if len(graph.entity_types) != 1:
@@ -133,7 +135,7 @@ class Events:
             self.raw_by_eid[:, j] = col / self.scales[j]
         self.raw = self.raw_by_eid[self.eid]
         self.origin = self.time[0]
-        self.num_nodes = graph.num_nodes()
+        self.graph, self.num_nodes = graph, graph.num_nodes()
 
     def seconds(self, t: np.ndarray) -> np.ndarray:
         """Times as float64 offsets from the first event (what the time encodings see)."""
@@ -239,20 +241,23 @@ class EventStream:
         self.memory = getattr(model, "memory", None)   # TGN's, JODIE's; TGAT has none
         self.jodie = isinstance(model, JODIE)          # no neighbours: memory in time
 
-    def embed_at(self, query: np.ndarray, t0):
+    def embed_at(self, query: np.ndarray, t0, blocks=None):
         """Embeddings (Q, d) of the sorted unique nodes ``query`` from their events
-        strictly before the time ``t0`` (the column's type), and for TGN and JODIE
-        ``(nodes, mem, last)``: the nodes read and their memory with pending messages
-        applied (TGAT: None). JODIE's are the memory projected to ``t0``."""
+        strictly before the time ``t0`` (the column's type; ``blocks``: the sampler's
+        blocks of ``query`` at ``t0``, sampled when None), and for TGN and JODIE ``(nodes,
+        mem, last)``: the nodes read and their memory with pending messages applied (TGAT:
+        None). JODIE's are the memory projected to ``t0``."""
+        if blocks is None and not self.jodie:
+            blocks = self.sampler.sample_blocks(SamplerInput(query, np.full(len(query), t0)))
         if self.memory is None:
-            return self._embed_tgat(query, t0), None
+            return self._embed_tgat(blocks), None
         if self.jodie:
             q = torch.from_numpy(query).to(self.device)
             mem, last = self.model.memory.read(q)
             t = torch.from_numpy(self.ev.seconds(np.asarray(t0).repeat(len(query))))
             return self.model.embed(mem, last, t.to(self.device)), (query, mem, last)
         model, device = self.model, self.device
-        block = self.sampler.sample_blocks(SamplerInput(query, np.full(len(query), t0)))[0]
+        block = blocks[0]
         rows = block.src_nodes.numpy()
         nodes = np.unique(rows)
         mem, last = model.memory.read(torch.from_numpy(nodes).to(device))
@@ -266,46 +271,60 @@ class EventStream:
         z = model.embed(F.embedding(pos[:len(query)], mem), mem, pos[nbr], raw, delta, mask)
         return z, (nodes, mem, last)
 
-    def _embed_tgat(self, query: np.ndarray, t0) -> torch.Tensor:
-        """TGAT's embeddings of ``query`` at ``t0``: every block of the sampler (each row's
-        events before the time of the event that reached it), as :meth:`TGAT.embed
+    def _embed_tgat(self, blocks) -> torch.Tensor:
+        """TGAT's embeddings of the seeds of ``blocks``, every block of the sampler (each
+        row's events before the time of the event that reached it), as :meth:`TGAT.embed
         <graphsys.gnn.tgat.TGAT.embed>` reads them."""
-        blocks = self.sampler.sample_blocks(SamplerInput(query, np.full(len(query), t0)))
         b, device = blocks[0], self.device
         gap = (b.src_times[b.edge_dst] - b.edge_times).to(torch.float64)   # t - t_j
         k = max(self.sampler.fanouts)
         return self.model.embed([slots(x, k, device) for x in blocks], gap.to(device),
                                 self.raw_by_eid[b.edge_ids.to(device)])
 
-    def step(self, idx: np.ndarray, cand: np.ndarray, *, grad: bool):
+    def loader(self, idx: np.ndarray, batch_size: int, *, negatives, seed: int = 0,
+               num_workers: int = 1) -> NodeLoader:
+        """The events ``idx`` (time order) as a :class:`~graphsys.gnn.loader.NodeLoader`
+        of timed links, in order, each batch's distinct nodes sampled as of its first
+        event (JODIE: no sampler), with ``negatives`` destinations (a count, uniform, or
+        fixed (len(idx), M) candidates): what :meth:`step` takes."""
+        ev = self.ev
+        return NodeLoader(ev.graph, None if self.jodie else self.sampler,
+                          links=np.stack([ev.src[idx], ev.dst[idx]], 1), times=ev.time[idx],
+                          batch_time=True, negatives=negatives, shuffle=False,
+                          batch_size=batch_size, seed=seed, num_workers=num_workers,
+                          features=None, labels=None, device_sampling=False)
+
+    def step(self, idx: np.ndarray, cand: np.ndarray | None = None, *, grad: bool,
+             batch: MiniBatch | None = None):
         """One batch of events ``idx`` (time order): scores of the true destinations and of
-        ``cand`` (B, M) candidates; then the memory takes the batch's events."""
-        pos, neg, read = self.score(idx, cand, grad=grad)
+        ``cand`` (B, M) candidates (or those of their :meth:`loader` ``batch``); then the
+        memory takes the batch's events."""
+        pos, neg, read = self.score(idx, cand, grad=grad, batch=batch)
         self.absorb(idx, read)
         return pos, neg
 
-    def score(self, idx: np.ndarray, cand: np.ndarray, *, grad: bool):
+    def score(self, idx: np.ndarray, cand: np.ndarray | None = None, *, grad: bool,
+              batch: MiniBatch | None = None):
         """Scores of the events ``idx``' true destinations and of ``cand`` (B, M)
-        candidates from the neighbours strictly before the batch's first event (JODIE:
-        each pair's memory projected to its event's time), and what :meth:`absorb` takes;
-        the memory is not changed."""
+        candidates (or those of their :meth:`loader` ``batch``) from the neighbours
+        strictly before the batch's first event (JODIE: each pair's memory projected to
+        its event's time), and what :meth:`absorb` takes; the memory is not changed."""
         ev, model, device = self.ev, self.model, self.device
-        s, d = ev.src[idx], ev.dst[idx]
-        query = np.unique(np.concatenate([s, d, cand.ravel()]))
-        at = (lambda ids: torch.from_numpy(np.searchsorted(query, ids)).to(device))
-        if self.jodie:
-            with torch.set_grad_enabled(grad):
-                mem, last = model.memory.read(torch.from_numpy(query).to(device))
-                t = torch.from_numpy(ev.seconds(ev.time[idx])).to(device)
-                both = model.pairs(mem, last, t, at(s), at(np.concatenate(
-                    [d[:, None], cand.reshape(len(idx), -1)], axis=1)))
-            return both[:, 0], both[:, 1:], (query, mem, last)
+        if batch is None:
+            seeds, _, extra = pair_seeds(ev.src[idx], ev.dst[idx], cand, ev.time[idx],
+                                         ev.time[idx[0]])
+            batch = MiniBatch(seeds, None, extra)
+        query = batch.seeds.numpy()
+        head, tail, neg = (batch.extra[k].to(device) for k in ("head", "pos", "neg"))
         with torch.set_grad_enabled(grad):
-            z, read = self.embed_at(query, ev.time[idx[0]])
-            si = at(s)
-            pos = model.predictor.pairs(z, si, at(d))
-            neg = model.predictor.pairs(z, si, at(cand))
-        return pos, neg, read
+            if self.jodie:
+                mem, last = model.memory.read(batch.seeds.to(device))
+                t = torch.from_numpy(ev.seconds(ev.time[idx])).to(device)
+                both = model.pairs(mem, last, t, head, torch.cat([tail[:, None], neg], 1))
+                return both[:, 0], both[:, 1:], (query, mem, last)
+            z, read = self.embed_at(query, ev.time[idx[0]], batch.blocks)
+            return (model.predictor.pairs(z, head, tail), model.predictor.pairs(z, head, neg),
+                    read)
 
     def absorb(self, idx: np.ndarray, read) -> None:
         """The memory takes the events ``idx``: their ends keep their updated memory (``read``
@@ -336,9 +355,9 @@ class EventStream:
         pos_all, neg_all = [], []
         self.model.eval()
         with torch.no_grad():
-            for a in range(0, len(idx_all), cfg.batch_size):
-                pos, neg = self.step(idx_all[a:a + cfg.batch_size],
-                                     cand_all[a:a + cfg.batch_size], grad=False)
+            for batch in self.loader(idx_all, cfg.batch_size, negatives=cand_all,
+                                     num_workers=cfg.num_workers):
+                pos, neg = self.step(idx_all[batch.extra["link"].numpy()], grad=False, batch=batch)
                 pos_all.append(pos.double().cpu().numpy())
                 neg_all.append(neg.double().cpu().numpy())
         neg = np.concatenate(neg_all)
@@ -416,32 +435,33 @@ class TemporalTask(Task):
                               weight_decay=cfg.weight_decay)
         self.protocol = protocol_name(cfg)
         self.train_idx = np.flatnonzero(self.split[0])
-        self.per_epoch = -(-len(self.train_idx) // cfg.batch_size)
+        self.stream = EventStream(self.model, ev, self.sampler, k, device)
+        self.loader = self.stream.loader(self.train_idx, cfg.batch_size,
+                                         negatives=cfg.num_negatives or 1, seed=cfg.seed,
+                                         num_workers=cfg.num_workers)
+        self.per_epoch = len(self.loader)
         self.meta = {"task": "temporal-link", "num_nodes": ev.num_nodes,
                      "entity_type": graph.entity_types[0], "edge_features": ev.columns,
                      "events": {name: int(m.sum()) for name, m in
                                 zip(("train", "valid", "test"), self.split)},
                      "memory_at_train_end": TRAIN_END}
-        self.stream = EventStream(self.model, ev, self.sampler, k, device)
         self.train_end: dict[str, torch.Tensor] = {}   # the memory as validation began
         self.best_test: dict[str, float] = {}          # the kept model's test metrics
         self.negatives: dict[str, np.ndarray] | None = None    # TGB's, drawn once
 
     def batches(self, epoch: int):
-        """The training events in time order, ``batch_size`` at a time, each with its
-        uniform negative destinations; the memory starts empty."""
-        cfg = self.cfg
+        """The training events in time order (:meth:`EventStream.loader`), ``batch_size``
+        at a time, each with its uniform negative destinations; the memory starts empty."""
         if self.stream.memory is not None:
             self.stream.memory.reset()
-        rng = np.random.default_rng(derive_seed(cfg.seed, epoch))
+        self.loader.set_epoch(epoch)
         e0 = time.perf_counter()
-        for b in range(self.per_epoch):
-            idx = self.train_idx[b * cfg.batch_size:(b + 1) * cfg.batch_size]
-            yield idx, rng.integers(0, self.ev.num_nodes, (len(idx), cfg.num_negatives or 1))
+        yield from self.loader
         self.epoch_seconds = time.perf_counter() - e0
 
     def loss(self, batch, epoch: int, k: int) -> torch.Tensor:
-        pos, neg = self.stream.step(*batch, grad=True)
+        pos, neg = self.stream.step(self.train_idx[batch.extra["link"].numpy()], grad=True,
+                                    batch=batch)
         return (F.binary_cross_entropy_with_logits(pos, torch.ones_like(pos))
                 + F.binary_cross_entropy_with_logits(neg, torch.zeros_like(neg)))
 

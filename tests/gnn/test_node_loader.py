@@ -330,3 +330,45 @@ def test_link_batches_with_a_negative_sampler_either_end_and_a_transform(graph):
     assert torch.equal(swapped, pairs(either_end=True))
     flip = swapped[:, 0] != plain[:, 0]
     assert 0 < int(flip.sum()) < 60 and torch.equal(swapped[flip], plain[flip].flip(1))
+
+
+def test_timed_links_without_a_sampler_with_fixed_negatives_and_one_time_a_batch(tmp_path):
+    """Timed links batch without a sampler (no blocks) against fixed negatives, row ``p``
+    for link ``p`` whatever the shuffle; with ``batch_time`` a batch's seeds are its
+    distinct nodes, sampled once at its first link's time; bad combinations are refused."""
+    import pyarrow as pa
+
+    from graphsys.sampling import SamplerInput, TemporalNeighborSampler
+
+    rng = np.random.default_rng(4)
+    src, dst = rng.integers(0, 30, 200), rng.integers(0, 30, 200)
+    tg = graphsys.from_arrow(pa.table({"src": src, "dst": dst,
+                                       "timestamp": np.sort(rng.integers(0, 1000, 200))}),
+                             str(tmp_path / "t"), edge_columns=["timestamp"])
+    links, times = np.stack([src[:50], dst[:50]], 1), np.arange(50) * 20
+    fixed = rng.integers(0, 30, (50, 3))
+    loader = NodeLoader(tg, None, links=links, times=times, negatives=fixed, batch_size=8,
+                        seed=1, features=None, labels=None, batch_time=True)
+    got = []
+    for b in loader:
+        at = b.extra["link"].numpy()
+        assert b.blocks == [] and torch.equal(b.seeds, b.seeds.unique())
+        assert np.array_equal(b.seeds[b.extra["head"]].numpy(), links[at, 0])
+        assert np.array_equal(b.seeds[b.extra["pos"]].numpy(), links[at, 1])
+        assert np.array_equal(b.seeds[b.extra["neg"]].numpy(), fixed[at])
+        assert np.array_equal(b.extra["time"].numpy(), times[at])
+        got.append(at)
+    assert sorted(np.concatenate(got).tolist()) == list(range(50))
+    sampler = TemporalNeighborSampler(tg, [4])
+    stream = NodeLoader(tg, sampler, links=links, times=times, batch_size=8, shuffle=False,
+                        features=None, labels=None, batch_time=True)
+    for b in stream:
+        t0 = times[b.extra["link"][0]]
+        want = sampler.sample_blocks(SamplerInput(b.seeds, np.full(len(b.seeds), t0)))[0]
+        assert torch.equal(b.blocks[0].src_nodes, want.src_nodes)
+        assert torch.equal(b.blocks[0].edge_times, want.edge_times)
+    for kw in ({"graph": None}, {"negatives": fixed[:10]}, {"times": None}):
+        args = {"graph": tg, "links": links, "times": times, "negatives": fixed,
+                "batch_time": True, "features": None, "labels": None, **kw}
+        with pytest.raises(ParameterError):
+            NodeLoader(args.pop("graph"), None, **args)
