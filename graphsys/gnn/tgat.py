@@ -6,10 +6,14 @@ graph attention over its sampled earlier events, each neighbour embedded in turn
 of the event that reached it, down to the node features; nothing is kept from one batch to
 the next (no memory), so a node unseen in training is embedded as any other (inductive).
 
-Time encoding. A gap :math:`\\Delta t \\ge 0` is encoded by TGAT's functional encoding
-:math:`\\phi(\\Delta t) = \\cos(\\omega \\Delta t + b)` with ``dim`` learned frequencies
-:math:`\\omega` and phases :math:`b`
-(:class:`~graphsys.gnn.conv.temporal_attention.TimeEncoder`, one shared by the layers).
+Time encoding. A gap :math:`\\Delta t \\ge 0` (in the time column's units) is encoded by
+TGAT's functional encoding :math:`\\phi(\\Delta t) = \\cos(\\omega \\Delta t + b)`
+(:class:`~graphsys.gnn.conv.temporal_attention.TimeEncoder`, one shared by the layers) with
+its ``dim`` frequencies :math:`\\omega` fixed on their geometric range :math:`1 ..
+10^{-9}` and phases :math:`b = 0`, not learned (as GraphMixer, Cong et al. 2023; TGAT
+learns them): an Adam step moves a frequency by about the learning rate whatever its size,
+so on gaps of up to :math:`10^7` seconds a few hundred steps leave no slow frequency; and
+on a graph without node features the gaps and edge features are all the first layer sees.
 
 Layer :math:`l = 1..L`. For a node :math:`v` at time :math:`t` with sampled earlier events
 :math:`(u_j, t_j, e_j)`, :math:`j = 1..k` (neighbour, time, edge features; the ``k`` most
@@ -110,7 +114,7 @@ class TGAT(nn.Module):
         super().__init__()
         self.num_nodes, self.dim, self.raw_dim = num_nodes, dim, raw_dim
         self.num_layers, self.heads = num_layers, heads
-        self.time_enc = TimeEncoder(dim)
+        self.time_enc = TimeEncoder(dim).requires_grad_(False)     # fixed: see above
         self.layers = nn.ModuleList(TGATLayer(dim, raw_dim + dim, heads, dropout)
                                     for _ in range(num_layers))
         self.predictor = LinkPredictor(dim)

@@ -261,15 +261,18 @@ def test_block_src_offsets_group_the_edges_by_source_and_survive_copies():
         assert torch.equal(copy.src_offsets[0], offsets)
 
 
-@pytest.mark.parametrize("packed", [False, True])
-def test_temporal_attention_matches_pyg_transformer_conv(packed):
+@pytest.mark.parametrize("packed, shared", [(False, False), (True, False), (True, True),
+                                            (False, True)])
+def test_temporal_attention_matches_pyg_transformer_conv(packed, shared):
     """TGN's embedding layer is PyG's ``TransformerConv`` with ``edge_dim`` and a root
-    weight, over the used slots as edges (a query with none gets its root term alone)."""
+    weight, over the used slots as edges (a query with none gets its root term alone);
+    ``shared``: one source state and one query state for all (TGAT's first layer, its own
+    path), the same function."""
     pyg = pytest.importorskip("torch_geometric.nn")
     from graphsys.gnn.conv.temporal_attention import TemporalAttentionConv
 
     torch.manual_seed(0)
-    q_n, s_n, k, dim, edge_dim, heads = 6, 9, 4, 8, 5, 2
+    q_n, s_n, k, dim, edge_dim, heads = 6, 1 if shared else 9, 4, 8, 5, 2
     ours = TemporalAttentionConv(dim, dim, edge_dim, heads=heads).eval()
     ref = pyg.TransformerConv((dim, dim), dim // heads, heads=heads, edge_dim=edge_dim,
                               root_weight=True).eval()
@@ -279,7 +282,7 @@ def test_temporal_attention_matches_pyg_transformer_conv(packed):
             theirs.weight.copy_(mine.weight)
             theirs.bias.copy_(mine.bias)
         ref.lin_edge.weight.copy_(ours.edge.weight)
-    x, x_src = torch.randn(q_n, dim), torch.randn(s_n, dim)
+    x, x_src = torch.randn(1 if shared else q_n, dim), torch.randn(s_n, dim)
     nbr = torch.randint(0, s_n, (q_n, k))
     mask = torch.rand(q_n, k) < 0.6
     mask[0] = False                                    # a query without earlier events
@@ -287,5 +290,6 @@ def test_temporal_attention_matches_pyg_transformer_conv(packed):
     edge = torch.randn(q_n, k, edge_dim)
     got = ours(x, x_src, nbr, edge[mask] if packed else edge, mask)
     rows, slots = mask.nonzero(as_tuple=True)
-    want = ref((x_src, x), torch.stack([nbr[rows, slots], rows]), edge[rows, slots])
+    want = ref((x_src, x.expand(q_n, dim)), torch.stack([nbr[rows, slots], rows]),
+               edge[rows, slots])
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)

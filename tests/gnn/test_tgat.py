@@ -11,6 +11,7 @@ import torch
 import graphsys
 from graphsys.errors import ParameterError
 from graphsys.gnn import TrainConfig, train
+from graphsys.gnn.conv.temporal_attention import TimeEncoder
 from graphsys.gnn.temporal_task import WEIGHT, Events, EventStream, TemporalTask
 
 from .conftest import check_temporal_checkpoint
@@ -56,6 +57,9 @@ def test_tgat_learns_what_the_features_tell_and_evaluates_again(tmp_path):
     torch.manual_seed(0)
     res = train(g, TrainConfig(**RUN, model="tgat", fanouts=[5, 5]), out=tmp_path / "run")
     assert res.model.config()["num_layers"] == 2 and res.model.raw_dim == 2
+    # the time encoding's frequencies stay where they start (learned, a few hundred Adam
+    # steps scramble the slow ones on gaps in seconds)
+    torch.testing.assert_close(res.model.time_enc.state_dict(), TimeEncoder(16).state_dict())
     assert res.metrics["mrr"] > RANDOM_MRR + 0.08 and res.metrics["auc"] > 0.6, res.metrics
     blind = train(g, TrainConfig(**RUN, model="tgat", fanouts=[5, 5],
                                  edge_features=["feature_1"]))

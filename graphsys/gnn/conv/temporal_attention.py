@@ -104,6 +104,8 @@ class TemporalAttentionConv(nn.Module):
         ``TransformerConv`` projects nodes and gathers per edge): the per-slot work follows
         the events sampled, not ``Q * k``; only the softmax and the weighted sum see the
         (Q, k) layout."""
+        if x_src.shape[0] == 1:
+            return self._shared_source(x, x_src, edge, mask)
         q_n, k_n = nbr.shape
         h, d = self.heads, self.head_dim
         flat = mask.reshape(-1).nonzero().squeeze(1)                # used slots, row-major
@@ -133,6 +135,35 @@ class TemporalAttentionConv(nn.Module):
         # fresh tensor: no copy of it)
         val = val.new_zeros(q_n * k_n, h, d).index_put_((flat,), val).view(q_n, k_n, h, d)
         out = (alpha.unsqueeze(-1) * val).sum(1)
+        return out.reshape(q_n, h * d) + root
+
+    def _shared_source(self, x: torch.Tensor, x_src: torch.Tensor, edge: torch.Tensor,
+                       mask: torch.Tensor) -> torch.Tensor:
+        """:meth:`forward` when every slot's neighbour state is the one row ``x_src`` (TGAT's
+        first layer on graphs without node features): keys and values then differ from one
+        slot to the next by their edge term :math:`W_E e_j` alone, so a head's scores are
+        :math:`q^\\top k + (W_E^\\top q)^\\top e_j` and its output
+        :math:`(\\sum_j \\alpha_j)\\, m + W_E \\sum_j \\alpha_j e_j` (``k``, ``m`` the shared
+        key and value): per slot and head an ``edge_dim``-wide product, not an ``out``-wide
+        projection; the same function."""
+        q_n, k_n = mask.shape
+        h, d = self.heads, self.head_dim
+        if edge.dim() == 2:          # the used slots' alone: onto the (Q, k) layout, zeros
+            edge = edge.new_zeros(q_n * k_n, edge.shape[-1]).index_put_(
+                (mask.reshape(-1).nonzero().squeeze(1),), edge).view(q_n, k_n, -1)
+        else:
+            edge = edge.masked_fill(~mask.unsqueeze(-1), 0)
+        w = self.edge.weight.view(h, d, -1)                         # W_E per head
+        key, val = _linear2(x_src, self.key, self.value).view(2, h, d)
+        q, root = _linear2(x, self.query, self.root).split(h * d, dim=1)
+        q = q.view(-1, h, d)
+        score = (torch.matmul(edge, torch.einsum("qhd,hde->qeh", q, w))
+                 + (q * key).sum(-1).unsqueeze(1)) / math.sqrt(d)    # (Q, k, heads)
+        score = score.masked_fill(~mask.unsqueeze(-1), torch.finfo(score.dtype).min)
+        # a row with no event: its uniform weights zeroed, so it gets the root term alone
+        alpha = self.dropout(torch.softmax(score, dim=1)).masked_fill(~mask.unsqueeze(-1), 0)
+        out = (torch.einsum("qhe,hde->qhd", torch.matmul(alpha.transpose(1, 2), edge), w)
+               + alpha.sum(1).unsqueeze(-1) * val)
         return out.reshape(q_n, h * d) + root
 
 
