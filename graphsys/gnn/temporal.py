@@ -40,7 +40,9 @@ CELLS = {"gru": nn.GRUCell, "rnn": nn.RNNCell}
 
 class TemporalMemory(nn.Module):
     """Per-node memory :math:`s_i` (TGN, JODIE), a recurrent cell over each node's last
-    pending message :math:`[s_i \\| s_j \\| \\phi(t - t^-_i) \\| e]`.
+    pending message :math:`[s_i \\| s_j \\| \\phi(t - t^-_i) \\| e]`, with
+    :math:`\\phi` the time encoding at fixed frequencies (:mod:`graphsys.gnn.tgat` says why
+    they are not learned).
 
     Buffers (saved with the state): ``memory`` (N, d), ``last_update`` (N,) the time of
     the event that last updated a node, and the pending message of each node: the other
@@ -60,7 +62,7 @@ class TemporalMemory(nn.Module):
         super().__init__()
         self.num_nodes, self.memory_dim, self.raw_dim = num_nodes, memory_dim, raw_dim
         self.cell_name = cell
-        self.time_enc = TimeEncoder(time_dim)
+        self.time_enc = TimeEncoder(time_dim).requires_grad_(False)  # fixed (as TGAT)
         setattr(self, cell, CELLS[cell](2 * memory_dim + time_dim + raw_dim, memory_dim))
         self.register_buffer("memory", torch.zeros(num_nodes, memory_dim))
         self.register_buffer("last_update", torch.zeros(num_nodes, dtype=torch.float64))
