@@ -11,7 +11,7 @@ in memory, on email-Enron from the dataset registry):
   compiles every kernel it reaches;
 * ``warmed``: a second fresh install (another directory) with the cache that ``graphsys
   warmup``, run once from the first install, filled: what a user gets on a machine where
-  graphsys ran before, or after ``graphsys warmup`` (which ``graphsys demo`` runs);
+  graphsys ran before, or after ``graphsys warmup``;
 * ``warm``: the call repeated in the same process (every kernel in memory), the peer of
   both: a first call within 2 s of it is the goal.
 

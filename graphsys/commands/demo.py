@@ -1,12 +1,12 @@
 """``graphsys demo``: the main job on an embedded default, with no download.
 
-Compiles the everyday vertex algorithms' kernels into the kernel cache (as ``graphsys
-warmup`` does for every algorithm; a second demo loads them), generates a seeded R-MAT
-graph, ingests it into P partitions, verifies the directory, runs PageRank over the stored
-buckets, trains ComplEx embeddings on a generated knowledge graph (with a nearest-neighbour
-query), trains GraphSAGE on a generated labelled SBM and writes a profiling report of the
-PageRank run. Each step prints one line; ``--json`` prints every step's figures as one JSON
-object instead.
+Generates a seeded R-MAT graph, ingests it into P partitions, verifies the directory, runs
+PageRank over the stored buckets, trains ComplEx embeddings on a generated knowledge graph
+(with a nearest-neighbour query), trains GraphSAGE on a generated labelled SBM and writes a
+profiling report of the PageRank run. Each step compiles the kernels it calls, and only
+those, into the kernel cache (a second demo loads them; ``graphsys warmup`` compiles every
+algorithm's ahead). Each step prints one line; ``--json`` prints every step's figures as
+one JSON object instead.
 """
 
 from __future__ import annotations
@@ -43,27 +43,6 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of every random choice (default 0)")
     p.add_argument("--json", action="store_true", help="print one JSON line of results")
     p.set_defaults(func=run)
-
-
-#: The algorithms the demo warms: the vertex programs a first session reaches for (the
-#: whole-graph analyses, betweenness to Leiden, compile for minutes on a 2-core machine and
-#: are warmed by ``graphsys warmup``, which takes every registered algorithm).
-DEMO_WARMUP = ["pagerank", "ppr", "bfs", "sssp", "wcc", "lpa", "kcore", "hits"]
-
-
-def _warmup(d: _Demo) -> tuple[str, dict]:
-    import sys
-
-    from graphsys.bsp.warmup import warmup
-
-    def say(line: str) -> None:
-        print(f"      warmup {line}", file=sys.stderr, flush=True)
-
-    report = warmup(DEMO_WARMUP, seed=d.args.seed, progress=None if d.args.json else say)
-    return (f"compiled {report['compiled']} kernel signatures and loaded {report['loaded']} "
-            f"from the kernel cache ({report['cache']}): the first call of "
-            f"{', '.join(DEMO_WARMUP)} in later processes loads them (graphsys warmup: every "
-            f"algorithm)", report)
 
 
 def _generate(d: _Demo) -> tuple[str, dict]:
@@ -175,8 +154,8 @@ def _profile(d: _Demo) -> tuple[str, dict]:
     return f"profiling report of PageRank -> {out['report']}", out
 
 
-STEPS: list[Callable[[_Demo], tuple[str, dict]]] = [_warmup, _generate, _ingest, _verify,
-                                                    _pagerank, _embed, _gnn, _profile]
+STEPS: list[Callable[[_Demo], tuple[str, dict]]] = [_generate, _ingest, _verify, _pagerank,
+                                                    _embed, _gnn, _profile]
 
 
 def run(args) -> int:

@@ -4,7 +4,7 @@ A new install compiles each numba kernel on its first call (seconds for the larg
 caches it for every later process and every install of the same sources (see
 ``graphsys.jit``). This command pays that cost once, up front, by running each registered
 algorithm on small generated graphs in memory (with and without stored indexes) and out of
-core; ``graphsys demo`` runs it first. A second run loads every kernel from the cache.
+core. A second run loads every kernel from the cache.
 ``--all`` also runs every public analysis (bsp, mining, measures, the samplers, the NetworkX
 backend) on small generated graphs, in each layout the library hands its kernels, with one
 progress line per area.

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from graphsys.kernels.arrays import read_only
 from graphsys.storage.kernels import count_into, csr_fill
 
 #: The stored index of each kind of rows.
@@ -53,7 +54,8 @@ def build_rows(graph, edge_set: str, kind: str, weights: bool
             col_base = int(offsets[b.j if out else b.i])
             for eb in batches:
                 src, dst = (eb.src, eb.dst) if out else (eb.dst, eb.src)
-                w_in = eb.weight if weight is not None else no_w
+                # read-only, as a stored batch's weights are: one signature of csr_fill
+                (w_in,) = read_only(eb.weight if weight is not None else no_w)
                 csr_fill(src, dst, col_base, cursor, indices, w_in,
                          weight if weight is not None else no_w, no_perm, 0)
     return indptr, indices, weight
