@@ -28,6 +28,7 @@ from graphsys.bsp.program import COMBINERS, MESSAGES, VertexProgram
 from graphsys.bsp.provider import EdgeResult
 from graphsys.device import host_array
 from graphsys.errors import GraphsysError
+from graphsys.kernels.arrays import read_only
 from graphsys.storage.kernels import count_into
 from graphsys.trace import traced
 from graphsys.views.rows import rows
@@ -249,7 +250,10 @@ class MemoryEdges:
         self._hot_x: np.ndarray | None = None
 
     def adjacency(self, kind: str) -> tuple:
-        """``kind`` = ``csr`` (out-neighbours) or ``csc`` (in-neighbours)."""
+        """``kind`` = ``csr`` (out-neighbours) or ``csc`` (in-neighbours). On the numba path
+        the arrays are read-only views (:func:`graphsys.kernels.arrays.read_only`), mapped
+        or built alike, so that a kernel compiles once for both (:meth:`private` says which
+        it is)."""
         if kind not in self._adj:
             t0 = time.perf_counter()
             indptr, idx, weight = build_adjacency(self.graph, self.edge_set, kind,
@@ -273,7 +277,13 @@ class MemoryEdges:
                 self._adj[kind] = (indptr_t, _as_tensor(idx, self.device).to(torch.int64),
                                    _as_tensor(w, self.device) if len(w) else None, rows)
             self.build_seconds += time.perf_counter() - t0
-        return self._adj[kind]
+        return read_only(*self._adj[kind]) if self.use_numba else self._adj[kind]
+
+    def private(self, kind: str) -> bool:
+        """Whether ``kind``'s adjacency was built in memory for this run (its arrays are
+        the run's own), not a mapped adjacency index."""
+        self.adjacency(kind)
+        return bool(self._adj[kind][1].flags.writeable)
 
     def _pull_matrix(self, kind: str) -> tuple[torch.Tensor, torch.Tensor]:
         """The ``kind`` adjacency (torch path) as a sparse CSR matrix of ones, a row per
@@ -305,7 +315,7 @@ class MemoryEdges:
         kept where the arrays were built for this run (no index, the torch path): nothing
         of a run outlives it there. ``name`` names the value among those of the edge set;
         the caller never writes into it."""
-        arrays = [self.adjacency(k)[:2] for k in kinds]
+        arrays = [self.adjacency(k) and self._adj[k][:2] for k in kinds]  # not the views
         mapped = [self.graph.adjacency_index(self.edge_set, k) for k in kinds]
         if not self.use_numba or not all(
                 m is not None and m.indptr is a[0] and m.indices is a[1]
@@ -388,7 +398,7 @@ class MemoryEdges:
             return False
         if kind + "-hot" in self._adj:
             return True
-        return bool(self.adjacency(kind)[1].flags.writeable)
+        return self.private(kind)
 
     def hot_adjacency(self, kind: str) -> tuple:
         """``kind``'s adjacency with its *sources* renumbered by descending frequency (the
@@ -399,7 +409,8 @@ class MemoryEdges:
         a pass gathers ``x[order]`` first. Replaces the plain adjacency in the cache."""
         key = kind + "-hot"
         if key not in self._adj:
-            indptr, idx, _ = self.adjacency(kind)
+            self.adjacency(kind)
+            indptr, idx, _ = self._adj[kind]
             t0 = time.perf_counter()
             order = np.argsort(-_bincount(idx, self.num_nodes), kind="stable")
             rank = np.empty(self.num_nodes, idx.dtype)
@@ -409,7 +420,7 @@ class MemoryEdges:
             self._adj[key] = (indptr, idx, order)
             self._hot_x = np.empty(self.num_nodes, _sent_dtype(self.program))
             self.build_seconds += time.perf_counter() - t0
-        return self._adj[key]
+        return read_only(*self._adj[key])
 
     def _passes(self) -> list[tuple[str, str]]:
         """(pull adjacency, push adjacency) per message direction of the program."""
@@ -460,7 +471,7 @@ class MemoryEdges:
         done = 0
         while True:
             have_pull = all(k in self._adj for k, _ in passes)
-            pull = [self._adj[k] for k, _ in passes] if have_pull else push
+            pull = [read_only(*self._adj[k]) for k, _ in passes] if have_pull else push
             n, frontier = kernels.relax_run(
                 push[0], push[-1], pull[0], pull[-1], two, have_pull,
                 prog.message == "add_weight", prog.first_message_wins, host_array(value),

@@ -418,9 +418,9 @@ def distance_sums_hops(indptr, indices, sources, total, reached, harmonic, in_pt
     nxt = np.zeros((lanes, words), np.uint64)
     for i in numba.prange(sources.shape[0]):
         t = numba.get_thread_id()
-        count, _, _, scanned, _ = search(indptr, indices, in_ptr, in_idx, False, degree,
-                                         level[t], queue[t], front[t], nxt[t], sources[i],
-                                         NO_LIMIT, 1)
+        count, _, _, scanned, _ = search(indptr, indices, in_ptr, in_idx, np.bool_(False),
+                                         degree, level[t], queue[t], front[t], nxt[t],
+                                         sources[i], NO_LIMIT, np.int64(1))
         _add_levels(level[t], queue[t], count, total[t], reached[t], harmonic[t])
         read[t] += scanned.sum()
     return read

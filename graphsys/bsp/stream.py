@@ -32,6 +32,7 @@ from graphsys.bsp.program import COMBINERS, MESSAGES, VertexProgram
 from graphsys.bsp.provider import EdgeResult
 from graphsys.device import host_array
 from graphsys.errors import GraphsysError
+from graphsys.kernels.arrays import read_only
 from graphsys.storage import pages
 from graphsys.storage.csr import chunks
 
@@ -355,7 +356,7 @@ class StreamEdges:
                 len(mapped.indices), np.float32)
             for part, w in zip(chunks(mapped.indices), chunks(weight), strict=True):
                 check_weights(w, self.es.name)
-                kernels.add_into(part, w.astype(np.float64), deg)
+                kernels.add_into(*read_only(part), w.astype(np.float64), deg)
                 if self.graph.location.local:  # summed: its pages leave the resident set
                     pages.release(pages.extent(part), part)
                     pages.release(pages.extent(w), w)
@@ -368,7 +369,7 @@ class StreamEdges:
             for eb in batches:
                 w = self._weights(eb).astype(np.float64)
                 check_weights(w, self.es.name)
-                kernels.add_into(np.asarray(eb.src), w, rows)
+                kernels.add_into(*read_only(np.asarray(eb.src)), w, rows)
                 if self.paging:
                     pages.release(region, *self._columns(eb))
         return deg
@@ -387,12 +388,13 @@ class StreamEdges:
             src, dst, sb, db = eb.dst, eb.src, bj - self.lo, bi
         else:
             src, dst, sb, db = eb.src, eb.dst, bi - self.lo, bj
+        src, dst, w = read_only(src, dst, self._weights(eb))
         if self.program.width is not None:  # vector program: (N, d) rows
             if copy_sum:
                 c[1] += int(kernels.stream_copy_sum_rows(src, dst, xn[sb:], a[db:], r[db:],
                                                          mark))
             else:
-                c[1] += int(kernels.stream_rows(src, dst, self._weights(eb), xn[sb:],
+                c[1] += int(kernels.stream_rows(src, dst, w, xn[sb:],
                                                 act[sb:], use_active, msg, comb, a[db:],
                                                 r[db:]))
         elif copy_sum:
@@ -400,7 +402,7 @@ class StreamEdges:
                                                 a[db:] if sums is None else sums, r[db:],
                                                 mark))
         else:
-            c[1] += int(kernels.stream(src, dst, self._weights(eb), xn[sb:], act[sb:],
+            c[1] += int(kernels.stream(src, dst, w, xn[sb:], act[sb:],
                                        use_active, msg, comb, a[db:], r[db:]))
 
     def _torch_batch(self, eb, i, j, rev, x, active, use_active, sink, c) -> None:

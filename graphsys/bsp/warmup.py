@@ -2,16 +2,17 @@
 
 A graphsys kernel is compiled on its first call in a new install and cached for every later
 process (:mod:`graphsys.jit`): seconds the first time, milliseconds afterwards. :func:`warmup`
-(``graphsys warmup``; ``graphsys demo`` runs it first) pays those seconds up front: it runs
-every algorithm of :data:`graphsys.plugins.ALGORITHMS` on small generated graphs, in the
-ways a default run takes them, so that their kernels are in the cache before a user's first
-call:
+(``graphsys warmup``; ``graphsys demo`` runs it first for the everyday algorithms) pays
+those seconds up front: it runs every algorithm of :data:`graphsys.plugins.ALGORITHMS` on
+small generated graphs, in the ways a default run takes them, so that their kernels are in
+the cache before a user's first call:
 
 * in memory, on a graph with several in-edges per vertex (R-MAT) and on a sparse one (a
   ring lattice, which PageRank renumbers and pulls over fixed slots), each built in memory,
   with the ``auto`` schedule (the whole-graph algorithms) and the ``sync`` one;
-* in memory on the same R-MAT graph with stored CSR, CSC and push indexes (mapped arrays
-  are read-only, which numba compiles for separately);
+* in memory on the same R-MAT graph with stored CSR, CSC and push indexes (the kernels
+  get read-only views of mapped and built adjacencies alike; a stored push index takes
+  PageRank's push layout);
 * out of core, streaming the R-MAT graph's buckets;
 * in memory and out of core on the R-MAT graph with edge weights (which SSSP follows, and
   PageRank and HITS by default).

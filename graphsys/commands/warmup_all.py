@@ -282,15 +282,30 @@ NOT_WARMED: frozenset[str] = frozenset({
 
 #: Kernels whose signatures are a budget (``module.function`` under ``graphsys.`` -> the
 #: most signatures they hold after :func:`warmup_all` and the public calls of :data:`CALLS`
-#: on another graph): their callers hand them read-only arrays of one dtype, so one
-#: signature serves stored (mapped) and built adjacencies, each a parallel kernel's seconds
-#: of compiling. tests/commands/test_warmup_all.py holds it.
+#: on another graph): their callers hand them read-only arrays of one dtype and run-time
+#: (not literal) flags, so one signature serves stored (mapped) and built adjacencies, each
+#: a parallel kernel's seconds of compiling. tests/commands/test_warmup_all.py holds it.
 SIGNATURE_BUDGET: dict[str, int] = {
+    "bsp.kernels.frontier_degree": 1,
+    "bsp.kernels.pull": 1,
+    "bsp.kernels.pull_copy_sum": 1,
+    "bsp.kernels.pull_rows": 1,
+    "bsp.kernels.push": 1,
+    "bsp.kernels.push_rows": 1,
+    "bsp.kernels.relax_run": 1,
+    "bsp.kernels.stream": 1,
     "bsp.kernels_centrality.brandes_hops": 1,
     "bsp.kernels_centrality.brandes_weighted": 1,
     "bsp.kernels_centrality.distance_sums_hops": 1,
     "bsp.kernels_centrality.distance_sums_weighted": 1,
-    "kernels.bfs.search": 5,
+    "bsp.kernels_community._symmetrised_fill": 1,
+    "bsp.kernels_community._symmetrised_rows": 1,
+    "bsp.kernels_components.greedy_coloring": 1,
+    "bsp.kernels_components.lpa_semi_sync": 1,
+    "bsp.kernels_pagerank.bfs_order": 1,
+    "bsp.kernels_pagerank.ell_layout": 1,
+    "bsp.kernels_pagerank.renumber": 1,
+    "kernels.bfs.search": 2,  # int32 and int64 neighbour ids (a NetworkX graph's)
     "measures.kernels_similarity.pair_scores": 1,
     "measures.kernels_similarity.pair_scores_serial": 1,
     "measures.kernels_similarity.top_k": 1,

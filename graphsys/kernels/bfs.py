@@ -48,8 +48,9 @@ PREFETCH_AHEAD = 16
 #: then guesses right: on a dense graph's middle levels most entries lead back), else
 #: branch-free (:func:`_push`)
 PREDICTABLE = 0.2
-#: ``max_steps`` of a search run to its end
-NO_LIMIT = np.iinfo(np.int64).max
+#: ``max_steps`` of a search run to its end (an int64, not a Python int: a kernel passing
+#: it on passes a run-time value, not a literal that numba would compile a search apart for)
+NO_LIMIT = np.int64(np.iinfo(np.int64).max)
 _ONE = np.uint64(1)
 
 
@@ -292,14 +293,14 @@ def search(out_ptr, out_idx, in_ptr, in_idx, both, max_degree, level, queue, fro
         to_check += in_ptr[n] - in_ptr[0]
     level[source] = 0
     queue[0] = source
-    # counters start as int64 values, not literal constants: a callee typed with a literal
-    # argument would be compiled once more for it
+    # counters and flags start as int64 / bool values, not literal constants: a callee typed
+    # with a literal argument would be compiled once more for it
     lo, hi, step = np.int64(0), np.int64(1), np.int64(0)
     act = np.zeros(64, np.int64)
     scanned = np.zeros(64, np.int64)
     pulled = np.zeros(64, np.int64)
     bottom_up = False
-    branch = True  # the source's entries all lead to new vertices
+    branch = np.bool_(True)  # the source's entries all lead to new vertices
     while hi > lo and step < max_steps:
         if step == act.shape[0]:  # not reassigned every level: spares reference counts
             act, scanned, pulled = _grow(act, step), _grow(scanned, step), _grow(pulled, step)

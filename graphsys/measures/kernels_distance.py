@@ -73,7 +73,7 @@ def eccentricities(sources, optr, oidx, iptr, iidx, both, bound, dists, queues, 
         t = numba.get_thread_id()
         dist, queue = dists[t], queues[t]
         count = search(optr, oidx, iptr, iidx, both, bound, dist, queue, fronts[t], nxts[t],
-                       sources[i], NO_LIMIT, 1)[0]
+                       np.int64(sources[i]), NO_LIMIT, np.int64(1))[0]
         far[i] = farthest(dist, queue, count)
         out[i] = dist[far[i]]
         reset(dist, queue, count)
@@ -98,7 +98,7 @@ def multi_eccentricities(sources, optr, oidx, iptr, iidx, sym, seen, cur, nxt, q
     zero = np.uint64(0)
     front = queue[:n]
     nfront = queue[n:]
-    fc = 0
+    fc = np.int64(0)  # not a literal: frontier_entries is compiled once
     reached = 0
     for i in range(sources.shape[0]):
         s = sources[i]
@@ -124,7 +124,7 @@ def multi_eccentricities(sources, optr, oidx, iptr, iidx, sym, seen, cur, nxt, q
         if bottom_up:
             bottom_up = fc >= n / BETA
         elif fc * SMALL_FRONTIER >= n:
-            frontier_rows = frontier_entries(front, 0, fc, optr, iptr, not sym)
+            frontier_rows = frontier_entries(front, np.int64(0), fc, optr, iptr, not sym)
             unexplored -= frontier_rows
             bottom_up = frontier_rows > unexplored / ALPHA
         nc = 0

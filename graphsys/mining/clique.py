@@ -17,6 +17,7 @@ import numpy as np
 
 from graphsys import views
 from graphsys.errors import ParameterError
+from graphsys.kernels.arrays import read_only
 from graphsys.kernels.cores import core_levels
 from graphsys.mining import clique_kernels
 from graphsys.mining._docs import document
@@ -43,7 +44,7 @@ def degeneracy_view(view: Oriented) -> tuple[Oriented, int]:
     """``view`` re-oriented by a degeneracy ordering (the removal order of
     :func:`graphsys.kernels.cores.core_levels`), and the degeneracy (the largest core
     number). Its ``order`` maps the new ids to global ids."""
-    ptr, idx = view.full()
+    ptr, idx = read_only(*view.full())  # mapped or built: one signature of core_levels
     n = view.num_nodes
     peel = np.empty(n, np.int64)
     core = np.zeros(n)

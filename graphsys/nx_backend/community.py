@@ -14,6 +14,7 @@ import numbers
 import numpy as np
 
 from graphsys import mining
+from graphsys.kernels.arrays import read_only
 from graphsys.nx_backend.algorithms import _nx
 
 
@@ -88,10 +89,11 @@ def _level(G, weighted: bool, visit_order: bool = True):
 
             indptr, indices, w = build_adjacency(G.graph, G.graph.edge_set(None).name,
                                                  "csc" if transpose else "csr", weighted)
+        # read-only, as the engine's adjacency is: one signature of the symmetrising kernels
         if not weighted:
-            return indptr, indices, np.zeros(0, np.float32)
-        return indptr, indices, (np.ones(len(indices), np.float32) if w is None
-                                 else np.asarray(w, np.float32))
+            return read_only(indptr, indices, np.zeros(0, np.float32))
+        return read_only(indptr, indices, np.ones(len(indices), np.float32) if w is None
+                         else np.asarray(w, np.float32))
 
     return Level.from_adjacency(arrays(False), arrays(True) if G.directed else None,
                                 G.directed, visit_order=visit_order)

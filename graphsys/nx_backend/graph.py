@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from graphsys.errors import GraphsysError
+from graphsys.kernels.arrays import read_only
 
 
 class BackendGraph:
@@ -153,18 +154,19 @@ class BackendGraph:
     def adjacency(self, transpose: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """``(indptr, indices)`` of every node's out-neighbours (in-neighbours with
         ``transpose``) by internal id, int64 (an undirected graph's neighbours either way;
-        a self-loop once)."""
+        a self-loop once); read-only views (:mod:`graphsys.kernels.arrays`), so a kernel
+        compiles once for in-memory and stored graphs."""
         key = ("adjacency", transpose and self.directed)
         if key not in self._cache and self.in_memory:
-            self._cache[key] = _csr(self._pending, len(self), key[1], not self.directed,
-                                    weights=False)[:2]
+            self._cache[key] = read_only(*_csr(self._pending, len(self), key[1],
+                                               not self.directed, weights=False)[:2])
         if key not in self._cache:
             if self.graph is None:
                 out = np.zeros(len(self) + 1, np.int64), np.zeros(0, np.int64)
             else:
                 c = (self.graph.csc if key[1] else self.graph.csr)(weights=False)
                 out = np.asarray(c.indptr, np.int64), np.asarray(c.indices, np.int64)
-            self._cache[key] = out
+            self._cache[key] = read_only(*out)
         return self._cache[key]
 
     def degree(self, direction: str = "both") -> np.ndarray:

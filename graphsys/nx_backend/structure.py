@@ -42,13 +42,11 @@ def is_bipartite(G):
     of a directed graph); bipartite when no edge joins two nodes at distances of the same
     parity."""
     from graphsys.kernels import bfs
-    from graphsys.kernels.arrays import read_only
 
     if G.null:
         return True
-    # read-only views, as bfs.levels hands them: one compiled signature of the search
-    out = read_only(*G.adjacency())
-    into = read_only(*G.adjacency(transpose=True)) if G.directed else out
+    out = G.adjacency()  # read-only views, as bfs.levels hands them: one compiled search
+    into = G.adjacency(transpose=True) if G.directed else out
     degree = np.diff(out[0]) + (np.diff(into[0]) if G.directed else 0)
     # one set of buffers for every component: a search sets the levels of its own
     # component only, and clears the bitmaps it uses

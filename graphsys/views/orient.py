@@ -36,6 +36,7 @@ import numba
 import numpy as np
 
 from graphsys.errors import GraphsysError
+from graphsys.kernels.arrays import read_only
 from graphsys.kernels.atomic import atomic_add
 from graphsys.storage.graph import Graph
 from graphsys.views.limits import check, one_type
@@ -384,6 +385,7 @@ def _count_higher_par(indptr, indices, rank, out, by_rank, bounds):
 def _count_higher(indptr, indices, rank, out, by_rank: bool = True) -> None:
     """``out[rank[u]]`` (``by_rank``; else ``out[u]``): the neighbours of ``u`` ranked
     above it."""
+    indptr, indices = read_only(indptr, indices)  # mapped or built: one signature
     _by_rows(indptr, lambda a, b: _count_higher_rows(indptr, indices, rank, out, by_rank, a, b),
              lambda bounds: _count_higher_par(indptr, indices, rank, out, by_rank, bounds))
 
@@ -428,6 +430,7 @@ def _fill_higher(indptr, indices, rank, dptr, didx, sort: bool = True, *, ids: b
     oriented rows by vertex id, as the out-of-core triangle count loads them)."""
     by_rank = block is None
     lo, hi = (0, len(indptr) - 1) if by_rank else block
+    indptr, indices = read_only(indptr, indices)  # mapped or built: one signature
     args = (indptr, indices, rank, dptr, didx, sort, ids, by_rank, lo)
     _by_rows(indptr[lo:hi + 1], lambda a, b: _fill_higher_rows(*args, lo + a, lo + b),
              lambda bounds: _fill_higher_par(*args, bounds + lo))

@@ -22,6 +22,7 @@ from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
 from graphsys.errors import GraphsysError, ParameterError
 from graphsys.execution import Execution
+from graphsys.kernels.arrays import read_only
 
 #: Louvain and Leiden stop adding levels when one gains at most this much modularity
 #: (networkx's ``threshold``)
@@ -525,9 +526,10 @@ def modularity(graph, communities, *, resolution: float = 1.0, weighted: bool | 
     into = None if program.undirected_store else build_adjacency(graph, es, "csc",
                                                                   program.uses_weights)
     none = np.zeros(0, np.float32)
-    level = Level.from_adjacency((out[0], out[1], out[2] if out[2] is not None else none),
-                                 None if into is None else
-                                 (into[0], into[1], into[2] if into[2] is not None else none),
+    # read-only, as the engine's adjacency is: one signature of the symmetrising kernels
+    level = Level.from_adjacency(read_only(out[0], out[1], out[2] if out[2] is not None else none),
+                                 None if into is None else read_only(
+                                     into[0], into[1], into[2] if into[2] is not None else none),
                                  program.directed)
     return level.modularity(comm, program.resolution)
 

@@ -20,6 +20,7 @@ from graphsys.bsp.program import Combiner, Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
 from graphsys.execution import Execution
+from graphsys.kernels.arrays import read_only
 
 if TYPE_CHECKING:
     import torch
@@ -221,6 +222,7 @@ class LabelPropagation(VertexProgram):
             setup += more
         else:
             into = out
+        out, into = read_only(*out), read_only(*into)  # mapped or built: one signature
         t0 = time.perf_counter()
         deg = np.diff(out[0]) + (np.diff(into[0]) if two else 0)
         order = np.argsort(-deg, kind="stable")

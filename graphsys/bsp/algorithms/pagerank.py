@@ -81,6 +81,7 @@ from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
 from graphsys.errors import GraphsysError, ParameterError
 from graphsys.execution import Execution
+from graphsys.kernels.arrays import read_only
 from graphsys.storage.adjacency_index import build_command, build_index, warn_outdated_push
 from graphsys.storage.lock import manifest_digest
 from graphsys.storage.push_layout import degree_order, min_blocks, push_layout, sums_length
@@ -339,7 +340,7 @@ class PageRank(VertexProgram):
             m, receivers = stored.info.num_edges, stored.receivers
         dtype = np.float32 if self.fused_float32 else np.float64
         pushable = (stored is None and not hub and m >= LOCALITY_MAX_DEGREE * n
-                    and idx.flags.writeable and PUSH_MIN_BYTES < 8 * n <= PUSH_MAX_BYTES)
+                    and edges.private("csc") and PUSH_MIN_BYTES < 8 * n <= PUSH_MAX_BYTES)
         order = None  # new id -> engine id of every vertex, when renumbered
         if stored is not None:
             order = stored.order
@@ -355,7 +356,8 @@ class PageRank(VertexProgram):
             method, direction = "fused-pagerank (hub order)", "pull"
         elif m < LOCALITY_MAX_DEGREE * n:
             order = bfs_order(indptr, idx)
-            layout, step = ell_layout(*renumber(indptr, idx, order)), pagerank_ell_step
+            layout = ell_layout(*read_only(*renumber(indptr, idx, order)))
+            step = pagerank_ell_step
             method, direction = "fused-pagerank (bfs order, ell)", "pull"
         else:
             layout, step = (indptr, idx, np.zeros(0, idx.dtype)), pagerank_step

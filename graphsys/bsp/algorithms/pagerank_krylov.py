@@ -59,6 +59,7 @@ from graphsys.bsp.kernels_pagerank_krylov import (
 from graphsys.bsp.program import Solved
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
+from graphsys.kernels.arrays import read_only
 
 #: Krylov solves graphs from this many vertices: below, a power iteration costs a few
 #: microseconds and the solver's extra vector passes and reductions do not pay
@@ -113,7 +114,7 @@ def solve_krylov(prog, ctx, edges, state, max_iters: int, *, max_bytes: int,
         order = bfs_order(indptr, idx)
         inv, z0 = inv[order], z0[order]
         tele = tele[order] if len(tele) else tele
-        indptr, idx = renumber(indptr, idx, order)
+        indptr, idx = read_only(*renumber(indptr, idx, order))  # as the adjacency is
     work = _Work(n, *ell_layout(indptr, idx))
     setup = time.perf_counter() - t0
     z, solver, broke = _solve(work, inv, tele, z0, a, prog.tol * KRYLOV_TARGET,
@@ -257,24 +258,21 @@ def _bicgstab(work: _Work, inv, tele, z0, a, target, budget):
 
 def warm_kernels() -> None:
     """Compile (or load from the cache) the kernels :func:`solve_krylov` calls, on a small
-    ring lattice's CSC as an in-memory build (writable) and as a stored index (mapped:
-    read-only, which numba compiles for apart) hands it, for the dense and the sparse
-    (breadth-first renumbered) layouts: :mod:`graphsys.bsp.warmup`'s generated graphs are
-    under :data:`KRYLOV_MIN_NODES` vertices."""
+    ring lattice's CSC as the engine hands it (read-only views, mapped or built alike), for
+    the dense and the sparse (breadth-first renumbered) layouts:
+    :mod:`graphsys.bsp.warmup`'s generated graphs are under :data:`KRYLOV_MIN_NODES`
+    vertices."""
     n = 64
     ring = np.arange(n)
     indptr = np.arange(0, 5 * n + 1, 5, dtype=np.int64)
     idx = ((ring[:, None] + np.array([-2, -1, 0, 1, 2])) % n).astype(np.int32).ravel()
     inv = np.full(n, 0.2)
-    for writable in (True, False):
-        ip, ix = indptr.copy(), idx.copy()
-        ip.setflags(write=writable)
-        ix.setflags(write=writable)
-        order = bfs_order(ip, ix)
-        for layout in (ell_layout(ip, ix), ell_layout(*renumber(ip, ix, order))):
-            work = _Work(n, *layout)
-            for tele in (np.zeros(0), np.full(n, 1.0 / n)):
-                _solve(work, inv, tele, np.full(n, 1.0), 0.85, 1e-12, 3, True)
-                _bicgstab(work, inv, tele, np.full(n, 1.0), 0.85, 1e-12, work.products + 3)
-                _finish(SimpleNamespace(damping=0.85, tol=1.0), work, inv, tele,
-                        np.full(n, 1.0 / n), work.products + 1)
+    ip, ix = read_only(indptr, idx)
+    order = bfs_order(ip, ix)
+    for layout in (ell_layout(ip, ix), ell_layout(*read_only(*renumber(ip, ix, order)))):
+        work = _Work(n, *layout)
+        for tele in (np.zeros(0), np.full(n, 1.0 / n)):
+            _solve(work, inv, tele, np.full(n, 1.0), 0.85, 1e-12, 3, True)
+            _bicgstab(work, inv, tele, np.full(n, 1.0), 0.85, 1e-12, work.products + 3)
+            _finish(SimpleNamespace(damping=0.85, tol=1.0), work, inv, tele,
+                    np.full(n, 1.0 / n), work.products + 1)
