@@ -85,9 +85,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from graphsys.bsp import incremental_changes as changes
-from graphsys.bsp.engine import RESULT_METADATA, Result
+from graphsys.bsp.engine import Result
 from graphsys.bsp.engine import run as run_program
 from graphsys.bsp.program import VertexProgram, lower_to_min
+from graphsys.bsp.result import ORDER_VERSION, RESULT_METADATA
 from graphsys.bsp.stats import RunStats, SuperstepStats
 from graphsys.errors import FormatError, GraphsysError, ParameterError
 from graphsys.execution import Execution
@@ -136,6 +137,11 @@ class Previous:
         did not record one).
     change_sets : tuple of str
         The change sets (deletions, weight updates) among ``new_edge_sets``.
+    order : numpy.ndarray or None
+        int64 (N,) by internal id: each listed node's position in the order PREV kept
+        (its ``order`` column, :attr:`Result.order <graphsys.bsp.result.Result.order>`,
+        of the version this release writes), -1 for a node it does not list; None where
+        it kept none.
     """
 
     values: np.ndarray
@@ -147,6 +153,7 @@ class Previous:
     converged: bool | None = None
     residual: float | None = None
     change_sets: tuple[str, ...] = ()
+    order: np.ndarray | None = None
 
     def check_fixed_point(self, algorithm: str) -> None:
         """A one-line ParameterError unless PREV's run converged: what a warm start that repairs
@@ -287,9 +294,12 @@ def read_previous(graph, init, algorithm: str, edge_set=None, source=None) -> Pr
         if edges_digest(stored.manifest, name) != digest:
             raise GraphsysError(f"edge set {name!r} changed since {where} was computed (its "
                                 f"buckets differ): start from scratch")
-    if set(table.column_names) != {"node", "value"} or not pa.types.is_floating(
-            table.schema.field("value").type):
-        raise FormatError(f"{where}: expected columns node and value (float), got "
+    if set(table.column_names) - {"order"} != {"node", "value"} or not pa.types.is_floating(
+            table.schema.field("value").type) or ("order" in table.column_names and not
+                                                  pa.types.is_integer(
+                                                      table.schema.field("order").type)):
+        raise FormatError(f"{where}: expected columns node and value (float), and order "
+                          f"(integer) or none, got "
                           f"{', '.join(f'{f.name} ({f.type})' for f in table.schema)}")
     ids = table.column("node").combine_chunks()
     internal = _appended_layout(graph, ids, meta.get("partition_sizes"))
@@ -306,6 +316,10 @@ def read_previous(graph, init, algorithm: str, edge_set=None, source=None) -> Pr
         raise FormatError(f"{where}: a node is listed twice")
     values = np.full(n, np.nan)
     values[internal] = table.column("value").to_numpy().astype(np.float64)
+    order = None
+    if "order" in table.column_names and meta.get("order") == ORDER_VERSION:
+        order = np.full(n, -1, np.int64)
+        order[internal] = table.column("order").to_numpy().astype(np.int64)
     new = tuple(m for m in es.parts if m not in meta["edge_sets"])
     changed = [m for m in new if stored.manifest.edge_sets[m].change]
     if changed and algorithm not in REPAIRS_CHANGES:
@@ -323,7 +337,7 @@ def read_previous(graph, init, algorithm: str, edge_set=None, source=None) -> Pr
     converged = meta.get("converged")
     return Previous(values, known, new, where, steps, tol,
                     converged if isinstance(converged, bool) else None,
-                    _positive(meta.get("residual")), tuple(changed))
+                    _positive(meta.get("residual")), tuple(changed), order)
 
 
 def _positive(value: Any) -> float | None:

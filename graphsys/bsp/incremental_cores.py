@@ -82,20 +82,38 @@ def cores_from(spec, graph, previous, *, source=None, params=None,
         if share > changes.REPAIR_MAX_FRACTION:
             change = changes.Costly(f"changed edges {share:.2%} of those read, above the "
                                     f"repair's {changes.REPAIR_MAX_FRACTION:.0%}")
+    if not isinstance(change, str) and previous.order is None:
+        change = "the previous result keeps no k-order (written before results kept one)"
     if not isinstance(change, str):
         core = np.zeros(graph.num_nodes(), np.int64)
         core[previous.known] = old.astype(np.int64)
-        change = cores_updated(spec, graph, core, change, kwargs)
+        change = cores_updated(spec, graph, core, _order(previous, core, len(change.src)),
+                               change, kwargs)
     if isinstance(change, str):
         return changes.from_scratch(spec, graph, change, params=params, max_iters=max_iters,
                             **kwargs)
     return change
 
 
-def cores_updated(spec, graph, core: np.ndarray, change: changes.Change, kwargs
+def _order(previous, core: np.ndarray, inserted: int) -> tuple:
+    """The k-order ``previous`` kept, as :func:`~graphsys.kernels.core_maintenance.
+    order_lists` (room for the core numbers to rise by one per ``inserted`` edge); a
+    one-line FormatError when it is not one of ``core``."""
+    n = len(core)
+    ok, od = core_maintenance.order_lists(core, previous.order,
+                                          int(core.max(initial=0)) + inserted + 2,
+                                          1 << max(1, 61 - n.bit_length()))
+    if not ok or (previous.order[previous.known] < 0).any():
+        raise FormatError(f"{previous.source}: its order is not a peeling order of its core "
+                          f"numbers; run kcore from scratch instead (without a previous "
+                          f"result)")
+    return od
+
+
+def cores_updated(spec, graph, core: np.ndarray, od: tuple, change: changes.Change, kwargs
                   ) -> Result | str:
-    """The core numbers after ``change`` from ``core`` int64 (N,) (changed in place), or
-    a string saying why not when the traversals reach too far."""
+    """The core numbers after ``change`` from ``core`` int64 (N,) and their k-order ``od``
+    (both changed in place), or a string saying why not when the updates reach too far."""
     t0 = time.perf_counter()
     n = graph.num_nodes()
     two = not symmetric(graph, kwargs.get("edge_set"))
@@ -118,11 +136,11 @@ def cores_updated(spec, graph, core: np.ndarray, change: changes.Change, kwargs
           dip, dix, np.zeros(len(dix), np.bool_), two)
     setup = time.perf_counter() - t0
     scanned, done = core_maintenance.overlay_update(
-        ov, n, core, du, dv, d_slot_u, d_slot_v, src[new].astype(np.int64),
+        ov, n, core, od, du, dv, d_slot_u, d_slot_v, src[new].astype(np.int64),
         dst[new].astype(np.int64), i_slot_u, i_slot_v,
         int(SCAN_SHARE * changes._limit(graph, kwargs)))
     if not done:
-        return changes.Costly(f"the subcore traversals scanned more than "
+        return changes.Costly(f"the updates scanned more than "
                               f"{SCAN_SHARE:g} x {changes.REPAIR_MAX_SWEEPS} times both ends of "
                               f"the edges")
     step = SuperstepStats(superstep=0, active=int(len(du) + len(nix) // 2),
@@ -132,4 +150,4 @@ def cores_updated(spec, graph, core: np.ndarray, change: changes.Change, kwargs
               f"{int(scanned):,} entries scanned)")
     return Result(values=core.astype(np.float64),
                   stats=changes._stats(spec, graph, kwargs, t0, setup, step, method),
-                  graph=graph)
+                  graph=graph, order=core_maintenance.order_ranks(od, n))

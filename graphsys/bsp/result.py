@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 
 from graphsys.bsp.stats import RunStats
@@ -14,6 +15,9 @@ from graphsys.storage.node_values import NodeValues
 
 #: The schema metadata key of :meth:`Result.to_table` that holds the run's provenance.
 RESULT_METADATA = "graphsys.result"
+#: The version of the ``order`` column :meth:`Result.to_table` writes (recorded in the
+#: provenance as ``order``): a later run reads the column only when it knows its version
+ORDER_VERSION = 1
 
 @dataclass(repr=False, kw_only=True)
 class Result(NodeValues):
@@ -43,6 +47,11 @@ class Result(NodeValues):
     columns : tuple of str, optional
         The names of the columns of (N, d) values (HITS: ``("hub", "authority")``), which
         :meth:`top` ranks by name.
+    order : numpy.ndarray, optional
+        int64 (N,): each node's position in an order the run kept beside its values, from
+        which a later run can update them (k-core's peeling order,
+        :mod:`graphsys.bsp.incremental_cores`); written as :meth:`to_table`'s ``order``
+        column. None: the run kept none.
 
     Examples
     --------
@@ -63,6 +72,7 @@ class Result(NodeValues):
 
     stats: RunStats
     provenance: dict | None = None
+    order: np.ndarray | None = None
 
     def __repr__(self) -> str:
         return (f"Result({self.stats.algorithm}: values float64 {self.values.shape}, "
@@ -77,12 +87,17 @@ class Result(NodeValues):
         pyarrow.Table
             Columns ``node`` (original id: int64 or string) and ``value`` (float64, or
             ``fixed_size_list<float64>[d]`` for (N, d) values), one row per node in
-            internal id order; the schema metadata ``graphsys.result`` holds
-            :attr:`provenance` as JSON, so a Parquet file of it can start a later run
-            (``init=``).
+            internal id order, and ``order`` (int64) where the run kept an
+            :attr:`order`; the schema metadata ``graphsys.result`` holds :attr:`provenance`
+            as JSON (with the ``order`` column's version, :data:`ORDER_VERSION`), so a
+            Parquet file of it can start a later run (``init=``).
         """
         table = super().to_table()
+        meta = dict(self.provenance or {})
+        if self.order is not None:
+            table = table.append_column("order", pa.array(self.order, pa.int64()))
+            meta["order"] = ORDER_VERSION
         if self.provenance:
             table = table.replace_schema_metadata(
-                {RESULT_METADATA: json.dumps(self.provenance, sort_keys=True)})
+                {RESULT_METADATA: json.dumps(meta, sort_keys=True)})
         return table
