@@ -6,17 +6,22 @@ the graph after the change as the repairs of :mod:`graphsys.bsp.incremental_chan
 the adjacency of the edge sets the previous result read (their stored CSR, and CSC on a
 directed edge set; mapped where ``graphsys index --csr --csc`` built them), less the
 pairs deleted before it, with the pairs deleted since and the appended edges beside it.
-Each deleted copy, then each appended edge, is applied one at a time by the subcore
-traversal of :mod:`graphsys.kernels.core_maintenance` (Sarıyüce et al., VLDB 2013): only
-nodes of core ``K`` joined to an end of core ``K`` are visited, and their cores move by
-one. Weight updates change no core and are not read.
+Each deleted copy, then each appended edge, is applied one at a time by the order-based
+core maintenance of :mod:`graphsys.kernels.core_maintenance` (Zhang et al., ICDE 2017),
+from the k-order the previous result kept (its ``order`` column, written by every run of
+:func:`~graphsys.bsp.kcore` that peels in memory): a deletion peels from its ends, an
+insertion scans only the nodes after its earlier end in that order that the candidates'
+edges reach; the result keeps the updated order for the next run. Weight updates change
+no core and are not read.
 
 A run starts from scratch instead, and says why in ``result.stats.method``, with
 ``result.stats.start == "scratch"`` (an update has ``"repair"``), by the repairs' rule:
 where the changed edges are more than
 :data:`~graphsys.bsp.incremental_changes.REPAIR_MAX_FRACTION` of the edges read, on
 another device, mode or backend, on a time view, where a change set does not change every
-edge set the previous result read alike, where the traversals scan more than
+edge set the previous result read alike, where the previous result keeps no k-order
+(written before results kept one, or of an order version this release does not read),
+where the updates scan more than
 :data:`SCAN_SHARE` of :data:`~graphsys.bsp.incremental_changes.REPAIR_MAX_SWEEPS` times
 both ends of the edges read (then the update stops, having spent about what a peeling
 from scratch costs), and with ``self_loops="refuse"`` (which reads every edge). The core
@@ -35,9 +40,9 @@ Examples
 >>> before = bsp.kcore(g).to_table()
 >>> _ = delete_edges(d / "g", [0], [1])                  # 0.1 % of the edges
 >>> g = graphsys.open_graph(d / "g")
->>> after = bsp.kcore(g, init=before)                    # only the clique is visited
+>>> after = bsp.kcore(g, init=before)                    # only the clique is peeled
 >>> after.stats.start, after.stats.method
-('repair', 'updated (1 deleted pairs, 0 new edges; 45 entries scanned)')
+('repair', 'updated (1 deleted pairs, 0 new edges; 60 entries scanned)')
 >>> after.values[:5].tolist(), bool((after.values == bsp.kcore(g).values).all())
 ([2.0, 2.0, 2.0, 2.0, 1.0], True)
 """

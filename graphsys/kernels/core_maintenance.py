@@ -1,24 +1,31 @@
-"""Core numbers kept up to date under edge insertions and deletions, one edge at a time, by
-the traversal of the *subcore* around the changed edge (Sarıyüce et al., "Streaming
-algorithms for k-core decomposition", VLDB 2013, its traversal algorithm without the
-degree bounds that prune the search).
+"""Core numbers and their k-order kept up to date under edge insertions and deletions, one
+edge at a time, by the order-based core maintenance of Zhang, Yu, Zhang and Qin ("A Fast
+Order-Based Approach for Core Maintenance", ICDE 2017).
 
-Adding (or removing) one edge changes a core number by at most one, and only of the nodes
-whose core number is ``K``, the smaller of the two ends', that are connected to the end
-of core ``K`` through nodes of core ``K`` (its subcore). After an insertion, a node of
-the subcore rises to ``K + 1`` exactly when it keeps more than ``K`` neighbours of core
-above ``K`` or still in the subcore, once every node that has not is removed (repeatedly);
-after a deletion, a node falls to ``K - 1`` when it keeps fewer than ``K`` neighbours of
-core ``K`` or more once every such node is removed (repeatedly). The degree is
-networkx's ``core_number``'s: every edge listed counts once at each end (in + out on a
-directed graph, parallel edges each time; an undirected graph lists each edge once),
-self-loops never.
+Adding (or removing) one edge changes a core number by at most one, and only of nodes
+whose core number is ``K``, the smaller of the two ends'. The *k-order* (below) is a
+peeling order of the core numbers: each node has at most its core number of edges to
+nodes after it (its ``deg+``). After an insertion, nothing changes unless the earlier end
+``u`` now has ``deg+`` above ``K``; then the nodes of core ``K`` after ``u`` are scanned in
+order, only those the candidates' edges reach: a node with more than ``K`` edges to
+candidates before it or to nodes after it becomes a candidate, else it stays, and the
+candidates it is joined to lose that edge, leaving the candidates (and following it in
+the order) when they are left with ``K`` or fewer (repeatedly). The candidates left rise
+to ``K + 1``, first among those nodes in their order. After a deletion, a node of core
+``K`` falls to ``K - 1`` when it keeps fewer than ``K`` neighbours of core ``K`` or more
+once every such node is removed (repeatedly, peeling from the ends); the fallen go last
+among the nodes of core ``K - 1`` in the order they fell. The degree is networkx's
+``core_number``'s: every edge listed counts once at each end (in + out on a directed
+graph, parallel edges each time; an undirected graph lists each edge once), self-loops
+never.
 
 The graph is an overlay of the stored adjacency before the change and the change itself
 (below); a batch is applied as deletions first, then insertions, one edge at a time,
-which ends at the core numbers of the final graph whatever the order.
-:func:`graphsys.bsp.kcore` with ``init=`` runs it (:mod:`graphsys.bsp.incremental_cores`),
-and its tests check it against networkx's ``core_number`` after random change sequences.
+which ends at the core numbers of the final graph whatever the order, and at a k-order
+of it. :func:`graphsys.bsp.kcore` with ``init=`` runs it
+(:mod:`graphsys.bsp.incremental_cores`); its tests, and this module's, check it against
+networkx's ``core_number`` and brute-force peeling after random change sequences, and
+check the order kept.
 """
 
 from __future__ import annotations
@@ -280,9 +287,13 @@ def _after(core, label, x, w):
 
 
 @numba.njit(cache=True, nogil=True)
-def _plus(ov, n, core, label, w):
-    """``w``'s live edges to nodes after it in the k-order (its ``deg+``) and the entries
-    scanned."""
+def _plus(ov, n, core, label, kept, w):
+    """``w``'s live edges to nodes after it in the k-order (its ``deg+``), counted once
+    per update and kept (``kept = (deg, has)``: the count, whether it is known; the
+    update keeps a known count exact as edges and nodes move), and the entries scanned."""
+    deg, has = kept
+    if has[w]:
+        return deg[w], 0
     c = 0
     scanned = 0
     for s in range(4):
@@ -292,6 +303,7 @@ def _plus(ov, n, core, label, w):
             x, m = _entry(ov, s, e, w, n)
             if x != w and _after(core, label, x, w):
                 c += m
+    deg[w], has[w] = c, True
     return c, scanned
 
 
@@ -334,7 +346,7 @@ _QUEUED, _CANDIDATE, _KEPT, _LEAVING, _LEFT = 0, 1, 2, 3, 4
 
 
 @numba.njit(cache=True, nogil=True)
-def _backward(ov, n, label, w, k, st, mark, dstar, dplus, stack, drops, after, nd):
+def _backward(ov, n, label, kept, w, k, st, mark, dstar, dplus, stack, drops, after, nd):
     """A node ``w`` of the scan stays at core ``k`` (before the candidates now, so each
     candidate neighbour loses one of its edges after it): the candidates left with ``k``
     or fewer edges to candidates or nodes after them leave the candidates, one after
@@ -353,12 +365,12 @@ def _backward(ov, n, label, w, k, st, mark, dstar, dplus, stack, drops, after, n
                 y, m = _entry(ov, s, e, x, n)
                 if m == 0 or y == x:
                     continue
-                if mark[y] == st + _CANDIDATE:
+                if mark[y] == st + _CANDIDATE or mark[y] == st + _LEAVING:
                     if x != w and label[y] > label[x]:
                         dstar[y] -= m
                     else:
                         dplus[y] -= m
-                    if m > 0 and dstar[y] + dplus[y] <= k:
+                    if m > 0 and mark[y] == st + _CANDIDATE and dstar[y] + dplus[y] <= k:
                         mark[y] = st + _LEAVING
                         stack[top] = y
                         top += 1
@@ -369,6 +381,7 @@ def _backward(ov, n, label, w, k, st, mark, dstar, dplus, stack, drops, after, n
         top -= 1
         x = stack[top]
         mark[x] = st + _LEFT
+        kept[0][x] = dstar[x] + dplus[x]  # its edges to the candidates, then after it
         drops[nd] = x
         after[nd] = prev
         nd += 1
@@ -376,7 +389,8 @@ def _backward(ov, n, label, w, k, st, mark, dstar, dplus, stack, drops, after, n
 
 
 @numba.njit(cache=True, nogil=True)
-def _insert(ov, n, core, od, u, v, st, mark, dstar, dplus, heap, stack, cand, drops, after):
+def _insert(ov, n, core, od, kept, u, v, st, mark, dstar, dplus, heap, stack, cand, drops,
+            after):
     """OrderInsert (Zhang et al.) of the live edge ``u - v``: where the earlier end ``u``
     (core ``k``) now has more than ``k`` edges after it, the nodes of core ``k`` after it
     that its edges reach are scanned in k-order (a heap by label); a node with more than
@@ -388,7 +402,8 @@ def _insert(ov, n, core, od, u, v, st, mark, dstar, dplus, heap, stack, cand, dr
     if _after(core, label, u, v):
         u, v = v, u
     k = core[u]
-    dp, scanned = _plus(ov, n, core, label, u)
+    kept[0][u] += kept[1][u]  # the new edge, where u's count is known
+    dp, scanned = _plus(ov, n, core, label, kept, u)
     if dp <= k:
         return scanned
     size = _push(heap, 0, label, u)
@@ -397,7 +412,7 @@ def _insert(ov, n, core, od, u, v, st, mark, dstar, dplus, heap, stack, cand, dr
     while size > 0:
         w, size = _pop(heap, size, label)
         if w != u:
-            dp, work = _plus(ov, n, core, label, w)
+            dp, work = _plus(ov, n, core, label, kept, w)
             scanned += work
         if dstar[w] + dp > k:
             mark[w], dplus[w] = st + _CANDIDATE, dp
@@ -416,9 +431,10 @@ def _insert(ov, n, core, od, u, v, st, mark, dstar, dplus, heap, stack, cand, dr
                     dstar[x] += m
         else:
             mark[w] = st + _KEPT
+            kept[0][w] = dp + dstar[w]  # its candidate neighbours follow it now
             if dstar[w] > 0:
-                work, nd = _backward(ov, n, label, w, k, st, mark, dstar, dplus, stack,
-                                     drops, after, nd)
+                work, nd = _backward(ov, n, label, kept, w, k, st, mark, dstar, dplus,
+                                     stack, drops, after, nd)
                 scanned += work
     i = 0
     while i < nd:  # each run of leaving nodes, after the node that made the first leave
@@ -434,9 +450,33 @@ def _insert(ov, n, core, od, u, v, st, mark, dstar, dplus, heap, stack, cand, dr
         if mark[cand[t]] == st + _CANDIDATE:
             _unlink(od, k, cand[t])
             core[cand[t]] = k + 1
+            kept[0][cand[t]] = dplus[cand[t]]
             cand[up] = cand[t]
             up += 1
     _place(od, k + 1, -1, cand[:up])
+    return scanned
+
+
+@numba.njit(cache=True, nogil=True)
+def _fallen(ov, n, core, od, kept, k, fell):
+    """Move the nodes ``fell`` that fell from core ``k``, in the order they fell, last in
+    the list of core ``k - 1``: each now comes before the nodes of core ``k`` it came
+    after, whose known ``deg+`` it leaves; its own is counted anew when needed. Returns
+    the entries scanned."""
+    label = od[0]
+    deg, has = kept
+    scanned = 0
+    for x in fell:
+        for s in range(4):
+            lo, hi = _segment(ov, s, x)
+            scanned += hi - lo
+            for e in range(lo, hi):
+                y, m = _entry(ov, s, e, x, n)
+                if y != x and core[y] == k and label[y] < label[x] and has[y]:
+                    deg[y] -= m
+        has[x] = False
+        _unlink(od, k, x)
+    _place(od, k - 1, od[4][k - 1], fell)
     return scanned
 
 
@@ -454,6 +494,7 @@ def overlay_update(ov, n, core, od, d_u, d_v, d_slot_u, d_slot_v, i_u, i_v, i_sl
     work_a, work_b, work_c = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64)
     work_d, work_e = np.empty(n, np.int64), np.empty(n, np.int64)
     cd, fresh, dplus = np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64)
+    kept = (np.zeros(n, np.int64), np.zeros(n, np.bool_))
     stamp = 1
     seq = 0
     scanned = 0
@@ -469,18 +510,18 @@ def overlay_update(ov, n, core, od, d_u, d_v, d_slot_u, d_slot_v, i_u, i_v, i_sl
                 dgone[d_slot_v[t]] = True
             u, v = ends_u[t], ends_v[t]
             k = min(core[u], core[v])
-            if u == v or (not insert and k == 0):
+            if u == v:
                 continue
             if insert:
-                scanned += _insert(ov, n, core, od, u, v, stamp, mark, cd, dplus, work_a,
-                                   work_b, work_c, work_d, work_e)
+                scanned += _insert(ov, n, core, od, kept, u, v, stamp, mark, cd, dplus,
+                                   work_a, work_b, work_c, work_d, work_e)
             else:
-                work, seq, nf = _fall(ov, n, core, u, v, k, stamp, mark, cd, work_a, fresh,
-                                      seq, work_b)
-                scanned += work
-                for i in range(nf):
-                    _unlink(od, k, work_b[i])
-                _place(od, k - 1, od[4][k - 1], work_b[:nf])
+                first = v if _after(core, od[0], u, v) else u
+                kept[0][first] -= kept[1][first]  # the deleted edge led after it
+                if k > 0:
+                    work, seq, nf = _fall(ov, n, core, u, v, k, stamp, mark, cd, work_a,
+                                          fresh, seq, work_b)
+                    scanned += work + _fallen(ov, n, core, od, kept, k, work_b[:nf])
             stamp += 5
             if scanned > limit:
                 return scanned, False

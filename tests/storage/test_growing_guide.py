@@ -220,13 +220,13 @@ def _peeled(pairs) -> dict:
 
 
 def test_k_core_started_after_the_append_and_the_deletions_equals_peeling(guide):
-    """The guide's k-core runs stop their traversals and peel from scratch, saying why,
+    """The guide's k-core runs stop their updates and peel from scratch, saying why,
     and equal brute-force peeling of the edges."""
     src, dst = _union(guide)
     cores, lowered = guide["cores"], guide["lowered"]
-    for started in (cores, lowered):  # one edge's subcore is much of this R-MAT
+    for started in (cores, lowered):  # the dense core of this R-MAT's hubs
         assert started.stats.start == "scratch"
-        assert "subcore traversals scanned more than" in started.stats.method
+        assert "the updates scanned more than" in started.stats.method
     want = _peeled(zip(src.tolist(), dst.tolist()))
     assert cores.to_dict() == {k: float(v) for k, v in want.items()}
     want = _peeled(_remaining(guide))

@@ -174,7 +174,10 @@ def kcore(graph, *, self_loops: str = "ignore", max_iters: int | None = None,
     Returns
     -------
     Result
-        ``values``: float64 (N,) core numbers by internal node id.
+        ``values``: float64 (N,) core numbers by internal node id; ``order``: the peeling
+        order (each node's position, a k-order) where the in-memory peeling ran, written
+        beside the values by ``to_table()`` so that a later run with ``init=`` updates
+        both (:mod:`graphsys.bsp.incremental_cores`).
 
     Raises
     ------
