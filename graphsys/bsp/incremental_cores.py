@@ -23,8 +23,9 @@ edge set the previous result read alike, where the previous result keeps no k-or
 (written before results kept one, or of an order version this release does not read),
 where the updates scan more than
 :data:`SCAN_SHARE` of :data:`~graphsys.bsp.incremental_changes.REPAIR_MAX_SWEEPS` times
-both ends of the edges read (then the update stops, having spent about what a peeling
-from scratch costs), and with ``self_loops="refuse"`` (which reads every edge). The core
+both ends of the edges read, or :data:`SCAN_FLOOR` entries per sweep where that is more
+(then the update stops, having spent about what a peeling from scratch costs), and with
+``self_loops="refuse"`` (which reads every edge). The core
 numbers are a run from scratch's.
 
 Examples
@@ -64,6 +65,10 @@ from graphsys.kernels import core_maintenance
 #: update scans before it stops: an entry of the overlay (translated, checked against the
 #: deleted pairs, read to reach, count and peel) costs several times one of a peeling
 SCAN_SHARE = 1 / 8
+#: The fewest entries an update may scan, per one of those sweeps: a run from scratch
+#: also opens the graph's indexes, lays it out and lists its result, which on a small
+#: graph (ca-GrQc's 29k edges) costs more than the update scanning this many entries
+SCAN_FLOOR = 1 << 15
 
 
 def cores_from(spec, graph, previous, *, source=None, params=None,
@@ -140,14 +145,15 @@ def cores_updated(spec, graph, core: np.ndarray, od: tuple, change: changes.Chan
     ov = (oip, oix, iip, iix, lay, bkeys, bout, bin_, nip, nix, np.zeros(len(nix), np.bool_),
           dip, dix, np.zeros(len(dix), np.bool_), two)
     setup = time.perf_counter() - t0
+    sweeps = changes.REPAIR_MAX_SWEEPS
+    limit = int(max(SCAN_SHARE * changes._limit(graph, kwargs), SCAN_FLOOR * sweeps))
     scanned, done = core_maintenance.overlay_update(
         ov, n, core, od, du, dv, d_slot_u, d_slot_v, src[new].astype(np.int64),
-        dst[new].astype(np.int64), i_slot_u, i_slot_v,
-        int(SCAN_SHARE * changes._limit(graph, kwargs)))
+        dst[new].astype(np.int64), i_slot_u, i_slot_v, limit)
     if not done:
-        return changes.Costly(f"the updates scanned more than "
-                              f"{SCAN_SHARE:g} x {changes.REPAIR_MAX_SWEEPS} times both ends of "
-                              f"the edges")
+        return changes.Costly(f"the updates scanned more than {limit:,} entries (the larger "
+                              f"of {SCAN_SHARE:g} x {sweeps} times both ends of the edges "
+                              f"and {SCAN_FLOOR:,} x {sweeps})")
     step = SuperstepStats(superstep=0, active=int(len(du) + len(nix) // 2),
                           direction="repair", edges_scanned=int(scanned),
                           messages_sent=0, fused=True)

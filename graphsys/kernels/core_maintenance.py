@@ -106,15 +106,19 @@ def _above(ov, n, core, w, k):
 
 
 @numba.njit(cache=True, nogil=True)
-def _fall(ov, n, core, u, v, k, stamp, mark, cd, out, fresh, seq, fell):
+def _fall(ov, n, core, od, kept, u, v, k, stamp, mark, cd, out, fresh, seq, fell):
     """After a deletion between ``u`` and ``v`` (``k`` the smaller core): peeling from
     the ends of core ``k``, a node of core ``k`` falls to ``k - 1`` once fewer than ``k``
     of its live edges lead to nodes of core ``k`` or more not fallen; each node's count is
     taken when it is first reached (``mark`` ``stamp``; fallen ``stamp + 1``), without
-    the fallen nodes already lowered to ``k - 1``, and lowered as each other falls; the
-    fallen nodes are written to ``fell`` in the order they fall (a peeling order: each has
-    fewer than ``k`` neighbours of core ``k`` or more that fall after it or not at all).
-    Returns the entries scanned, the next ``seq`` and how many fell."""
+    the fallen nodes already lowered to ``k - 1``, and lowered as each other falls. The
+    fallen go last in the list of core ``k - 1`` in the order they fell (``fell``): each
+    had fewer than ``k`` edges to nodes of core ``k`` or more not fallen before it, and
+    comes before the nodes of core ``k`` it came after, whose known ``deg+`` it leaves
+    (its own is counted anew when needed). Returns the entries scanned and the next
+    ``seq``."""
+    label = od[0]
+    deg, has = kept
     top = 0
     scanned = 0
     nf = 0
@@ -132,32 +136,37 @@ def _fall(ov, n, core, u, v, k, stamp, mark, cd, out, fresh, seq, fell):
         top -= 1
         w = out[top]
         core[w] = k - 1
+        has[w] = False
         fell[nf] = w
         nf += 1
         seq += 1
-        for s in range(4):  # first reached: counted without w (fallen)
+        # a fallen node's -1 entries first: a count only falls after them, so one below
+        # k at any entry stays below once the row is read
+        for s in (3, 0, 1, 2):
             lo, hi = _segment(ov, s, w)
             scanned += hi - lo
             for e in range(lo, hi):
                 x, m = _entry(ov, s, e, w, n)
-                if m != 0 and core[x] == k and mark[x] != stamp and mark[x] != stamp + 1:
-                    c, work = _above(ov, n, core, x, k)
+                if m == 0 or core[x] != k:
+                    continue
+                if has[x] and label[x] < label[w]:
+                    deg[x] -= m
+                if mark[x] != stamp and mark[x] != stamp + 1:  # first reached: counted
+                    c, work = _above(ov, n, core, x, k)  # without w (fallen)
                     scanned += work
                     cd[x] = c
                     mark[x] = stamp
                     fresh[x] = seq
-        for s in (3, 0, 1, 2):  # a fallen node's -1 entries first: counts only fall
-            lo, hi = _segment(ov, s, w)
-            scanned += hi - lo
-            for e in range(lo, hi):
-                x, m = _entry(ov, s, e, w, n)
-                if m != 0 and mark[x] == stamp and fresh[x] != seq:
+                elif mark[x] == stamp and fresh[x] != seq:
                     cd[x] -= m
-                if m != 0 and mark[x] == stamp and cd[x] < k:
+                if mark[x] == stamp and cd[x] < k:
                     mark[x] = stamp + 1
                     out[top] = x
                     top += 1
-    return scanned, seq, nf
+    for i in range(nf):
+        _unlink(od, k, fell[i])
+    _place(od, k - 1, od[4][k - 1], fell[:nf])
+    return scanned, seq
 
 
 # -- the k-order --------------------------------------------------------------------------------
@@ -458,29 +467,6 @@ def _insert(ov, n, core, od, kept, u, v, st, mark, dstar, dplus, heap, stack, ca
 
 
 @numba.njit(cache=True, nogil=True)
-def _fallen(ov, n, core, od, kept, k, fell):
-    """Move the nodes ``fell`` that fell from core ``k``, in the order they fell, last in
-    the list of core ``k - 1``: each now comes before the nodes of core ``k`` it came
-    after, whose known ``deg+`` it leaves; its own is counted anew when needed. Returns
-    the entries scanned."""
-    label = od[0]
-    deg, has = kept
-    scanned = 0
-    for x in fell:
-        for s in range(4):
-            lo, hi = _segment(ov, s, x)
-            scanned += hi - lo
-            for e in range(lo, hi):
-                y, m = _entry(ov, s, e, x, n)
-                if y != x and core[y] == k and label[y] < label[x] and has[y]:
-                    deg[y] -= m
-        has[x] = False
-        _unlink(od, k, x)
-    _place(od, k - 1, od[4][k - 1], fell)
-    return scanned
-
-
-@numba.njit(cache=True, nogil=True)
 def overlay_update(ov, n, core, od, d_u, d_v, d_slot_u, d_slot_v, i_u, i_v, i_slot_u,
                    i_slot_v, limit):
     """Core numbers ``core`` int64 (N,) and their k-order ``od`` (changed in place) after
@@ -519,9 +505,9 @@ def overlay_update(ov, n, core, od, d_u, d_v, d_slot_u, d_slot_v, i_u, i_v, i_sl
                 first = v if _after(core, od[0], u, v) else u
                 kept[0][first] -= kept[1][first]  # the deleted edge led after it
                 if k > 0:
-                    work, seq, nf = _fall(ov, n, core, u, v, k, stamp, mark, cd, work_a,
-                                          fresh, seq, work_b)
-                    scanned += work + _fallen(ov, n, core, od, kept, k, work_b[:nf])
+                    work, seq = _fall(ov, n, core, od, kept, u, v, k, stamp, mark, cd,
+                                      work_a, fresh, seq, work_b)
+                    scanned += work
             stamp += 5
             if scanned > limit:
                 return scanned, False
