@@ -90,9 +90,10 @@ def _entry(ov, s, e, w, n):
 
 
 @numba.njit(cache=True, nogil=True)
-def _above(ov, n, core, w, k):
-    """Live edges of ``w`` to other nodes of core ``k`` or more (its max-core degree) and
-    the entries scanned."""
+def _count(ov, n, core, label, w, k, lab):
+    """Live edges of ``w`` to other nodes of core above ``k``, or ``k`` with a label above
+    ``lab`` (:data:`_ANY`: of core ``k`` or more, its max-core degree), and the entries
+    scanned."""
     c = 0
     scanned = 0
     for s in range(4):
@@ -100,9 +101,13 @@ def _above(ov, n, core, w, k):
         scanned += hi - lo
         for e in range(lo, hi):
             x, m = _entry(ov, s, e, w, n)
-            if x != w and core[x] >= k:
+            if x != w and (core[x] > k or (core[x] == k and label[x] > lab)):
                 c += m
     return c, scanned
+
+
+#: A label below every other (:func:`_count`)
+_ANY = np.iinfo(np.int64).min
 
 
 @numba.njit(cache=True, nogil=True)
@@ -124,7 +129,7 @@ def _fall(ov, n, core, od, kept, u, v, k, stamp, mark, cd, out, fresh, seq, fell
     nf = 0
     for r in (u, v):
         if core[r] == k and mark[r] != stamp and mark[r] != stamp + 1:
-            c, work = _above(ov, n, core, r, k)
+            c, work = _count(ov, n, core, label, r, k, _ANY)
             scanned += work
             cd[r] = c
             mark[r] = stamp
@@ -152,7 +157,7 @@ def _fall(ov, n, core, od, kept, u, v, k, stamp, mark, cd, out, fresh, seq, fell
                 if has[x] and label[x] < label[w]:
                     deg[x] -= m
                 if mark[x] != stamp and mark[x] != stamp + 1:  # first reached: counted
-                    c, work = _above(ov, n, core, x, k)  # without w (fallen)
+                    c, work = _count(ov, n, core, label, x, k, _ANY)  # without w
                     scanned += work
                     cd[x] = c
                     mark[x] = stamp
@@ -303,15 +308,7 @@ def _plus(ov, n, core, label, kept, w):
     deg, has = kept
     if has[w]:
         return deg[w], 0
-    c = 0
-    scanned = 0
-    for s in range(4):
-        lo, hi = _segment(ov, s, w)
-        scanned += hi - lo
-        for e in range(lo, hi):
-            x, m = _entry(ov, s, e, w, n)
-            if x != w and _after(core, label, x, w):
-                c += m
+    c, scanned = _count(ov, n, core, label, w, core[w], label[w])
     deg[w], has[w] = c, True
     return c, scanned
 
