@@ -111,7 +111,7 @@ _ANY = np.iinfo(np.int64).min
 
 
 @numba.njit(cache=True, nogil=True)
-def _fall(ov, n, core, od, kept, u, v, k, stamp, mark, cd, out, fresh, seq, fell):
+def _fall(ov, n, core, od, kept, u, v, k, stamp, mark, cd, out, fresh, seq, fell, budget):
     """After a deletion between ``u`` and ``v`` (``k`` the smaller core): peeling from
     the ends of core ``k``, a node of core ``k`` falls to ``k - 1`` once fewer than ``k``
     of its live edges lead to nodes of core ``k`` or more not fallen; each node's count is
@@ -120,7 +120,8 @@ def _fall(ov, n, core, od, kept, u, v, k, stamp, mark, cd, out, fresh, seq, fell
     fallen go last in the list of core ``k - 1`` in the order they fell (``fell``): each
     had fewer than ``k`` edges to nodes of core ``k`` or more not fallen before it, and
     comes before the nodes of core ``k`` it came after, whose known ``deg+`` it leaves
-    (its own is counted anew when needed). Returns the entries scanned and the next
+    (its own is counted anew when needed). Returns the entries scanned (stopping, the
+    lists and ``kept`` left as they are, once they pass ``budget``) and the next
     ``seq``."""
     label = od[0]
     deg, has = kept
@@ -137,7 +138,7 @@ def _fall(ov, n, core, od, kept, u, v, k, stamp, mark, cd, out, fresh, seq, fell
                 mark[r] = stamp + 1
                 out[top] = r
                 top += 1
-    while top > 0:
+    while top > 0 and scanned <= budget:
         top -= 1
         w = out[top]
         core[w] = k - 1
@@ -396,14 +397,15 @@ def _backward(ov, n, label, kept, w, k, st, mark, dstar, dplus, stack, drops, af
 
 @numba.njit(cache=True, nogil=True)
 def _insert(ov, n, core, od, kept, u, v, st, mark, dstar, dplus, heap, stack, cand, drops,
-            after):
+            after, budget):
     """OrderInsert (Zhang et al.) of the live edge ``u - v``: where the earlier end ``u``
     (core ``k``) now has more than ``k`` edges after it, the nodes of core ``k`` after it
     that its edges reach are scanned in k-order (a heap by label); a node with more than
     ``k`` edges to candidates before it (``dstar``) or to nodes after it (``dplus``)
     becomes a candidate, else it stays (:func:`_backward`). The candidates left rise to
     ``k + 1``, first in that list in their order; those that left follow the node that
-    made them leave. Returns the entries scanned."""
+    made them leave. Returns the entries scanned (stopping, with nothing moved, once they
+    pass ``budget``)."""
     label = od[0]
     if _after(core, label, u, v):
         u, v = v, u
@@ -416,6 +418,8 @@ def _insert(ov, n, core, od, kept, u, v, st, mark, dstar, dplus, heap, stack, ca
     mark[u], dstar[u] = st, 0
     nc = nd = 0
     while size > 0:
+        if scanned > budget:
+            return scanned
         w, size = _pop(heap, size, label)
         if w != u:
             dp, work = _plus(ov, n, core, label, kept, w)
@@ -497,13 +501,13 @@ def overlay_update(ov, n, core, od, d_u, d_v, d_slot_u, d_slot_v, i_u, i_v, i_sl
                 continue
             if insert:
                 scanned += _insert(ov, n, core, od, kept, u, v, stamp, mark, cd, dplus,
-                                   work_a, work_b, work_c, work_d, work_e)
+                                   work_a, work_b, work_c, work_d, work_e, limit - scanned)
             else:
                 first = v if _after(core, od[0], u, v) else u
                 kept[0][first] -= kept[1][first]  # the deleted edge led after it
                 if k > 0:
                     work, seq = _fall(ov, n, core, od, kept, u, v, k, stamp, mark, cd,
-                                      work_a, fresh, seq, work_b)
+                                      work_a, fresh, seq, work_b, limit - scanned)
                     scanned += work
             stamp += 5
             if scanned > limit:
