@@ -43,7 +43,7 @@ Examples
 >>> g = graphsys.open_graph(d / "g")
 >>> after = bsp.kcore(g, init=before)                    # only the clique is peeled
 >>> after.stats.start, after.stats.method
-('repair', 'updated (1 deleted pairs, 0 new edges; 60 entries scanned)')
+('repair', 'updated (1 deleted pairs, 0 new edges; 30 entries scanned)')
 >>> after.values[:5].tolist(), bool((after.values == bsp.kcore(g).values).all())
 ([2.0, 2.0, 2.0, 2.0, 1.0], True)
 """
