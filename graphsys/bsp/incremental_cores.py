@@ -24,9 +24,9 @@ pair, where the previous result keeps no k-order (written before results kept on
 an order version this release does not read), where the updates scan more than
 :data:`SCAN_SHARE` of :data:`~graphsys.bsp.incremental_changes.REPAIR_MAX_SWEEPS` times
 both ends of the edges read, or :data:`SCAN_FLOOR` entries per sweep where that is more
-(then the update stops, having spent about what a peeling from scratch costs), and with
-``self_loops="refuse"`` (which reads every edge). The core
-numbers are a run from scratch's.
+(then the update stops, having spent about half of what a peeling from scratch
+costs), and with ``self_loops="refuse"`` (which reads every edge). The core numbers are a
+run from scratch's.
 
 Examples
 --------
@@ -63,8 +63,9 @@ from graphsys.kernels import core_maintenance
 
 #: The share of :func:`~graphsys.bsp.incremental_changes.REPAIR_MAX_SWEEPS` sweeps an
 #: update scans before it stops: an entry of the overlay (translated, checked against the
-#: deleted pairs, read to reach, count and peel) costs several times one of a peeling
-SCAN_SHARE = 1 / 8
+#: deleted pairs, read to reach, count, order and peel) costs several times one of a
+#: peeling, so an update that gives up has spent about half of a peeling from scratch
+SCAN_SHARE = 1 / 32
 #: The fewest entries an update may scan, per one of those sweeps: a run from scratch
 #: also opens the graph's indexes, lays it out and lists its result, which on a small
 #: graph (ca-GrQc's 29k edges) costs more than the update scanning this many entries
