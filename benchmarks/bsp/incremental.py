@@ -39,7 +39,9 @@ R-MAT edges over the power of two nearest ``--rmat-edges / 8`` ids, ingested wit
 CSR and CSC indexes (``graphsys index --csr --csc``), for each fraction of ``--fractions``
 (0.1 % and 1 %): a copy of that graph loses half the fraction of its edges (distinct pairs
 drawn uniformly from its edges, deleted with every parallel edge: ``delete_edges``) and
-gains the other half (the next R-MAT draws, appended as ``day2``). The repair reads the old
+gains the other half (the next R-MAT draws, appended as ``day2``). ``--graph FILE``: the
+edges of an edge list instead (ingested as listed, directed), which gains new pairs of its
+nodes drawn uniformly. The repair reads the old
 edges' mapped indexes through the deletions (:mod:`graphsys.bsp.incremental_changes`); a
 run from scratch would read the changed view's adjacency from the same indexes through
 the change sets (:func:`graphsys.storage.csr.merged_index`), but the appended ``day2`` has
@@ -51,7 +53,8 @@ medians of ``--turns``; ``identical``: the two answers equal (PageRank's:
 ``l1_difference``, both to ``--tol``), ``start``: what the started run did (``repair`` or
 ``scratch``; PageRank's ``delta`` or ``warm``). k-core's update
 (:mod:`graphsys.bsp.incremental_cores`) applies each deleted copy and each appended edge
-by a subcore traversal over the old edges' mapped indexes; its scratch side peels the
+by the order-based core maintenance over the old edges' mapped indexes, keeping the
+k-order the result before the change stored; its scratch side peels the
 changed view.
 
 Usage::
@@ -59,7 +62,8 @@ Usage::
     NUMBA_NUM_THREADS=2 python benchmarks/bsp/incremental.py --work DIR [--edges 20M]
         [--append 1%] [--turns 3]
     NUMBA_NUM_THREADS=2 python benchmarks/bsp/incremental.py --changes --work DIR
-        [--rmat-edges 20M] [--fractions 0.001,0.01] [--turns 3] [--algorithms kcore]
+        [--rmat-edges 20M | --graph EDGE_LIST] [--fractions 0.001,0.01] [--turns 3]
+        [--algorithms kcore]
 """
 
 from __future__ import annotations
@@ -120,6 +124,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fractions", default="0.001,0.01",
                     help="--changes: the changed fractions of the edges, half deleted and "
                          "half inserted (0.001,0.01)")
+    ap.add_argument("--graph", type=Path, default=None,
+                    help="--changes: an edge list (the dataset mirror's "
+                         "snap/ca-GrQc.txt.gz) instead of R-MAT edges; new pairs of its "
+                         "nodes are appended")
     ap.add_argument("--algorithms", default=",".join(CHANGED),
                     help=f"--changes: those of {','.join(CHANGED)} to run (all)")
     args = ap.parse_args(argv)
@@ -287,6 +295,22 @@ def _sides(name: str, graph: Path, prev: Path, source, turns: int, tol: float) -
                if name == "pagerank" else {})}
 
 
+def _listed(path: Path, fraction: float, seed: int):
+    """(the edges of the edge list ``path``, new pairs of its nodes to append: as many as
+    ``fraction`` of its edges, drawn uniformly, none already an edge, its edge count)."""
+    src, dst = np.loadtxt(path, dtype=np.int64, comments="#", unpack=True)
+    nodes, have = np.unique(np.concatenate([src, dst])), set(zip(src.tolist(), dst.tolist()))
+    rng, new = np.random.default_rng(seed), []
+    while len(new) < int(fraction * len(src)) + 1:
+        a, b = (int(x) for x in rng.choice(nodes, 2))
+        if a != b and (a, b) not in have:
+            have.add((a, b))
+            new.append((a, b))
+    return ([{"src": src, "dst": dst}],
+            [{"src": np.array([a for a, _ in new]), "dst": np.array([b for _, b in new])}],
+            len(src))
+
+
 def changes(args) -> int:
     """The ``--changes`` runs (module docstring)."""
     import pyarrow.parquet as pq
@@ -305,9 +329,12 @@ def changes(args) -> int:
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
-    extra = int(max(fractions) * edges) + 1
-    ids = 1 << max(1, round(np.log2(edges / 8)))
-    first, rest = _split(rmat_edges(ids, edges + extra, seed=args.seed), edges)
+    if args.graph:
+        first, rest, edges = _listed(args.graph, max(fractions), args.seed)
+    else:
+        extra = int(max(fractions) * edges) + 1
+        ids = 1 << max(1, round(np.log2(edges / 8)))
+        first, rest = _split(rmat_edges(ids, edges + extra, seed=args.seed), edges)
     write_edges(first, work / "day1.parquet", overwrite=True)
     del first
     base = work / "base" / "g"
@@ -334,7 +361,8 @@ def changes(args) -> int:
                         f"{row[name]['command_ratio']['median']}x")
         rows[f"{f:g}"] = row
     run.emit(graph={"edges": edges, "nodes": g.num_nodes(), "partitions": args.partitions,
-                    "seed": args.seed, "bfs_source": source}, turns=args.turns,
+                    "seed": args.seed, "bfs_source": source,
+                    "file": str(args.graph) if args.graph else "rmat"}, turns=args.turns,
              changes=rows)
     return 0
 

@@ -320,13 +320,13 @@ def run(graph, program: VertexProgram, *, mode: str = "auto", device: str = "cpu
         stats.resident_bytes = getattr(edges, "resident_bytes", 0)
         sizes = [int(b - a) for a, b in itertools.pairwise(edges.bounds)]
         values = edges.comm.allgather(local, sizes)
-        if not isinstance(values, np.ndarray):
-            values = values.cpu().numpy()
+        values = values if isinstance(values, np.ndarray) else values.cpu().numpy()
         stats.seconds = time.perf_counter() - t_start
     finally:
         bar.close()
         edges.close()
-    return Result(values=np.ascontiguousarray(values, np.float64), stats=stats, graph=graph)
+    return Result(values=np.ascontiguousarray(values, np.float64), stats=stats, graph=graph,
+                  order=program.order)
 
 
 def _solve(program: VertexProgram, edges: EdgeProvider, ctx: Context, state: dict, active,

@@ -6,10 +6,13 @@ the graph after the change as the repairs of :mod:`graphsys.bsp.incremental_chan
 the adjacency of the edge sets the previous result read (their stored CSR, and CSC on a
 directed edge set; mapped where ``graphsys index --csr --csc`` built them), less the
 pairs deleted before it, with the pairs deleted since and the appended edges beside it.
-Each deleted copy, then each appended edge, is applied one at a time by the subcore
-traversal of :mod:`graphsys.kernels.core_maintenance` (Sarıyüce et al., VLDB 2013): only
-nodes of core ``K`` joined to an end of core ``K`` are visited, and their cores move by
-one. Weight updates change no core and are not read.
+Each deleted copy, then each appended edge, is applied one at a time by the order-based
+core maintenance of :mod:`graphsys.kernels.core_maintenance` (Zhang et al., ICDE 2017),
+from the k-order the previous result kept (its ``order`` column, written by every run of
+:func:`~graphsys.bsp.kcore` that peels in memory): a deletion peels from its ends, an
+insertion scans only the nodes after its earlier end in that order that the candidates'
+edges reach; the result keeps the updated order for the next run. Weight updates change
+no core and are not read.
 
 A run starts from scratch instead, and says why in ``result.stats.method``, with
 ``result.stats.start == "scratch"`` (an update has ``"repair"``), by the repairs' rule:
@@ -17,11 +20,13 @@ where the changed edges are more than
 :data:`~graphsys.bsp.incremental_changes.REPAIR_MAX_FRACTION` of the edges read, on
 another device, mode or backend, on a time view, where a change set does not change every
 edge set the previous result read alike or an edge appended after one it read lists its
-pair, where the traversals scan more than
+pair, where the previous result keeps no k-order (written before results kept one, or of
+an order version this release does not read), where the updates scan more than
 :data:`SCAN_SHARE` of :data:`~graphsys.bsp.incremental_changes.REPAIR_MAX_SWEEPS` times
-both ends of the edges read (then the update stops, having spent about what a peeling
-from scratch costs), and with ``self_loops="refuse"`` (which reads every edge). The core
-numbers are a run from scratch's.
+both ends of the edges read, or :data:`SCAN_FLOOR` entries per sweep where that is more
+(then the update stops, having spent about half of what a peeling from scratch
+costs), and with ``self_loops="refuse"`` (which reads every edge). The core numbers are a
+run from scratch's.
 
 Examples
 --------
@@ -36,9 +41,9 @@ Examples
 >>> before = bsp.kcore(g).to_table()
 >>> _ = delete_edges(d / "g", [0], [1])                  # 0.1 % of the edges
 >>> g = graphsys.open_graph(d / "g")
->>> after = bsp.kcore(g, init=before)                    # only the clique is visited
+>>> after = bsp.kcore(g, init=before)                    # only the clique is peeled
 >>> after.stats.start, after.stats.method
-('repair', 'updated (1 deleted pairs, 0 new edges; 45 entries scanned)')
+('repair', 'updated (1 deleted pairs, 0 new edges; 30 entries scanned)')
 >>> after.values[:5].tolist(), bool((after.values == bsp.kcore(g).values).all())
 ([2.0, 2.0, 2.0, 2.0, 1.0], True)
 """
@@ -58,8 +63,13 @@ from graphsys.kernels import core_maintenance
 
 #: The share of :func:`~graphsys.bsp.incremental_changes.REPAIR_MAX_SWEEPS` sweeps an
 #: update scans before it stops: an entry of the overlay (translated, checked against the
-#: deleted pairs, read to reach, count and peel) costs several times one of a peeling
-SCAN_SHARE = 1 / 8
+#: deleted pairs, read to reach, count, order and peel) costs several times one of a
+#: peeling, so an update that gives up has spent about half of a peeling from scratch
+SCAN_SHARE = 1 / 32
+#: The fewest entries an update may scan, per one of those sweeps: a run from scratch
+#: also opens the graph's indexes, lays it out and lists its result, which on a small
+#: graph (ca-GrQc's 29k edges) costs more than the update scanning this many entries
+SCAN_FLOOR = 1 << 15
 
 
 def cores_from(spec, graph, previous, *, source=None, params=None,
@@ -83,31 +93,50 @@ def cores_from(spec, graph, previous, *, source=None, params=None,
         if share > changes.REPAIR_MAX_FRACTION:
             change = changes.Costly(f"changed edges {share:.2%} of those read, above the "
                                     f"repair's {changes.REPAIR_MAX_FRACTION:.0%}")
+    if not isinstance(change, str) and previous.order is None:
+        change = "the previous result keeps no k-order (written before results kept one)"
     if not isinstance(change, str):
         core = np.zeros(graph.num_nodes(), np.int64)
         core[previous.known] = old.astype(np.int64)
-        change = cores_updated(spec, graph, core, change, kwargs)
+        change = cores_updated(spec, graph, core, _order(previous, core, len(change.src)),
+                               change, kwargs)
     if isinstance(change, str):
         return changes.from_scratch(spec, graph, change, params=params, max_iters=max_iters,
                             **kwargs)
     return change
 
 
-def cores_updated(spec, graph, core: np.ndarray, change: changes.Change, kwargs
+def _order(previous, core: np.ndarray, inserted: int) -> tuple:
+    """The k-order ``previous`` kept, as :func:`~graphsys.kernels.core_maintenance.
+    order_lists` (room for the core numbers to rise by one per ``inserted`` edge); a
+    one-line FormatError when it is not one of ``core``."""
+    n = len(core)
+    ok, od = core_maintenance.order_lists(core, previous.order,
+                                          int(core.max(initial=0)) + inserted + 2,
+                                          1 << max(1, 61 - n.bit_length()))
+    if not ok or (previous.order[previous.known] < 0).any():
+        raise FormatError(f"{previous.source}: its order is not a peeling order of its core "
+                          f"numbers; run kcore from scratch instead (without a previous "
+                          f"result)")
+    return od
+
+
+def cores_updated(spec, graph, core: np.ndarray, od: tuple, change: changes.Change, kwargs
                   ) -> Result | str:
-    """The core numbers after ``change`` from ``core`` int64 (N,) (changed in place), or
-    a string saying why not when the traversals reach too far."""
+    """The core numbers after ``change`` from ``core`` int64 (N,) and their k-order ``od``
+    (both changed in place), or a string saying why not when the updates reach too far."""
     t0 = time.perf_counter()
     two = not symmetric(graph, kwargs.get("edge_set"))
     ov, deleted, inserted, pairs = core_maintenance.overlay(graph, change, two)
     setup = time.perf_counter() - t0
+    sweeps = changes.REPAIR_MAX_SWEEPS
+    limit = int(max(SCAN_SHARE * changes._limit(graph, kwargs), SCAN_FLOOR * sweeps))
     scanned, done = core_maintenance.overlay_update(
-        ov, graph.num_nodes(), core, *deleted, *inserted,
-        int(SCAN_SHARE * changes._limit(graph, kwargs)))
+        ov, graph.num_nodes(), core, od, *deleted, *inserted, limit)
     if not done:
-        return changes.Costly(f"the subcore traversals scanned more than "
-                              f"{SCAN_SHARE:g} x {changes.REPAIR_MAX_SWEEPS} times both ends of "
-                              f"the edges")
+        return changes.Costly(f"the updates scanned more than {limit:,} entries (the larger "
+                              f"of {SCAN_SHARE:g} x {sweeps} times both ends of the edges "
+                              f"and {SCAN_FLOOR:,} x {sweeps})")
     step = SuperstepStats(superstep=0, active=int(len(deleted[0]) + len(inserted[0])),
                           direction="repair", edges_scanned=int(scanned),
                           messages_sent=0, fused=True)
@@ -115,4 +144,4 @@ def cores_updated(spec, graph, core: np.ndarray, change: changes.Change, kwargs
               f"{int(scanned):,} entries scanned)")
     return Result(values=core.astype(np.float64),
                   stats=changes._stats(spec, graph, kwargs, t0, setup, step, method),
-                  graph=graph)
+                  graph=graph, order=core_maintenance.order_ranks(od, len(core)))

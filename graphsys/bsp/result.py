@@ -6,11 +6,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 
 from graphsys.bsp.stats import RunStats
 from graphsys.storage.node_values import NodeValues
-from graphsys.storage.previous import RESULT_METADATA, tagged  # noqa: F401 (re-exported)
+from graphsys.storage.previous import (  # noqa: F401 (re-exported)
+    ORDER_VERSION,
+    RESULT_METADATA,
+    tagged,
+)
 
 
 @dataclass(repr=False, kw_only=True)
@@ -41,6 +46,11 @@ class Result(NodeValues):
     columns : tuple of str, optional
         The names of the columns of (N, d) values (HITS: ``("hub", "authority")``), which
         :meth:`top` ranks by name.
+    order : numpy.ndarray, optional
+        int64 (N,): each node's position in an order the run kept beside its values, from
+        which a later run can update them (k-core's peeling order,
+        :mod:`graphsys.bsp.incremental_cores`); written as :meth:`to_table`'s ``order``
+        column. None: the run kept none.
 
     Examples
     --------
@@ -61,6 +71,7 @@ class Result(NodeValues):
 
     stats: RunStats
     provenance: dict | None = None
+    order: np.ndarray | None = None
 
     def __repr__(self) -> str:
         return (f"Result({self.stats.algorithm}: values float64 {self.values.shape}, "
@@ -75,8 +86,13 @@ class Result(NodeValues):
         pyarrow.Table
             Columns ``node`` (original id: int64 or string) and ``value`` (float64, or
             ``fixed_size_list<float64>[d]`` for (N, d) values), one row per node in
-            internal id order; the schema metadata ``graphsys.result`` holds
-            :attr:`provenance` as JSON, so a Parquet file of it can start a later run
-            (``init=``).
+            internal id order, and ``order`` (int64) where the run kept an
+            :attr:`order`; the schema metadata ``graphsys.result`` holds :attr:`provenance`
+            as JSON (with the ``order`` column's version, :data:`ORDER_VERSION`), so a
+            Parquet file of it can start a later run (``init=``).
         """
-        return tagged(super().to_table(), self.provenance)
+        table, meta = super().to_table(), self.provenance
+        if self.order is not None:
+            table = table.append_column("order", pa.array(self.order, pa.int64()))
+            meta = meta and {**meta, "order": ORDER_VERSION}
+        return tagged(table, meta)

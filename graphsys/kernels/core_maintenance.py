@@ -1,24 +1,31 @@
-"""Core numbers kept up to date under edge insertions and deletions, one edge at a time, by
-the traversal of the *subcore* around the changed edge (Sarıyüce et al., "Streaming
-algorithms for k-core decomposition", VLDB 2013, its traversal algorithm without the
-degree bounds that prune the search).
+"""Core numbers and their k-order kept up to date under edge insertions and deletions, one
+edge at a time, by the order-based core maintenance of Zhang, Yu, Zhang and Qin ("A Fast
+Order-Based Approach for Core Maintenance", ICDE 2017).
 
-Adding (or removing) one edge changes a core number by at most one, and only of the nodes
-whose core number is ``K``, the smaller of the two ends', that are connected to the end
-of core ``K`` through nodes of core ``K`` (its subcore). After an insertion, a node of
-the subcore rises to ``K + 1`` exactly when it keeps more than ``K`` neighbours of core
-above ``K`` or still in the subcore, once every node that has not is removed (repeatedly);
-after a deletion, a node falls to ``K - 1`` when it keeps fewer than ``K`` neighbours of
-core ``K`` or more once every such node is removed (repeatedly). The degree is
-networkx's ``core_number``'s: every edge listed counts once at each end (in + out on a
-directed graph, parallel edges each time; an undirected graph lists each edge once),
-self-loops never.
+Adding (or removing) one edge changes a core number by at most one, and only of nodes
+whose core number is ``K``, the smaller of the two ends'. The *k-order* (below) is a
+peeling order of the core numbers: each node has at most its core number of edges to
+nodes after it (its ``deg+``). After an insertion, nothing changes unless the earlier end
+``u`` now has ``deg+`` above ``K``; then the nodes of core ``K`` after ``u`` are scanned in
+order, only those the candidates' edges reach: a node with more than ``K`` edges to
+candidates before it or to nodes after it becomes a candidate, else it stays, and the
+candidates it is joined to lose that edge, leaving the candidates (and following it in
+the order) when they are left with ``K`` or fewer (repeatedly). The candidates left rise
+to ``K + 1``, first among those nodes in their order. After a deletion, a node of core
+``K`` falls to ``K - 1`` when it keeps fewer than ``K`` neighbours of core ``K`` or more
+once every such node is removed (repeatedly, peeling from the ends); the fallen go last
+among the nodes of core ``K - 1`` in the order they fell. The degree is networkx's
+``core_number``'s: every edge listed counts once at each end (in + out on a directed
+graph, parallel edges each time; an undirected graph lists each edge once), self-loops
+never.
 
 The graph is an overlay of the stored adjacency before the change and the change itself
 (below); a batch is applied as deletions first, then insertions, one edge at a time,
-which ends at the core numbers of the final graph whatever the order.
-:func:`graphsys.bsp.kcore` with ``init=`` runs it (:mod:`graphsys.bsp.incremental_cores`),
-and its tests check it against networkx's ``core_number`` after random change sequences.
+which ends at the core numbers of the final graph whatever the order, and at a k-order
+of it. :func:`graphsys.bsp.kcore` with ``init=`` runs it
+(:mod:`graphsys.bsp.incremental_cores`); its tests, and this module's, check it against
+networkx's ``core_number`` and brute-force peeling after random change sequences, and
+check the order kept.
 """
 
 from __future__ import annotations
@@ -152,9 +159,10 @@ def live_row(ov, n, w, stamp, count, mark, seen):
 
 
 @numba.njit(cache=True, nogil=True)
-def _above(ov, n, core, w, k):
-    """Live edges of ``w`` to other nodes of core ``k`` or more (its max-core degree) and
-    the entries scanned."""
+def _count(ov, n, core, label, w, k, lab):
+    """Live edges of ``w`` to other nodes of core above ``k``, or ``k`` with a label above
+    ``lab`` (:data:`_ANY`: of core ``k`` or more, its max-core degree), and the entries
+    scanned."""
     c = 0
     scanned = 0
     for s in range(4):
@@ -162,96 +170,36 @@ def _above(ov, n, core, w, k):
         scanned += hi - lo
         for e in range(lo, hi):
             x, m = _entry(ov, s, e, w, n)
-            if x != w and core[x] >= k:
+            if x != w and (core[x] > k or (core[x] == k and label[x] > lab)):
                 c += m
     return c, scanned
 
 
-@numba.njit(cache=True, nogil=True)
-def _rise(ov, n, core, u, v, k, stamp, mark, queue, cd, out):
-    """After an insertion between ``u`` and ``v`` (``k`` the smaller core): the nodes of
-    core ``k`` reached from an end of core ``k`` through nodes of core ``k`` with more
-    than ``k`` live edges to nodes of core ``k`` or more (only those can rise: a superset
-    of the nodes that do), marked ``stamp`` (the others seen ``stamp + 2``); then a
-    peeling counting neighbours of core above ``k`` or in the set, and the survivors rise
-    to ``k + 1``. Returns the entries scanned."""
-    size = 0
-    scanned = 0
-    for r in (u, v):
-        if core[r] == k and mark[r] != stamp and mark[r] != stamp + 2:
-            c, work = _above(ov, n, core, r, k)
-            scanned += work
-            mark[r] = stamp if c > k else stamp + 2
-            if c > k:
-                queue[size] = r
-                size += 1
-    head = 0
-    while head < size:
-        w = queue[head]
-        head += 1
-        for s in range(3):
-            lo, hi = _segment(ov, s, w)
-            scanned += hi - lo
-            for e in range(lo, hi):
-                x, c = _entry(ov, s, e, w, n)
-                if c > 0 and core[x] == k and mark[x] != stamp and mark[x] != stamp + 2:
-                    c, work = _above(ov, n, core, x, k)
-                    scanned += work
-                    mark[x] = stamp if c > k else stamp + 2
-                    if c > k:
-                        queue[size] = x
-                        size += 1
-    for t in range(size):
-        w = queue[t]
-        c = 0
-        for s in range(4):
-            lo, hi = _segment(ov, s, w)
-            scanned += hi - lo
-            for e in range(lo, hi):
-                x, m = _entry(ov, s, e, w, n)
-                if x != w and (core[x] > k or mark[x] == stamp):
-                    c += m
-        cd[w] = c
-    top = 0
-    for t in range(size):
-        w = queue[t]
-        if cd[w] <= k:
-            mark[w] = stamp + 1
-            out[top] = w
-            top += 1
-    while top > 0:
-        top -= 1
-        w = out[top]
-        for s in (3, 0, 1, 2):  # a removed node's -1 entries first: counts only fall
-            lo, hi = _segment(ov, s, w)
-            scanned += hi - lo
-            for e in range(lo, hi):
-                x, m = _entry(ov, s, e, w, n)
-                if m != 0 and mark[x] == stamp:
-                    cd[x] -= m
-                    if m > 0 and cd[x] <= k:
-                        mark[x] = stamp + 1
-                        out[top] = x
-                        top += 1
-    for t in range(size):
-        if mark[queue[t]] == stamp:
-            core[queue[t]] = k + 1
-    return scanned
+#: A label below every other (:func:`_count`)
+_ANY = np.iinfo(np.int64).min
 
 
 @numba.njit(cache=True, nogil=True)
-def _fall(ov, n, core, u, v, k, stamp, mark, cd, out, fresh, seq):
+def _fall(ov, n, core, od, kept, u, v, k, stamp, mark, cd, out, fresh, seq, fell, budget):
     """After a deletion between ``u`` and ``v`` (``k`` the smaller core): peeling from
     the ends of core ``k``, a node of core ``k`` falls to ``k - 1`` once fewer than ``k``
     of its live edges lead to nodes of core ``k`` or more not fallen; each node's count is
     taken when it is first reached (``mark`` ``stamp``; fallen ``stamp + 1``), without
-    the fallen nodes already lowered to ``k - 1``, and lowered as each other falls. Returns
-    the entries scanned and the next ``seq``."""
+    the fallen nodes already lowered to ``k - 1``, and lowered as each other falls. The
+    fallen go last in the list of core ``k - 1`` in the order they fell (``fell``): each
+    had fewer than ``k`` edges to nodes of core ``k`` or more not fallen before it, and
+    comes before the nodes of core ``k`` it came after, whose known ``deg+`` it leaves
+    (its own is counted anew when needed). Returns the entries scanned (stopping, the
+    lists and ``kept`` left as they are, once they pass ``budget``) and the next
+    ``seq``."""
+    label = od[0]
+    deg, has = kept
     top = 0
     scanned = 0
+    nf = 0
     for r in (u, v):
         if core[r] == k and mark[r] != stamp and mark[r] != stamp + 1:
-            c, work = _above(ov, n, core, r, k)
+            c, work = _count(ov, n, core, label, r, k, _ANY)
             scanned += work
             cd[r] = c
             mark[r] = stamp
@@ -259,50 +207,350 @@ def _fall(ov, n, core, u, v, k, stamp, mark, cd, out, fresh, seq):
                 mark[r] = stamp + 1
                 out[top] = r
                 top += 1
-    while top > 0:
+    while top > 0 and scanned <= budget:
         top -= 1
         w = out[top]
         core[w] = k - 1
+        has[w] = False
+        fell[nf] = w
+        nf += 1
         seq += 1
-        for s in range(4):  # first reached: counted without w (fallen)
+        # a fallen node's -1 entries first: a count only falls after them, so one below
+        # k at any entry stays below once the row is read
+        for s in (3, 0, 1, 2):
             lo, hi = _segment(ov, s, w)
             scanned += hi - lo
             for e in range(lo, hi):
                 x, m = _entry(ov, s, e, w, n)
-                if m != 0 and core[x] == k and mark[x] != stamp and mark[x] != stamp + 1:
-                    c, work = _above(ov, n, core, x, k)
+                if m == 0 or core[x] != k:
+                    continue
+                if has[x] and label[x] < label[w]:
+                    deg[x] -= m
+                if mark[x] != stamp and mark[x] != stamp + 1:  # first reached: counted
+                    c, work = _count(ov, n, core, label, x, k, _ANY)  # without w
                     scanned += work
                     cd[x] = c
                     mark[x] = stamp
                     fresh[x] = seq
-        for s in (3, 0, 1, 2):  # a fallen node's -1 entries first: counts only fall
-            lo, hi = _segment(ov, s, w)
-            scanned += hi - lo
-            for e in range(lo, hi):
-                x, m = _entry(ov, s, e, w, n)
-                if m != 0 and mark[x] == stamp and fresh[x] != seq:
+                elif mark[x] == stamp and fresh[x] != seq:
                     cd[x] -= m
-                if m != 0 and mark[x] == stamp and cd[x] < k:
+                if mark[x] == stamp and cd[x] < k:
                     mark[x] = stamp + 1
                     out[top] = x
                     top += 1
+    for i in range(nf):
+        _unlink(od, k, fell[i])
+    _place(od, k - 1, od[4][k - 1], fell[:nf])
     return scanned, seq
 
 
+# -- the k-order --------------------------------------------------------------------------------
+# The k-order (Zhang, Yu, Zhang and Qin, ICDE 2017) is a peeling order consistent with the
+# core numbers: nodes by core number, those of one core in an order in which each has at
+# most its core number of live edges to nodes after it (its ``deg+``). It is kept as one
+# doubly linked list per core number ``od = (label, nxt, prv, head, tail, gap)``: ``label``
+# int64 (N,) increases along each list (so ``x`` is after ``w`` when its core is larger or
+# equal with a larger label), ``nxt``/``prv`` int64 (N,) link a list (-1 at its ends),
+# ``head``/``tail`` int64 (levels,) its ends (-1 when empty); labels are spaced ``gap`` apart
+# when a list is relabelled, which happens when nodes moved between two leave no room.
+_LABEL_LIMIT = 1 << 62
+
+
 @numba.njit(cache=True, nogil=True)
-def overlay_update(ov, n, core, d_u, d_v, d_slot_u, d_slot_v, i_u, i_v, i_slot_u, i_slot_v,
-                   limit):
-    """Core numbers ``core`` int64 (N,) (changed in place) after the copies ``d_u[t] -
-    d_v[t]`` (entries ``d_slot_u/v`` of ``dgone``) are deleted one at a time, then the
-    edges ``i_u - i_v`` (entries of ``nalive``) inserted one at a time, over the overlay
-    ``ov`` (see above). Returns (entries scanned, False when that passed ``limit`` and the
-    update stopped)."""
+def order_lists(core, rank, levels, gap):
+    """(valid, ``od``): the lists ``od`` (above) of the order in which ``rank`` int64 (N,)
+    numbers the nodes (0, 1, ... over the nodes it lists; -1: a node it does not list, of
+    core 0, first in that list), ``levels`` lists; ``valid`` False when ``rank`` is not
+    such a numbering or ``core`` int64 (N,) falls along it."""
+    n = core.shape[0]
+    seq = np.full(n, -1, np.int64)
+    label, nxt, prv = np.empty(n, np.int64), np.full(n, -1, np.int64), np.full(n, -1, np.int64)
+    head, tail = np.full(levels, -1, np.int64), np.full(levels, -1, np.int64)
+    od = (label, nxt, prv, head, tail, gap)
+    first = 0
+    for v in range(n):
+        first += rank[v] < 0
+    at = 0
+    for v in range(n):
+        if rank[v] < 0:
+            if core[v] != 0:
+                return False, od
+            seq[at] = v
+            at += 1
+        elif rank[v] >= n - first or seq[first + rank[v]] >= 0:
+            return False, od
+        else:
+            seq[first + rank[v]] = v
+    for i in range(n):
+        v = seq[i]
+        k = core[v]
+        if k >= levels or (i > 0 and k < core[seq[i - 1]]):
+            return False, od
+        if tail[k] < 0:
+            head[k] = v
+            label[v] = 0
+        else:
+            nxt[tail[k]] = v
+            prv[v] = tail[k]
+            label[v] = label[tail[k]] + gap
+        tail[k] = v
+    return True, od
+
+
+@numba.njit(cache=True, nogil=True)
+def order_ranks(od, n):
+    """Each node's position in the k-order ``od``, int64 (N,)."""
+    _, nxt, _, head, _, _ = od
+    rank = np.empty(n, np.int64)
+    at = 0
+    for k in range(head.shape[0]):
+        v = head[k]
+        while v >= 0:
+            rank[v] = at
+            at += 1
+            v = nxt[v]
+    return rank
+
+
+@numba.njit(cache=True, nogil=True)
+def _unlink(od, k, x):
+    """Take ``x`` out of the list of core ``k``."""
+    _, nxt, prv, head, tail, _ = od
+    a, b = prv[x], nxt[x]
+    if a >= 0:
+        nxt[a] = b
+    else:
+        head[k] = b
+    if b >= 0:
+        prv[b] = a
+    else:
+        tail[k] = a
+
+
+@numba.njit(cache=True, nogil=True)
+def _place(od, k, a, xs):
+    """Link the nodes ``xs`` (out of every list), in order, into the list of core ``k``
+    right after ``a`` (-1: first), labelled evenly in the room between ``a`` and the node
+    after it (the list relabelled first where there is too little)."""
+    label, nxt, prv, head, tail, gap = od
+    c = xs.shape[0]
+    for _ in range(2):
+        b = nxt[a] if a >= 0 else head[k]
+        lo = label[a] if a >= 0 else (label[b] if b >= 0 else 0) - (c + 1) * gap
+        hi = label[b] if b >= 0 else lo + (c + 1) * gap
+        if hi - lo > c and -_LABEL_LIMIT < lo and hi < _LABEL_LIMIT:
+            break
+        x = head[k]
+        at = 0
+        while x >= 0:
+            label[x] = at * gap
+            at += 1
+            x = nxt[x]
+    step = (hi - lo) // (c + 1)
+    for i in range(c):
+        x = xs[i]
+        label[x] = lo + step * (i + 1)
+        prv[x] = a
+        if a >= 0:
+            nxt[a] = x
+        else:
+            head[k] = x
+        a = x
+    if c:
+        nxt[a] = b
+        if b >= 0:
+            prv[b] = a
+        else:
+            tail[k] = a
+
+
+@numba.njit(inline="always")
+def _after(core, label, x, w):
+    """Whether ``x`` is after ``w`` in the k-order."""
+    return core[x] > core[w] or (core[x] == core[w] and label[x] > label[w])
+
+
+@numba.njit(cache=True, nogil=True)
+def _plus(ov, n, core, label, kept, w):
+    """``w``'s live edges to nodes after it in the k-order (its ``deg+``), counted once
+    per update and kept (``kept = (deg, has)``: the count, whether it is known; the
+    update keeps a known count exact as edges and nodes move), and the entries scanned."""
+    deg, has = kept
+    if has[w]:
+        return deg[w], 0
+    c, scanned = _count(ov, n, core, label, w, core[w], label[w])
+    deg[w], has[w] = c, True
+    return c, scanned
+
+
+@numba.njit(inline="always")
+def _push(heap, size, key, x):
+    """Add ``x`` to the binary min-heap ``heap[:size]`` by ``key``; the new size."""
+    i = size
+    while i > 0:
+        p = (i - 1) // 2
+        if key[heap[p]] <= key[x]:
+            break
+        heap[i] = heap[p]
+        i = p
+    heap[i] = x
+    return size + 1
+
+
+@numba.njit(inline="always")
+def _pop(heap, size, key):
+    """The smallest of ``heap[:size]`` by ``key``, taken out; the new size."""
+    top = heap[0]
+    size -= 1
+    x = heap[size]
+    i = 0
+    while 2 * i + 1 < size:
+        c = 2 * i + 1
+        if c + 1 < size and key[heap[c + 1]] < key[heap[c]]:
+            c += 1
+        if key[heap[c]] >= key[x]:
+            break
+        heap[i] = heap[c]
+        i = c
+    if size > 0:
+        heap[i] = x
+    return top, size
+
+
+# states of a node during one insertion, added to its stamp in ``mark``
+_QUEUED, _CANDIDATE, _KEPT, _LEAVING, _LEFT = 0, 1, 2, 3, 4
+
+
+@numba.njit(cache=True, nogil=True)
+def _backward(ov, n, label, kept, w, k, st, mark, dstar, dplus, stack, drops, after, nd):
+    """A node ``w`` of the scan stays at core ``k`` (before the candidates now, so each
+    candidate neighbour loses one of its edges after it): the candidates left with ``k``
+    or fewer edges to candidates or nodes after them leave the candidates, one after
+    another (written to ``drops``, each to be linked right after ``after``: ``w``, then
+    the one before), and take that edge from their candidate neighbours in turn. Returns
+    the entries scanned and the new count of ``drops``."""
+    scanned = 0
+    top = 0
+    prev = w
+    x = w
+    while True:
+        for s in (3, 0, 1, 2):  # the -1 entries first: counts only fall after them
+            lo, hi = _segment(ov, s, x)
+            scanned += hi - lo
+            for e in range(lo, hi):
+                y, m = _entry(ov, s, e, x, n)
+                if m == 0 or y == x:
+                    continue
+                if mark[y] == st + _CANDIDATE or mark[y] == st + _LEAVING:
+                    if x != w and label[y] > label[x]:
+                        dstar[y] -= m
+                    else:
+                        dplus[y] -= m
+                    if m > 0 and mark[y] == st + _CANDIDATE and dstar[y] + dplus[y] <= k:
+                        mark[y] = st + _LEAVING
+                        stack[top] = y
+                        top += 1
+                elif x != w and mark[y] == st + _QUEUED:
+                    dstar[y] -= m
+        if top == 0:
+            return scanned, nd
+        top -= 1
+        x = stack[top]
+        mark[x] = st + _LEFT
+        kept[0][x] = dstar[x] + dplus[x]  # its edges to the candidates, then after it
+        drops[nd] = x
+        after[nd] = prev
+        nd += 1
+        prev = x
+
+
+@numba.njit(cache=True, nogil=True)
+def _insert(ov, n, core, od, kept, u, v, st, mark, dstar, dplus, heap, stack, cand, drops,
+            after, budget):
+    """OrderInsert (Zhang et al.) of the live edge ``u - v``: where the earlier end ``u``
+    (core ``k``) now has more than ``k`` edges after it, the nodes of core ``k`` after it
+    that its edges reach are scanned in k-order (a heap by label); a node with more than
+    ``k`` edges to candidates before it (``dstar``) or to nodes after it (``dplus``)
+    becomes a candidate, else it stays (:func:`_backward`). The candidates left rise to
+    ``k + 1``, first in that list in their order; those that left follow the node that
+    made them leave. Returns the entries scanned (stopping, with nothing moved, once they
+    pass ``budget``)."""
+    label = od[0]
+    if _after(core, label, u, v):
+        u, v = v, u
+    k = core[u]
+    kept[0][u] += kept[1][u]  # the new edge, where u's count is known
+    dp, scanned = _plus(ov, n, core, label, kept, u)
+    if dp <= k:
+        return scanned
+    size = _push(heap, 0, label, u)
+    mark[u], dstar[u] = st, 0
+    nc = nd = 0
+    while size > 0:
+        if scanned > budget:
+            return scanned
+        w, size = _pop(heap, size, label)
+        if w != u:
+            dp, work = _plus(ov, n, core, label, kept, w)
+            scanned += work
+        if dstar[w] + dp > k:
+            mark[w], dplus[w] = st + _CANDIDATE, dp
+            cand[nc] = w
+            nc += 1
+            for s in range(4):
+                lo, hi = _segment(ov, s, w)
+                scanned += hi - lo
+                for e in range(lo, hi):
+                    x, m = _entry(ov, s, e, w, n)
+                    if m == 0 or core[x] != k or label[x] <= label[w]:
+                        continue
+                    if mark[x] < st:
+                        mark[x], dstar[x] = st, 0
+                        size = _push(heap, size, label, x)
+                    dstar[x] += m
+        else:
+            mark[w] = st + _KEPT
+            kept[0][w] = dp + dstar[w]  # its candidate neighbours follow it now
+            if dstar[w] > 0:
+                work, nd = _backward(ov, n, label, kept, w, k, st, mark, dstar, dplus,
+                                     stack, drops, after, nd)
+                scanned += work
+    i = 0
+    while i < nd:  # each run of leaving nodes, after the node that made the first leave
+        j = i + 1
+        while j < nd and after[j] == drops[j - 1]:
+            j += 1
+        for t in range(i, j):
+            _unlink(od, k, drops[t])
+        _place(od, k, after[i], drops[i:j])
+        i = j
+    up = 0
+    for t in range(nc):
+        if mark[cand[t]] == st + _CANDIDATE:
+            _unlink(od, k, cand[t])
+            core[cand[t]] = k + 1
+            kept[0][cand[t]] = dplus[cand[t]]
+            cand[up] = cand[t]
+            up += 1
+    _place(od, k + 1, -1, cand[:up])
+    return scanned
+
+
+@numba.njit(cache=True, nogil=True)
+def overlay_update(ov, n, core, od, d_u, d_v, d_slot_u, d_slot_v, i_u, i_v, i_slot_u,
+                   i_slot_v, limit):
+    """Core numbers ``core`` int64 (N,) and their k-order ``od`` (changed in place) after
+    the copies ``d_u[t] - d_v[t]`` (entries ``d_slot_u/v`` of ``dgone``) are deleted one at
+    a time (the nodes that fall, last in the list below in the order they fall), then the
+    edges ``i_u - i_v`` (entries of ``nalive``) inserted one at a time (:func:`_insert`),
+    over the overlay ``ov`` (see above). Returns (entries scanned, False when that passed
+    ``limit`` and the update stopped)."""
     _, _, _, _, _, _, _, _, _, _, nalive, _, _, dgone, _ = ov
     mark = np.zeros(n, np.int64)
-    queue = np.empty(n, np.int64)
-    out = np.empty(n, np.int64)
-    cd = np.zeros(n, np.int64)
-    fresh = np.zeros(n, np.int64)
+    work_a, work_b, work_c = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64)
+    work_d, work_e = np.empty(n, np.int64), np.empty(n, np.int64)
+    cd, fresh, dplus = np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64)
+    kept = (np.zeros(n, np.int64), np.zeros(n, np.bool_))
     stamp = 1
     seq = 0
     scanned = 0
@@ -318,14 +566,19 @@ def overlay_update(ov, n, core, d_u, d_v, d_slot_u, d_slot_v, i_u, i_v, i_slot_u
                 dgone[d_slot_v[t]] = True
             u, v = ends_u[t], ends_v[t]
             k = min(core[u], core[v])
-            if u == v or (not insert and k == 0):
+            if u == v:
                 continue
             if insert:
-                scanned += _rise(ov, n, core, u, v, k, stamp, mark, queue, cd, out)
+                scanned += _insert(ov, n, core, od, kept, u, v, stamp, mark, cd, dplus,
+                                   work_a, work_b, work_c, work_d, work_e, limit - scanned)
             else:
-                work, seq = _fall(ov, n, core, u, v, k, stamp, mark, cd, out, fresh, seq)
-                scanned += work
-            stamp += 3
+                first = v if _after(core, od[0], u, v) else u
+                kept[0][first] -= kept[1][first]  # the deleted edge led after it
+                if k > 0:
+                    work, seq = _fall(ov, n, core, od, kept, u, v, k, stamp, mark, cd,
+                                      work_a, fresh, seq, work_b, limit - scanned)
+                    scanned += work
+            stamp += 5
             if scanned > limit:
                 return scanned, False
     return scanned, True

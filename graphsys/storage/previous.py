@@ -28,6 +28,9 @@ from graphsys.storage.edge_changes import apply, global_keys, load_bucket
 
 #: The schema metadata key of a result table that holds its run's provenance.
 RESULT_METADATA = "graphsys.result"
+#: The version of the ``order`` column a BSP result writes (recorded in the provenance as
+#: ``order``): a later run reads the column only when it knows its version
+ORDER_VERSION = 1
 #: The largest share of the edges read that may have changed (appended, deleted or
 #: re-weighted pairs) for a repair; above it a run from scratch
 REPAIR_MAX_FRACTION = 0.05
@@ -74,6 +77,11 @@ class Previous:
         did not record one).
     change_sets : tuple of str
         The change sets (deletions, weight updates) among ``new_edge_sets``.
+    order : numpy.ndarray or None
+        int64 (N,) by internal id: each listed node's position in the order PREV kept
+        (its ``order`` column, :attr:`Result.order <graphsys.bsp.result.Result.order>`,
+        of the version :data:`ORDER_VERSION`), -1 for a node it does not list; None where
+        it kept none.
     """
 
     values: np.ndarray
@@ -85,6 +93,7 @@ class Previous:
     converged: bool | None = None
     residual: float | None = None
     change_sets: tuple[str, ...] = ()
+    order: np.ndarray | None = None
 
     def check_fixed_point(self, algorithm: str) -> None:
         """A one-line ParameterError unless PREV's run converged: what a warm start that repairs
@@ -196,9 +205,11 @@ def read_previous(graph, init, algorithm: str, edge_set=None, source=None,
     source : int or str, optional
         The run's source node (BFS, SSSP, personalized PageRank).
     column : str or tuple of str, default "value"
-        The column of the values: ``value`` (float, a BSP result: its only other column is
-        ``node``), or other (numeric) columns beside ``node`` (mining's ``triangles`` and
-        ``degree``: then :attr:`Previous.values` is float64 (N, k), one column each).
+        The column of the values: ``value`` (float, a BSP result: its only other columns
+        are ``node`` and an optional integer ``order``, read into :attr:`Previous.order`
+        where the provenance records its version), or other (numeric) columns beside
+        ``node`` (mining's ``triangles`` and ``degree``: then :attr:`Previous.values` is
+        float64 (N, k), one column each).
 
     Returns
     -------
@@ -233,6 +244,10 @@ def read_previous(graph, init, algorithm: str, edge_set=None, source=None,
     values = np.full(n if isinstance(column, str) else (n, len(column)), np.nan)
     values[internal] = np.column_stack([table.column(c).to_numpy().astype(np.float64) for c in (
         [column] if isinstance(column, str) else column)]).reshape(values[internal].shape)
+    order = None
+    if column == "value" and "order" in table.column_names and meta.get("order") == ORDER_VERSION:
+        order = np.full(n, -1, np.int64)
+        order[internal] = table.column("order").to_numpy().astype(np.int64)
     new = tuple(m for m in es.parts if m not in meta["edge_sets"])
     steps = meta.get("supersteps")
     steps = steps if isinstance(steps, int) and not isinstance(steps, bool) and steps > 0 \
@@ -243,7 +258,7 @@ def read_previous(graph, init, algorithm: str, edge_set=None, source=None,
     converged = meta.get("converged")
     return Previous(values, known, new, where, steps, tol,
                     converged if isinstance(converged, bool) else None,
-                    _positive(meta.get("residual")), tuple(changed))
+                    _positive(meta.get("residual")), tuple(changed), order)
 
 
 def _match(graph, meta: dict, where: str, algorithm: str, edge_set, source):
@@ -309,17 +324,20 @@ def starts_from(graph, init, algorithm: str, params: dict[str, Any], edge_set=No
 
 def _check_columns(table: pa.Table, where: str, column: str | tuple) -> None:
     """A one-line FormatError unless ``table`` holds ``node`` and the value columns: a float
-    ``value`` and nothing else, or the numeric columns ``column`` beside others."""
+    ``value`` and nothing else but an integer ``order``, or the numeric columns ``column``
+    beside others."""
     names = set(table.column_names)
     want = [column] if isinstance(column, str) else list(column)
     kinds = [table.schema.field(c).type for c in want if c in names]
     if "node" in names and len(kinds) == len(want) and (
-            names == {"node", "value"} and pa.types.is_floating(kinds[0])
+            names - {"order"} == {"node", "value"} and pa.types.is_floating(kinds[0]) and (
+                "order" not in names or pa.types.is_integer(table.schema.field("order").type))
             if column == "value" else all(pa.types.is_floating(k) or pa.types.is_integer(k)
                                           for k in kinds)):
         return
     raise FormatError(f"{where}: expected columns node and {' and '.join(want)} "
-                      f"({'float' if column == 'value' else 'numeric'}), got "
+                      f"({'float' if column == 'value' else 'numeric'})"
+                      f"{', and order (integer) or none' if column == 'value' else ''}, got "
                       f"{', '.join(f'{f.name} ({f.type})' for f in table.schema)}")
 
 

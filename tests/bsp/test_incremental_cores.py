@@ -7,6 +7,7 @@ result it cannot start from in one line."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -48,6 +49,21 @@ def _reference(g, live, undirected) -> dict:
     ref.add_nodes_from(g.node_ids().tolist())
     ref.add_edges_from(live)
     return nx.core_number(ref)
+
+
+def _check_order(table, live) -> None:
+    """The ``order`` column is a k-order: core numbers never fall along it, and each node
+    has at most its core number of edges to nodes after it."""
+    rows = table.to_pydict()
+    core = dict(zip(rows["node"], rows["value"]))
+    rank = dict(zip(rows["node"], rows["order"]))
+    assert sorted(rank.values()) == list(range(len(rank)))
+    by_rank = sorted(rank, key=rank.get)
+    assert all(core[a] <= core[b] for a, b in zip(by_rank, by_rank[1:]))
+    plus = dict.fromkeys(rank, 0)
+    for a, b in live:
+        plus[a if rank[a] < rank[b] else b] += 1
+    assert all(plus[v] <= core[v] for v in rank)
 
 
 @pytest.fixture
@@ -94,6 +110,7 @@ def test_random_change_sequences_equal_networkx_and_scratch(tmp_path, undirected
         ref = _reference(g, live, undirected)
         assert got.to_dict() == {k: float(v) for k, v in ref.items()}
         prev = got.to_table()
+        _check_order(prev, live)
 
 
 @pytest.mark.usefixtures("_any_share")
@@ -145,7 +162,7 @@ def test_fallbacks_run_from_scratch_and_say_why(tmp_path, monkeypatch):
     monkeypatch.setattr(incremental_changes, "REPAIR_MAX_SWEEPS", 0)
     got = bsp.kcore(g, init=prev)
     assert got.stats.start == "scratch"
-    assert "subcore traversals scanned more than" in got.stats.method
+    assert "the updates scanned more than" in got.stats.method
     assert np.array_equal(got.values, scratch)
 
 
@@ -160,6 +177,35 @@ def test_a_result_it_cannot_start_from_is_one_line(tmp_path):
     with pytest.raises(GraphsysError) as err:
         bsp.kcore(g, init=wcc)
     assert "\n" not in str(err.value)
+    garbled = table.set_column(2, "order", pa.array([0, 0, 1]))  # not a numbering
+    with pytest.raises(GraphsysError, match=r"not a peeling order of its core numbers"):
+        bsp.kcore(g, init=garbled)
+
+
+@pytest.mark.usefixtures("_any_share")
+def test_a_result_without_an_order_runs_from_scratch_then_updates(tmp_path):
+    """A result written before results kept the k-order (or of an order version this
+    release does not know) starts a run from scratch, which keeps one for the next."""
+    _write(tmp_path / "e.parquet", [(0, 1), (1, 2), (2, 0), (2, 3), (3, 4), (4, 2)])
+    g = graphsys.ingest(tmp_path / "e.parquet", tmp_path / "g")
+    table = bsp.kcore(g).to_table()
+    assert table.column_names == ["node", "value", "order"]
+    meta = json.loads(table.schema.metadata[b"graphsys.result"])
+    later = table.replace_schema_metadata({"graphsys.result": json.dumps({**meta,
+                                                                          "order": 99})})
+    old = table.drop_columns(["order"])  # as the release before wrote it
+    delete_edges(tmp_path / "g", [0], [1])
+    g = open_graph(tmp_path / "g")
+    for prev in (old, later):
+        got = bsp.kcore(g, init=prev)
+        assert got.stats.start == "scratch" and "keeps no k-order" in got.stats.method
+        assert np.array_equal(got.values, bsp.kcore(g).values)
+    _write(tmp_path / "d1.parquet", [(0, 3), (1, 3)])
+    graphsys.ingest(tmp_path / "d1.parquet", tmp_path / "g", append=True, edge_set="d1")
+    g2 = open_graph(tmp_path / "g")
+    again = bsp.kcore(g2, init=got.to_table())
+    assert again.stats.start == "repair"
+    assert np.array_equal(again.values, bsp.kcore(g2).values)
 
 
 @pytest.mark.usefixtures("_any_share")
@@ -173,8 +219,9 @@ def test_cli_updates_and_says_so(tmp_path, capsys):
     assert main(["run", "kcore", str(tmp_path / "g"), "--out", str(out), "--overwrite"]) == 0
     said = capsys.readouterr().out
     assert "incremental: repaired from the changed edges" in said
-    got = dict(zip(*pq.read_table(out).to_pydict().values()))
-    assert got == {0: 1.0, 1: 1.0, 2: 1.0, 3: 1.0, 4: 1.0}
+    rows = pq.read_table(out).to_pydict()
+    assert dict(zip(rows["node"], rows["value"])) == {0: 1.0, 1: 1.0, 2: 1.0, 3: 1.0, 4: 1.0}
+    _check_order(pq.read_table(out), [(1, 2), (2, 0), (2, 3), (3, 4)])
 
 
 def _mirror_graph() -> Path:

@@ -97,8 +97,9 @@ class KCore(VertexProgram):
     def solve_in_memory(self, ctx, edges, state, schedule, max_iters):
         """``schedule="auto"``: peeling level by level in one numba call
         (:func:`~graphsys.kernels.cores.core_levels`), recorded as one superstep
-        (``stats.method``: ``level-peel``), the same core numbers. ``max_iters`` not
-        applied."""
+        (``stats.method``: ``level-peel``), the same core numbers, and the removal order
+        kept (:attr:`order`: a k-order, from which :mod:`graphsys.bsp.incremental_cores`
+        updates). ``max_iters`` not applied."""
         if schedule != "auto":
             return None
         two = self.direction == "both"
@@ -123,8 +124,11 @@ class KCore(VertexProgram):
         else:
             deg = degrees(False)
         vid = np.int32 if n < 2**31 else np.int64
+        peeled = np.empty(n, np.int64)
         read = core_levels(*out, *into, two, deg, host_array(state["core"]), np.empty(n, vid),
-                           np.empty(n, vid), np.empty(0, np.int64))
+                           np.empty(n, vid), peeled)
+        self.order = np.empty(n, np.int64)  # each node's position in the peeling: the
+        self.order[peeled] = np.arange(n)  # k-order a later run updates from
         method = "level-peel"
         ss = SuperstepStats(superstep=0, active=ctx.num_nodes, direction=method,
                             edges_scanned=int(read), messages_sent=0, fused=True)
@@ -170,7 +174,10 @@ def kcore(graph, *, self_loops: str = "ignore", max_iters: int | None = None,
     Returns
     -------
     Result
-        ``values``: float64 (N,) core numbers by internal node id.
+        ``values``: float64 (N,) core numbers by internal node id; ``order``: the peeling
+        order (each node's position, a k-order) where the in-memory peeling ran, written
+        beside the values by ``to_table()`` so that a later run with ``init=`` updates
+        both (:mod:`graphsys.bsp.incremental_cores`).
 
     Raises
     ------
