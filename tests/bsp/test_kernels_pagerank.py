@@ -11,11 +11,11 @@ import pytest
 import scipy.sparse as sp
 
 from graphsys import bsp, open_graph
+from graphsys.bsp.algorithms.pagerank import PageRankRows
 from graphsys.bsp.kernels_pagerank import bfs_order, renumber
 from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
 from .conftest import GRAPH_KEYS
-from .vector_programs import PageRankRows
 
 #: the module (the package's ``pagerank`` name is the front-end function)
 pagerank_module = importlib.import_module("graphsys.bsp.algorithms.pagerank")

@@ -13,10 +13,11 @@ import pytest
 import torch
 
 from graphsys import bsp
+from graphsys.bsp.algorithms.pagerank import PageRankRows
 from graphsys.errors import GraphsysError
 
 from .conftest import GRAPH_KEYS, MODES, torchrun
-from .vector_programs import JOBS, PageRankRows, Propagate, features, reference
+from .vector_programs import JOBS, Propagate, features, reference
 
 
 @pytest.mark.parametrize("mode,backend", MODES)

@@ -13,21 +13,7 @@ import scipy.sparse as sp
 import torch
 
 from graphsys import bsp
-from graphsys.bsp.algorithms.pagerank import PageRank
-
-
-class PageRankRows(PageRank):
-    """:class:`PageRank` declared as a vector program of width 1: the same values through
-    the vector (``(N, 1)`` rows) edge paths, to measure and test them against the scalar
-    ones."""
-
-    width = 1
-
-    def send(self, ctx, state):
-        return super().send(ctx, state).unsqueeze(1)
-
-    def update(self, ctx, state, combined, received):
-        return super().update(ctx, state, combined[:, 0], received)
+from graphsys.bsp.algorithms.pagerank import PageRankRows
 
 
 def features(n: int, d: int, seed: int = 3) -> np.ndarray:

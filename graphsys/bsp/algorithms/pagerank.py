@@ -718,3 +718,17 @@ PPR_SPEC = AlgorithmSpec("ppr", _ppr_program, lambda n: 100, needs_source=True,
                          parameters=("damping", "tol", "sum_dtype", "weighted",
                                      "store_index"),
                          warm_start=pagerank_from)
+
+
+class PageRankRows(PageRank):
+    """:class:`PageRank` declared as a vector program of width 1: the same values through
+    the vector (``(N, 1)`` rows) edge paths, to measure and test them against the scalar
+    ones."""
+
+    width = 1
+
+    def send(self, ctx, state):
+        return super().send(ctx, state).unsqueeze(1)
+
+    def update(self, ctx, state, combined, received):
+        return super().update(ctx, state, combined[:, 0], received)
