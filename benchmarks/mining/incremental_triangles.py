@@ -36,6 +36,8 @@ import shutil
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
+
 import numpy as np
 
 from benchmarks import harness
