@@ -235,7 +235,6 @@ def _run(args, body) -> int:
 
 
 def run_triangles(args) -> int:
-
     from graphsys import mining
 
     clustering = getattr(args, "clustering", False)

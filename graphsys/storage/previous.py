@@ -241,6 +241,12 @@ def read_previous(graph, init, algorithm: str, edge_set=None, source=None,
     known[internal] = True
     if int(known.sum()) != len(internal):
         raise FormatError(f"{where}: a node is listed twice")
+    listed = meta.get("num_nodes")
+    if isinstance(listed, int) and not isinstance(listed, bool) and listed != len(internal):
+        # an unlisted old node would be read as a new one: a wrong answer, not a start
+        raise FormatError(f"{where}: lists {len(internal):,} nodes, the graph it was computed "
+                          f"on has {listed:,} (a truncated or edited result); start from "
+                          f"scratch (without a previous result)")
     values = np.full(n if isinstance(column, str) else (n, len(column)), np.nan)
     values[internal] = np.column_stack([table.column(c).to_numpy().astype(np.float64) for c in (
         [column] if isinstance(column, str) else column)]).reshape(values[internal].shape)

@@ -184,6 +184,12 @@ def test_cli_init_reads_the_out_file(tmp_path, capsys):
     assert table.column_names == ["node", "triangles", "clustering", "degree"]
     assert table.column("triangles").to_pylist() == mining.triangles(g).values.tolist()
 
+    # a result with rows cut (its provenance kept) is refused, not read as new nodes
+    table = pq.read_table(out)
+    pq.write_table(table.slice(0, 10), tmp_path / "cut.parquet")
+    with pytest.raises(GraphsysError, match="lists 10 nodes, the graph it was computed on"):
+        mining.triangle_stats(g, per_node=True, init=tmp_path / "cut.parquet")
+
 
 @pytest.mark.usefixtures("_any_share")
 @pytest.mark.parametrize("readd", [False, True])
