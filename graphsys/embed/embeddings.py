@@ -32,6 +32,7 @@ from graphsys.embed.relations import RelationModel
 from graphsys.errors import FormatError, GraphsysError, ParameterError
 from graphsys.storage.embedding_files import is_embedding_directory, read_embedding_files
 from graphsys.storage.graph import Graph, open_graph
+from graphsys.storage.identity import stored_record
 
 
 class Embeddings(EmbeddingQueries, EmbeddingExports):
@@ -414,7 +415,7 @@ class ArrowEmbeddings(Embeddings):
                  for p, rel in zip(files.partitions, files.header["partitions"])]
         sizes = [len(x) for x in parts]
         self.path, self.config, self._graph, self._grown = path, None, None, None
-        self.meta = {**files.header, "entity_types": {et: {"partition_sizes": sizes}}}
+        self.meta = {**files.header, "entity_types": stored_record(et, files.ids)}
         if graph is not None:
             self._set_graph(graph)
         self.version = 0
@@ -426,9 +427,14 @@ class ArrowEmbeddings(Embeddings):
         self._offsets = {et: np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)}
 
     def _set_graph(self, graph: Graph) -> None:
-        """The graph the embeddings were computed on, exactly: a GNN embeds a grown graph's
-        new nodes when run on it again (``embed_checkpoint``)."""
-        check_graph(self.meta, graph, self.path)
+        """The graph the embeddings were computed on, exactly: the same ids in each
+        partition, in the same order (the files' ``id`` columns against the graph's). A
+        graph grown by appends since keeps the old rows in place but has nodes without one:
+        refused, naming what embeds them (``embed_checkpoint`` on the grown graph)."""
+        if check_graph(self.meta, graph, self.path, grown=True) is not None:
+            raise GraphsysError(f"{self.path}: the graph {graph.path} gained nodes by appends "
+                                f"since these embeddings were written, which have none: "
+                                f"embed the grown graph again (embed_checkpoint)")
         self._graph = graph
 
 

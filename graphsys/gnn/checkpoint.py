@@ -52,6 +52,7 @@ from graphsys.errors import FormatError, GraphsysError, ParameterError
 from graphsys.storage import file_rules
 from graphsys.storage.atomic import fsync_path, make_directory, write_bytes_atomic
 from graphsys.storage.identity import check_nodes, check_record, node_record
+from graphsys.storage.index_merge import remap_ids
 from graphsys.storage.lock import writer_lock
 
 FORMAT = "graphsys-gnn-checkpoint"
@@ -334,18 +335,16 @@ def grown_rows(state: dict[str, torch.Tensor], prefix: str, graph, etype: str,
     every stored edge set (an append joined to the default view or apart: the edge sets
     stored before it join no new node to an old one) when the graph has one entity type,
     else the mean of every old row (a bias: 0)."""
-    now = [int(x) for x in graph.partition_sizes(etype)]
-    old_start = np.concatenate([[0], np.cumsum(old)]).astype(np.int64)
-    new_start = np.concatenate([[0], np.cumsum(now)]).astype(np.int64)
-    where = np.concatenate([np.arange(new_start[p], new_start[p] + old[p])
-                            for p in range(len(old))]).astype(np.int64)
-    is_new = np.ones(int(new_start[-1]), np.bool_)
+    n = int(sum(graph.partition_sizes(etype)))
+    where = remap_ids(np.arange(sum(old), dtype=np.int64), tuple(old),
+                      tuple(int(x) for x in graph.partition_sizes(etype)))
+    is_new = np.ones(n, np.bool_)
     is_new[where] = False
     out = dict(state)
     for key, value in state.items():
-        if not key.startswith(prefix) or value.ndim == 0 or value.shape[0] != old_start[-1]:
+        if not key.startswith(prefix) or value.ndim == 0 or value.shape[0] != sum(old):
             continue
-        rows = value.new_zeros((int(new_start[-1]), *value.shape[1:]))
+        rows = value.new_zeros((n, *value.shape[1:]))
         rows[torch.from_numpy(where)] = value
         if value.ndim == 2:  # embeddings: new nodes from their old neighbours
             fill = value.mean(0, keepdim=True).expand(int(is_new.sum()), -1).clone()

@@ -40,7 +40,9 @@ from graphsys.outputs import check_own_directory
 from graphsys.progress import display
 from graphsys.storage import file_rules
 from graphsys.storage.atomic import staging_directory, write_bytes_atomic
-from graphsys.storage.graph import Graph
+from graphsys.storage.format import MANIFEST
+from graphsys.storage.graph import Graph, open_graph
+from graphsys.storage.identity import check_nodes, stored_record
 
 FORMAT = "graphsys-propagated-features"
 INDEX = "propagation.json"
@@ -57,9 +59,12 @@ def _write(path: Path, ids, values: np.ndarray, column: str) -> None:
         w.write_table(table, max_chunksize=max(len(values), 1))
 
 
-def _read(path: Path, column: str, dim: int) -> np.ndarray:
-    """The float32 (n, dim) rows of one hop file, a read-only view of its memory map."""
+def _read(path: Path, column: str, dim: int, ids: list | None = None) -> np.ndarray:
+    """The float32 (n, dim) rows of one hop file, a read-only view of its memory map; its
+    ids appended to ``ids`` when given."""
     table = paipc.open_file(pa.memory_map(str(path))).read_all()
+    if ids is not None:
+        ids.append(table.column("id").combine_chunks())
     flat = table.column(column).combine_chunks().flatten()
     return flat.to_numpy(zero_copy_only=False).reshape(-1, dim)
 
@@ -189,9 +194,12 @@ def propagate(graph: Graph, out: str | Path, *, hops: int = 2, column: str = "fe
     return Path(out)
 
 
-def read_hop(out: str | Path, hop: int) -> np.ndarray:
-    """``X^(hop)`` written by :func:`propagate`, float32 (N, dim) in the graph's
-    type-global node order."""
+def read_hop(out: str | Path, hop: int, graph: Graph | None = None) -> np.ndarray:
+    """``X^(hop)`` written by :func:`propagate`, float32 (N, dim) in the type-global node
+    order of ``graph`` (default: the graph recorded, when its directory is there), checked
+    to be the order propagated over: the files' ids, partition by partition, must be the
+    graph's. A graph grown by an append since (its internal ids moved, new nodes have no
+    rows) or re-ingested is refused in one line: propagate again."""
     out = Path(out)
     header = _header(out)
     if str(hop) not in header["files"]:
@@ -199,15 +207,20 @@ def read_hop(out: str | Path, hop: int) -> np.ndarray:
     files = header["files"][str(hop)]
     if not isinstance(files, list):
         raise FormatError(f"{out / INDEX}: files of hop {hop} must be a list")
-    parts = []
+    parts, ids = [], []
     for f in files:
         path = file_rules.inside(out, f, source=str(out / INDEX), field=f"files.{hop}")
         file_rules.file_size(out, path)                  # a regular file: never a FIFO
         try:
-            parts.append(np.array(_read(path, header["column"], header["dim"])))
+            parts.append(np.array(_read(path, header["column"], header["dim"], ids)))
         except (OSError, KeyError, ValueError, pa.ArrowException) as exc:
             raise FormatError(f"{path}: cannot read hop {hop} "
                               f"({str(exc).splitlines()[0] if str(exc) else exc!r})") from None
+    if graph is None and (Path(str(header.get("graph"))) / MANIFEST).is_file():
+        graph = open_graph(header["graph"])
+    if graph is not None:
+        check_nodes(stored_record(str(header.get("entity_type")), ids), graph, str(out),
+                    "(grown by an append, or re-ingested, since: propagate again)")
     return np.concatenate(parts)
 
 
@@ -224,7 +237,9 @@ def _header(out: Path) -> dict:
     return header
 
 
-def sign_features(out: str | Path) -> np.ndarray:
-    """SIGN's input ``[X^(0), ..., X^(k)]``, float32 (N, (k+1) dim)."""
+def sign_features(out: str | Path, graph: Graph | None = None) -> np.ndarray:
+    """SIGN's input ``[X^(0), ..., X^(k)]``, float32 (N, (k+1) dim), checked against
+    ``graph`` as :func:`read_hop` checks it."""
     header = _header(Path(out))
-    return np.concatenate([read_hop(out, k) for k in range(header["hops"] + 1)], axis=1)
+    return np.concatenate([read_hop(out, k, graph) for k in range(header["hops"] + 1)],
+                          axis=1)

@@ -81,7 +81,8 @@ def load_temporal(checkpoint: str | Path, graph: Graph | None = None, *, device=
     if identity.get("digest") != graph_digest(graph):
         raise GraphsysError(f"{checkpoint}: a temporal model's memory belongs to the events "
                             f"it was trained on ({meta.get('graph')}); {graph.path} has other "
-                            f"nodes, edges or partitions")
+                            f"nodes, edges or partitions (an append since moves node ids "
+                            f"and adds events): train again on it")
     if "edge_features" not in meta and not graph.edge_set(None).has_weight:
         cfg.edge_features = []   # a run from before feature columns were read: no features
     task = TemporalTask(graph, cfg, torch.device(device))

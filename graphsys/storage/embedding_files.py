@@ -65,6 +65,8 @@ class EmbeddingFiles:
     partitions : list of ndarray
         One float32 ``(n_p, d)`` read-only array per storage partition, memory-mapped,
         rows in the partition's node order.
+    ids : list of pyarrow.Array
+        The original ids of each partition's rows (the files' ``id`` column).
     """
 
     path: Path
@@ -72,6 +74,7 @@ class EmbeddingFiles:
     entity_type: str
     dimension: int
     partitions: list[np.ndarray] = field(repr=False)
+    ids: list[pa.Array] = field(repr=False, default_factory=list)
 
 
 def is_embedding_directory(path: str | Path) -> bool:
@@ -144,17 +147,19 @@ def read_embedding_files(path: str | Path) -> EmbeddingFiles:
     parts = [_read_partition(path, file_rules.inside(path, rel, source=str(index),
                                                      field="partitions"), dim)
              for rel in files]
-    rows = sum(len(p) for p in parts)
+    rows = sum(len(p) for p, _ in parts)
     if rows != num_nodes:
         raise FormatError(f"{path}: partitions hold {rows} rows, the index says {num_nodes}")
-    return EmbeddingFiles(path, header, et, dim, parts)
+    return EmbeddingFiles(path, header, et, dim, [p for p, _ in parts], [i for _, i in parts])
 
 
-def _read_partition(path: Path, file: Path, dim: int) -> np.ndarray:
-    """The embedding column of one partition file as float32 ``(n, dim)``, memory-mapped."""
+def _read_partition(path: Path, file: Path, dim: int) -> tuple[np.ndarray, pa.Array]:
+    """The embedding column of one partition file as float32 ``(n, dim)``, memory-mapped,
+    and its ids."""
     file_rules.file_size(path, file)
     try:
-        col = paipc.open_file(pa.memory_map(str(file))).read_all().column("embedding")
+        table = paipc.open_file(pa.memory_map(str(file))).read_all()
+        col, ids = table.column("embedding"), table.column("id").combine_chunks()
     except (OSError, KeyError, pa.ArrowException) as exc:
         raise FormatError(f"{file}: cannot read embeddings ({exc})") from None
     if col.type != pa.list_(pa.float32(), dim):
@@ -164,8 +169,8 @@ def _read_partition(path: Path, file: Path, dim: int) -> np.ndarray:
         raise FormatError(f"{file}: embedding column holds nulls")
     rows = [c.flatten().to_numpy().reshape(-1, dim) for c in col.chunks]
     if len(rows) == 1:
-        return rows[0]
-    return np.concatenate(rows) if rows else np.zeros((0, dim), np.float32)
+        return rows[0], ids
+    return np.concatenate(rows) if rows else np.zeros((0, dim), np.float32), ids
 
 
 class EmbeddingWriter:

@@ -8,6 +8,12 @@ entity type, the nodes of each partition and the sha256 of their original ids in
 (:func:`node_record`); loading it for a graph compares them (:func:`check_nodes`) and
 refuses, in one line, a graph whose rows would attach to other nodes.
 
+An append keeps each old node's partition and row, but moves its internal id up by the
+nodes added to the partitions before its own: :func:`grown_ids` maps a recorded state's
+internal ids to the grown graph's, checked. A file that stores its ids beside rows by
+position (an embedding or propagation directory) is checked by :func:`stored_record` of
+them.
+
 Examples
 --------
 >>> import tempfile, graphsys
@@ -34,6 +40,7 @@ import numpy as np
 import pyarrow as pa
 
 from graphsys.errors import FormatError, GraphsysError
+from graphsys.storage.index_merge import remap_ids
 
 if TYPE_CHECKING:
     from graphsys.storage.graph import Graph
@@ -78,6 +85,15 @@ def node_record(graph: Graph, entity_types: list[str] | None = None
     types = graph.entity_types if entity_types is None else entity_types
     return {t: {"partition_sizes": [int(x) for x in graph.partition_sizes(t)],
                 "id_digests": id_digests(graph, t)} for t in types}
+
+
+def stored_record(etype: str, ids: list) -> dict[str, dict[str, list]]:
+    """:func:`node_record` of the original ids a file stores per partition (``ids``: one
+    pyarrow array, integer or string, per partition, in row order): what a file keyed by
+    position but holding its ids (an embedding or propagation directory) is checked with."""
+    return {etype: {"partition_sizes": [len(a) for a in ids], "id_digests": [id_digest(
+        a.cast(pa.int64()).to_numpy(zero_copy_only=False) if pa.types.is_integer(a.type)
+        else a) for a in ids]}}
 
 
 def check_record(record: Any, where: str) -> None:
@@ -146,3 +162,36 @@ def check_nodes(record: dict[str, dict[str, list]], graph: Graph, where: str,
                                 f"other ids (or the same in another order) than it was "
                                 f"trained on; the graph {graph.path} is not that graph {hint}")
     return sizes if grew else None
+
+
+def grown_ids(record: dict[str, dict[str, list]], graph: Graph, where: str,
+              entity_type: str | None = None) -> np.ndarray:
+    """Where the nodes of ``record`` (:func:`node_record` of a graph, taken before appends
+    grew it) are in ``graph``: the type-global internal id in ``graph`` of each recorded
+    type-global id, int64, checked first (:func:`check_nodes` with ``grown``; a graph
+    whose recorded nodes moved, as a re-ingest moves them, is refused in one line naming
+    ``where``). An array kept by internal id is carried over as ``new[grown_ids(...)] =
+    old``; the rows of the new nodes are the others.
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np, pyarrow as pa, pyarrow.parquet as pq, graphsys
+    >>> from graphsys.storage.identity import grown_ids, node_record
+    >>> work = tempfile.mkdtemp()
+    >>> g = graphsys.from_numpy([10, 20, 30, 40], [20, 30, 40, 10], work + "/g", partitions=2)
+    >>> record, scores = node_record(g), g.node_ids() * 1.0   # an array by internal id
+    >>> pq.write_table(pa.table({"src": [10, 50, 60], "dst": [50, 60, 70]}), work + "/d2.pq")
+    >>> g = graphsys.ingest(work + "/d2.pq", work + "/g", append=True, edge_set="day2")
+    >>> moved = grown_ids(record, g, "scores")
+    >>> moved.tolist()                     # partition 1's nodes moved by partition 0's new
+    [0, 3, 4, 5]
+    >>> bool((g.node_ids()[moved] == scores).all())
+    True
+    """
+    etype = graph.entity_type(entity_type).name
+    if etype not in record:
+        raise GraphsysError(f"{where}: no nodes of entity type {etype!r} recorded")
+    check_nodes({etype: record[etype]}, graph, where, grown=True)
+    old = tuple(int(x) for x in record[etype]["partition_sizes"])
+    return remap_ids(np.arange(sum(old), dtype=np.int64), old,
+                     tuple(int(x) for x in graph.partition_sizes(etype)))

@@ -25,6 +25,7 @@ from graphsys.errors import FormatError, GraphsysError, ParameterError
 from graphsys.storage import node_reads
 from graphsys.storage.csr import edges_digest
 from graphsys.storage.edge_changes import apply, global_keys, load_bucket
+from graphsys.storage.index_merge import remap_ids
 
 #: The schema metadata key of a result table that holds its run's provenance.
 RESULT_METADATA = "graphsys.result"
@@ -364,9 +365,7 @@ def _appended_layout(graph, ids: pa.Array, old: Any) -> np.ndarray | None:
             isinstance(x, int) and 0 <= x <= y for x, y in zip(old, now))
             or sum(old) != len(ids)):
         return None
-    start = np.concatenate([[0], np.cumsum(now)])
-    internal = np.concatenate([np.arange(start[p], start[p] + old[p]) for p in range(len(old))]
-                              ).astype(np.int64)
+    internal = remap_ids(np.arange(len(ids), dtype=np.int64), tuple(old), tuple(now))
     have = node_reads.original_ids(graph, graph.entity_type(None).name)
     if isinstance(have, np.ndarray) and pa.types.is_integer(ids.type):
         same = np.array_equal(have[internal], ids.to_numpy(zero_copy_only=False))

@@ -90,3 +90,35 @@ def test_meta_with_a_malformed_digest_list_is_refused(trained, tmp_path):
     (ck / "checkpoint.json").write_text(json.dumps(meta))
     with pytest.raises(GraphsysError, match="id_digests"):
         CheckpointStorage(ck).read_meta(check_files=False)
+
+
+def test_arrow_embeddings_check_the_ids_they_store(tmp_path):
+    """An Arrow embedding directory (``gnn embed``) is checked by the ids its files hold:
+    a graph of other ids with the same partition sizes, and the graph grown by an append
+    that moved its internal ids, are refused in one line; the graph itself is served."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import graphsys
+    from graphsys.storage.embedding_files import EmbeddingWriter
+
+    g = graphsys.from_numpy([10, 20, 30, 40], [20, 30, 40, 10], tmp_path / "g", partitions=2)
+    writer = EmbeddingWriter(tmp_path / "emb", g, "node")
+    for p in range(2):
+        ids = g.node_ids(partition=p)
+        writer(p, np.stack([ids, -ids], 1).astype(np.float32))
+    writer.finish({})
+    emb = Embeddings.load(tmp_path / "emb")
+    assert emb.vectors([40, 10]).tolist() == [[40, -40], [10, -10]]
+    other = graphsys.from_numpy([11, 20, 30, 40], [20, 30, 40, 11], tmp_path / "h",
+                                partitions=2)
+    assert other.partition_sizes().tolist() == g.partition_sizes().tolist()
+    with pytest.raises(GraphsysError, match="holds other ids"):
+        Embeddings.load(tmp_path / "emb", graph=other)
+    before = g.to_internal([40]).item()
+    pq.write_table(pa.table({"src": [10, 50, 60], "dst": [50, 60, 70]}), tmp_path / "d2.pq")
+    grown = graphsys.ingest(tmp_path / "d2.pq", tmp_path / "g", append=True, edge_set="day2")
+    assert grown.to_internal([40]).item() != before          # internal ids moved
+    with pytest.raises(GraphsysError, match="gained nodes by appends.*embed the grown graph"):
+        Embeddings.load(tmp_path / "emb").vectors([40])

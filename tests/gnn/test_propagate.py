@@ -70,3 +70,23 @@ def test_progress_is_a_bool_or_a_callable(tmp_path):
     assert steps[-1] == Step("propagate", 4, 4, "partition") and len(steps) == 4
     shown = propagate(g, tmp_path / "b", hops=2, progress=True)
     np.testing.assert_array_equal(read_hop(called, 2), read_hop(shown, 2))
+
+
+def test_features_of_a_graph_grown_since_are_refused(tmp_path):
+    """An append moves internal ids (partition 1's nodes shift by partition 0's new ones):
+    the propagated rows, by the old order, are refused on the grown graph in one line."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    x = np.arange(8, dtype=np.float32).reshape(4, 2)
+    g = graphsys.from_numpy([0, 1, 2, 3], [1, 2, 3, 0], tmp_path / "g", num_nodes=4,
+                            node_columns={"feat": x}, partitions=2)
+    out = propagate(g, tmp_path / "p", hops=1)
+    np.testing.assert_array_equal(read_hop(out, 0), g.node_column("feat"))
+    pq.write_table(pa.table({"src": [0, 4], "dst": [4, 5]}), tmp_path / "d2.parquet")
+    grown = graphsys.ingest(tmp_path / "d2.parquet", tmp_path / "g", append=True,
+                            edge_set="day2")
+    assert grown.partition_sizes().tolist() != g.partition_sizes().tolist()
+    for read in (lambda: read_hop(out, 1), lambda: sign_features(out, grown)):
+        with pytest.raises(GraphsysError, match="had 4 nodes in 2 partitions.*propagate again"):
+            read()

@@ -99,6 +99,20 @@ def test_started_runs_equal_networkx_on_the_union(guide):
         map(sorted, nx.weakly_connected_components(ref)))
 
 
+def test_moved_internal_ids_map_to_networkx_ranks_of_day_one(guide):
+    """The guide's append moves internal ids; the mapped array is day 1's PageRank by
+    original id (networkx), NaN exactly at the new nodes, and the mapping is to_internal's."""
+    small, moved = guide["small"], guide["moved"]
+    assert (moved != np.arange(len(moved))).any() and small.num_nodes() > len(moved)
+    np.testing.assert_array_equal(moved, small.to_internal(guide["old_ids"]))
+    ref = nx.MultiDiGraph()
+    ref.add_edges_from(zip(guide["day1"]["src"].tolist(), guide["day1"]["dst"].tolist()))
+    pr = nx.pagerank(ref, tol=1e-12)
+    got = dict(zip(small.node_ids().tolist(), guide["carried"].tolist()))
+    assert {k for k, v in got.items() if not np.isnan(v)} == set(pr)
+    assert max(abs(got[k] - pr[k]) for k in pr) < 1e-9
+
+
 def test_old_entities_keep_their_trained_rows(guide):
     emb, work = guide["emb"], guide["work"]
     st = CheckpointStorage(work / "ckpt")
