@@ -249,6 +249,26 @@ def test_checkpoint_refusals(tgn_run, tmp_path, capsys):
         args.func(args)
 
 
+def test_memory_refuses_the_graph_grown_since(tgn_run, tmp_path):
+    """The memory is by node and event of the training graph: a copy of it grown by an
+    append (new nodes, new events) is refused in one line naming what to rerun."""
+    import shutil
+
+    import pyarrow.parquet as pq
+
+    from graphsys.gnn.temporal_checkpoint import evaluate_temporal
+
+    g, _, ckpt = tgn_run
+    shutil.copytree(g.path, tmp_path / "g")
+    pq.write_table(pa.table({"src": [1, 70], "dst": [70, 71], "timestamp": [10**6, 10**6 + 1],
+                             "w": [1.0, 2.0]}), tmp_path / "day2.parquet")
+    grown = graphsys.ingest(tmp_path / "day2.parquet", tmp_path / "g", append=True,
+                            edge_set="day2", weight_col="w", edge_columns=["timestamp"])
+    assert grown.num_nodes() == g.num_nodes() + 2
+    with pytest.raises(GraphsysError, match="an append since moves node ids.*train again"):
+        evaluate_temporal(ckpt, graph=grown)
+
+
 def test_scoring_new_events_of_a_weighted_graph_takes_their_weights(tgn_run):
     """The model reads each event's weight (scaled as its training graph's): scoring needs
     one per event, and an update stores it in the pending messages."""

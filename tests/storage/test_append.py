@@ -196,3 +196,40 @@ def test_append_fsyncs_the_files_it_wrote_before_the_manifest(kg, tmp_path, fsyn
     synced = [in_staging(p) for p in fsynced if kg.parent.resolve() in p.parents]
     manifest = next(k for k, rel in enumerate(synced) if rel.startswith(".manifest.json.tmp"))
     assert written <= set(synced[:manifest]), written - set(synced[:manifest])
+
+
+def test_internal_ids_move_and_kept_arrays_map_by_original_id(tmp_path):
+    """An append to a 3-partition graph moves the internal ids of later partitions: a
+    previous result (by original id) and an array kept with its node record (grown_ids)
+    land on the same nodes as to_internal finds them; a re-ingest of old and new edges, which
+    sorts new ids below old ones into the partitions, is refused in one line."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import graphsys
+    from graphsys.storage.identity import grown_ids, node_record
+    from graphsys.storage.previous import provenance, read_previous, tagged
+
+    rng = np.random.default_rng(3)
+    src, dst = rng.integers(100, 160, 300), rng.integers(100, 160, 300)
+    g = graphsys.from_numpy(src, dst, tmp_path / "g", partitions=3)
+    old_ids, record = g.node_ids(), node_record(g)
+    values = old_ids * 0.5                                    # by internal id
+    table = tagged(pa.table({"node": old_ids, "value": values}),
+                   provenance("pagerank", g, None, params={}))
+    new_src, new_dst = rng.integers(0, 190, 40), rng.integers(150, 190, 40)
+    pq.write_table(pa.table({"src": new_src, "dst": new_dst}), tmp_path / "d2.parquet")
+    grown = graphsys.ingest(tmp_path / "d2.parquet", tmp_path / "g", append=True,
+                            edge_set="day2")
+    where = grown.to_internal(old_ids)
+    assert (where != np.arange(len(old_ids))).any()          # ids moved
+    np.testing.assert_array_equal(grown_ids(record, grown, "values"), where)
+    prev = read_previous(grown, table, "pagerank")
+    np.testing.assert_array_equal(np.flatnonzero(prev.known), np.sort(where))
+    np.testing.assert_array_equal(prev.values[where], values)
+    assert np.isnan(prev.values[~prev.known]).all() and (~prev.known).sum() == (
+        grown.num_nodes() - len(old_ids))
+    both = graphsys.from_numpy(np.concatenate([src, new_src]), np.concatenate([dst, new_dst]),
+                               tmp_path / "fresh", partitions=3)
+    with pytest.raises(GraphsysError, match="values: .*re-ingest"):
+        grown_ids(record, both, "values")
