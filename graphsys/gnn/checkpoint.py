@@ -335,9 +335,9 @@ def grown_rows(state: dict[str, torch.Tensor], prefix: str, graph, etype: str,
     every stored edge set (an append joined to the default view or apart: the edge sets
     stored before it join no new node to an old one) when the graph has one entity type,
     else the mean of every old row (a bias: 0)."""
-    n = int(sum(graph.partition_sizes(etype)))
-    where = remap_ids(np.arange(sum(old), dtype=np.int64), tuple(old),
-                      tuple(int(x) for x in graph.partition_sizes(etype)))
+    now = tuple(int(x) for x in graph.partition_sizes(etype))
+    n = sum(now)
+    where = remap_ids(np.arange(sum(old), dtype=np.int64), tuple(old), now)
     is_new = np.ones(n, np.bool_)
     is_new[where] = False
     out = dict(state)
