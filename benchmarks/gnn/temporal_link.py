@@ -25,17 +25,21 @@ layers of temporal attention over ``--tgat-fanouts`` (``10,10``) most recent nei
 the same width, batches, optimiser, negatives and candidates. JODIE (side ``jodie``,
 :mod:`graphsys.gnn.jodie`) has an RNN memory and no neighbours: each end's memory projected
 to the event's time, the same width, batches, optimiser, negatives and candidates.
-``epoch_seconds`` is the training pass of an epoch (evaluation excluded), the median over
-epochs. The sides (``--sides``, default ``graphsys,tgat,pyg``; ``jodie`` when named)
-alternate ``--pairs`` times per dataset; ``speedup`` is PyG's TGN epoch time over
-graphsys's TGN's, ``tgat_speedup`` over graphsys's TGAT's, ``jodie_speedup`` over
-graphsys's JODIE's, per turn.
+Side ``pyg-tgat`` is graphsys's TGAT run (the same sampler, loop, negatives and candidates)
+with each attention layer PyG's ``TransformerConv`` (2 heads, ``edge_dim``, root weight) on
+the sampled edges, featureless rows as zeros (PyG has no TGAT model or multi-hop temporal
+sampler; this is its TGAT-style attention). ``epoch_seconds`` is the training pass of an
+epoch (evaluation excluded), the median over epochs. The sides (``--sides``, default
+``graphsys,tgat,pyg``; ``jodie`` and ``pyg-tgat`` when named) alternate ``--pairs`` times
+per dataset; ``speedup`` is PyG's TGN epoch time over graphsys's TGN's, ``tgat_speedup``
+over graphsys's TGAT's, ``jodie_speedup`` over graphsys's JODIE's, ``tgat_vs_pyg_tgat``
+side ``pyg-tgat``'s over graphsys's TGAT's, per turn.
 
 Usage::
 
     python benchmarks/gnn/temporal_link.py --work DIR [--datasets collegemsg,bitcoin-otc]
         [--epochs 5] [--pairs 1] [--eval-protocol sampled|tgb]
-        [--sides graphsys,tgat,jodie,pyg]
+        [--sides graphsys,tgat,jodie,pyg,pyg-tgat]
         [--record FILE]
 """
 
@@ -71,6 +75,49 @@ def graphsys_side(graph, args, model: str = "tgn") -> dict:
     return {**{k: res.metrics[k] for k in METRICS if k in res.metrics},
             "val_mrr": best["val_mrr"],
             "epoch_seconds": harness.median(r["epoch_seconds"] for r in res.history)}
+
+
+def pyg_tgat_side(graph, args) -> dict:
+    """graphsys's TGAT run (the same sampler, loop, negatives and candidates) with its
+    attention PyG's: each layer a ``TransformerConv`` (2 heads, ``edge_dim``, root weight)
+    over the sampled edges, then TGAT's merge, on featureless rows as PyG takes them
+    (``h0`` zeros, one row per sampled node)."""
+    import torch
+    from torch_geometric.nn import TransformerConv
+
+    from graphsys.gnn import temporal_task
+    from graphsys.gnn.tgat import TGAT
+
+    class Attention(torch.nn.Module):
+        def __init__(self, dim, edge_dim, heads, dropout):
+            super().__init__()
+            self.conv = TransformerConv(dim, dim // heads, heads=heads, dropout=dropout,
+                                        edge_dim=edge_dim)
+
+        def forward(self, x, x_src, nbr, edge, mask):
+            flat = mask.reshape(-1).nonzero().squeeze(1)
+            index = torch.stack([nbr.reshape(-1)[flat], flat // mask.shape[1]])
+            return self.conv((x_src, x), index, edge)
+
+    class PygTGAT(TGAT):
+        def __init__(self, *a, dropout: float = 0.1, **kw):
+            super().__init__(*a, dropout=dropout, **kw)
+            for layer in self.layers:
+                layer.attn = Attention(self.dim, self.raw_dim + self.dim, self.heads, dropout)
+
+        def embed(self, layers, delta, raw):
+            edge = torch.cat([raw, self.time_enc(delta)], dim=-1)
+            nbr, mask = layers[0]
+            h = edge.new_zeros(max(int(nbr.max()) + 1, mask.shape[0]), self.dim)
+            for layer, (nbr, mask) in zip(self.layers, layers):
+                h = layer(h[:mask.shape[0]], h, nbr, edge[:int(mask.sum())], mask)
+            return h
+
+    temporal_task.TGAT, saved = PygTGAT, temporal_task.TGAT    # what build_model makes
+    try:
+        return graphsys_side(graph, args, "tgat")
+    finally:
+        temporal_task.TGAT = saved
 
 
 def pyg_side(graph, args) -> dict:
@@ -225,11 +272,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--sides", default="graphsys,tgat,pyg",
                     help="graphsys (TGN), tgat (graphsys's TGAT), jodie (graphsys's JODIE), "
-                         "pyg (PyG's TGN example)")
+                         "pyg (PyG's TGN example), pyg-tgat (TGAT with PyG's "
+                         "TransformerConv layers)")
     ap.add_argument("--tgat-fanouts", default="10,10", help="TGAT's neighbours per layer")
     args = ap.parse_args(argv)
     sides = {"graphsys": graphsys_side, "tgat": lambda g, a: graphsys_side(g, a, "tgat"),
-             "jodie": lambda g, a: graphsys_side(g, a, "jodie"), "pyg": pyg_side}
+             "jodie": lambda g, a: graphsys_side(g, a, "jodie"), "pyg": pyg_side,
+             "pyg-tgat": pyg_tgat_side}
     chosen = args.sides.split(",")
     if not chosen or any(s not in sides for s in chosen):
         ap.error(f"--sides: a comma list of {', '.join(sides)}, got {args.sides!r}")
@@ -247,11 +296,12 @@ def main(argv: list[str] | None = None) -> int:
         turns = harness.alternate({side: (lambda g=graph, f=sides[side]: f(g, args))
                                    for side in chosen}, args.pairs)
         out[name] = {side: harness.spread_by_key(runs) for side, runs in turns.items()}
-        for key, side in (("speedup", "graphsys"), ("tgat_speedup", "tgat"),
-                          ("jodie_speedup", "jodie")):
-            if "pyg" in turns and side in turns:
+        for key, side, peer in (("speedup", "graphsys", "pyg"), ("tgat_speedup", "tgat", "pyg"),
+                                ("jodie_speedup", "jodie", "pyg"),
+                                ("tgat_vs_pyg_tgat", "tgat", "pyg-tgat")):
+            if peer in turns and side in turns:
                 out[name][key] = harness.pair_ratios(
-                    [r["epoch_seconds"] for r in turns["pyg"]],
+                    [r["epoch_seconds"] for r in turns[peer]],
                     [r["epoch_seconds"] for r in turns[side]])
         harness.log(f"{name}: {out[name]}")
     from graphsys.gnn import TrainConfig

@@ -135,11 +135,20 @@ class TGAT(nn.Module):
         0's edges, whose first ones are each later block's."""
         if len(layers) != self.num_layers:
             raise ValueError(f"{len(layers)} blocks for {self.num_layers} layers")
-        edge = torch.cat([raw, self.time_enc(delta)], dim=-1)
+        # block 0's edges on its (Q, k) slot layout, encoded there (a gap of 0 in an unused
+        # slot: finite, and weighed zero); block l's layout is its first rows
+        mask = layers[0][1]
+        flat = mask.reshape(-1).nonzero().squeeze(1)
+        gap = delta.new_zeros(mask.numel()).index_put_((flat,), delta[:len(flat)])
+        edge = self.time_enc(gap)
+        if self.raw_dim:
+            edge = torch.cat([raw.new_zeros(mask.numel(), self.raw_dim).index_put_(
+                (flat,), raw[:len(flat)]), edge], dim=-1)
+        edge = edge.view(*mask.shape, -1)
         h = self.time_enc.lin.weight.new_zeros(1, self.dim)   # h^(0) = 0: one row for all
         for k, (layer, (nbr, mask)) in enumerate(zip(self.layers, layers)):
             h = layer(h[:mask.shape[0]] if k else h, h, nbr if k else torch.zeros_like(nbr),
-                      edge[:int(mask.sum())], mask)
+                      edge[:mask.shape[0]], mask)
         return h
 
     def score(self, z_src: torch.Tensor, z_dst: torch.Tensor) -> torch.Tensor:

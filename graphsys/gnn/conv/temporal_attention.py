@@ -97,7 +97,8 @@ class TemporalAttentionConv(nn.Module):
         """``x`` (Q, in) query states (or (1, in): one state every query shares, as
         TGAT's first layer on graphs without node features), ``x_src`` (S, in) the states
         of the nodes the neighbours index, ``nbr`` int64 (Q, k) the neighbour of each slot
-        (a row of ``x_src``; any valid row in an unused slot), ``edge`` (Q, k, edge_dim), or
+        (a row of ``x_src``; any valid row in an unused slot), ``edge`` (Q, k, edge_dim) (any
+        finite values in an unused slot), or
         (U, edge_dim) the used slots' alone in row-major order (``edge[mask]``), ``mask`` bool
         (Q, k) the used slots; returns (Q, out). Keys and values are projected once per
         node of ``x_src``, then gathered for the used slots only (as PyG's
@@ -151,8 +152,7 @@ class TemporalAttentionConv(nn.Module):
         if edge.dim() == 2:          # the used slots' alone: onto the (Q, k) layout, zeros
             edge = edge.new_zeros(q_n * k_n, edge.shape[-1]).index_put_(
                 (mask.reshape(-1).nonzero().squeeze(1),), edge).view(q_n, k_n, -1)
-        else:
-            edge = edge.masked_fill(~mask.unsqueeze(-1), 0)
+        # (an unused slot's finite edge values weigh zero: its score is masked, its weight 0)
         w = self.edge.weight.view(h, d, -1)                         # W_E per head
         key, val = _linear2(x_src, self.key, self.value).view(2, h, d)
         q, root = _linear2(x, self.query, self.root).split(h * d, dim=1)
