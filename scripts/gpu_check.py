@@ -17,7 +17,7 @@ Parts (``--parts``, in this order; cap seconds on the GPU / in the ``--tiny`` dr
 part      cap   tiny  what it measures
 ========  ====  ====  ==================================================================
 env       15    20    GPU, driver, torch/CUDA, numba(-cuda), CuPy, PyG, pyg-lib, ncu, pytest
-tests     170   60    ``pytest -m device --device cuda`` (every test that runs on the test
+tests     150   60    ``pytest -m device --device cuda`` (every test that runs on the test
                       device), per-test timeout ``--test-timeout`` (pytest-timeout), spread
                       over ``--test-workers`` pytest-xdist workers when installed
 bsp       60    30    PageRank and BFS on a generated R-MAT (``--bsp-edges``, default 100M
@@ -27,8 +27,10 @@ bsp       60    30    PageRank and BFS on a generated R-MAT (``--bsp-edges``, de
                       ``device_budget=0``; resident and streamed bytes per superstep):
                       edges/s per iteration, bytes copied host
                       to device per superstep, beside torch's CSR SpMV (cuSPARSE) on the same
-                      matrix and device; in memory also with float32 ranks (tol 1e-6), and
-                      the lean supersteps' ops per superstep and supersteps per host read
+                      matrix and device; in memory run to convergence with float64 ranks
+                      (tol 1e-10) and float32 ones (tol 1e-6), timed over the supersteps
+                      after the first window between two host reads; the lean supersteps'
+                      ops per superstep and supersteps per host read
 gnn       55    30    GraphSAGE minibatch epoch, the CPU benchmark's shape (SBM 1M nodes /
                       25M directed edges, 100 features, 8 classes, fanouts 15,10 input layer
                       first, batch 1024, hidden 256, Adam 0.003, dropout 0.5), beside PyG's
@@ -41,17 +43,16 @@ gnn       55    30    GraphSAGE minibatch epoch, the CPU benchmark's shape (SBM 
                       memory read through UVA (staged on the host in the dry run), its
                       first batch checked against the CPU sampler's; one batch's launches,
                       transfers and syncs (picks fused into a jiterator kernel on CUDA)
-embed     85    35    FB15k-237 with PyTorch-BigGraph's settings (ComplEx d = 400, softmax,
+embed     120   35    FB15k-237 with PyTorch-BigGraph's settings (ComplEx d = 400, softmax,
                       1000 uniform + 50 batch negatives, batch 1000, lr 0.1, 3 epochs):
-                      edges/s and filtered test MRR on the GPU beside the same run on the CPU;
-                      the GPU run again with CUDA graphs, with ``batches_per_step = 4``, and
-                      with both (while a minute of the part is left);
-                      R-GCN + DistMult (``gnn.train``'s rgcn link task, the shipped
-                      fb15k-237-rgcn.toml with the paper's d = 500 and batches of 30,000
-                      triples) trained
-                      ``--rgcn-seconds`` (30) on the GPU: filtered MRR beside the paper's
-                      0.248
-profile   95    45    ``graphsys profile pagerank|bfs --device cuda --ncu`` (R-MAT 2M edges)
+                      edges/s and filtered test MRR on the GPU by default (CUDA graphs),
+                      then with ``cuda_graphs = false`` (a row: the default beside it) and
+                      with ``batches_per_step = 4``; R-GCN + DistMult (``gnn.train``'s rgcn
+                      link task, the shipped fb15k-237-rgcn.toml with the paper's d = 500
+                      and batches of 30,000 triples) trained ``--rgcn-seconds`` (30) on the
+                      GPU: filtered MRR beside the paper's 0.248; last, the same ComplEx run
+                      on the CPU (about 37 s), each GPU run's row beside it
+profile   80    45    ``graphsys profile pagerank|bfs --device cuda --ncu`` (R-MAT 2M edges)
                       and ``--workload gnn`` (SBM 20k nodes): modelled edge-kernel lane
                       utilisation beside Nsight Compute's, per kernel; kernel launches,
                       transfers and synchronisations per step beside a dense MLP step
@@ -59,9 +60,10 @@ profile   95    45    ``graphsys profile pagerank|bfs --device cuda --ncu`` (R-M
 
 Measured on an H200 (16 cores, torch 2.11 + CUDA 13): env 9 s, tests 120 s (collecting
 the suite a third of it, eight workers), bsp 31 s (generating and ingesting the R-MAT half
-of it; PageRank in memory and its SpMV peer come first), gnn 26 s, embed 71 s, profile about
+of it; PageRank in memory and its SpMV peer come first), gnn 26 s, embed about 110 s (the
+three GPU runs 30 s with the data's load, R-GCN 42 s, the CPU run 37 s), profile about
 65 s (ncu replays each of the first 200 kernel launches: about 20 s for each of PageRank
-and BFS): 5-6 minutes in all. A part needing what the machine lacks (CUDA, ncu, the FB15k-237 files)
+and BFS): 6-7 minutes in all. A part needing what the machine lacks (CUDA, ncu, the FB15k-237 files)
 records why and is marked ``skipped``. In the ``--tiny`` dry run on the CPU every part runs
 on small inputs (the GPU-only pieces recorded as skipped) within 3 minutes (its budget,
 178 s; about a minute of CPU time).
@@ -124,8 +126,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = "results.jsonl"
 #: (part, cap seconds on the GPU, cap seconds in the --tiny dry run), in priority order
-PARTS = (("env", 15, 20), ("tests", 170, 60), ("bsp", 60, 30), ("gnn", 55, 30),
-         ("embed", 85, 35), ("profile", 95, 45))
+PARTS = (("env", 15, 20), ("tests", 150, 60), ("bsp", 60, 30), ("gnn", 55, 30),
+         ("embed", 120, 35), ("profile", 80, 45))
 BUDGET, TINY_BUDGET = 480, 178
 #: a part's child exits with this when the whole part was skipped (its reason recorded)
 SKIPPED = 3
@@ -575,17 +577,31 @@ def build_rmat(ctx: Ctx, num_nodes: int, num_edges: int, partitions: int, seed: 
     return g, {"generate_s": round(t1 - t0, 1), "ingest_s": round(time.perf_counter() - t1, 1)}
 
 
+def steady_from(method: str, supersteps: int) -> int:
+    """The first superstep of a run's steady state, the one its medians start at: after
+    superstep 0 (it warms up, or uploads the edges); for the lean supersteps, whose
+    window of :data:`~graphsys.bsp.algorithms.pagerank_device.CHECK_EVERY` supersteps
+    between two host reads is timed as a whole and split evenly, after the first window
+    where a later one ran (skipping superstep 0 alone would keep its window's time)."""
+    window = lean_counts(method).get("supersteps_per_host_read")
+    if window and supersteps > window:
+        return window
+    return 1 if supersteps > 1 else 0
+
+
 def superstep_figures(stats) -> dict:
     """Per superstep seconds (all phases), edges scanned and bytes copied host to device;
-    their medians over supersteps 1.. (superstep 0 warms up), edges/s of that median."""
+    their medians over the steady supersteps (:func:`steady_from`, recorded as
+    ``steady_from``), edges/s of that median."""
     steps = [{"superstep": s.superstep, "seconds": round(sum(s.seconds.values()), 6),
               "edges": s.edges_scanned, "bytes_h2d": s.bytes_h2d, "direction": s.direction}
              for s in stats.supersteps]
-    body = steps[1:] or steps
+    start = steady_from(stats.method, len(steps))
+    body = steps[start:]
     sec = median([s["seconds"] for s in body])
     edges = median([s["edges"] for s in body])
-    return {"supersteps": steps, "median_seconds": sec, "median_edges": edges,
-            "edges_per_s": round(edges / sec) if sec else None,
+    return {"supersteps": steps, "steady_from": start, "median_seconds": sec,
+            "median_edges": edges, "edges_per_s": round(edges / sec) if sec else None,
             "median_bytes_h2d": median([s["bytes_h2d"] for s in body]),
             "setup_s": round(stats.setup_seconds, 3), "setup_bytes_h2d": stats.setup_bytes_h2d}
 
@@ -755,12 +771,22 @@ def streamed_row(ctx: Ctx, label: str, stream: dict) -> None:
 
 def pagerank_row(label: str, where: str, figs: dict, peer: dict) -> dict:
     """The results-page row of a PageRank run (:func:`superstep_figures`) beside the SpMV
-    peer: milliseconds per iteration, medians of supersteps 1.."""
+    peer: milliseconds per iteration, medians of its steady supersteps."""
+    run = (f"{len(figs['supersteps'])} supersteps, "
+           f"{'converged' if figs['converged'] else 'not converged'}, "
+           f"median of supersteps {figs['steady_from']}..")
     return {"workload": f"PageRank, {label}, {where}, time per iteration (torch backend; "
-                        f"{int(figs['median_bytes_h2d']):,} bytes host to device per superstep)",
+                        f"{int(figs['median_bytes_h2d']):,} bytes host to device per "
+                        f"superstep; {run})",
             "peer": peer["peer"], "peer_figure": round(peer["median_seconds"] * 1e3, 3),
             "graphsys_figure": round(figs["median_seconds"] * 1e3, 3), "unit": "ms",
             "ratio": ratio(peer["median_seconds"], figs["median_seconds"])}
+
+
+#: tol of the in-memory PageRank runs (float64 ranks below 1e-6, float32 from it), run to
+#: convergence within MEMORY_ITERS supersteps; the out-of-core ones run a fixed count
+MEMORY_TOL = {"memory": 1e-10, "memory-float32": 1e-6}
+MEMORY_ITERS = 100
 
 
 def part_bsp(ctx: Ctx) -> None:
@@ -769,7 +795,7 @@ def part_bsp(ctx: Ctx) -> None:
     edges = ctx.args.bsp_edges or (200_000 if ctx.tiny else 100_000_000)
     nodes = 1 << (14 if ctx.tiny else 23 if edges <= 200_000_000 else 25)
     parts = 4 if ctx.tiny else 8 if edges <= 200_000_000 else 16
-    iters = 5 if ctx.tiny else 10
+    iters = 3 if ctx.tiny else 5  # out of core: superstep 0 uploads, then steady ones
     g, built = build_rmat(ctx, nodes, edges, parts)
     ctx.record("graph", kind="R-MAT (Graph500 a, b, c = 0.57, 0.19, 0.19), seed 1",
                nodes=g.num_nodes(), edges=g.num_edges(), partitions=parts, **built)
@@ -785,8 +811,10 @@ def part_bsp(ctx: Ctx) -> None:
                                      "written in the first superstep, copies overlapped "
                                      "with compute)"}
     where["memory-float32"] = where["memory"] + ", float32 ranks (tol 1e-6)"
+    where["pagerank-memory"] = where["memory"] + ", float64 ranks (tol 1e-10)"
     peer = None
-    pagerank: dict[str, dict] = {}  # mode -> figures, for a row once the peer is measured
+    #: mode -> (its words, figures), for a row once the peer is measured
+    pagerank: dict[str, tuple[str, dict]] = {}
     # most telling first: PageRank in memory, its SpMV peer, then streamed, then BFS
     for algo, mode in (("pagerank", "memory"), ("peer", None), ("pagerank", "memory-float32"),
                        ("pagerank", "out-of-core"), ("pagerank", "out-of-core-streamed"),
@@ -798,17 +826,17 @@ def part_bsp(ctx: Ctx) -> None:
             peer = ctx.attempt("spmv-peer", spmv_peer, ctx, g, reps=3 if ctx.tiny else 10)
             if peer is not None:
                 ctx.record("spmv-peer", graph=label, **peer)
-                for done, figs in pagerank.items():
-                    ctx.record(f"row-pagerank-{done}", row=pagerank_row(label, where[done],
-                                                                        figs, peer))
+                for done, (text, figs) in pagerank.items():
+                    ctx.record(f"row-pagerank-{done}", row=pagerank_row(label, text, figs,
+                                                                        peer))
             continue
         t0 = time.perf_counter()
         run_mode = mode.split("-")[0] if mode.startswith("memory") else "out-of-core"
         budget = 0 if mode == "out-of-core-streamed" else None  # None: the default budget
-        if algo == "pagerank":  # in memory: the lean supersteps (float64 at tol 1e-30)
+        if algo == "pagerank":  # in memory: the lean supersteps, run to convergence
             res = ctx.attempt(f"{algo}-{mode}", bsp.pagerank, g,
-                              tol=1e-6 if mode == "memory-float32" else 1e-30,
-                              max_iters=iters if run_mode == "memory" else max(3, iters // 2),
+                              tol=MEMORY_TOL.get(mode, 1e-30),
+                              max_iters=MEMORY_ITERS if run_mode == "memory" else iters,
                               mode=run_mode, device=ctx.device, backend="torch",
                               weighted=False, device_budget=budget)
         else:
@@ -816,20 +844,22 @@ def part_bsp(ctx: Ctx) -> None:
                               backend="torch", schedule="sync")
         if res is None:
             continue
+        what = where.get(f"{algo}-{mode}", where[mode])
         figs = superstep_figures(res.stats)
+        figs["converged"] = res.stats.converged
         stream = stream_figures(res.stats, figs)
         ctx.record(f"{algo}-{mode}", graph=label, backend="torch", method=res.stats.method,
-                   wall_s=round(time.perf_counter() - t0, 3), converged=res.stats.converged,
-                   **lean_counts(res.stats.method), **stream,
-                   **figs, note=f"{algo} {where[mode]}; edges/s = median edges scanned per "
-                                f"superstep / median superstep seconds (supersteps 1..)")
+                   wall_s=round(time.perf_counter() - t0, 3), **lean_counts(res.stats.method),
+                   **stream, **figs,
+                   note=f"{algo} {what}; edges/s = median edges scanned per superstep"
+                        f" / median superstep seconds (supersteps steady_from..)")
         if algo == "pagerank" and mode == "out-of-core-streamed":
             streamed_row(ctx, label, stream)   # its row: the copy rate beside the bus's
         elif algo == "pagerank" and peer is not None:
-            ctx.record(f"row-pagerank-{mode}", row=pagerank_row(label, where[mode], figs,
+            ctx.record(f"row-pagerank-{mode}", row=pagerank_row(label, what, figs,
                                                                  peer))
         elif algo == "pagerank":
-            pagerank[mode] = figs
+            pagerank[mode] = (what, figs)
         if algo == "bfs" and mode == "memory":
             bfs_warm_check(ctx, bsp, g, hub, label, res)
         if algo == "bfs":
@@ -1378,38 +1408,30 @@ def train_rgcn(ctx: Ctx, graph, seconds: float) -> dict:
 
 
 #: The embed part's further device runs: (record name, config keys added to the PBG
-#: settings). ``cuda_graphs``: each step replayed from a CUDA graph (the same model);
-#: ``batches_per_step``: one Adagrad step per 4 batches (the same batches and negatives,
-#: fewer steps: the MRR says what that costs).
-EMBED_VARIANTS = [("embed-device-graphs", ["cuda_graphs=true"]),
-                  ("embed-device-grouped", ["batches_per_step=4"]),
-                  ("embed-device-graphs-grouped", ["cuda_graphs=true", "batches_per_step=4"])]
+#: settings). The default run replays its steps from CUDA graphs on CUDA; ``eager``: the
+#: same run with ``cuda_graphs = false`` (the same model, one launch per operator);
+#: ``grouped``: one Adagrad step per 4 batches (the same batches and negatives, fewer
+#: steps: the MRR says what that costs).
+EMBED_VARIANTS = [("embed-device-eager", ["cuda_graphs=false"]),
+                  ("embed-device-grouped", ["batches_per_step=4"])]
 
 
-def embed_variants(ctx: Ctx, graph, overrides: list[str], label: str,
-                   cpu: dict | None) -> None:
-    """The device run again with each of :data:`EMBED_VARIANTS`' keys (while more than a
-    minute of the part is left): edges/s and MRR of each, a row beside the CPU run."""
-    for name, extra in EMBED_VARIANTS:
-        if ctx.left() < 60 and not ctx.tiny:
-            ctx.record(name, status="skipped", reason="out of time")
-            continue
-        res = ctx.attempt(name, train_embeddings, ctx, graph, overrides + extra, ctx.device,
-                          name.replace("embed-", "emb-"))
-        if res is None:
-            continue
-        ctx.record(name, graph=label, keys=extra, **res)
-        if cpu is not None:
-            ctx.record(f"row-{name}", row={
-                "workload": f"embeddings, {label}, {', '.join(extra)}: edges/s on "
-                            f"{ctx.device} (filtered test MRR {res['filtered_test_mrr']}; "
-                            f"the CPU: the default settings, {cpu['torch_threads']} threads)",
-                "peer": "graphsys on the CPU, same run", "peer_figure": cpu["edges_per_s"],
-                "graphsys_figure": res["edges_per_s"], "unit": "edges/s",
-                "ratio": ratio(res["edges_per_s"], cpu["edges_per_s"])})
+def embed_row(ctx: Ctx, label: str, name: str, res: dict, keys: list[str], peer: dict,
+              peer_name: str) -> None:
+    """The row of the device run ``res`` (``keys`` added to the settings) beside ``peer``."""
+    what = f"{label}{', ' if keys else ''}{', '.join(keys)}"
+    ctx.record(f"row-{name}", row={
+        "workload": f"embeddings, {what}: edges/s on {ctx.device} (filtered test MRR "
+                    f"{res['filtered_test_mrr']}; the peer's {peer['filtered_test_mrr']})",
+        "peer": peer_name, "peer_figure": peer["edges_per_s"],
+        "graphsys_figure": res["edges_per_s"], "unit": "edges/s",
+        "ratio": ratio(res["edges_per_s"], peer["edges_per_s"])})
 
 
 def part_embed(ctx: Ctx) -> None:
+    """The default device run first (CUDA graphs on CUDA), its eager and grouped
+    variants, R-GCN, then the CPU peer (the longest run) with what is left: each row once
+    its peer is measured."""
     import torch
 
     if ctx.tiny:
@@ -1425,35 +1447,45 @@ def part_embed(ctx: Ctx) -> None:
                      "num_uniform_negs=1000", "num_batch_negs=50"]
         label = "FB15k-237, ComplEx d = 400, PBG's settings, 3 epochs"
     torch.set_num_threads(os.cpu_count() or 1)
-    dev = ctx.attempt("embed-device", train_embeddings, ctx, graph, overrides, ctx.device,
-                      "emb-device")
-    if dev is not None:
-        ctx.record("embed-device", graph=label, **dev)
-    cpu = None
+    runs: dict[str, tuple[dict, list[str]]] = {}  # name -> (figures, keys added)
+    for name, extra in [("embed-device", [])] + EMBED_VARIANTS:
+        if name != "embed-device" and ctx.left() < 75 and not ctx.tiny:
+            ctx.record(name, status="skipped", reason="out of time")
+            continue
+        res = ctx.attempt(name, train_embeddings, ctx, graph, overrides + extra, ctx.device,
+                          name.replace("embed-", "emb-"))
+        if res is not None:
+            ctx.record(name, graph=label, keys=extra, **res)
+            runs[name] = (res, extra)
+    dev, eager = runs.get("embed-device", (None,))[0], runs.get("embed-device-eager")
+    if dev is not None and eager is not None and ctx.cuda:
+        embed_row(ctx, label, "embed-device-graphs", dev, [], eager[0],
+                  "graphsys with cuda_graphs = false (one launch per operator), same run")
+    part_rgcn(ctx, graph, label.split(",")[0])
     if ctx.left() < 45 and not ctx.tiny:
         ctx.record("embed-cpu", status="skipped", reason="out of time")
-    else:
-        cpu = ctx.attempt("embed-cpu", train_embeddings, ctx, graph, overrides, "cpu",
-                          "emb-cpu")
-    if cpu is not None:
-        ctx.record("embed-cpu", graph=label, **cpu)
-    if cpu is not None and dev is not None:
-        ctx.record("row-embed-speed", row={
-            "workload": f"embeddings, {label}: edges/s on {ctx.device} (the CPU: same machine,"
-                        f" {cpu['torch_threads']} threads)",
-            "peer": "graphsys on the CPU", "peer_figure": cpu["edges_per_s"],
-            "graphsys_figure": dev["edges_per_s"], "unit": "edges/s",
-            "ratio": ratio(dev["edges_per_s"], cpu["edges_per_s"])})
+        return
+    cpu = ctx.attempt("embed-cpu", train_embeddings, ctx, graph, overrides, "cpu", "emb-cpu")
+    if cpu is None:
+        return
+    ctx.record("embed-cpu", graph=label, **cpu)
+    peer = f"graphsys on the CPU, same run ({cpu['torch_threads']} threads)"
+    for name, (res, extra) in runs.items():
+        embed_row(ctx, label, name, res, extra, cpu, peer)
+    if dev is not None:
         ctx.record("row-embed-mrr", row={
             "workload": f"embeddings, {label}: filtered test MRR on {ctx.device}",
             "peer": "graphsys on the CPU, same seed", "peer_figure": cpu["filtered_test_mrr"],
             "graphsys_figure": dev["filtered_test_mrr"], "unit": "",
             "ratio": ratio(dev["filtered_test_mrr"], cpu["filtered_test_mrr"])})
-    if dev is not None:
-        embed_variants(ctx, graph, overrides, label, cpu)
+
+
+def part_rgcn(ctx: Ctx, graph, name: str) -> None:
+    """R-GCN + DistMult for ``--rgcn-seconds`` (at most what the part has left but 55 s:
+    its own setup and evaluation, then the CPU peer's run), its row beside the paper's
+    MRR."""
     seconds = ctx.args.rgcn_seconds or (2.0 if ctx.tiny else 30.0)
-    seconds = max(1.0, min(seconds, ctx.left() - 20))
-    name = label.split(",")[0]
+    seconds = max(1.0, min(seconds, ctx.left() - (20 if ctx.tiny else 55)))
     rg = ctx.attempt("rgcn", train_rgcn, ctx, graph, seconds)
     if rg is None:
         return

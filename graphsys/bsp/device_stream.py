@@ -16,8 +16,12 @@ view of the pinned tensor: no intermediate copy). Every later read copies it fro
 one of :data:`RING` device buffers on a side stream: a DMA from pinned memory, with no CPU
 copy and no host wait. The compute stream waits for that copy's event, and the side stream
 waits, before it overwrites a device buffer, for the event recorded after the compute that
-read it; the host enqueues ahead, so the copy of batch ``k + 1`` runs while batch ``k`` is
-computed. A batch the host cache has no room for goes through the ring's own
+read it; the host enqueues ahead, so the copies of the next ``RING - 1`` batches run
+while batch ``k`` is computed. The torch path reads a record batch longer than
+:data:`BLOCK_ROWS` as blocks of that many edges (:func:`blocks`): a bucket's batches are
+as long as the store made them (up to millions of edges, very uneven on a skewed graph),
+and a long copy behind a short one, or a long compute ahead of short copies, would leave
+the bus idle. A batch the host cache has no room for goes through the ring's own
 :data:`RING` page-locked staging buffers instead, rewritten every superstep (the host
 waits for a slot's previous copy before it writes into it again). On the CPU the same code
 runs with ordinary host memory, each batch's copy to its device buffer is a copy
@@ -48,8 +52,14 @@ from graphsys.errors import ParameterError
 if TYPE_CHECKING:  # torch is imported where a batch moves: a CPU run never loads it
     import torch
 
-#: Staging slots of the ring: one being copied while the other is computed
-RING = 2
+#: Slots of the ring: the side stream may copy up to ``RING - 1`` blocks ahead of the one
+#: being computed
+RING = 4
+#: The torch path reads a longer record batch as blocks of at most this many edges
+#: (:func:`blocks`; 32 MiB unweighted): even copies, each long enough for the bus's rate,
+#: that the ring keeps ahead of the compute, and one block's compute left after the last
+#: copy of a pass
+BLOCK_ROWS = 1 << 22
 #: A batch whose local offsets are all below this (both partitions this small) travels as one
 #: int32 word an edge, ``src << 16 | dst``: 4 bytes an edge unweighted instead of 8
 PACK_LIMIT = 1 << 16
@@ -69,6 +79,38 @@ PARALLEL_STAGE_ROWS = 1 << 18
 _POOL: ThreadPoolExecutor | None = None
 #: Largest index int32 ids hold
 _INT32_MAX = 2**31 - 1
+
+
+def blocks(batches: list, rows: int | None = None) -> list:
+    """Record batches (:class:`~graphsys.storage.edges.EdgeBatch`) cut into consecutive
+    blocks of at most ``rows`` edges (default :data:`BLOCK_ROWS`), in order: views of the
+    same arrays, each block's ``start`` its first row in the bucket.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from graphsys.storage.edges import EdgeBatch
+    >>> eb = EdgeBatch(0, 1, 10, np.arange(5, dtype=np.int32), np.zeros(5, np.int32),
+    ...                None, None)
+    >>> [(b.start, b.src.tolist()) for b in blocks([eb], rows=2)]
+    [(10, [0, 1]), (12, [2, 3]), (14, [4])]
+    """
+    import dataclasses
+
+    rows = BLOCK_ROWS if rows is None else rows
+    out = []
+    for eb in batches:
+        if len(eb) <= rows:
+            out.append(eb)
+            continue
+        for a in range(0, len(eb), rows):
+            cut = slice(a, a + rows)
+            out.append(dataclasses.replace(
+                eb, start=eb.start + a, src=eb.src[cut], dst=eb.dst[cut],
+                rel=None if eb.rel is None else eb.rel[cut],
+                weight=None if eb.weight is None else eb.weight[cut],
+                columns={k: v[cut] for k, v in eb.columns.items()}))
+    return out
 
 
 def host_buffer(n: int, pin: bool) -> torch.Tensor:

@@ -129,7 +129,8 @@ class StreamEdges:
 
     def _device_buckets(self) -> DeviceBuckets:
         """The run's :class:`~graphsys.bsp.device_stream.DeviceBuckets`, its ring sized
-        to the longest record batch of the buckets the program may read."""
+        to the longest record batch (block, on the torch backend) of the buckets the
+        program may read."""
         if self.device_buckets is None:
             keys = {(i, j) for task in self._tasks_of("both") for i, j, _ in task}
             lengths = [len(eb) for i, j in keys for eb in self._bucket(i, j)[1]]
@@ -217,6 +218,8 @@ class StreamEdges:
         if (i, j) not in self._open:
             b = self.graph.bucket(i, j, self.es.name)
             region, batches = b.mapped_region, list(b.batches())
+            if self.backend == "torch":  # even copies through the ring
+                batches = device_stream.blocks(batches)
             if self.paging:  # the first read's bounds check touched every offset page
                 for eb in batches:
                     pages.release(region, eb.src, eb.dst, eb.rel)

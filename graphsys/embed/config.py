@@ -197,10 +197,13 @@ class EmbedConfig:
         "writes the changed partitions (n_p x (d + 1) x 4 bytes each) and the relation "
         "parameters, and hard-links the other files", default=False)
     workers: int = _h("HOGWILD worker threads over shared embeddings", default=1)
-    cuda_graphs: bool = _h(
+    cuda_graphs: bool | None = _h(
         "on CUDA, capture a training step as a CUDA graph and replay it for every step of "
-        "the same shape (one launch instead of one per operator); the same model as without",
-        default=False)
+        "the same shape (one launch instead of one per operator); the same model as without. "
+        "Unset: on for a CUDA device; false: off. A step that cannot be captured (not the "
+        "closed form of the dot comparator and softmax loss, relations of several operators, "
+        "freeze_old) runs eagerly, with one logged line; the CPU never uses it",
+        default=None)
     device: str = _h("cpu, cuda, cuda:k or auto", default="cpu")
     seed: int = _h("seed of init, shuffling, negatives and bucket order", default=0)
     # -- growing a trained model (graphsys.embed.grow) -------------------------------------
@@ -306,7 +309,8 @@ class EmbedConfig:
                 raise ConfigError(f"{key}: must be one of {', '.join(choices)}, got "
                                   f"{getattr(self, key)!r}")
         for key in ("prefetch", "checkpoint_buckets", "all_negs", "cuda_graphs"):
-            if not isinstance(getattr(self, key), bool):
+            if not isinstance(getattr(self, key), bool) and not (
+                    key == "cuda_graphs" and self.cuda_graphs is None):
                 raise ConfigError(f"{key}: must be true or false, got {getattr(self, key)!r}")
         for key in ("graph", "edges", "checkpoint_path"):
             if getattr(self, key) is not None and not isinstance(getattr(self, key), str):

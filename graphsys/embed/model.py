@@ -251,10 +251,15 @@ class _ComplexProduct(torch.autograd.Function):
         return (*_complex_backward(dy, ctx.saved), None)
 
 
+#: Largest ``B * d * d`` that a linear operator multiplies in one bmm; a larger batch takes
+#: one matmul per relation, whose relations and counts are read on the host
+BMM_MAX_ELEMENTS = 1 << 22
+
+
 def _per_relation_matmul(x: Tensor, mats: Tensor, idx: Tensor) -> Tensor:
     """``out[b] = mats[idx[b]] @ x[b]``: one bmm when small, else one matmul per relation."""
     b, d = x.shape
-    if b * d * d <= (1 << 22):
+    if b * d * d <= BMM_MAX_ELEMENTS:
         return torch.bmm(gather(mats, idx), x.unsqueeze(-1)).squeeze(-1)
     out = torch.empty_like(x)
     order = torch.argsort(idx, stable=True)

@@ -57,7 +57,7 @@ from graphsys.device import resolve_device
 from graphsys.embed.buffer import PartitionBuffer, diverged
 from graphsys.embed.checkpoint import CheckpointManager, stream_seed
 from graphsys.embed.config import EmbedConfig
-from graphsys.embed.graphs import StepGraph
+from graphsys.embed.graphs import StepGraph, capture_refusal
 from graphsys.embed.model import COMPARATORS, LOSSES
 from graphsys.embed.relations import RelationModel
 from graphsys.embed.schedule import bucket_order, plan_buffer
@@ -161,6 +161,7 @@ class Trainer(MinibatchStep):
         self.relmodel = RelationModel(self.rel_ops, config.dimension, self.device)
         if self.resident is None:
             self.resident = self.device.type != "cpu"
+        self.cuda_graphs = self._use_cuda_graphs()
         self.capacity = self._capacity()
         self.stats: list[EpochStats] = []
         self._degrees: dict[tuple[str, int], torch.Tensor] | None = None
@@ -198,6 +199,17 @@ class Trainer(MinibatchStep):
                                       f"graph's relation {rel.name!r} has {side} {have!r}")
         if g.num_edges(self.edge_set) == 0:
             raise GraphsysError(f"edge set {self.edge_set!r} of {g.path} has no edges")
+
+    def _use_cuda_graphs(self) -> bool:
+        """Whether the device loop replays its steps from CUDA graphs: on a CUDA device
+        unless ``cuda_graphs`` is false, and off, with one logged line, where the config's
+        steps cannot be captured (:func:`~graphsys.embed.graphs.capture_refusal`)."""
+        if self.device.type != "cuda" or self.cfg.cuda_graphs is False:
+            return False
+        why = capture_refusal(self.cfg, self.rel_ops)
+        if why is not None:
+            self.log(f"cuda_graphs: off, {why}; the steps run eagerly")
+        return why is None
 
     def _capacity(self) -> int:
         cfg = self.cfg
@@ -352,8 +364,7 @@ class Trainer(MinibatchStep):
         total = torch.zeros((), dtype=torch.float64, device=self.device)
         self.torch_ops = self.relmodel.whole_tables = True
         full = self.cfg.batch_size * self.cfg.batches_per_step
-        graph = StepGraph(gen) if self.cfg.cuda_graphs and self.device.type == "cuda" \
-            else None
+        graph = StepGraph(gen) if self.cuda_graphs else None
 
         def step(idx: torch.Tensor, groups: int) -> None:
             h, t, r = cols.index_select(1, idx)

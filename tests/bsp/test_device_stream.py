@@ -179,6 +179,22 @@ def test_streamed_batches_are_written_on_the_host_once(graphs, cache, monkeypatc
     assert moved == [moved[0]] * 3
 
 
+def test_long_batches_travel_in_blocks(graphs, monkeypatch):
+    """The torch path reads a record batch longer than BLOCK_ROWS as blocks of that many
+    edges: one copy a block, a ring sized to a block, the same bytes moved, and the same
+    ranks bit for bit on the CPU (the blocks are added in the batch's order)."""
+    g = graphs["directed-p3"].graph
+    whole = bsp.pagerank(g, tol=1e-12, mode="out-of-core", backend="torch", device_budget=0)
+    moved, buckets = _moved_per_pass(g, 0)
+    assert buckets._capacity > 16
+    monkeypatch.setattr(device_stream, "BLOCK_ROWS", 16)
+    cut = bsp.pagerank(g, tol=1e-12, mode="out-of-core", backend="torch", device_budget=0)
+    np.testing.assert_array_equal(cut.values, whole.values)
+    moved_cut, blocks = _moved_per_pass(g, 0)
+    assert moved_cut == moved and blocks._capacity == 16
+    assert len(blocks.streamed) >= g.num_edges() // 16 > len(buckets.streamed)
+
+
 def _pass_counts(graph, budget: int) -> tuple[DeviceWorkCounter, DeviceBuckets, torch.Tensor]:
     """DeviceWorkCounter of the third all-active PageRank edge phase (the device emulated
     on the CPU), the run's buckets, and the phase's sums."""
@@ -249,8 +265,8 @@ def test_merged_pass_same_ranks_on_spmv(graphs, monkeypatch):
 
 @pytest.mark.parametrize("cache", ["none", "some", "all"])
 def test_ring_batches_arrive_intact(device, cache):
-    """Batches of varying length cross through the two device buffers of the ring, from
-    the host cache (``some``: the batches it has room for) or through the two staging
+    """Batches of varying length cross through the RING device buffers of the ring, from
+    the host cache (``some``: the batches it has room for) or through the RING staging
     slots, each slot written again while the copy or compute of its previous batch may be
     queued: every batch's columns arrive as they were (copies made on the compute stream
     right after each fetch, compared at the end), kept ones as well as streamed ones, and

@@ -252,6 +252,58 @@ def test_cuda_graphs_learn_the_same_model(kg1, tmp_path, device):
         assert np.array_equal(out[True][1], out[False][1])
 
 
+def test_cuda_graphs_default_on_cuda_only(kg1, tmp_path, monkeypatch):
+    """``cuda_graphs`` unset: off on the CPU, on for a CUDA device where the config's step
+    can be captured; false turns it off there; a step that cannot be captured runs eagerly,
+    with one logged line (decided from the config, before any step)."""
+    from graphsys.embed import graphs
+
+    class Capturing:  # a torch whose CUDA graphs replay a generator's draws
+        def register_generator_state(self, gen):
+            pass
+
+    monkeypatch.setattr(graphs.torch.cuda, "CUDAGraph", Capturing)
+    g, runs = open_graph(kg1), iter(range(100))
+
+    def resolve(extra: list[str], device: str) -> tuple[bool, list[str]]:
+        notes: list[str] = []
+        t = Trainer(load_config(None, PBG_SHAPED + extra), g, tmp_path / str(next(runs)),
+                    log=notes.append)
+        assert t.cuda_graphs is False  # built on the CPU
+        t.device = torch.device(device)  # as a CUDA device would give it
+        return t._use_cuda_graphs(), notes
+
+    assert load_config(None, PBG_SHAPED).cuda_graphs is None
+    assert resolve([], "cpu") == (False, [])
+    assert resolve(["cuda_graphs=true"], "cpu") == (False, [])
+    assert resolve([], "cuda") == (True, [])
+    assert resolve(["cuda_graphs=true"], "cuda") == (True, [])
+    assert resolve(["cuda_graphs=false"], "cuda") == (False, [])
+    on, notes = resolve(['comparator="cos"'], "cuda")
+    assert not on and len(notes) == 1 and notes[0].startswith("cuda_graphs: off, only the")
+    monkeypatch.setattr(graphs.torch.cuda, "CUDAGraph", object)  # an older torch
+    on, notes = resolve(["cuda_graphs=true"], "cuda")
+    assert not on and len(notes) == 1 and "generator" in notes[0]
+
+
+@pytest.mark.parametrize("extra, operators, refused", [
+    ([], ["complex_diagonal"], None),
+    (["all_negs=true"], ["diagonal"], None),
+    (['loss_fn="ranking"'], ["diagonal"], "only the closed-form step"),
+    (["num_batch_negs=0"], ["diagonal"], "only the closed-form step"),
+    ([], ["diagonal", "complex_diagonal"], "2 operators"),
+    (["dimension=32"], ["linear"], None),  # 500 x 32 x 32: one bmm
+    (["dimension=100"], ["affine"], "affine operator reads"),
+])
+def test_capture_refusal_by_config(extra, operators, refused, monkeypatch):
+    from graphsys.embed import graphs
+
+    monkeypatch.setattr(graphs.torch.cuda, "CUDAGraph", type(
+        "Capturing", (), {"register_generator_state": lambda self, gen: None}))
+    why = graphs.capture_refusal(load_config(None, PBG_SHAPED + extra), operators)
+    assert why is None if refused is None else refused in why
+
+
 class _FakeCuda:
     """torch.cuda's graph API as the CPU sees it: a capture records the step instead of
     running it, a replay runs the recorded step on the static buffer."""
@@ -286,7 +338,7 @@ class _FakeCuda:
 
         self.CUDAGraph, self.graph, self.Stream = Graph, Capture, Stream
         self.current_stream = lambda device=None: Stream()
-        self.stream = lambda s: _NullContext()
+        self.stream = self.device = lambda s: _NullContext()
 
 
 class _NullContext:

@@ -75,10 +75,11 @@ def test_dry_run_records_each_parts_figures(dry_run):
                  ("embed", "rgcn"), ("profile", "pagerank"), ("profile", "gnn")]:
         assert want in names, want
     by = {(r["part"], r["name"]): r for r in records}
-    # PageRank in memory takes the lean supersteps, float64 at tol 1e-30, float32 at 1e-6
+    # PageRank in memory takes the lean supersteps to convergence, float64 at tol 1e-10,
+    # float32 at 1e-6
     for name, dtype in (("pagerank-memory", "float64"), ("pagerank-memory-float32", "float32")):
         assert by["bsp", name]["method"].endswith(f"int32 ids, {dtype} ranks)")
-        assert by["bsp", name]["ops_per_superstep"] == 3
+        assert by["bsp", name]["ops_per_superstep"] == 3 and by["bsp", name]["converged"]
     # streamed PageRank: kept within the default budget, and streamed every superstep
     for name in ("pagerank-out-of-core", "pagerank-out-of-core-streamed"):
         assert {"resident_bytes", "streamed_bytes_per_superstep"} <= set(by["bsp", name])
@@ -152,3 +153,29 @@ def test_unknown_parts_and_caps_are_refused(capsys):
     assert args.parts == ["env", "profile"] and args.caps["env"] == 7.0
     assert sum(cap for _, cap, _ in gpu_check.PARTS) <= gpu_check.BUDGET <= 480
     assert gpu_check.TINY_BUDGET <= 180  # the dry run's own limit: 3 minutes
+
+
+def _stats(method: str, seconds: list[float]):
+    from types import SimpleNamespace
+
+    steps = [SimpleNamespace(superstep=k, seconds={"edges": t}, edges_scanned=100,
+                             bytes_h2d=0, direction="pull") for k, t in enumerate(seconds)]
+    return SimpleNamespace(method=method, supersteps=steps, setup_seconds=1.0,
+                           setup_bytes_h2d=0)
+
+
+def test_lean_pagerank_is_timed_after_its_first_window():
+    """The lean supersteps' windows are timed as a whole and split evenly: the medians
+    start after the first window where a later one ran (a first window holding a one-time
+    cost does not set the figure), after superstep 0 for another method."""
+    from graphsys.bsp.algorithms.pagerank_device import CHECK_EVERY
+
+    lean = "fused-pagerank (device SpMV, int32 ids, float64 ranks)"
+    slow, fast = 5e-3, 1e-3
+    figs = gpu_check.superstep_figures(_stats(lean, [slow] * CHECK_EVERY + [fast] * 2))
+    assert figs["steady_from"] == CHECK_EVERY and figs["median_seconds"] == fast
+    one = gpu_check.superstep_figures(_stats(lean, [fast] * CHECK_EVERY))
+    assert one["steady_from"] == 1 and one["median_seconds"] == fast
+    other = gpu_check.superstep_figures(_stats("supersteps", [0.3, fast, fast, slow]))
+    assert other["steady_from"] == 1 and other["median_seconds"] == fast
+    assert gpu_check.superstep_figures(_stats("supersteps", [0.3]))["median_seconds"] == 0.3
