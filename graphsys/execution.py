@@ -42,7 +42,10 @@ OPTION_DOCS = {
     :class:`graphsys.progress.Step`).""",
     "execution": """execution : Execution, optional
     How the call runs (``mode``, ``threads``, ``progress``, ...) as one
-    :class:`~graphsys.execution.Execution` instead of those keywords (both: refused).""",
+    :class:`~graphsys.execution.Execution` instead of those keywords (both: refused). A
+    field the function has no keyword for is refused in one line where it would change
+    where or how the call runs (CUDA, out of core, ``distributed``, ``progress``);
+    ``threads`` and ``memory_limit`` are then left as they are.""",
 }
 
 
@@ -139,12 +142,21 @@ class Execution:
                                            f"device {self.device!r}, backend {self.backend!r}")
         return self
 
-    def without(self, field: str, what: str) -> Execution:
-        """Itself, refused in one line where ``field`` is set but ``what`` has no such
-        option (an Execution built for another engine is not run with it ignored)."""
-        if getattr(self, field) != _DEFAULTS[field]:
-            raise ParameterError(field, f"is not an option of {what}")
+    def without(self, what: str, *fields: str) -> Execution:
+        """Itself, refused in one line where one of ``fields`` is set but ``what`` has no
+        such option (an Execution built for another engine is not run with it ignored)."""
+        for field in fields:
+            if getattr(self, field) != _DEFAULTS[field]:
+                raise ParameterError(field, f"is not an option of {what}")
         return self
+
+    def in_memory(self, what: str, *fields: str) -> Execution:
+        """Itself, refused in one line where it asks ``what`` (in memory on the CPU) to run
+        out of core or on CUDA (:meth:`on_cpu`), or sets one of ``fields``
+        (:meth:`without`)."""
+        if self.mode == "out-of-core":
+            raise ParameterError("mode", f"{what} runs in memory, got 'out-of-core'")
+        return self.on_cpu(what).without(what, *fields)
 
 
 #: The fields' defaults (what :meth:`Execution.of` reads as not given).

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 
 from graphsys import Execution
@@ -66,3 +67,67 @@ def test_fill_doc_indents_each_section_like_its_line():
     assert f.__doc__.splitlines()[4:8] == ["        a : int", "            The a.", "",
                                            "        b : int"]
     assert "%(other)s" in f.__doc__  # a name it was not given is left alone
+
+
+def _plain(answer):
+    """An answer as comparable plain data (arrays, the results' values, iterators listed)."""
+    if hasattr(answer, "values") and not isinstance(answer, dict):
+        return _plain(answer.values)
+    if isinstance(answer, np.ndarray):
+        return answer.tolist()
+    if isinstance(answer, (tuple, list)) or hasattr(answer, "__next__"):
+        return [_plain(a) for a in answer]
+    if hasattr(answer, "__dict__"):  # a result's fields (its graph compared as itself)
+        return {k: v if hasattr(v, "node_ids") else _plain(v) for k, v in vars(answer).items()}
+    return answer
+
+
+#: Every front-end of mining and measures with an option of :class:`Execution`: (function,
+#: its arguments, its keywords equal to ``Execution(threads=1, mode="memory")``, a keyword
+#: given with ``execution=`` to be refused)
+FRONT_ENDS = [
+    *[(f"mining.{name}", (), {"mode": "memory", "threads": 1}, {"mode": "auto", "threads": 2})
+      for name in ("triangle_stats", "triangle_count", "triangles", "clustering",
+                   "average_clustering", "transitivity")],
+    *[(f"mining.{name}", args, {"threads": 1}, {"threads": 2}) for name, args in (
+        ("triad_census", ()), ("clique_count", (3,)), ("clique_counts", (3,)),
+        ("motifs", (4,)), ("count", ("triangle",)))],
+    *[(f"mining.{name}", args, {}, {"memory_limit": 1 << 30}) for name, args in (
+        ("triangle_work", ()), ("cliques", (3,)), ("matches", ("wedge",)),
+        ("iter_matches", ("triangle",)), ("frequent_subgraphs", ([0, 1, 0, 1, 0, 1], 2)))],
+    *[(f"measures.{name}", (), {}, {"progress": True})
+      for name in ("diameter", "eccentricity", "top_links")],
+]
+
+
+@pytest.mark.parametrize("name, args, keywords, refused", FRONT_ENDS,
+                         ids=[f[0] for f in FRONT_ENDS])
+def test_one_execution_runs_every_front_end(tmp_path, name, args, keywords, refused):
+    """``execution=Execution(threads=1, mode="memory")`` gives the keywords' answer on every
+    front-end of mining and measures; given with one of those keywords it is refused in
+    one line."""
+    import graphsys
+    from graphsys import measures, mining
+
+    module, func = name.split(".")
+    fn = getattr({"mining": mining, "measures": measures}[module], func)
+    g = graphsys.from_numpy(np.array([0, 1, 2, 0, 3, 3, 4]), np.array([1, 2, 0, 3, 1, 4, 5]),
+                            tmp_path / "g")
+    run = Execution(threads=1, mode="memory")
+    assert _plain(fn(g, *args, execution=run)) == _plain(fn(g, *args, **keywords))
+    with pytest.raises(ParameterError, match="^execution given with ") as err:
+        fn(g, *args, execution=run, **refused)
+    assert "\n" not in str(err.value)
+
+
+def test_in_memory_refuses_what_it_cannot_run():
+    """A front-end that runs in memory on the CPU refuses an Execution out of core, on
+    CUDA, or setting an option it has none of, in one line."""
+    run = Execution(mode="memory", threads=2)
+    assert run.in_memory("listing", "distributed", "progress") is run
+    for bad, match in ((Execution(mode="out-of-core"), "^mode listing runs in memory"),
+                       (Execution(device="cuda"), "^device listing runs on the CPU"),
+                       (Execution(distributed=True), "^distributed is not an option of"),
+                       (Execution(progress=True), "^progress is not an option of")):
+        with pytest.raises(ParameterError, match=match):
+            bad.in_memory("listing", "distributed", "progress")

@@ -255,7 +255,7 @@ def run(graph, program: VertexProgram, *, mode: str = "auto", device: str = "cpu
     t_start = time.perf_counter()
     ex = Execution.of(execution, mode=mode, device=device, backend=backend, threads=threads,
                       distributed=distributed, progress=progress).without(
-        "memory_limit", "the BSP engine (mode='out-of-core' streams; device_budget bounds a GPU)")
+        "the BSP engine (mode='out-of-core' streams; device_budget bounds a GPU)", "memory_limit")
     mode, threads, distributed = ex.mode, ex.threads, ex.distributed
     if schedule not in SCHEDULES:
         raise ParameterError("schedule", f"unknown schedule {schedule!r} (choose from "
@@ -326,7 +326,7 @@ def run(graph, program: VertexProgram, *, mode: str = "auto", device: str = "cpu
         bar.close()
         edges.close()
     return Result(values=np.ascontiguousarray(values, np.float64), stats=stats, graph=graph,
-                  order=program.order)
+                  peeled=program.peeled)
 
 
 def _solve(program: VertexProgram, edges: EdgeProvider, ctx: Context, state: dict, active,

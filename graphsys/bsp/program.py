@@ -382,10 +382,11 @@ class VertexProgram(ABC):
         started from a previous result: that run's count); ``mode="auto"`` streams the
         edges rather than building the adjacency when it is small
         (:func:`~graphsys.bsp.engine.choose_mode`). None: unknown.
-    order : numpy.ndarray, optional
-        Set by a run that kept an order beside its values (int64 (N,), each node's
-        position; k-core's peeling order): the result's :attr:`Result.order
-        <graphsys.bsp.result.Result.order>`. None: none.
+    peeled : numpy.ndarray, optional
+        Set by a run that kept the order in which it removed the nodes beside its values
+        (int32/int64 (N,), the nodes in that order; k-core's peeling): the result's
+        :attr:`Result.peeled <graphsys.bsp.result.Result.peeled>`, which its
+        :attr:`~graphsys.bsp.result.Result.order` numbers. None: none.
     host_state : bool, default False
         Declares that :meth:`init`, :meth:`solve_in_memory` and :meth:`result` also take
         and return NumPy arrays: a run in memory on the CPU (numba backend, one process,
@@ -439,7 +440,7 @@ class VertexProgram(ABC):
     relax_state: str | None = None
     relax_offset = 0.0
     expected_supersteps: int | None = None
-    order: np.ndarray | None = None
+    peeled: np.ndarray | None = None
     host_state = False
 
     # -- the program ------------------------------------------------------------------------

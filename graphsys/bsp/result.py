@@ -50,7 +50,10 @@ class Result(NodeValues):
         int64 (N,): each node's position in an order the run kept beside its values, from
         which a later run can update them (k-core's peeling order,
         :mod:`graphsys.bsp.incremental_cores`); written as :meth:`to_table`'s ``order``
-        column. None: the run kept none.
+        column; numbered from :attr:`peeled` when first read. None: the run kept none.
+    peeled : numpy.ndarray, optional
+        int32/int64 (N,): the nodes in the order the run removed them (k-core's peeling),
+        where it kept that sequence rather than :attr:`order`.
 
     Examples
     --------
@@ -71,7 +74,8 @@ class Result(NodeValues):
 
     stats: RunStats
     provenance: dict | None = None
-    order: np.ndarray | None = None
+    order: np.ndarray | None = None  # a property (below) over _order
+    peeled: np.ndarray | None = None
 
     def __repr__(self) -> str:
         return (f"Result({self.stats.algorithm}: values float64 {self.values.shape}, "
@@ -96,3 +100,13 @@ class Result(NodeValues):
             table = table.append_column("order", pa.array(self.order, pa.int64()))
             meta = meta and {**meta, "order": ORDER_VERSION}
         return tagged(table, meta)
+
+
+def _order(result: Result) -> np.ndarray | None:
+    if result._order is None and result.peeled is not None:  # numbered when first read
+        result._order = np.empty(len(result.peeled), np.int64)
+        result._order[result.peeled] = np.arange(len(result.peeled))
+    return result._order
+
+
+Result.order = property(_order, lambda result, order: setattr(result, "_order", order))

@@ -1,6 +1,6 @@
 """Core numbers, written once for every engine: peeling level by level (:func:`core_levels`,
 the BSP k-core's in-memory method) from the degrees :func:`peel_degrees` counts. The
-removal order it can record is a degeneracy ordering (the mining engine's clique
+removal order it leaves in its queue is a degeneracy ordering (the mining engine's clique
 orientation).
 
 An adjacency is (``indptr`` int64 (N+1,), ``indices`` int32/int64 (E,)); a directed graph
@@ -55,7 +55,7 @@ def _lower(ptr, idx, v, k, deg, queue, tail):
 
 
 @numba.njit(cache=True, nogil=True)
-def core_levels(out_ptr, out_idx, in_ptr, in_idx, two_ways, deg, core, left, queue, order):
+def core_levels(out_ptr, out_idx, in_ptr, in_idx, two_ways, deg, core, left, queue):
     """Core numbers by peeling level by level (the order of Kabir and Madduri's PKC, run
     on one thread): for k = 0, 1, ..., remove every vertex of degree at most k, and those
     whose degree falls to k as their neighbours go, with core number k. A removed vertex
@@ -71,10 +71,10 @@ def core_levels(out_ptr, out_idx, in_ptr, in_idx, two_ways, deg, core, left, que
 
     ``deg`` int32/int64 (N,) consumed: the starting degrees (self-loops left out; entries
     ``v -> v`` lower only ``v``'s own degree, after its removal); ``core`` float64 (N,)
-    written; ``left``, ``queue`` (N,) int32/int64 scratch; ``order`` int64, empty or (N,):
-    the vertices in the order they are removed (written when not empty), a degeneracy
-    ordering (each vertex has at most its core number of neighbours after it). Returns the
-    entries read."""
+    written; ``left`` (N,) int32/int64 scratch; ``queue`` (N,) int32/int64, written: every
+    vertex queued once, so that it ends as the vertices in the order they were removed, a
+    degeneracy ordering (each vertex has at most its core number of neighbours after it),
+    at no cost beyond the queue. Returns the entries read."""
     n = deg.shape[0]
     k = deg[0] if n else 0
     for v in range(n):
@@ -86,10 +86,8 @@ def core_levels(out_ptr, out_idx, in_ptr, in_idx, two_ways, deg, core, left, que
         tail += deg[v] == k
     nleft = n
     top = np.iinfo(deg.dtype).max
-    record = order.shape[0] > 0
-    removed = 0
+    head = 0  # the queue is never rewound: a level's queue follows the one before it
     while nleft > 0:
-        head = 0
         while head < tail:
             # the lists of the vertices queued PEEL_AHEAD places on, and their ptr entries
             # twice as far: a queue of cascading removals visits the lists in no order the
@@ -107,15 +105,11 @@ def core_levels(out_ptr, out_idx, in_ptr, in_idx, two_ways, deg, core, left, que
                     prefetch(in_idx, in_ptr[w])
             v = queue[head]
             head += 1
-            if record:
-                order[removed] = v
-                removed += 1
             tail = _lower(out_ptr, out_idx, v, k, deg, queue, tail)
             if two_ways:
                 tail = _lower(in_ptr, in_idx, v, k, deg, queue, tail)
         kept = 0  # every vertex left has degree > k now
         low = top
-        tail = 0
         for i in range(nleft):
             v = left[i]
             d = deg[v]
@@ -125,7 +119,8 @@ def core_levels(out_ptr, out_idx, in_ptr, in_idx, two_ways, deg, core, left, que
             left[kept] = v
             kept += live
             low = min(low, d if live else top)
-            queue[tail] = v
+            if tail < n:  # (the queued and the removed may fill it: the rest are dropped)
+                queue[tail] = v
             tail += d == k + 1
         nleft = kept
         if nleft > 0 and low > k + 1:  # no vertex of degree k + 1: the next level is

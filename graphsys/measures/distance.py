@@ -28,7 +28,7 @@ import numba
 import numpy as np
 
 from graphsys.errors import ParameterError
-from graphsys.execution import OPTION_DOCS, fill_doc
+from graphsys.execution import OPTION_DOCS, Execution, fill_doc
 from graphsys.kernels import bfs as kb
 from graphsys.kernels import components as kc
 from graphsys.measures import kernels_distance as kd
@@ -200,9 +200,9 @@ def _degrees(view) -> np.ndarray:
     return deg if view.sym else deg + np.diff(view.iptr)
 
 
-@fill_doc(progress=OPTION_DOCS["progress"])
+@fill_doc(**OPTION_DOCS)
 def diameter(graph, *, exact: bool = False, edge_set: str | None = None,
-             progress: bool = False) -> Diameter:
+             progress: bool = False, execution: Execution | None = None) -> Diameter:
     """The diameter in hops: the longest shortest path of the undirected view, over all
     components (see the module docstring).
 
@@ -216,6 +216,7 @@ def diameter(graph, *, exact: bool = False, edge_set: str | None = None,
     edge_set : str, optional
         The edge set.
     %(progress)s
+    %(execution)s
 
     Returns
     -------
@@ -241,6 +242,8 @@ def diameter(graph, *, exact: bool = False, edge_set: str | None = None,
     """
     if not isinstance(exact, (bool, np.bool_)):
         raise ParameterError("exact", f"must be True or False, got {exact!r}")
+    progress = Execution.of(execution, progress=progress).in_memory(
+        "diameter", "distributed").progress
     view = undirected_view(graph, edge_set)
     if view.num_nodes == 0:
         return Diameter(0, 0, 0, True, (), 0, 0)
@@ -330,9 +333,10 @@ def _component(search: _Searcher, start: tuple[int, int | None], size: int, exac
     return lower, max(upper, lower), pair
 
 
-@fill_doc(progress=OPTION_DOCS["progress"])
+@fill_doc(**OPTION_DOCS)
 def eccentricity(graph, nodes=None, *, edge_set: str | None = None, internal: bool = False,
-                 progress: bool = False) -> NodeValues | np.ndarray:
+                 progress: bool = False, execution: Execution | None = None
+                 ) -> NodeValues | np.ndarray:
     """The eccentricity of nodes in hops: the largest distance from each to a node of its
     component, in the undirected view.
 
@@ -348,6 +352,7 @@ def eccentricity(graph, nodes=None, *, edge_set: str | None = None, internal: bo
     internal : bool, default False
         ``nodes`` are internal ids.
     %(progress)s
+    %(execution)s
 
     Returns
     -------
@@ -370,6 +375,8 @@ def eccentricity(graph, nodes=None, *, edge_set: str | None = None, internal: bo
     >>> eccentricity(g).to_dict(), eccentricity(g, [2]).tolist()
     ({0: 4, 1: 3, 2: 2, 3: 3, 4: 4}, [2])
     """
+    progress = Execution.of(execution, progress=progress).in_memory(
+        "eccentricity", "distributed").progress
     view = undirected_view(graph, edge_set)
     search = _Searcher(view)
     if nodes is not None:

@@ -44,7 +44,7 @@ import numpy as np
 import pyarrow as pa
 
 from graphsys.errors import ParameterError
-from graphsys.execution import OPTION_DOCS, fill_doc
+from graphsys.execution import OPTION_DOCS, Execution, fill_doc
 from graphsys.measures import kernels_similarity as ks
 from graphsys.measures.kernels_view import gather
 from graphsys.measures.view import internal_ids, undirected_view
@@ -249,10 +249,10 @@ class TopLinks:
         return pa.table({"source": self.source, "target": self.target, "score": self.score})
 
 
-@fill_doc(progress=OPTION_DOCS["progress"])
+@fill_doc(**OPTION_DOCS)
 def top_links(graph, nodes=None, k: int = 10, method: str = "jaccard", *,
               edge_set: str | None = None, internal: bool = False,
-              progress: bool = False) -> TopLinks:
+              progress: bool = False, execution: Execution | None = None) -> TopLinks:
     """The ``k`` best link candidates of each node: the nodes two hops away (sharing a
     neighbour with it, neither it nor one of its neighbours), by score.
 
@@ -277,6 +277,7 @@ def top_links(graph, nodes=None, k: int = 10, method: str = "jaccard", *,
     internal : bool, default False
         ``nodes`` are internal ids.
     %(progress)s
+    %(execution)s
 
     Returns
     -------
@@ -300,6 +301,8 @@ def top_links(graph, nodes=None, k: int = 10, method: str = "jaccard", *,
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
         raise ParameterError("k", f"must be a non-negative integer, got {k!r}")
     k = int(k)
+    progress = Execution.of(execution, progress=progress).in_memory(
+        "top_links", "distributed").progress
     view = undirected_view(graph, edge_set)
     n = view.num_nodes
     queries = (np.arange(n, dtype=np.int64) if nodes is None

@@ -33,8 +33,11 @@ labels : str or array-like, optional
     The graph's integer edge column the pattern's edge labels refer to, required when
     the pattern has edge labels.""",
 }
-PARAMETERS["options"] = "\n".join(
-    PARAMETERS[k] for k in ("threads", "memory_limit", "distributed", "progress"))
+PARAMETERS["execution"] = OPTION_DOCS["execution"]
+PARAMETERS["options"] = "\n".join(PARAMETERS[k] for k in (
+    "threads", "memory_limit", "distributed", "progress", "execution"))
+#: The options of the functions that take no ``threads``, ``distributed`` or ``progress``
+PARAMETERS["memory_options"] = "\n".join(PARAMETERS[k] for k in ("memory_limit", "execution"))
 #: What a triangle call's budget also covers: the oriented graph it keeps.
 _KEPT = """ In RAM, the oriented graph is kept on the opened Graph and the next count
     on it reuses it (:mod:`graphsys.views.cache`): the kept structure counts against this
@@ -42,7 +45,6 @@ _KEPT = """ In RAM, the oriented graph is kept on the opened Graph and the next 
     call needs)."""
 PARAMETERS["triangle_options"] = "\n".join((
     PARAMETERS["mode"], PARAMETERS["threads"], PARAMETERS["memory_limit"] + _KEPT,
-    PARAMETERS["distributed"], PARAMETERS["progress"]))
-PARAMETERS["execution"] = OPTION_DOCS["execution"]
+    PARAMETERS["distributed"], PARAMETERS["progress"], PARAMETERS["execution"]))
 #: Decorator: each docstring line ``%(name)s`` replaced by the text of :data:`PARAMETERS`.
 document = fill_doc(**PARAMETERS)

@@ -11,6 +11,7 @@ import numba
 import numpy as np
 
 from graphsys import views
+from graphsys.execution import Execution
 from graphsys.mining import clique_kernels, kernels, motif_kernels
 from graphsys.mining.clique import clique_work
 from graphsys.mining.parallel import SERIAL_WORK, TASKS_PER_THREAD, Ranks, run_tasks, scheduled
@@ -83,13 +84,13 @@ class MotifCensus:
                 "samples": self.samples, "seed": self.seed}
 
 
-def small_census(g, size: int, method: str, samples: int, seed: int, edge_set, threads,
-                 memory_limit, distributed: bool, progress: bool) -> MotifCensus:
+def small_census(g, size: int, method: str, samples: int, seed: int, edge_set,
+                 ex: Execution) -> MotifCensus:
     """The undirected census of ``size`` (3 or 4) nodes of an opened graph (parameters
-    checked by the caller, :func:`graphsys.mining.motifs`)."""
-    ranks = Ranks.of(distributed, g)
-    with scheduled(threads) as nthreads:
-        view = views.view(g, "oriented", edge_set=edge_set, memory_limit=memory_limit)
+    checked by the caller, :func:`graphsys.mining.motifs`), run as ``ex`` says."""
+    ranks, progress = Ranks.of(ex.distributed, g), ex.progress
+    with scheduled(ex.threads) as nthreads:
+        view = views.view(g, "oriented", edge_set=edge_set, memory_limit=ex.memory_limit)
         n, m = view.num_nodes, view.num_edges
         per_edge = np.zeros(m if size == 4 else 0, np.int64)
         per_node = np.zeros(n, np.int64)
@@ -228,14 +229,13 @@ def _esu_tasks(ptr: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return roots, lo, lo + CHILDREN_PER_TASK
 
 
-def five_codes(g, edge_set, threads, memory_limit, distributed: bool,
-               progress: bool) -> np.ndarray:
+def five_codes(g, edge_set, ex: Execution) -> np.ndarray:
     """The connected induced 5-node subsets of an opened graph, by one enumeration
-    (:func:`graphsys.mining.motif_kernels.esu5`): int64 (1024,) counts by adjacency code
-    (summed over the ranks)."""
-    ranks = Ranks.of(distributed, g)
-    with scheduled(threads) as nthreads:
-        view = views.view(g, "oriented", edge_set=edge_set, memory_limit=memory_limit)
+    (:func:`graphsys.mining.motif_kernels.esu5`), run as ``ex`` says: int64 (1024,)
+    counts by adjacency code (summed over the ranks)."""
+    ranks = Ranks.of(ex.distributed, g)
+    with scheduled(ex.threads) as nthreads:
+        view = views.view(g, "oriented", edge_set=edge_set, memory_limit=ex.memory_limit)
         ptr, idx = _descending(view)
         n = len(ptr) - 1
         roots, lo, hi = _esu_tasks(ptr, idx)
@@ -249,7 +249,7 @@ def five_codes(g, edge_set, threads, memory_limit, distributed: bool,
         acc = np.zeros((nthreads, 1024), np.int64)
         calls = min(CALLS_5, max(1, len(roots) // (TASKS_PER_THREAD * nthreads)))
         cuts = np.linspace(0, len(roots), calls + 1).astype(np.int64)
-        with display(progress, total=len(roots), unit="task",
+        with display(ex.progress, total=len(roots), unit="task",
                      desc="motifs: 5-node subsets") as bar:
             for a, b in zip(cuts[:-1], cuts[1:]):
                 with numba.parallel_chunksize(1):

@@ -17,6 +17,7 @@ import numpy as np
 
 from graphsys import views
 from graphsys.errors import ParameterError
+from graphsys.execution import Execution
 from graphsys.kernels.arrays import read_only
 from graphsys.kernels.cores import core_levels
 from graphsys.mining import clique_kernels
@@ -48,10 +49,9 @@ def degeneracy_view(view: Oriented) -> tuple[Oriented, int]:
     n = view.num_nodes
     peel = np.empty(n, np.int64)
     core = np.zeros(n)
-    vid = np.empty(n, np.int64)
-    # the order of the peeling that finds core numbers (every vertex has at most the
-    # degeneracy of neighbours after it); its list read once
-    core_levels(ptr, idx, ptr, idx, False, view.degree.copy(), core, vid, np.empty_like(vid),
+    # the order of the peeling that finds core numbers, its queue (every vertex has at
+    # most the degeneracy of neighbours after it); its list read once
+    core_levels(ptr, idx, ptr, idx, False, view.degree.copy(), core, np.empty_like(peel),
                 peel)
     core = int(core.max()) if n else 0
     rank = np.empty(n, np.int64)
@@ -78,12 +78,13 @@ def clique_work(view: Oriented, k: int) -> np.ndarray:
     return d * d * (1 + (d >> 6) if k > 3 else 1)
 
 
-def _count(graph, k, edge_set, threads, memory_limit, distributed, progress, per_vertex):
+def _count(graph, k, edge_set, per_vertex, execution, **given):
+    ex = Execution.of(execution, **given).in_memory("clique counting")
     g = as_graph(graph)
     k = check_k(k)
-    ranks = Ranks.of(distributed, g)
-    with scheduled(threads) as count:
-        view, _ = _clique_view(g, edge_set, memory_limit)
+    ranks = Ranks.of(ex.distributed, g)
+    with scheduled(ex.threads) as count:
+        view, _ = _clique_view(g, edge_set, ex.memory_limit)
         counts = np.zeros(view.num_nodes if per_vertex else 0, np.int64)
         work = clique_work(view, k)
         lo, hi = ranks.roots(work)
@@ -91,7 +92,7 @@ def _count(graph, k, edge_set, threads, memory_limit, distributed, progress, per
         none = np.zeros(0, np.int64)
         total = run_tasks(lambda tasks: clique_kernels.cliques(
             view.indptr, view.indices, tasks, none, k, max_row, counts, none),
-                          work, lo, hi, count, progress=progress, desc=f"{k}-cliques")
+                          work, lo, hi, count, progress=ex.progress, desc=f"{k}-cliques")
     total = int(ranks.sum(np.array([total], np.int64))[0])
     return g, view, total, (ranks.sum(counts) if per_vertex else None)
 
@@ -99,7 +100,7 @@ def _count(graph, k, edge_set, threads, memory_limit, distributed, progress, per
 @document
 def clique_count(graph, k: int, *, edge_set: str | None = None, threads: int | None = None,
                  memory_limit: int | None = None, distributed: bool = False,
-                 progress: bool = False) -> int:
+                 progress: bool = False, execution: Execution | None = None) -> int:
     """The number of ``k``-cliques (complete subgraphs of ``k`` nodes).
 
     Parameters
@@ -130,13 +131,14 @@ def clique_count(graph, k: int, *, edge_set: str | None = None, threads: int | N
     >>> [mining.clique_count(g, k) for k in (3, 4, 5)]
     [10, 5, 1]
     """
-    return _count(graph, k, edge_set, threads, memory_limit, distributed, progress, False)[2]
+    return _count(graph, k, edge_set, False, execution, threads=threads,
+                  memory_limit=memory_limit, distributed=distributed, progress=progress)[2]
 
 
 @document
 def clique_counts(graph, k: int, *, edge_set: str | None = None, threads: int | None = None,
                   memory_limit: int | None = None, distributed: bool = False,
-                  progress: bool = False) -> NodeValues:
+                  progress: bool = False, execution: Execution | None = None) -> NodeValues:
     """The number of ``k``-cliques through each node.
 
     Parameters
@@ -162,14 +164,15 @@ def clique_counts(graph, k: int, *, edge_set: str | None = None, threads: int | 
     >>> mining.clique_counts(g, 3).to_dict()
     {1: 3, 2: 3, 3: 3, 4: 3, 5: 0}
     """
-    g, view, _, counts = _count(graph, k, edge_set, threads, memory_limit, distributed,
-                                progress, True)
+    g, view, _, counts = _count(graph, k, edge_set, True, execution, threads=threads,
+                                memory_limit=memory_limit, distributed=distributed,
+                                progress=progress)
     return NodeValues(view.by_global(counts), g, f"{k}-cliques")
 
 
 @document
 def cliques(graph, k: int, *, limit: int | None = DEFAULT_LIMIT, edge_set: str | None = None,
-            memory_limit: int | None = None) -> np.ndarray:
+            memory_limit: int | None = None, execution: Execution | None = None) -> np.ndarray:
     """List ``k``-cliques, at most ``limit`` of them.
 
     The cliques come in the order of the degeneracy ordering (each clique's nodes in that
@@ -183,7 +186,7 @@ def cliques(graph, k: int, *, limit: int | None = DEFAULT_LIMIT, edge_set: str |
     limit : int or None, default 10000
         The most cliques returned; None: all of them (counted first, to size the answer).
     %(edge_set)s
-    %(memory_limit)s
+    %(memory_options)s
 
     Returns
     -------
@@ -200,9 +203,11 @@ def cliques(graph, k: int, *, limit: int | None = DEFAULT_LIMIT, edge_set: str |
     >>> sorted(sorted(c) for c in mining.cliques(g, 3).tolist())
     [[1, 2, 3], [1, 2, 4], [1, 3, 4], [2, 3, 4]]
     """
+    ex = Execution.of(execution, memory_limit=memory_limit).in_memory(
+        "clique listing", "distributed", "progress")
     g = as_graph(graph)
     k = check_k(k)
-    view, _ = _clique_view(g, edge_set, memory_limit)
+    view, _ = _clique_view(g, edge_set, ex.memory_limit)
     max_row = int(view.out_degree().max()) if view.num_nodes else 0
     if limit is None:
         none = np.zeros(0, np.int64)

@@ -42,6 +42,7 @@ import numpy as np
 
 from graphsys import views
 from graphsys.errors import ParameterError
+from graphsys.execution import Execution
 from graphsys.mining import stream
 from graphsys.mining._docs import document
 from graphsys.mining.edge_labels import NO_LISTS, label_lists
@@ -187,7 +188,8 @@ def _sub_patterns(code, labels):
 def frequent_subgraphs(graph, labels, support: int, *, max_edges: int = 3,
                        exact: bool = True, edge_labels: str | None = None,
                        edge_set: str | None = None,
-                       memory_limit: int | None = None) -> list[FrequentPattern]:
+                       memory_limit: int | None = None,
+                       execution: Execution | None = None) -> list[FrequentPattern]:
     """The connected labelled patterns of up to ``max_edges`` edges whose MNI support in
     the graph is at least ``support`` (GraMi's and Peregrine's frequent subgraph mining).
 
@@ -210,7 +212,7 @@ def frequent_subgraphs(graph, labels, support: int, *, max_edges: int = 3,
         one, matched on a stored edge of that label between its nodes (in either
         direction).
     %(edge_set)s
-    %(memory_limit)s
+    %(memory_options)s
 
     Returns
     -------
@@ -239,6 +241,8 @@ def frequent_subgraphs(graph, labels, support: int, *, max_edges: int = 3,
     """
     stream.positive("support", support)
     stream.positive("max_edges", max_edges)
+    memory_limit = Execution.of(execution, memory_limit=memory_limit).in_memory(
+        "frequent subgraph mining", "distributed", "progress").memory_limit
     g = as_graph(graph)
     view = views.view(g, "oriented", edge_set=edge_set, memory_limit=memory_limit)
     node_labels = _node_labels(g, labels, view)

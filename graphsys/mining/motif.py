@@ -77,6 +77,7 @@ import itertools
 import numpy as np
 
 from graphsys.errors import ParameterError
+from graphsys.execution import Execution
 from graphsys.mining._docs import document
 from graphsys.mining.census import (
     DIRECTED_3,
@@ -119,9 +120,9 @@ def five_node_classes() -> np.ndarray:
     return table
 
 
-def _five_census(g, edge_set, threads, memory_limit, distributed, progress) -> MotifCensus:
+def _five_census(g, edge_set, ex: Execution) -> MotifCensus:
     """The 5-node census: the enumeration's counts by adjacency code, folded by class."""
-    by_code = five_codes(g, edge_set, threads, memory_limit, distributed, progress)
+    by_code = five_codes(g, edge_set, ex)
     found = np.flatnonzero(by_code)
     counts = np.zeros(len(UNDIRECTED_5), np.int64)
     np.add.at(counts, five_node_classes()[found], by_code[found])
@@ -152,7 +153,8 @@ def _check(size, directed, method, samples, seed) -> None:
 def motifs(graph, size: int = 3, *, directed: bool = False, method: str = "exact",
            samples: int = 100_000, seed: int = 0, edge_set: str | None = None,
            threads: int | None = None, memory_limit: int | None = None,
-           distributed: bool = False, progress: bool = False) -> MotifCensus:
+           distributed: bool = False, progress: bool = False,
+           execution: Execution | None = None) -> MotifCensus:
     """Induced counts of every connected ``size``-node pattern (igraph's
     ``motifs_randesu``, without its unconnected classes).
 
@@ -211,14 +213,13 @@ def motifs(graph, size: int = 3, *, directed: bool = False, method: str = "exact
     {'house': 1}
     """
     _check(size, directed, method, samples, seed)
+    ex = Execution.of(execution, threads=threads, memory_limit=memory_limit,
+                      distributed=distributed, progress=progress).in_memory("motif counting")
     g = as_graph(graph)
     if directed:
-        census = triad_census(g, edge_set=edge_set, threads=threads,
-                              memory_limit=memory_limit, distributed=distributed,
-                              progress=progress)
+        census = triad_census(g, edge_set=edge_set, execution=ex)
         counts = {k: census[k] for k in DIRECTED_3}
         return MotifCensus(3, True, counts, stderr=dict.fromkeys(counts, 0.0))
     if size == 5:
-        return _five_census(g, edge_set, threads, memory_limit, distributed, progress)
-    return small_census(g, size, method, samples, seed, edge_set, threads, memory_limit,
-                        distributed, progress)
+        return _five_census(g, edge_set, ex)
+    return small_census(g, size, method, samples, seed, edge_set, ex)

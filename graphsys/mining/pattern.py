@@ -43,6 +43,7 @@ import numpy as np
 
 from graphsys import views
 from graphsys.errors import ParameterError
+from graphsys.execution import Execution
 from graphsys.mining import match_kernels, stream
 from graphsys.mining._docs import document
 from graphsys.mining.census import SHAPES, small_census
@@ -563,7 +564,7 @@ def match_rows(g, p: Pattern, view, elabels, edge_set, memory_limit) -> tuple:
 def count(graph, pattern, *, induced: bool = False, labels=None, edge_labels=None,
           edge_set: str | None = None, threads: int | None = None,
           memory_limit: int | None = None, distributed: bool = False,
-          progress: bool = False) -> int:
+          progress: bool = False, execution: Execution | None = None) -> int:
     """The number of subgraphs of the graph that match ``pattern``.
 
     Non-induced (default): subgraphs whose edges include a copy of the pattern (other edges
@@ -621,39 +622,39 @@ def count(graph, pattern, *, induced: bool = False, labels=None, edge_labels=Non
     ...              edge_labels="kind")
     4
     """
-    g, p, view, node_labels = _prepare(graph, pattern, labels, edge_set, memory_limit,
+    ex = Execution.of(execution, threads=threads, memory_limit=memory_limit,
+                      distributed=distributed, progress=progress).in_memory("pattern counting")
+    g, p, view, node_labels = _prepare(graph, pattern, labels, edge_set, ex.memory_limit,
                                        edge_labels)
     census = census_class(p) if induced else None
     if census is not None:
-        return int(small_census(g, p.num_nodes, "exact", 0, 0, edge_set, threads, memory_limit,
-                                distributed, progress)[census])
-    ranks = Ranks.of(distributed, g)
+        return int(small_census(g, p.num_nodes, "exact", 0, 0, edge_set, ex)[census])
+    ranks = Ranks.of(ex.distributed, g)
     if p.is_clique and not (p.labelled or p.edge_labelled or p.directed):
         if p.num_nodes == 2:
             return view.num_edges
         from graphsys.mining.clique import clique_count
 
-        return clique_count(g, p.num_nodes, edge_set=edge_set, threads=threads,
-                            memory_limit=memory_limit, distributed=distributed,
-                            progress=progress)
+        return clique_count(g, p.num_nodes, edge_set=edge_set, execution=ex)
     plan = p.plan(bool(induced))
-    ptr, idx, bits, elists = match_rows(g, p, view, edge_labels, edge_set, memory_limit)
+    ptr, idx, bits, elists = match_rows(g, p, view, edge_labels, edge_set, ex.memory_limit)
     deg = view.degree
     work = deg * np.minimum(deg, 1 << 20) if p.num_nodes > 2 else deg.copy()
     lo, hi = ranks.roots(work)
     max_row = int(deg.max()) if len(deg) else 0
     none = np.zeros(0, np.int64)
-    with scheduled(threads) as nthreads:
+    with scheduled(ex.threads) as nthreads:
         total = run_tasks(lambda tasks: match_kernels.match_count(
             ptr, idx, node_labels, tasks, *plan.constraints(bits, elists), max_row, none),
-                          work, lo, hi, nthreads, progress=progress, desc="matches")
+                          work, lo, hi, nthreads, progress=ex.progress, desc="matches")
     return int(ranks.sum(np.array([total], np.int64))[0])
 
 
 @document
 def matches(graph, pattern, *, induced: bool = False, labels=None, edge_labels=None,
             limit: int | None = DEFAULT_LIMIT, callback=None, edge_set: str | None = None,
-            memory_limit: int | None = None) -> np.ndarray | int:
+            memory_limit: int | None = None,
+            execution: Execution | None = None) -> np.ndarray | int:
     """List matches of ``pattern``: one row per matched subgraph, the graph node of each
     pattern node; or hand each to ``callback`` as it is found.
 
@@ -674,7 +675,7 @@ def matches(graph, pattern, *, induced: bool = False, labels=None, edge_labels=N
         ``callback(row)`` per match, ``row`` a tuple of original ids (``row[i]``: pattern
         node ``i``); returning False stops the search.
     %(edge_set)s
-    %(memory_limit)s
+    %(memory_options)s
 
     Returns
     -------
@@ -705,6 +706,8 @@ def matches(graph, pattern, *, induced: bool = False, labels=None, edge_labels=N
     if limit is not None and (isinstance(limit, bool) or not isinstance(
             limit, (int, np.integer)) or limit < 0):
         raise ParameterError("limit", f"must be a non-negative integer or None, got {limit!r}")
+    ex = Execution.of(execution, memory_limit=memory_limit).in_memory(
+        "pattern matching", "distributed", "progress")
     if callback is not None:
         if not callable(callback):
             raise ParameterError("callback", f"must be callable, got "
@@ -713,15 +716,15 @@ def matches(graph, pattern, *, induced: bool = False, labels=None, edge_labels=N
                                                                        stream.DEFAULT_CHUNK))
         return stream.deliver(iter_matches(graph, pattern, induced=induced, labels=labels,
                                            edge_labels=edge_labels, edge_set=edge_set,
-                                           memory_limit=memory_limit, chunk=chunk),
+                                           execution=ex, chunk=chunk),
                               callback, limit)
-    g, p, view, node_labels = _prepare(graph, pattern, labels, edge_set, memory_limit,
+    g, p, view, node_labels = _prepare(graph, pattern, labels, edge_set, ex.memory_limit,
                                        edge_labels)
     if limit is None:
         limit = count(g, p, induced=induced, labels=labels, edge_labels=edge_labels,
-                      edge_set=edge_set, memory_limit=memory_limit)
+                      edge_set=edge_set, execution=ex)
     plan = p.plan(bool(induced))
-    ptr, idx, bits, elists = match_rows(g, p, view, edge_labels, edge_set, memory_limit)
+    ptr, idx, bits, elists = match_rows(g, p, view, edge_labels, edge_set, ex.memory_limit)
     max_row = int(view.degree.max()) if view.num_nodes else 0
     out = np.empty((int(limit), p.num_nodes), np.int64)
     got = int(match_kernels.match_list(ptr, idx, node_labels, *plan.constraints(bits, elists),
@@ -735,7 +738,8 @@ def matches(graph, pattern, *, induced: bool = False, labels=None, edge_labels=N
 @document
 def iter_matches(graph, pattern, *, induced: bool = False, labels=None, edge_labels=None,
                  edge_set: str | None = None, memory_limit: int | None = None,
-                 chunk: int = stream.DEFAULT_CHUNK) -> Iterator[tuple]:
+                 chunk: int = stream.DEFAULT_CHUNK,
+                 execution: Execution | None = None) -> Iterator[tuple]:
     """The matches of ``pattern``, one tuple of original node ids per matched subgraph,
     found as they are taken.
 
@@ -750,7 +754,7 @@ def iter_matches(graph, pattern, *, induced: bool = False, labels=None, edge_lab
     %(match)s
     %(edge_labels)s
     %(edge_set)s
-    %(memory_limit)s
+    %(memory_options)s
     chunk : int, default 1024
         Matches the search writes at a time: the memory of the matches in flight.
 
@@ -774,8 +778,9 @@ def iter_matches(graph, pattern, *, induced: bool = False, labels=None, edge_lab
     3
     """
     chunk = stream.positive("chunk", chunk)
-    g, p, view, node_labels = _prepare(graph, pattern, labels, edge_set, memory_limit,
-                                       edge_labels)
-    rows = match_rows(g, p, view, edge_labels, edge_set, memory_limit)
+    limit = Execution.of(execution, memory_limit=memory_limit).in_memory(
+        "pattern matching", "distributed", "progress").memory_limit
+    g, p, view, node_labels = _prepare(graph, pattern, labels, edge_set, limit, edge_labels)
+    rows = match_rows(g, p, view, edge_labels, edge_set, limit)
     return stream.rows_of(stream.chunks(g, view, node_labels, p.plan(bool(induced)), chunk,
                                         rows=rows))

@@ -88,7 +88,8 @@ def count_oriented(view: Oriented, *, per_vertex: bool, threads: int, ranks: Ran
 
 @document
 def triangle_work(graph, *, edge_set: str | None = None,
-                  memory_limit: int | None = None) -> tuple[NodeValues, str]:
+                  memory_limit: int | None = None,
+                  execution: Execution | None = None) -> tuple[NodeValues, str]:
     """How the intersection work of a triangle count spreads over the nodes: per node, the
     entries the kernel the cost model picks probes on its behalf, and that kernel.
 
@@ -103,7 +104,7 @@ def triangle_work(graph, *, edge_set: str | None = None,
     ----------
     %(graph)s
     %(edge_set)s
-    %(memory_limit)s
+    %(memory_options)s
 
     Returns
     -------
@@ -122,8 +123,10 @@ def triangle_work(graph, *, edge_set: str | None = None,
     """
     from graphsys.mining.outofcore import from_middle
 
+    ex = Execution.of(execution, memory_limit=memory_limit).in_memory(
+        "triangle_work", "distributed", "progress")
     g = as_graph(graph)
-    view = views.view(g, "oriented", edge_set=edge_set, memory_limit=memory_limit)
+    view = views.view(g, "oriented", edge_set=edge_set, memory_limit=ex.memory_limit)
     out_degree = view.out_degree()
     middle = from_middle(view.degree, out_degree)
     work = np.empty(view.num_nodes, np.int64)
@@ -285,7 +288,6 @@ def triangle_stats(graph, *, per_node: bool = False, edge_set: str | None = None
         little slower than the count alone).
     %(edge_set)s
     %(triangle_options)s
-    %(execution)s
     init : str, Path, pyarrow.Table or TriangleStats, optional
         A previous result with per-node counts (:meth:`TriangleStats.to_table`, or a
         Parquet file of it).
@@ -359,7 +361,8 @@ def _stats(g, edge_set: str, total: int, counts, degree, triples: int, method: s
 @document
 def triangle_count(graph, *, edge_set: str | None = None, mode: str = "auto",
                    threads: int | None = None, memory_limit: int | None = None,
-                   distributed: bool = False, progress: bool = False) -> int:
+                   distributed: bool = False, progress: bool = False,
+                   execution: Execution | None = None) -> int:
     """The number of triangles of the undirected simple view of an edge set.
 
     Each edge is oriented from its lower- to its higher-degree endpoint [1]_; each triangle
@@ -398,15 +401,16 @@ def triangle_count(graph, *, edge_set: str | None = None, mode: str = "auto",
     >>> mining.triangle_count(g)
     2
     """
-    return triangle_stats(graph, per_node=False, edge_set=edge_set, execution=Execution(
-        mode=mode, threads=threads, memory_limit=memory_limit, distributed=distributed,
+    return triangle_stats(graph, per_node=False, edge_set=edge_set, execution=Execution.of(
+        execution, mode=mode, threads=threads, memory_limit=memory_limit, distributed=distributed,
         progress=progress)).count
 
 
 @document
 def triangles(graph, *, edge_set: str | None = None, mode: str = "auto",
               threads: int | None = None, memory_limit: int | None = None,
-              distributed: bool = False, progress: bool = False) -> NodeValues:
+              distributed: bool = False, progress: bool = False,
+              execution: Execution | None = None) -> NodeValues:
     """The number of triangles through each node (networkx's ``triangles``).
 
     Parameters
@@ -429,15 +433,16 @@ def triangles(graph, *, edge_set: str | None = None, mode: str = "auto",
     >>> mining.triangles(g).to_dict()
     {1: 2, 2: 2, 3: 1, 4: 1}
     """
-    return triangle_stats(graph, per_node=True, edge_set=edge_set, execution=Execution(
-        mode=mode, threads=threads, memory_limit=memory_limit, distributed=distributed,
+    return triangle_stats(graph, per_node=True, edge_set=edge_set, execution=Execution.of(
+        execution, mode=mode, threads=threads, memory_limit=memory_limit, distributed=distributed,
         progress=progress)).triangles
 
 
 @document
 def clustering(graph, *, edge_set: str | None = None, mode: str = "auto",
                threads: int | None = None, memory_limit: int | None = None,
-               distributed: bool = False, progress: bool = False) -> NodeValues:
+               distributed: bool = False, progress: bool = False,
+               execution: Execution | None = None) -> NodeValues:
     """The local clustering coefficient of each node: ``2 T(v) / (d(v) (d(v) - 1))``,
     ``T(v)`` its triangles, ``d(v)`` its simple degree; 0 where ``d(v) < 2`` (networkx's
     ``clustering`` of the undirected view).
@@ -462,8 +467,8 @@ def clustering(graph, *, edge_set: str | None = None, mode: str = "auto",
     >>> {k: round(v, 3) for k, v in mining.clustering(g).to_dict().items()}
     {1: 0.667, 2: 0.667, 3: 1.0, 4: 1.0}
     """
-    return triangle_stats(graph, per_node=True, edge_set=edge_set, execution=Execution(
-        mode=mode, threads=threads, memory_limit=memory_limit, distributed=distributed,
+    return triangle_stats(graph, per_node=True, edge_set=edge_set, execution=Execution.of(
+        execution, mode=mode, threads=threads, memory_limit=memory_limit, distributed=distributed,
         progress=progress)).clustering
 
 
@@ -471,7 +476,7 @@ def clustering(graph, *, edge_set: str | None = None, mode: str = "auto",
 def average_clustering(graph, *, edge_set: str | None = None, count_zeros: bool = True,
                        mode: str = "auto", threads: int | None = None,
                        memory_limit: int | None = None, distributed: bool = False,
-                       progress: bool = False) -> float:
+                       progress: bool = False, execution: Execution | None = None) -> float:
     """The mean local clustering coefficient (networkx's ``average_clustering``).
 
     Parameters
@@ -495,8 +500,8 @@ def average_clustering(graph, *, edge_set: str | None = None, count_zeros: bool 
     >>> round(mining.average_clustering(g), 4)
     0.8333
     """
-    values = triangle_stats(graph, per_node=True, edge_set=edge_set, execution=Execution(
-        mode=mode, threads=threads, memory_limit=memory_limit, distributed=distributed,
+    values = triangle_stats(graph, per_node=True, edge_set=edge_set, execution=Execution.of(
+        execution, mode=mode, threads=threads, memory_limit=memory_limit, distributed=distributed,
         progress=progress)).clustering.values
     if not count_zeros:
         values = values[values > 0]
@@ -508,7 +513,8 @@ def average_clustering(graph, *, edge_set: str | None = None, count_zeros: bool 
 @document
 def transitivity(graph, *, edge_set: str | None = None, mode: str = "auto",
                  threads: int | None = None, memory_limit: int | None = None,
-                 distributed: bool = False, progress: bool = False) -> float:
+                 distributed: bool = False, progress: bool = False,
+                 execution: Execution | None = None) -> float:
     """The global clustering coefficient: 3 × triangles / connected triples
     (``6 T / sum d (d - 1)``; networkx's ``transitivity``); 0 without any triple.
 
@@ -531,8 +537,8 @@ def transitivity(graph, *, edge_set: str | None = None, mode: str = "auto",
     >>> mining.transitivity(g)
     0.75
     """
-    return triangle_stats(graph, per_node=False, edge_set=edge_set, execution=Execution(
-        mode=mode, threads=threads, memory_limit=memory_limit, distributed=distributed,
+    return triangle_stats(graph, per_node=False, edge_set=edge_set, execution=Execution.of(
+        execution, mode=mode, threads=threads, memory_limit=memory_limit, distributed=distributed,
         progress=progress)).transitivity
 
 
@@ -602,7 +608,7 @@ _CODES = _code_table()
 @document
 def triad_census(graph, *, edge_set: str | None = None, threads: int | None = None,
                  memory_limit: int | None = None, distributed: bool = False,
-                 progress: bool = False) -> dict[str, int]:
+                 progress: bool = False, execution: Execution | None = None) -> dict[str, int]:
     """The directed triad census: how many of the ``C(N, 3)`` node triples fall in each of
     the 16 isomorphism classes of directed 3-node graphs (networkx's ``triadic_census``).
 
@@ -637,12 +643,14 @@ def triad_census(graph, *, edge_set: str | None = None, threads: int | None = No
     >>> {k: v for k, v in mining.triad_census(g).items() if v}
     {'030C': 1}
     """
+    ex = Execution.of(execution, threads=threads, memory_limit=memory_limit,
+                      distributed=distributed, progress=progress).in_memory("the triad census")
     g = as_graph(graph)
-    ranks = Ranks.of(distributed, g)
-    with scheduled(threads) as count:
+    ranks = Ranks.of(ex.distributed, g)
+    with scheduled(ex.threads) as count:
         view = views.view(g, "oriented", edge_set=edge_set, directions=True,
-                          memory_limit=memory_limit)
-        codes = triangle_codes(view, threads=count, ranks=ranks, progress=progress)
+                          memory_limit=ex.memory_limit)
+        codes = triangle_codes(view, threads=count, ranks=ranks, progress=ex.progress)
     sides = np.zeros((view.num_nodes, 3), np.int64)
     kernels.direction_counts(view.indptr, view.indices, view.dirs, sides)
     o, i, m = (sides[:, c] for c in range(3))

@@ -400,7 +400,7 @@ def core_number(G):
     peel_degrees(*out, into[0], G.directed, np.empty(0, np.int64), True, deg)
     core = np.zeros(n, np.float64)
     core_levels(*out, *into, G.directed, deg, core, np.empty(n, np.int64),
-                np.empty(n, np.int64), np.empty(0, np.int64))
+                np.empty(n, np.int64))
     return G.node_dict(core.astype(np.int64))
 
 

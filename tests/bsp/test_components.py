@@ -200,9 +200,8 @@ def test_core_levels_brute_force():
                 out = into = lists(n, np.r_[src, dst], np.r_[dst, src])
             deg, got = np.empty(n, np.int32), np.empty(n)
             peel_degrees(*out, into[0], two_ways, np.empty(0, np.int64), True, deg)
-            order = np.empty(n, np.int64)
-            core_levels(*out, *into, two_ways, deg, got, np.empty(n, np.int32),
-                        np.empty(n, np.int32), order)
+            order = np.empty(n, np.int32)  # the queue: the removal order
+            core_levels(*out, *into, two_ways, deg, got, np.empty(n, np.int32), order)
             np.testing.assert_array_equal(got, want, err_msg=f"trial {trial}, {two_ways}")
             assert sorted(order.tolist()) == list(range(n))
             pos = np.empty(n, np.int64)

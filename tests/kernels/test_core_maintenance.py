@@ -28,8 +28,7 @@ def _peeled(n, src, dst, two):
     deg = np.empty(n, np.int64)
     peel_degrees(*out, into[0], two, np.empty(0, np.int64), True, deg)
     core, order = np.zeros(n), np.empty(n, np.int64)
-    core_levels(*out, *into, two, deg, core, np.empty(n, np.int64), np.empty(n, np.int64),
-                order)
+    core_levels(*out, *into, two, deg, core, np.empty(n, np.int64), order)
     rank = np.empty(n, np.int64)
     rank[order] = np.arange(n)
     return core.astype(np.int64), rank, out, into

@@ -98,8 +98,8 @@ class KCore(VertexProgram):
         """``schedule="auto"``: peeling level by level in one numba call
         (:func:`~graphsys.kernels.cores.core_levels`), recorded as one superstep
         (``stats.method``: ``level-peel``), the same core numbers, and the removal order
-        kept (:attr:`order`: a k-order, from which :mod:`graphsys.bsp.incremental_cores`
-        updates). ``max_iters`` not applied."""
+        kept (:attr:`peeled`, the peel's queue: a k-order once numbered, from which
+        :mod:`graphsys.bsp.incremental_cores` updates). ``max_iters`` not applied."""
         if schedule != "auto":
             return None
         two = self.direction == "both"
@@ -124,11 +124,9 @@ class KCore(VertexProgram):
         else:
             deg = degrees(False)
         vid = np.int32 if n < 2**31 else np.int64
-        peeled = np.empty(n, np.int64)
+        self.peeled = np.empty(n, vid)
         read = core_levels(*out, *into, two, deg, host_array(state["core"]), np.empty(n, vid),
-                           np.empty(n, vid), peeled)
-        self.order = np.empty(n, np.int64)  # each node's position in the peeling: the
-        self.order[peeled] = np.arange(n)  # k-order a later run updates from
+                           self.peeled)
         method = "level-peel"
         ss = SuperstepStats(superstep=0, active=ctx.num_nodes, direction=method,
                             edges_scanned=int(read), messages_sent=0, fused=True)
