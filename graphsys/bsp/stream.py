@@ -34,7 +34,7 @@ from graphsys.device import host_array
 from graphsys.errors import GraphsysError
 from graphsys.kernels.arrays import read_only
 from graphsys.storage import pages
-from graphsys.storage.csr import chunks
+from graphsys.storage.csr import chunks, view_degrees
 
 if TYPE_CHECKING:
     import torch
@@ -163,9 +163,11 @@ class StreamEdges:
 
     def degrees(self, direction: str) -> np.ndarray:
         """Out-/in-/both-degree, int64 (N,), exact on the owned ids: a row length of the
-        graph's adjacency index (or a count of the other index's neighbour ids) where it
-        has one, else counted over the owned buckets, which stay open for the supersteps
-        (each bucket is read once in the run)."""
+        graph's adjacency index where it has one, or of a view's members' indexes where
+        some have one (the others counted over their buckets,
+        :func:`~graphsys.storage.csr.view_degrees`), or a count of the other index's
+        neighbour ids, else counted over the owned buckets, which stay open for the
+        supersteps (each bucket is read once in the run)."""
         if direction == "both":
             return self.degrees("out") + self.degrees("in")
         if direction == "out-weight":
@@ -175,6 +177,9 @@ class StreamEdges:
         offsets = self.graph.index_offsets(self.es.name, own)
         if offsets is not None:
             return np.diff(offsets)
+        summed = view_degrees(self.graph, self.es, own) if self.es.members else None
+        if summed is not None:  # a view: its indexed members' offsets, the others counted
+            return summed
         mapped = self.graph.adjacency_index(self.es.name, other)
         if mapped is not None:
             deg = np.zeros(self.num_nodes, np.int64)
@@ -233,7 +238,7 @@ class StreamEdges:
         use_active = num_active < len(x)
         skip: set[int] = set()
         if use_active:  # skip buckets whose source partition has no active vertex
-            act = host_array(active.cpu())
+            act = host_array(active if isinstance(active, np.ndarray) else active.cpu())
             for p in self.src_parts:
                 a, b = int(self.offsets[p]) - self.lo, int(self.offsets[p + 1]) - self.lo
                 if not act[a:b].any():
@@ -252,7 +257,8 @@ class StreamEdges:
         marked = self._marked.get(prog.direction) if copy_sum else None
         sums32 = copy_sum and prog.sum_dtype == "float32"
         if numba_path:
-            acc, received = _host_accumulators(self.num_nodes, prog.identity, prog.width)
+            acc, received = _host_accumulators(self.num_nodes, prog.identity, prog.width,
+                                               isinstance(x, np.ndarray))
             xn = host_array(x)
             state = (xn.astype(np.float32) if sums32 else xn, host_array(active),
                      host_array(acc), host_array(received), MESSAGES[prog.message],
