@@ -24,6 +24,7 @@ each.
 from typing import TYPE_CHECKING
 
 from graphsys.bsp.algorithms import EXPORTS as _ALGORITHMS
+from graphsys.registry import lazy_exports
 
 if TYPE_CHECKING:  # type checkers see the names themselves
     from graphsys.bsp.algorithms import (
@@ -105,17 +106,4 @@ __all__ = [
     "wcc",
 ]
 
-
-def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # once: later lookups are plain attribute reads
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

@@ -9,6 +9,8 @@ every algorithm's. The functions named as their modules (``pagerank``, ``hits``,
 here those names are the modules.
 """
 
+from graphsys.registry import lazy_exports
+
 #: Public name -> the module that defines it (shared with :mod:`graphsys.bsp`)
 EXPORTS = {
     **dict.fromkeys(("Betweenness", "Closeness", "betweenness", "closeness", "harmonic"),
@@ -35,17 +37,5 @@ __all__ = ["ALGORITHMS", "AlgorithmSpec", "BFS", "Betweenness", "Closeness", "HI
            "bfs", "closeness", "harmonic", "leiden", "louvain", "modularity",
            "personalized_pagerank", "sssp", "wcc"]
 
-
-def __getattr__(name: str):
-    module = EXPORTS.get(name) if name not in _MODULE_NAMED else None
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # once: later lookups are plain attribute reads
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(
+    __name__, globals(), {k: v for k, v in EXPORTS.items() if k not in _MODULE_NAMED})
