@@ -171,10 +171,8 @@ def run(graph, program: VertexProgram, *, mode: str = "auto", device: str = "cpu
 
     The graph is read at most once before superstep 0: in memory, the adjacency the first
     superstep needs is built with one read of the buckets (none where the graph has an
-    adjacency index) and degrees come from it; out of core, degrees are read from the stored
-    indexes' offsets where the edge set or a view's members have them (a view's other
-    members counted over their buckets), else counted over the buckets the supersteps then
-    stream from the same open mappings.
+    adjacency index) and degrees come from it; out of core, degrees are counted over the
+    buckets the supersteps then stream from the same open mappings.
 
     Parameters
     ----------

@@ -34,7 +34,7 @@ from graphsys.device import host_array
 from graphsys.errors import GraphsysError
 from graphsys.kernels.arrays import read_only
 from graphsys.storage import pages
-from graphsys.storage.csr import chunks, view_degrees
+from graphsys.storage.csr import chunks
 
 if TYPE_CHECKING:
     import torch
@@ -163,11 +163,11 @@ class StreamEdges:
 
     def degrees(self, direction: str) -> np.ndarray:
         """Out-/in-/both-degree, int64 (N,), exact on the owned ids: a row length of the
-        graph's adjacency index where it has one, or of a view's members' indexes where
-        some have one (the others counted over their buckets,
-        :func:`~graphsys.storage.csr.view_degrees`), or a count of the other index's
-        neighbour ids, else counted over the owned buckets, which stay open for the
-        supersteps (each bucket is read once in the run)."""
+        graph's adjacency index (or a count of the other index's neighbour ids) where it
+        has one, else counted over the owned buckets, which stay open for the supersteps
+        (each bucket is read once in the run: its first read, hash and change sets are
+        paid here instead of in superstep 0; a view's members' indexes are not summed
+        instead, as reading them through the change sets costs more than the count)."""
         if direction == "both":
             return self.degrees("out") + self.degrees("in")
         if direction == "out-weight":
@@ -177,9 +177,6 @@ class StreamEdges:
         offsets = self.graph.index_offsets(self.es.name, own)
         if offsets is not None:
             return np.diff(offsets)
-        summed = view_degrees(self.graph, self.es, own) if self.es.members else None
-        if summed is not None:  # a view: its indexed members' offsets, the others counted
-            return summed
         mapped = self.graph.adjacency_index(self.es.name, other)
         if mapped is not None:
             deg = np.zeros(self.num_nodes, np.int64)

@@ -390,46 +390,25 @@ def _changed_offsets(graph, es, kind: str) -> np.ndarray | None:
     members' indexes and the pairs deleted from each, without copying their ids (O(N) and
     the rows holding a deleted pair); None where it gives none."""
     sets = graph.manifest.edge_sets
-    if any(kind not in graph.manifest.indexes.get(name, {})
-           for name in es.members if not sets[name].change):
-        return None
-    degree = view_degrees(graph, es, kind)
-    if degree is None:
-        return None
-    indptr = np.zeros(len(degree) + 1, np.int64)
-    np.cumsum(degree, out=indptr[1:])
-    _read_only(indptr)
-    return indptr
-
-
-def view_degrees(graph, es, kind: str = "csr") -> np.ndarray | None:
-    """The row lengths (``csr``: out-degrees, ``csc``: in-degrees), int64 (N,), of a view
-    of several edge sets, summed over its members: a member with a stored ``kind`` index
-    from its offsets less the pairs the view's change sets delete from it (O(N) and the
-    rows holding a deleted pair), any other member that no deletion targets counted over
-    its buckets (an appended set: read once, small beside the indexed ones). None where
-    no member has the index, a member without one loses pairs, or the sum is not the
-    view's edge count."""
-    sets = graph.manifest.edge_sets
     edges = [name for name in es.members if not sets[name].change]
     changes = [name for name in es.members if sets[name].change]
-    indexed = [name for name in edges if kind in graph.manifest.indexes.get(name, {})]
-    if not indexed or (changes and not _keyed(graph, kind)):
+    if not _keyed(graph, kind) or any(
+            kind not in graph.manifest.indexes.get(name, {}) for name in edges):
         return None
-    degree = np.zeros(graph.num_nodes(), np.int64)
+    n = graph.num_nodes()
+    degree = np.zeros(n, np.int64)
     for name in edges:
-        gone = edge_changes.member_changes(graph, name, changes)[0]
-        if name not in indexed:
-            if len(gone):
-                return None
-            for s, d, _, _ in graph.iter_edges(name):
-                kernels.count_into(s if kind == "csr" else d, degree)
-            continue
         rows = _rows(graph, name, kind)
         if rows is None:
             return None
+        gone = edge_changes.member_changes(graph, name, changes)[0]
         degree += index_merge.kept_counts(*rows, kind == "csc", gone)[0]
-    return degree if int(degree.sum()) == es.num_edges else None
+    indptr = np.zeros(n + 1, np.int64)
+    np.cumsum(degree, out=indptr[1:])
+    if indptr[-1] != es.num_edges:
+        return None
+    _read_only(indptr)
+    return indptr
 
 
 def chunks(column: np.ndarray, size: int = CHECK_CHUNK) -> list[np.ndarray]:
