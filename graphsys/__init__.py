@@ -53,16 +53,6 @@ __all__ = ["Execution", "Graph", "__version__", "from_arrow", "from_dgl", "from_
            "to_networkx", "to_pyg", "to_scipy"]
 
 
-def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'graphsys' has no attribute {name!r}")
-    import importlib
+from graphsys.registry import lazy_exports  # noqa: E402
 
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # once: later lookups are plain attribute reads
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

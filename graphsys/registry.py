@@ -52,6 +52,26 @@ class UnknownPluginError(GraphsysError, KeyError, ValueError):
         return str(self.args[0])
 
 
+def lazy_exports(package: str, namespace: dict[str, Any], exports: dict[str, str]
+                 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """``(__getattr__, __dir__)`` of a package whose public names are imported on first use
+    (PEP 562): ``exports`` maps each name to the module that defines it; a name, once
+    imported, is kept in the package's ``namespace`` (its ``globals()``), so later lookups
+    are plain attribute reads."""
+    def __getattr__(name: str) -> Any:
+        module = exports.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module), name)
+        namespace[name] = value
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted(set(namespace) | set(namespace.get("__all__", ())))
+
+    return __getattr__, __dir__
+
+
 class _Lazy:
     """A ``module:attribute`` reference imported on first use."""
 

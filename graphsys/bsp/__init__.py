@@ -21,37 +21,53 @@ short poll before sleeping keeps back-to-back parallel calls from paying a futex
 each.
 """
 
-from graphsys.bsp.algorithms import (
-    BFS,
-    HITS,
-    SCC,
-    SSSP,
-    WCC,
-    Betweenness,
-    Closeness,
-    KCore,
-    LabelPropagation,
-    Louvain,
-    PageRank,
-    betweenness,
-    bfs,
-    closeness,
-    harmonic,
-    hits,
-    kcore,
-    label_propagation,
-    leiden,
-    louvain,
-    modularity,
-    pagerank,
-    personalized_pagerank,
-    scc,
-    sssp,
-    wcc,
-)
-from graphsys.bsp.engine import Result, run
-from graphsys.bsp.program import Combiner, Context, ModeCombiner, VertexProgram
-from graphsys.bsp.stats import RunStats, SuperstepStats
+from typing import TYPE_CHECKING
+
+from graphsys.bsp.algorithms import EXPORTS as _ALGORITHMS
+from graphsys.registry import lazy_exports
+
+if TYPE_CHECKING:  # type checkers see the names themselves
+    from graphsys.bsp.algorithms import (
+        BFS,
+        HITS,
+        SCC,
+        SSSP,
+        WCC,
+        Betweenness,
+        Closeness,
+        KCore,
+        LabelPropagation,
+        Louvain,
+        PageRank,
+        betweenness,
+        bfs,
+        closeness,
+        harmonic,
+        leiden,
+        louvain,
+        modularity,
+        personalized_pagerank,
+        sssp,
+        wcc,
+    )
+    from graphsys.bsp.algorithms.hits import hits
+    from graphsys.bsp.algorithms.kcore import kcore
+    from graphsys.bsp.algorithms.label_propagation import label_propagation
+    from graphsys.bsp.algorithms.pagerank import pagerank
+    from graphsys.bsp.algorithms.scc import scc
+    from graphsys.bsp.engine import Result, run
+    from graphsys.bsp.program import Combiner, Context, ModeCombiner, VertexProgram
+    from graphsys.bsp.stats import RunStats, SuperstepStats
+
+#: Public name -> the module that defines it: imported on first use (PEP 562), so a run of
+#: one algorithm imports its own module, not every algorithm's
+_EXPORTS = {
+    **{name: module for name, module in _ALGORITHMS.items() if name != "ALGORITHMS"},
+    **dict.fromkeys(("Result", "run"), "graphsys.bsp.engine"),
+    **dict.fromkeys(("Combiner", "Context", "ModeCombiner", "VertexProgram"),
+                    "graphsys.bsp.program"),
+    **dict.fromkeys(("RunStats", "SuperstepStats"), "graphsys.bsp.stats"),
+}
 
 __all__ = [
     "BFS",
@@ -89,3 +105,5 @@ __all__ = [
     "sssp",
     "wcc",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

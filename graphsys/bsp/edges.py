@@ -78,16 +78,19 @@ def _bincount(index: np.ndarray, n: int) -> np.ndarray:
     return counts
 
 
-def _host_accumulators(n: int, identity: float,
-                       width: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def _host_accumulators(n: int, identity: float, width: int | None = None,
+                       host: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """``acc`` float64 (n,) (or (n, width) for a vector program) filled with the combiner's
     identity and ``received`` bool (n,) all False, CPU tensors allocated by NumPy (a torch
     fill of a CPU tensor wakes torch's thread pool, which costs more than the fill itself on
-    small graphs)."""
+    small graphs); ``host``: the NumPy arrays themselves (a NumPy state)."""
+    shape = n if width is None else (n, width)
+    acc, received = np.full(shape, identity), np.zeros(n, np.bool_)
+    if host:
+        return acc, received
     import torch
 
-    shape = n if width is None else (n, width)
-    return torch.from_numpy(np.full(shape, identity)), torch.from_numpy(np.zeros(n, np.bool_))
+    return torch.from_numpy(acc), torch.from_numpy(received)
 
 
 def _sent_dtype(program: VertexProgram) -> type:

@@ -282,10 +282,7 @@ def run(graph, program: VertexProgram, *, mode: str = "auto", device: str = "cpu
         dev = local_cuda_device()  # NCCL: one GPU per rank
     if mode == "auto":
         mode = choose_mode(graph, es.name, program, dev)
-    # a builtin program that takes NumPy state, in memory on the CPU in one process: its
-    # state stays in NumPy arrays (no torch import) unless the superstep loop must run
-    host_run = (program.host_ready and program.builtin and backend == "numba"
-                and mode == "memory" and not distributed and fuse and schedule != "async")
+    host_run = _host_run(program, backend, mode, distributed, fuse, schedule)
     dev = HOST if host_run else as_torch(dev)  # the CPU however it was named ("auto"...)
     if distributed:
         _check_ranks_agree(graph, program, es.name, mode, max_iters, schedule)
@@ -329,6 +326,17 @@ def run(graph, program: VertexProgram, *, mode: str = "auto", device: str = "cpu
                   peeled=program.peeled)
 
 
+def _host_run(program: VertexProgram, backend: str, mode: str, distributed: bool,
+              fuse: bool, schedule: str) -> bool:
+    """Whether a run keeps its state in NumPy arrays (no torch import): a builtin program
+    that takes NumPy state, on the numba backend in one process, in memory (its state
+    becomes tensors where the superstep loop must run) or streamed where its supersteps
+    take NumPy state too (:attr:`VertexProgram.host_streams`)."""
+    return (program.host_ready and program.builtin and backend == "numba"
+            and not distributed and schedule != "async"
+            and (mode == "memory" and fuse or mode == "out-of-core" and program.host_streams))
+
+
 def _solve(program: VertexProgram, edges: EdgeProvider, ctx: Context, state: dict, active,
            stats: RunStats, progress, schedule: str, max_iters: int, fuse: bool) -> None:
     """Run the program from its initial ``state`` and frontier ``active``: its declared
@@ -342,7 +350,7 @@ def _solve(program: VertexProgram, edges: EdgeProvider, ctx: Context, state: dic
     if solved is not None:  # a declared whole-graph algorithm ran: converged if done
         stats.converged = solved == 0
         return
-    if ctx.host:  # the supersteps run on tensors: the state becomes them
+    if ctx.host and not edges.streams:  # in memory the supersteps run on tensors
         active = _to_tensors(ctx, edges, state, active)
     loop = _Supersteps(program, edges, ctx, state, stats, progress)
     if schedule == "async":
@@ -494,11 +502,18 @@ class _Supersteps:
                           ) -> tuple[torch.Tensor, torch.Tensor]:
         """Locally combined messages; across ranks, the (target, value) pairs of targets
         other ranks own are exchanged and combined again. Masked by ``accept``."""
-        import torch
-
         program, dev = self.program, self.device
         identity = program.identity
-        acc, received = res.acc.to(dev), res.received.to(dev)
+        acc, received = res.acc, res.received
+        if isinstance(acc, np.ndarray):  # a NumPy state (a streamed host run: one process)
+            if accept is not None:
+                received &= accept
+                keep = received if acc.ndim == 1 else received[:, None]
+                acc = np.where(keep, acc, identity)
+            return acc, received
+        import torch
+
+        acc, received = acc.to(dev), received.to(dev)
         if self.comm.world_size > 1:
             sel = torch.nonzero(received).squeeze(1)
             idx, val, ss.messages_exchanged = self.comm.exchange(sel, acc[sel],
@@ -572,7 +587,7 @@ class _Supersteps:
 def _count(mask: torch.Tensor) -> int:
     """True entries of a bool tensor; NumPy on the CPU (a torch reduction over a small
     tensor costs more in thread wake-ups than in work)."""
-    if mask.device.type == "cpu":
+    if isinstance(mask, np.ndarray) or mask.device.type == "cpu":
         return int(np.count_nonzero(host_array(mask)))
     return int(mask.sum())
 

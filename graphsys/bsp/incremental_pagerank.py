@@ -46,7 +46,8 @@ start, records it in ``result.stats.start`` and says it in ``result.stats.method
 
   The decision reads the cheap facts first: the changed share from the manifest and
   whether the previous edges have a stored CSR (nothing read), the budget left, then the
-  most nodes the first residual can reach (the CSR's rows of the changed sources alone),
+  most nodes the first residual can reach (the CSR's rows of the changed sources alone,
+  largest first, until they pass :data:`LOCAL_MAX_SHARE`),
   and only then the arrays over the nodes, the residual and the cost estimate (whose
   ball search runs only where its answer can change the choice). Where it chooses the
   warm start after computing the residual, the warm start begins from the previous ranks
@@ -312,9 +313,10 @@ def _delta(spec, graph, previous: Previous, program, change, max_iters, kwargs
     if (tol - carried) / 2.0 < MIN_BUDGET * tol:  # c / sum(y) is about 1
         return None, None
     adj = graph.csr(change.old, weights=weighted)
-    most = _reach(n, adj.indptr, adj.indices, change, previous.known, weighted)
+    most = _reach(n, adj.indptr, adj.indices, change, previous.known, weighted,
+                  LOCAL_MAX_SHARE * n)
     if most > LOCAL_MAX_SHARE * n:
-        return _too_wide(most / n), None
+        return _too_wide(most / n, "at least "), None
     csr_w = adj.weight if weighted and adj.weight is not None else None
     (src, dst, before, after), deg_old, deg_new = _edits(n, adj, csr_w, change, weighted)
     inv_old = _inverse(deg_old)
@@ -371,21 +373,31 @@ def _delta(spec, graph, previous: Previous, program, change, max_iters, kwargs
     return Result(values=y / total, stats=stats, graph=graph)
 
 
-def _too_wide(share: float) -> str:
-    return (f"the change's residual reaches {share:.1%} of the nodes, above the delta "
-            f"push's {LOCAL_MAX_SHARE:.0%}")
+def _too_wide(share: float, bound: str = "") -> str:
+    return (f"the change's residual reaches {bound}{share:.1%} of the nodes, above the "
+            f"delta push's {LOCAL_MAX_SHARE:.0%}")
 
 
-def _reach(n: int, indptr, indices, change, known, weighted: bool) -> int:
+def _reach(n: int, indptr, indices, change, known, weighted: bool, limit: float) -> int:
     """The most nodes the change's first residual can reach: the previous edges'
     out-neighbours of every source whose out-edges changed, the targets of the appended
-    edges and the new nodes."""
+    edges and the new nodes; counted until more than ``limit`` (then a count above it, not
+    the whole): the sources' rows are read largest first, in slices of doubling volume,
+    so a change at hubs stops after a few of them."""
     keys = [change.changed_deleted] + ([change.changed_updated] if weighted else [])
     sources = np.unique(np.concatenate([k // n for k in keys] + [change.src]))
     mark = ~known
-    mark[indices[_row_entries(indptr, sources)[1]]] = True
     mark[change.dst] = True
-    return int(np.count_nonzero(mark))
+    count = int(np.count_nonzero(mark))
+    sizes = (indptr[sources + 1] - indptr[sources]).astype(np.int64)
+    order = np.argsort(-sizes, kind="stable")
+    volume = np.cumsum(sizes[order])
+    lo, cap = 0, max(limit, 1.0)
+    while lo < len(order) and count <= limit:
+        hi = max(lo + 1, int(np.searchsorted(volume, cap, side="right")))
+        mark[indices[_row_entries(indptr, sources[order[lo:hi]])[1]]] = True
+        count, lo, cap = int(np.count_nonzero(mark)), hi, 2.0 * cap
+    return count
 
 
 def _stepped(y: np.ndarray, r: np.ndarray) -> np.ndarray:

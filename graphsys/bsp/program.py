@@ -185,8 +185,9 @@ class Context:
     host : bool
         True where the run keeps the state in NumPy arrays: a builtin program that declares
         :attr:`VertexProgram.host_state`, run in memory on the CPU by the numba backend in
-        one process (the run imports no torch); :meth:`full`, :meth:`node_range` and
-        :meth:`degree` then return NumPy arrays, and ``device`` is
+        one process, or streamed there where it declares
+        :attr:`VertexProgram.host_supersteps` (the run imports no torch); :meth:`full`,
+        :meth:`node_range` and :meth:`degree` then return NumPy arrays, and ``device`` is
         :data:`graphsys.device.HOST`.
     backend : str
         ``numba`` (CPU kernels: a program may run its own vertex passes in numba too) or
@@ -394,6 +395,11 @@ class VertexProgram(ABC):
         imports no torch while the fast path answers; where it declines (returns None),
         the state becomes torch tensors (sharing the arrays' memory) before the first
         superstep, so :meth:`send` and :meth:`update` always see tensors.
+    host_supersteps : bool, default False
+        Declares, beside ``host_state``, that :meth:`aggregate`, :meth:`send`,
+        :meth:`update` and :meth:`halt` also take and return NumPy arrays: a streamed run
+        (``mode="out-of-core"``) on the CPU (numba backend, one process) then runs its
+        supersteps on a NumPy state and imports no torch.
 
     References
     ----------
@@ -442,6 +448,7 @@ class VertexProgram(ABC):
     expected_supersteps: int | None = None
     peeled: np.ndarray | None = None
     host_state = False
+    host_supersteps = False
 
     # -- the program ------------------------------------------------------------------------
     @abstractmethod
@@ -624,12 +631,23 @@ class VertexProgram(ABC):
         :meth:`solve_in_memory` are its own or inherited, not overridden below it (a
         subclass that overrides one of them with torch code and does not declare
         ``host_state`` itself gets tensors)."""
+        return self._declares("host_state", ("init", "result", "solve_in_memory"))
+
+    @property
+    def host_streams(self) -> bool:
+        """Whether a streamed CPU run may keep the state in NumPy arrays: :attr:`host_ready`
+        and :attr:`host_supersteps` declared by a class whose superstep methods are its own
+        or inherited, as :attr:`host_ready` checks its methods."""
+        return self.host_ready and self._declares(
+            "host_supersteps", ("aggregate", "send", "accepts", "update", "halt"))
+
+    def _declares(self, flag: str, methods: tuple[str, ...]) -> bool:
         cls = type(self)
-        owner = next((c for c in cls.__mro__ if "host_state" in vars(c)), None)
-        if owner is None or not self.host_state:
+        owner = next((c for c in cls.__mro__ if flag in vars(c)), None)
+        if owner is None or not getattr(self, flag):
             return False
         return all(next(c for c in cls.__mro__ if name in vars(c)) in owner.__mro__
-                   for name in ("init", "result", "solve_in_memory"))
+                   for name in methods)
 
     @property
     def builtin(self) -> bool:

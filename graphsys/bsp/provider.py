@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from graphsys.bsp.program import VertexProgram
+from graphsys.device import HostDevice
 
 if TYPE_CHECKING:
     import torch
@@ -64,7 +65,11 @@ class EdgeResult:
 
 
 def empty_result(program: VertexProgram, num_nodes: int, device: torch.device) -> EdgeResult:
-    """The result of a superstep with no active vertex anywhere: nothing sent, no pass."""
+    """The result of a superstep with no active vertex anywhere: nothing sent, no pass
+    (NumPy arrays on :data:`~graphsys.device.HOST`: a builtin program's NumPy state)."""
+    if isinstance(device, HostDevice):
+        return EdgeResult(np.full(program.message_shape(num_nodes), program.identity),
+                          np.zeros(num_nodes, np.bool_), None, "none")
     import torch
 
     raw = None

@@ -166,7 +166,9 @@ class StreamEdges:
         """Out-/in-/both-degree, int64 (N,), exact on the owned ids: a row length of the
         graph's adjacency index (or a count of the other index's neighbour ids) where it
         has one, else counted over the owned buckets, which stay open for the supersteps
-        (each bucket is read once in the run)."""
+        (each bucket is read once in the run: its first read, hash and change sets are
+        paid here instead of in superstep 0; a view's members' indexes are not summed
+        instead, as reading them through the change sets costs more than the count)."""
         if direction == "both":
             return self.degrees("out") + self.degrees("in")
         if direction == "out-weight":
@@ -236,7 +238,7 @@ class StreamEdges:
         use_active = num_active < len(x)
         skip: set[int] = set()
         if use_active:  # skip buckets whose source partition has no active vertex
-            act = host_array(active.cpu())
+            act = host_array(active if isinstance(active, np.ndarray) else active.cpu())
             for p in self.src_parts:
                 a, b = int(self.offsets[p]) - self.lo, int(self.offsets[p + 1]) - self.lo
                 if not act[a:b].any():
@@ -255,7 +257,8 @@ class StreamEdges:
         marked = self._marked.get(prog.direction) if copy_sum else None
         sums32 = copy_sum and prog.sum_dtype == "float32"
         if numba_path:
-            acc, received = _host_accumulators(self.num_nodes, prog.identity, prog.width)
+            acc, received = _host_accumulators(self.num_nodes, prog.identity, prog.width,
+                                               isinstance(x, np.ndarray))
             xn = host_array(x)
             state = (xn.astype(np.float32) if sums32 else xn, host_array(active),
                      host_array(acc), host_array(received), MESSAGES[prog.message],

@@ -248,9 +248,10 @@ def read_previous(graph, init, algorithm: str, edge_set=None, source=None,
         raise FormatError(f"{where}: lists {len(internal):,} nodes, the graph it was computed "
                           f"on has {listed:,} (a truncated or edited result); start from "
                           f"scratch (without a previous result)")
+    got = [np.asarray(table.column(c).to_numpy(), np.float64)
+           for c in ([column] if isinstance(column, str) else column)]
     values = np.full(n if isinstance(column, str) else (n, len(column)), np.nan)
-    values[internal] = np.column_stack([table.column(c).to_numpy().astype(np.float64) for c in (
-        [column] if isinstance(column, str) else column)]).reshape(values[internal].shape)
+    values[internal] = got[0] if isinstance(column, str) else np.column_stack(got)
     order = None
     if column == "value" and "order" in table.column_names and meta.get("order") == ORDER_VERSION:
         order = np.full(n, -1, np.int64)

@@ -477,9 +477,10 @@ def test_summary_says_apart_what_compiling_took(main, graph_dir, monkeypatch, ca
 
 
 def test_cpu_runs_of_builtin_algorithms_import_no_torch(tmp_path):
-    """``graphsys run`` of bfs, pagerank and wcc on the CPU (in memory, numba) computes with
-    NumPy and numba alone: the whole command, output file included, imports no torch; a
-    run whose program needs the superstep loop (sssp) still gets it."""
+    """``graphsys run`` of bfs, pagerank and wcc on the CPU (in memory, numba; PageRank
+    streamed too) computes with NumPy and numba alone: the whole command, output file
+    included, imports no torch; a run whose program needs the superstep loop (sssp) still
+    gets it."""
     import os
     import subprocess
     import sys
@@ -493,6 +494,9 @@ def test_cpu_runs_of_builtin_algorithms_import_no_torch(tmp_path):
     cpu = [["run", name, graph, *extra, "--out", str(tmp_path / f"{name}.parquet"), "--quiet"]
            for name, extra in [("bfs", ["--source", "1"]), ("pagerank", []), ("wcc", []),
                                ("betweenness", []), ("closeness", [])]]
+    # streamed on the CPU, PageRank's supersteps take NumPy state too
+    cpu.append(["run", "pagerank", graph, "--mode", "out-of-core", "--out",
+                str(tmp_path / "streamed.parquet"), "--quiet"])
     loop = ["run", "sssp", graph, "--source", "1", "--quiet"]  # supersteps: tensors
     code = ("import sys\nfrom graphsys.cli import main\n"
             f"assert [main(argv) for argv in {cpu!r}] == [0] * {len(cpu)}\n"
@@ -508,3 +512,6 @@ def test_cpu_runs_of_builtin_algorithms_import_no_torch(tmp_path):
     assert read_out(tmp_path / "bfs.parquet") == {1: 0.0, 2: 1.0, 3: 1.0, 4: 2.0, 5: np.inf,
                                                   6: np.inf}
     assert len(set(read_out(tmp_path / "wcc.parquet").values())) == 1
+    streamed, pulled = read_out(tmp_path / "streamed.parquet"), read_out(
+        tmp_path / "pagerank.parquet")
+    assert sum(abs(streamed[v] - pulled[v]) for v in pulled) < 1e-5

@@ -183,6 +183,7 @@ class PageRank(VertexProgram):
         self.check()  # a bad sum_dtype fails here, not at the first superstep
 
     host_state = True  # init (NumPy where ctx.host), solve_in_memory and result
+    host_supersteps = True  # aggregate, send, update and halt: NumPy on the numba backend
 
     def init(self, ctx):
         n = ctx.num_nodes
@@ -228,8 +229,6 @@ class PageRank(VertexProgram):
         return state["send"]
 
     def update(self, ctx, state, combined, received):
-        import torch
-
         a, p = self.damping, state["p"]
         scale = a * ctx.aggregates["dangling"] + (1.0 - a)  # teleport + dangling mass
         if ctx.backend == "numba":
@@ -238,6 +237,8 @@ class PageRank(VertexProgram):
                 host_array(p) if p is not None else np.zeros(0), a, scale / ctx.num_nodes,
                 scale, host_array(state["send"]))
         else:
+            import torch
+
             new = combined.mul_(a)
             if p is None:
                 new.add_(scale / ctx.num_nodes)
