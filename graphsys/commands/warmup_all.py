@@ -586,11 +586,11 @@ def _area(name: str, calls: Callable[[], dict], inputs, source, progress) -> dic
     return row
 
 
-#: Each area's seconds of compiling into an empty cache on one core, as :func:`warmup_all`
-#: runs them in order: the weights that :func:`~graphsys.bsp.warmup.balanced` splits the
+#: Each area's seconds of compiling into an empty cache on one core, roughly (as a process
+#: of its own takes them): the weights that :func:`~graphsys.bsp.warmup.balanced` splits the
 #: areas by (``bsp``: the vertex algorithms' :func:`~graphsys.bsp.warmup.warmup`;
 #: ``bsp-api``, whose kernels are mostly its, is warmed after it in its process).
-AREAS: dict[str, float] = {"bsp": 70, "bsp-api": 5, "mining": 34, "measures": 77,
+AREAS: dict[str, float] = {"bsp": 70, "bsp-api": 5, "mining": 34, "measures": 90,
                            "sampling": 10, "storage": 15, "changes": 17, "nx_backend": 18}
 
 
