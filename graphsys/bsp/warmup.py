@@ -25,6 +25,11 @@ The algorithms that search from sampled sources (betweenness, closeness, harmoni
 from :data:`SAMPLED_SOURCES` of them: the kernels of a run from every source, without its
 thousand searches.
 
+With ``jobs`` above 1 the algorithms are split into groups of about equal compile time
+(:func:`balanced`) and each group is warmed in a fresh process of its own
+(:func:`in_workers`): numba compiles on one core, so a machine of ``jobs`` cores compiles
+``jobs`` groups at once into the one kernel cache.
+
 Kernels that only graphs beyond the last-level cache reach (PageRank's hub order) or only
 graphs of 2**31 nodes and more (int64 neighbour ids) are compiled on their first use, where
 the run itself is long.
@@ -48,6 +53,15 @@ RING_NODES = 1 << 11
 #: closeness, harmonic): two batches of the vector programs' searches, the same kernels as
 #: every source would compile, in a fraction of the time
 SAMPLED_SOURCES = 32
+
+#: Seconds of compiling each algorithm's kernels into an empty cache, on one core, as
+#: :func:`warmup` runs them in order (an algorithm left out: 1): the weights that
+#: :func:`balanced` splits the algorithms by.
+COMPILE_SECONDS = {"betweenness": 12, "bfs": 12, "closeness": 5, "hits": 4, "kcore": 2,
+                   "leiden": 8, "louvain": 2, "lpa": 4, "pagerank": 17, "scc": 3, "wcc": 4}
+#: The algorithms whose kernels are mostly another's (run after it, they compile next to
+#: nothing): they are warmed in that one's process.
+FOLLOWS = {"ppr": "pagerank", "sssp": "bfs", "harmonic": "closeness", "louvain": "leiden"}
 
 
 def _graphs(work: Path, seed: int) -> list[tuple[str, Any, str]]:
@@ -77,7 +91,7 @@ def _graphs(work: Path, seed: int) -> list[tuple[str, Any, str]]:
 
 
 def warmup(algorithms: list[str] | None = None, *, seed: int = 0,
-           progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+           progress: Callable[[str], None] | None = None, jobs: int = 1) -> dict[str, Any]:
     """Run each algorithm on small generated graphs so that its kernels are compiled and
     cached (see the module docstring); a second call loads them all.
 
@@ -89,6 +103,10 @@ def warmup(algorithms: list[str] | None = None, *, seed: int = 0,
         Seed of the generated graphs.
     progress : callable, optional
         Called with one line per algorithm as it finishes.
+    jobs : int, default 1
+        Processes that compile at once: above 1 (and more than one algorithm), the
+        algorithms are split into up to ``jobs`` groups, each warmed in a fresh process
+        (:func:`in_workers`); 1 warms them in this process.
 
     Returns
     -------
@@ -104,7 +122,7 @@ def warmup(algorithms: list[str] | None = None, *, seed: int = 0,
     GraphsysError
         An algorithm name that is not registered.
     ParameterError
-        A negative or non-integer ``seed``.
+        A negative or non-integer ``seed``, or ``jobs`` below 1.
 
     Examples
     --------
@@ -122,6 +140,11 @@ def warmup(algorithms: list[str] | None = None, *, seed: int = 0,
     names = list(algorithms) if algorithms is not None else ALGORITHMS.names()
     specs = {name: ALGORITHMS.get(name) for name in names}  # unknown names fail here
     t_all = time.perf_counter()
+    if check_jobs(jobs) > 1 and len(names) > 1:
+        reports = in_workers(warmup, balanced(names, jobs, COMPILE_SECONDS, FOLLOWS), progress,
+                             seed=seed)
+        return {**merged(reports, t_all),
+                "algorithms": {n: r["algorithms"][n] for r in reports for n in r["algorithms"]}}
     before_all = jit.cache_counts()
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="graphsys-warmup-") as tmp:
@@ -158,3 +181,108 @@ def warmup(algorithms: list[str] | None = None, *, seed: int = 0,
     return {"cache": jit.cache_location(), "seconds": round(time.perf_counter() - t_all, 3),
             "compiled": after_all["compiled"] - before_all["compiled"],
             "loaded": after_all["loaded"] - before_all["loaded"], "algorithms": out}
+
+
+def check_jobs(jobs) -> int:
+    """``jobs``, checked: a positive integer (else :class:`~graphsys.errors.ParameterError`)."""
+    from graphsys.errors import ParameterError
+
+    if isinstance(jobs, bool) or not isinstance(jobs, int | np.integer) or jobs < 1:
+        raise ParameterError("jobs", f"must be a positive integer, got {jobs!r}")
+    return int(jobs)
+
+
+def balanced(units: list[str], jobs: int, seconds: dict[str, float],
+             follows: dict[str, str]) -> list[list[str]]:
+    """``units`` in at most ``jobs`` groups of about equal total ``seconds`` (a unit left
+    out: 1), the costliest placed first, each into the group of least total; a unit that
+    ``follows`` another of ``units`` goes into that one's group; each group keeps the
+    order of ``units``.
+
+    Examples
+    --------
+    >>> balanced(["a", "b", "c", "d"], 2, {"a": 5, "b": 3, "c": 2}, {"d": "a"})
+    [['a', 'd'], ['b', 'c']]
+    """
+    lead = {u: follows[u] if follows.get(u) in units else u for u in units}
+    groups: list[list[str]] = [[] for _ in range(min(jobs, len(set(lead.values()))))]
+    for unit in sorted(set(lead.values()), key=lambda u: (-seconds.get(u, 1), units.index(u))):
+        min(groups, key=lambda g: sum(seconds.get(u, 1) for u in g)).append(unit)
+    return [[u for u in units if lead[u] in g] for g in groups]
+
+
+def merged(reports: list[dict], t0: float) -> dict[str, Any]:
+    """The figures of :func:`in_workers`' reports together: the first one's ``cache``, the
+    seconds since ``t0`` and the sums of ``compiled`` and ``loaded``."""
+    return {"cache": reports[0]["cache"], "seconds": round(time.perf_counter() - t0, 3),
+            "compiled": sum(r["compiled"] for r in reports),
+            "loaded": sum(r["loaded"] for r in reports)}
+
+
+def in_workers(target: Callable[..., dict], groups: list[list[str]],
+               progress: Callable[[str], None] | None, **kwargs) -> list[dict]:
+    """``target(group, progress=..., **kwargs)`` for every group at once, each in a fresh
+    process (``multiprocessing``'s spawn context: nothing of this process's state is
+    inherited), all writing the one kernel cache (:mod:`graphsys.jit_cache`: every file is
+    written whole under a temporary name and renamed, a data file is named by its
+    signature, the index is rewritten under a lock of its directory). ``target`` is a
+    module-level function; its reports and arguments are plain data.
+
+    Returns
+    -------
+    list of dict
+        Each group's report, in the order of ``groups``; the progress lines the groups
+        give are passed to ``progress`` here as they come.
+
+    Raises
+    ------
+    GraphsysError
+        A group whose call raised, or whose process ended without a report: the other
+        processes are ended, and the message names the group and the error's first line.
+    """
+    import multiprocessing
+    import queue
+
+    from graphsys.errors import GraphsysError
+
+    context = multiprocessing.get_context("spawn")
+    messages = context.Queue()
+    workers = [context.Process(target=_worker, args=(target, k, group, messages, kwargs),
+                               daemon=True) for k, group in enumerate(groups)]
+    reports: dict[int, dict] = {}
+    try:
+        for w in workers:
+            w.start()
+        while len(reports) < len(workers):
+            try:
+                kind, k, value = messages.get(timeout=1.0)
+            except queue.Empty:  # a process that ended (killed, crashed) sends nothing
+                ended = [k for k, w in enumerate(workers) if k not in reports and w.exitcode]
+                if not ended:
+                    continue
+                kind, k = "error", ended[0]
+                value = f"its process ended with exit code {workers[k].exitcode}"
+            if kind == "error":
+                raise GraphsysError(f"warm-up of {', '.join(groups[k])}: {value}")
+            if kind == "done":
+                reports[k] = value
+            elif progress is not None:
+                progress(value)
+    finally:
+        for w in workers:
+            if w.is_alive():
+                w.kill()
+            w.join()
+    return [reports[k] for k in range(len(groups))]
+
+
+def _worker(target, k: int, group: list[str], messages, kwargs: dict) -> None:
+    """One process of :func:`in_workers`: its group's report, or its error's first line."""
+    try:
+        report = target(group, progress=lambda line: messages.put(("line", k, line)),
+                        **kwargs)
+    except BaseException as exc:  # noqa: BLE001 - the parent fails with it, in one line
+        first = (str(exc).splitlines() or [""])[0]
+        messages.put(("error", k, f"{type(exc).__name__}: {first}"))
+    else:
+        messages.put(("done", k, report))

@@ -1,12 +1,12 @@
 """``graphsys demo``: the main job on an embedded default, with no download.
 
-Compiles the everyday vertex algorithms' kernels into the kernel cache (as ``graphsys
-warmup`` does for every algorithm; a second demo loads them), generates a seeded R-MAT
-graph, ingests it into P partitions, verifies the directory, runs PageRank over the stored
-buckets, trains ComplEx embeddings on a generated knowledge graph (with a nearest-neighbour
-query), trains GraphSAGE on a generated labelled SBM and writes a profiling report of the
-PageRank run. Each step prints one line; ``--json`` prints every step's figures as one JSON
-object instead.
+Compiles the everyday vertex algorithms' kernels into the kernel cache, in a process per CPU
+(as ``graphsys warmup`` does for every algorithm; a second demo loads them), generates a
+seeded R-MAT graph, ingests it into P partitions, verifies the directory, runs PageRank over
+the stored buckets, trains ComplEx embeddings on a generated knowledge graph (with a
+nearest-neighbour query), trains GraphSAGE on a generated labelled SBM and writes a
+profiling report of the PageRank run. Each step prints one line; ``--json`` prints every
+step's figures as one JSON object instead.
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ DEMO_WARMUP = ["pagerank", "ppr", "bfs", "sssp", "wcc", "lpa", "kcore", "hits"]
 
 
 def _warmup(d: _Demo) -> tuple[str, dict]:
+    import os
     import sys
 
     from graphsys.bsp.warmup import warmup
@@ -59,7 +60,8 @@ def _warmup(d: _Demo) -> tuple[str, dict]:
     def say(line: str) -> None:
         print(f"      warmup {line}", file=sys.stderr, flush=True)
 
-    report = warmup(DEMO_WARMUP, seed=d.args.seed, progress=None if d.args.json else say)
+    report = warmup(DEMO_WARMUP, seed=d.args.seed, progress=None if d.args.json else say,
+                    jobs=len(os.sched_getaffinity(0)))
     return (f"compiled {report['compiled']} kernel signatures and loaded {report['loaded']} "
             f"from the kernel cache ({report['cache']}): the first call of "
             f"{', '.join(DEMO_WARMUP)} in later processes loads them (graphsys warmup: every "

@@ -7,11 +7,14 @@ algorithm on small generated graphs in memory (with and without stored indexes) 
 core; ``graphsys demo`` runs it first. A second run loads every kernel from the cache.
 ``--all`` also runs every public analysis (bsp, mining, measures, the samplers, the NetworkX
 backend) on small generated graphs, in each layout the library hands its kernels, with one
-progress line per area.
+progress line per area. ``--jobs N`` compiles in N fresh processes at once (numba compiles on
+one core), the work split into groups of about equal compile time, all writing the one
+cache; the progress lines and a worker's error are printed here.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 
 from graphsys.commands._common import emit_json
@@ -27,6 +30,9 @@ def register(subparsers) -> None:
                         "NetworkX backend (takes no ALGO)")
     p.add_argument("--seed", type=int, default=0,
                    help="seed of the generated graphs (default 0)")
+    p.add_argument("--jobs", type=int, default=None,
+                   help="processes that compile at once (default: the CPUs this process may "
+                        "run on; 1: in this process)")
     p.add_argument("--json", action="store_true", help="print one JSON line of figures")
     p.set_defaults(func=run)
 
@@ -39,14 +45,15 @@ def run(args) -> int:
         print(line, file=sys.stderr, flush=True)
 
     progress = None if args.json else say
+    jobs = len(os.sched_getaffinity(0)) if args.jobs is None else args.jobs
     if args.all_kernels:
         if args.algorithms:
             raise GraphsysError("--all warms every algorithm: name none")
         from graphsys.commands.warmup_all import warmup_all
 
-        report = warmup_all(seed=args.seed, progress=progress)
+        report = warmup_all(seed=args.seed, progress=progress, jobs=jobs)
     else:
-        report = warmup(args.algorithms or None, seed=args.seed, progress=progress)
+        report = warmup(args.algorithms or None, seed=args.seed, progress=progress, jobs=jobs)
     if args.json:
         emit_json(report)
     else:

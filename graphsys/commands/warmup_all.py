@@ -517,6 +517,11 @@ def _nx_graphs(seed: int) -> list[tuple[str, Any]]:
     return [("networkx Graph", G), ("networkx DiGraph", D)]
 
 
+def _first(g) -> Any:
+    """The original id of ``g``'s first node."""
+    return g.to_original(np.zeros(1, np.int64))[0].item()
+
+
 def _module_counts() -> dict[str, dict[str, int]]:
     """Kernel module -> its signatures compiled and loaded so far in this process."""
     from graphsys import jit
@@ -581,7 +586,16 @@ def _area(name: str, calls: Callable[[], dict], inputs, source, progress) -> dic
     return row
 
 
-def warmup_all(*, seed: int = 0, progress: Callable[[str], None] | None = None) -> dict:
+#: Each area's seconds of compiling into an empty cache on one core, roughly (as a process
+#: of its own takes them): the weights that :func:`~graphsys.bsp.warmup.balanced` splits the
+#: areas by (``bsp``: the vertex algorithms' :func:`~graphsys.bsp.warmup.warmup`;
+#: ``bsp-api``, whose kernels are mostly its, is warmed after it in its process).
+AREAS: dict[str, float] = {"bsp": 70, "bsp-api": 5, "mining": 34, "measures": 90,
+                           "sampling": 10, "storage": 15, "changes": 17, "nx_backend": 18}
+
+
+def warmup_all(*, seed: int = 0, progress: Callable[[str], None] | None = None,
+               jobs: int = 1) -> dict:
     """Compile (or load) the kernels of every public analysis: the vertex algorithms'
     warm-up (:func:`graphsys.bsp.warmup.warmup`), then every call of :data:`CALLS`,
     the samplers and the NetworkX backend's functions on small generated graphs (see the
@@ -593,44 +607,73 @@ def warmup_all(*, seed: int = 0, progress: Callable[[str], None] | None = None) 
         Seed of the generated graphs.
     progress : callable, optional
         Called with one line per vertex algorithm and per area as it finishes.
+    jobs : int, default 1
+        Processes that compile at once: above 1, the areas (:data:`AREAS`) are split into
+        up to ``jobs`` groups of about equal compile time, each warmed in a fresh process
+        (:func:`graphsys.bsp.warmup.in_workers`) into the one kernel cache; 1 warms them
+        in this process.
 
     Returns
     -------
     dict
-        ``cache``, ``seconds``, ``compiled``, ``loaded`` (kernel signatures), ``bsp``
+        ``cache``, ``seconds``, ``compiled``, ``loaded`` (kernel signatures; a signature
+        two processes both compiled counts twice), ``bsp``
         (:func:`~graphsys.bsp.warmup.warmup`'s report) and per area (``bsp-api``,
         ``mining``, ``measures``, ``sampling``, ``storage``, ``changes``, ``nx_backend``)
         its seconds, signatures
         compiled and loaded, per kernel module, and the calls a graph did not take.
+
+    Raises
+    ------
+    ParameterError
+        ``jobs`` below 1.
+    GraphsysError
+        A worker process's failure, in one line.
     """
+    from graphsys.bsp.warmup import balanced, check_jobs, in_workers, merged
+
+    t0 = time.perf_counter()
+    if check_jobs(jobs) == 1:
+        reports = [_warm(list(AREAS), seed=seed, progress=progress)]
+    else:
+        groups = balanced(list(AREAS), jobs, AREAS, {"bsp-api": "bsp"})
+        reports = in_workers(_warm, groups, progress, seed=seed)
+    areas = {k: v for r in reports for k, v in r.items() if k in AREAS}
+    return {**merged(reports, t0), **{a: areas[a] for a in AREAS}}
+
+
+def _warm(areas: list[str], *, seed: int, progress: Callable[[str], None] | None) -> dict:
+    """:func:`warmup_all` of ``areas`` (names of :data:`AREAS`, in their order) in this
+    process."""
     from graphsys import jit
     from graphsys.bsp.warmup import warmup
 
-    t0 = time.perf_counter()
     start = jit.cache_counts()
     _import_covered()
-    out: dict[str, Any] = {"bsp": warmup(seed=seed, progress=progress)}
+    out: dict[str, Any] = {}
+    calls = {"bsp-api": CALLS["bsp"], "mining": CALLS["mining"], "measures": CALLS["measures"],
+             "sampling": _sampling_calls, "storage": _storage_calls,
+             "changes": _changes_calls, "nx_backend": CALLS["nx_backend"]}
     with tempfile.TemporaryDirectory(prefix="graphsys-warmup-all-") as tmp:
-        graphs = _graphs(Path(tmp), seed)
-
-        def first(g):
-            return g.to_original(np.zeros(1, np.int64))[0].item()
-
-        areas = {"bsp-api": CALLS["bsp"], "mining": CALLS["mining"],
-                 "measures": CALLS["measures"], "sampling": _sampling_calls}
-        for name, calls in areas.items():
-            inputs = graphs + ([_temporal_graph(Path(tmp), seed)] if name == "sampling" else
-                               [_two_components(Path(tmp), seed)] if name == "measures" else [])
-            out[name] = _area(name, calls, inputs, first, progress)
-        for name, calls in (("storage", _storage_calls), ("changes", _changes_calls)):
-            work = Path(tmp) / name
-            work.mkdir()
-            out[name] = _area(name, calls, [(name, work)], lambda _: seed, progress)
-        with warnings.catch_warnings():  # NetworkX's note on its cache of conversions
-            warnings.simplefilter("ignore")
-            out["nx_backend"] = _area("nx_backend", CALLS["nx_backend"], _nx_graphs(seed),
-                                      lambda G: next(iter(G)), progress)
+        graphs: list = []
+        for name in areas:
+            if name == "bsp":
+                out[name] = warmup(seed=seed, progress=progress)
+                continue
+            if name in ("storage", "changes"):
+                (Path(tmp) / name).mkdir()
+                inputs, source = [(name, Path(tmp) / name)], lambda _: seed
+            elif name == "nx_backend":
+                inputs, source = _nx_graphs(seed), lambda G: next(iter(G))
+            else:
+                graphs = graphs or _graphs(Path(tmp), seed)
+                extra = {"sampling": _temporal_graph, "measures": _two_components}.get(name)
+                inputs = graphs + ([extra(Path(tmp), seed)] if extra else [])
+                source = _first
+            with warnings.catch_warnings():
+                if name == "nx_backend":  # NetworkX's note on its cache of conversions
+                    warnings.simplefilter("ignore")
+                out[name] = _area(name, calls[name], inputs, source, progress)
     end = jit.cache_counts()
-    return {"cache": jit.cache_location(), "seconds": round(time.perf_counter() - t0, 3),
-            "compiled": end["compiled"] - start["compiled"],
+    return {"cache": jit.cache_location(), "compiled": end["compiled"] - start["compiled"],
             "loaded": end["loaded"] - start["loaded"], **out}

@@ -67,3 +67,23 @@ def test_sampled_centralities_search_from_a_few_sources(monkeypatch):
     wu.warmup(["betweenness", "closeness", "harmonic", "wcc"])
     assert seen == {"betweenness": {wu.SAMPLED_SOURCES}, "closeness": {wu.SAMPLED_SOURCES},
                     "harmonic": {wu.SAMPLED_SOURCES}, "wcc": {None}}
+
+
+def test_workers_fill_the_cache_and_fail_with_a_workers_error(tmp_path, monkeypatch):
+    """``jobs=2`` warms two groups in two fresh processes, which inherit the environment:
+    their kernels land in the one cache, which a second run loads; an error in a worker
+    fails the call with its first line, naming the group."""
+    from graphsys.bsp import warmup as wu
+
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    lines: list[str] = []
+    report = warmup(["wcc", "kcore"], jobs=2, progress=lines.append)
+    assert sorted(report["algorithms"]) == ["kcore", "wcc"] and report["compiled"] > 0
+    assert sorted(line.split(":")[0] for line in lines) == ["kcore", "wcc"]
+    assert report["cache"] == str(tmp_path / "graphsys") and any(tmp_path.rglob("*.nbc"))
+    again = warmup(["wcc", "kcore"], jobs=2)
+    assert again["compiled"] == 0 and again["loaded"] > 0
+    with pytest.raises(GraphsysError, match=r"^warm-up of nosuch: UnknownPluginError: .*nosuch"):
+        wu.in_workers(warmup, [["wcc"], ["nosuch"]], None, seed=0)
+    with pytest.raises(GraphsysError, match="jobs"):
+        warmup(["wcc"], jobs=0)

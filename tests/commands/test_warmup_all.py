@@ -112,3 +112,21 @@ def test_public_calls_after_warmup_all_compile_nothing(tmp_path):
     over = {k: added.get(f"graphsys.{k}", 0) for k, most in w.SIGNATURE_BUDGET.items()
             if added.get(f"graphsys.{k}", 0) > most}
     assert not over, f"kernels over their signature budget: {over}"
+
+
+def test_jobs_warm_in_workers_and_a_workers_error_fails_the_command(tmp_path, monkeypatch,
+                                                                      capsys):
+    """``--jobs 2`` warms the areas in fresh processes, which inherit the environment and
+    fill its cache; an area that fails in its worker fails the command in one line."""
+    from graphsys.cli import main
+
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(w, "AREAS", {"storage": 1})  # a small table: read by the parent
+    assert main(["warmup", "--all", "--jobs", "2"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert [ln for ln in err if ln.startswith("storage: ")] != []
+    assert any(tmp_path.rglob("*.nbc"))  # written by the worker
+    monkeypatch.setattr(w, "AREAS", {"storage": 1, "nosuch": 1})
+    assert main(["warmup", "--all", "--jobs", "2"]) != 0
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "error: warm-up of nosuch: KeyError: 'nosuch'")
