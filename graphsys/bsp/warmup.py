@@ -219,6 +219,10 @@ def merged(reports: list[dict], t0: float) -> dict[str, Any]:
             "loaded": sum(r["loaded"] for r in reports)}
 
 
+#: Seconds a worker that reported may take to exit before it is ended.
+EXIT_SECONDS = 30.0
+
+
 def in_workers(target: Callable[..., dict], groups: list[list[str]],
                progress: Callable[[str], None] | None, **kwargs) -> list[dict]:
     """``target(group, progress=..., **kwargs)`` for every group at once, each in a fresh
@@ -269,10 +273,14 @@ def in_workers(target: Callable[..., dict], groups: list[list[str]],
             elif progress is not None:
                 progress(value)
     finally:
+        # a process that reported exits on its own: ended mid-exit it would leave what it
+        # registered (a semaphore) to the resource tracker's warnings; the others are ended
+        done = len(reports) == len(workers)
         for w in workers:
+            w.join(EXIT_SECONDS if done else 0)
             if w.is_alive():
                 w.kill()
-            w.join()
+                w.join()
     return [reports[k] for k in range(len(groups))]
 
 
