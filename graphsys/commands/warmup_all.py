@@ -192,8 +192,13 @@ def _nx_arguments(f) -> Callable:
 
 
 def _drain(value):
-    """A generator's items (NetworkX returns some results lazily), else the value."""
-    return list(value) if hasattr(value, "__next__") else value
+    """A generator's first :data:`DRAIN` items (NetworkX returns some results lazily, as
+    each item is asked for: all of an all-pairs one is n² entries), else the value."""
+    return list(itertools.islice(value, DRAIN)) if hasattr(value, "__next__") else value
+
+
+#: Items of a lazy NetworkX result a call takes: each is computed by the same kernels.
+DRAIN = 3
 
 
 #: Area -> a function returning its public calls, ``name -> call(graph, source)`` on a stored
