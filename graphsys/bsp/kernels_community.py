@@ -469,6 +469,8 @@ def symmetrise(out_ptr, out_idx, out_w, in_ptr, in_idx, in_w, two_ways, scale, l
                                        two_ways, scale, wptr, weighted, ids, inv)
     if not weighted:
         rows = scale * np.diff(wptr).astype(np.float64)
+    for a in (wptr, sidx):  # read-only, as the mapped rows of the branch above: one
+        a.flags.writeable = False  # signature of each level-0 kernel, whichever branch
     return wptr, sidx, sw, loops, rows, ids if len(ids) else None
 
 
