@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from graphsys.errors import ParameterError
+from graphsys.threads import available_cores
 
 if TYPE_CHECKING:  # torch is imported where a batch moves: a CPU run never loads it
     import torch
@@ -199,11 +200,7 @@ def _stage(view: np.ndarray, src: np.ndarray, dst: np.ndarray, weight: np.ndarra
 
 def stage_threads() -> int:
     """Threads that write one long batch: the CPUs this process may use, at most 8."""
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # not offered on this platform
-        cpus = os.cpu_count() or 1
-    return max(1, min(8, cpus))
+    return max(1, min(8, available_cores()))
 
 
 def _stage_rows(view: np.ndarray, src: np.ndarray, dst: np.ndarray,

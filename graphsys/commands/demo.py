@@ -52,16 +52,16 @@ DEMO_WARMUP = ["pagerank", "ppr", "bfs", "sssp", "wcc", "lpa", "kcore", "hits"]
 
 
 def _warmup(d: _Demo) -> tuple[str, dict]:
-    import os
     import sys
 
     from graphsys.bsp.warmup import warmup
+    from graphsys.threads import available_cores
 
     def say(line: str) -> None:
         print(f"      warmup {line}", file=sys.stderr, flush=True)
 
     report = warmup(DEMO_WARMUP, seed=d.args.seed, progress=None if d.args.json else say,
-                    jobs=len(os.sched_getaffinity(0)))
+                    jobs=available_cores())
     return (f"compiled {report['compiled']} kernel signatures and loaded {report['loaded']} "
             f"from the kernel cache ({report['cache']}): the first call of "
             f"{', '.join(DEMO_WARMUP)} in later processes loads them (graphsys warmup: every "

@@ -14,10 +14,10 @@ cache; the progress lines and a worker's error are printed here.
 
 from __future__ import annotations
 
-import os
 import sys
 
 from graphsys.commands._common import emit_json
+from graphsys.threads import available_cores
 
 
 def register(subparsers) -> None:
@@ -45,7 +45,7 @@ def run(args) -> int:
         print(line, file=sys.stderr, flush=True)
 
     progress = None if args.json else say
-    jobs = len(os.sched_getaffinity(0)) if args.jobs is None else args.jobs
+    jobs = available_cores() if args.jobs is None else args.jobs
     if args.all_kernels:
         if args.algorithms:
             raise GraphsysError("--all warms every algorithm: name none")
