@@ -6,6 +6,7 @@ Python scalars keyed by node, generators of sets) and failures NetworkX's except
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numba
@@ -138,9 +139,18 @@ def _pagerank_in_memory(G, alpha, p, start, max_iter, tol, weighted):
     return G.node_dict(x)
 
 
+def _hits_tolerance(tol: float, n: int) -> float:
+    """The L1 change of the hub vector (sum 1) :func:`hits` iterates to: ``min(tol, 1e-10)
+    / n``, but not below ``sqrt(n)`` float64 epsilons, the rounding noise of one product on
+    ``n`` nodes (below it the iteration never settles: on email-Enron's 36,692 nodes
+    ``1e-10 / n`` is 2.7e-15, the noise about 4e-14)."""
+    return max(min(tol, 1e-10) / n, float(np.finfo(np.float64).eps) * math.sqrt(n))
+
+
 def hits(G, max_iter=100, tol=1.0e-8, nstart=None, normalized=True):
     """``nx.hits``: power iteration to a tolerance tighter than NetworkX's ARPACK one (the
-    hub vector's L1 change below ``min(tol, 1e-10) / N``), at most :data:`ARPACK_NCV` power
+    hub vector's L1 change below ``min(tol, 1e-10) / N``, or the rounding noise of ``N``
+    nodes where that is larger: :func:`_hits_tolerance`), at most :data:`ARPACK_NCV` power
     iterations per ``max_iter``, from a uniform start (a given ``nstart``, ``tol <= 0`` and
     one-node graphs are declined by the checks: NetworkX runs them). Unconverged on a
     converted NetworkX graph, the call is declined too (NetworkX's ARPACK, a Krylov
@@ -156,8 +166,8 @@ def hits(G, max_iter=100, tol=1.0e-8, nstart=None, normalized=True):
     # A^T for k = 1: the same budget of power iterations (two supersteps each)
     with warnings.catch_warnings():  # unconverged: NetworkX's exception below instead
         warnings.simplefilter("ignore", ConvergenceWarning)
-        res = _bsp().hits(G.graph, tol=min(tol, 1e-10) / n, max_iters=2 * ARPACK_NCV * max_iter,
-                       weighted=G.weight is not None)
+        res = _bsp().hits(G.graph, tol=_hits_tolerance(tol, n),
+                          max_iters=2 * ARPACK_NCV * max_iter, weighted=G.weight is not None)
     if not res.stats.converged and G.converted:  # ARPACK may converge where it did not
         raise NotImplementedError("graphsys: HITS's power iteration did not converge within "
                                   "max_iter's budget (NetworkX's ARPACK may)")

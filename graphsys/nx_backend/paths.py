@@ -14,6 +14,7 @@ maps and reversed directed searches stay in NetworkX."""
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -149,10 +150,11 @@ def multi_source_dijkstra_path_length(G, sources, cutoff=None, weight="weight"):
     return out
 
 
-def _all_lengths(G, weight) -> list[dict]:
+def _all_lengths(G, weight) -> Iterator[dict]:
     """Every node's distances (NetworkX's ``shortest_path_length`` of every pair), in the
-    graph's order."""
-    return [dict(lengths) for _, lengths in all_pairs_dijkstra_path_length(G, weight=weight)]
+    graph's order, one source at a time: all of them at once would hold ``N**2`` entries
+    (email-Enron's 36,692 nodes: over 23 GB)."""
+    return (dict(lengths) for _, lengths in all_pairs_dijkstra_path_length(G, weight=weight))
 
 
 def _connected(G) -> bool:

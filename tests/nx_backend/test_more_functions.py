@@ -183,6 +183,15 @@ def test_sampled_betweenness_equals_networkx():
     assert B.can_run("betweenness_centrality", (G,), {"k": 99}) is not True
 
 
+def test_all_pairs_sums_hold_one_source_at_a_time():
+    """The distance sums (barycenter, Wiener, average length, efficiency) read one
+    source's distances at a time: all at once are ``N**2`` entries."""
+    from graphsys.nx_backend import paths
+
+    rows = paths._all_lengths(convert(GRAPHS["karate"], None), None)
+    assert not isinstance(rows, list | tuple) and len(next(rows)) == 34
+
+
 def test_declined_arguments():
     U, D = GRAPHS["karate"], GRAPHS["directed"]
     for name, G, args, kwargs in [
