@@ -20,7 +20,7 @@ from graphsys.bsp.engine import Result
 from graphsys.bsp.engine import run as run_program
 from graphsys.bsp.program import VertexProgram
 from graphsys.errors import ConvergenceWarning, GraphsysError, ParameterError
-from graphsys.execution import FIELDS, Execution
+from graphsys.execution import FIELDS, Execution, with_threads
 
 
 @dataclass(frozen=True)
@@ -86,6 +86,7 @@ class AlgorithmSpec:
             return self.program(graph, source=source, edge_set=edge_set, **given)
         return self.program(graph, edge_set=edge_set, **given)
 
+    @with_threads
     def run(self, graph, source=None, *, max_iters: int | None = None, init=None,
             execution: Execution | None = None, **kwargs: Any) -> Result:
         """Run on ``graph`` (an opened Graph or a directory): ``kwargs`` among
