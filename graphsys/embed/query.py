@@ -125,9 +125,7 @@ class EmbeddingQueries:
 
         Examples
         --------
-        >>> import tempfile
-        >>> import pyarrow as pa
-        >>> import graphsys.embed
+        >>> import tempfile, pyarrow as pa, graphsys.embed
         >>> from graphsys.generators import knowledge_graph
         >>> t = next(knowledge_graph(36, 150, relations=2, seed=0).triples())
         >>> edges = pa.table({"src": t["src"], "dst": t["dst"],
@@ -208,9 +206,7 @@ class EmbeddingQueries:
 
         Examples
         --------
-        >>> import tempfile
-        >>> import pyarrow as pa
-        >>> import graphsys.embed
+        >>> import tempfile, pyarrow as pa, graphsys.embed
         >>> from graphsys.generators import knowledge_graph
         >>> t = next(knowledge_graph(36, 150, relations=2, seed=0).triples())
         >>> edges = pa.table({"src": t["src"], "dst": t["dst"],
@@ -295,9 +291,7 @@ class EmbeddingQueries:
 
         Examples
         --------
-        >>> import tempfile
-        >>> import pyarrow as pa
-        >>> import graphsys.embed
+        >>> import tempfile, pyarrow as pa, graphsys.embed
         >>> from graphsys.generators import knowledge_graph
         >>> t = next(knowledge_graph(36, 150, relations=2, seed=0).triples())
         >>> edges = pa.table({"src": t["src"], "dst": t["dst"],
@@ -360,9 +354,7 @@ class EmbeddingQueries:
 
         Examples
         --------
-        >>> import tempfile
-        >>> import pyarrow as pa
-        >>> import graphsys.embed
+        >>> import tempfile, pyarrow as pa, graphsys.embed
         >>> from graphsys.generators import knowledge_graph
         >>> t = next(knowledge_graph(36, 150, relations=2, seed=0).triples())
         >>> edges = pa.table({"src": t["src"], "dst": t["dst"],
