@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from graphsys.device import DEVICES  # tests may widen it (a lazy-tensor device)
-from graphsys.errors import ParameterError
+from graphsys.errors import ParameterError, check_count
 from graphsys.progress import check_progress
 from graphsys.threads import numba_threads
 
@@ -117,10 +117,8 @@ class Execution:
                 raise ParameterError(field, f"must be one of {', '.join(known)}, got "
                                             f"{getattr(self, field)!r}")
         for field in ("threads", "memory_limit"):
-            value = getattr(self, field)
-            if value is not None and (isinstance(value, bool) or not isinstance(
-                    value, (int, np.integer)) or value < 1):
-                raise ParameterError(field, f"must be a positive integer, got {value!r}")
+            if getattr(self, field) is not None:
+                check_count(field, getattr(self, field))
         if not isinstance(self.distributed, (bool, np.bool_)):
             raise ParameterError("distributed", f"must be True or False, got "
                                                 f"{self.distributed!r}")

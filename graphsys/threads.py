@@ -38,7 +38,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from graphsys.errors import ParameterError
+from graphsys.errors import ParameterError, check_count
 
 #: The environment variable of the thread budget (a positive integer; 0: leave numba's and
 #: torch's thread counts as they are).
@@ -170,15 +170,12 @@ def numba_threads(threads: int | None) -> Iterator[int]:
     True
     """
     import numba
-    import numpy as np
 
     before = numba.get_num_threads()
     if threads is None:
         yield before
         return
-    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
-        raise ParameterError("threads", f"must be a positive integer, got {threads!r}")
-    numba.set_num_threads(min(int(threads), numba.config.NUMBA_NUM_THREADS))
+    numba.set_num_threads(min(check_count("threads", threads), numba.config.NUMBA_NUM_THREADS))
     try:
         yield numba.get_num_threads()
     finally:

@@ -43,7 +43,7 @@ import numba
 import numpy as np
 import pyarrow as pa
 
-from graphsys.errors import ParameterError
+from graphsys.errors import ParameterError, check_count
 from graphsys.execution import OPTION_DOCS, Execution, fill_doc, with_threads
 from graphsys.measures import kernels_similarity as ks
 from graphsys.measures.kernels_view import gather
@@ -299,9 +299,7 @@ def top_links(graph, nodes=None, k: int = 10, method: str = "jaccard", *,
     [(0, 3, 1.0), (4, 2, 1.0)]
     """
     code = _method(method)
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
-        raise ParameterError("k", f"must be a non-negative integer, got {k!r}")
-    k = int(k)
+    k = check_count("k", k, minimum=0)
     ex = Execution.of(execution, progress=progress).in_memory("top_links", "distributed")
     progress, view = ex.progress, undirected_view(graph, edge_set, ex.memory_limit)
     n = view.num_nodes
