@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from numbers import Integral
+
 
 class GraphsysError(Exception):
     """A user-facing failure: bad input, a bad option, a corrupt graph directory.
@@ -64,6 +66,19 @@ class ParameterError(GraphsysError):
         super().__init__(f"{parameter} {message}")
         self.parameter = parameter
         self.message = message
+
+
+def check_count(name: str, value, *, minimum: int = 1) -> int:
+    """``value`` as an ``int`` (NumPy integers included) when it is an integer of at least
+    ``minimum`` (1 or 0), else a one-line :class:`ParameterError` naming ``name``.
+
+    >>> check_count("k", 3), check_count("radius", 0, minimum=0)
+    (3, 0)
+    """
+    if isinstance(value, bool) or not isinstance(value, Integral) or value < minimum:
+        raise ParameterError(name, f"must be a {'positive' if minimum else 'non-negative'} "
+                                   f"integer, got {value!r}")
+    return int(value)
 
 
 class ConvergenceWarning(UserWarning):

@@ -11,14 +11,16 @@ Engines take the options as keyword arguments of their front-ends and build one
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from graphsys.device import DEVICES  # tests may widen it (a lazy-tensor device)
-from graphsys.errors import ParameterError
+from graphsys.errors import ParameterError, check_count
 from graphsys.progress import check_progress
+from graphsys.threads import numba_threads
 
 MODES = ("auto", "memory", "out-of-core")
 BACKENDS = ("auto", "numba", "torch")
@@ -44,8 +46,12 @@ OPTION_DOCS = {
     How the call runs (``mode``, ``threads``, ``progress``, ...) as one
     :class:`~graphsys.execution.Execution` instead of those keywords (both: refused). A
     field the function has no keyword for is refused in one line where it would change
-    where or how the call runs (CUDA, out of core, ``distributed``, ``progress``);
-    ``threads`` and ``memory_limit`` are then left as they are.""",
+    where or how the call runs (CUDA, out of core, ``distributed``, ``progress``).
+    ``threads`` holds for every such call (numba's thread count during the call,
+    restored after it); ``memory_limit`` bounds what the call builds in RAM (a view over
+    it is refused in one line) and is trivially met by a call that builds nothing
+    sizeable (the BSP engine refuses it: ``device_budget`` and the out-of-core mode bound
+    its memory).""",
 }
 
 
@@ -61,7 +67,9 @@ class Execution:
     %(device)s
     %(backend)s
     threads : int, optional
-        Worker threads (default: numba's thread count).
+        Worker threads (default: numba's thread count): numba's thread count while the
+        call runs (:func:`graphsys.threads.numba_threads`: capped at
+        ``NUMBA_NUM_THREADS``, restored after the call).
     %(memory_limit)s
     distributed : bool, default False
         Run as one rank of the initialised ``torch.distributed`` process group.
@@ -109,10 +117,8 @@ class Execution:
                 raise ParameterError(field, f"must be one of {', '.join(known)}, got "
                                             f"{getattr(self, field)!r}")
         for field in ("threads", "memory_limit"):
-            value = getattr(self, field)
-            if value is not None and (isinstance(value, bool) or not isinstance(
-                    value, (int, np.integer)) or value < 1):
-                raise ParameterError(field, f"must be a positive integer, got {value!r}")
+            if getattr(self, field) is not None:
+                check_count(field, getattr(self, field))
         if not isinstance(self.distributed, (bool, np.bool_)):
             raise ParameterError("distributed", f"must be True or False, got "
                                                 f"{self.distributed!r}")
@@ -162,6 +168,21 @@ class Execution:
 #: The fields' defaults (what :meth:`Execution.of` reads as not given).
 _DEFAULTS = {f.name: f.default for f in dataclasses.fields(Execution)}
 FIELDS = tuple(_DEFAULTS)
+
+
+def with_threads(func: Callable) -> Callable:
+    """Decorator of a front-end taking ``execution=`` (and maybe ``threads=``): each call
+    runs with numba's thread count set to the threads asked, the Execution's or the
+    keyword's (:func:`graphsys.threads.numba_threads`), restored after it."""
+
+    @functools.wraps(func)
+    def call(*args, **kwargs):
+        given = kwargs.get("execution")
+        with numba_threads(given.threads if isinstance(given, Execution)
+                           else kwargs.get("threads")):
+            return func(*args, **kwargs)
+
+    return call
 
 
 def fill_doc(**sections: str) -> Callable:

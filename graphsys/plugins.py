@@ -77,9 +77,5 @@ INPUT_FORMATS.register_lazy("jodie", "graphsys.storage.formats:JODIE")
 #: The kinds of in-memory graph view (``Graph.view(kind)``): the storage layer reaches the
 #: view layer above it by name here, never by an import.
 GRAPH_VIEWS: Registry[Any] = Registry("graph view")
-GRAPH_VIEWS.register_lazy("out", "graphsys.views:view")
-GRAPH_VIEWS.register_lazy("in", "graphsys.views:view")
-GRAPH_VIEWS.register_lazy("sym", "graphsys.views:view")
-GRAPH_VIEWS.register_lazy("oriented", "graphsys.views:view")
-GRAPH_VIEWS.register_lazy("temporal", "graphsys.views:view")
-GRAPH_VIEWS.register_lazy("typed", "graphsys.views:view")
+for _kind in ("out", "in", "sym", "oriented", "temporal", "typed"):  # graphsys.views.KINDS
+    GRAPH_VIEWS.register_lazy(_kind, "graphsys.views:view")

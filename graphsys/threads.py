@@ -26,14 +26,19 @@ It is applied by :func:`graphsys.gnn.train` and by every
 once per process unless called again with another budget; ``threads=0`` or
 ``GRAPHSYS_THREADS=0`` leaves both libraries' settings alone (the wait policy still
 applies).
+
+One call's ``threads`` (an :class:`~graphsys.execution.Execution`'s, or a front-end's
+keyword) is :func:`numba_threads`: numba's count for that call only, restored after it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 
-from graphsys.errors import ParameterError
+from graphsys.errors import ParameterError, check_count
 
 #: The environment variable of the thread budget (a positive integer; 0: leave numba's and
 #: torch's thread counts as they are).
@@ -138,3 +143,40 @@ def apply_thread_policy(threads: int | None = None) -> ThreadPolicy:
             torch.set_num_threads(budget)
     _applied = ThreadPolicy(budget, numba.get_num_threads(), torch.get_num_threads())
     return _applied
+
+
+@contextlib.contextmanager
+def numba_threads(threads: int | None) -> Iterator[int]:
+    """Run the enclosed block with numba's parallel regions on ``threads`` threads (None:
+    as they are), restored on exit; yields the count.
+
+    The count is capped at ``NUMBA_NUM_THREADS`` (numba starts no more than that: a larger
+    ``threads`` is a bound the call meets with fewer) and, as numba's setting is, it holds
+    on the calling thread only.
+
+    Raises
+    ------
+    ParameterError
+        ``threads`` is not a positive integer.
+
+    Examples
+    --------
+    >>> import numba
+    >>> before = numba.get_num_threads()
+    >>> with numba_threads(1) as count:
+    ...     count, numba.get_num_threads()
+    (1, 1)
+    >>> numba.get_num_threads() == before
+    True
+    """
+    import numba
+
+    before = numba.get_num_threads()
+    if threads is None:
+        yield before
+        return
+    numba.set_num_threads(min(check_count("threads", threads), numba.config.NUMBA_NUM_THREADS))
+    try:
+        yield numba.get_num_threads()
+    finally:
+        numba.set_num_threads(before)

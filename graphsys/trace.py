@@ -26,8 +26,7 @@ the engines' ``trace=`` arguments and the CLI's ``--trace`` use it) and :func:`t
 
 Examples
 --------
->>> import json, tempfile
->>> import torch
+>>> import json, tempfile, torch
 >>> from graphsys.trace import recording, trace_range
 >>> path = tempfile.mkdtemp() + "/run.json"
 >>> with recording(path):
@@ -371,8 +370,7 @@ def recording(path: str | Path | None, device: Any = "cpu") -> Iterator[None]:
 
     Examples
     --------
-    >>> import json, tempfile
-    >>> import torch
+    >>> import json, tempfile, torch
     >>> from graphsys.trace import recording
     >>> path = tempfile.mkdtemp() + "/mm.json"
     >>> with recording(path):

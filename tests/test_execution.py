@@ -131,3 +131,75 @@ def test_in_memory_refuses_what_it_cannot_run():
                        (Execution(progress=True), "^progress is not an option of")):
         with pytest.raises(ParameterError, match=match):
             bad.in_memory("listing", "distributed", "progress")
+
+
+def _spy_threads(monkeypatch):
+    """The numba thread counts seen each time a call opens an edge set (every front-end
+    does, from within the call)."""
+    import numba
+
+    from graphsys.storage.graph import Graph
+
+    seen, edge_set = [], Graph.edge_set
+
+    def spy(self, *args, **kwargs):
+        seen.append(numba.get_num_threads())
+        return edge_set(self, *args, **kwargs)
+
+    monkeypatch.setattr(Graph, "edge_set", spy)
+    return seen
+
+
+@pytest.mark.parametrize("name, args", [(f[0], f[1]) for f in FRONT_ENDS] + [
+    ("bsp.run", ()), ("bsp.spec", ())], ids=[f[0] for f in FRONT_ENDS] + ["bsp.run", "bsp.spec"])
+def test_threads_hold_inside_every_call_and_are_restored(tmp_path, monkeypatch, name, args):
+    """``Execution(threads=1)`` is numba's thread count inside every front-end taking
+    ``execution=`` (one this many threads asks for no ``threads`` keyword of its own),
+    and the count before the call is back after it."""
+    import numba
+
+    import graphsys
+    from graphsys import bsp, measures, mining
+    from graphsys.plugins import ALGORITHMS
+
+    most = numba.config.NUMBA_NUM_THREADS
+    if most < 2:
+        pytest.skip("numba runs one thread here: threads=1 changes nothing")
+    g = graphsys.from_numpy(np.array([0, 1, 2, 0, 3, 3, 4]), np.array([1, 2, 0, 3, 1, 4, 5]),
+                            tmp_path / "g")
+    run = Execution(threads=1, mode="memory")
+    fn = {"bsp.run": lambda g, execution: bsp.run(g, bsp.PageRank(), execution=execution),
+          "bsp.spec": lambda g, execution: ALGORITHMS.get("wcc").run(g, execution=execution)
+          }.get(name)
+    if fn is None:
+        module, func = name.split(".")
+        fn = getattr({"mining": mining, "measures": measures}[module], func)
+    seen = _spy_threads(monkeypatch)
+    numba.set_num_threads(most)
+    try:
+        answer = fn(g, *args, execution=run)
+        if hasattr(answer, "__next__"):
+            list(answer)
+        assert seen and set(seen) == {1}
+        assert numba.get_num_threads() == most
+    finally:
+        numba.set_num_threads(most)
+
+
+@pytest.mark.parametrize("name", ["measures.diameter", "measures.eccentricity",
+                                  "measures.top_links", "mining.triangle_work",
+                                  "mining.cliques"])
+def test_a_tiny_memory_limit_is_refused_by_a_call_that_builds_a_view(tmp_path, name):
+    """``memory_limit`` bounds the view a call builds in RAM: a build over it is refused in
+    one line, whichever front-end asked for it."""
+    import graphsys
+    from graphsys import measures, mining
+    from graphsys.errors import GraphsysError
+
+    module, func = name.split(".")
+    fn = getattr({"mining": mining, "measures": measures}[module], func)
+    g = graphsys.from_numpy(np.array([0, 1, 2, 0]), np.array([1, 2, 0, 3]), tmp_path / "g")
+    args = (3,) if func == "cliques" else ()
+    with pytest.raises(GraphsysError, match="more than the 16 bytes of memory_limit") as err:
+        fn(g, *args, execution=Execution(memory_limit=16))
+    assert "\n" not in str(err.value)

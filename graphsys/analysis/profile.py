@@ -209,9 +209,7 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
 
     Examples
     --------
-    >>> import tempfile
-    >>> import numpy as np
-    >>> import graphsys
+    >>> import tempfile, numpy as np, graphsys
     >>> from graphsys.analysis import profile_graph
     >>> src, dst = np.array([0, 0, 0, 1, 2, 3]), np.array([1, 2, 3, 2, 3, 0])
     >>> g = graphsys.from_numpy(src, dst, tempfile.mkdtemp() + "/g")
@@ -498,9 +496,7 @@ def write_report(profile: dict[str, Any], html_path: str | Path, *, overwrite: b
 
     Examples
     --------
-    >>> import tempfile
-    >>> import numpy as np
-    >>> import graphsys
+    >>> import tempfile, numpy as np, graphsys
     >>> from graphsys.analysis import profile_graph, write_report
     >>> tmp = tempfile.mkdtemp()
     >>> g = graphsys.from_numpy(np.array([0, 1, 2]), np.array([1, 2, 0]), tmp + "/g")
@@ -538,9 +534,7 @@ def key_figures(profile: dict[str, Any]) -> dict[str, Any]:
 
     Examples
     --------
-    >>> import tempfile
-    >>> import numpy as np
-    >>> import graphsys
+    >>> import tempfile, numpy as np, graphsys
     >>> from graphsys.analysis import key_figures, profile_graph
     >>> g = graphsys.from_numpy(np.array([0, 1, 2]), np.array([1, 2, 0]),
     ...                         tempfile.mkdtemp() + "/g")

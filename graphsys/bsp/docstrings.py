@@ -24,8 +24,9 @@ OPTION_DOCS = {
     previous result, ``init``) streams where building the adjacency would cost more
     (:func:`~graphsys.bsp.engine.choose_mode`); ``result.stats.mode`` says which ran.""",
     "threads": """threads : int, optional
-    Worker threads of an out-of-core or distributed pass (default: numba's thread
-    count).""",
+    numba's thread count while the call runs (capped at ``NUMBA_NUM_THREADS``, restored
+    after it) and the worker threads of an out-of-core or distributed pass (default:
+    numba's thread count).""",
     "edge_set": """edge_set : str or sequence of str, optional
     The edge set whose edges carry messages, or several read as one (a list, names joined
     by commas, or ``"all"``); default: the graph's default view, the default edge set with

@@ -38,7 +38,7 @@ from graphsys.bsp.stream import DistributedEdges, StreamEdges
 from graphsys.device import HOST, as_torch, host_array, resolve_lazily
 from graphsys.distributed import initialized, local_cuda_device
 from graphsys.errors import GraphsysError, ParameterError
-from graphsys.execution import Execution
+from graphsys.execution import Execution, with_threads
 from graphsys.progress import display
 from graphsys.trace import trace_range
 
@@ -154,6 +154,7 @@ def _check_ranks_agree(graph, program: VertexProgram, edge_set: str, mode: str,
                        "run settings": settings})
 
 
+@with_threads
 @document_options(*ENGINE_OPTIONS, "device_budget", "execution")
 @fill_doc(references=cite("pregel", "ligra"))
 def run(graph, program: VertexProgram, *, mode: str = "auto", device: str = "cpu",

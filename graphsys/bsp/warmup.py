@@ -132,11 +132,10 @@ def warmup(algorithms: list[str] | None = None, *, seed: int = 0,
     (['wcc'], ['compiled', 'loaded', 'seconds'])
     """
     from graphsys import jit
-    from graphsys.errors import GraphsysError, ParameterError
+    from graphsys.errors import GraphsysError, check_count
     from graphsys.plugins import ALGORITHMS
 
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-        raise ParameterError("seed", f"must be a non-negative integer, got {seed!r}")
+    check_count("seed", seed, minimum=0)
     names = list(algorithms) if algorithms is not None else ALGORITHMS.names()
     specs = {name: ALGORITHMS.get(name) for name in names}  # unknown names fail here
     t_all = time.perf_counter()
@@ -185,11 +184,9 @@ def warmup(algorithms: list[str] | None = None, *, seed: int = 0,
 
 def check_jobs(jobs) -> int:
     """``jobs``, checked: a positive integer (else :class:`~graphsys.errors.ParameterError`)."""
-    from graphsys.errors import ParameterError
+    from graphsys.errors import check_count
 
-    if isinstance(jobs, bool) or not isinstance(jobs, int | np.integer) or jobs < 1:
-        raise ParameterError("jobs", f"must be a positive integer, got {jobs!r}")
-    return int(jobs)
+    return check_count("jobs", jobs)
 
 
 def balanced(units: list[str], jobs: int, seconds: dict[str, float],

@@ -120,9 +120,7 @@ class EmbedResult:
 
     Examples
     --------
-    >>> import tempfile
-    >>> import pyarrow as pa
-    >>> import graphsys.embed
+    >>> import tempfile, pyarrow as pa, graphsys.embed
     >>> from graphsys.generators import knowledge_graph
     >>> t = next(knowledge_graph(36, 150, relations=2, seed=0).triples())
     >>> edges = pa.table({"src": t["src"], "dst": t["dst"],
@@ -295,9 +293,7 @@ def train(graph: str | Path | Graph | None, config: EmbedConfig | dict | str | P
     --------
     A ComplEx model of a small generated knowledge graph, one epoch:
 
-    >>> import tempfile
-    >>> import pyarrow as pa
-    >>> import graphsys.embed
+    >>> import tempfile, pyarrow as pa, graphsys.embed
     >>> from graphsys.generators import knowledge_graph
     >>> t = next(knowledge_graph(36, 150, relations=2, seed=0).triples())
     >>> edges = pa.table({"src": t["src"], "dst": t["dst"],

@@ -72,9 +72,7 @@ class Embeddings(EmbeddingQueries, EmbeddingExports):
 
     Examples
     --------
-    >>> import tempfile
-    >>> import pyarrow as pa
-    >>> import graphsys.embed
+    >>> import tempfile, pyarrow as pa, graphsys.embed
     >>> from graphsys.generators import knowledge_graph
     >>> t = next(knowledge_graph(36, 150, relations=2, seed=0).triples())
     >>> edges = pa.table({"src": t["src"], "dst": t["dst"],
@@ -160,9 +158,7 @@ class Embeddings(EmbeddingQueries, EmbeddingExports):
 
         Examples
         --------
-        >>> import tempfile
-        >>> import pyarrow as pa
-        >>> import graphsys.embed
+        >>> import tempfile, pyarrow as pa, graphsys.embed
         >>> from graphsys.generators import knowledge_graph
         >>> t = next(knowledge_graph(36, 150, relations=2, seed=0).triples())
         >>> edges = pa.table({"src": t["src"], "dst": t["dst"],
@@ -288,9 +284,7 @@ class Embeddings(EmbeddingQueries, EmbeddingExports):
 
         Examples
         --------
-        >>> import tempfile
-        >>> import pyarrow as pa
-        >>> import graphsys.embed
+        >>> import tempfile, pyarrow as pa, graphsys.embed
         >>> from graphsys.generators import knowledge_graph
         >>> t = next(knowledge_graph(36, 150, relations=2, seed=0).triples())
         >>> edges = pa.table({"src": t["src"], "dst": t["dst"],
@@ -353,9 +347,7 @@ class Embeddings(EmbeddingQueries, EmbeddingExports):
 
         Examples
         --------
-        >>> import tempfile
-        >>> import pyarrow as pa
-        >>> import graphsys.embed
+        >>> import tempfile, pyarrow as pa, graphsys.embed
         >>> from graphsys.generators import knowledge_graph
         >>> t = next(knowledge_graph(36, 150, relations=2, seed=0).triples())
         >>> edges = pa.table({"src": t["src"], "dst": t["dst"],
@@ -386,9 +378,7 @@ class Embeddings(EmbeddingQueries, EmbeddingExports):
 
         Examples
         --------
-        >>> import tempfile
-        >>> import pyarrow as pa
-        >>> import graphsys.embed
+        >>> import tempfile, pyarrow as pa, graphsys.embed
         >>> from graphsys.generators import knowledge_graph
         >>> t = next(knowledge_graph(36, 150, relations=2, seed=0).triples())
         >>> edges = pa.table({"src": t["src"], "dst": t["dst"],

@@ -114,9 +114,7 @@ def evaluate(emb: Embeddings, graph: Graph, edge_set: str, *, filtered: bool = T
 
     Examples
     --------
-    >>> import tempfile
-    >>> import pyarrow as pa
-    >>> import graphsys.embed
+    >>> import tempfile, pyarrow as pa, graphsys.embed
     >>> from graphsys.generators import knowledge_graph
     >>> t = next(knowledge_graph(36, 150, relations=2, seed=0).triples())
     >>> edges = pa.table({"src": t["src"], "dst": t["dst"],

@@ -66,9 +66,7 @@ class EmbeddingExports:
 
         Examples
         --------
-        >>> import tempfile
-        >>> import pyarrow as pa
-        >>> import graphsys.embed
+        >>> import tempfile, pyarrow as pa, graphsys.embed
         >>> from graphsys.generators import knowledge_graph
         >>> t = next(knowledge_graph(36, 150, relations=2, seed=0).triples())
         >>> edges = pa.table({"src": t["src"], "dst": t["dst"],
@@ -132,9 +130,7 @@ class EmbeddingExports:
 
         Examples
         --------
-        >>> import tempfile
-        >>> import pyarrow as pa
-        >>> import graphsys.embed
+        >>> import tempfile, pyarrow as pa, graphsys.embed
         >>> from graphsys.generators import knowledge_graph
         >>> t = next(knowledge_graph(36, 150, relations=2, seed=0).triples())
         >>> edges = pa.table({"src": t["src"], "dst": t["dst"],
@@ -178,9 +174,7 @@ class EmbeddingExports:
 
         Examples
         --------
-        >>> import tempfile
-        >>> import pyarrow as pa
-        >>> import graphsys.embed
+        >>> import tempfile, pyarrow as pa, graphsys.embed
         >>> from graphsys.generators import knowledge_graph
         >>> t = next(knowledge_graph(36, 150, relations=2, seed=0).triples())
         >>> edges = pa.table({"src": t["src"], "dst": t["dst"],

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from graphsys.embed.model import COMPARATORS
-from graphsys.errors import GraphsysError, ParameterError
+from graphsys.errors import GraphsysError, ParameterError, check_count
 from graphsys.storage.triples import KnownAnswers, triples
 
 #: Rows per block of the blocked matmuls in nearest() / predict_tails().
@@ -125,9 +125,7 @@ class EmbeddingQueries:
 
         Examples
         --------
-        >>> import tempfile
-        >>> import pyarrow as pa
-        >>> import graphsys.embed
+        >>> import tempfile, pyarrow as pa, graphsys.embed
         >>> from graphsys.generators import knowledge_graph
         >>> t = next(knowledge_graph(36, 150, relations=2, seed=0).triples())
         >>> edges = pa.table({"src": t["src"], "dst": t["dst"],
@@ -208,9 +206,7 @@ class EmbeddingQueries:
 
         Examples
         --------
-        >>> import tempfile
-        >>> import pyarrow as pa
-        >>> import graphsys.embed
+        >>> import tempfile, pyarrow as pa, graphsys.embed
         >>> from graphsys.generators import knowledge_graph
         >>> t = next(knowledge_graph(36, 150, relations=2, seed=0).triples())
         >>> edges = pa.table({"src": t["src"], "dst": t["dst"],
@@ -295,9 +291,7 @@ class EmbeddingQueries:
 
         Examples
         --------
-        >>> import tempfile
-        >>> import pyarrow as pa
-        >>> import graphsys.embed
+        >>> import tempfile, pyarrow as pa, graphsys.embed
         >>> from graphsys.generators import knowledge_graph
         >>> t = next(knowledge_graph(36, 150, relations=2, seed=0).triples())
         >>> edges = pa.table({"src": t["src"], "dst": t["dst"],
@@ -360,9 +354,7 @@ class EmbeddingQueries:
 
         Examples
         --------
-        >>> import tempfile
-        >>> import pyarrow as pa
-        >>> import graphsys.embed
+        >>> import tempfile, pyarrow as pa, graphsys.embed
         >>> from graphsys.generators import knowledge_graph
         >>> t = next(knowledge_graph(36, 150, relations=2, seed=0).triples())
         >>> edges = pa.table({"src": t["src"], "dst": t["dst"],
@@ -490,6 +482,4 @@ def _is_one(x) -> bool:
 def _count(k) -> int:
     """``k`` as a Python int (NumPy integers included: faiss takes only ``int``), or a
     one-line :class:`ParameterError` unless it is a positive integer."""
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise ParameterError("k", f"must be a positive integer, got {k!r}")
-    return int(k)
+    return check_count("k", k)

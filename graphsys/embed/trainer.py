@@ -111,9 +111,7 @@ class Trainer(MinibatchStep):
     --------
     Count the batches of a run:
 
-    >>> import tempfile
-    >>> import pyarrow as pa
-    >>> import graphsys
+    >>> import tempfile, pyarrow as pa, graphsys
     >>> from graphsys.embed import load_config
     >>> from graphsys.embed.trainer import Trainer
     >>> from graphsys.generators import knowledge_graph

@@ -295,8 +295,7 @@ def write_edges(chunks: Iterable[Chunk], path: str | os.PathLike, *,
 
     Examples
     --------
-    >>> import tempfile
-    >>> import pyarrow.parquet as pq
+    >>> import tempfile, pyarrow.parquet as pq
     >>> from graphsys.generators import grid_edges, write_edges
     >>> path = tempfile.mkdtemp() + "/grid.parquet"
     >>> write_edges(grid_edges(100, seed=0), path)

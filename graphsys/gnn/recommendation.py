@@ -44,7 +44,7 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from graphsys.errors import GraphsysError, ParameterError
+from graphsys.errors import GraphsysError, ParameterError, check_count
 from graphsys.gnn.checkpoint import check_graph, grown_rows, load_checkpoint, meta_field
 from graphsys.gnn.config import RGCN
 from graphsys.gnn.item_task import RANKED
@@ -206,12 +206,6 @@ def _user_ids(scorer: _Scorer, users) -> tuple[list, np.ndarray]:
     return ids, np.asarray(internal, np.int64)
 
 
-def _positive_int(value, param: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ParameterError(param, f"must be a positive integer, got {value!r}")
-    return int(value)
-
-
 def _title_values(scorer: _Scorer, title_column: str | None
                   ) -> tuple[str | None, np.ndarray | pa.Array | None]:
     """The item node column shown beside each recommendation, or ``(None, None)``."""
@@ -321,7 +315,7 @@ def recommend(checkpoint: str | Path, users, k: int = 10, *,
     >>> any(r["item"] in seen for r in recs.to_pylist() if r["user"] == 0)
     False
     """
-    k = _positive_int(k, "k")
+    k = check_count("k", k)
     scorer = _Scorer(checkpoint, graph)
     ids, internal = _user_ids(scorer, users)
     history = scorer.interactions(scorer.edge_set_name(edge_set, "edge_set"))
@@ -386,7 +380,7 @@ def ranking_metrics(scores: np.ndarray, targets: Sequence[np.ndarray],
     >>> m["users"], m["hits@1"], m["hits@3"], m["recall@3"], round(m["mrr"], 4)
     (2, 0.0, 1.0, 0.75, 0.3333)
     """
-    ks = sorted({_positive_int(k, "ks") for k in ks})
+    ks = sorted({check_count("ks", k) for k in ks})
     if not ks:
         raise ParameterError("ks", "is empty: give at least one cut-off K")
     parts, users, best = [], [], []

@@ -24,9 +24,21 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from graphsys.errors import GraphsysError, InputError, ParameterError
+from graphsys.execution import fill_doc
 from graphsys.interop._dense import write_dense
 from graphsys.storage.graph import Graph, open_graph
 from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest_sources
+
+#: Decorator of a ``from_*`` converter: its ``%(ingest)s`` line is its ``**options`` and
+#: ``Returns`` sections.
+document = fill_doc(ingest="""**options
+    Ingest options, as for :func:`graphsys.from_numpy` (``partitions``,
+    ``partitioner``, ``undirected``, ``memory_limit``, ...).
+
+Returns
+-------
+Graph
+    The stored graph, opened.""")
 
 #: Default ``max_edges`` of the exports: 100 M edges = a 1.6 GB int64 edge_index.
 DEFAULT_MAX_EDGES = 100_000_000

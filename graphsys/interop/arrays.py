@@ -8,7 +8,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from graphsys.interop._common import ingest_arrays, ingest_options
+from graphsys.interop._common import document, ingest_arrays, ingest_options
 from graphsys.storage.graph import Graph, open_graph
 from graphsys.storage.ingest import EdgeSource, NodeSource, ingest_sources
 
@@ -87,6 +87,7 @@ def from_numpy(src, dst, out: str | Path, *, num_nodes: int | None = None, weigh
                          options=options)
 
 
+@document
 def from_arrow(edges, out: str | Path, *, nodes: pa.Table | None = None,
                src_col: str | int | None = None, dst_col: str | int | None = None,
                weight_col: str | int | None = None, rel_col: str | int | None = None,
@@ -109,14 +110,7 @@ def from_arrow(edges, out: str | Path, *, nodes: pa.Table | None = None,
         Edge weight and relation columns.
     edge_columns : sequence of str or dict, default ()
         Numeric columns to keep beside the edges, as for :func:`graphsys.ingest`.
-    **options
-        Ingest options, as for :func:`graphsys.from_numpy` (``partitions``,
-        ``partitioner``, ``undirected``, ``memory_limit``, ...).
-
-    Returns
-    -------
-    Graph
-        The stored graph, opened.
+    %(ingest)s
 
     Examples
     --------

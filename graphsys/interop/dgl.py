@@ -12,6 +12,7 @@ from pathlib import Path
 from graphsys.errors import GraphsysError, InputError
 from graphsys.interop._common import (
     DEFAULT_MAX_EDGES,
+    document,
     export_arrays,
     export_typed,
     ingest_arrays,
@@ -52,6 +53,7 @@ def _weight(frame, num_edges: int):
     return w.detach() if w is not None and w.dim() == 1 and w.shape[0] == num_edges else None
 
 
+@document
 def from_dgl(g, out: str | Path, **options) -> Graph:
     """Ingest a ``dgl.DGLGraph`` (homogeneous or a heterograph) into a graph directory.
 
@@ -72,14 +74,7 @@ def from_dgl(g, out: str | Path, **options) -> Graph:
         The graph (not a message-flow block).
     out : str or Path
         The graph directory to create.
-    **options
-        Ingest options, as for :func:`graphsys.from_numpy` (``partitions``,
-        ``partitioner``, ``undirected``, ``memory_limit``, ...).
-
-    Returns
-    -------
-    Graph
-        The stored graph, opened.
+    %(ingest)s
 
     Raises
     ------

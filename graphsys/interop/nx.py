@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from graphsys.errors import InputError
-from graphsys.interop._common import export_arrays, ingest_arrays
+from graphsys.interop._common import document, export_arrays, ingest_arrays
 from graphsys.storage.graph import Graph
 
 #: Default ``max_edges`` of :func:`to_networkx`: NetworkX holds ~0.5 KB of Python objects
@@ -16,6 +16,7 @@ from graphsys.storage.graph import Graph
 NX_MAX_EDGES = 10_000_000
 
 
+@document
 def from_networkx(G, out: str | Path, *, node_attrs: tuple[str, ...] | None = None,
                   weight: str | None = "weight", **options) -> Graph:
     """Ingest a NetworkX graph into a graph directory.
@@ -34,14 +35,7 @@ def from_networkx(G, out: str | Path, *, node_attrs: tuple[str, ...] | None = No
         bool mask per node (default: every attribute that all nodes have).
     weight : str or None, default "weight"
         The edge attribute read as edge weight when every edge has it (None: no weights).
-    **options
-        Ingest options, as for :func:`graphsys.from_numpy` (``partitions``,
-        ``partitioner``, ``undirected``, ``memory_limit``, ...).
-
-    Returns
-    -------
-    Graph
-        The stored graph, opened.
+    %(ingest)s
 
     Raises
     ------

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from graphsys.errors import GraphsysError, InputError
-from graphsys.interop._common import DEFAULT_MAX_EDGES, export_arrays, ingest_arrays
+from graphsys.interop._common import DEFAULT_MAX_EDGES, document, export_arrays, ingest_arrays
 from graphsys.storage.graph import Graph
 
 #: PyG attribute -> graphsys node column.
@@ -29,6 +29,7 @@ def _import_pyg():
     return torch_geometric
 
 
+@document
 def from_pyg(data, out: str | Path, **options) -> Graph:
     """Ingest a ``torch_geometric.data.Data`` or ``HeteroData`` into a graph directory.
 
@@ -51,14 +52,7 @@ def from_pyg(data, out: str | Path, **options) -> Graph:
         The graph.
     out : str or Path
         The graph directory to create.
-    **options
-        Ingest options, as for :func:`graphsys.from_numpy` (``partitions``,
-        ``partitioner``, ``undirected``, ``memory_limit``, ...).
-
-    Returns
-    -------
-    Graph
-        The stored graph, opened.
+    %(ingest)s
 
     Raises
     ------

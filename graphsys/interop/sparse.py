@@ -9,10 +9,11 @@ from typing import Any
 import numpy as np
 
 from graphsys.errors import InputError
-from graphsys.interop._common import DEFAULT_MAX_EDGES, export_arrays, ingest_arrays
+from graphsys.interop._common import DEFAULT_MAX_EDGES, document, export_arrays, ingest_arrays
 from graphsys.storage.graph import Graph
 
 
+@document
 def from_scipy(matrix, out: str | Path, *, weighted: bool | None = None,
                node_columns: dict[str, Any] | None = None, **options) -> Graph:
     """Ingest a square SciPy sparse adjacency matrix into a graph directory.
@@ -29,14 +30,7 @@ def from_scipy(matrix, out: str | Path, *, weighted: bool | None = None,
         Keep the entries as edge weights (None: only when some entry is not 1).
     node_columns : dict of str to array-like, optional
         As for :func:`from_numpy`.
-    **options
-        Ingest options, as for :func:`graphsys.from_numpy` (``partitions``,
-        ``partitioner``, ``undirected``, ``memory_limit``, ...).
-
-    Returns
-    -------
-    Graph
-        The stored graph, opened.
+    %(ingest)s
 
     Raises
     ------

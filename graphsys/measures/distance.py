@@ -28,7 +28,7 @@ import numba
 import numpy as np
 
 from graphsys.errors import ParameterError
-from graphsys.execution import OPTION_DOCS, Execution, fill_doc
+from graphsys.execution import OPTION_DOCS, Execution, fill_doc, with_threads
 from graphsys.kernels import bfs as kb
 from graphsys.kernels import components as kc
 from graphsys.measures import kernels_distance as kd
@@ -200,6 +200,7 @@ def _degrees(view) -> np.ndarray:
     return deg if view.sym else deg + np.diff(view.iptr)
 
 
+@with_threads
 @fill_doc(**OPTION_DOCS)
 def diameter(graph, *, exact: bool = False, edge_set: str | None = None,
              progress: bool = False, execution: Execution | None = None) -> Diameter:
@@ -242,9 +243,8 @@ def diameter(graph, *, exact: bool = False, edge_set: str | None = None,
     """
     if not isinstance(exact, (bool, np.bool_)):
         raise ParameterError("exact", f"must be True or False, got {exact!r}")
-    progress = Execution.of(execution, progress=progress).in_memory(
-        "diameter", "distributed").progress
-    view = undirected_view(graph, edge_set)
+    ex = Execution.of(execution, progress=progress).in_memory("diameter", "distributed")
+    progress, view = ex.progress, undirected_view(graph, edge_set, ex.memory_limit)
     if view.num_nodes == 0:
         return Diameter(0, 0, 0, True, (), 0, 0)
     search = _Searcher(view)
@@ -333,6 +333,7 @@ def _component(search: _Searcher, start: tuple[int, int | None], size: int, exac
     return lower, max(upper, lower), pair
 
 
+@with_threads
 @fill_doc(**OPTION_DOCS)
 def eccentricity(graph, nodes=None, *, edge_set: str | None = None, internal: bool = False,
                  progress: bool = False, execution: Execution | None = None
@@ -375,9 +376,8 @@ def eccentricity(graph, nodes=None, *, edge_set: str | None = None, internal: bo
     >>> eccentricity(g).to_dict(), eccentricity(g, [2]).tolist()
     ({0: 4, 1: 3, 2: 2, 3: 3, 4: 4}, [2])
     """
-    progress = Execution.of(execution, progress=progress).in_memory(
-        "eccentricity", "distributed").progress
-    view = undirected_view(graph, edge_set)
+    ex = Execution.of(execution, progress=progress).in_memory("eccentricity", "distributed")
+    progress, view = ex.progress, undirected_view(graph, edge_set, ex.memory_limit)
     search = _Searcher(view)
     if nodes is not None:
         ecc, _ = search.many(internal_ids(graph, nodes, "nodes", internal=internal))

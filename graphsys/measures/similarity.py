@@ -43,8 +43,8 @@ import numba
 import numpy as np
 import pyarrow as pa
 
-from graphsys.errors import ParameterError
-from graphsys.execution import OPTION_DOCS, Execution, fill_doc
+from graphsys.errors import ParameterError, check_count
+from graphsys.execution import OPTION_DOCS, Execution, fill_doc, with_threads
 from graphsys.measures import kernels_similarity as ks
 from graphsys.measures.kernels_view import gather
 from graphsys.measures.view import internal_ids, undirected_view
@@ -249,6 +249,7 @@ class TopLinks:
         return pa.table({"source": self.source, "target": self.target, "score": self.score})
 
 
+@with_threads
 @fill_doc(**OPTION_DOCS)
 def top_links(graph, nodes=None, k: int = 10, method: str = "jaccard", *,
               edge_set: str | None = None, internal: bool = False,
@@ -298,12 +299,9 @@ def top_links(graph, nodes=None, k: int = 10, method: str = "jaccard", *,
     [(0, 3, 1.0), (4, 2, 1.0)]
     """
     code = _method(method)
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
-        raise ParameterError("k", f"must be a non-negative integer, got {k!r}")
-    k = int(k)
-    progress = Execution.of(execution, progress=progress).in_memory(
-        "top_links", "distributed").progress
-    view = undirected_view(graph, edge_set)
+    k = check_count("k", k, minimum=0)
+    ex = Execution.of(execution, progress=progress).in_memory("top_links", "distributed")
+    progress, view = ex.progress, undirected_view(graph, edge_set, ex.memory_limit)
     n = view.num_nodes
     queries = (np.arange(n, dtype=np.int64) if nodes is None
                else internal_ids(graph, nodes, "nodes", internal=internal))

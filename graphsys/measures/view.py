@@ -95,14 +95,17 @@ class View:
         return self.graph.to_original(np.asarray(internal, np.int64))
 
 
-def undirected_view(graph, edge_set: str | None = None) -> View:
-    """The :class:`View` of ``graph``'s edge set, built on first use and kept while the
-    Graph lives.
+def undirected_view(graph, edge_set: str | None = None, memory_limit: int | None = None
+                    ) -> View:
+    """The :class:`View` of ``graph``'s edge set, built on first use within
+    ``memory_limit`` (:func:`graphsys.views.view`; default: the RAM available now) and kept
+    while the Graph lives.
 
     Raises
     ------
     GraphsysError
-        A graph with several entity types (the measures number nodes ``0..N-1`` of one).
+        A graph with several entity types (the measures number nodes ``0..N-1`` of one),
+        or a build over the budget (one line).
     """
     openmp.apply_wait_policy()  # the measures' kernels run parallel regions
     es = views.one_type(graph, "a measure").edge_set(edge_set)
@@ -111,15 +114,15 @@ def undirected_view(graph, edge_set: str | None = None) -> View:
         sym = views.mapped_symmetric(graph, es.name)
         if sym is not None:
             return View(graph, es.name, sym[0], sym[1], sym[0], sym[1], UNIQUE)
-        out = views.view(graph, "out", edge_set=es.name)
+        out = views.view(graph, "out", edge_set=es.name, memory_limit=memory_limit)
         if es.undirected:
             kind = UNIQUE if es.dedupe and not es.has_rel else SYMMETRIC
             return View(graph, es.name, out.indptr, out.indices, out.indptr, out.indices, kind)
-        inn = views.view(graph, "in", edge_set=es.name)
+        inn = views.view(graph, "in", edge_set=es.name, memory_limit=memory_limit)
         return View(graph, es.name, out.indptr, out.indices, inn.indptr, inn.indices,
                     DIRECTED)
 
-    return views.cached(graph, (es.name, "measures"), build, budget=views.budget(None),
+    return views.cached(graph, (es.name, "measures"), build, budget=views.budget(memory_limit),
                         nbytes=lambda v: 8 * v.num_nodes)  # the memo it fills
 
 

@@ -3,7 +3,7 @@ template, :func:`graphsys.execution.fill_doc` (:func:`document`)."""
 
 from __future__ import annotations
 
-from graphsys.execution import OPTION_DOCS, fill_doc
+from graphsys.execution import OPTION_DOCS, fill_doc, with_threads
 
 PARAMETERS = {
     "graph": """graph : Graph or str or Path
@@ -15,7 +15,7 @@ PARAMETERS = {
     ``sym`` index within ``memory_limit`` (:mod:`graphsys.mining.outofcore`); ``auto``:
     in RAM when that fits the budget, else out of core.""",
     "threads": """threads : int, optional
-    numba threads (default: numba's current count).""",
+    numba threads (default: numba's current count; capped at ``NUMBA_NUM_THREADS``).""",
     "memory_limit": OPTION_DOCS["memory_limit"],
     "distributed": """distributed : bool, default False
     Split the roots over the ranks of the initialised ``torch.distributed`` process
@@ -46,5 +46,10 @@ _KEPT = """ In RAM, the oriented graph is kept on the opened Graph and the next 
 PARAMETERS["triangle_options"] = "\n".join((
     PARAMETERS["mode"], PARAMETERS["threads"], PARAMETERS["memory_limit"] + _KEPT,
     PARAMETERS["distributed"], PARAMETERS["progress"], PARAMETERS["execution"]))
-#: Decorator: each docstring line ``%(name)s`` replaced by the text of :data:`PARAMETERS`.
-document = fill_doc(**PARAMETERS)
+
+
+def document(func):
+    """Decorator of a mining front-end: each docstring line ``%(name)s`` replaced by the
+    text of :data:`PARAMETERS`, each call run on its threads
+    (:func:`~graphsys.execution.with_threads`)."""
+    return with_threads(fill_doc(**PARAMETERS)(func))

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from graphsys import views
-from graphsys.errors import ParameterError
+from graphsys.errors import ParameterError, check_count
 from graphsys.execution import Execution
 from graphsys.mining import stream
 from graphsys.mining._docs import document
@@ -239,8 +239,8 @@ def frequent_subgraphs(graph, labels, support: int, *, max_edges: int = 3,
     >>> [f.pattern for f in mining.frequent_subgraphs(g, "kind", 3)]
     [Pattern([(0, 1)], labels=[0, 0])]
     """
-    stream.positive("support", support)
-    stream.positive("max_edges", max_edges)
+    check_count("support", support)
+    check_count("max_edges", max_edges)
     memory_limit = Execution.of(execution, memory_limit=memory_limit).in_memory(
         "frequent subgraph mining", "distributed", "progress").memory_limit
     g = as_graph(graph)

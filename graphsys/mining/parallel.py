@@ -25,8 +25,9 @@ import numba
 import numpy as np
 
 from graphsys import openmp
-from graphsys.errors import GraphsysError, ParameterError
+from graphsys.errors import GraphsysError
 from graphsys.progress import display
+from graphsys.threads import numba_threads
 from graphsys.views.orient import SERIAL_WORK
 
 #: Tasks per thread the roots are cut into (more: finer balance, more scheduling steps).
@@ -36,42 +37,18 @@ TASKS_PER_THREAD = 64
 WORK_PER_CALL = 1 << 28
 
 
-def check_threads(threads: int | None) -> int:
-    """``threads`` as a thread count for numba's kernels (None: numba's current count).
-
-    Raises
-    ------
-    ParameterError
-        ``threads`` is not a positive integer, or exceeds the threads numba started with
-        (``NUMBA_NUM_THREADS``).
-    """
-    if threads is None:
-        return numba.get_num_threads()
-    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
-        raise ParameterError("threads", f"must be a positive integer, got {threads!r}")
-    most = numba.config.NUMBA_NUM_THREADS
-    if threads > most:
-        raise ParameterError("threads", f"{threads} is more than the {most} threads numba "
-                                        f"runs with (set NUMBA_NUM_THREADS before starting)")
-    return int(threads)
-
-
 @contextlib.contextmanager
 def scheduled(threads: int | None) -> Iterator[int]:
-    """Run the enclosed kernels on ``threads`` numba threads (None: as set), restored on
-    exit. Yields the thread count. Only the task loops of :func:`run_tasks` run one task
-    per ``prange`` chunk: any other ``prange`` in the block (a pass over every vertex or
-    entry, a stored index's check as it is mapped) keeps numba's static chunks, since with
-    a chunk per iteration numba's scheduler keeps a record per chunk (gigabytes, and tens
-    of seconds, for a pass over tens of millions of entries)."""
+    """Run the enclosed kernels on ``threads`` numba threads (None: as set;
+    :func:`graphsys.threads.numba_threads`), restored on exit. Yields the thread count.
+    Only the task loops of :func:`run_tasks` run one task per ``prange`` chunk: any other
+    ``prange`` in the block (a pass over every vertex or entry, a stored index's check as
+    it is mapped) keeps numba's static chunks, since with a chunk per iteration numba's
+    scheduler keeps a record per chunk (gigabytes, and tens of seconds, for a pass over
+    tens of millions of entries)."""
     openmp.apply_wait_policy()  # every mining kernel runs under this
-    count = check_threads(threads)
-    before = numba.get_num_threads()
-    numba.set_num_threads(count)
-    try:
+    with numba_threads(threads) as count:
         yield count
-    finally:
-        numba.set_num_threads(before)
 
 
 def tasks_by_work(work: np.ndarray, lo: int, hi: int, num_tasks: int) -> np.ndarray:

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from graphsys import views
-from graphsys.errors import ParameterError
+from graphsys.errors import ParameterError, check_count
 from graphsys.execution import Execution
 from graphsys.mining import match_kernels, stream
 from graphsys.mining._docs import document
@@ -777,7 +777,7 @@ def iter_matches(graph, pattern, *, induced: bool = False, labels=None, edge_lab
     >>> sum(1 for _ in graphsys.mining.iter_matches(k4, "4-cycle", chunk=1))
     3
     """
-    chunk = stream.positive("chunk", chunk)
+    chunk = check_count("chunk", chunk)
     limit = Execution.of(execution, memory_limit=memory_limit).in_memory(
         "pattern matching", "distributed", "progress").memory_limit
     g, p, view, node_labels = _prepare(graph, pattern, labels, edge_set, limit, edge_labels)

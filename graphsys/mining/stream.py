@@ -17,19 +17,13 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from graphsys.errors import ParameterError
+from graphsys.errors import check_count
 from graphsys.mining import match_kernels
 from graphsys.mining.edge_labels import NO_LISTS
 from graphsys.mining.results import original_ids
 
 #: Matches per chunk the search writes before handing them over.
 DEFAULT_CHUNK = 1024
-
-
-def positive(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ParameterError(name, f"must be a positive integer, got {value!r}")
-    return int(value)
 
 
 def symmetric_rows(view, directed: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -52,7 +46,7 @@ def chunks(g, view, node_labels, plan, chunk: int = DEFAULT_CHUNK,
     ``i``): original ids, or internal ids with ``internal=True``. ``rows``: the rows to
     walk, ``(ptr, idx, bits, elists)`` (:func:`graphsys.mining.pattern.match_rows`; default:
     :func:`symmetric_rows`, no edge labels)."""
-    chunk = positive("chunk", chunk)
+    chunk = check_count("chunk", chunk)
     if rows is None:
         rows = (*symmetric_rows(view, plan.directed), NO_LISTS)
     ptr, idx, bits, elists = rows

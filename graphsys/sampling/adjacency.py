@@ -133,9 +133,7 @@ def ram_build_bytes(graph: Graph, edge_set: str | None, *, symmetric: bool) -> i
 
     Examples
     --------
-    >>> import tempfile
-    >>> import numpy as np
-    >>> import graphsys
+    >>> import tempfile, numpy as np, graphsys
     >>> g = graphsys.from_numpy(np.array([0, 1]), np.array([1, 2]), tempfile.mkdtemp() + "/g")
     >>> need = ram_build_bytes(g, None, symmetric=True)  # 2 edges, 3 nodes
     >>> need == 2 * SYMMETRIC_BYTES_PER_EDGE + 3 * BUILD_BYTES_PER_NODE
@@ -264,9 +262,7 @@ def mapped_bipartite(graph: Graph, ntype: str, other_type: str, *,
 
     Examples
     --------
-    >>> import tempfile
-    >>> import numpy as np
-    >>> import graphsys
+    >>> import tempfile, numpy as np, graphsys
     >>> g = graphsys.from_numpy(np.array([0, 1]), np.array([1, 2]), tempfile.mkdtemp() + "/g")
     >>> mapped_bipartite(g, "node", "node") is None  # one type: the symmetric view serves it
     True

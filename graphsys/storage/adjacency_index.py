@@ -124,9 +124,7 @@ def build_command(graph, kinds: tuple[str, ...], edge_set: str | None = None) ->
 
     Examples
     --------
-    >>> import tempfile
-    >>> import numpy as np
-    >>> import graphsys
+    >>> import tempfile, numpy as np, graphsys
     >>> g = graphsys.from_numpy(np.array([0, 1]), np.array([1, 2]), tempfile.mkdtemp() + "/g")
     >>> build_command(g, ("sym",)).endswith("/g --undirected")
     True

@@ -113,9 +113,7 @@ def read_embedding_files(path: str | Path) -> EmbeddingFiles:
 
     Examples
     --------
-    >>> import tempfile
-    >>> import numpy as np
-    >>> import graphsys
+    >>> import tempfile, numpy as np, graphsys
     >>> from graphsys.storage.embedding_files import EmbeddingWriter, read_embedding_files
     >>> g = graphsys.from_numpy([0, 1, 2], [1, 2, 0], tempfile.mkdtemp() + "/g")
     >>> out = tempfile.mkdtemp() + "/emb"

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from graphsys.errors import ParameterError
+from graphsys.errors import ParameterError, check_count
 
 
 @dataclass(repr=False)
@@ -127,8 +127,7 @@ class NodeValues:
         >>> bsp.hits(g, tol=1e-12).top(1, column="hub")[0][0]
         1
         """
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
-            raise ParameterError("k", f"must be a non-negative integer, got {k!r}")
+        check_count("k", k, minimum=0)
         values = self._ranked_column(column)
         key = -values if largest else values  # ascending key: best first
         n, k = len(key), min(int(k), len(key))

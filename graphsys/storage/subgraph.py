@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc as paipc
 
-from graphsys.errors import GraphsysError, ParameterError
+from graphsys.errors import GraphsysError, ParameterError, check_count
 from graphsys.storage.csr import CSR
 from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest_sources
 
@@ -295,8 +295,7 @@ def _ego_plan(graph, edge_set, undirected) -> tuple:
 def _centres(graph, centers, internal: bool, radius) -> np.ndarray:
     """int64 ids of ``centers`` (original ids mapped to internal ones unless ``internal``;
     internal ones are range-checked by the search), ``radius`` checked: a one-line error."""
-    if isinstance(radius, bool) or not isinstance(radius, (int, np.integer)) or radius < 0:
-        raise ParameterError("radius", f"must be a non-negative integer, got {radius!r}")
+    check_count("radius", radius, minimum=0)
     if internal:
         if type(centers) is int:
             return np.full(1, centers, np.int64)
