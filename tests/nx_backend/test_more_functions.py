@@ -228,18 +228,22 @@ def test_docs_list_every_dispatched_function():
 
 @needs_entry_point
 def test_bsp_first_calls_do_not_import_torch():
-    """PageRank, betweenness and closeness dispatched to graphsys (conversion included)
-    run the BSP engine on NumPy state: torch stays unimported, and the answers are
-    NetworkX's."""
+    """PageRank, betweenness, closeness and the strong components dispatched to graphsys
+    (conversion included) run the BSP engine on NumPy state: torch stays unimported, and
+    the answers are NetworkX's."""
     root = str(Path(__file__).resolve().parents[2])
     code = ("import sys, networkx as nx\n"
             "G = nx.gnp_random_graph(40, 0.1, seed=1)\n"
+            "D = nx.gnp_random_graph(40, 0.05, seed=2, directed=True)\n"
             "got = [nx.pagerank(G, backend='graphsys'),\n"
             "       nx.betweenness_centrality(G, backend='graphsys'),\n"
             "       nx.closeness_centrality(G, backend='graphsys')]\n"
+            "scc = sorted(map(sorted, nx.strongly_connected_components(D, "
+            "backend='graphsys')))\n"
             "print('torch' in sys.modules, 'graphsys.bsp' in sys.modules)\n"
             "want = [nx.pagerank(G), nx.betweenness_centrality(G), nx.closeness_centrality(G)]\n"
-            "print(all(abs(g[k] - w[k]) < 1e-6 for g, w in zip(got, want) for k in G))\n")
+            "print(all(abs(g[k] - w[k]) < 1e-6 for g, w in zip(got, want) for k in G) and "
+            "scc == sorted(map(sorted, nx.strongly_connected_components(D))))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, env={**os.environ, "PYTHONPATH": root})
     assert out.stdout.split() == ["False", "True", "True"]

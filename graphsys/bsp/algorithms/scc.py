@@ -48,6 +48,7 @@ class SCC(VertexProgram):
     name = "scc"
     message = "copy"
     halt_when_inactive = False
+    host_state = True  # init and result are Context calls (the supersteps take tensors)
 
     def __init__(self, undirected: bool = False):
         self.undirected = undirected
@@ -62,11 +63,10 @@ class SCC(VertexProgram):
         return _PHASES[self.phase][1]
 
     def init(self, ctx):
-        import torch
-
         self.phase, self.entering = "trim-in", False
-        # the labels only: the in-memory fast path needs no more (see aggregate)
-        return {"label": ctx.full(INF)}, ctx.full(True, torch.bool)
+        # the labels only: the in-memory fast path needs no more (see aggregate); NumPy
+        # on the CPU, so that it imports no torch
+        return {"label": ctx.full(INF)}, ctx.full(True, bool)
 
     def aggregate(self, ctx, state):
         import torch
