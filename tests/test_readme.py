@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
 
 SETUP = [
-    "python3 -m venv .venv && .venv/bin/pip install torch==2.13.0 -e '.[plot]' "
+    "python3 -m venv .venv && .venv/bin/pip install --no-compile torch==2.13.0 -e '.[plot]' "
     "&& .venv/bin/graphsys demo",
     "python3 -m venv .venv && .venv/bin/pip install torch==2.13.0 -e '.[test]' "
     "&& .venv/bin/pytest -q -n 2 --dist loadfile",
