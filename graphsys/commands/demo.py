@@ -1,12 +1,18 @@
 """``graphsys demo``: the main job on an embedded default, with no download.
 
-Compiles the everyday vertex algorithms' kernels into the kernel cache, in a process per CPU
-(as ``graphsys warmup`` does for every algorithm; a second demo loads them), generates a
-seeded R-MAT graph, ingests it into P partitions, verifies the directory, runs PageRank over
-the stored buckets, trains ComplEx embeddings on a generated knowledge graph (with a
-nearest-neighbour query), trains GraphSAGE on a generated labelled SBM and writes a
-profiling report of the PageRank run. Each step prints one line; ``--json`` prints every
-step's figures as one JSON object instead.
+Compiles the everyday vertex algorithms' kernels into the kernel cache (as ``graphsys
+warmup`` does for every algorithm; a second demo loads them), generates a seeded R-MAT
+graph, ingests it into P partitions, verifies the directory, runs PageRank over the stored
+buckets, trains ComplEx embeddings on a generated knowledge graph (with a nearest-neighbour
+query), trains GraphSAGE on a generated labelled SBM and writes a profiling report of the
+PageRank run. Each step prints one line; ``--json`` prints every step's figures as one JSON
+object instead.
+
+The steps that do not read the R-MAT graph (the warm-up's groups of algorithms, ComplEx,
+GraphSAGE) run in worker processes, one per CPU, costliest first, while this process
+generates, ingests and verifies the graph; PageRank waits for its own kernels' warm-up
+(so that no kernel is compiled twice). The lines are printed in the order of
+:data:`STEPS`, each once it and those before it are done.
 """
 
 from __future__ import annotations
@@ -51,17 +57,29 @@ def register(subparsers) -> None:
 DEMO_WARMUP = ["pagerank", "ppr", "bfs", "sssp", "wcc", "lpa", "kcore", "hits"]
 
 
-def _warmup(d: _Demo) -> tuple[str, dict]:
+#: Seconds each unit of work the workers take from an empty cache on one core, roughly:
+#: the order they are started in (costliest first). A group of :data:`DEMO_WARMUP` weighs
+#: its algorithms' :data:`graphsys.bsp.warmup.COMPILE_SECONDS`.
+UNIT_SECONDS = {"embed": 9.0, "gnn": 6.0}
+
+
+def _warm_group(group: list[str], seed: int, say: bool) -> dict:
+    """One group of :data:`DEMO_WARMUP`'s warm-up (in a worker process)."""
     import sys
 
     from graphsys.bsp.warmup import warmup
-    from graphsys.threads import available_cores
 
-    def say(line: str) -> None:
-        print(f"      warmup {line}", file=sys.stderr, flush=True)
+    def line(text: str) -> None:
+        print(f"      warmup {text}", file=sys.stderr, flush=True)
 
-    report = warmup(DEMO_WARMUP, seed=d.args.seed, progress=None if d.args.json else say,
-                    jobs=available_cores())
+    return warmup(group, seed=seed, progress=line if say else None)
+
+
+def _warmup_line(reports: list[dict], t0: float) -> tuple[str, dict]:
+    from graphsys.bsp.warmup import merged
+
+    report = {**merged(reports, t0),
+              "algorithms": {n: r["algorithms"][n] for r in reports for n in r["algorithms"]}}
     return (f"compiled {report['compiled']} kernel signatures and loaded {report['loaded']} "
             f"from the kernel cache ({report['cache']}): the first call of "
             f"{', '.join(DEMO_WARMUP)} in later processes loads them (graphsys warmup: every "
@@ -177,11 +195,61 @@ def _profile(d: _Demo) -> tuple[str, dict]:
     return f"profiling report of PageRank -> {out['report']}", out
 
 
-STEPS: list[Callable[[_Demo], tuple[str, dict]]] = [_warmup, _generate, _ingest, _verify,
-                                                    _pagerank, _embed, _gnn, _profile]
+def _in_worker(step: str, d: _Demo) -> tuple[str, dict, float]:
+    """``step`` (``embed`` or ``gnn``) in a worker process, on one torch thread (the
+    workers are as many as the CPUs): its line, figures and seconds."""
+    import torch
+
+    torch.set_num_threads(1)
+    t0 = time.perf_counter()
+    line, figures = {"embed": _embed, "gnn": _gnn}[step](d)
+    return line, figures, time.perf_counter() - t0
+
+
+#: The steps in the order their lines are printed.
+STEPS = ("generate", "ingest", "verify", "warmup", "pagerank", "embed", "gnn", "profile")
+
+
+def _units(d: _Demo, pool, say: bool) -> tuple[list, dict]:
+    """Start the workers' units, costliest first: the warm-up's groups (the futures, the
+    PageRank group's first) and the training steps (step name -> future)."""
+    from graphsys.bsp.warmup import COMPILE_SECONDS, FOLLOWS, balanced
+
+    groups = balanced(DEMO_WARMUP, len(DEMO_WARMUP), COMPILE_SECONDS, FOLLOWS)
+    groups.sort(key=lambda g: "pagerank" not in g)
+    weight = {**{k: sum(COMPILE_SECONDS.get(a, 1) for a in g) for k, g in enumerate(groups)},
+              **UNIT_SECONDS}
+    warm: list = [None] * len(groups)
+    steps: dict = {}
+    for unit in sorted(weight, key=lambda u: -weight[u]):
+        if isinstance(unit, int):
+            warm[unit] = pool.submit(_warm_group, groups[unit], d.args.seed, say)
+        else:
+            steps[unit] = pool.submit(_in_worker, unit, d)
+    return warm, steps
+
+
+def _import_engines() -> None:
+    """A worker's start: the modules its units run (imported while this process ingests)."""
+    import graphsys.bsp.warmup  # noqa: F401
+    import graphsys.embed  # noqa: F401
+    import graphsys.gnn  # noqa: F401
+
+
+def _worker_args(args) -> Any:
+    """The plain values of ``args`` a worker process reads."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(**{k: getattr(args, k) for k in (
+        "nodes", "edges", "num_partitions", "seed", "json")})
 
 
 def run(args) -> int:
+    import concurrent.futures as cf
+    import multiprocessing
+
+    from graphsys.threads import available_cores
+
     if args.out is not None:
         check_output_directory(args.out)
         if args.out.exists():
@@ -190,15 +258,48 @@ def run(args) -> int:
         work = args.out
     else:
         work = Path(tempfile.mkdtemp(prefix="graphsys-demo-"))
-    demo = _Demo(args, work, work / "rmat.parquet", work / "graph")
+    demo = _Demo(_worker_args(args), work, work / "rmat.parquet", work / "graph")
     results: dict[str, Any] = {"workdir": str(work)}
-    for k, step in enumerate(STEPS, 1):
+    done: dict[str, tuple[str, dict, float]] = {}
+    printed = 0
+
+    def show() -> None:  # the lines of the steps done, in STEPS' order
+        nonlocal printed
+        while printed < len(STEPS) and STEPS[printed] in done:
+            name = STEPS[printed]
+            line, figures, seconds = done[name]
+            results[name] = {**figures, "seconds": round(seconds, 3)}
+            printed += 1
+            if not args.json:
+                print(f"[{printed}/{len(STEPS)}] {line} ({seconds:.2f} s)", flush=True)
+
+    def here(name: str, step: Callable[[_Demo], tuple[str, dict]]) -> None:
         t0 = time.perf_counter()
         line, figures = step(demo)
-        name = step.__name__.lstrip("_")
-        results[name] = {**figures, "seconds": round(time.perf_counter() - t0, 3)}
-        if not args.json:
-            print(f"[{k}/{len(STEPS)}] {line} ({time.perf_counter() - t0:.2f} s)")
+        done[name] = (line, figures, time.perf_counter() - t0)
+        show()
+
+    t_start = time.perf_counter()
+    jobs = max(1, available_cores())
+    pool = cf.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
+                                  initializer=_import_engines)
+    try:
+        warm, steps = _units(demo, pool, not args.json)
+        for name, step in (("generate", _generate), ("ingest", _ingest), ("verify", _verify)):
+            here(name, step)
+        reports = [warm[0].result()]  # PageRank's kernels, before the PageRank step
+        here("pagerank", _pagerank)
+        reports += [f.result() for f in warm[1:]]
+        done["warmup"] = (*_warmup_line(reports, t_start), time.perf_counter() - t_start)
+        show()
+        here("profile", _profile)  # its kernels are the other groups' too; printed last
+        for name in ("embed", "gnn"):
+            done[name] = steps[name].result()
+            show()
+    except cf.process.BrokenProcessPool as exc:
+        raise GraphsysError(f"demo: a worker process ended without its result ({exc})") from exc
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
     if args.json:
         emit_json(results)
     return 0
