@@ -15,7 +15,8 @@ process; the NetworkX rows convert the graph in their first call, which NetworkX
 ``convert_s`` is one such conversion timed alone, before it), and counts the kernel
 signatures the process compiled and loaded: after the warm-up it should compile none. One
 JSON line per call (``area``, ``name``, ``first_s``, ``warm_s``, ``excess_s`` = first minus
-warm, ``compiled``, ``loaded``, ``import_s``), then one line of the whole run (the largest
+warm, ``compiled``, ``loaded``, ``import_s``, ``torch``: whether the call imported
+torch), then one line of the whole run (the largest
 excess, the calls that compiled a kernel). The goal: every ``excess_s`` within 2 s,
 ``warmup_all_cold_s`` within 3 minutes on 2 cores. ``--cache ~/.cache`` measures against
 the user's own kernel cache (``XDG_CACHE_HOME``'s). Usage::
@@ -73,7 +74,7 @@ else:
 t1 = time.perf_counter()
 call(g, source)
 t2 = time.perf_counter()
-counts = jit.cache_counts()
+counts = {**jit.cache_counts(), "torch": "torch" in sys.modules}
 t = time.perf_counter()
 call(g, source)
 warm = time.perf_counter() - t
