@@ -60,6 +60,7 @@ import torch
 from torch import nn
 
 from graphsys.gnn.config import TGAT as MODEL_NAME
+from graphsys.gnn.conv._time_encoding import fused_ok, slot_edges
 from graphsys.gnn.conv.temporal_attention import TemporalAttentionConv, TimeEncoder
 from graphsys.gnn.temporal import LinkPredictor
 
@@ -135,15 +136,22 @@ class TGAT(nn.Module):
         0's edges, whose first ones are each later block's."""
         if len(layers) != self.num_layers:
             raise ValueError(f"{len(layers)} blocks for {self.num_layers} layers")
-        # block 0's edges on its (Q, k) slot layout, encoded there (a gap of 0 in an unused
-        # slot: finite, and weighed zero); block l's layout is its first rows
+
+        # block 0's edges on its (Q, k) slot layout, encoded there (an unused slot: finite
+        # values, weighed zero); block l's layout is its first rows
         mask = layers[0][1]
         flat = mask.reshape(-1).nonzero().squeeze(1)
-        gap = delta.new_zeros(mask.numel()).index_put_((flat,), delta[:len(flat)])
-        edge = self.time_enc(gap)
-        if self.raw_dim:
-            edge = torch.cat([raw.new_zeros(mask.numel(), self.raw_dim).index_put_(
-                (flat,), raw[:len(flat)]), edge], dim=-1)
+        used = len(flat)
+        if fused_ok(self.time_enc.lin, delta):
+            # one pass writing [raw || phi(gap)] into the used slots (the others zeros)
+            edge = slot_edges(self.time_enc.lin, flat, mask.numel(), delta[:used],
+                              raw[:used] if self.raw_dim else None)
+        else:
+            gap = delta.new_zeros(mask.numel()).index_put_((flat,), delta[:used])
+            edge = self.time_enc(gap)
+            if self.raw_dim:
+                edge = torch.cat([raw.new_zeros(mask.numel(), self.raw_dim).index_put_(
+                    (flat,), raw[:used]), edge], dim=-1)
         edge = edge.view(*mask.shape, -1)
         h = self.time_enc.lin.weight.new_zeros(1, self.dim)   # h^(0) = 0: one row for all
         for k, (layer, (nbr, mask)) in enumerate(zip(self.layers, layers)):
