@@ -62,6 +62,7 @@ from torch import nn
 from graphsys.gnn.config import TGAT as MODEL_NAME
 from graphsys.gnn.conv._time_encoding import fused_ok, slot_edges
 from graphsys.gnn.conv.temporal_attention import TemporalAttentionConv, TimeEncoder
+from graphsys.gnn.dropout import HashDropout, relu_dropout
 from graphsys.gnn.temporal import LinkPredictor
 
 
@@ -72,11 +73,16 @@ class TGATLayer(nn.Module):
     def __init__(self, dim: int, edge_dim: int, heads: int, dropout: float):
         super().__init__()
         self.attn = TemporalAttentionConv(dim, dim, edge_dim, heads=heads, dropout=dropout)
+        self.attn.dropout = HashDropout(dropout)      # the attention weights' (same law)
         self.ffn = nn.Sequential(nn.Linear(dim, dim), nn.ReLU(), nn.Dropout(dropout),
                                  nn.Linear(dim, dim))
 
     def forward(self, x, x_src, nbr, edge, mask):
-        return self.ffn(self.attn(x, x_src, nbr, edge, mask))
+        first, _, drop, second = self.ffn
+        # ReLU and dropout in one pass (graphsys.gnn.dropout: a hashed mask, the same
+        # distribution as torch's Bernoulli draw; the gradient read from the output)
+        return second(relu_dropout(first(self.attn(x, x_src, nbr, edge, mask)), drop.p,
+                                   self.training))
 
 
 class TGAT(nn.Module):
