@@ -33,6 +33,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from graphsys.gnn.conv._slot_products import edge_scores, usable, weighted_edges
+
 
 class TimeEncoder(nn.Module):
     """:math:`\\phi(\\Delta t) = \\cos(\\omega \\Delta t + b)`, ``dim`` learned frequencies
@@ -157,13 +159,17 @@ class TemporalAttentionConv(nn.Module):
         key, val = _linear2(x_src, self.key, self.value).view(2, h, d)
         q, root = _linear2(x, self.query, self.root).split(h * d, dim=1)
         q = q.view(-1, h, d)
-        score = (torch.matmul(edge, torch.einsum("qhd,hde->qeh", q, w))
+        # one query for every row (TGAT's first layer): the products with the constant
+        # edge input as numba passes (gnn/conv/_slot_products.py), else torch's
+        fused = q.shape[0] == 1 and edge.is_contiguous() and usable(edge, q, w)
+        c = torch.einsum("qhd,hde->qeh", q, w)
+        score = ((edge_scores(edge, c[0]) if fused else torch.matmul(edge, c))
                  + (q * key).sum(-1).unsqueeze(1)) / math.sqrt(d)    # (Q, k, heads)
         score = score.masked_fill(~mask.unsqueeze(-1), torch.finfo(score.dtype).min)
         # a row with no event: its uniform weights zeroed, so it gets the root term alone
         alpha = self.dropout(torch.softmax(score, dim=1)).masked_fill(~mask.unsqueeze(-1), 0)
-        out = (torch.einsum("qhe,hde->qhd", torch.matmul(alpha.transpose(1, 2), edge), w)
-               + alpha.sum(1).unsqueeze(-1) * val)
+        s = weighted_edges(alpha, edge) if fused else torch.matmul(alpha.transpose(1, 2), edge)
+        out = torch.einsum("qhe,hde->qhd", s, w) + alpha.sum(1).unsqueeze(-1) * val
         return out.reshape(q_n, h * d) + root
 
 
