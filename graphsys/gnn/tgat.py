@@ -159,11 +159,23 @@ class TGAT(nn.Module):
                 edge = torch.cat([raw.new_zeros(mask.numel(), self.raw_dim).index_put_(
                     (flat,), raw[:used]), edge], dim=-1)
         edge = edge.view(*mask.shape, -1)
+        # a layer's output h = W_2 r + b_2 is only ever projected again by the next layer:
+        # that map is composed into the next layer's projections (TemporalAttentionConv's
+        # ``pre``), so h is formed for the queries alone. Every source row a block's used
+        # slots name is past the seeds' rows (the sampler's depth 0): those are left out
+        # of the sources, their indices shifted (an unused slot's is never read).
+        seeds = layers[-1][1].shape[0]
         h = self.time_enc.lin.weight.new_zeros(1, self.dim)   # h^(0) = 0: one row for all
+        pre = None
         for k, (layer, (nbr, mask)) in enumerate(zip(self.layers, layers)):
-            h = layer(h[:mask.shape[0]] if k else h, h, nbr if k else torch.zeros_like(nbr),
-                      edge[:mask.shape[0]], mask)
-        return h
+            first, _, drop, second = layer.ffn
+            if k == 0:
+                a = layer.attn(h, h, torch.zeros_like(nbr), edge[:mask.shape[0]], mask)
+            else:
+                a = layer.attn(h[:mask.shape[0]], h[seeds:], nbr - seeds,
+                               edge[:mask.shape[0]], mask, pre=pre)
+            h, pre = relu_dropout(first(a), drop.p, self.training), second
+        return pre(h)
 
     def score(self, z_src: torch.Tensor, z_dst: torch.Tensor) -> torch.Tensor:
         """Scores of embedding pairs (broadcasting)."""
