@@ -272,3 +272,11 @@ def relu_dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
         return F.dropout(F.relu(x), p, True)
     key = np.uint64(int(torch.empty((), dtype=torch.int64).random_()) & (2 ** 64 - 1))
     return _ReluDropout.apply(x, p, key)
+
+
+class HashDropout(torch.nn.Dropout):
+    """:class:`torch.nn.Dropout` by :func:`dropout` (the mask hashed from one draw of
+    torch's generator, the same distribution; its parallel pass on the CPU)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return dropout(x, self.p, self.training)

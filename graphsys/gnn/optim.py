@@ -42,12 +42,39 @@ def fused_adam(params: Iterable, **options) -> torch.optim.Adam:
     [0.9, 0.9, 0.9]
     """
     params = list(params)
+    tensors = [p for g in params for p in (g["params"] if isinstance(g, dict) else [g])]
+    # a small model on the CPU: the update on one intra-op thread (_SerialAdam)
+    kind = (_SerialAdam if tensors and all(p.device.type == "cpu" for p in tensors)
+            and sum(p.numel() for p in tensors) <= SERIAL_STEP_MAX else torch.optim.Adam)
     if _fusable(params):
         try:
-            return torch.optim.Adam(params, fused=True, **options)
+            return kind(params, fused=True, **options)
         except RuntimeError:   # a torch before 2.4 fuses Adam on CUDA only
             pass
-    return torch.optim.Adam(params, **options)
+    return kind(params, **options)
+
+
+#: Parameter elements (all groups together) up to which a CPU optimiser step runs on one
+#: intra-op thread (:func:`fused_adam`).
+SERIAL_STEP_MAX = 1 << 20
+
+
+class _SerialAdam(torch.optim.Adam):
+    """``torch.optim.Adam`` whose step runs on one intra-op thread: the update works
+    tensor by tensor, each a parallel region of its own, and for a model of a few hundred
+    thousand parameters (TGAT's, TGN's) the regions' start and join cost more than the
+    arithmetic, many times more where another process holds a core. The same update
+    (each element's arithmetic does not depend on the thread count)."""
+
+    def step(self, closure=None):
+        threads = torch.get_num_threads()
+        if threads == 1:
+            return super().step(closure)
+        torch.set_num_threads(1)
+        try:
+            return super().step(closure)
+        finally:
+            torch.set_num_threads(threads)
 
 
 def _fusable(params: list) -> bool:

@@ -60,7 +60,9 @@ import torch
 from torch import nn
 
 from graphsys.gnn.config import TGAT as MODEL_NAME
+from graphsys.gnn.conv._time_encoding import fused_ok, slot_edges
 from graphsys.gnn.conv.temporal_attention import TemporalAttentionConv, TimeEncoder
+from graphsys.gnn.dropout import HashDropout, relu_dropout
 from graphsys.gnn.temporal import LinkPredictor
 
 
@@ -71,11 +73,16 @@ class TGATLayer(nn.Module):
     def __init__(self, dim: int, edge_dim: int, heads: int, dropout: float):
         super().__init__()
         self.attn = TemporalAttentionConv(dim, dim, edge_dim, heads=heads, dropout=dropout)
+        self.attn.dropout = HashDropout(dropout)      # the attention weights' (same law)
         self.ffn = nn.Sequential(nn.Linear(dim, dim), nn.ReLU(), nn.Dropout(dropout),
                                  nn.Linear(dim, dim))
 
     def forward(self, x, x_src, nbr, edge, mask):
-        return self.ffn(self.attn(x, x_src, nbr, edge, mask))
+        first, _, drop, second = self.ffn
+        # ReLU and dropout in one pass (graphsys.gnn.dropout: a hashed mask, the same
+        # distribution as torch's Bernoulli draw; the gradient read from the output)
+        return second(relu_dropout(first(self.attn(x, x_src, nbr, edge, mask)), drop.p,
+                                   self.training))
 
 
 class TGAT(nn.Module):
@@ -135,21 +142,40 @@ class TGAT(nn.Module):
         0's edges, whose first ones are each later block's."""
         if len(layers) != self.num_layers:
             raise ValueError(f"{len(layers)} blocks for {self.num_layers} layers")
-        # block 0's edges on its (Q, k) slot layout, encoded there (a gap of 0 in an unused
-        # slot: finite, and weighed zero); block l's layout is its first rows
+
+        # block 0's edges on its (Q, k) slot layout, encoded there (an unused slot: finite
+        # values, weighed zero); block l's layout is its first rows
         mask = layers[0][1]
         flat = mask.reshape(-1).nonzero().squeeze(1)
-        gap = delta.new_zeros(mask.numel()).index_put_((flat,), delta[:len(flat)])
-        edge = self.time_enc(gap)
-        if self.raw_dim:
-            edge = torch.cat([raw.new_zeros(mask.numel(), self.raw_dim).index_put_(
-                (flat,), raw[:len(flat)]), edge], dim=-1)
+        used = len(flat)
+        if fused_ok(self.time_enc.lin, delta):
+            # one pass writing [raw || phi(gap)] into the used slots (the others zeros)
+            edge = slot_edges(self.time_enc.lin, flat, mask.numel(), delta[:used],
+                              raw[:used] if self.raw_dim else None)
+        else:
+            gap = delta.new_zeros(mask.numel()).index_put_((flat,), delta[:used])
+            edge = self.time_enc(gap)
+            if self.raw_dim:
+                edge = torch.cat([raw.new_zeros(mask.numel(), self.raw_dim).index_put_(
+                    (flat,), raw[:used]), edge], dim=-1)
         edge = edge.view(*mask.shape, -1)
+        # a layer's output h = W_2 r + b_2 is only ever projected again by the next layer:
+        # that map is composed into the next layer's projections (TemporalAttentionConv's
+        # ``pre``), so h is formed for the queries alone. Every source row a block's used
+        # slots name is past the seeds' rows (the sampler's depth 0): those are left out
+        # of the sources, their indices shifted (an unused slot's is never read).
+        seeds = layers[-1][1].shape[0]
         h = self.time_enc.lin.weight.new_zeros(1, self.dim)   # h^(0) = 0: one row for all
+        pre = None
         for k, (layer, (nbr, mask)) in enumerate(zip(self.layers, layers)):
-            h = layer(h[:mask.shape[0]] if k else h, h, nbr if k else torch.zeros_like(nbr),
-                      edge[:mask.shape[0]], mask)
-        return h
+            first, _, drop, second = layer.ffn
+            if k == 0:
+                a = layer.attn(h, h, torch.zeros_like(nbr), edge[:mask.shape[0]], mask)
+            else:
+                a = layer.attn(h[:mask.shape[0]], h[seeds:], nbr - seeds,
+                               edge[:mask.shape[0]], mask, pre=pre)
+            h, pre = relu_dropout(first(a), drop.p, self.training), second
+        return pre(h)
 
     def score(self, z_src: torch.Tensor, z_dst: torch.Tensor) -> torch.Tensor:
         """Scores of embedding pairs (broadcasting)."""

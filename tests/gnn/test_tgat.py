@@ -164,3 +164,71 @@ def test_a_checkpoint_from_before_feature_columns_still_evaluates(tmp_path):
     del old["meta"]["edge_features"], old["meta"]["train_config"]["edge_features"]
     header.write_text(json.dumps(old))
     assert evaluate_temporal(tmp_path / "run" / "checkpoint")["mrr"] == res.metrics["mrr"]
+
+
+@pytest.mark.parametrize("raw_dim", [0, 2])
+def test_the_fused_edge_input_is_torchs(raw_dim, monkeypatch):
+    """The one-pass edge input of TGAT's first block (``[raw || cos(w * gap + b)]`` in the
+    used slots) against torch's encoder, gather and concatenation, on gaps from 0 to 10^9
+    (the slow range of torch's cos): the same to float32 rounding, and so the same
+    embeddings and gradients."""
+    from graphsys.gnn import tgat
+    from graphsys.gnn.conv._time_encoding import fused_ok, slot_edges
+
+    g = torch.Generator().manual_seed(0)
+    enc = TimeEncoder(16).requires_grad_(False)
+    delta = torch.cat([torch.zeros(3), torch.rand(200, generator=g) * 10.0 ** torch.randint(
+        0, 10, (200,), generator=g)]).double()
+    delta[-5:] *= 1e4         # beyond the two-part reduction: libm's
+    raw = torch.rand(len(delta), raw_dim, generator=g) if raw_dim else None
+    slot = torch.randperm(300, generator=g)[:len(delta)].sort().values
+    assert fused_ok(enc.lin, delta)
+    got = slot_edges(enc.lin, slot, 300, delta, raw)
+    want = enc(delta)
+    if raw_dim:
+        want = torch.cat([raw, want], 1)
+    torch.testing.assert_close(got[slot], want, rtol=0, atol=2e-7)
+    rest = torch.ones(300, dtype=torch.bool).index_fill_(0, slot, False)
+    assert not got[rest].any()
+    # the model: fused against torch's path, the same outputs and gradients
+    model = tgat.TGAT(10, 16, raw_dim, num_layers=2).eval()
+    nbr = torch.tensor([[2, 3], [4, 0], [5, 0], [6, 0], [0, 0]])
+    mask = torch.tensor([[1, 1], [1, 0], [1, 0], [1, 0], [0, 0]]).bool()
+    args = ([(nbr, mask), (nbr[:2], mask[:2])], delta[:5] * 1e3,
+            torch.rand(5, raw_dim, generator=g))
+    runs = []
+    for fused in (True, False):
+        if not fused:
+            monkeypatch.setattr(tgat, "fused_ok", lambda *a: False)
+        model.zero_grad()
+        z = model.embed(*args)
+        z.square().sum().backward()
+        runs.append((z.detach(), [p.grad.clone() for p in model.parameters()
+                                  if p.grad is not None]))
+    torch.testing.assert_close(runs[0][0], runs[1][0])
+    for a, b in zip(runs[0][1], runs[1][1]):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+
+
+def test_the_shared_source_products_are_torchs():
+    """The numba products of TGAT's first layer (``E @ C`` and the weighted sum of each
+    row's slots) against torch's matmuls, values and gradients, with unused (zero) slots."""
+    from graphsys.gnn.conv._slot_products import edge_scores, weighted_edges
+
+    g = torch.Generator().manual_seed(0)
+    edge = torch.randn(50, 7, 13, generator=g)
+    edge[3:9, 4:] = 0
+    c = torch.randn(13, 2, generator=g, requires_grad=True)
+    alpha = torch.rand(50, 7, 2, generator=g)
+    alpha[3:9, 4:] = 0
+    alpha.requires_grad_(True)
+    for ours, ref, x in ((edge_scores, lambda: torch.matmul(edge, c), c),
+                         (weighted_edges, lambda: torch.matmul(alpha.transpose(1, 2), edge),
+                          alpha)):
+        want = ref()
+        seed = torch.randn(want.shape, generator=g)
+        (want_grad,) = torch.autograd.grad((want * seed).sum(), x)
+        got = ours(edge, c) if x is c else ours(alpha, edge)
+        (got_grad,) = torch.autograd.grad((got * seed).sum(), x)
+        torch.testing.assert_close(got, want)
+        torch.testing.assert_close(got_grad, want_grad)

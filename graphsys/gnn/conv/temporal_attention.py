@@ -33,6 +33,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from graphsys.gnn.conv._slot_products import edge_scores, usable, weighted_edges
+
 
 class TimeEncoder(nn.Module):
     """:math:`\\phi(\\Delta t) = \\cos(\\omega \\Delta t + b)`, ``dim`` learned frequencies
@@ -93,7 +95,8 @@ class TemporalAttentionConv(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor, x_src: torch.Tensor, nbr: torch.Tensor,
-                edge: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+                edge: torch.Tensor, mask: torch.Tensor, pre: nn.Linear | None = None
+                ) -> torch.Tensor:
         """``x`` (Q, in) query states (or (1, in): one state every query shares, as
         TGAT's first layer on graphs without node features), ``x_src`` (S, in) the states
         of the nodes the neighbours index, ``nbr`` int64 (Q, k) the neighbour of each slot
@@ -104,9 +107,11 @@ class TemporalAttentionConv(nn.Module):
         node of ``x_src``, then gathered for the used slots only (as PyG's
         ``TransformerConv`` projects nodes and gathers per edge): the per-slot work follows
         the events sampled, not ``Q * k``; only the softmax and the weighted sum see the
-        (Q, k) layout."""
+        (Q, k) layout. With ``pre``, the states are ``pre(x)`` and ``pre(x_src)``, that
+        linear map composed into the layer's own projections (one product per input, not
+        two: TGAT's merge ends in a linear map the next layer projects again)."""
         if x_src.shape[0] == 1:
-            return self._shared_source(x, x_src, edge, mask)
+            return self._shared_source(x, x_src, edge, mask, pre)
         q_n, k_n = nbr.shape
         h, d = self.heads, self.head_dim
         flat = mask.reshape(-1).nonzero().squeeze(1)                # used slots, row-major
@@ -116,8 +121,8 @@ class TemporalAttentionConv(nn.Module):
         src = nbr.reshape(-1).index_select(0, flat)
         e = self.edge(edge)                                         # (U, out)
         # keys with values, queries with the root term: one product each (same math)
-        kv = _linear2(x_src, self.key, self.value)
-        qr = _linear2(x, self.query, self.root)
+        kv = _linear2(x_src, self.key, self.value, pre)
+        qr = _linear2(x, self.query, self.root, pre)
         # a gather as an embedding lookup: of torch's CPU gathers, its backward is fastest
         key, val = (F.embedding(src, kv).view(-1, 2, h * d) + e.unsqueeze(1)).view(
             -1, 2, h, d).unbind(1)
@@ -139,7 +144,7 @@ class TemporalAttentionConv(nn.Module):
         return out.reshape(q_n, h * d) + root
 
     def _shared_source(self, x: torch.Tensor, x_src: torch.Tensor, edge: torch.Tensor,
-                       mask: torch.Tensor) -> torch.Tensor:
+                       mask: torch.Tensor, pre: nn.Linear | None = None) -> torch.Tensor:
         """:meth:`forward` when every slot's neighbour state is the one row ``x_src`` (TGAT's
         first layer on graphs without node features): keys and values then differ from one
         slot to the next by their edge term :math:`W_E e_j` alone, so a head's scores are
@@ -154,16 +159,20 @@ class TemporalAttentionConv(nn.Module):
                 (mask.reshape(-1).nonzero().squeeze(1),), edge).view(q_n, k_n, -1)
         # (an unused slot's finite edge values weigh zero: its score is masked, its weight 0)
         w = self.edge.weight.view(h, d, -1)                         # W_E per head
-        key, val = _linear2(x_src, self.key, self.value).view(2, h, d)
-        q, root = _linear2(x, self.query, self.root).split(h * d, dim=1)
+        key, val = _linear2(x_src, self.key, self.value, pre).view(2, h, d)
+        q, root = _linear2(x, self.query, self.root, pre).split(h * d, dim=1)
         q = q.view(-1, h, d)
-        score = (torch.matmul(edge, torch.einsum("qhd,hde->qeh", q, w))
+        # one query for every row (TGAT's first layer): the products with the constant
+        # edge input as numba passes (gnn/conv/_slot_products.py), else torch's
+        fused = q.shape[0] == 1 and edge.is_contiguous() and usable(edge, q, w)
+        c = torch.einsum("qhd,hde->qeh", q, w)
+        score = ((edge_scores(edge, c[0]) if fused else torch.matmul(edge, c))
                  + (q * key).sum(-1).unsqueeze(1)) / math.sqrt(d)    # (Q, k, heads)
         score = score.masked_fill(~mask.unsqueeze(-1), torch.finfo(score.dtype).min)
         # a row with no event: its uniform weights zeroed, so it gets the root term alone
         alpha = self.dropout(torch.softmax(score, dim=1)).masked_fill(~mask.unsqueeze(-1), 0)
-        out = (torch.einsum("qhe,hde->qhd", torch.matmul(alpha.transpose(1, 2), edge), w)
-               + alpha.sum(1).unsqueeze(-1) * val)
+        s = weighted_edges(alpha, edge) if fused else torch.matmul(alpha.transpose(1, 2), edge)
+        out = torch.einsum("qhe,hde->qhd", s, w) + alpha.sum(1).unsqueeze(-1) * val
         return out.reshape(q_n, h * d) + root
 
 
@@ -180,6 +189,11 @@ def slots(block, width: int, device=None) -> tuple[torch.Tensor, torch.Tensor]:
     return nbr.to(device), mask.to(device)
 
 
-def _linear2(x: torch.Tensor, a: nn.Linear, b: nn.Linear) -> torch.Tensor:
-    """``cat([a(x), b(x)], -1)`` as one product (two narrow products cost more on a CPU)."""
-    return F.linear(x, torch.cat([a.weight, b.weight]), torch.cat([a.bias, b.bias]))
+def _linear2(x: torch.Tensor, a: nn.Linear, b: nn.Linear, pre: nn.Linear | None = None
+             ) -> torch.Tensor:
+    """``cat([a(x), b(x)], -1)`` as one product (two narrow products cost more on a CPU);
+    with ``pre``, of ``pre(x)``, the two maps composed (``W pre.W``, ``W pre.b + b``)."""
+    weight, bias = torch.cat([a.weight, b.weight]), torch.cat([a.bias, b.bias])
+    if pre is not None:
+        weight, bias = weight @ pre.weight, torch.addmv(bias, weight, pre.bias)
+    return F.linear(x, weight, bias)
