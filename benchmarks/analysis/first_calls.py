@@ -117,8 +117,8 @@ def _directed_only(name: str) -> bool:
     try:
         value = f(P, *_nx_arguments(f)(P, 0), backend="networkx")
         list(value) if hasattr(value, "__next__") else value
-    except nx.NetworkXNotImplemented as exc:
-        return "undirected" in str(exc)
+    except (nx.NetworkXNotImplemented, nx.NetworkXError) as exc:
+        return "undirected" in str(exc) or "digraph" in str(exc)  # flow_hierarchy's words
     except Exception:  # noqa: BLE001 - another refusal: the call's own row shows it
         pass
     return False

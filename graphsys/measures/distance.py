@@ -100,8 +100,9 @@ class _Searcher:
     def bfs(self, source: int) -> int:
         """One search, its large levels spread over numba's threads (the nodes reached in
         the same order on any number of threads); returns how many, listed in ``queue``."""
-        self.searches += 1
-        return int(kb.search(*self.scratch(), source, kb.NO_LIMIT, numba.get_num_threads())[0])
+        self.searches += 1  # source as int64 whatever array it came from: one signature
+        return int(kb.search(*self.scratch(), int(source), kb.NO_LIMIT,
+                             numba.get_num_threads())[0])
 
     def sweep(self, source: int, middle: bool = False,
               reached: np.ndarray | None = None) -> tuple[int, int, int]:
