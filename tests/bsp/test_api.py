@@ -5,6 +5,8 @@ documents each of them in numpydoc sections."""
 from __future__ import annotations
 
 import inspect
+import subprocess
+import sys
 
 import pytest
 
@@ -94,3 +96,19 @@ def test_an_execution_with_a_memory_limit_is_refused_not_ignored(small):
 
     with pytest.raises(ParameterError, match="memory_limit is not an option of the BSP engine"):
         bsp.run(small, PageRank(), execution=Execution(memory_limit=1 << 30))
+
+
+def test_in_memory_cpu_runs_import_no_torch(tmp_path):
+    """The built-ins with a whole-graph numba method keep NumPy state on the CPU in memory:
+    a process that runs them never imports torch (its import is most of a first call)."""
+    code = ("import sys, numpy as np, graphsys\nfrom graphsys import bsp\n"
+            "rng = np.random.default_rng(0)\n"
+            f"g = graphsys.from_numpy(rng.integers(0, 60, 400), rng.integers(0, 60, 400), "
+            f"{str(tmp_path / 'g')!r})\n"
+            "for run in (bsp.pagerank, bsp.wcc, bsp.scc, bsp.kcore, bsp.hits, bsp.louvain, "
+            "bsp.leiden, lambda g: bsp.bfs(g, 0)):\n"
+            "    run(g)\n"
+            "print('torch' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.split() == ["False"]

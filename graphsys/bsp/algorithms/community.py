@@ -188,6 +188,7 @@ class Louvain(VertexProgram):
     with ``schedule="sync"`` is refused in one line)."""
 
     message, combiner = "copy", "sum"
+    host_state = True  # init and result are Context calls (an in-memory run imports no torch)
 
     def __init__(self, *, resolution: float, seed: int, weighted: bool, directed: bool,
                  undirected_store: bool, leiden: bool = False, theta: float = THETA,
@@ -201,9 +202,7 @@ class Louvain(VertexProgram):
         self.scores: dict[str, float] = {}
 
     def init(self, ctx):
-        import torch
-
-        return {"label": ctx.full(0.0)}, ctx.full(True, torch.bool)
+        return {"label": ctx.full(0.0)}, ctx.full(True, bool)
 
     def send(self, ctx, state):
         raise GraphsysError(f"{self.name} runs in memory on the CPU (mode memory, numba "

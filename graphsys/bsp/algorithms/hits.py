@@ -41,6 +41,7 @@ class HITS(VertexProgram):
 
     name = "hits"
     message, combiner = "mul_weight", "sum"
+    host_state = True  # init and result are Context calls (in memory: no torch)
     uses_weights = True
 
     def __init__(self, tol: float = 1e-8, weighted: bool = True):
@@ -54,12 +55,9 @@ class HITS(VertexProgram):
         return "out" if self.step % 2 == 0 else "in"
 
     def init(self, ctx):
-        import torch
-
         self.step, self.hub_max = 0, 1.0
-        hub = ctx.full(1.0)
-        state = {"hub": hub, "auth": torch.zeros_like(hub), "last": torch.zeros_like(hub)}
-        return state, torch.ones(ctx.num_local, dtype=torch.bool, device=ctx.device)
+        state = {"hub": ctx.full(1.0), "auth": ctx.full(0.0), "last": ctx.full(0.0)}
+        return state, ctx.full(True, bool)
 
     def send(self, ctx, state):
         return state["hub"] / self.hub_max if self.step % 2 == 0 else state["auth"]
@@ -86,6 +84,8 @@ class HITS(VertexProgram):
         return votes["change"] < self.tol
 
     def result(self, ctx, state):
+        if isinstance(state["hub"], np.ndarray):  # NumPy state (ctx.host)
+            return np.stack([state["hub"], state["auth"]], 1)
         import torch
 
         return torch.stack([state["hub"], state["auth"]], 1)

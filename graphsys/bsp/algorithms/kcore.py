@@ -36,6 +36,7 @@ class KCore(VertexProgram):
 
     name = "kcore"
     message, combiner = "copy", "sum"
+    host_state = True  # init and result are Context calls (in memory: no torch)
     halt_when_inactive = False
 
     def __init__(self, both_ways: bool = True, loops: np.ndarray | None = None):
@@ -48,12 +49,10 @@ class KCore(VertexProgram):
         return self.loops[lo:hi] * (2 if self.direction == "both" else 1)
 
     def init(self, ctx):
-        import torch
-
         self.loops = self.given
         # the core numbers only: the in-memory fast path needs no more (see aggregate)
         state = {"core": ctx.full(0.0), "k": 0.0, "loops_out": False}
-        return state, ctx.full(False, torch.bool)
+        return state, ctx.full(False, bool)
 
     def aggregate(self, ctx, state):
         import torch
