@@ -13,7 +13,7 @@ from graphsys.bsp import kernels_community as kc
 from graphsys.bsp import kernels_leiden as kl
 from graphsys.bsp.algorithms.common import open_if_path, resolve_weighted, symmetric
 from graphsys.bsp.algorithms.community_level import Level
-from graphsys.bsp.algorithms.spec import AlgorithmSpec, engine_options
+from graphsys.bsp.algorithms.spec import AlgorithmSpec
 from graphsys.bsp.docstrings import document_options, fill_doc
 from graphsys.bsp.edges import DENSE_DIVISOR, build_adjacency
 from graphsys.bsp.engine import Result
@@ -21,6 +21,7 @@ from graphsys.bsp.program import Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
 from graphsys.errors import GraphsysError, ParameterError
+from graphsys.execution import Execution
 from graphsys.kernels.arrays import read_only
 
 #: Louvain and Leiden stop adding levels when one gains at most this much modularity
@@ -371,9 +372,12 @@ def louvain(graph, *, resolution: float = 1.0, seed: int = 0, weighted: bool | N
     >>> round(result.stats.scores["modularity"], 4)
     0.3571
     """
+    execution = Execution(mode=mode, device=device, backend=backend, threads=threads,
+                          distributed=distributed, progress=progress)
     return LOUVAIN_SPEC.run(graph, max_iters=max_iters, resolution=resolution, seed=seed,
                             weighted=weighted, directed=directed, iterations=iterations,
-                            **engine_options(locals()))
+                            execution=execution, edge_set=edge_set, readahead=readahead,
+                            dense_divisor=dense_divisor, fuse=fuse, schedule=schedule)
 
 
 @document_options("edge_set", "progress", "device", "backend", "mode", "threads",
@@ -448,9 +452,12 @@ def leiden(graph, *, resolution: float = 1.0, seed: int = 0, weighted: bool | No
     >>> len(set(result.to_dict().values())), round(result.stats.scores["modularity"], 4)
     (2, 0.3571)
     """
+    execution = Execution(mode=mode, device=device, backend=backend, threads=threads,
+                          distributed=distributed, progress=progress)
     return LEIDEN_SPEC.run(graph, max_iters=max_iters, resolution=resolution, seed=seed,
-                           weighted=weighted, directed=directed, iterations=iterations,
-                           theta=theta, **engine_options(locals()))
+                           weighted=weighted, directed=directed, iterations=iterations, theta=theta,
+                           execution=execution, edge_set=edge_set, readahead=readahead,
+                           dense_divisor=dense_divisor, fuse=fuse, schedule=schedule)
 
 
 def modularity(graph, communities, *, resolution: float = 1.0, weighted: bool | None = None,

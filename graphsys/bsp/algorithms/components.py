@@ -8,7 +8,7 @@ from collections.abc import Callable
 import numpy as np
 
 from graphsys.bsp.algorithms.common import symmetric
-from graphsys.bsp.algorithms.spec import AlgorithmSpec, engine_options
+from graphsys.bsp.algorithms.spec import AlgorithmSpec
 from graphsys.bsp.docstrings import ENGINE_OPTIONS, cite, document_options, fill_doc
 from graphsys.bsp.edges import DENSE_DIVISOR
 from graphsys.bsp.engine import Result
@@ -16,6 +16,7 @@ from graphsys.bsp.incremental import components_from
 from graphsys.bsp.program import Solved, VertexProgram, lower_to_min
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
+from graphsys.execution import Execution
 from graphsys.kernels import components as afforest
 
 
@@ -131,7 +132,11 @@ def wcc(graph, *, max_iters: int | None = None, schedule: str = "auto", mode: st
     >>> sorted(components.values())
     [[1, 2, 3], [4, 5, 6]]
     """
-    return WCC_SPEC.run(graph, max_iters=max_iters, init=init, **engine_options(locals()))
+    execution = Execution(mode=mode, device=device, backend=backend, threads=threads,
+                          distributed=distributed, progress=progress)
+    return WCC_SPEC.run(graph, max_iters=max_iters, init=init, execution=execution,
+                        edge_set=edge_set, readahead=readahead, dense_divisor=dense_divisor,
+                        fuse=fuse, schedule=schedule)
 
 
 def _wcc_program(graph, *, edge_set=None):

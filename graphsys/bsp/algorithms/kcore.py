@@ -9,7 +9,7 @@ from collections.abc import Callable
 import numpy as np
 
 from graphsys.bsp.algorithms.common import self_loop_counts, symmetric
-from graphsys.bsp.algorithms.spec import AlgorithmSpec, engine_options
+from graphsys.bsp.algorithms.spec import AlgorithmSpec
 from graphsys.bsp.docstrings import ENGINE_OPTIONS, document_options
 from graphsys.bsp.edges import DENSE_DIVISOR
 from graphsys.bsp.engine import Result
@@ -18,6 +18,7 @@ from graphsys.bsp.program import Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
 from graphsys.errors import GraphsysError, ParameterError
+from graphsys.execution import Execution
 from graphsys.kernels.cores import core_levels, peel_degrees
 
 #: How :func:`kcore` treats self-loops
@@ -198,8 +199,12 @@ def kcore(graph, *, self_loops: str = "ignore", max_iters: int | None = None,
     >>> bsp.kcore(g).to_dict()
     {1: 2.0, 2: 2.0, 3: 2.0, 4: 1.0}
     """
+    execution = Execution(mode=mode, device=device, backend=backend, threads=threads,
+                          distributed=distributed, progress=progress)
     return KCORE_SPEC.run(graph, max_iters=max_iters, self_loops=self_loops, init=init,
-                          **engine_options(locals()))
+                          execution=execution,
+                          edge_set=edge_set, readahead=readahead, dense_divisor=dense_divisor,
+                          fuse=fuse, schedule=schedule)
 
 
 def _kcore_program(graph, *, edge_set=None, self_loops: str = "ignore"):

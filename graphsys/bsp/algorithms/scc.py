@@ -9,7 +9,7 @@ from collections.abc import Callable
 import numpy as np
 
 from graphsys.bsp.algorithms.common import symmetric
-from graphsys.bsp.algorithms.spec import AlgorithmSpec, engine_options
+from graphsys.bsp.algorithms.spec import AlgorithmSpec
 from graphsys.bsp.docstrings import document_options
 from graphsys.bsp.edges import DENSE_DIVISOR
 from graphsys.bsp.engine import Result
@@ -17,6 +17,7 @@ from graphsys.bsp.kernels_components import scc_multistep
 from graphsys.bsp.program import Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
+from graphsys.execution import Execution
 from graphsys.kernels import components as afforest
 
 INF = float("inf")
@@ -239,7 +240,11 @@ def scc(graph, *, max_iters: int | None = None, schedule: str = "auto", mode: st
     >>> bsp.scc(g, mode="out-of-core").to_dict() == bsp.scc(g).to_dict()
     True
     """
-    return SCC_SPEC.run(graph, max_iters=max_iters, **engine_options(locals()))
+    execution = Execution(mode=mode, device=device, backend=backend, threads=threads,
+                          distributed=distributed, progress=progress)
+    return SCC_SPEC.run(graph, max_iters=max_iters, execution=execution, edge_set=edge_set,
+                        readahead=readahead, dense_divisor=dense_divisor, fuse=fuse,
+                        schedule=schedule)
 
 
 def _scc_program(graph, *, edge_set=None):

@@ -22,17 +22,6 @@ from graphsys.bsp.program import VertexProgram
 from graphsys.errors import ConvergenceWarning, GraphsysError, ParameterError
 from graphsys.execution import FIELDS, Execution, with_threads
 
-#: The keywords of an algorithm's front-end that configure the engine's run, not the
-#: program: the options of an :class:`~graphsys.execution.Execution` and the engine's own.
-ENGINE_KEYWORDS = (*FIELDS, "edge_set", "readahead", "dense_divisor", "fuse", "schedule",
-                   "device_budget")
-
-
-def engine_options(arguments: dict) -> dict:
-    """The :data:`ENGINE_KEYWORDS` among a front-end's ``arguments`` (its ``locals()``),
-    passed on to :meth:`AlgorithmSpec.run` or :func:`graphsys.bsp.engine.run` as given."""
-    return {k: arguments[k] for k in ENGINE_KEYWORDS if k in arguments}
-
 
 @dataclass(frozen=True)
 class AlgorithmSpec:

@@ -14,7 +14,7 @@ from graphsys.bsp.algorithms.common import (
     split_seconds,
     symmetric,
 )
-from graphsys.bsp.algorithms.spec import AlgorithmSpec, engine_options
+from graphsys.bsp.algorithms.spec import AlgorithmSpec
 from graphsys.bsp.docstrings import ENGINE_OPTIONS, cite, document_options, fill_doc
 from graphsys.bsp.edges import DENSE_DIVISOR
 from graphsys.bsp.engine import Result
@@ -23,6 +23,7 @@ from graphsys.bsp.kernels_bfs import bfs_solve
 from graphsys.bsp.program import Solved, VertexProgram, lower_to_min
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
+from graphsys.execution import Execution
 
 INF = float("inf")
 
@@ -181,7 +182,11 @@ def bfs(graph, source, *, max_iters: int | None = None, schedule: str = "auto",
     >>> result.top(2)
     [(5, inf), (4, 2.0)]
     """
-    return BFS_SPEC.run(graph, source, max_iters=max_iters, init=init, **engine_options(locals()))
+    execution = Execution(mode=mode, device=device, backend=backend, threads=threads,
+                          distributed=distributed, progress=progress)
+    return BFS_SPEC.run(graph, source, max_iters=max_iters, init=init, execution=execution,
+                        edge_set=edge_set, readahead=readahead, dense_divisor=dense_divisor,
+                        fuse=fuse, schedule=schedule, device_budget=device_budget)
 
 
 @document_options(*ENGINE_OPTIONS, "init")
@@ -234,7 +239,11 @@ def sssp(graph, source, *, max_iters: int | None = None, schedule: str = "sync",
     >>> bsp.sssp(g, 1).to_dict()
     {1: 0.0, 2: 1.0, 3: 2.5, 4: 3.0}
     """
-    return SSSP_SPEC.run(graph, source, max_iters=max_iters, init=init, **engine_options(locals()))
+    execution = Execution(mode=mode, device=device, backend=backend, threads=threads,
+                          distributed=distributed, progress=progress)
+    return SSSP_SPEC.run(graph, source, max_iters=max_iters, init=init, execution=execution,
+                         edge_set=edge_set, readahead=readahead, dense_divisor=dense_divisor,
+                         fuse=fuse, schedule=schedule)
 
 
 def _bfs_program(graph, *, source, edge_set=None):
