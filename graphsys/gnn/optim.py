@@ -67,14 +67,20 @@ class _SerialAdam(torch.optim.Adam):
     (each element's arithmetic does not depend on the thread count)."""
 
     def step(self, closure=None):
+        loss = None
+        if closure is not None:  # the model's forward and backward keep every thread
+            with torch.enable_grad():
+                loss = closure()
         threads = torch.get_num_threads()
         if threads == 1:
-            return super().step(closure)
+            super().step()
+            return loss
         torch.set_num_threads(1)
         try:
-            return super().step(closure)
+            super().step()
         finally:
             torch.set_num_threads(threads)
+        return loss
 
 
 def _fusable(params: list) -> bool:

@@ -39,3 +39,24 @@ def test_a_device_torch_does_not_fuse_for_gets_torchs_update():
     assert not opt.defaults["fused"]
     w.grad = torch.ones(3, device="meta")
     opt.step()
+
+
+def test_a_small_cpu_model_steps_on_one_thread_and_keeps_the_closures_threads():
+    """A small CPU model's step runs on one intra-op thread, restored after it; a closure
+    (the model's forward and backward) runs before it on every thread, and its loss is
+    returned, as torch's Adam returns it."""
+    params = _params()
+    opt = fused_adam(params, lr=0.01)
+    before = torch.get_num_threads()
+    seen = []
+
+    def closure():
+        seen.append(torch.get_num_threads())
+        opt.zero_grad()
+        loss = sum((p ** 2).sum() for p in params)
+        loss.backward()
+        return loss
+
+    loss = opt.step(closure)
+    assert seen == [before] and torch.get_num_threads() == before
+    assert float(loss) > 0 and all(p.grad is not None for p in params)
