@@ -12,7 +12,8 @@ torch runs the first as a product of output width ``h`` (2 heads) whose backward
 ``E`` transposed, and the second as ``Q`` batched (h, k) x (k, e) products; each pass here
 reads every slot's row of ``E`` once, contiguously, one destination per thread, and skips
 a slot whose weight (or gradient) is zero: an unused one; the sums are reassociated
-(``fastmath``, so they vectorise). ``E`` takes no gradient (it is
+(``fastmath`` without ``nnan``/``ninf``, so they vectorise and a non-finite value
+still reaches the loss). ``E`` takes no gradient (it is
 the edge features and a fixed time encoding).
 """
 
@@ -22,8 +23,12 @@ import numpy as np
 import torch
 from numba import get_num_threads, njit, prange
 
+#: reassociated sums (they vectorise); not ``nnan``/``ninf``: a NaN or an infinity must
+#: reach the loss and its checks as it is, and a slot's zero test must see it
+_FAST = {"reassoc", "contract", "arcp", "nsz"}
 
-@njit(parallel=True, cache=True, fastmath=True)
+
+@njit(parallel=True, cache=True, fastmath=_FAST)
 def _scores(edge, ct, out):
     """``out[r, h] = edge[r] . ct[h]``; ``edge`` (R, e), ``ct`` (h, e)."""
     heads, width = ct.shape
@@ -35,7 +40,7 @@ def _scores(edge, ct, out):
             out[r, h] = acc
 
 
-@njit(parallel=True, cache=True, fastmath=True)
+@njit(parallel=True, cache=True, fastmath=_FAST)
 def _scores_grad(edge, g, parts):
     """``parts[t, h] = sum over chunk t's rows r of g[r, h] * edge[r]``."""
     rows, width = edge.shape
@@ -50,7 +55,7 @@ def _scores_grad(edge, g, parts):
                         parts[t, h, c] += gv * edge[r, c]
 
 
-@njit(parallel=True, cache=True, fastmath=True)
+@njit(parallel=True, cache=True, fastmath=_FAST)
 def _weighted(alpha, edge, out):
     """``out[q, h] = sum_j alpha[q, j, h] * edge[q, j]``; ``out`` zeros on entry."""
     k, heads, width = alpha.shape[1], alpha.shape[2], edge.shape[2]
@@ -63,7 +68,7 @@ def _weighted(alpha, edge, out):
                         out[q, h, c] += a * edge[q, j, c]
 
 
-@njit(parallel=True, cache=True, fastmath=True)
+@njit(parallel=True, cache=True, fastmath=_FAST)
 def _weighted_grad(g, edge, alpha, out):
     """``out[q, j, h] = g[q, h] . edge[q, j]`` where ``alpha[q, j, h]`` is not zero (else
     0: a slot unused or dropped, whose weight's gradient is masked anyway)."""
