@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from graphsys.commands._common import emit_json, show_progress
-from graphsys.errors import GraphsysError
+from graphsys.errors import GraphsysError, check_count
 from graphsys.outputs import check_output_directory
 
 
@@ -250,6 +250,11 @@ def run(args) -> int:
 
     from graphsys.threads import available_cores
 
+    # checked before the workers start (an error then waits for none of them)
+    for name, value in (("nodes", args.nodes), ("edges", args.edges),
+                        ("partitions", args.num_partitions)):
+        check_count(name, value)
+    check_count("seed", args.seed, minimum=0)
     if args.out is not None:
         check_output_directory(args.out)
         if args.out.exists():

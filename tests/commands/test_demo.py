@@ -21,3 +21,12 @@ def test_demo_json(tmp_path, capsys):
     assert (out / "profile" / "profile.html").is_file()
     assert main(["demo", "--out", str(out)]) != 0  # refuses an existing directory
     assert "already exists" in capsys.readouterr().err
+
+
+def test_demo_refuses_bad_sizes_in_one_line_before_any_work(tmp_path, capsys):
+    for flags, word in ((["--partitions", "0"], "--partitions"), (["--edges", "-5"], "--edges"),
+                        (["--seed", "-1"], "--seed")):
+        assert main(["demo", "--out", str(tmp_path / "d"), *flags]) != 0
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err[-1].startswith(f"error: {word} must be") and len(err) == 1
+        assert not (tmp_path / "d").exists()  # nothing was started or written
