@@ -150,10 +150,11 @@ def components_repaired(spec, graph, previous, labels, change: Change, kwargs, u
     known = np.flatnonzero(previous.known)
     comp = np.full(n, -1, np.int64)
     comp[known] = labels
-    ends = np.concatenate([change.changed_deleted // n, change.changed_deleted % n])
     u, v = change.changed_deleted // n, change.changed_deleted % n
     same = (u != v) & (comp[u] >= 0) & (comp[u] == comp[v])  # only an old edge can split
-    seeds = np.unique(np.concatenate([u[same], v[same]])) if len(ends) else ends
+    ends = np.zeros(n, np.bool_)
+    ends[u[same]] = ends[v[same]] = True
+    seeds = np.flatnonzero(ends)
     limit = _limit(graph, kwargs)
     work = 0
     key = comp
@@ -166,8 +167,9 @@ def components_repaired(spec, graph, previous, labels, change: Change, kwargs, u
             if change.readded else change.deleted
         dout, din = flags(n, gone)
         setup = time.perf_counter() - t0
-        key, work, done = repair.wcc_race(n, oip, oix, iip, iix, lay, gone, dout, din, comp,
-                                          len(known), seeds, limit)
+        key, work, done = repair.wcc_race(n, oip, oix, iip, iix, lay, gone,
+                                          np.sort(gone % n * n + gone // n), dout, din,
+                                          comp, len(known), seeds, limit)
         if not done:
             return Costly(f"the split search scanned more than {REPAIR_MAX_SWEEPS}x both "
                           f"ends of the edges")

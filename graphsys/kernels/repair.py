@@ -8,7 +8,7 @@ global ids, sorted; looked up only in the rows ``dout``/``din`` flag), plus the 
 edges (CSR ``nip``/``nix``/``nw``, CSC ``mip``/``mix``/``mw``).
 
 * :func:`wcc_race`: in each old component that lost an edge, a search grows from every
-  endpoint of a deleted edge (a *group*), the node of smallest degree first; two groups
+  endpoint of a deleted edge (a *group*), the one that has scanned least first; two groups
   that meet are merged, a group whose search ends is a component of its own. Once a
   component has at most one group still growing, that group and every node not reached
   keep the old component: every deleted edge's ends are then connected, or lie in a closed
@@ -45,6 +45,13 @@ def _has(keys, k):
     """Index of ``k`` in sorted ``keys``, or -1."""
     i = np.searchsorted(keys, k)
     return i if i < keys.shape[0] and keys[i] == k else -1
+
+
+@numba.njit(inline="always")
+def _within(keys, first, last, k):
+    """Whether ``k`` is in sorted ``keys[first:last]``."""
+    i = first + np.searchsorted(keys[first:last], k)
+    return i < last and keys[i] == k
 
 
 @numba.njit(inline="always")
@@ -139,21 +146,32 @@ def _root(parent, g):
 
 @numba.njit(cache=True, nogil=True)
 def _cost(oip, iip, lay, head, spent, g):
-    """A group's priority: the edges it scanned plus those its next node has."""
+    """A group's priority: the edges it scanned plus those its next node has, rounded up
+    to a power of two, then its next node's id (rows read in id order where the costs are
+    alike: they lie near one another in the adjacency)."""
     v = head[g]
-    return float(spent[g] + _span(oip, v, True, lay) + _span(iip, v, True, lay))
+    cost = spent[g] + _span(oip, v, True, lay) + _span(iip, v, True, lay)
+    bits = 0
+    while cost > 0:
+        cost >>= 1
+        bits += 1
+    return float(bits * (1 << 40) + v)  # exact: ids below 2**31
 
 
 @numba.njit(cache=True, nogil=True)
-def _meet(x, g, c, out, ip, ix, lay, flagged, dkeys, n, owner, group, head, tail, nxt,
-          spent, growing):
-    """Scan one side of ``x``'s old edges (``out``: its out-edges) for group ``g``: queue
-    the unreached neighbours in it, merge the groups met (their queues joined). Returns
-    the group."""
+def _meet(x, g, c, ip, ix, lay, flagged, keys, n, owner, group, head, tail, nxt, spent,
+          growing):
+    """Scan one side of ``x``'s old edges for group ``g``: queue the unreached neighbours
+    in it, merge the groups met (their queues joined). ``keys``: the deleted pairs of that
+    side as ``x * n + y`` (``y`` the neighbour), sorted, so that ``x``'s lie in one range,
+    found once (``flagged``: ``x`` has some). Returns the group."""
     lo, hi = _row(ip, x, lay)
+    first = last = 0
+    if flagged:
+        first, last = np.searchsorted(keys, x * n), np.searchsorted(keys, x * n + n)
     for e in range(lo, hi):
         y = _id(ix[e], lay)
-        if flagged and _has(dkeys, x * n + y if out else y * n + x) >= 0:
+        if last > first and _within(keys, first, last, x * n + y):
             continue
         if owner[y] < 0:
             owner[y] = g
@@ -179,35 +197,45 @@ def _meet(x, g, c, out, ip, ix, lay, flagged, dkeys, n, owner, group, head, tail
 
 
 @numba.njit(cache=True, nogil=True)
-def wcc_race(n, oip, oix, iip, iix, lay, dkeys, dout, din, comp, num_comps, seeds, limit):
+def wcc_race(n, oip, oix, iip, iix, lay, dkeys, tkeys, dout, din, comp, num_comps, seeds,
+             limit):
     """Split the old components that lost an edge (module docstring): each group searches
-    breadth-first, the group that has scanned the fewest edges (counting its next node's)
-    first, so the searches from the ends of one deleted edge meet at the cost of the
-    smaller.
+    breadth-first, the group that has scanned the fewest edges (counting its next node's;
+    within a factor of two, :func:`_cost`) first, so the searches from the ends of one
+    deleted edge meet at about the cost of the smaller.
 
     ``comp`` int64 (N,): each node's old component (0..``num_comps``-1; -1 for a node the
     old result does not list); ``seeds`` int64: distinct ends of deleted edges, each in an
     old component. Returns ``(key, work, done)``: ``key`` int64 (N,) the node's component
     after the deletions (alone, without the inserted edges): ``comp``, or ``num_comps``
-    plus the group's first seed for a node of a group that closed."""
+    plus the group's first seed for a node of a group that closed. ``dkeys``/``tkeys``: the
+    deleted pairs as ``u * n + v`` and as ``v * n + u``, each sorted."""
     ns = seeds.shape[0]
-    owner = np.full(n, -1, np.int64)
-    nxt = np.full(n, -1, np.int64)
-    group = np.arange(ns)
+    owner = np.full(n, -1, np.int32)  # int32: a repair reads fewer than 2**31 nodes
+    nxt = np.full(n, -1, np.int32)
+    group = np.arange(ns).astype(np.int32)
     head, tail = seeds.copy(), seeds.copy()
     spent = np.zeros(ns, np.int64)
     queued = np.zeros(ns, np.float64)
     closed = np.zeros(ns, np.bool_)
     growing = np.zeros(num_comps, np.int64)
-    hk, hv, size = np.empty(max(16, ns), np.float64), np.empty(max(16, ns), np.int64), 0
+    hk, hv, size = np.empty(16, np.float64), np.empty(16, np.int64), 0
     for i in range(ns):
         owner[seeds[i]] = i
         growing[comp[seeds[i]]] += 1
         queued[i] = _cost(oip, iip, lay, head, spent, i)
-        hk, hv, size = _heap_push(hk, hv, size, queued[i], i)
-    work = 0
-    while size > 0:
-        key, g, size = _heap_pop(hk, hv, size)
+    # the groups' first turns in one sorted list, their later turns in a heap: the smaller
+    # of the two heads goes next
+    turns = queued.copy()
+    first = np.argsort(turns, kind="mergesort")
+    at = work = 0
+    while at < ns or size > 0:
+        if size > 0 and (at == ns or hk[0] < turns[first[at]]):
+            key, g, size = _heap_pop(hk, hv, size)
+        else:
+            g = first[at]
+            key = turns[g]
+            at += 1
         if group[g] != g or closed[g] or key != queued[g]:
             continue  # merged into another group, or queued again since
         c = comp[seeds[g]]
@@ -217,15 +245,15 @@ def wcc_race(n, oip, oix, iip, iix, lay, dkeys, dout, din, comp, num_comps, seed
         head[g] = nxt[x]
         if head[g] < 0:
             tail[g] = -1
-        g = _meet(x, g, c, True, oip, oix, lay, dout[x], dkeys, n, owner, group, head, tail,
-                  nxt, spent, growing)
-        g = _meet(x, g, c, False, iip, iix, lay, din[x], dkeys, n, owner, group, head, tail,
-                  nxt, spent, growing)
+        g = _meet(x, g, c, oip, oix, lay, dout[x], dkeys, n, owner, group, head, tail, nxt,
+                  spent, growing)
+        g = _meet(x, g, c, iip, iix, lay, din[x], tkeys, n, owner, group, head, tail, nxt,
+                  spent, growing)
         scanned = _span(oip, x, True, lay) + _span(iip, x, True, lay)
         spent[g] += scanned
         work += scanned
         if work > limit:
-            return owner, work, False
+            return comp, work, False
         if head[g] < 0:
             if growing[c] > 1:  # its search ended: a component of its own
                 closed[g] = True

@@ -509,12 +509,20 @@ def read_change(graph, previous, edge_set=None) -> Change | str:
         if c in new:
             since["delete" if w is None else "update"].append(keys)
             pairs += len(keys)
-    dk = np.unique(np.concatenate(deleted)) if deleted else np.zeros(0, np.int64)
-    return Change(old, src, dst, weight, dk, *_last_weights(*every), *(
-        np.unique(np.concatenate(since[k])) if since[k] else np.zeros(0, np.int64)
-        for k in ("delete", "update")), pairs, *_last_weights(*before),
-        np.unique(np.concatenate(gone)) if gone else np.zeros(0, np.int64),
-        0 if readded is None else len(readded[0]))
+    dk = _distinct(deleted)  # the deletions since are all of them unless some were read
+    return Change(old, src, dst, weight, dk, *_last_weights(*every),
+                  dk if len(since["delete"]) == len(deleted) else _distinct(since["delete"]),
+                  _distinct(since["update"]), pairs, *_last_weights(*before),
+                  _distinct(gone), 0 if readded is None else len(readded[0]))
+
+
+def _distinct(arrays: list) -> np.ndarray:
+    """The sorted distinct keys of ``arrays``, int64, read-only (by a sort: numpy's
+    ``unique`` hashes first, slower on these)."""
+    keys = np.sort(np.concatenate(arrays)) if arrays else np.zeros(0, np.int64)
+    keys = keys[np.concatenate([[True], keys[1:] != keys[:-1]])[:len(keys)]]
+    keys.flags.writeable = False  # maybe shared by two fields of a Change
+    return keys
 
 
 def _readded(graph, old: list, changes: list, new: set) -> tuple | None:
