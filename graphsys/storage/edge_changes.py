@@ -32,6 +32,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from graphsys.errors import FormatError, GraphsysError
+from graphsys.storage import kernels, kernels_small
 from graphsys.storage.format import MANIFEST, EdgeSet
 
 
@@ -45,6 +46,12 @@ class BucketChange:
     targets: frozenset[str]
     keys: np.ndarray
     weight: np.ndarray | None
+
+
+#: Rows of a batch from which :func:`apply` matches them with the numba kernel
+#: (:func:`graphsys.storage.kernels.pair_positions`); fewer take its NumPy twin, as numba's
+#: start-up and the kernel's load would cost more than the work
+PAIR_KERNEL_MIN_ROWS = 1 << 16
 
 
 def pair_keys(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
@@ -152,20 +159,15 @@ def apply(eb, member: str, changes: list[BucketChange], removed: dict[str, int] 
     src, dst = np.asarray(eb.src), np.asarray(eb.dst)
     keep = None  # bool per row once a delete hits
     weight = eb.weight
+    pos = np.empty(len(src), np.int64)
+    # numba's merge of two sorted lists where it repays loading the kernel
+    find = kernels if len(src) >= PAIR_KERNEL_MIN_ROWS else kernels_small
     for c in mine:
-        # only the rows of a source the set lists are looked up (a flag per source;
-        # a source past the last flagged one reads the last flag, and is then
-        # compared by key like any candidate)
-        rows = c.keys >> 32
-        flag = np.zeros(int(rows.max()) + 1, np.bool_)
-        flag[rows] = True
-        cand = np.flatnonzero(flag[np.minimum(src, len(flag) - 1)])
-        keys = pair_keys(src[cand], dst[cand])
-        pos = np.minimum(np.searchsorted(c.keys, keys), len(c.keys) - 1)
-        found = c.keys[pos] == keys
+        find.pair_positions(src, dst, c.keys, pos)
+        found = pos >= 0
         if keep is not None:
-            found &= keep[cand]
-        hit = cand[found]
+            found &= keep
+        hit = np.flatnonzero(found)
         if not len(hit):
             continue
         if c.kind == "delete":
@@ -176,7 +178,7 @@ def apply(eb, member: str, changes: list[BucketChange], removed: dict[str, int] 
                 removed[c.name] = removed.get(c.name, 0) + len(hit)
         elif weight is not None:
             weight = np.array(weight, np.float32)  # a copy: the mapped column is read-only
-            weight[hit] = c.weight[pos[found]]
+            weight[hit] = c.weight[pos[hit]]
     if keep is None:
         return eb if weight is eb.weight else dataclasses.replace(eb, weight=weight)
     return dataclasses.replace(

@@ -574,6 +574,25 @@ def start_up() -> None:
 
 
 @numba.njit(cache=True, nogil=True)
+def pair_positions(src, dst, keys, out):
+    """``out[r]``: the position in ``keys`` (sorted ``src << 32 | dst`` pairs, int64) of
+    row ``r``'s pair, -1 where it is not there. Rows that ascend (a bucket's, sorted by
+    ``(src, dst)``) are matched in one merge pass; a row below the one before it is
+    searched for."""
+    m = keys.shape[0]
+    p, last = 0, np.int64(-1)
+    for r in range(src.shape[0]):
+        k = (np.int64(src[r]) << 32) | np.int64(dst[r])
+        if k < last:
+            p = np.searchsorted(keys, k)
+        else:
+            while p < m and keys[p] < k:
+                p += 1
+        last = k
+        out[r] = p if p < m and keys[p] == k else -1
+
+
+@numba.njit(cache=True, nogil=True)
 def count_into(index, counts):
     """``counts[index[k]] += 1`` for every k (a bincount that accumulates in place). From
     :data:`COUNT_PREFETCH_MIN_SLOTS` counts on, the slot

@@ -228,3 +228,11 @@ def split_keys(key, bits, src, dst):
     twin)."""
     src[:] = key >> key.dtype.type(bits)
     dst[:] = key & key.dtype.type((1 << bits) - 1)
+
+
+def pair_positions(src, dst, keys, out):
+    """``out[r]``: the position in ``keys`` of row ``r``'s pair, -1 where it is not there
+    (see the numba twin)."""
+    k = (np.asarray(src, np.int64) << 32) | np.asarray(dst, np.int64)
+    pos = np.minimum(np.searchsorted(keys, k), max(len(keys) - 1, 0))
+    out[:] = np.where(keys[pos] == k, pos, -1) if len(keys) else -1

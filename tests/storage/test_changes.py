@@ -16,6 +16,7 @@ import graphsys
 from graphsys import bsp
 from graphsys.mining import triangle_count
 from graphsys.sampling import NeighborSampler
+from graphsys.storage import edge_changes
 from graphsys.storage.append import append_edges
 from graphsys.storage.changes import delete_edges, update_weights
 from graphsys.storage.compact import compact
@@ -82,7 +83,10 @@ def _nx(edges) -> nx.MultiDiGraph:
     return ref
 
 
-def test_reads_the_resulting_edges(changed, tmp_path):
+@pytest.mark.parametrize("kernel", [False, True])
+def test_reads_the_resulting_edges(changed, tmp_path, monkeypatch, kernel):
+    if kernel:  # every batch through the numba kernel, as a large graph's
+        monkeypatch.setattr(edge_changes, "PAIR_KERNEL_MIN_ROWS", 0)
     g, edges = changed
     assert g.num_edges() == g.edge_set().num_edges == len(edges)
     assert sum(b.num_edges for b in g.buckets()) == len(edges)

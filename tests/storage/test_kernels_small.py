@@ -193,3 +193,22 @@ def test_string_ids_and_relations_write_the_same_files(tmp_path, monkeypatch):
                        IngestOptions(partitions=2))
         dirs.append(tmp_path / name)
     assert _files(dirs[0]) == _files(dirs[1])
+
+
+@pytest.mark.parametrize("ordered", [True, False])
+def test_pair_positions_match_a_dictionary(ordered):
+    src, dst = RNG.integers(0, 300, 5000).astype(np.int32), RNG.integers(0, 300, 5000)
+    if ordered:  # a bucket's rows ascend by (src, dst)
+        order = np.lexsort((dst, src))
+        src, dst = src[order], dst[order]
+    dst = dst.astype(np.int32)
+    picked = RNG.choice(len(src), 400)
+    keys = np.unique((src[picked].astype(np.int64) << 32) | dst[picked])
+    keys = np.concatenate([keys, [(np.int64(301) << 32) | 5]])  # a pair no row has
+    where = {int(k): p for p, k in enumerate(keys)}
+    want = [where.get((int(s) << 32) | int(d), -1) for s, d in zip(src, dst)]
+    for mod in (kernels, kernels_small):
+        for k in (keys, keys[:0]):
+            out = np.full(len(src), 7, np.int64)
+            mod.pair_positions(src, dst, k, out)
+            np.testing.assert_array_equal(out, want if len(k) else -1)
