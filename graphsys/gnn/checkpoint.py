@@ -52,7 +52,7 @@ from graphsys.errors import FormatError, GraphsysError, ParameterError
 from graphsys.storage import file_rules
 from graphsys.storage.atomic import fsync_path, make_directory, write_bytes_atomic
 from graphsys.storage.identity import check_nodes, check_record, node_record
-from graphsys.storage.index_merge import remap_ids
+from graphsys.storage.index_merge import moved_ids
 from graphsys.storage.lock import writer_lock
 
 FORMAT = "graphsys-gnn-checkpoint"
@@ -337,7 +337,7 @@ def grown_rows(state: dict[str, torch.Tensor], prefix: str, graph, etype: str,
     else the mean of every old row (a bias: 0)."""
     now = tuple(int(x) for x in graph.partition_sizes(etype))
     n = sum(now)
-    where = remap_ids(np.arange(sum(old), dtype=np.int64), tuple(old), now)
+    where = moved_ids(tuple(old), now)
     is_new = np.ones(n, np.bool_)
     is_new[where] = False
     out = dict(state)

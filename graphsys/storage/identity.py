@@ -40,7 +40,7 @@ import numpy as np
 import pyarrow as pa
 
 from graphsys.errors import FormatError, GraphsysError
-from graphsys.storage.index_merge import remap_ids
+from graphsys.storage.index_merge import moved_ids
 
 if TYPE_CHECKING:
     from graphsys.storage.graph import Graph
@@ -193,5 +193,4 @@ def grown_ids(record: dict[str, dict[str, list]], graph: Graph, where: str,
         raise GraphsysError(f"{where}: no nodes of entity type {etype!r} recorded")
     check_nodes({etype: record[etype]}, graph, where, grown=True)
     old = tuple(int(x) for x in record[etype]["partition_sizes"])
-    return remap_ids(np.arange(sum(old), dtype=np.int64), old,
-                     tuple(int(x) for x in graph.partition_sizes(etype)))
+    return moved_ids(old, tuple(int(x) for x in graph.partition_sizes(etype)))

@@ -25,7 +25,7 @@ from graphsys.errors import FormatError, GraphsysError, ParameterError
 from graphsys.storage import node_reads
 from graphsys.storage.csr import edges_digest
 from graphsys.storage.edge_changes import apply, global_keys, load_bucket
-from graphsys.storage.index_merge import remap_ids
+from graphsys.storage.index_merge import moved_ids
 
 #: The schema metadata key of a result table that holds its run's provenance.
 RESULT_METADATA = "graphsys.result"
@@ -366,7 +366,7 @@ def _appended_layout(graph, ids: pa.Array, old: Any) -> np.ndarray | None:
             isinstance(x, int) and 0 <= x <= y for x, y in zip(old, now))
             or sum(old) != len(ids)):
         return None
-    internal = remap_ids(np.arange(len(ids), dtype=np.int64), tuple(old), tuple(now))
+    internal = moved_ids(tuple(old), tuple(now))
     have = node_reads.original_ids(graph, graph.entity_type(None).name)
     if isinstance(have, np.ndarray) and pa.types.is_integer(ids.type):
         same = np.array_equal(have[internal], ids.to_numpy(zero_copy_only=False))
