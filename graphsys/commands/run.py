@@ -185,26 +185,16 @@ def run(args) -> int:
         kwargs["max_iters"] = args.max_iters
     if args.tol is not None:
         kwargs["tol"] = args.tol
-    if "damping" in parameters:
-        kwargs["damping"] = args.damping
-    elif args.damping != 0.85:
-        raise GraphsysError(f"--damping applies to {_taking('damping')}, not "
-                            f"{args.algorithm}")
-    if "sum_dtype" in parameters:
-        kwargs["sum_dtype"] = args.sum_dtype
-    elif args.sum_dtype != "auto":
-        raise GraphsysError(f"--sum-dtype applies to {_taking('sum_dtype')}, not "
-                            f"{args.algorithm}")
-    if "weighted" in parameters:
-        kwargs["weighted"] = {"auto": None, "use": True, "ignore": False}[args.weighted]
-    elif args.weighted != "auto":
-        raise GraphsysError(f"--weights applies to {_taking('weighted')}, not "
-                            f"{args.algorithm}")
-    if "store_index" in parameters:
-        kwargs["store_index"] = not args.no_store_index
-    elif args.no_store_index:
-        raise GraphsysError(f"--no-store-index applies to {_taking('store_index')}, not "
-                            f"{args.algorithm}")
+    weighted = {"auto": None, "use": True, "ignore": False}[args.weighted]
+    for name, value, default in (("damping", args.damping, 0.85),
+                                 ("sum_dtype", args.sum_dtype, "auto"),
+                                 ("weighted", weighted, None),
+                                 ("store_index", not args.no_store_index, True)):
+        if name in parameters:
+            kwargs[name] = value
+        elif value != default:
+            raise GraphsysError(f"{_FLAGGED[name]} applies to {_taking(name)}, not "
+                                f"{args.algorithm}")
     kwargs.update(_algorithm_params(args.algorithm, args.params, parameters))
     source = _parse_source(graph, args.source) if needs_source else None
     init = _previous_result(args, spec, graph, source, out, kwargs)
