@@ -131,11 +131,11 @@ def run(args) -> int:
 
     from graphsys import open_graph
     from graphsys.bsp.engine import SCHEDULES
+    from graphsys.commands._common import parquet_out, write_parquet
     from graphsys.device import resolve_lazily
     from graphsys.distributed import init_from_env, peer_failures
     from graphsys.execution import BACKENDS, MODES
-    from graphsys.outputs import check_output, check_outputs
-    from graphsys.storage.atomic import atomic_path
+    from graphsys.outputs import check_outputs
     from graphsys.trace import recording
 
     if args.program is not None:
@@ -162,13 +162,7 @@ def run(args) -> int:
                             f"{', '.join(SCHEDULES)})")
     if args.threads is not None and args.threads < 1:
         raise GraphsysError(f"--threads must be positive, got {args.threads}")
-    out = args.out
-    if out is not None:
-        if out.suffix != ".parquet":
-            raise GraphsysError(f"--out {out}: expected a .parquet file name")
-        if not out.parent.is_dir():
-            raise GraphsysError(f"--out {out}: directory {out.parent} does not exist")
-        out = check_output(out, overwrite=args.overwrite, name="out")
+    out = parquet_out(args.out, args.overwrite)
     trace = trace_path(args)
     check_outputs([("--out", out, "file"), ("--trace", args.trace, "file")],
                   overwrite=args.overwrite)
@@ -244,11 +238,7 @@ def run(args) -> int:
                             f"--allow-unconverged)")
     if rank0:
         if out is not None:
-            import pyarrow.parquet as pq
-
-            with atomic_path(out, overwrite=args.overwrite) as tmp:
-                # page CRCs: a later --init PREV refuses a garbled page (incremental)
-                pq.write_table(result.to_table(), tmp, write_page_checksum=True)
+            write_parquet(out, result.to_table(), args.overwrite)
         if args.json:
             emit_json({"ok": True, "out": str(out) if out else None, **stats.to_dict(),
                        "compiled_kernels": int(compiled["kernels"]),
