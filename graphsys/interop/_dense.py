@@ -176,7 +176,7 @@ def _write(src: np.ndarray, dst: np.ndarray, n: int, weight: np.ndarray | None,
     local[order] = np.arange(n, dtype=np.int64) - np.repeat(starts[:-1], sizes)
     bits = max(int(sizes.max()) - 1, 1).bit_length()
     has_weight = weight is not None
-    batch_rows = _batch_rows(opts, has_weight)
+    batch_rows = bucket_batch_rows(opts, 8 + (4 if has_weight else 0))  # as the ingest's
     files: dict[str, dict[str, Any]] = {}
     # every file and directory entry is on disk before the manifest names it: one fsync
     # each, started as soon as the file is written (its write-back is under way), on
@@ -227,12 +227,6 @@ def _write(src: np.ndarray, dst: np.ndarray, n: int, weight: np.ndarray | None,
             created_by=f"graphsys {__version__}", metadata=opts.metadata)
         write_bytes_atomic(staging / MANIFEST,
                            json.dumps(manifest.to_json(), indent=1).encode() + b"\n")
-
-
-def _batch_rows(opts: IngestOptions, has_weight: bool) -> int:
-    """Rows per record batch of the bucket files, as the ingest sizes them
-    (:meth:`graphsys.storage.ingest_job.IngestJob.batch_rows`)."""
-    return bucket_batch_rows(opts, 8 + (4 if has_weight else 0))
 
 
 def _grouped_edges(src, dst, part, local, bits: int, p: int, weight, opts: IngestOptions):
