@@ -266,9 +266,8 @@ def run_nearest(args) -> int:
     if args.k < 1:
         raise GraphsysError(f"-k: must be positive, got {args.k}")
     et = emb._etype(args.entity_type)  # several types and none named: --entity-type
-    node = args.id
-    t = emb.graph.entity_type(et)
-    node = int(node) if t.id_type == "int64" and node.lstrip("-").isdigit() else node
+    int_ids = emb.graph.entity_type(et).id_type == "int64"
+    node = int(args.id) if int_ids and args.id.lstrip("-").isdigit() else args.id
     with warnings.catch_warnings(record=True) as caught:  # a stale index: one line
         warnings.simplefilter("always")
         ids, scores = emb.nearest(node, args.k, by=args.by, entity_type=et, exact=args.exact)

@@ -289,11 +289,8 @@ def run_motifs(args) -> int:
                                method="sampled" if sampled else "exact",
                                samples=args.samples if sampled else 100_000, seed=args.seed,
                                **options)
-        lines = []
-        for name, value in census.counts.items():
-            err = census.stderr.get(name, 0.0)
-            lines.append(f"{name:>16}: {value:,.1f} ± {err:,.1f}" if sampled
-                         else f"{name:>16}: {value:,}")
+        lines = [f"{name:>16}: {value:,.1f} ± {census.stderr.get(name, 0.0):,.1f}" if sampled
+                 else f"{name:>16}: {value:,}" for name, value in census.counts.items()]
         return census.to_dict(), lines, None
 
     return _run(args, body)

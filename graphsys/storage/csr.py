@@ -350,10 +350,8 @@ def merged_index(graph, es, kind: str) -> MappedIndex | None:
         arrays = [index_merge.through_changes(
             *a, kind == "csc", *edge_changes.member_changes(graph, name, changes))
             for name, a in zip(edges, arrays)]
-    if len(arrays) == 1:
-        indptr, indices, weight = arrays[0]
-    else:
-        indptr, indices, weight = index_merge.merge(arrays, n, dedupe=kind == "sym")
+    indptr, indices, weight = (arrays[0] if len(arrays) == 1
+                               else index_merge.merge(arrays, n, dedupe=kind == "sym"))
     if changes and len(indices) != es.num_edges:
         return None  # not the view's edges: it is built from its buckets
     _read_only(indptr, indices, weight)

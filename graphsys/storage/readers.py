@@ -312,14 +312,8 @@ def _text_layout(path: Path, fmt: str, roles: dict[str, str | int | None], delim
     if not first:
         raise InputError("no data lines (empty input)", path=path)
     if delimiter is None:
-        if fmt == "csv":
-            delimiter = ","
-        elif b"\t" in first[0]:
-            delimiter = "\t"
-        elif b"," in first[0]:
-            delimiter = ","
-        else:
-            delimiter = " "
+        delimiter = ("," if fmt == "csv" else "\t" if b"\t" in first[0]
+                     else "," if b"," in first[0] else " ")
     squeeze = delimiter == " " and any(b"  " in x or x[:1] in (b" ", b"\t") or b"\t" in x
                                        for x in first)
     delim = delimiter.encode()
@@ -403,10 +397,8 @@ def _read_fast(path: Path, layout: _TextLayout, comment: str, on_bad_line: str,
             return "skip"
         return "error"
 
-    types = {}
-    for role, col in layout.selected.items():
-        types[col] = (pa.int64() if role in ("src", "dst") else pa.float64()
-                      if role == "weight" else pa.string())
+    types = {col: pa.int64() if role in ("src", "dst") else pa.float64() if role == "weight"
+             else pa.string() for role, col in layout.selected.items()}
     source = _Input(path)
     try:
         reader = pacsv.open_csv(
