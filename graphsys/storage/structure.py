@@ -84,10 +84,8 @@ def check_bucket_file(reader: paipc.RecordBatchFileReader, es: EdgeSet, expected
         have = ", ".join(f"{k}: {v}" for k, v in got.items())
         need = ", ".join(f"{k}: {v}" for k, v in want.items())
         raise FormatError(f"{path}: columns ({have}) differ from the edge set's ({need})")
-    rows = 0
     try:
-        for k in range(reader.num_record_batches):
-            rows += reader.get_batch(k).num_rows
+        rows = sum(reader.get_batch(k).num_rows for k in range(reader.num_record_batches))
     except (OSError, pa.ArrowException) as exc:
         raise FormatError(f"{path}: unreadable record batch ({exc})") from None
     if rows != expected_rows:
