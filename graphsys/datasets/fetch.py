@@ -326,7 +326,6 @@ class _Payload:
         return GraphsysError(f"download of {self.url}: {message}")
 
 
-
 def _chunks(stream: IO[bytes]) -> Iterator[bytes]:
     while block := stream.read(CHUNK):
         yield block

@@ -106,7 +106,6 @@ class MappedIndex:
     weight: np.ndarray | None
 
 
-
 @dataclass(frozen=True)
 class MappedPush:
     """A ``push`` index mapped read-only and checked (:func:`map_index`): the arrays of
@@ -128,8 +127,6 @@ class MappedPush:
         return self.bounds, self.edge_ptr, self.step, self.dst, self.runs, self.heavy
 
 
-
-
 def edges_digest(manifest: Manifest, edge_set: str) -> str:
     """sha256 over the (path, sha256) of every bucket file of ``edge_set``: what an index
     was built from."""
@@ -139,7 +136,6 @@ def edges_digest(manifest: Manifest, edge_set: str) -> str:
         rel = bucket_file(edge_set, i, j)
         h.update(f"{rel}:{manifest.files.get(rel, {}).get('sha256', '')}\n".encode())
     return h.hexdigest()
-
 
 
 @numba.njit(cache=True, nogil=True)

@@ -214,7 +214,6 @@ def string_column(graph, name: str, entity_type: str | None = None) -> pa.Array:
     return arr
 
 
-
 def _column(et, name: str, kind: str | None = None):
     """The node column ``name`` of the entity type ``et`` (of ``kind`` when given), else a
     one-line :class:`GraphsysError` listing the columns there are (of that kind)."""
