@@ -174,6 +174,17 @@ class HashingFile:
         return {"sha256": self._digest.hexdigest(), "bytes": self.size}
 
 
+def bucket_schema(has_rel: bool, has_weight: bool, columns: Sequence[tuple[str, str]] = ()
+                  ) -> pa.Schema:
+    """A bucket file's schema: ``src``, ``dst``, then ``rel`` (int32) and ``weight``
+    (float32) where the edge set has them, then its edge columns ``(name, dtype)``."""
+    fields = [("src", pa.int32()), ("dst", pa.int32())]
+    fields += [("rel", pa.int32())] if has_rel else []
+    fields += [("weight", pa.float32())] if has_weight else []
+    fields += [(name, pa.from_numpy_dtype(np.dtype(dtype))) for name, dtype in columns]
+    return pa.schema([pa.field(name, typ, nullable=False) for name, typ in fields])
+
+
 class BucketWriter:
     """Writes sorted (key, rel, weight, edge column) blocks to a bucket's Arrow IPC file in
     record batches of exactly ``batch_rows`` rows (the last one shorter). The file is hashed
@@ -186,16 +197,8 @@ class BucketWriter:
     def __init__(self, path: Path, has_rel: bool, has_weight: bool, batch_rows: int,
                  columns: Sequence[tuple[str, str]] = (), split_keys=None, *,
                  local_bits: int):
-        fields = [pa.field("src", pa.int32(), nullable=False),
-                  pa.field("dst", pa.int32(), nullable=False)]
-        if has_rel:
-            fields.append(pa.field("rel", pa.int32(), nullable=False))
-        if has_weight:
-            fields.append(pa.field("weight", pa.float32(), nullable=False))
         self.columns = [name for name, _ in columns]
-        fields += [pa.field(name, pa.from_numpy_dtype(np.dtype(dtype)), nullable=False)
-                   for name, dtype in columns]
-        self.schema = pa.schema(fields)
+        self.schema = bucket_schema(has_rel, has_weight, columns)
         self.path = path
         self.batch_rows = batch_rows
         self.split_keys = split_keys or kernels.split_keys
