@@ -52,6 +52,18 @@ def write_parquet(out: Path, table, overwrite: bool) -> None:
         pq.write_table(table, tmp, write_page_checksum=True)
 
 
+def warned(call, *args, **kwargs):
+    """``call(*args, **kwargs)``, its warnings printed as one ``warning:`` line each."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = call(*args, **kwargs)
+    for w in caught:
+        print(f"warning: {w.message}", file=sys.stderr)
+    return result
+
+
 def add_trace_arg(parser) -> None:
     """``--trace FILE.json``: a Chrome / Perfetto trace of the run (:mod:`graphsys.trace`),
     and ``--overwrite`` when the command has none yet (call it after the command's own)."""
