@@ -26,6 +26,44 @@ def graph_arg(value: str) -> str | Path:
     return value if "://" in value else Path(value)
 
 
+def parquet_out(out: Path | None, overwrite: bool) -> Path | None:
+    """``--out FILE.parquet`` checked before a run: its suffix, its directory, and an
+    existing file only with ``overwrite`` (:func:`graphsys.outputs.check_output`)."""
+    from graphsys.errors import GraphsysError
+    from graphsys.outputs import check_output
+
+    if out is None:
+        return None
+    if out.suffix != ".parquet":
+        raise GraphsysError(f"--out {out}: expected a .parquet file name")
+    if not out.parent.is_dir():
+        raise GraphsysError(f"--out {out}: directory {out.parent} does not exist")
+    return check_output(out, overwrite=overwrite, name="out")
+
+
+def write_parquet(out: Path, table, overwrite: bool) -> None:
+    """``table`` written to ``out`` atomically, with page CRCs (a later ``--init`` of an
+    incremental run refuses a garbled page)."""
+    import pyarrow.parquet as pq
+
+    from graphsys.storage.atomic import atomic_path
+
+    with atomic_path(out, overwrite=overwrite) as tmp:
+        pq.write_table(table, tmp, write_page_checksum=True)
+
+
+def warned(call, *args, **kwargs):
+    """``call(*args, **kwargs)``, its warnings printed as one ``warning:`` line each."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = call(*args, **kwargs)
+    for w in caught:
+        print(f"warning: {w.message}", file=sys.stderr)
+    return result
+
+
 def add_trace_arg(parser) -> None:
     """``--trace FILE.json``: a Chrome / Perfetto trace of the run (:mod:`graphsys.trace`),
     and ``--overwrite`` when the command has none yet (call it after the command's own)."""

@@ -36,7 +36,7 @@ def add_change_args(p, default: str) -> None:
 
 
 def run(args) -> int:
-    from graphsys.commands._common import read_ids, typed_ids
+    from graphsys.commands._common import read_ids, typed_ids, warned
     from graphsys.storage.changes import delete_edges, delete_nodes
     from graphsys.storage.graph import open_graph
 
@@ -49,19 +49,6 @@ def run(args) -> int:
         report = warned(delete_edges, graph, [a for a, _ in pairs], [b for _, b in pairs],
                         edge_set=args.edge_set, allow_missing=args.allow_missing)
     return say(args, report, "deleted")
-
-
-def warned(change, *args, **kwargs):
-    """``change(*args, **kwargs)``, its warnings printed as one ``warning:`` line each."""
-    import sys
-    import warnings
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        report = change(*args, **kwargs)
-    for w in caught:
-        print(f"warning: {w.message}", file=sys.stderr)
-    return report
 
 
 def say(args, report, verb: str) -> int:

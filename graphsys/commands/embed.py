@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import warnings
 from pathlib import Path
 
 from graphsys.commands._common import (
@@ -22,6 +21,7 @@ from graphsys.commands._common import (
     emit_json,
     show_progress,
     trace_path,
+    warned,
 )
 from graphsys.errors import GraphsysError
 
@@ -266,14 +266,10 @@ def run_nearest(args) -> int:
     if args.k < 1:
         raise GraphsysError(f"-k: must be positive, got {args.k}")
     et = emb._etype(args.entity_type)  # several types and none named: --entity-type
-    node = args.id
-    t = emb.graph.entity_type(et)
-    node = int(node) if t.id_type == "int64" and node.lstrip("-").isdigit() else node
-    with warnings.catch_warnings(record=True) as caught:  # a stale index: one line
-        warnings.simplefilter("always")
-        ids, scores = emb.nearest(node, args.k, by=args.by, entity_type=et, exact=args.exact)
-    for w in caught:
-        print(f"warning: {w.message}", file=sys.stderr)
+    int_ids = emb.graph.entity_type(et).id_type == "int64"
+    node = int(args.id) if int_ids and args.id.lstrip("-").isdigit() else args.id
+    ids, scores = warned(emb.nearest, node, args.k, by=args.by, entity_type=et,
+                         exact=args.exact)  # a stale index's warning: one line
     if args.json:
         emit_json({"id": node, "by": args.by, "neighbours": [
             {"id": i, "score": float(s)} for i, s in zip(ids, scores)]})

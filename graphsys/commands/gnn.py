@@ -160,7 +160,7 @@ def register(subparsers) -> None:
     e = sub.add_parser("embed", help="streaming inference: Arrow embeddings of every node")
     e.add_argument("--checkpoint", type=Path, required=True,
                    help="checkpoint directory written by gnn train --out")
-    _source_args(e, required=False)
+    _source_args(e)
     e.add_argument("--out", type=Path, required=True, help="embedding directory to create")
     e.add_argument("--at", metavar="T", default=None,
                    help="a temporal checkpoint: embeddings at time T, from the events before it "
@@ -296,7 +296,7 @@ def _task_defaults(name: str) -> str:
     return "default " + ", ".join(parts)
 
 
-def _source_args(p, required: bool = True) -> None:
+def _source_args(p) -> None:
     p.add_argument("--dataset", help="registry dataset (fetched and ingested into the cache)")
     p.add_argument("--graph", type=Path, help="graph directory")
     p.add_argument("--mirror", help="local dataset mirror (else GRAPHSYS_MIRROR)")
@@ -519,13 +519,8 @@ def _recommend(args) -> int:
     t0 = time.perf_counter()
     if args.evaluate is not None:
         try:
-            ks = [int(k) for k in args.ks.split(",")]
-        except ValueError:
-            raise ParameterError("ks", f"must be comma-separated integers, got "
-                                       f"{args.ks!r}") from None
-        try:
             m = evaluate(args.checkpoint, graph=args.graph, edge_set=args.evaluate,
-                         history=args.edge_set, ks=ks)
+                         history=args.edge_set, ks=_ints(args.ks, "ks"))
         except ParameterError as exc:
             # evaluate's edge_set is --evaluate here, its history --edge-set
             renamed = {"edge_set": "evaluate", "history": "edge_set"}.get(exc.parameter)

@@ -182,34 +182,13 @@ def _finish(distributed: bool) -> None:
         destroy()
 
 
-def _checked_out(args):
-    from graphsys.outputs import check_output
-
-    out = getattr(args, "out", None)
-    if out is None:
-        return None
-    if out.suffix != ".parquet":
-        raise GraphsysError(f"--out {out}: expected a .parquet file name")
-    if not out.parent.is_dir():
-        raise GraphsysError(f"--out {out}: directory {out.parent} does not exist")
-    return check_output(out, overwrite=args.overwrite, name="out")
-
-
-def _write(out, table, overwrite: bool) -> None:
-    import pyarrow.parquet as pq
-
-    from graphsys.storage.atomic import atomic_path
-
-    with atomic_path(out, overwrite=overwrite) as tmp:
-        pq.write_table(table, tmp, write_page_checksum=True)  # --init refuses a garbled page
-
-
 def _run(args, body) -> int:
     """Set up, time ``body(graph, options)`` (its result dict), print on rank 0."""
+    from graphsys.commands._common import parquet_out, write_parquet
     from graphsys.distributed import peer_failures
     from graphsys.memory import PeakMemory
 
-    out = _checked_out(args)
+    out = parquet_out(getattr(args, "out", None), getattr(args, "overwrite", False))
     graph, options, distributed, rank0 = _setup(args)
     t0 = time.perf_counter()
     try:
@@ -221,7 +200,7 @@ def _run(args, body) -> int:
     if not rank0:
         return 0
     if out is not None and table is not None:
-        _write(out, table, args.overwrite)
+        write_parquet(out, table, args.overwrite)
     if args.json:
         emit_json({"ok": True, "command": args.mine_command, "graph": str(args.graph),
                    **result, "seconds": round(seconds, 6), "out": str(out) if out else None,
@@ -310,11 +289,8 @@ def run_motifs(args) -> int:
                                method="sampled" if sampled else "exact",
                                samples=args.samples if sampled else 100_000, seed=args.seed,
                                **options)
-        lines = []
-        for name, value in census.counts.items():
-            err = census.stderr.get(name, 0.0)
-            lines.append(f"{name:>16}: {value:,.1f} ± {err:,.1f}" if sampled
-                         else f"{name:>16}: {value:,}")
+        lines = [f"{name:>16}: {value:,.1f} ± {census.stderr.get(name, 0.0):,.1f}" if sampled
+                 else f"{name:>16}: {value:,}" for name, value in census.counts.items()]
         return census.to_dict(), lines, None
 
     return _run(args, body)

@@ -165,13 +165,13 @@ def run(args) -> int:
         if len(t) != 1:
             raise GraphsysError(f"--workload {args.workload} takes only DIR")
         algo, graph = None, Path(t[0])
-    if args.report is not None and args.report.suffix.lower() not in (".html", ".htm"):
-        raise GraphsysError(f"--report {args.report}: expected an .html file name")
-    if args.report is not None and not args.report.parent.is_dir():
-        raise GraphsysError(f"--report {args.report}: directory {args.report.parent} does "
-                            f"not exist")
     html = page_json = None
     if args.report is not None:
+        if args.report.suffix.lower() not in (".html", ".htm"):
+            raise GraphsysError(f"--report {args.report}: expected an .html file name")
+        if not args.report.parent.is_dir():
+            raise GraphsysError(f"--report {args.report}: directory {args.report.parent} "
+                                f"does not exist")
         # the page and its JSON, checked before the run so that no profile is thrown away
         html, page_json = report_paths(args.report, overwrite=args.overwrite)
     trace = trace_path(args)
@@ -211,9 +211,8 @@ def run(args) -> int:
         from graphsys.commands.run import _parse_source
         from graphsys.storage.graph import open_graph
 
-        g = open_graph(graph)
-        source = _parse_source(g, args.source)
-        graph = g
+        graph = open_graph(graph)
+        source = _parse_source(graph, args.source)
     if args.threads is not None and args.threads < 1:
         raise GraphsysError(f"--threads must be positive, got {args.threads}")
     if args.workload != "bsp":

@@ -131,11 +131,11 @@ def run(args) -> int:
 
     from graphsys import open_graph
     from graphsys.bsp.engine import SCHEDULES
+    from graphsys.commands._common import parquet_out, write_parquet
     from graphsys.device import resolve_lazily
     from graphsys.distributed import init_from_env, peer_failures
     from graphsys.execution import BACKENDS, MODES
-    from graphsys.outputs import check_output, check_outputs
-    from graphsys.storage.atomic import atomic_path
+    from graphsys.outputs import check_outputs
     from graphsys.trace import recording
 
     if args.program is not None:
@@ -162,13 +162,7 @@ def run(args) -> int:
                             f"{', '.join(SCHEDULES)})")
     if args.threads is not None and args.threads < 1:
         raise GraphsysError(f"--threads must be positive, got {args.threads}")
-    out = args.out
-    if out is not None:
-        if out.suffix != ".parquet":
-            raise GraphsysError(f"--out {out}: expected a .parquet file name")
-        if not out.parent.is_dir():
-            raise GraphsysError(f"--out {out}: directory {out.parent} does not exist")
-        out = check_output(out, overwrite=args.overwrite, name="out")
+    out = parquet_out(args.out, args.overwrite)
     trace = trace_path(args)
     check_outputs([("--out", out, "file"), ("--trace", args.trace, "file")],
                   overwrite=args.overwrite)
@@ -185,26 +179,16 @@ def run(args) -> int:
         kwargs["max_iters"] = args.max_iters
     if args.tol is not None:
         kwargs["tol"] = args.tol
-    if "damping" in parameters:
-        kwargs["damping"] = args.damping
-    elif args.damping != 0.85:
-        raise GraphsysError(f"--damping applies to {_taking('damping')}, not "
-                            f"{args.algorithm}")
-    if "sum_dtype" in parameters:
-        kwargs["sum_dtype"] = args.sum_dtype
-    elif args.sum_dtype != "auto":
-        raise GraphsysError(f"--sum-dtype applies to {_taking('sum_dtype')}, not "
-                            f"{args.algorithm}")
-    if "weighted" in parameters:
-        kwargs["weighted"] = {"auto": None, "use": True, "ignore": False}[args.weighted]
-    elif args.weighted != "auto":
-        raise GraphsysError(f"--weights applies to {_taking('weighted')}, not "
-                            f"{args.algorithm}")
-    if "store_index" in parameters:
-        kwargs["store_index"] = not args.no_store_index
-    elif args.no_store_index:
-        raise GraphsysError(f"--no-store-index applies to {_taking('store_index')}, not "
-                            f"{args.algorithm}")
+    weighted = {"auto": None, "use": True, "ignore": False}[args.weighted]
+    for name, value, default in (("damping", args.damping, 0.85),
+                                 ("sum_dtype", args.sum_dtype, "auto"),
+                                 ("weighted", weighted, None),
+                                 ("store_index", not args.no_store_index, True)):
+        if name in parameters:
+            kwargs[name] = value
+        elif value != default:
+            raise GraphsysError(f"{_FLAGGED[name]} applies to {_taking(name)}, not "
+                                f"{args.algorithm}")
     kwargs.update(_algorithm_params(args.algorithm, args.params, parameters))
     source = _parse_source(graph, args.source) if needs_source else None
     init = _previous_result(args, spec, graph, source, out, kwargs)
@@ -254,11 +238,7 @@ def run(args) -> int:
                             f"--allow-unconverged)")
     if rank0:
         if out is not None:
-            import pyarrow.parquet as pq
-
-            with atomic_path(out, overwrite=args.overwrite) as tmp:
-                # page CRCs: a later --init PREV refuses a garbled page (incremental)
-                pq.write_table(result.to_table(), tmp, write_page_checksum=True)
+            write_parquet(out, result.to_table(), args.overwrite)
         if args.json:
             emit_json({"ok": True, "out": str(out) if out else None, **stats.to_dict(),
                        "compiled_kernels": int(compiled["kernels"]),

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from graphsys.commands.delete import add_change_args, say, warned
+from graphsys.commands._common import warned
+from graphsys.commands.delete import add_change_args, say
 
 
 def register(subparsers) -> None:

@@ -157,6 +157,7 @@ def fetch(dataset: Dataset, *, cache: str | Path | None = None,
     """
     root = cache_dir(cache)
     mirror_root = mirror_dir(mirror)
+    log = log or (lambda line: None)
     out: dict[str, FetchedFile] = {}
     missing: list[DataFile] = []
     for f in dataset.files:
@@ -168,19 +169,16 @@ def fetch(dataset: Dataset, *, cache: str | Path | None = None,
     if mirror_root is not None:
         for f in missing:
             out[f.name] = _from_mirror(root, mirror_root, f)
-            if log:
-                log(f"{f.path}: copied from mirror {mirror_root}")
+            log(f"{f.path}: copied from mirror {mirror_root}")
     else:
         by_url: dict[str, list[DataFile]] = {}
         for f in missing:
             by_url.setdefault(f.download.url, []).append(f)
         for url, files in by_url.items():
-            if log:
-                log(f"downloading {url}")
+            log(f"downloading {url}")
             for fetched in _from_url(root, url, files):
                 out[fetched.name] = fetched
-                if log:
-                    log(f"{fetched.path.relative_to(root)}: verified")
+                log(f"{fetched.path.relative_to(root)}: verified")
     return FetchResult(dataset, root, {f.name: out[f.name] for f in dataset.files})
 
 
@@ -324,7 +322,6 @@ class _Payload:
 
     def _error(self, message: str) -> GraphsysError:
         return GraphsysError(f"download of {self.url}: {message}")
-
 
 
 def _chunks(stream: IO[bytes]) -> Iterator[bytes]:

@@ -241,10 +241,7 @@ def load_registry(directory: str | Path | None = None) -> dict[str, Dataset]:
     ['ca-grqc', 'ca-hepth', 'citeseer', 'collegemsg', 'cora']
     """
     root = Path(directory) if directory is not None else registry_dir()
-    datasets = {}
-    for path in sorted(root.glob("*.toml")):
-        ds = load_entry(path)
-        datasets[ds.name] = ds
+    datasets = {ds.name: ds for ds in map(load_entry, sorted(root.glob("*.toml")))}
     if not datasets:
         raise GraphsysError(f"{root}: no dataset entries (*.toml)")
     return datasets

@@ -255,12 +255,10 @@ class KnowledgeGraph:
                                         side="right")
                 if not second_pass:
                     train = where == 0
-                else:
-                    held = where > 0
-                    unseen = held & ~(seen[chunk["src"]] & seen[chunk["dst"]]
-                                      & seen_rel[chunk["rel"]])
-                    train = unseen
-                    where = np.where(unseen, 0, where)
+                else:  # held out, but with an entity or relation train has not seen
+                    train = (where > 0) & ~(seen[chunk["src"]] & seen[chunk["dst"]]
+                                            & seen_rel[chunk["rel"]])
+                    where = np.where(train, 0, where)
                 if train.any():
                     part = {k: v[train] for k, v in chunk.items()}
                     seen[part["src"]] = True

@@ -258,10 +258,7 @@ def _rows_in_order(rows, rank: np.ndarray | None) -> np.ndarray:
     start = 0
     for block in blocks:
         k = len(block)
-        if rank is None:
-            out[start:start + k] = block
-        else:
-            out[rank[start:start + k]] = block
+        out[slice(start, start + k) if rank is None else rank[start:start + k]] = block
         start += k
     return out
 

@@ -33,7 +33,6 @@ names the problem as before.
 
 from __future__ import annotations
 
-import json
 import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -46,19 +45,12 @@ import pyarrow.ipc as paipc
 import partitioners
 from graphsys._version import __version__
 from graphsys.storage import kernels_small
-from graphsys.storage.atomic import (
-    SYNC_THREADS,
-    fsync_path,
-    staging_directory,
-    start_writeback,
-    write_bytes_atomic,
-)
+from graphsys.storage.atomic import SYNC_THREADS, fsync_path, staging_directory, start_writeback
 from graphsys.storage.edge_runs import BucketWriter, HashingFile
 from graphsys.storage.format import (
     DEFAULT_EDGE_SET,
     DEFAULT_ENTITY_TYPE,
     DEFAULT_RELATION,
-    MANIFEST,
     MAX_PARTITIONS,
     EdgeSet,
     EntityType,
@@ -67,6 +59,7 @@ from graphsys.storage.format import (
     RelationType,
     bucket_file,
     node_file,
+    write_manifest,
 )
 from graphsys.storage.ingest_inputs import CHUNKED_MEMORY_LIMIT, IngestOptions
 from graphsys.storage.ingest_job import bucket_batch_rows
@@ -176,7 +169,7 @@ def _write(src: np.ndarray, dst: np.ndarray, n: int, weight: np.ndarray | None,
     local[order] = np.arange(n, dtype=np.int64) - np.repeat(starts[:-1], sizes)
     bits = max(int(sizes.max()) - 1, 1).bit_length()
     has_weight = weight is not None
-    batch_rows = _batch_rows(opts, has_weight)
+    batch_rows = bucket_batch_rows(opts, 8 + (4 if has_weight else 0))  # as the ingest's
     files: dict[str, dict[str, Any]] = {}
     # every file and directory entry is on disk before the manifest names it: one fsync
     # each, started as soon as the file is written (its write-back is under way), on
@@ -225,14 +218,7 @@ def _write(src: np.ndarray, dst: np.ndarray, n: int, weight: np.ndarray | None,
                                          DEFAULT_ENTITY_TYPE)],
             edge_sets={DEFAULT_EDGE_SET: edge_set}, files=files,
             created_by=f"graphsys {__version__}", metadata=opts.metadata)
-        write_bytes_atomic(staging / MANIFEST,
-                           json.dumps(manifest.to_json(), indent=1).encode() + b"\n")
-
-
-def _batch_rows(opts: IngestOptions, has_weight: bool) -> int:
-    """Rows per record batch of the bucket files, as the ingest sizes them
-    (:meth:`graphsys.storage.ingest_job.IngestJob.batch_rows`)."""
-    return bucket_batch_rows(opts, 8 + (4 if has_weight else 0))
+        write_manifest(staging, manifest)
 
 
 def _grouped_edges(src, dst, part, local, bits: int, p: int, weight, opts: IngestOptions):

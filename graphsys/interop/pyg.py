@@ -85,8 +85,6 @@ def from_pyg(data, out: str | Path, **options) -> Graph:
     >>> sorted(g.node_columns()), g.num_edges()
     (['feat', 'label'], 3)
     """
-    import torch
-
     if type(data).__name__ == "HeteroData":
         return _from_hetero(data, out, options)
     if getattr(data, "edge_index", None) is None:
@@ -95,32 +93,15 @@ def from_pyg(data, out: str | Path, **options) -> Graph:
     if ei.dim() != 2 or ei.shape[0] != 2:
         raise InputError(f"from_pyg: edge_index has shape {tuple(ei.shape)}, expected (2, E)")
     n = int(data.num_nodes)
-    columns, dropped, weight = {}, [], None
+    weight, items = None, []
     for key in data.keys():
         value = data[key]
-        if key in ("edge_index", "num_nodes"):
-            continue
-        if key in ("edge_weight", "edge_attr") and torch.is_tensor(value) and weight is None \
-                and value.dim() == 1 and value.shape[0] == ei.shape[1]:
+        if key in ("edge_weight", "edge_attr") and weight is None \
+                and _is_edge_vector(value, ei.shape[1]):
             weight = value
-            continue
-        if _is_strings(value, n):
-            columns[key] = np.asarray(value, dtype=object)
-        elif (torch.is_tensor(value) and data.is_node_attr(key) and value.shape[:1] == (n,)
-                and (value.is_floating_point() or value.dim() == 1)):
-            array = value.detach().cpu().numpy()
-            if key == "y" and array.dtype.kind == "f":
-                # class ids stored as floats are labels; other float targets (regression)
-                # keep their own name: a label column holds integer classes only
-                if (array.ndim == 1 and np.isfinite(array).all()
-                        and (array == np.round(array)).all()):
-                    array = array.astype(np.int64)
-                else:
-                    columns["y"] = array
-                    continue
-            columns[_TO_GRAPHSYS.get(key, key)] = array
-        else:
-            dropped.append(key)
+        elif key != "edge_index":
+            items.append((key, value))
+    columns, dropped = _node_columns(items, n, data.is_node_attr, whole_y=True)
     return ingest_arrays(ei[0], ei[1], out, num_nodes=n, weight=weight, node_columns=columns,
                          metadata={"source": "torch_geometric", "dropped": dropped},
                          options=options)
@@ -205,23 +186,30 @@ def to_pyg(graph: Graph, *, edge_set: str | None = None,
     return data
 
 
-def _node_columns(store, n: int) -> tuple[dict[str, np.ndarray], list[str]]:
-    """Node-level tensors of one PyG node store as graphsys node columns (``x`` as
-    ``feat``, ``y`` as ``label``), and the names of the attributes left out."""
+def _node_columns(items, n: int, node_attr=lambda key: True, whole_y: bool = False
+                  ) -> tuple[dict[str, np.ndarray], list[str]]:
+    """Node-level tensors among the ``(key, value)`` attributes of a PyG store (tensors
+    whose key ``node_attr`` accepts) as graphsys node columns (``x`` as ``feat``, ``y`` as
+    ``label``), and the names of the attributes left out. A float ``y`` keeps its name,
+    except with ``whole_y`` a 1-D one of whole numbers: class ids stored as floats are
+    labels, other float targets (regression) are not (a label holds integer classes)."""
     import torch
 
     columns, dropped = {}, []
-    for key, value in store.items():
+    for key, value in items:
         if key == "num_nodes":
             continue
         if _is_strings(value, n):
             columns[key] = np.asarray(value, dtype=object)
-        elif (torch.is_tensor(value) and value.shape[:1] == (n,)
+        elif (torch.is_tensor(value) and node_attr(key) and value.shape[:1] == (n,)
                 and (value.is_floating_point() or value.dim() == 1)):
             array = value.detach().cpu().numpy()
             if key == "y" and array.dtype.kind == "f":
-                columns["y"] = array
-                continue
+                if not (whole_y and array.ndim == 1 and np.isfinite(array).all()
+                        and (array == np.round(array)).all()):
+                    columns["y"] = array
+                    continue
+                array = array.astype(np.int64)
             columns[_TO_GRAPHSYS.get(key, key)] = array
         else:
             dropped.append(key)
@@ -235,7 +223,7 @@ def _from_hetero(data, out: str | Path, options: dict) -> Graph:
     nodes, edges, dropped = [], [], []
     for t in data.node_types:
         n = int(data[t].num_nodes)
-        cols, dr = _node_columns(data[t], n)
+        cols, dr = _node_columns(data[t].items(), n)
         dropped += [f"{t}.{k}" for k in dr]
         nodes.append((t, n, cols))
     for et in data.edge_types:

@@ -38,7 +38,6 @@ in range) is :mod:`graphsys.storage.csr`'s job.
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import shutil
@@ -52,7 +51,7 @@ from graphsys import openmp
 from graphsys.errors import GraphsysError
 from graphsys.prefetch import PREFETCH_EDGES, prefetch
 from graphsys.progress import progress_bar
-from graphsys.storage.atomic import disk_full, fsync_path, sha256_file, write_bytes_atomic
+from graphsys.storage.atomic import disk_full, fsync_path, sha256_file
 from graphsys.storage.column_file import allocate_column
 from graphsys.storage.csr import (
     CHECK_CHUNK,
@@ -65,10 +64,10 @@ from graphsys.storage.csr import (
 from graphsys.storage.edges import rel_bases
 from graphsys.storage.format import (
     INDEX_KINDS,
-    MANIFEST,
     PUSH_STEP_DTYPE,
     IndexInfo,
     index_file,
+    write_manifest,
 )
 from graphsys.storage.kernels import count_into
 from graphsys.storage.lock import writer_lock
@@ -622,8 +621,7 @@ def build_index(graph, kinds: tuple[str, ...] = ("csr", "csc"), *,
                 built.setdefault(name, {})[kind] = info
                 forget_mapped(graph, kind)  # this Graph maps the new one from now on
                 # manifest last: the files it names are complete and on disk
-                write_bytes_atomic(graph.path / MANIFEST,
-                                   json.dumps(manifest.to_json(), indent=1).encode() + b"\n")
+                write_manifest(graph.path, manifest)
                 for column in set(old.columns() if old else ()) - set(info.columns()):
                     # a column of an older layout (a push index's uint32 sources)
                     (graph.path / index_file(name, kind, column)).unlink(missing_ok=True)

@@ -33,7 +33,6 @@ layout in degree order) is dropped when nodes were added.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import time
@@ -51,9 +50,8 @@ from graphsys import openmp
 from graphsys.errors import GraphsysError, InputError, ParameterError
 from graphsys.memory import lifetime_peak_rss
 from graphsys.storage import edge_views, index_merge
-from graphsys.storage.atomic import replacement_directory, sync_files, write_bytes_atomic
+from graphsys.storage.atomic import replacement_directory, sync_files
 from graphsys.storage.format import (
-    MANIFEST,
     SAFE_NAME,
     EntityType,
     IndexInfo,
@@ -62,6 +60,7 @@ from graphsys.storage.format import (
     node_column_file,
     node_file,
     read_manifest,
+    write_manifest,
 )
 from graphsys.storage.graph import open_graph
 from graphsys.storage.ids import IdIndex
@@ -192,8 +191,7 @@ def append_edges(graph: str | Path, edges: Sequence[EdgeSource],
         # every data file is on disk before the manifest names it (only ours: a filesystem-
         # wide sync would wait for other processes' writes too); the linked ones already were
         sync_files(staging, written + copied, linked=linked)
-        write_bytes_atomic(staging / MANIFEST,
-                           json.dumps(manifest.to_json(), indent=1).encode() + b"\n")
+        write_manifest(staging, manifest)
     return IngestReport(
         out=str(graph), nodes=added, edges={n: edge_sets[n].num_edges for n in sorted(names)},
         num_partitions=m.num_partitions, partitioner=m.partitioner,
@@ -299,10 +297,8 @@ def _new_ids(index: IdIndex, old_ids: dict[str, list[pa.Array]], etype: str,
     if id_type == "string" and not index.is_string:
         ids = pa.array(ids).cast(pa.large_string())
     old = _as_numpy_or_strings(old_ids[etype], id_type)
-    if id_type == "int64":
-        new = np.setdiff1d(np.asarray(ids), old)
-    else:
-        new = ids.filter(pc.invert(pc.is_in(ids, value_set=old)))
+    new = (np.setdiff1d(np.asarray(ids), old) if id_type == "int64"
+           else ids.filter(pc.invert(pc.is_in(ids, value_set=old))))
     for other, parts in old_ids.items():
         if other == etype or not len(new):
             continue

@@ -29,7 +29,6 @@ swapped with the old one in one atomic rename; one writer at a time
 from __future__ import annotations
 
 import dataclasses
-import json
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -41,9 +40,9 @@ import pyarrow.ipc as paipc
 from graphsys.errors import GraphsysError, InputError, ParameterError
 from graphsys.storage import edge_views
 from graphsys.storage.append import _link_unchanged
-from graphsys.storage.atomic import replacement_directory, sync_files, write_bytes_atomic
+from graphsys.storage.atomic import replacement_directory, sync_files
 from graphsys.storage.edge_changes import pair_keys
-from graphsys.storage.format import MANIFEST, SAFE_NAME, EdgeChange, EdgeSet, bucket_file
+from graphsys.storage.format import SAFE_NAME, EdgeChange, EdgeSet, bucket_file, write_manifest
 from graphsys.storage.graph import Graph, open_graph
 from graphsys.storage.ingest_validate import MIN_WEIGHT_TEXT, float32_weights
 from graphsys.storage.lock import writer_lock
@@ -364,8 +363,7 @@ def _commit(path: Path, staging: Path, manifest) -> None:
     written = [rel for rel in manifest.files if (staging / rel).exists()]
     linked, copied = _link_unchanged(path, staging, manifest.files)
     sync_files(staging, written + copied, linked=linked)
-    write_bytes_atomic(staging / MANIFEST,
-                       json.dumps(manifest.to_json(), indent=1).encode() + b"\n")
+    write_manifest(staging, manifest)
 
 
 def _free_name(m, kind: str) -> str:

@@ -106,7 +106,6 @@ class MappedIndex:
     weight: np.ndarray | None
 
 
-
 @dataclass(frozen=True)
 class MappedPush:
     """A ``push`` index mapped read-only and checked (:func:`map_index`): the arrays of
@@ -128,8 +127,6 @@ class MappedPush:
         return self.bounds, self.edge_ptr, self.step, self.dst, self.runs, self.heavy
 
 
-
-
 def edges_digest(manifest: Manifest, edge_set: str) -> str:
     """sha256 over the (path, sha256) of every bucket file of ``edge_set``: what an index
     was built from."""
@@ -139,7 +136,6 @@ def edges_digest(manifest: Manifest, edge_set: str) -> str:
         rel = bucket_file(edge_set, i, j)
         h.update(f"{rel}:{manifest.files.get(rel, {}).get('sha256', '')}\n".encode())
     return h.hexdigest()
-
 
 
 @numba.njit(cache=True, nogil=True)
@@ -350,10 +346,8 @@ def merged_index(graph, es, kind: str) -> MappedIndex | None:
         arrays = [index_merge.through_changes(
             *a, kind == "csc", *edge_changes.member_changes(graph, name, changes))
             for name, a in zip(edges, arrays)]
-    if len(arrays) == 1:
-        indptr, indices, weight = arrays[0]
-    else:
-        indptr, indices, weight = index_merge.merge(arrays, n, dedupe=kind == "sym")
+    indptr, indices, weight = (arrays[0] if len(arrays) == 1
+                               else index_merge.merge(arrays, n, dedupe=kind == "sym"))
     if changes and len(indices) != es.num_edges:
         return None  # not the view's edges: it is built from its buckets
     _read_only(indptr, indices, weight)

@@ -87,11 +87,9 @@ class RoutedBuckets:
         time, so that they can be k-way merged."""
         start = 0
         for n in self.runs[b]:
-            cols = {}
-            for f, dt in self.fields:
-                with open(self.rundir / f"{b}.{f}", "rb") as fh:
-                    fh.seek(start * np.dtype(dt).itemsize)
-                    cols[f] = np.fromfile(fh, dtype=dt, count=n)
+            cols = {f: np.fromfile(self.rundir / f"{b}.{f}", dtype=dt, count=n,
+                                   offset=start * np.dtype(dt).itemsize)
+                    for f, dt in self.fields}
             cols = sorted_columns(cols["key"], cols.get("rel"), cols.get("weight"), False,
                                   local_bits=self.local_bits, extra=extra_columns(cols))
             for f, dt in self.fields:
@@ -128,9 +126,8 @@ class RunReader:
         if want <= 0:
             return
         for f, dt in self.dtypes.items():
-            with open(self.paths[f], "rb") as fh:
-                fh.seek(self.pos * np.dtype(dt).itemsize)
-                more = np.fromfile(fh, dtype=dt, count=want)
+            more = np.fromfile(self.paths[f], dtype=dt, count=want,
+                               offset=self.pos * np.dtype(dt).itemsize)
             self.buf[f] = np.concatenate([self.buf[f], more]) if len(self.buf[f]) else more
         self.pos += want
 
@@ -177,6 +174,17 @@ class HashingFile:
         return {"sha256": self._digest.hexdigest(), "bytes": self.size}
 
 
+def bucket_schema(has_rel: bool, has_weight: bool, columns: Sequence[tuple[str, str]] = ()
+                  ) -> pa.Schema:
+    """A bucket file's schema: ``src``, ``dst``, then ``rel`` (int32) and ``weight``
+    (float32) where the edge set has them, then its edge columns ``(name, dtype)``."""
+    fields = [("src", pa.int32()), ("dst", pa.int32())]
+    fields += [("rel", pa.int32())] if has_rel else []
+    fields += [("weight", pa.float32())] if has_weight else []
+    fields += [(name, pa.from_numpy_dtype(np.dtype(dtype))) for name, dtype in columns]
+    return pa.schema([pa.field(name, typ, nullable=False) for name, typ in fields])
+
+
 class BucketWriter:
     """Writes sorted (key, rel, weight, edge column) blocks to a bucket's Arrow IPC file in
     record batches of exactly ``batch_rows`` rows (the last one shorter). The file is hashed
@@ -189,16 +197,8 @@ class BucketWriter:
     def __init__(self, path: Path, has_rel: bool, has_weight: bool, batch_rows: int,
                  columns: Sequence[tuple[str, str]] = (), split_keys=None, *,
                  local_bits: int):
-        fields = [pa.field("src", pa.int32(), nullable=False),
-                  pa.field("dst", pa.int32(), nullable=False)]
-        if has_rel:
-            fields.append(pa.field("rel", pa.int32(), nullable=False))
-        if has_weight:
-            fields.append(pa.field("weight", pa.float32(), nullable=False))
         self.columns = [name for name, _ in columns]
-        fields += [pa.field(name, pa.from_numpy_dtype(np.dtype(dtype)), nullable=False)
-                   for name, dtype in columns]
-        self.schema = pa.schema(fields)
+        self.schema = bucket_schema(has_rel, has_weight, columns)
         self.path = path
         self.batch_rows = batch_rows
         self.split_keys = split_keys or kernels.split_keys
@@ -232,10 +232,7 @@ class BucketWriter:
         src, dst = np.empty(len(key), np.int32), np.empty(len(key), np.int32)
         self.split_keys(key, self.local_bits, src, dst)
         arrays = [pa.array(src), pa.array(dst)]
-        if "rel" in self.schema.names:
-            arrays.append(pa.array(head["rel"]))
-        if "weight" in self.schema.names:
-            arrays.append(pa.array(head["weight"]))
+        arrays += [pa.array(head[f]) for f in ("rel", "weight") if f in self.schema.names]
         arrays += [pa.array(head[COLUMN_PREFIX + name]) for name in self.columns]
         self.writer.write_batch(pa.RecordBatch.from_arrays(arrays, schema=self.schema))
         self.rows += len(key)
@@ -270,6 +267,11 @@ def sorted_columns(key: np.ndarray, rel: np.ndarray | None, weight: np.ndarray |
     key). ``radix_sort``: that kernel's
     twin to use instead (:mod:`~graphsys.storage.kernels_small`'s for a small ingest)."""
     extra = dict(extra or {})
+
+    def take(rows):  # rel, weight and the edge columns at ``rows`` (an order or a mask)
+        return (None if rel is None else rel[rows], None if weight is None else weight[rows],
+                {f: v[rows] for f, v in extra.items()})
+
     if not presorted:
         rel_bits = 0 if rel is None or sorted_runs else int(rel.max(initial=0)).bit_length()
         if sorted_runs or 2 * local_bits + rel_bits > 64 or (
@@ -279,18 +281,14 @@ def sorted_columns(key: np.ndarray, rel: np.ndarray | None, weight: np.ndarray |
             else:
                 order = np.argsort(key, kind="stable") if rel is None else np.lexsort((rel, key))
                 key = key[order]
-                rel = rel[order] if rel is not None else None
-                weight = weight[order] if weight is not None else None
-                extra = {f: v[order] for f, v in extra.items()}
+                rel, weight, extra = take(order)
         else:
             payload = rel is not None or weight is not None or bool(extra)
             order = np.empty(len(key) if payload else 0, np.int64)
             key = (radix_sort or kernels.radix_sort_edges)(np.ascontiguousarray(key),
                                            _NO_REL if rel is None else rel, local_bits,
                                            rel_bits, order)
-            rel = rel[order] if rel is not None else None
-            weight = weight[order] if weight is not None else None
-            extra = {f: v[order] for f, v in extra.items()}
+            rel, weight, extra = take(order)
     if dedupe and len(key) > 1:
         keep = np.ones(len(key), bool)
         same = key[1:] == key[:-1]
@@ -298,9 +296,7 @@ def sorted_columns(key: np.ndarray, rel: np.ndarray | None, weight: np.ndarray |
             same &= rel[1:] == rel[:-1]
         keep[1:] = ~same
         key = key[keep]
-        rel = rel[keep] if rel is not None else None
-        weight = weight[keep] if weight is not None else None
-        extra = {f: v[keep] for f, v in extra.items()}
+        rel, weight, extra = take(keep)
     cols = {"key": key}
     if rel is not None:
         cols["rel"] = rel

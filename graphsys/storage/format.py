@@ -27,6 +27,7 @@ from typing import Any
 import pyarrow as pa
 
 from graphsys.errors import FormatError
+from graphsys.storage.atomic import write_bytes_atomic
 from graphsys.storage.location import GraphLocation
 
 FORMAT_NAME = "graphsys-graph"
@@ -582,6 +583,13 @@ class _FieldReader:
         ``"846"`` where a count belongs is refused, not compared or coerced), else
         ``default``."""
         return self.get(obj, key, typ, ctx) if isinstance(obj, dict) and key in obj else default
+
+
+def write_manifest(directory: Path, manifest: Manifest) -> None:
+    """Write ``manifest`` as ``directory``'s manifest, atomically (the commit of a write:
+    the files it names are on disk first)."""
+    write_bytes_atomic(Path(directory) / MANIFEST,
+                       json.dumps(manifest.to_json(), indent=1).encode() + b"\n")
 
 
 def read_manifest(directory: str | Path | GraphLocation) -> Manifest:

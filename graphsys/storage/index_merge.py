@@ -119,9 +119,9 @@ def _place(indptr, indices, weight, fill, out_idx, out_w):
 
 @numba.njit(parallel=True, cache=True, nogil=True)
 def sort_rows(indptr, idx, weight, perm):
-    """Sort every row of a CSR by neighbour id in place, stably (insertion sort for short
-    rows, else a stable argsort), carrying ``weight`` (float32) and ``perm`` (int64) along
-    when they are not empty."""
+    """Sort every row of a CSR by ``idx`` in place, stably (a row in order is left as it is),
+    carrying ``weight`` and ``perm`` along when they are not empty: neighbour ids with their
+    weights and edge order, or a temporal index's stamps with its neighbours and edge ids."""
     for r in numba.prange(indptr.shape[0] - 1):
         lo, hi = indptr[r], indptr[r + 1]
         if hi - lo < 2:

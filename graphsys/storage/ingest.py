@@ -42,7 +42,6 @@ directory and writes the manifest.
 
 from __future__ import annotations
 
-import json
 import shutil
 import time
 from collections.abc import Sequence
@@ -55,12 +54,8 @@ from graphsys._version import __version__
 from graphsys.errors import GraphsysError, InputError, ParameterError
 from graphsys.memory import lifetime_peak_rss
 from graphsys.progress import progress_bar
-from graphsys.storage.atomic import (
-    staging_directory,
-    sync_files,
-    write_bytes_atomic,
-)
-from graphsys.storage.format import MANIFEST, MAX_PARTITIONS, EdgeSet, Manifest, bucket_file
+from graphsys.storage.atomic import staging_directory, sync_files
+from graphsys.storage.format import MAX_PARTITIONS, EdgeSet, Manifest, bucket_file, write_manifest
 from graphsys.storage.ids import IdIndex
 from graphsys.storage.ingest_inputs import (
     EdgeSource,
@@ -244,8 +239,7 @@ def ingest_sources(edges: Sequence[EdgeSource], out: str | Path,
         # every data file is on disk before the manifest names it (only ours: a filesystem-
         # wide sync would wait for other processes' writes too)
         sync_files(staging, files)
-        write_bytes_atomic(staging / MANIFEST,
-                           json.dumps(manifest.to_json(), indent=1).encode() + b"\n")
+        write_manifest(staging, manifest)
     seconds["total"] = time.perf_counter() - t0
     return IngestReport(
         out=str(out), nodes={t: e.num_nodes for t, e in entity_types.items()},

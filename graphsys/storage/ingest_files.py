@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from graphsys.errors import GraphsysError, InputError, ParameterError
+from graphsys.errors import GraphsysError, InputError, ParameterError, check_count
 from graphsys.memory import lifetime_peak_rss
 from graphsys.storage.format import DEFAULT_EDGE_SET, INDEX_KINDS, RelationType
 from graphsys.storage.graph import Graph, open_graph
@@ -184,8 +184,7 @@ def ingest(inputs: str | Path | Sequence[str | Path], out: str | Path, *,
     (8, ['csr'])
     """
     kinds = index_kinds(index)
-    if not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < 1:
-        raise ParameterError("partitions", f"must be a positive integer, got {partitions!r}")
+    partitions = check_count("partitions", partitions)
     try:
         limit = parse_size(memory_limit, field="memory_limit")
     except GraphsysError:

@@ -91,14 +91,9 @@ class IngestJob:
         self.relations: list[RelationType] = list(opts.relation_types or [])
         self.rel_index = {r.name: k for k, r in enumerate(self.relations)}
         self.fixed_relations = opts.relation_types is not None
-        self.entity_types: list[str] = []
-        for r in self.relations:
-            for t in (r.lhs, r.rhs):
-                if t not in self.entity_types:
-                    self.entity_types.append(t)
-        for ns in self.node_sources:
-            if ns.entity_type not in self.entity_types:
-                self.entity_types.append(ns.entity_type)
+        self.entity_types: list[str] = list(dict.fromkeys(
+            [t for r in self.relations for t in (r.lhs, r.rhs)]
+            + [ns.entity_type for ns in self.node_sources]))
         self.collectors: dict[str, IdCollector] = {}
         self.index: dict[str, IdIndex] = {}
         self.spills: list[_Spill] = []
@@ -210,12 +205,10 @@ class IngestJob:
         """Read, validate and spill one input file (``fmt``) or in-memory table (None)."""
         if src.rel_col is not None and src.relation is not None:
             raise GraphsysError("give either a relation column or a fixed relation, not both")
-        fixed = None
-        if src.rel_col is None:
-            fixed = self.relation(src.relation or DEFAULT_RELATION, str(path))
-        self.has_weight.setdefault(src.edge_set, False)
-        if src.weight_col is not None:
-            self.has_weight[src.edge_set] = True
+        fixed = (self.relation(src.relation or DEFAULT_RELATION, str(path))
+                 if src.rel_col is None else None)
+        self.has_weight[src.edge_set] = (self.has_weight.get(src.edge_set, False)
+                                         or src.weight_col is not None)
         roles = {"src": src.src_col, "dst": src.dst_col, "rel": src.rel_col,
                  "weight": src.weight_col, **src.column_roles()}
         names = [r[len(COLUMN_PREFIX):] for r in roles if r.startswith(COLUMN_PREFIX)]
@@ -561,7 +554,7 @@ class IngestJob:
                               [(c.name, c.dtype) for c in self.edge_columns.get(edge_set, [])],
                               split_keys=self.kernels.split_keys, local_bits=routed.local_bits)
         with writer:
-            if b in routed.memory or self._bucket_fits(routed, b):
+            if b in routed.memory or self._sorts_in_memory(routed, sum(routed.runs[b])):
                 cols = routed.memory.pop(b) if b in routed.memory else routed.read_all(b)
                 writer.write(sorted_columns(cols["key"], cols.get("rel"), cols.get("weight"),
                                              self.opts.dedupe, local_bits=routed.local_bits,
@@ -579,20 +572,16 @@ class IngestJob:
     def write_workers(self, routed: RoutedBuckets) -> int:
         """Threads that write an edge set's buckets at once: 2 (sorting, Arrow writes and
         hashing release the GIL) when two CPUs can and the two largest buckets sort in
-        memory together within half the budget (as :meth:`_bucket_fits` reckons one),
-        else 1."""
+        memory together (:meth:`_sorts_in_memory`), else 1."""
         rows = [len(c["key"]) for c in routed.memory.values()] + [
             sum(lengths) for lengths in routed.runs.values()]
         if len(rows) < 2 or (os.cpu_count() or 1) < 2:
             return 1
-        row_bytes = sum(np.dtype(dt).itemsize for _, dt in routed.fields)
-        two = sum(sorted(rows)[-2:])
-        return 2 if two * (3 * row_bytes + 8) <= self.opts.memory_limit // 2 else 1
+        return 2 if self._sorts_in_memory(routed, sum(sorted(rows)[-2:])) else 1
 
-    def _bucket_fits(self, routed: RoutedBuckets, b: int) -> bool:
-        """Whether a bucket's runs, read whole and sorted (argsort and gathered copies:
-        about three times its bytes plus 8 per row), stay within half the budget."""
-        rows = sum(routed.runs[b])
+    def _sorts_in_memory(self, routed: RoutedBuckets, rows: int) -> bool:
+        """Whether ``rows`` routed rows, read whole and sorted (argsort and gathered copies:
+        about three times their bytes plus 8 per row), stay within half the budget."""
         row_bytes = sum(np.dtype(dt).itemsize for _, dt in routed.fields)
         return rows * (3 * row_bytes + 8) <= self.opts.memory_limit // 2
 

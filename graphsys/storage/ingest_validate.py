@@ -38,16 +38,11 @@ def validate_batch(batch, path: Path, relation: Callable[[str, str], int], on_ba
             empty = pc.fill_null(pc.equal(pc.utf8_length(arr), 0), True)
             nul = pc.fill_null(pc.match_substring(arr, "\x00"), False).to_numpy(
                 zero_copy_only=False)
-            if nul.any():
-                problems.append((int(np.flatnonzero(nul)[0]), f"NUL byte in {role} id"))
-                bad |= nul
+            _flag(nul, f"NUL byte in {role} id", problems, bad)
         else:
             empty = pc.is_null(arr) if arr.null_count else None
-        empty = None if empty is None else empty.to_numpy(zero_copy_only=False)
-        if empty is not None and empty.any():
-            i = int(np.flatnonzero(empty)[0])
-            problems.append((i, f"empty {role} id"))
-            bad |= empty
+        if empty is not None:
+            _flag(empty.to_numpy(zero_copy_only=False), f"empty {role} id", problems, bad)
         cols[role] = arr
     if "weight" in batch.columns:
         w = batch.columns["weight"]
@@ -63,19 +58,14 @@ def validate_batch(batch, path: Path, relation: Callable[[str, str], int], on_ba
                 nulls = np.isnan(weights) & ~_is_nan_text(w)
             except pa.ArrowInvalid:
                 weights, nulls = _parse_floats(w)
-        if nulls.any():
-            i = int(np.flatnonzero(nulls)[0])
-            problems.append((i, f"non-numeric weight {_value(batch.columns['weight'], i)!r}"))
-            bad |= nulls
+        _flag(nulls, lambda i: f"non-numeric weight {_value(w, i)!r}", problems, bad)
         weights, infinite, tiny = float32_weights(weights)
+        # NaN, +-inf, beyond float32; nonzero below its normal range
         for rows, what in ((infinite & ~nulls, "non-finite weight {!r} (as float32)"),
                            (tiny & ~nulls, "weight {!r} underflows float32 (a nonzero weight "
                                            "must be at least " + MIN_WEIGHT_TEXT + " in "
                                            "magnitude)")):
-            if rows.any():  # NaN, +-inf, beyond float32; nonzero below its normal range
-                i = int(np.flatnonzero(rows)[0])
-                problems.append((i, what.format(_value(batch.columns["weight"], i))))
-                bad |= rows
+            _flag(rows, lambda i, what=what: what.format(_value(w, i)), problems, bad)
         cols["weight"] = weights
     for role in batch.columns:
         if role.startswith(COLUMN_PREFIX):
@@ -88,9 +78,7 @@ def validate_batch(batch, path: Path, relation: Callable[[str, str], int], on_ba
         r = r.cast(pa.large_string())
         empty = pc.fill_null(pc.equal(pc.utf8_length(r), 0), True).to_numpy(
             zero_copy_only=False)
-        if empty.any():
-            problems.append((int(np.flatnonzero(empty)[0]), "empty relation"))
-            bad |= empty
+        _flag(empty, "empty relation", problems, bad)
         enc = r.dictionary_encode()
         mapping = np.array([relation(str(v), str(path)) if v.is_valid and str(v) else -1
                             for v in enc.dictionary] or [0], np.int32)
@@ -174,19 +162,21 @@ def edge_column_values(arr, name: str, problems: list[tuple[int, str]], bad: np.
     else:
         raise InputError(f"edge column {name!r} has type {typ}; edge columns hold integers "
                          f"or floats", path=path)
-    for rows, what in ((nulls, "missing"), (nonnum, "non-numeric")):
-        if rows.any():
-            i = int(np.flatnonzero(rows)[0])
-            problems.append((i, f"{what} {name}" + (f" {_value(arr, i)!r}" if what ==
-                                                      "non-numeric" else "")))
-            bad |= rows
+    _flag(nulls, f"missing {name}", problems, bad)
+    _flag(nonnum, lambda i: f"non-numeric {name} {_value(arr, i)!r}", problems, bad)
     if out.dtype.kind == "f":
-        infinite = ~nulls & ~nonnum & ~np.isfinite(out)
-        if infinite.any():
-            i = int(np.flatnonzero(infinite)[0])
-            problems.append((i, f"non-finite {name} {_value(arr, i)!r}"))
-            bad |= infinite
+        _flag(~nulls & ~nonnum & ~np.isfinite(out),
+              lambda i: f"non-finite {name} {_value(arr, i)!r}", problems, bad)
     return out
+
+
+def _flag(rows: np.ndarray, what, problems: list[tuple[int, str]], bad: np.ndarray) -> None:
+    """Mark the rows of the bool mask ``rows`` in ``bad`` and name the first in
+    ``problems``: ``what``, or ``what(i)`` of its index ``i``."""
+    if rows.any():
+        i = int(np.flatnonzero(rows)[0])
+        problems.append((i, what(i) if callable(what) else what))
+        bad |= rows
 
 
 def _value(arr, i: int) -> str:

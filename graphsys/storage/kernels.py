@@ -406,13 +406,9 @@ def route_keys(src, dst, codes_l, codes_r, num_partitions, drop_loops, undirecte
     ``local_src << key_bits | local_dst`` (uint32 or uint64, ``key``'s dtype) from
     :func:`_route`. Writes the routed rows' bucket, key and, when ``row`` is
     non-empty, chunk row ``k`` (int64) from index 0, adds one to ``counts`` (int64 (P*P,))
-    at each routed row's bucket, and returns how many rows there are.
-
-    ``drop_loops``: skip edges with ``src[k] == dst[k]``. ``undirected`` (one entity type on
-    both sides): every non-loop edge is also routed reversed, right after the edge itself, so
-    the routed rows keep the input order of the unordered pairs (a dedupe that keeps the first
-    occurrence then keeps the same input row for both directions); the outputs then need room
-    for ``2 * len(src)`` rows."""
+    at each routed row's bucket, and returns how many rows there are. ``drop_loops`` and
+    ``undirected`` as for :func:`count_routes`; undirected, the outputs need room for
+    ``2 * len(src)`` rows."""
     with_rows = row.shape[0] > 0
     m = src.shape[0]
     n = 0

@@ -51,12 +51,10 @@ def manifest_digest(manifest: Manifest) -> str:
 def describe_change(old: Manifest, new: Manifest) -> str:
     """What a commit changed from ``old`` to ``new``, in a few words, for a message."""
     parts = []
-    added = sorted(set(new.edge_sets) - set(old.edge_sets))
-    removed = sorted(set(old.edge_sets) - set(new.edge_sets))
-    if added:
-        parts.append(f"edge set {', '.join(map(repr, added))} added")
-    if removed:
-        parts.append(f"edge set {', '.join(map(repr, removed))} removed")
+    for what, names in (("added", set(new.edge_sets) - set(old.edge_sets)),
+                        ("removed", set(old.edge_sets) - set(new.edge_sets))):
+        if names:
+            parts.append(f"edge set {', '.join(map(repr, sorted(names)))} {what}")
     nodes = {t: e.num_nodes for t, e in old.entity_types.items()}
     grown = [t for t, e in new.entity_types.items() if nodes.get(t) != e.num_nodes]
     if grown:

@@ -13,7 +13,6 @@ gathers only its rows.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,9 +20,14 @@ import numpy as np
 import pyarrow as pa
 
 from graphsys.errors import GraphsysError
-from graphsys.storage.atomic import fsync_path, sha256_file, write_bytes_atomic
+from graphsys.storage.atomic import fsync_path, sha256_file
 from graphsys.storage.column_file import allocate_column
-from graphsys.storage.format import MANIFEST, MAPPED_COLUMN_DTYPES, NodeColumn, node_column_file
+from graphsys.storage.format import (
+    MAPPED_COLUMN_DTYPES,
+    NodeColumn,
+    node_column_file,
+    write_manifest,
+)
 from graphsys.storage.lock import writer_lock
 from graphsys.storage.node_files import write_string_column
 
@@ -122,8 +126,7 @@ def write_node_column(path: str | Path, name: str, kind: str,
         manifest = graph.manifest
         manifest.entity_types[et.name].columns.append(column)
         manifest.files[rel] = entry
-        write_bytes_atomic(graph.path / MANIFEST,
-                           json.dumps(manifest.to_json(), indent=1).encode() + b"\n")
+        write_manifest(graph.path, manifest)
     return column
 
 

@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from graphsys.storage.ingest_job import IngestJob
 
 
-
 class _Rows:
     """A node column of one node table in its table's row order, read in dense node order
     (:meth:`take`): the table's rows are gathered straight into each partition's order,

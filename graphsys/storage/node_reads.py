@@ -130,10 +130,8 @@ def node_column(graph, name: str, entity_type: str | None = None,
     parts = []
     for p in range(graph.num_partitions) if partition is None else [partition]:
         arr = node_table(graph, et.name, p).column(name).combine_chunks()
-        if col.kind == "features":
-            parts.append(arr.flatten().to_numpy().reshape(-1, col.dim))
-        else:
-            parts.append(arr.to_numpy(zero_copy_only=False))
+        parts.append(arr.flatten().to_numpy().reshape(-1, col.dim) if col.kind == "features"
+                     else arr.to_numpy(zero_copy_only=False))
     out = np.concatenate(parts) if parts else np.zeros(0)
     return out.astype(np.float32 if col.kind == "features" else
                       np.int64 if col.kind == "label" else bool, copy=False)
@@ -214,7 +212,6 @@ def string_column(graph, name: str, entity_type: str | None = None) -> pa.Array:
                           f"type {et.name!r} has {et.num_nodes} nodes")
     graph._strings[key] = arr
     return arr
-
 
 
 def _column(et, name: str, kind: str | None = None):

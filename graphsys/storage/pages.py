@@ -47,15 +47,15 @@ _madvise = _load_madvise()
 
 
 def _advise(arr: np.ndarray, region: tuple[int, int], advice: int,
-            whole_pages_only: bool) -> None:
+            whole_pages_only: bool, page: int = PAGE) -> None:
     if _madvise is None or arr.nbytes == 0:
         return
     start = max(arr.__array_interface__["data"][0], region[0])
     end = min(start + arr.nbytes, region[1])
     if whole_pages_only:  # never touch a page that also holds bytes outside ``arr``
-        lo, hi = -(-start // PAGE) * PAGE, end // PAGE * PAGE
+        lo, hi = -(-start // page) * page, end // page * page
     else:
-        lo, hi = start // PAGE * PAGE, -(-end // PAGE) * PAGE
+        lo, hi = start // page * page, -(-end // page) * page
     if hi > lo:
         _madvise(lo, hi - lo, advice)
 
@@ -88,12 +88,7 @@ def huge_pages(arr: np.ndarray) -> np.ndarray:
     """Ask for transparent huge pages on the 2 MiB-aligned part of ``arr`` (heap memory,
     best before it is first written: pages already touched wait for the kernel's background
     collapse). Returns ``arr``; a no-op where the advice is unknown or not allowed."""
-    if _madvise is not None and arr.nbytes >= HUGE_PAGE:
-        start = arr.__array_interface__["data"][0]
-        lo = -(-start // HUGE_PAGE) * HUGE_PAGE
-        hi = (start + arr.nbytes) // HUGE_PAGE * HUGE_PAGE
-        if hi > lo:
-            _madvise(lo, hi - lo, _HUGEPAGE)
+    _advise(arr, extent(arr), _HUGEPAGE, whole_pages_only=True, page=HUGE_PAGE)
     return arr
 
 

@@ -177,10 +177,6 @@ class _Input:
         self.close()
 
 
-def _open_bytes(path: Path) -> _Input:
-    return _Input(path)
-
-
 class _HexGuard:
     """The fast path's byte stream, watched for a hexadecimal prefix (a zero, then ``x`` or
     ``X``): Arrow's integer parser reads hexadecimal text as the number it spells, while an
@@ -220,7 +216,7 @@ def _sniff(path: Path, comment: str) -> tuple[list[bytes], int]:
     lines: list[bytes] = []
     leading = 0
     try:
-        with _open_bytes(path) as stream:
+        with _Input(path) as stream:
             buf = stream.read(1 << 16)
     except (OSError, pa.ArrowException, EOFError) as exc:
         raise InputError(f"cannot read ({exc})", path=path) from None
@@ -316,14 +312,8 @@ def _text_layout(path: Path, fmt: str, roles: dict[str, str | int | None], delim
     if not first:
         raise InputError("no data lines (empty input)", path=path)
     if delimiter is None:
-        if fmt == "csv":
-            delimiter = ","
-        elif b"\t" in first[0]:
-            delimiter = "\t"
-        elif b"," in first[0]:
-            delimiter = ","
-        else:
-            delimiter = " "
+        delimiter = ("," if fmt == "csv" else "\t" if b"\t" in first[0]
+                     else "," if b"," in first[0] else " ")
     squeeze = delimiter == " " and any(b"  " in x or x[:1] in (b" ", b"\t") or b"\t" in x
                                        for x in first)
     delim = delimiter.encode()
@@ -407,11 +397,9 @@ def _read_fast(path: Path, layout: _TextLayout, comment: str, on_bad_line: str,
             return "skip"
         return "error"
 
-    types = {}
-    for role, col in layout.selected.items():
-        types[col] = (pa.int64() if role in ("src", "dst") else pa.float64()
-                      if role == "weight" else pa.string())
-    source = _open_bytes(path)
+    types = {col: pa.int64() if role in ("src", "dst") else pa.float64() if role == "weight"
+             else pa.string() for role, col in layout.selected.items()}
+    source = _Input(path)
     try:
         reader = pacsv.open_csv(
             _HexGuard(source.stream),
@@ -437,17 +425,14 @@ def _read_fast(path: Path, layout: _TextLayout, comment: str, on_bad_line: str,
                              path=path) from None
         raise NeedCarefulRead(_short(exc)) from None
     except (OSError, EOFError, pa.ArrowException) as exc:
-        msg = _short(exc)
-        if path.name.lower().endswith(".gz"):
-            msg = f"truncated or corrupt gzip stream ({msg})"
-        raise InputError(msg, path=path) from None
+        raise _stream_error(exc, path) from None
     finally:
         source.close()
 
 
 def _read_careful(path: Path, layout: _TextLayout, comment: str, on_bad_line: str,
                   progress: Callable[[int], None], bad_lines: list[int]) -> Iterator[RawEdgeBatch]:
-    stream = _open_bytes(path)
+    stream = _Input(path)
     filtered = _FilteredText(stream, comment, layout.squeeze, progress)
     row_base = 1 if layout.header else 0
     state = {"bad": None}
@@ -492,16 +477,21 @@ def _read_careful(path: Path, layout: _TextLayout, comment: str, on_bad_line: st
                              line=line) from None
         raise InputError(_short(exc), path=path) from None
     except (OSError, EOFError, pa.ArrowException) as exc:
-        msg = _short(exc)
-        if path.name.lower().endswith(".gz"):
-            msg = f"truncated or corrupt gzip stream ({msg})"
-        raise InputError(msg, path=path) from None
+        raise _stream_error(exc, path) from None
     finally:
         stream.close()
 
 
 def _short(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:300]
+
+
+def _stream_error(exc: BaseException, path: Path) -> InputError:
+    """A failed read of ``path`` in one line (a ``.gz`` file's: a truncated or corrupt
+    stream)."""
+    gz = path.name.lower().endswith(".gz")
+    return InputError(f"truncated or corrupt gzip stream ({_short(exc)})" if gz
+                      else _short(exc), path=path)
 
 
 def read_table(path: Path, fmt: str, roles: dict[str, str | int | None],

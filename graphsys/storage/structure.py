@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 import pyarrow.ipc as paipc
 
 from graphsys.errors import FormatError
+from graphsys.storage.edge_runs import bucket_schema
 from graphsys.storage.format import EdgeSet, Manifest, bucket_file, node_file
 from graphsys.storage.location import GraphLocation
 
@@ -59,23 +60,13 @@ def check_node_rows(graph) -> None:
                                   f" (entity_types.{t}.partition_sizes)")
 
 
-def _edge_schema(es: EdgeSet) -> dict[str, pa.DataType]:
-    out = {"src": pa.int32(), "dst": pa.int32()}
-    if es.has_rel:
-        out["rel"] = pa.int32()
-    if es.has_weight:
-        out["weight"] = pa.float32()
-    for c in es.columns:
-        out[c.name] = pa.from_numpy_dtype(np.dtype(c.dtype))
-    return out
-
-
 def check_bucket_file(reader: paipc.RecordBatchFileReader, es: EdgeSet, expected_rows: int,
                       path: Path) -> None:
     """Schema (``src``/``dst`` int32, ``rel`` int32, ``weight`` float32 and the edge columns
     in their dtypes, as the edge set says) and total rows of an opened bucket file, from its
     metadata alone."""
-    want = _edge_schema(es)
+    want = {f.name: f.type for f in bucket_schema(es.has_rel, es.has_weight,
+                                                  [(c.name, c.dtype) for c in es.columns])}
     try:
         got = {f.name: f.type for f in reader.schema}
     except (UnicodeDecodeError, pa.ArrowException) as exc:
@@ -84,10 +75,8 @@ def check_bucket_file(reader: paipc.RecordBatchFileReader, es: EdgeSet, expected
         have = ", ".join(f"{k}: {v}" for k, v in got.items())
         need = ", ".join(f"{k}: {v}" for k, v in want.items())
         raise FormatError(f"{path}: columns ({have}) differ from the edge set's ({need})")
-    rows = 0
     try:
-        for k in range(reader.num_record_batches):
-            rows += reader.get_batch(k).num_rows
+        rows = sum(reader.get_batch(k).num_rows for k in range(reader.num_record_batches))
     except (OSError, pa.ArrowException) as exc:
         raise FormatError(f"{path}: unreadable record batch ({exc})") from None
     if rows != expected_rows:

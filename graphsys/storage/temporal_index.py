@@ -40,6 +40,7 @@ from graphsys.errors import FormatError, GraphsysError
 from graphsys.progress import progress_bar
 from graphsys.storage.column_file import allocate_column, map_column
 from graphsys.storage.format import IndexInfo, index_file
+from graphsys.storage.index_merge import sort_rows
 from graphsys.storage.kernels import count_into
 
 #: The kind name of the index in the manifest.
@@ -103,31 +104,6 @@ def _scatter(src, dst, t, pos, cursor, indices, time, eid):
 
 
 @njit(parallel=True, cache=True)
-def _sort_rows(indptr, indices, time, eid):
-    """Stable sort of every row by time (entries arrive in edge-id order, so equal stamps
-    stay in edge-id order)."""
-    n = indptr.shape[0] - 1
-    for v in prange(n):
-        lo, hi = indptr[v], indptr[v + 1]
-        if hi - lo < 2:
-            continue
-        sorted_already = True
-        for k in range(lo + 1, hi):
-            if time[k] < time[k - 1]:
-                sorted_already = False
-                break
-        if sorted_already:
-            continue
-        order = np.argsort(time[lo:hi], kind="mergesort")
-        ix = indices[lo:hi][order].copy()
-        tt = time[lo:hi][order].copy()
-        ee = eid[lo:hi][order].copy()
-        indices[lo:hi] = ix
-        time[lo:hi] = tt
-        eid[lo:hi] = ee
-
-
-@njit(parallel=True, cache=True)
 def _row_problem(indptr, indices, time, eid, n, m):
     """0 when every entry is in range and every row sorted by (time, eid); else 1 + the
     first bad row."""
@@ -180,7 +156,8 @@ def fill_temporal(graph, edge_set: str, alloc, progress: bool = False):
             _scatter(s, d, np.ascontiguousarray(t), pos, cursor, indices, time, eid)
             pos += len(s)
             bar.update(len(s))
-    _sort_rows(indptr, indices, time, eid)
+    # by time, stably: entries arrive in edge-id order, so equal stamps stay in that order
+    sort_rows(indptr, time, indices, eid)
     return indptr, indices, time, eid, idx_dtype
 
 

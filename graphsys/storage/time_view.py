@@ -101,11 +101,9 @@ def parse_time(value, *, name: str = "until"):
         except ValueError:
             pass
         try:
-            number = float(text)
+            return parse_time(float(text), name=name)
         except ValueError:
-            number = None
-        if number is not None:
-            return parse_time(number, name=name)
+            pass
         try:
             return parse_time(_dt.datetime.fromisoformat(text), name=name)
         except ValueError:

@@ -159,16 +159,15 @@ def test_a_failed_write_leaves_nothing(tmp_path, direct, monkeypatch):
 
 def test_every_file_and_directory_is_synced_before_the_manifest(tmp_path, direct, monkeypatch):
     synced, seen = [], {}
-    real_fsync, real_write = _dense.fsync_path, _dense.write_bytes_atomic
+    real_fsync, real_write = _dense.fsync_path, _dense.write_manifest
     monkeypatch.setattr(_dense, "fsync_path", lambda p: synced.append(p) or real_fsync(p))
 
-    def manifest_last(path, data):
-        staging = path.parent
+    def manifest_last(staging, manifest):
         seen["files"] = {str(p.relative_to(staging)) for p in staging.rglob("*")}
         seen["synced"] = {str(p.relative_to(staging)) for p in synced}
-        real_write(path, data)
+        real_write(staging, manifest)
 
-    monkeypatch.setattr(_dense, "write_bytes_atomic", manifest_last)
+    monkeypatch.setattr(_dense, "write_manifest", manifest_last)
     src, dst, w, cols = _inputs()
     graphsys.from_numpy(src, dst, tmp_path / "g", num_nodes=500, weight=w, node_columns=cols,
                         partitions=3)

@@ -217,7 +217,7 @@ def test_a_crash_before_the_swap_leaves_the_graph_as_it_was(tmp_path, monkeypatc
 
     delete_edges(g.path, [3], [1])
     manifest = (g.path / "manifest.json").read_bytes()
-    monkeypatch.setattr(changes, "write_bytes_atomic", crash)
+    monkeypatch.setattr(changes, "write_manifest", crash)
     with pytest.raises(KeyboardInterrupt):
         delete_edges(g.path, [1], [2])
     with pytest.raises(KeyboardInterrupt):
