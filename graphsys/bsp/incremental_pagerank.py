@@ -24,36 +24,21 @@ start, records it in ``result.stats.start`` and says it in ``result.stats.method
   scratch (whose bound is ``damping * tol``). A chain of delta runs halves the budget left
   each time; below :data:`MIN_BUDGET` of ``tol`` the run takes a warm start instead.
 
-  The push is taken only where it costs less than the warm start, counted in edges read,
-  not in seconds. The warm start costs its layout (:data:`WARM_SETUP_SUPERSTEPS`) and
-  :math:`1 + \log(\rho_0 / \mathrm{tol}) / \log(1/\alpha)` supersteps over every edge,
-  :math:`\rho_0` the L1 change its first superstep makes (the first residual's norm and
-  the previous run's bound, over :math:`\sum y`), the worst-case rate :math:`\alpha` a
-  superstep. The push needs about :math:`k = \log(\lVert r\rVert_1 / g) / \log(1/\alpha)`
-  rounds to bring the norm to its goal :math:`g`, and its work (edges its pushes scan and
-  nodes its rounds read) is estimated as :data:`PUSH_SPREAD` times the out-degree volume
-  of the nodes the first residual reaches times :math:`k^d`, :math:`d` how the ball of
-  out-hops around them grows (about 2 on a grid, 1 on a path: a short search,
-  :func:`~graphsys.kernels.pagerank_push.ball_sizes`), at most a pass over the edges a
-  round (where the ball grows past the search's limit: a fast-mixing graph); one unit of
-  it costs :data:`PUSH_WORK_COST` times the threads edges of a superstep. Where the
-  estimate is
-  above :data:`PUSH_SHARE` of the warm start's cost the run takes the warm start;
-  otherwise the push runs with the warm start's cost as its budget, and stops once its
-  counted work reaches the budget, or the rounds its norm still needs, each as much work
-  as its last, would take it there: its ranks then start the power iteration (which needs
-  fewer supersteps from them than from the previous ranks).
-
-  The decision reads the cheap facts first: the changed share from the manifest and
-  whether the previous edges have a stored CSR (nothing read), the budget left, then the
-  most nodes the first residual can reach (the CSR's rows of the changed sources alone,
-  largest first, until they pass :data:`LOCAL_MAX_SHARE`),
-  and only then the arrays over the nodes, the residual and the cost estimate (whose
-  ball search runs only where its answer can change the choice). Where it chooses the
-  warm start after computing the residual, the warm start begins from the previous ranks
-  one power step on (the residual added); the CSR it mapped and the change it read are
-  kept by the :class:`~graphsys.storage.graph.Graph`, which the warm start's layout
-  reads again (through the change sets, :func:`graphsys.storage.csr.merged_index`).
+  The push is taken only where it costs less than the warm start, both counted in edges
+  read (:func:`_plan`): the warm start pays its layout (:data:`WARM_SETUP_SUPERSTEPS`) and
+  the supersteps its first change needs to fall below ``tol`` at the worst-case rate
+  :math:`\alpha` a superstep; the push, the rounds its norm needs at that rate, each
+  estimated from the out-degree volume of the nodes the first residual reaches and how
+  the ball of out-hops around them grows (:func:`_growth`; at most a pass over the edges
+  a round). Where the estimate is above :data:`PUSH_SHARE` of the warm start's cost the
+  run takes the warm start; otherwise the push runs with that cost as its budget and,
+  once its counted work (or the rounds it still needs) would pass it, hands its ranks to
+  the power iteration. The cheap facts decide first (the changed share and the stored
+  CSR from the manifest, the budget left, then the most nodes the first residual can
+  reach, from the CSR's rows of the changed sources alone, largest first), and only then
+  the arrays over the nodes. A warm start chosen after the residual was computed begins
+  one power step on from the previous ranks, and reads again the CSR and change the
+  :class:`~graphsys.storage.graph.Graph` keeps.
 * ``warm`` elsewhere (more changed; the change's first residual reaches more than
   :data:`LOCAL_MAX_SHARE` of the nodes; the push's estimated cost is above the warm
   start's; the previous edges have no stored CSR index; another device or mode; a time
