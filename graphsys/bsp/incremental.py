@@ -81,7 +81,7 @@ from graphsys.bsp import incremental_changes as changes
 from graphsys.bsp.engine import Result
 from graphsys.bsp.engine import run as run_program
 from graphsys.bsp.program import VertexProgram, lower_to_min
-from graphsys.bsp.stats import RunStats, SuperstepStats
+from graphsys.bsp.stats import SuperstepStats
 from graphsys.errors import FormatError, GraphsysError
 from graphsys.execution import Execution
 from graphsys.storage.previous import (  # noqa: F401 (re-exported: read by bsp's front-ends)
@@ -232,16 +232,11 @@ def components_from(spec, graph, previous: Previous, *, source=None, params=None
         scanned += len(s)
     label = np.empty(n, np.int64)
     _roots(parent, label)
-    es = graph.edge_set(edge_set)
     step = SuperstepStats(superstep=0, active=n, direction="union-find", edges_scanned=scanned,
                           messages_sent=scanned, messages_combined=merged, fused=True)
-    step.seconds["edges"] = time.perf_counter() - t0 - setup
-    stats = RunStats(algorithm=spec.name, mode="memory", device="cpu", backend="numba",
-                     world_size=1, num_nodes=n, num_edges=es.num_edges, setup_seconds=setup,
-                     seconds=time.perf_counter() - t0, converged=True,
-                     method="union-find over the new edges", supersteps=[step],
-                     start="repair")
-    return Result(values=label.astype(np.float64), stats=stats, graph=graph)
+    return Result(values=label.astype(np.float64), graph=graph, stats=changes.run_stats(
+        spec.name, graph, {"edge_set": edge_set}, t0, setup, step,
+        "union-find over the new edges"))
 
 
 # -- BFS, SSSP ----------------------------------------------------------------------------------

@@ -72,7 +72,7 @@ from graphsys.bsp.stats import RunStats, SuperstepStats
 from graphsys.errors import FormatError, GraphsysError
 from graphsys.execution import Execution
 from graphsys.kernels import repair
-from graphsys.kernels.arrays import flags, old_adjacency
+from graphsys.kernels.arrays import flags, old_adjacency, read_only
 from graphsys.storage.previous import (  # noqa: F401 (read_edges_as_stored re-exported)
     REPAIR_MAX_FRACTION,
     Change,
@@ -129,13 +129,16 @@ def from_scratch(spec, graph, why: str, *, source=None, params=None, max_iters=N
     return result
 
 
-def _stats(spec, graph, kwargs, t0, setup, step, method, weighted=False) -> RunStats:
+def run_stats(name, graph, kwargs, t0, setup, step, method, **more) -> RunStats:
+    """The stats of a run from a previous result in one in-memory CPU pass (``step``),
+    started at ``t0`` with ``setup`` seconds before its pass; ``start`` "repair" unless
+    ``more`` says otherwise."""
     step.seconds["edges"] = time.perf_counter() - t0 - setup
-    return RunStats(algorithm=spec.name, mode="memory", device="cpu", backend="numba",
-                    world_size=1, num_nodes=graph.num_nodes(),
+    return RunStats(**{"start": "repair", **more}, algorithm=name, mode="memory", device="cpu",
+                    backend="numba", world_size=1, num_nodes=graph.num_nodes(),
                     num_edges=graph.edge_set(kwargs.get("edge_set")).num_edges,
                     setup_seconds=setup, seconds=time.perf_counter() - t0, converged=True,
-                    method=method, supersteps=[step], weighted=weighted, start="repair")
+                    method=method, supersteps=[step])
 
 
 def components_repaired(spec, graph, previous, labels, change: Change, kwargs, union_find
@@ -167,9 +170,9 @@ def components_repaired(spec, graph, previous, labels, change: Change, kwargs, u
             if change.readded else change.deleted
         dout, din = flags(n, gone)
         setup = time.perf_counter() - t0
-        key, work, done = repair.wcc_race(n, oip, oix, iip, iix, lay, gone,
-                                          np.sort(gone % n * n + gone // n), dout, din,
-                                          comp, len(known), seeds, limit)
+        keys = read_only(gone, np.sort(gone % n * n + gone // n))  # by source, by target
+        key, work, done = repair.wcc_race(n, oip, oix, iip, iix, lay, *keys, dout, din, comp,
+                                          len(known), seeds, limit)
         if not done:
             return Costly(f"the split search scanned more than {REPAIR_MAX_SWEEPS}x both "
                           f"ends of the edges")
@@ -187,7 +190,8 @@ def components_repaired(spec, graph, previous, labels, change: Change, kwargs, u
     method = (f"repaired ({len(change.changed_deleted):,} deleted pairs, {len(seeds):,} "
               f"ends searched, {len(change.src):,} new edges unioned)")
     return Result(values=label.astype(np.float64),
-                  stats=_stats(spec, graph, kwargs, t0, setup, step, method), graph=graph)
+                  stats=run_stats(spec.name, graph, kwargs, t0, setup, step, method),
+                  graph=graph)
 
 
 def _limit(graph, kwargs) -> int:
@@ -235,8 +239,8 @@ def distances_repaired(spec, graph, previous, base, values, change: Change, kwar
     method = (f"repaired ({len(change.changed_deleted):,} deleted pairs, "
               f"{len(change.changed_updated):,} re-weighted, {len(change.src):,} new "
               f"edges; {int(gone):,} invalidated, {int(relaxed):,} relaxed)")
-    return Result(values=values, stats=_stats(spec, graph, kwargs, t0, setup, step, method,
-                                              weighted), graph=graph)
+    return Result(values=values, stats=run_stats(spec.name, graph, kwargs, t0, setup, step,
+                                                 method, weighted=weighted), graph=graph)
 
 
 def _checks(change: Change, n: int, d: np.ndarray, least: float, weighted: bool

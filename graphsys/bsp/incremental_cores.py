@@ -143,5 +143,5 @@ def cores_updated(spec, graph, core: np.ndarray, od: tuple, change: changes.Chan
     method = (f"updated ({pairs:,} deleted pairs, {len(inserted[0]):,} new edges; "
               f"{int(scanned):,} entries scanned)")
     return Result(values=core.astype(np.float64),
-                  stats=changes._stats(spec, graph, kwargs, t0, setup, step, method),
+                  stats=changes.run_stats(spec.name, graph, kwargs, t0, setup, step, method),
                   graph=graph, order=core_maintenance.order_ranks(od, len(core)))

@@ -105,7 +105,7 @@ from graphsys.bsp import incremental_changes as changes
 from graphsys.bsp.engine import Result
 from graphsys.bsp.engine import run as run_program
 from graphsys.bsp.incremental import Previous, pagerank_warm_start
-from graphsys.bsp.stats import RunStats, SuperstepStats
+from graphsys.bsp.stats import SuperstepStats
 from graphsys.errors import FormatError
 from graphsys.kernels.arrays import read_only
 from graphsys.kernels.pagerank_push import ball_sizes, edge_change_residual, push
@@ -339,7 +339,6 @@ def _delta(spec, graph, previous: Previous, program, change, max_iters, kwargs
         float(y.sum()), tol / 2.0, c * carried / 2.0, budget)
     step = SuperstepStats(superstep=0, active=int(pushes), direction="push",
                           edges_scanned=int(work), messages_sent=int(work), fused=True)
-    step.seconds["edges"] = time.perf_counter() - t0 - setup
     method = f"delta push ({_what(change)}, {int(pushes):,} pushes in {int(rounds)} rounds)"
     if not done:  # the residual spread too far: the power iteration from here
         program.initial = y / total
@@ -349,13 +348,9 @@ def _delta(spec, graph, previous: Previous, program, change, max_iters, kwargs
                                 f"{budget:,} work (a warm start's estimated cost)")
         result.stats.start = "delta"
         return result
-    stats = RunStats(algorithm=program.name, mode="memory", device="cpu", backend="numba",
-                     world_size=1, num_nodes=n, num_edges=graph.edge_set(
-                         kwargs.get("edge_set")).num_edges,
-                     setup_seconds=setup, seconds=time.perf_counter() - t0, converged=True,
-                     method=method, supersteps=[step], weighted=weighted, start="delta",
-                     residual=(norm + c * carried) / total)
-    return Result(values=y / total, stats=stats, graph=graph)
+    return Result(values=y / total, graph=graph, stats=changes.run_stats(
+        program.name, graph, kwargs, t0, setup, step, method, weighted=weighted,
+        start="delta", residual=(norm + c * carried) / total))
 
 
 def _too_wide(share: float, bound: str = "") -> str:
