@@ -446,6 +446,15 @@ def _changes_calls() -> dict[str, Callable]:
         for name, run in runs.items():
             run(g, init=before[name])
 
+    def matched(work: Path, seed: int) -> None:
+        # the numba matcher of a batch's rows with a change's pairs, which batches of
+        # edge_changes.PAIR_KERNEL_MIN_ROWS rows or more take (larger than these graphs')
+        from graphsys.storage.kernels import pair_positions
+
+        rows = np.arange(4, dtype=np.int32)
+        rows.flags.writeable = False  # as apply hands them
+        pair_positions(rows, rows, np.arange(2, dtype=np.int64), np.empty(4, np.int64))
+
     def delta(work: Path, seed: int) -> None:
         n = 1 << 12  # out-degree 2: one deleted edge's residual reaches few nodes
         src = np.repeat(np.arange(n), 2)
@@ -458,7 +467,7 @@ def _changes_calls() -> dict[str, Callable]:
 
     return {"repair_indexed": lambda work, seed: changed(work / "indexed", seed, True),
             "repair_built": lambda work, seed: changed(work / "built", seed, False),
-            "pagerank_delta": delta}
+            "pagerank_delta": delta, "matched": matched}
 
 
 def _rmat(nodes: int, edges: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

@@ -156,7 +156,7 @@ def apply(eb, member: str, changes: list[BucketChange], removed: dict[str, int] 
     mine = [c for c in changes if member in c.targets and len(c.keys)]
     if not mine or not len(eb):
         return eb
-    src, dst = np.asarray(eb.src), np.asarray(eb.dst)
+    src, dst = _read_only(eb.src), _read_only(eb.dst)  # one signature of the kernel
     keep = None  # bool per row once a delete hits
     weight = eb.weight
     pos = np.empty(len(src), np.int64)
@@ -185,6 +185,13 @@ def apply(eb, member: str, changes: list[BucketChange], removed: dict[str, int] 
         eb, src=eb.src[keep], dst=eb.dst[keep], rel=None if eb.rel is None else eb.rel[keep],
         weight=None if weight is None else weight[keep],
         columns={k: v[keep] for k, v in eb.columns.items()})
+
+
+def _read_only(column) -> np.ndarray:
+    """A read-only view of a batch's column (a bucket's mapped one, or one in memory)."""
+    view = np.asarray(column).view()
+    view.flags.writeable = False
+    return view
 
 
 def removed_counts(graph, name: str) -> dict[tuple[int, int], int]:

@@ -257,3 +257,31 @@ def test_cli_auto_decides_from_the_manifest_before_reading_the_values(tmp_path, 
                  str(tmp_path / "bfs.parquet"), "--overwrite", "--json"]) == 0
     stats = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert stats["start"] == "scratch" and "above the repair's 5%" in stats["method"]
+
+
+def test_wcc_repairs_of_many_random_deletions_equal_networkx(tmp_path, monkeypatch):
+    """Up to a third of a small graph's edges deleted, the repair's limits lifted so that it
+    always repairs: groups meet, close and split components as networkx counts them."""
+    monkeypatch.setattr(incremental_changes, "REPAIR_MAX_FRACTION", 1.0)
+    monkeypatch.setattr(incremental_changes, "REPAIR_MAX_SWEEPS", 10**6)
+    for seed in range(40):
+        rng = np.random.default_rng(seed)
+        n = int(rng.integers(5, 60))
+        m = int(rng.integers(n // 2, 3 * n))
+        src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
+        g = graphsys.from_numpy(src, dst, tmp_path / f"g{seed}", num_nodes=n,
+                                partitions=int(rng.integers(1, 4)))
+        if seed % 2:
+            build_index(g, ("csr", "csc"))
+        before = bsp.wcc(g).to_table()
+        pick = rng.choice(m, int(rng.integers(1, max(2, m // 3))), replace=False)
+        delete_edges(g.path, src[pick], dst[pick])
+        g = open_graph(g.path)
+        run = bsp.wcc(g, init=before)
+        assert run.stats.start == "repair"
+        np.testing.assert_array_equal(run.values, bsp.wcc(g).values)
+        gone = set(zip(src[pick].tolist(), dst[pick].tolist()))
+        ref = nx.Graph()
+        ref.add_nodes_from(range(n))
+        ref.add_edges_from(e for e in zip(src.tolist(), dst.tolist()) if e not in gone)
+        assert len(set(run.values.tolist())) == nx.number_connected_components(ref)
