@@ -326,17 +326,10 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
     if dense:
         fps = w["flops"] / max(w["steps"], 1)
         out["dense_reference"] = dense_reference(fps, min(max(w["steps"], 1), 50), device=dev)
-    simt = rec.result()
-    sims, lbs = {}, {}
-    for m, r in simt.items():
-        lbs[m] = r.pop("load_balance")
-        sims[m] = r
-    if len(maps) == 1:
-        out["simt"] = sims[maps[0]]
-        out["load_balance"] = dict(lbs[maps[0]])
-    else:
-        out["simt"] = sims
-        out["load_balance"] = dict(lbs)
+    sims = rec.result()
+    lbs = {m: r.pop("load_balance") for m, r in sims.items()}
+    out["simt"] = sims[maps[0]] if len(maps) == 1 else sims
+    out["load_balance"] = dict(lbs[maps[0]] if len(maps) == 1 else lbs)
     out["storage"] = storage_balance(g, es.name, ranks)
     if ranked is not None:
         out["storage"]["ranks"]["supersteps"] = ranked.result()

@@ -87,12 +87,8 @@ class SimtRecorder:
             self.totals[m].merge(acc)
 
     def result(self) -> dict[str, dict[str, Any]]:
-        out = {}
-        for m in self.mappings:
-            r = self.totals[m].result()
-            r["per_step"] = self.steps[m]
-            out[m] = r
-        return out
+        return {m: {**self.totals[m].result(), "per_step": self.steps[m]}
+                for m in self.mappings}
 
 
 def _chunks_of(deg: np.ndarray, mask: Callable[[int, int], np.ndarray] | None, *,
