@@ -268,4 +268,3 @@ def profile_gnn(graph, *, recorder: SimtRecorder, device: str = "cpu", steps: in
                          "simt_source": "per-destination in-degrees of every sampled block",
                          "trainer": "the trainer's block sampler, build_node_model and "
                                     "Adam (graphsys.gnn.node_task), not train() itself"}}
-

@@ -440,7 +440,3 @@ def require_finite(arr: np.ndarray, file: Path, block_rows: int = BLOCK_ROWS) ->
             row = start + int(np.flatnonzero(bad.any(axis=tuple(range(1, bad.ndim))))[0])
             raise FormatError(f"{file}: non-finite embedding (NaN or infinity) in row {row}")
     return arr
-
-
-
-

@@ -287,4 +287,3 @@ def bounding_eccentricities(members, optr, oidx, iptr, iidx, both, bound, dist, 
                 v = i
         pick_upper = not pick_upper
     return searches
-

@@ -36,7 +36,6 @@ _C4_K4 = {"4-path": (-4, -12), "3-star": (0, -4), "4-cycle": (1, 3),
           "tailed-triangle": (0, 12), "diamond": (0, -6), "4-clique": (0, 1)}
 
 
-
 #: A connected 3- or 4-node pattern's class from (edges, sorted degrees).
 SHAPES = {(2, (1, 1, 2)): "wedge", (3, (2, 2, 2)): "triangle",
           (3, (1, 1, 2, 2)): "4-path", (3, (1, 1, 1, 3)): "3-star",

@@ -382,4 +382,3 @@ def esu5(ptr, idx, roots, lo, hi, marks, adjs, poss, exts, acc):
         tid = numba.get_thread_id()
         _esu_root(ptr, idx, roots[t], lo[t], hi[t], marks[tid], adjs[tid], poss[tid],
                   exts[tid], acc[tid])
-

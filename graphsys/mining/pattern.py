@@ -497,7 +497,6 @@ def _arrows(plan: Plan, i: int, j: int, w: int, v: int) -> str:
     return ", ".join(arcs)
 
 
-
 def census_class(p: Pattern) -> str | None:
     """The class of the 3- and 4-node census an unlabelled pattern without anti-edges is
     (its induced count is then read from :func:`~graphsys.mining.census.small_census`),

@@ -514,4 +514,3 @@ def _fill_entities(h5py, src: Path, ent_dir: Path, version: int, ptype: str, ppa
     stats.update(imported=imported, fresh_init=len(src_row) - imported,
                  pbg_rows=len(names), pbg_not_in_graph=len(missing),
                  examples_not_in_graph=[names[i] for i in missing[:5]])
-
