@@ -136,13 +136,6 @@ def require_faiss():
     return faiss
 
 
-def _check_choice(kind: str, by: str) -> None:
-    if kind not in KINDS:
-        raise GraphsysError(f"index kind must be one of {', '.join(KINDS)}, got {kind!r}")
-    if by not in MEASURES:
-        raise GraphsysError(f"by must be cos or dot, got {by!r}")
-
-
 def _prepared(rows: np.ndarray, by: str) -> np.ndarray:
     """float32 C-contiguous copy of ``rows`` ``(n, d)``, unit length when ``by`` is cos
     (zero rows stay zero)."""
@@ -184,7 +177,10 @@ def build_index(parts: list[np.ndarray], kind: str, by: str = "cos",
     and ivf, plus ``2 * hnsw_m * 4`` bytes per row for hnsw) plus one block of
     :data:`ADD_ROWS` rows and, for ivf, ``train_rows`` rows."""
     faiss = require_faiss()
-    _check_choice(kind, by)
+    if kind not in KINDS:
+        raise GraphsysError(f"index kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    if by not in MEASURES:
+        raise GraphsysError(f"by must be cos or dot, got {by!r}")
     params = params or IndexParams()
     params.check()
     rows = _Rows(parts)

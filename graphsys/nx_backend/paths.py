@@ -60,15 +60,11 @@ def descendants_at_distance(G, source, distance):
     return {G.keys[i] for i in np.flatnonzero(dist == distance).tolist()}
 
 
-def _no_path(source, target):
-    return _nx().NetworkXNoPath(f"No path between {source} and {target}.")
-
-
 def _one_pair(G, source, target, weight):
     _check_node(G, target, "Target")
     d = _reached(G, source, weight)[G.index[target]]
     if not np.isfinite(d):
-        raise _no_path(source, target)
+        raise _nx().NetworkXNoPath(f"No path between {source} and {target}.")
     return int(d) if G.weight is None or weight is None else float(d)
 
 
