@@ -461,8 +461,7 @@ def profile_call(fn: Callable[[StepMarker], Any], *, device: str = "cpu",
 
     ``count_transfers=False`` leaves the transfer counter out, for a workload whose tensors
     all live on the CPU (nothing to copy across devices): Python dispatch of every operator
-    costs that run time and memory (measured on a 100M-edge out-of-core PageRank: +40 %
-    wall time, +120 MiB peak RSS). Scalar reads are then counted from the profiler's
+    costs that run time and memory. Scalar reads are then counted from the profiler's
     ``aten::_local_scalar_dense`` events called by the workload itself (the ones the
     counter sees; those nested in other operators are not counted either way).
 

@@ -245,8 +245,6 @@ def account(wall: float, before: list[tuple[str, float]], window: float,
     ``attributed_seconds`` and ``attributed_share`` (named parts over the wall time),
     ``by_kind`` (seconds per part kind) and ``profiler`` (the profiler's own work, not
     part of the run: ``after``)."""
-    rows = [{"name": n, "seconds": s, "count": 0, "kind": "python"} for n, s in before
-            if s > 0]
     out: dict[str, Any] = {"wall_seconds": wall}
     for key, section in (("parts", window_parts), ("phases", window_phases)):
         rows = [{"name": n, "seconds": s, "count": 0, "kind": "python"} for n, s in before
