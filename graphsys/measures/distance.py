@@ -288,9 +288,8 @@ def _component(search: _Searcher, start: tuple[int, int | None], size: int, exac
     at most the largest bound: after the search from ``r2`` that often meets the lower
     bound already (a road network: three searches); when one search of the nodes farthest
     from ``r2`` ends iFUB from it, that search follows at once (email-Enron). Else iFUB
-    from ``u`` while the bounds
-    differ and ``exact``, searching only the fringe nodes whose bound exceeds the lower
-    bound."""
+    from ``u`` while the bounds differ and ``exact``, searching only the fringe nodes whose
+    bound exceeds the lower bound."""
     r1, a1 = start
     if a1 is None:
         a1, _, _ = search.sweep(r1)

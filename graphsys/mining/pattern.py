@@ -6,12 +6,11 @@ label per node and per edge, optional anti-edges (pairs that must not be adjacen
 directed, its edges read as arcs. It is compiled, once, into a *plan* (Peregrine's
 pattern-aware matching [1]_): a matching order (a node of most edges first, then
 repeatedly the node with most edges to the nodes already placed, so every step extends a
-connected match), and
-symmetry-breaking conditions ``id(a) < id(b)`` derived from the pattern's automorphisms
-(Grochow and Kellis [2]_: while the group is not trivial, take the first node in matching
-order with a non-trivial orbit, require it below every other node of its orbit, and keep
-its stabiliser), so every subgraph is matched exactly once instead of once per
-automorphism.
+connected match), and symmetry-breaking conditions ``id(a) < id(b)`` derived from the
+pattern's automorphisms (Grochow and Kellis [2]_: while the group is not trivial, take the
+first node in matching order with a non-trivial orbit, require it below every other node of
+its orbit, and keep its stabiliser), so every subgraph is matched exactly once instead of
+once per automorphism.
 
 The matcher (:func:`graphsys.mining.match_kernels.match_count`) extends a match level by level:
 a level's candidates are the neighbours of its placed neighbour with the shortest row,

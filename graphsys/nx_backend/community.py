@@ -1,8 +1,7 @@
 """graphsys's community detection, quality and census behind NetworkX's signatures:
 ``is_partition``, ``modularity`` (the kernel of :func:`graphsys.bsp.modularity`:
 NetworkX's directed modularity on a directed graph, self-loops counted as NetworkX counts
-them),
-``louvain_communities`` (graphsys's Louvain levels on that modularity),
+them), ``louvain_communities`` (graphsys's Louvain levels on that modularity),
 ``label_propagation_communities`` (NetworkX's semi-synchronous label propagation, step
 for step, in numba), ``asyn_lpa_communities`` (NetworkX's asynchronous one with
 Python's random draws, in numba) and ``triadic_census`` (:func:`graphsys.mining.triad_census`)."""
