@@ -543,8 +543,7 @@ def _stats(totals: _Totals, cycles: _Cycles, marker: StepMarker,
                 + st["counts"].get(f"{STEP_PREFIX}{k}", 0) for k in recorded]
     numba_calls = fx["counts"].pop("numba calls", 0) + round(
         st["counts"].pop("numba calls", 0) * cscale)
-    fx_total = sum(fx["counts"].values())
-    total = fx_total + round(sum(st["counts"].values()) * cscale)
+    total = sum(fx["counts"].values()) + round(sum(st["counts"].values()) * cscale)
     per_name = Counter(fx["per_name"])
     secs = dict(fx["secs"])
     for n, c in st["per_name"].items():

@@ -194,8 +194,7 @@ def probe(exe: str) -> tuple[str | None, bool]:
     out = _run_ncu([exe, "--version"], "--version").stdout
     version = next((x.strip() for x in out.splitlines() if x.strip().startswith("Version")),
                    None)
-    helptext = _run_ncu([exe, "--help"], "--help").stdout
-    return version, "--rename-kernels" in helptext
+    return version, "--rename-kernels" in _run_ncu([exe, "--help"], "--help").stdout
 
 
 def preflight(device: str, ncu_path: str | Path | None = None) -> NcuSetup:

@@ -192,8 +192,7 @@ def modelled_notes(profile: dict[str, Any]) -> list[str]:
     maps = profile["mappings"]
     simt = _per_mapping(profile["simt"], maps)
     lb = _per_mapping(profile["load_balance"], maps)
-    gpu = lb[maps[0]].get("gpu", "?")
-    pre = f"Modelled for GPU {gpu}: "
+    pre = f"Modelled for GPU {lb[maps[0]].get('gpu', '?')}: "
     util = {m: simt[m]["mean_utilization"] for m in maps
             if simt[m]["mean_utilization"] is not None}
     # the vertex-to-thread mapping is a choice of the BSP engine's kernels only: embedding

@@ -244,8 +244,7 @@ class SimtAccumulator:
         if self.mapping == "edge-balanced":
             self._edge_balanced(self._n_kernel + self._e_kernel)
         elif self._carry.size:
-            per = self._items_per_cta
-            pad = np.zeros(per, np.int64)
+            pad = np.zeros(self._items_per_cta, np.int64)
             pad[:self._carry.size] = self._carry
             self._consume_items(pad)
         self._carry = np.zeros(0, np.int64)

@@ -134,8 +134,7 @@ def check_graph(meta: dict[str, Any], graph: Graph, where: str | Path, *,
     the trained rows per partition of every entity type, None when it did not grow."""
     hint = "(wrong --graph, or re-ingested with other partitions?)"
     old = check_nodes(meta["entity_types"], graph, str(where), hint, grown=grown)
-    rels = meta.get("relations") or []
-    want_rels = [(r["name"], r["lhs"], r["rhs"]) for r in rels]
+    want_rels = [(r["name"], r["lhs"], r["rhs"]) for r in (meta.get("relations") or [])]
     have_rels = [(r.name, r.lhs, r.rhs) for r in graph.relation_types]
     if want_rels and want_rels != have_rels:
         k = next((k for k, (a, b) in enumerate(zip(want_rels, have_rels)) if a != b),

@@ -141,8 +141,7 @@ def _prepared(rows: np.ndarray, by: str) -> np.ndarray:
     (zero rows stay zero)."""
     x = np.array(rows, dtype=np.float32, order="C", copy=True)
     if by == "cos":
-        norm = np.linalg.norm(x, axis=1, keepdims=True)
-        np.divide(x, np.maximum(norm, 1e-12), out=x)
+        np.divide(x, np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12), out=x)
     return x
 
 
@@ -228,8 +227,7 @@ class NearestIndex:
         best first. ``exclude``: int64 ``(q,)``, a row never returned for its query (the
         query entity itself). Rows the index could not fill (an IVF probe of too few cells)
         hold id -1 and score -inf."""
-        extra = 0 if exclude is None else 1
-        kk = min(k + extra, self.num_entities)
+        kk = min(k + (0 if exclude is None else 1), self.num_entities)
         scores, ids = self._search(_prepared(queries, self.by), kk)
         ids = ids.astype(np.int64)
         scores = np.where(ids < 0, -np.inf, scores).astype(np.float32)

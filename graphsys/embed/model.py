@@ -263,16 +263,14 @@ def _per_relation_matmul(x: Tensor, mats: Tensor, idx: Tensor) -> Tensor:
         return torch.bmm(gather(mats, idx), x.unsqueeze(-1)).squeeze(-1)
     out = torch.empty_like(x)
     order = torch.argsort(idx, stable=True)
-    sorted_idx = idx[order]
-    uniq, counts = torch.unique_consecutive(sorted_idx, return_counts=True)
+    uniq, counts = torch.unique_consecutive(idx[order], return_counts=True)
     parts, start = [], 0
     for r, c in zip(uniq.tolist(), counts.tolist()):
         rows = order[start:start + c]
         parts.append((rows, x[rows] @ mats[r].T))
         start += c
     rows = torch.cat([p[0] for p in parts])
-    vals = torch.cat([p[1] for p in parts])
-    return out.index_copy(0, rows, vals)
+    return out.index_copy(0, rows, torch.cat([p[1] for p in parts]))
 
 
 @OPERATORS.register_as("linear")
@@ -398,8 +396,7 @@ class Loss(ABC):
 
     def forward(self, pos: Tensor, neg: Tensor | list[Tensor],
                 weight: Tensor | None) -> Tensor:
-        blocks = [neg] if isinstance(neg, Tensor) else list(neg)
-        per_edge = self.per_edge(pos, blocks)
+        per_edge = self.per_edge(pos, [neg] if isinstance(neg, Tensor) else list(neg))
         if weight is not None:
             per_edge = per_edge * weight
         return per_edge.sum()

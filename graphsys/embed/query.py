@@ -455,8 +455,7 @@ class EmbeddingQueries:
                       torch.from_numpy(ex_ids[a:b] - lo)] = float("-inf")
                 s = torch.cat([best_s, s], dim=1)
                 ids = torch.cat([best_i, ids.expand(len(query), -1)], dim=1)
-                kk = min(k, s.shape[1])
-                best_s, pos = torch.topk(s, kk, dim=1)
+                best_s, pos = torch.topk(s, min(k, s.shape[1]), dim=1)
                 best_i = torch.gather(ids, 1, pos)
         return best_i.numpy(), best_s.numpy()
 

@@ -162,8 +162,7 @@ def _check_train_config(where: Path, raw: Any) -> None:
 
     if not isinstance(raw, dict):
         raise FormatError(f"{where}: meta.train_config must be an object")
-    known = {f.name for f in dataclasses.fields(TrainConfig)}
-    unknown = sorted(set(raw) - known)
+    unknown = sorted(set(raw) - {f.name for f in dataclasses.fields(TrainConfig)})
     if unknown:
         raise FormatError(f"{where}: meta.train_config.{unknown[0]}: not a training setting")
     values = dict(raw)

@@ -85,8 +85,7 @@ class HeteroConv(nn.Module):
                 if t not in x:
                     raise ParameterError("x", f"no input features for node type {t!r}")
             conv = self.convs[k]
-            n_dst = block.num_dst_nodes.get(d, 0)
-            x_dst = x[d][:n_dst]
+            x_dst = x[d][:block.num_dst_nodes.get(d, 0)]
             if _is_pyg(conv):
                 y = conv((x[s], x_dst), block.edge_index(rel))
             else:

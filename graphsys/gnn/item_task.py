@@ -66,8 +66,7 @@ def holdout_split(users: np.ndarray, items: np.ndarray, seed: int
     order = np.lexsort((rng.random(e), users))          # users grouped, random within user
     u_sorted = users[order]
     starts = np.flatnonzero(np.r_[True, u_sorted[1:] != u_sorted[:-1]])
-    sizes = np.diff(np.r_[starts, e])
-    ok = sizes >= 3
+    ok = np.diff(np.r_[starts, e]) >= 3
     test = np.zeros(e, bool)
     val = np.zeros(e, bool)
     test[order[starts[ok]]] = True
@@ -148,8 +147,7 @@ def rank_metrics(item_emb: torch.Tensor, user_items: list[np.ndarray],
     if not parts:
         raise GraphsysError("no held-out interaction to rank (every user's held-out edge "
                             "sets are empty)")
-    rank = np.concatenate(parts)
-    out = ranking.rank_metrics(rank, ks)
+    out = ranking.rank_metrics(np.concatenate(parts), ks)
     return {**out, **{f"recall@{k}": out[f"hits@{k}"] for k in ks}}
 
 

@@ -190,8 +190,7 @@ def rank_triples(z: torch.Tensor, rel: torch.Tensor, h: np.ndarray, r: np.ndarra
         for start in range(0, len(h), EVAL_BATCH):
             sl = slice(start, start + EVAL_BATCH)
             a, ans, rr = anchor[sl], answer[sl], r[sl]
-            q = z[on(a)] * rel[on(rr)]
-            scores = q @ zc.T
+            scores = (z[on(a)] * rel[on(rr)]) @ zc.T
             ap = pos_of[ans]
             if (ap < 0).any():
                 raise ParameterError("candidates", "a true answer is not among the candidates")

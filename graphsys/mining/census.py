@@ -148,8 +148,7 @@ def _mean_and_error(values: np.ndarray, scale: float, ranks: Ranks, draws: int
 def _sampled_four_cycles(view, rng, samples: int, ranks: Ranks) -> tuple[float, float]:
     """4-cycles from ``samples`` uniform wedges (see the module's notes)."""
     ptr, idx = view.full()
-    wedges = view.degree * (view.degree - 1) // 2
-    cum = np.cumsum(wedges, dtype=np.float64)
+    cum = np.cumsum(view.degree * (view.degree - 1) // 2, dtype=np.float64)
     draws = rng.random((samples, 3))
     if not len(cum) or cum[-1] == 0:
         return 0.0, 0.0
@@ -162,8 +161,7 @@ def _sampled_four_cycles(view, rng, samples: int, ranks: Ranks) -> tuple[float, 
 def _sampled_four_cliques(view, per_edge, rng, samples: int, ranks: Ranks
                           ) -> tuple[float, float]:
     """4-cliques from ``samples`` edges drawn by their diamond pairs (module notes)."""
-    pairs = per_edge * (per_edge - 1) // 2
-    cum = np.cumsum(pairs, dtype=np.float64)
+    cum = np.cumsum(per_edge * (per_edge - 1) // 2, dtype=np.float64)
     draws = rng.random((samples, 3))
     if not len(cum) or cum[-1] == 0:
         return 0.0, 0.0

@@ -353,8 +353,7 @@ class Pattern:
         """Pattern nodes in the order the matcher places them."""
         k = self.num_nodes
         deg = self._adj.sum(1)
-        first = max(range(k), key=lambda v: (deg[v], self.labels[v] >= 0, -v))
-        order = [first]
+        order = [max(range(k), key=lambda v: (deg[v], self.labels[v] >= 0, -v))]
         while len(order) < k:
             rest = [v for v in range(k) if v not in order]
             order.append(max(rest, key=lambda v: (int(self._adj[v, order].sum()), deg[v],

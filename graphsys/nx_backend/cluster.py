@@ -71,5 +71,4 @@ def transitivity(G):
     """``nx.transitivity`` of an undirected graph (0 without a triangle)."""
     t, d = _per_node(G)
     triangles = 2 * sum(t)
-    contri = sum(x * (x - 1) for x in d)
-    return 0 if triangles == 0 else triangles / contri
+    return 0 if triangles == 0 else triangles / sum(x * (x - 1) for x in d)

@@ -39,8 +39,7 @@ def modularity(G, communities, weight="weight", resolution=1):
     labels = np.empty(len(G), np.int64)
     for i, community in enumerate(communities):
         labels[G.internal(community)] = i
-    weighted = weight is not None and G.weight is not None
-    level = _level(G, weighted, visit_order=False)
+    level = _level(G, weight is not None and G.weight is not None, visit_order=False)
     if level.m == 0:  # every weight 0: NetworkX divides by the total weight
         raise ZeroDivisionError("division by zero")
     return level.modularity(labels, float(resolution))
@@ -120,8 +119,7 @@ def louvain_communities(G, weight="weight", resolution=1, threshold=0.0000001,
     """
     if G.null or len(G.edges()[0]) == 0:
         return [{u} for u in G]
-    weighted = weight is not None and G.weight is not None
-    level = _level(G, weighted)
+    level = _level(G, weight is not None and G.weight is not None)
     if level.m == 0:  # every weight 0: NetworkX's modularity divides by the total weight
         raise ZeroDivisionError("division by zero")
     from graphsys.bsp.algorithms.community import optimise

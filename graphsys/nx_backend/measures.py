@@ -203,8 +203,7 @@ def diameter(G, e=None, usebounds=False, weight=None):
 
 def radius(G, e=None, usebounds=False, weight=None):
     """``nx.radius``."""
-    ecc = _eccentricities(G, weight)
-    return int(ecc.min())
+    return int(_eccentricities(G, weight).min())
 
 
 def center(G, e=None, usebounds=False, weight=None):

@@ -56,8 +56,7 @@ def descendants_at_distance(G, source, distance):
     """``nx.descendants_at_distance``: the nodes exactly ``distance`` hops away."""
     if source not in G:
         raise _nx().NetworkXError(f"The node {source} is not in the graph.")
-    dist = _reached(G, source)
-    return {G.keys[i] for i in np.flatnonzero(dist == distance).tolist()}
+    return {G.keys[i] for i in np.flatnonzero(_reached(G, source) == distance).tolist()}
 
 
 def _one_pair(G, source, target, weight):

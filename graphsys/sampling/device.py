@@ -98,8 +98,7 @@ def stream_uniforms(state: torch.Tensor, k: int) -> torch.Tensor:
     """float64 (S, k): the first ``k`` uniforms in [0, 1) of each stream (``_uniform``
     called ``k`` times: the ``j``-th advances the state by ``(j + 1)`` golden steps)."""
     steps = torch.arange(1, k + 1, dtype=torch.int64, device=state.device) * _GOLDEN
-    words = mix64(state.unsqueeze(1) + steps)
-    return srl64(words, 11).to(torch.float64) * _INV53
+    return srl64(mix64(state.unsqueeze(1) + steps), 11).to(torch.float64) * _INV53
 
 
 def floyd_resolve(r: torch.Tensor, top: torch.Tensor, tri: torch.Tensor,
@@ -712,8 +711,7 @@ class DeviceNeighborSampler(Sampler):
         """The output buffers of :meth:`_flatten`'s ``flat``, as views of it."""
         lengths = [n for spec in layout[:-1] for _, n in spec] + [layout[-1]]
         pieces = iter(torch.split(flat, lengths))
-        layers = [{k: next(pieces) for k, _ in spec} for spec in layout[:-1]]
-        return layers, next(pieces)
+        return [{k: next(pieces) for k, _ in spec} for spec in layout[:-1]], next(pieces)
 
     def record_graphs(self, batch_sizes) -> None:
         """Record now the CUDA graphs of batches of these seed counts (``cuda_graphs``;
