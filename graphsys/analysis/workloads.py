@@ -358,8 +358,7 @@ def profile_bsp(graph, algorithm: str, *, recorder: SimtRecorder, source=None,
         for info, ref, pull in log.steps:
             everyone = ref is None or ref is ALL
             passes = _passes(prog.direction, pull)
-            kernels = [_chunks_of(deg(d), log.mask(ref)) for d in passes]
-            recorder.step(info, kernels,
+            recorder.step(info, [_chunks_of(deg(d), log.mask(ref)) for d in passes],
                           cache_key=(info["direction"], "all") if everyone else None)
             if rank_work is not None:
                 if not everyone or info["direction"] not in all_ranks:

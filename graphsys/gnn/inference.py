@@ -167,8 +167,7 @@ def layerwise_inference_on(model: GNN, inputs: Callable[[torch.Tensor], torch.Te
     L = model.num_layers
     if len(seeds) == 0:
         return torch.zeros(0, model.out_dim)
-    kept = plan is not None and "need" in plan and np.array_equal(plan["seeds"], seeds)
-    if kept:
+    if plan is not None and "need" in plan and np.array_equal(plan["seeds"], seeds):
         need, blocks = plan["need"], plan["blocks"]
     else:
         need, blocks = _draw(seeds, block_fn, L, chunk_rows)

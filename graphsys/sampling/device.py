@@ -610,8 +610,7 @@ class DeviceNeighborSampler(Sampler):
         seeds = self.seed_nodes(seeds)
         terms = [as_int64(derive_seed(rng_seed, layer) * 0x9E3779B97F4A7C15)
                  for layer in range(self.num_layers)]
-        dev = self.sample_device
-        if torch.is_tensor(seeds) and seeds.device == dev:
+        if torch.is_tensor(seeds) and seeds.device == self.sample_device:
             dst, bad = self._device_seeds(seeds)
             layers, sizes = self._draw(dst, terms, bad)
         else:
