@@ -204,9 +204,7 @@ def attribute(events, *, thread: int | None = None, cuda: bool = False,
             stack.append(i)
         else:
             stack.remove(i)
-    if segments is None:
-        return split.get(outside, {})
-    return split
+    return split.get(outside, {}) if segments is None else split
 
 
 def _segment_of(t: float, segs: list, starts: list[float], outside):

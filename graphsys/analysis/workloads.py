@@ -27,6 +27,7 @@ The GNN workload: :mod:`graphsys.analysis.gnn_workload`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 import threading
@@ -220,12 +221,10 @@ def trim_heap() -> None:
     """Hand the C heap's free pages back to the system (glibc ``malloc_trim``), so memory
     freed by one phase (e.g. the profiled run's per-batch temporaries) does not stay in
     the peak of the next. A no-op where glibc is absent."""
-    try:
+    with contextlib.suppress(OSError, AttributeError):
         import ctypes
 
         ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
 
 
 # ---------------------------------------------------------------------------------------------
@@ -442,10 +441,8 @@ def profile_embed(graph, *, recorder: SimtRecorder, device: str = "cpu",
             trainer = Trainer(cfg, graph, Path(tmp) / "ckpt", on_batch=count_batch,
                               progress=progress)
             marker.step()
-            try:
+            with contextlib.suppress(_Enough):
                 trainer.run()
-            except _Enough:
-                pass
             marker.finish()
 
         _, stats = profile_call(work, device=device, trace=trace,

@@ -25,12 +25,6 @@ from graphsys.storage.graph import Graph
 CHUNK_ROWS = 1 << 14
 
 
-def _chunks(ranges: list[tuple[int, int]], rows: int):
-    for lo, hi in ranges:
-        for a in range(lo, hi, rows):
-            yield a, min(hi, a + rows)
-
-
 @torch.no_grad()
 @fill_doc(progress=OPTION_DOCS["progress"])
 def layerwise_inference(model: GNN, inputs: Callable[[torch.Tensor], torch.Tensor],
@@ -114,7 +108,8 @@ def layerwise_inference(model: GNN, inputs: Callable[[torch.Tensor], torch.Tenso
             for k, (lo, hi) in enumerate(ranges):
                 parts = []
                 rows = _RowScratch()
-                for a, b in _chunks([(lo, hi)], chunk_rows):
+                for a in range(lo, hi, chunk_rows):
+                    b = min(hi, a + chunk_rows)
                     block = block_fn(np.arange(a, b, dtype=np.int64), layer).to(device)
                     src = block.src_nodes
                     x = inputs(src) if prev is None else rows.take(prev, src.cpu()).to(device)

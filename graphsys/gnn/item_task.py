@@ -48,9 +48,7 @@ def bipartite_types(graph: Graph, item_type: str | None = None) -> tuple[str, st
     two different entity types (or the named item type and its partner)."""
     for r in graph.relation_types:
         if r.lhs != r.rhs and item_type in (None, r.rhs, r.lhs):
-            if item_type == r.lhs:
-                return r.lhs, r.rhs
-            return r.rhs, r.lhs
+            return (r.lhs, r.rhs) if item_type == r.lhs else (r.rhs, r.lhs)
     raise ParameterError("link_split", f"'user' needs a bipartite relation between two entity "
                                        f"types (e.g. user -> item); {graph.path} has "
                                        f"{[f'{r.lhs}->{r.rhs}' for r in graph.relation_types]}"

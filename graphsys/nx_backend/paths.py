@@ -97,9 +97,7 @@ def all_pairs_shortest_path_length(G, cutoff=None):
 def dijkstra_path_length(G, source, target, weight="weight"):
     """``nx.dijkstra_path_length``."""
     _check_node(G, source, "Node")
-    if source == target:
-        return 0
-    return _one_pair(G, source, target, weight)
+    return 0 if source == target else _one_pair(G, source, target, weight)
 
 
 def all_pairs_dijkstra_path_length(G, cutoff=None, weight="weight"):
@@ -117,9 +115,7 @@ def single_source_bellman_ford_path_length(G, source, weight="weight"):
 def bellman_ford_path_length(G, source, target, weight="weight"):
     """``nx.bellman_ford_path_length``."""
     _check_node(G, source)
-    if source == target:
-        return 0
-    return _one_pair(G, source, target, weight)
+    return 0 if source == target else _one_pair(G, source, target, weight)
 
 
 def all_pairs_bellman_ford_path_length(G, weight="weight"):
