@@ -433,8 +433,7 @@ def _invocation_rates(out: dict[str, Any], w: dict[str, Any]) -> dict[str, Any]:
     ref = out.get("dense_reference")
     if ref:
         dk = ref["kernels"]
-        dsteps = max(int(dk.get("steps") or 1), 1)
-        r["dense_invocations_per_step"] = dk["invocations"] / dsteps
+        r["dense_invocations_per_step"] = dk["invocations"] / max(int(dk.get("steps") or 1), 1)
         r["invocations_per_step_over_dense"] = (r["invocations_per_step"]
                                                 / r["dense_invocations_per_step"]
                                                 if dk["invocations"] else None)

@@ -117,8 +117,7 @@ def neighbour_means(graph: Graph, edge_set: str, source: CheckpointStorage, vers
     for t, sizes in old.items():
         now = graph.partition_sizes(t)
         for p, n_old in enumerate(sizes):
-            emb = load_npy(source.emb_path(t, p, version), mmap=True, root=source.root)
-            d = emb.shape[1]
+            d = load_npy(source.emb_path(t, p, version), mmap=True, root=source.root).shape[1]
             n_new = int(now[p]) - n_old
             acc[(t, p)] = (np.zeros((n_new, d)), np.zeros(n_new, np.int64))
     for b in graph.buckets("row-major", edge_set):

@@ -248,8 +248,7 @@ def _draw(seeds: np.ndarray, block_fn: Callable[[np.ndarray, int], Block], L: in
 def _sorted_union(parts: list[np.ndarray]) -> np.ndarray:
     """The sorted distinct values of the non-negative int64 arrays ``parts``: marked in a
     boolean array up to the largest value (no sort of the concatenation)."""
-    top = max((int(p.max()) for p in parts if len(p)), default=-1)
-    mark = np.zeros(top + 1, np.bool_)
+    mark = np.zeros(max((int(p.max()) for p in parts if len(p)), default=-1) + 1, np.bool_)
     for p in parts:
         mark[p] = True
     return np.flatnonzero(mark).astype(np.int64, copy=False)

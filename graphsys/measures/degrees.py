@@ -209,8 +209,7 @@ class Reciprocity:
 
 def _reciprocal(graph, edge_set: str | None) -> Reciprocity:
     view = undirected_view(graph, edge_set)
-    n = view.num_nodes
-    arrs = [np.zeros(n, np.int64) for _ in range(4)]
+    arrs = [np.zeros(view.num_nodes, np.int64) for _ in range(4)]
     es = graph.edge_set(edge_set)
     if view.sym and not es.undirected:  # a stored sym index: the view lost the directions
         out, inn = views.view(graph, "out", edge_set=es.name), views.view(graph, "in",

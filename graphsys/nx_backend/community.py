@@ -154,8 +154,7 @@ def label_propagation_communities(G):
     if G.null:
         return {}.values()
     indptr, indices = G.adjacency()
-    degree = G.degree()
-    by_degree = np.argsort(-degree, kind="stable")  # NetworkX's sorted(..., reverse=True)
+    by_degree = np.argsort(-G.degree(), kind="stable")  # NetworkX's sorted(..., reverse=True)
     from graphsys.nx_backend import propagation as kernels
 
     colors = kernels.greedy_colors(indptr, indices, by_degree)

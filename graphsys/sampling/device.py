@@ -90,8 +90,7 @@ def mix64(z: torch.Tensor) -> torch.Tensor:
 
 def node_streams(rng_seed: int, nodes: torch.Tensor) -> torch.Tensor:
     """int64 (S,): the initial stream state of each node id (``_kernels._stream``)."""
-    seed_term = as_int64(int(rng_seed) * 0x9E3779B97F4A7C15)
-    return mix64(mix64(nodes + _GOLDEN) ^ seed_term)
+    return mix64(mix64(nodes + _GOLDEN) ^ as_int64(int(rng_seed) * 0x9E3779B97F4A7C15))
 
 
 def stream_uniforms(state: torch.Tensor, k: int) -> torch.Tensor:
