@@ -261,13 +261,9 @@ class CheckpointStorage:
         return config
 
     def versioned_files(self) -> list[tuple[Path, int]]:
-        out = []
-        for sub in ("embeddings", "optim", "model"):
-            for path in (self.root / sub).rglob("*.npy"):
-                m = _VERSIONED.search(path.name)
-                if m:
-                    out.append((path, int(m.group(1))))
-        return out
+        return [(path, int(m.group(1))) for sub in ("embeddings", "optim", "model")
+                for path in (self.root / sub).rglob("*.npy")
+                if (m := _VERSIONED.search(path.name))]
 
     def drop_versions(self, keep: int, *, above: bool = True, below: bool = True) -> None:
         """Delete version files other than ``keep`` (those above and/or below it) and temps."""
