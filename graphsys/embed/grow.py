@@ -113,7 +113,6 @@ def neighbour_means(graph: Graph, edge_set: str, source: CheckpointStorage, vers
     pair_names = sorted({(r.lhs, r.rhs) for r in rels})
     pair_of_rel = np.array([pair_names.index((r.lhs, r.rhs)) for r in rels], np.int64)
     acc: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}
-    d = None
     for t, sizes in old.items():
         now = graph.partition_sizes(t)
         for p, n_old in enumerate(sizes):

@@ -142,7 +142,7 @@ class EmbeddingQueries:
         """
         if by not in ("cos", "dot"):
             raise ParameterError("by", f"must be cos or dot, got {by!r}")
-        k = _count(k)
+        k = check_count("k", k)  # a Python int: faiss takes only int
         t = self._etype(entity_type)
         single = _is_one(node_id)
         idx = self.internal([node_id] if single else node_id, t)
@@ -374,7 +374,7 @@ class EmbeddingQueries:
         return self._predict("lhs", tail, rel, k, filter, exclude_self)
 
     def _predict(self, side: str, anchor, rel, k: int, filter, exclude_self: bool) -> tuple:
-        k = _count(k)
+        k = check_count("k", k)
         single = _is_one(anchor)
         anchors = [anchor] if single else list(anchor)
         rels = [rel] * len(anchors) if _is_one(rel) else list(rel)
@@ -476,9 +476,3 @@ class EmbeddingQueries:
 def _is_one(x) -> bool:
     """Whether ``x`` is one id (a scalar or a string), not a sequence of them."""
     return isinstance(x, (str, bytes)) or np.ndim(x) == 0
-
-
-def _count(k) -> int:
-    """``k`` as a Python int (NumPy integers included: faiss takes only ``int``), or a
-    one-line :class:`ParameterError` unless it is a positive integer."""
-    return check_count("k", k)
