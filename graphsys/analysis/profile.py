@@ -387,13 +387,11 @@ def _time_section(w: dict[str, Any], start: float, entry: float, stamps: dict[st
     from graphsys.analysis.timing import account
 
     tm = w["stats"].timing
-    before = []
-    if process:
-        before.append(("start-up and imports (interpreter, graphsys, command line)",
-                       entry - start))
-    before.append(("graph open (manifest, partitions)", stamps["graph open"]))
-    before.append(("preparation (lazy imports of torch/numba modules, program, config, "
-                   "sampler, model)", tm["start"] - entry - stamps["graph open"]))
+    before = [("start-up and imports (interpreter, graphsys, command line)",
+               entry - start)] if process else []
+    before += [("graph open (manifest, partitions)", stamps["graph open"]),
+               ("preparation (lazy imports of torch/numba modules, program, config, sampler, "
+                "model)", tm["start"] - entry - stamps["graph open"])]
     # the profiler's start (between the preparation and the run) is not part of the run,
     # nor are its stops and restarts between sampled steps
     cycles = tm.get("cycle_seconds", 0.0)
