@@ -182,7 +182,8 @@ def attribute(events, *, thread: int | None = None, cuda: bool = False,
         return p
 
     for s, _, label, kind in spans:
-        p = part(_segment_of(s, segs, starts, outside), label, kind)
+        i = bisect_right(starts, s) - 1  # the segment holding s (outside where none does)
+        p = part(segs[i][2] if i >= 0 and s < segs[i][1] else outside, label, kind)
         if kind != "python":
             p["count"] += 1
     # sweep: boundaries in time order (an end before a start at the same instant)
@@ -205,12 +206,6 @@ def attribute(events, *, thread: int | None = None, cuda: bool = False,
         else:
             stack.remove(i)
     return split.get(outside, {}) if segments is None else split
-
-
-def _segment_of(t: float, segs: list, starts: list[float], outside):
-    """The key of the segment holding instant ``t`` (``outside`` where none does)."""
-    i = bisect_right(starts, t) - 1
-    return segs[i][2] if i >= 0 and t < segs[i][1] else outside
 
 
 def _cut(a: float, b: float, segs: list, starts: list[float], outside) -> list:

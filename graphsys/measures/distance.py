@@ -156,10 +156,6 @@ class _Searcher:
         return ecc, far
 
 
-def _python(ids) -> list:
-    return ids.tolist() if isinstance(ids, np.ndarray) else ids.to_pylist()
-
-
 def components(view) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The connected components of a :class:`~graphsys.measures.view.View`: (members
     grouped by component, each component's start in it, sizes), components numbered in
@@ -272,8 +268,9 @@ def diameter(graph, *, exact: bool = False, edge_set: str | None = None,
                 lower, ends = lo, pair
             upper = max(upper, hi)
     upper = max(upper, lower)
-    return Diameter(lower, lower, upper, lower == upper, tuple(
-        _python(view.original(np.array(ends)))), search.searches, len(sizes))
+    ids = view.original(np.array(ends))
+    ends = tuple(ids.tolist() if isinstance(ids, np.ndarray) else ids.to_pylist())
+    return Diameter(lower, lower, upper, lower == upper, ends, search.searches, len(sizes))
 
 
 def _component(search: _Searcher, start: tuple[int, int | None], size: int, exact: bool,
