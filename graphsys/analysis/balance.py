@@ -27,17 +27,13 @@ from graphsys.errors import ParameterError
 def cv(values) -> float:
     """Coefficient of variation (population std / mean) of ``values``; 0 when the mean is 0."""
     v = np.asarray(values, dtype=np.float64)
-    if v.size == 0 or v.mean() <= 0:
-        return 0.0
-    return float(v.std() / v.mean())
+    return 0.0 if v.size == 0 or v.mean() <= 0 else float(v.std() / v.mean())
 
 
 def max_over_mean(values) -> float:
     """max / mean of ``values``; 1.0 when the mean is 0 (nothing to balance)."""
     v = np.asarray(values, dtype=np.float64)
-    if v.size == 0 or v.mean() <= 0:
-        return 1.0
-    return float(v.max() / v.mean())
+    return 1.0 if v.size == 0 or v.mean() <= 0 else float(v.max() / v.mean())
 
 
 def rank_split(num_partitions: int, ranks: int) -> list[tuple[int, int]]:

@@ -123,7 +123,6 @@ def _profile_gnn_train(graph, cfg, *, recorder: SimtRecorder, device: str,
 
         res, stats = profile_call(work, device=device, trace=trace,
                                   count_transfers=str(device) != "cpu", schedule=schedule)
-    n_steps = stats.num_steps
     labels = graph.node_column("label", graph.entity_types[0])
     classes = int(np.max(labels)) + 1 if len(labels) else 1
     layers = len(state["blocks"][0]) if state["blocks"] else 1
@@ -136,7 +135,7 @@ def _profile_gnn_train(graph, cfg, *, recorder: SimtRecorder, device: str,
                       [(lambda d=block_in_degrees(dst, n): iter([d])) for dst, n, _ in blocks])
     # FLOPs of the modelled batches, scaled to every batch that ran
     stats.flops = flops * state["batches"] / max(len(state["blocks"]), 1)
-    return {"stats": stats, "steps": max(n_steps, 1), "flops": stats.flops,
+    return {"stats": stats, "steps": max(stats.num_steps, 1), "flops": stats.flops,
             "workload": {"kind": "gnn", "path": "graphsys.gnn.train (as graphsys gnn "
                                                 "train --out), node task",
                          "model": cfg.model, "epochs": res.epochs,
@@ -268,4 +267,3 @@ def profile_gnn(graph, *, recorder: SimtRecorder, device: str = "cpu", steps: in
                          "simt_source": "per-destination in-degrees of every sampled block",
                          "trainer": "the trainer's block sampler, build_node_model and "
                                     "Adam (graphsys.gnn.node_task), not train() itself"}}
-

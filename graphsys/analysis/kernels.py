@@ -215,13 +215,13 @@ def _is_op(name: str) -> bool:
 _SCALAR_WRAPPERS = frozenset({"aten::item", "aten::is_nonzero"})
 
 
-def _called_directly(e) -> bool:
+def _called_directly(e, wrappers: frozenset = _SCALAR_WRAPPERS) -> bool:
     """Whether event ``e`` was called by the workload itself, not from inside another
-    operator (:data:`_SCALAR_WRAPPERS` aside): what a dispatch mode sees, as the calls
-    nested in an operator run below it."""
+    operator (``wrappers`` aside): what a dispatch mode sees, as the calls nested in an
+    operator run below it."""
     p = e.cpu_parent
     while p is not None:
-        if _is_op(p.name) and p.name not in _SCALAR_WRAPPERS:
+        if _is_op(p.name) and p.name not in wrappers:
             return False
         p = p.cpu_parent
     return True
@@ -248,7 +248,7 @@ def _analyse(events, device: str) -> tuple[Counter, Counter, dict[str, float], f
     runtime_syncs = scalar_reads = numba_calls = 0
     cuda = device.startswith("cuda")
 
-    def charge(start: float, end: float) -> str:
+    def charge(start: float) -> str:
         k = int(np.searchsorted(starts, start, side="right")) - 1
         if k >= 0 and ranges[k][0] <= start <= ranges[k][1]:
             return ranges[k][2]
@@ -260,36 +260,19 @@ def _analyse(events, device: str) -> tuple[Counter, Counter, dict[str, float], f
             runtime_syncs += 1
         elif name == "aten::_local_scalar_dense" and _called_directly(e):
             scalar_reads += 1
+        dur = e.time_range.elapsed_us() / 1e6
         if cuda:
-            if e.device_type != torch.autograd.DeviceType.CUDA:
-                continue
-            if name.startswith(STEP_PREFIX) or name in RANGES:
-                continue  # the device's copy of a range: not a kernel
-            dur = e.time_range.elapsed_us() / 1e6
+            if (e.device_type != torch.autograd.DeviceType.CUDA
+                    or name.startswith(STEP_PREFIX) or name in RANGES):
+                continue  # a host record, or the device's copy of a range: not a kernel
             if name.startswith(("Memcpy", "Memset")):
                 memcpy_seconds += dur
                 continue
-        else:
-            if name.startswith(NUMBA_PREFIX) and name != COMPILE:
-                dur = e.time_range.elapsed_us() / 1e6
-                counts[charge(e.time_range.start, e.time_range.end)] += 1
-                per_name[name] += 1
-                secs[name] = secs.get(name, 0.0) + dur
-                op_seconds += dur
-                numba_calls += 1
-                continue
-            if not _is_op(name):
-                continue
-            p, nested = e.cpu_parent, False
-            while p is not None:
-                if _is_op(p.name):
-                    nested = True
-                    break
-                p = p.cpu_parent
-            if nested:
-                continue
-            dur = e.time_range.elapsed_us() / 1e6
-        counts[charge(e.launch, e.time_range.end)] += 1  # the step that launched it
+        elif name.startswith(NUMBA_PREFIX) and name != COMPILE:
+            numba_calls += 1
+        elif not _is_op(name) or not _called_directly(e, frozenset()):
+            continue
+        counts[charge(e.launch)] += 1  # the step that launched it (a host record: its start)
         per_name[name] += 1
         secs[name] = secs.get(name, 0.0) + dur
         op_seconds += dur
@@ -464,7 +447,7 @@ class _Totals:
                     r[i] += row[i]
         room = MAX_RANGES - len(self.spans)
         if room > 0:
-            self.spans += _range_spans(events, raw=True)[:room]
+            self.spans += _range_spans(events)[:room]
 
 
 def profile_call(fn: Callable[[StepMarker], Any], *, device: str = "cpu",
@@ -478,8 +461,7 @@ def profile_call(fn: Callable[[StepMarker], Any], *, device: str = "cpu",
 
     ``count_transfers=False`` leaves the transfer counter out, for a workload whose tensors
     all live on the CPU (nothing to copy across devices): Python dispatch of every operator
-    costs that run time and memory (measured on a 100M-edge out-of-core PageRank: +40 %
-    wall time, +120 MiB peak RSS). Scalar reads are then counted from the profiler's
+    costs that run time and memory. Scalar reads are then counted from the profiler's
     ``aten::_local_scalar_dense`` events called by the workload itself (the ones the
     counter sees; those nested in other operators are not counted either way).
 
@@ -561,8 +543,7 @@ def _stats(totals: _Totals, cycles: _Cycles, marker: StepMarker,
                 + st["counts"].get(f"{STEP_PREFIX}{k}", 0) for k in recorded]
     numba_calls = fx["counts"].pop("numba calls", 0) + round(
         st["counts"].pop("numba calls", 0) * cscale)
-    fx_total = sum(fx["counts"].values())
-    total = fx_total + round(sum(st["counts"].values()) * cscale)
+    total = sum(fx["counts"].values()) + round(sum(st["counts"].values()) * cscale)
     per_name = Counter(fx["per_name"])
     secs = dict(fx["secs"])
     for n, c in st["per_name"].items():
@@ -628,20 +609,13 @@ def _self_rows(table: dict[str, list[float]]) -> list[dict[str, Any]]:
     return rows[:SELF_TIME_ROWS]
 
 
-def _range_spans(events, *, raw: bool = False) -> list:
+def _range_spans(events) -> list[tuple[str, float, float]]:
     """The named ranges (graphsys.* steps and the engines' :mod:`graphsys.trace` ranges)
-    as ``[name, start_seconds, seconds]`` from the first range's start, start order; at
-    most :data:`MAX_RANGES`. ``raw``: ``(name, start_us, duration_us)`` as recorded."""
-    spans = [(e.name, e.time_range.start, e.time_range.elapsed_us()) for e in events
-             if "::" not in e.name and "." in e.name and not e.name.startswith(
-                 ("cuda", "Memcpy", "Memset"))]
-    if not spans:
-        return []
-    spans.sort(key=lambda s: s[1])
-    if raw:
-        return spans[:MAX_RANGES]
-    t0 = spans[0][1]
-    return [[n, (s - t0) / 1e6, d / 1e6] for n, s, d in spans[:MAX_RANGES]]
+    as ``(name, start_us, duration_us)``, in start order."""
+    return sorted(((e.name, e.time_range.start, e.time_range.elapsed_us()) for e in events
+                   if "::" not in e.name and "." in e.name
+                   and not e.name.startswith(("cuda", "Memcpy", "Memset"))),
+                  key=lambda s: s[1])
 
 
 def dense_reference(flops_per_step: float, steps: int, *, device: str = "cpu",
@@ -665,8 +639,7 @@ def dense_reference(flops_per_step: float, steps: int, *, device: str = "cpu",
         t0 = time.perf_counter()
         for _ in range(steps):
             marker.step()
-            loss = ((torch.relu(x @ w1) @ w2 - y) ** 2).mean()
-            g1, g2 = torch.autograd.grad(loss, (w1, w2))
+            g1, g2 = torch.autograd.grad(((torch.relu(x @ w1) @ w2 - y) ** 2).mean(), (w1, w2))
             with torch.no_grad():
                 w1.sub_(1e-3 * g1)
                 w2.sub_(1e-3 * g2)

@@ -48,8 +48,7 @@ def split_balance(work: np.ndarray, threads: int) -> dict[str, Any]:
                   "top_1pct_share": float(top[:max(1, n // 100)].sum() / total),
                   "heaviest_share": float(top[0] / total)}
     prefix = np.concatenate([[0], np.cumsum(work)])
-    cuts = np.linspace(0, n, threads + 1).astype(np.int64)
-    static = np.diff(prefix[cuts])
+    static = np.diff(prefix[np.linspace(0, n, threads + 1).astype(np.int64)])
     tasks = tasks_by_work(work, 0, n, TASKS_PER_THREAD * threads)
     loads = np.zeros(threads, np.int64)
     for w in np.diff(prefix[tasks]):  # the next task to the first free thread

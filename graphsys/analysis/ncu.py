@@ -62,6 +62,7 @@ per-vertex kernels are listed, with their own figures, but not counted.
 from __future__ import annotations
 
 import csv
+import math
 import os
 import re
 import shutil
@@ -127,10 +128,8 @@ def short_name(name: str) -> str:
     for anon in _ANONYMOUS:
         s = s.replace(anon, "")
     s = s.removeprefix("void ").strip()
-    for i, c in enumerate(s):
-        if c in "<(":
-            return s[:i].strip() or name
-    return s
+    cut = re.search(r"[<(]", s)
+    return (s[:cut.start()].strip() or name) if cut else s
 
 
 def is_edge_kernel(name: str) -> bool:
@@ -195,8 +194,7 @@ def probe(exe: str) -> tuple[str | None, bool]:
     out = _run_ncu([exe, "--version"], "--version").stdout
     version = next((x.strip() for x in out.splitlines() if x.strip().startswith("Version")),
                    None)
-    helptext = _run_ncu([exe, "--help"], "--help").stdout
-    return version, "--rename-kernels" in helptext
+    return version, "--rename-kernels" in _run_ncu([exe, "--help"], "--help").stdout
 
 
 def preflight(device: str, ncu_path: str | Path | None = None) -> NcuSetup:
@@ -293,12 +291,7 @@ def _number(text: str | None) -> float | None:
 def _dims(text: str | None) -> int | None:
     """Threads or CTAs of a ``"(x, y, z)"`` cell (their product); None when empty."""
     parts = [p for p in (text or "").strip("() ").split(",") if p.strip()]
-    if not parts:
-        return None
-    out = 1
-    for p in parts:
-        out *= int(p)
-    return out
+    return math.prod(int(p) for p in parts) if parts else None
 
 
 def parse_csv(text: str) -> list[KernelLaunch]:

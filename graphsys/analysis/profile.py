@@ -326,17 +326,10 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
     if dense:
         fps = w["flops"] / max(w["steps"], 1)
         out["dense_reference"] = dense_reference(fps, min(max(w["steps"], 1), 50), device=dev)
-    simt = rec.result()
-    sims, lbs = {}, {}
-    for m, r in simt.items():
-        lbs[m] = r.pop("load_balance")
-        sims[m] = r
-    if len(maps) == 1:
-        out["simt"] = sims[maps[0]]
-        out["load_balance"] = dict(lbs[maps[0]])
-    else:
-        out["simt"] = sims
-        out["load_balance"] = dict(lbs)
+    sims = rec.result()
+    lbs = {m: r.pop("load_balance") for m, r in sims.items()}
+    out["simt"] = sims[maps[0]] if len(maps) == 1 else sims
+    out["load_balance"] = dict(lbs[maps[0]] if len(maps) == 1 else lbs)
     out["storage"] = storage_balance(g, es.name, ranks)
     if ranked is not None:
         out["storage"]["ranks"]["supersteps"] = ranked.result()
@@ -394,13 +387,11 @@ def _time_section(w: dict[str, Any], start: float, entry: float, stamps: dict[st
     from graphsys.analysis.timing import account
 
     tm = w["stats"].timing
-    before = []
-    if process:
-        before.append(("start-up and imports (interpreter, graphsys, command line)",
-                       entry - start))
-    before.append(("graph open (manifest, partitions)", stamps["graph open"]))
-    before.append(("preparation (lazy imports of torch/numba modules, program, config, "
-                   "sampler, model)", tm["start"] - entry - stamps["graph open"]))
+    before = [("start-up and imports (interpreter, graphsys, command line)",
+               entry - start)] if process else []
+    before += [("graph open (manifest, partitions)", stamps["graph open"]),
+               ("preparation (lazy imports of torch/numba modules, program, config, sampler, "
+                "model)", tm["start"] - entry - stamps["graph open"])]
     # the profiler's start (between the preparation and the run) is not part of the run,
     # nor are its stops and restarts between sampled steps
     cycles = tm.get("cycle_seconds", 0.0)
@@ -440,8 +431,7 @@ def _invocation_rates(out: dict[str, Any], w: dict[str, Any]) -> dict[str, Any]:
     ref = out.get("dense_reference")
     if ref:
         dk = ref["kernels"]
-        dsteps = max(int(dk.get("steps") or 1), 1)
-        r["dense_invocations_per_step"] = dk["invocations"] / dsteps
+        r["dense_invocations_per_step"] = dk["invocations"] / max(int(dk.get("steps") or 1), 1)
         r["invocations_per_step_over_dense"] = (r["invocations_per_step"]
                                                 / r["dense_invocations_per_step"]
                                                 if dk["invocations"] else None)

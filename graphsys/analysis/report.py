@@ -192,8 +192,7 @@ def modelled_notes(profile: dict[str, Any]) -> list[str]:
     maps = profile["mappings"]
     simt = _per_mapping(profile["simt"], maps)
     lb = _per_mapping(profile["load_balance"], maps)
-    gpu = lb[maps[0]].get("gpu", "?")
-    pre = f"Modelled for GPU {gpu}: "
+    pre = f"Modelled for GPU {lb[maps[0]].get('gpu', '?')}: "
     util = {m: simt[m]["mean_utilization"] for m in maps
             if simt[m]["mean_utilization"] is not None}
     # the vertex-to-thread mapping is a choice of the BSP engine's kernels only: embedding
@@ -308,10 +307,9 @@ def plots(profile: dict[str, Any]) -> list[tuple[str, str]]:
             ax.bar(np.arange(4) + i * width, h / max(h.sum(), 1), width, label=m)
         ax.set_xticks(np.arange(4) + 0.4 - width / 2, [f"{b} %" for b in simt[maps[0]][
             "histogram"]["bands"]])
-        ax.set_ylim(0, 1.05)
-        ax.set_xlabel("warp's SIMT lane utilization (active lane-iterations / 32 x iterations)")
-        ax.set_ylabel("share of non-idle warps")
-        ax.set_title("Modelled: warps by SIMT lane utilization")
+        ax.set(ylim=(0, 1.05), ylabel="share of non-idle warps",
+               xlabel="warp's SIMT lane utilization (active lane-iterations / 32 x iterations)",
+               title="Modelled: warps by SIMT lane utilization")
         _legend_below(ax)
         out.append(("Modelled: warp utilization histogram", _png(fig)))
 
@@ -323,16 +321,14 @@ def plots(profile: dict[str, Any]) -> list[tuple[str, str]]:
                 ax.plot([p["step"] for p in ps], [p["mean_utilization"] if p["mean_utilization"]
                                                    is not None else np.nan for p in ps],
                         marker="o", ms=3, label=m)
-            ax.set_ylim(0, 1.05)
-            ax.set_xlabel("superstep / step")
-            ax.set_ylabel("mean utilization (0-1)")
+            ax.set(ylim=(0, 1.05), xlabel="superstep / step", ylabel="mean utilization (0-1)")
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             ax2 = ax.twinx()
             ax2.plot([p["step"] for p in steps], [p["active"] for p in steps], "k:",
                      label="active vertices (right axis)")
             # headroom: an all-active run's line would sit on the utilization-1 line
-            ax2.set_ylim(0, 1.25 * max([p["active"] for p in steps] + [1]))
-            ax2.set_ylabel("active vertices")
+            ax2.set(ylim=(0, 1.25 * max([p["active"] for p in steps] + [1])),
+                    ylabel="active vertices")
             h1, l1 = ax.get_legend_handles_labels()
             h2, l2 = ax2.get_legend_handles_labels()
             _legend_below(ax, h1 + h2, l1 + l2)
@@ -346,9 +342,8 @@ def plots(profile: dict[str, Any]) -> list[tuple[str, str]]:
                 ax.plot(np.arange(w.size), w / w.mean(), lw=1, label=m)
         ax.axhline(1.0, color="grey", lw=0.5)
         ax.set_ylim(bottom=0)
-        ax.set_xlabel("SM index (CTAs assigned round-robin)")
-        ax.set_ylabel("work / mean work")
-        ax.set_title(f"Modelled: work per SM, loop iterations over the mean "
+        ax.set(xlabel="SM index (CTAs assigned round-robin)", ylabel="work / mean work",
+               title=f"Modelled: work per SM, loop iterations over the mean "
                      f"({lb[maps[0]]['gpu']}, {lb[maps[0]]['num_sms']} SMs)")
         _legend_below(ax)
         out.append(("Modelled: work per SM", _png(fig)))
@@ -372,9 +367,8 @@ def plots(profile: dict[str, Any]) -> list[tuple[str, str]]:
         top += ref["kernels"]["per_step"]
     ax.set_ylim(0, 1.1 * max(top) or 1)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_xlabel("step")
-    ax.set_ylabel("invocations")
-    ax.set_title(f"Measured: invocations per step ({k['unit']})")
+    ax.set(xlabel="step", ylabel="invocations",
+           title=f"Measured: invocations per step ({k['unit']})")
     _legend_below(ax)
     out.append(("Measured: invocations per step", _png(fig)))
 
@@ -382,8 +376,7 @@ def plots(profile: dict[str, Any]) -> list[tuple[str, str]]:
     fig, ax = plt.subplots(figsize=(FIGSIZE[0], 3.0))
     labels = list(t["histogram"])
     ax.bar(labels, [t["histogram"][x] for x in labels])
-    ax.set_xlabel("copy size")
-    ax.set_ylabel("copies")
+    ax.set(xlabel="copy size", ylabel="copies")
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylim(bottom=0)
     if not t["count"]:

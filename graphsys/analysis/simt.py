@@ -191,29 +191,16 @@ class SimtAccumulator:
             raise ParameterError("items_per_thread", f"must be in [1, 64], got "
                                                      f"{self.items_per_thread!r}")
         self.wpc = self.block_size // WARP
-        self.vertices = 0
-        self.edges = 0
-        self.max_degree = 0
-        self.kernels = 0
-        self.warps = 0
-        self.idle_warps = 0
-        self.ctas = 0
-        self.warp_iterations = 0
-        self.active_lane_iterations = 0
+        self.vertices = self.edges = self.max_degree = self.kernels = self.waves = 0
+        self.warps = self.idle_warps = self.ctas = self.warp_cv_ctas = 0
+        self.warp_iterations = self.active_lane_iterations = 0
         self.util_sum = 0.0  # sum over non-idle warps of their utilization
-        self.warp_hist = np.zeros(4, np.int64)
-        self.iter_hist = np.zeros(4, np.int64)
-        self.sm_work = np.zeros(self.gpu.num_sms, np.int64)
-        self.waves = 0
-        self.cta_moments = _Moments()
-        self.warp_moments = _Moments()
         self.warp_cv_sum = 0.0
-        self.warp_cv_ctas = 0
-        self._open = False
-        self._carry = np.zeros(0, np.int64)
-        self._cta_base = 0
-        self._n_kernel = 0
-        self._e_kernel = 0
+        self.warp_hist, self.iter_hist = np.zeros(4, np.int64), np.zeros(4, np.int64)
+        self.sm_work = np.zeros(self.gpu.num_sms, np.int64)
+        self.cta_moments, self.warp_moments = _Moments(), _Moments()
+        self._open, self._carry = False, np.zeros(0, np.int64)
+        self._cta_base = self._n_kernel = self._e_kernel = 0
 
     # -- feeding ---------------------------------------------------------------------------
     @property
@@ -257,8 +244,7 @@ class SimtAccumulator:
         if self.mapping == "edge-balanced":
             self._edge_balanced(self._n_kernel + self._e_kernel)
         elif self._carry.size:
-            per = self._items_per_cta
-            pad = np.zeros(per, np.int64)
+            pad = np.zeros(self._items_per_cta, np.int64)
             pad[:self._carry.size] = self._carry
             self._consume_items(pad)
         self._carry = np.zeros(0, np.int64)

@@ -69,16 +69,14 @@ def _what(frame) -> str:
     if frame is not None and frame.f_code.co_filename.endswith(_WAITS):
         return "waiting (lock, condition or queue)"
     f = frame
-    while f is not None:
-        name = f.f_code.co_filename
-        if name.startswith(_PACKAGE) and not name.startswith(_SKIP):
-            mod = f.f_globals.get("__name__", Path(name).stem)
-            return f"{mod}.{f.f_code.co_name}"
+    while f is not None and (not f.f_code.co_filename.startswith(_PACKAGE)
+                             or f.f_code.co_filename.startswith(_SKIP)):
         f = f.f_back
-    if frame is None:
+    f = frame if f is None else f
+    if f is None:
         return "?"
-    mod = frame.f_globals.get("__name__", Path(frame.f_code.co_filename).stem)
-    return f"{mod}.{frame.f_code.co_name}"
+    mod = f.f_globals.get("__name__", Path(f.f_code.co_filename).stem)
+    return f"{mod}.{f.f_code.co_name}"
 
 
 class ThreadSampler(BackgroundSampler):
@@ -99,8 +97,7 @@ class ThreadSampler(BackgroundSampler):
     def sample(self) -> None:
         """Read every thread's CPU time and every Python thread's stack once."""
         me = threading.get_native_id()
-        for tid, val in _cpu_ticks().items():
-            self._last[tid] = val
+        self._last.update(_cpu_ticks())
         by_ident = {t.ident: t for t in threading.enumerate()}
         for ident, frame in sys._current_frames().items():
             t = by_ident.get(ident)

@@ -182,7 +182,8 @@ def attribute(events, *, thread: int | None = None, cuda: bool = False,
         return p
 
     for s, _, label, kind in spans:
-        p = part(_segment_of(s, segs, starts, outside), label, kind)
+        i = bisect_right(starts, s) - 1  # the segment holding s (outside where none does)
+        p = part(segs[i][2] if i >= 0 and s < segs[i][1] else outside, label, kind)
         if kind != "python":
             p["count"] += 1
     # sweep: boundaries in time order (an end before a start at the same instant)
@@ -204,15 +205,7 @@ def attribute(events, *, thread: int | None = None, cuda: bool = False,
             stack.append(i)
         else:
             stack.remove(i)
-    if segments is None:
-        return split.get(outside, {})
-    return split
-
-
-def _segment_of(t: float, segs: list, starts: list[float], outside):
-    """The key of the segment holding instant ``t`` (``outside`` where none does)."""
-    i = bisect_right(starts, t) - 1
-    return segs[i][2] if i >= 0 and t < segs[i][1] else outside
+    return split.get(outside, {}) if segments is None else split
 
 
 def _cut(a: float, b: float, segs: list, starts: list[float], outside) -> list:
@@ -245,8 +238,6 @@ def account(wall: float, before: list[tuple[str, float]], window: float,
     ``attributed_seconds`` and ``attributed_share`` (named parts over the wall time),
     ``by_kind`` (seconds per part kind) and ``profiler`` (the profiler's own work, not
     part of the run: ``after``)."""
-    rows = [{"name": n, "seconds": s, "count": 0, "kind": "python"} for n, s in before
-            if s > 0]
     out: dict[str, Any] = {"wall_seconds": wall}
     for key, section in (("parts", window_parts), ("phases", window_phases)):
         rows = [{"name": n, "seconds": s, "count": 0, "kind": "python"} for n, s in before

@@ -27,6 +27,7 @@ The GNN workload: :mod:`graphsys.analysis.gnn_workload`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 import threading
@@ -87,12 +88,8 @@ class SimtRecorder:
             self.totals[m].merge(acc)
 
     def result(self) -> dict[str, dict[str, Any]]:
-        out = {}
-        for m in self.mappings:
-            r = self.totals[m].result()
-            r["per_step"] = self.steps[m]
-            out[m] = r
-        return out
+        return {m: {**self.totals[m].result(), "per_step": self.steps[m]}
+                for m in self.mappings}
 
 
 def _chunks_of(deg: np.ndarray, mask: Callable[[int, int], np.ndarray] | None, *,
@@ -224,12 +221,10 @@ def trim_heap() -> None:
     """Hand the C heap's free pages back to the system (glibc ``malloc_trim``), so memory
     freed by one phase (e.g. the profiled run's per-batch temporaries) does not stay in
     the peak of the next. A no-op where glibc is absent."""
-    try:
+    with contextlib.suppress(OSError, AttributeError):
         import ctypes
 
         ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
 
 
 # ---------------------------------------------------------------------------------------------
@@ -362,8 +357,7 @@ def profile_bsp(graph, algorithm: str, *, recorder: SimtRecorder, source=None,
         for info, ref, pull in log.steps:
             everyone = ref is None or ref is ALL
             passes = _passes(prog.direction, pull)
-            kernels = [_chunks_of(deg(d), log.mask(ref)) for d in passes]
-            recorder.step(info, kernels,
+            recorder.step(info, [_chunks_of(deg(d), log.mask(ref)) for d in passes],
                           cache_key=(info["direction"], "all") if everyone else None)
             if rank_work is not None:
                 if not everyone or info["direction"] not in all_ranks:
@@ -447,10 +441,8 @@ def profile_embed(graph, *, recorder: SimtRecorder, device: str = "cpu",
             trainer = Trainer(cfg, graph, Path(tmp) / "ckpt", on_batch=count_batch,
                               progress=progress)
             marker.step()
-            try:
+            with contextlib.suppress(_Enough):
                 trainer.run()
-            except _Enough:
-                pass
             marker.finish()
 
         _, stats = profile_call(work, device=device, trace=trace,

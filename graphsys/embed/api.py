@@ -189,10 +189,8 @@ def _resolve(graph: str | Path | Graph | None, config: EmbedConfig | dict | str 
                              f"config's graph")
     if isinstance(config, (str, Path)):
         cfg = load_config(config, graph=graph, log=log)
-    elif isinstance(config, dict):
-        cfg = config_from_dict(config)
-    elif config is None:
-        cfg = config_from_dict({})
+    elif config is None or isinstance(config, dict):
+        cfg = config_from_dict(config or {})
     elif isinstance(config, EmbedConfig):
         cfg = config
     else:

@@ -134,8 +134,7 @@ def check_graph(meta: dict[str, Any], graph: Graph, where: str | Path, *,
     the trained rows per partition of every entity type, None when it did not grow."""
     hint = "(wrong --graph, or re-ingested with other partitions?)"
     old = check_nodes(meta["entity_types"], graph, str(where), hint, grown=grown)
-    rels = meta.get("relations") or []
-    want_rels = [(r["name"], r["lhs"], r["rhs"]) for r in rels]
+    want_rels = [(r["name"], r["lhs"], r["rhs"]) for r in (meta.get("relations") or [])]
     have_rels = [(r.name, r.lhs, r.rhs) for r in graph.relation_types]
     if want_rels and want_rels != have_rels:
         k = next((k for k, (a, b) in enumerate(zip(want_rels, have_rels)) if a != b),
@@ -262,13 +261,9 @@ class CheckpointStorage:
         return config
 
     def versioned_files(self) -> list[tuple[Path, int]]:
-        out = []
-        for sub in ("embeddings", "optim", "model"):
-            for path in (self.root / sub).rglob("*.npy"):
-                m = _VERSIONED.search(path.name)
-                if m:
-                    out.append((path, int(m.group(1))))
-        return out
+        return [(path, int(m.group(1))) for sub in ("embeddings", "optim", "model")
+                for path in (self.root / sub).rglob("*.npy")
+                if (m := _VERSIONED.search(path.name))]
 
     def drop_versions(self, keep: int, *, above: bool = True, below: bool = True) -> None:
         """Delete version files other than ``keep`` (those above and/or below it) and temps."""

@@ -358,12 +358,9 @@ def _fields_doc() -> str:
     the command-line flags some of them name."""
     lines = []
     for f in dataclasses.fields(EmbedConfig):
-        if f.default is not dataclasses.MISSING:
-            default = f", default {f.default!r}"
-        else:
-            default = f", default {f.default_factory()!r}"
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
         text = re.sub(r"CLI: --[\w-]+(; )?", "", f.metadata.get("help", "")).replace(" ()", "")
-        lines.append(f"    {f.name} : {f.type.replace(' | ', ' or ')}{default}")
+        lines.append(f"    {f.name} : {f.type.replace(' | ', ' or ')}, default {default!r}")
         lines.extend(textwrap.wrap(text[:1].upper() + text[1:] + ".", 88,
                                    initial_indent=" " * 8, subsequent_indent=" " * 8,
                                    break_on_hyphens=False))
@@ -378,10 +375,6 @@ if EmbedConfig.__doc__:  # None under python -OO
 
 # =============================================================================================
 # Parsing
-
-
-def _field_types() -> dict[str, dataclasses.Field]:
-    return {f.name: f for f in dataclasses.fields(EmbedConfig)}
 
 
 def _sub(cls, key: str, raw: Any) -> Any:
@@ -404,7 +397,7 @@ def config_from_dict(raw: dict[str, Any]) -> EmbedConfig:
     """Build and validate a config from plain data; unknown keys raise :class:`ConfigError`."""
     if not isinstance(raw, dict):
         raise ConfigError(f"config: must be a table/object, got {type(raw).__name__}")
-    fields = _field_types()
+    fields = {f.name: f for f in dataclasses.fields(EmbedConfig)}
     kwargs: dict[str, Any] = {}
     for key, value in raw.items():
         if key not in fields:
@@ -423,7 +416,6 @@ def config_from_dict(raw: dict[str, Any]) -> EmbedConfig:
         else:
             kwargs[key] = check_type(key, value, str(fields[key].type))
     return EmbedConfig(**kwargs)
-
 
 
 def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]:

@@ -235,4 +235,3 @@ class DistributedTrainer(Trainer):
         self._commit(st, epoch + 1)
         self._log_epoch(st)
         return st
-

@@ -434,13 +434,8 @@ def require_finite(arr: np.ndarray, file: Path, block_rows: int = BLOCK_ROWS) ->
     embeddings are never served (every comparison with NaN is false, so they would rank
     first). Scans ``block_rows`` rows at a time."""
     for start in range(0, len(arr), block_rows):
-        block = np.asarray(arr[start:start + block_rows])
-        bad = ~np.isfinite(block)
+        bad = ~np.isfinite(np.asarray(arr[start:start + block_rows]))
         if bad.any():
             row = start + int(np.flatnonzero(bad.any(axis=tuple(range(1, bad.ndim))))[0])
             raise FormatError(f"{file}: non-finite embedding (NaN or infinity) in row {row}")
     return arr
-
-
-
-

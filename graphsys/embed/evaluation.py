@@ -139,8 +139,7 @@ def evaluate(emb: Embeddings, graph: Graph, edge_set: str, *, filtered: bool = T
        SysML 2019.
     """
     emb.require_relations("link-prediction evaluation")
-    es = graph.edge_set(edge_set).name
-    test = triples(graph, es)
+    test = triples(graph, graph.edge_set(edge_set).name)
     m = max(graph.num_nodes(t) for t in graph.entity_types) + 1
     filt_tail = filt_head = None
     if filtered:

@@ -149,9 +149,8 @@ class EmbeddingExports:
 
         t = self._etype(entity_type)
         ids = self.graph.node_ids(t)
-        flat = pa.array(self.to_numpy(t).ravel(), pa.float32())
         table = pa.table({"id": ids, "embedding": pa.FixedSizeListArray.from_arrays(
-            flat, self.dimension)})
+            pa.array(self.to_numpy(t).ravel(), pa.float32()), self.dimension)})
         with _export_file(out) as tmp:
             pq.write_table(table, tmp)
 

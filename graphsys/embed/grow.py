@@ -113,12 +113,10 @@ def neighbour_means(graph: Graph, edge_set: str, source: CheckpointStorage, vers
     pair_names = sorted({(r.lhs, r.rhs) for r in rels})
     pair_of_rel = np.array([pair_names.index((r.lhs, r.rhs)) for r in rels], np.int64)
     acc: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}
-    d = None
     for t, sizes in old.items():
         now = graph.partition_sizes(t)
         for p, n_old in enumerate(sizes):
-            emb = load_npy(source.emb_path(t, p, version), mmap=True, root=source.root)
-            d = emb.shape[1]
+            d = load_npy(source.emb_path(t, p, version), mmap=True, root=source.root).shape[1]
             n_new = int(now[p]) - n_old
             acc[(t, p)] = (np.zeros((n_new, d)), np.zeros(n_new, np.int64))
     for b in graph.buckets("row-major", edge_set):

@@ -136,20 +136,12 @@ def require_faiss():
     return faiss
 
 
-def _check_choice(kind: str, by: str) -> None:
-    if kind not in KINDS:
-        raise GraphsysError(f"index kind must be one of {', '.join(KINDS)}, got {kind!r}")
-    if by not in MEASURES:
-        raise GraphsysError(f"by must be cos or dot, got {by!r}")
-
-
 def _prepared(rows: np.ndarray, by: str) -> np.ndarray:
     """float32 C-contiguous copy of ``rows`` ``(n, d)``, unit length when ``by`` is cos
     (zero rows stay zero)."""
     x = np.array(rows, dtype=np.float32, order="C", copy=True)
     if by == "cos":
-        norm = np.linalg.norm(x, axis=1, keepdims=True)
-        np.divide(x, np.maximum(norm, 1e-12), out=x)
+        np.divide(x, np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12), out=x)
     return x
 
 
@@ -184,7 +176,10 @@ def build_index(parts: list[np.ndarray], kind: str, by: str = "cos",
     and ivf, plus ``2 * hnsw_m * 4`` bytes per row for hnsw) plus one block of
     :data:`ADD_ROWS` rows and, for ivf, ``train_rows`` rows."""
     faiss = require_faiss()
-    _check_choice(kind, by)
+    if kind not in KINDS:
+        raise GraphsysError(f"index kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    if by not in MEASURES:
+        raise GraphsysError(f"by must be cos or dot, got {by!r}")
     params = params or IndexParams()
     params.check()
     rows = _Rows(parts)
@@ -232,8 +227,7 @@ class NearestIndex:
         best first. ``exclude``: int64 ``(q,)``, a row never returned for its query (the
         query entity itself). Rows the index could not fill (an IVF probe of too few cells)
         hold id -1 and score -inf."""
-        extra = 0 if exclude is None else 1
-        kk = min(k + extra, self.num_entities)
+        kk = min(k + (0 if exclude is None else 1), self.num_entities)
         scores, ids = self._search(_prepared(queries, self.by), kk)
         ids = ids.astype(np.int64)
         scores = np.where(ids < 0, -np.inf, scores).astype(np.float32)

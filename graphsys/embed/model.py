@@ -218,8 +218,7 @@ def _complex_forward(x: Tensor, real: Tensor, imag: Tensor, idx: Tensor) -> tupl
     x2 = x.unflatten(-1, (2, real.shape[1]))
     wr = real.index_select(0, idx).unsqueeze(-2)
     wi = imag.index_select(0, idx).unsqueeze(-2) * _sign(x)
-    y = (x2 * wr).addcmul_(x2.flip(-2), wi)
-    return y.flatten(-2), (x2, wr, wi, idx, real.shape)
+    return (x2 * wr).addcmul_(x2.flip(-2), wi).flatten(-2), (x2, wr, wi, idx, real.shape)
 
 
 def _complex_backward(dy: Tensor, saved: tuple) -> tuple[Tensor, Tensor, Tensor]:
@@ -234,8 +233,7 @@ def _complex_backward(dy: Tensor, saved: tuple) -> tuple[Tensor, Tensor, Tensor]
     p = dy2 * x2                  # [dy_re x_re, dy_im x_im]
     q = dyf * x2                  # [dy_im x_re, dy_re x_im]
     dre = x2.new_zeros(shape).index_add_(0, idx, p[..., 0, :] + p[..., 1, :])
-    dim = x2.new_zeros(shape).index_add_(0, idx, q[..., 0, :] - q[..., 1, :])
-    return dx, dre, dim
+    return dx, dre, x2.new_zeros(shape).index_add_(0, idx, q[..., 0, :] - q[..., 1, :])
 
 
 class _ComplexProduct(torch.autograd.Function):
@@ -263,16 +261,14 @@ def _per_relation_matmul(x: Tensor, mats: Tensor, idx: Tensor) -> Tensor:
         return torch.bmm(gather(mats, idx), x.unsqueeze(-1)).squeeze(-1)
     out = torch.empty_like(x)
     order = torch.argsort(idx, stable=True)
-    sorted_idx = idx[order]
-    uniq, counts = torch.unique_consecutive(sorted_idx, return_counts=True)
+    uniq, counts = torch.unique_consecutive(idx[order], return_counts=True)
     parts, start = [], 0
     for r, c in zip(uniq.tolist(), counts.tolist()):
         rows = order[start:start + c]
         parts.append((rows, x[rows] @ mats[r].T))
         start += c
     rows = torch.cat([p[0] for p in parts])
-    vals = torch.cat([p[1] for p in parts])
-    return out.index_copy(0, rows, vals)
+    return out.index_copy(0, rows, torch.cat([p[1] for p in parts]))
 
 
 @OPERATORS.register_as("linear")
@@ -280,8 +276,7 @@ class LinearOperator(Operator):
     """``A_r x``; ``linear_transformation`` ``(R, d, d)`` initialised to the identity."""
 
     def init_params(self, num_relations):
-        eye = torch.eye(self.dimension)
-        return {"linear_transformation": eye.repeat(num_relations, 1, 1)}
+        return {"linear_transformation": torch.eye(self.dimension).repeat(num_relations, 1, 1)}
 
     def forward(self, x, params, idx):
         return _per_relation_matmul(x, params["linear_transformation"], idx)
@@ -398,8 +393,7 @@ class Loss(ABC):
 
     def forward(self, pos: Tensor, neg: Tensor | list[Tensor],
                 weight: Tensor | None) -> Tensor:
-        blocks = [neg] if isinstance(neg, Tensor) else list(neg)
-        per_edge = self.per_edge(pos, blocks)
+        per_edge = self.per_edge(pos, [neg] if isinstance(neg, Tensor) else list(neg))
         if weight is not None:
             per_edge = per_edge * weight
         return per_edge.sum()

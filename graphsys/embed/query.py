@@ -142,7 +142,7 @@ class EmbeddingQueries:
         """
         if by not in ("cos", "dot"):
             raise ParameterError("by", f"must be cos or dot, got {by!r}")
-        k = _count(k)
+        k = check_count("k", k)  # a Python int: faiss takes only int
         t = self._etype(entity_type)
         single = _is_one(node_id)
         idx = self.internal([node_id] if single else node_id, t)
@@ -374,7 +374,7 @@ class EmbeddingQueries:
         return self._predict("lhs", tail, rel, k, filter, exclude_self)
 
     def _predict(self, side: str, anchor, rel, k: int, filter, exclude_self: bool) -> tuple:
-        k = _count(k)
+        k = check_count("k", k)
         single = _is_one(anchor)
         anchors = [anchor] if single else list(anchor)
         rels = [rel] * len(anchors) if _is_one(rel) else list(rel)
@@ -455,8 +455,7 @@ class EmbeddingQueries:
                       torch.from_numpy(ex_ids[a:b] - lo)] = float("-inf")
                 s = torch.cat([best_s, s], dim=1)
                 ids = torch.cat([best_i, ids.expand(len(query), -1)], dim=1)
-                kk = min(k, s.shape[1])
-                best_s, pos = torch.topk(s, kk, dim=1)
+                best_s, pos = torch.topk(s, min(k, s.shape[1]), dim=1)
                 best_i = torch.gather(ids, 1, pos)
         return best_i.numpy(), best_s.numpy()
 
@@ -477,9 +476,3 @@ class EmbeddingQueries:
 def _is_one(x) -> bool:
     """Whether ``x`` is one id (a scalar or a string), not a sequence of them."""
     return isinstance(x, (str, bytes)) or np.ndim(x) == 0
-
-
-def _count(k) -> int:
-    """``k`` as a Python int (NumPy integers included: faiss takes only ``int``), or a
-    one-line :class:`ParameterError` unless it is a positive integer."""
-    return check_count("k", k)

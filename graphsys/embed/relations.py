@@ -230,12 +230,7 @@ class RelationModel:
         """:meth:`step` of whole tables ``(leaf, [grads])``, every table at once (torch's
         ``_foreach`` operators: one launch per operation on a GPU); the same arithmetic,
         where a zero gradient leaves a row and its sum as they were."""
-        gs = []
-        for _, grads in tables:
-            g = grads[0]
-            for more in grads[1:]:
-                g = g + more
-            gs.append(g)
+        gs = [sum(grads[1:], grads[0]) for _, grads in tables]   # (g0 + g1) + ..., in order
         states = [lf.state for lf, _ in tables]
         torch._foreach_add_(states, torch._foreach_mul(gs, gs))
         den = torch._foreach_sqrt(states)

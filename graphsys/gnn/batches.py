@@ -28,7 +28,13 @@ def node_sampler(cfg: TrainConfig, adj: Adjacency) -> NeighborSampler | RandomWa
     """The node task's training sampler over ``adj``: uniform neighbours with
     ``cfg.fanouts`` (default every neighbour, 2 layers), or PinSage walks for a model that
     samples by random walks (``fanouts[l]`` neighbours in layer ``l``, 10 for -1)."""
-    fanouts = cfg.fanouts or [-1, -1]
+    return _sampler(cfg, adj, cfg.fanouts or [-1, -1])
+
+
+def _sampler(cfg: TrainConfig, adj: Adjacency, fanouts: list[int]
+             ) -> NeighborSampler | RandomWalkNeighborSampler:
+    """PinSage walks over ``adj`` for a model that samples by random walks, else uniform
+    neighbours, with ``fanouts``."""
     if random_walk_sampling(cfg.model):
         return walk_sampler(cfg, adj, adj, fanouts)
     return NeighborSampler(adj, fanouts)
@@ -59,11 +65,7 @@ def node_eval_sampler(cfg: TrainConfig, adj: Adjacency, sampler: NeighborSampler
     ``cfg.eval_fanouts`` (``[-1]``: every neighbour in every layer), else the training
     ``cfg.fanouts``; PinSage walks for a model that samples by random walks."""
     fanouts = cfg.eval_fanouts or cfg.fanouts or [-1, -1]
-    if len(fanouts) == 1:
-        fanouts = fanouts * sampler.num_layers
-    if random_walk_sampling(cfg.model):
-        return walk_sampler(cfg, adj, adj, fanouts)
-    return NeighborSampler(adj, fanouts)
+    return _sampler(cfg, adj, fanouts * sampler.num_layers if len(fanouts) == 1 else fanouts)
 
 
 def fixed_blocks(sampler: NeighborSampler | RandomWalkNeighborSampler, seed: int
@@ -82,7 +84,4 @@ def link_sampler(cfg: TrainConfig, adj: Adjacency
     """The held-out-edge link task's sampler over the training graph ``adj``: uniform
     neighbours with ``cfg.fanouts`` (default ``[10, 10]``), or PinSage walks for a model
     that samples by random walks."""
-    fanouts = cfg.fanouts or [10, 10]
-    if random_walk_sampling(cfg.model):
-        return walk_sampler(cfg, adj, adj, fanouts)
-    return NeighborSampler(adj, fanouts)
+    return _sampler(cfg, adj, cfg.fanouts or [10, 10])

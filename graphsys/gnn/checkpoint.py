@@ -162,8 +162,7 @@ def _check_train_config(where: Path, raw: Any) -> None:
 
     if not isinstance(raw, dict):
         raise FormatError(f"{where}: meta.train_config must be an object")
-    known = {f.name for f in dataclasses.fields(TrainConfig)}
-    unknown = sorted(set(raw) - known)
+    unknown = sorted(set(raw) - {f.name for f in dataclasses.fields(TrainConfig)})
     if unknown:
         raise FormatError(f"{where}: meta.train_config.{unknown[0]}: not a training setting")
     values = dict(raw)
@@ -176,11 +175,6 @@ def _check_train_config(where: Path, raw: Any) -> None:
                           ) from None
     except (GraphsysError, TypeError, ValueError) as exc:
         raise FormatError(f"{where}: meta.train_config: {exc}") from None
-
-
-def _versions(path: Path) -> list[tuple[int, Path]]:
-    found = [(_VERSION_DIR.match(d.name), d) for d in path.iterdir()] if path.is_dir() else []
-    return sorted((int(m.group(1)), d) for m, d in found if m and d.is_dir())
 
 
 def save_checkpoint(path: str | Path, state: dict[str, torch.Tensor], config: dict[str, Any],
@@ -204,7 +198,8 @@ def _save(path: Path, arrays: dict[str, np.ndarray], config: dict[str, Any],
           meta: dict[str, Any] | None) -> Path:
     vdir = None
     try:
-        old = _versions(path)
+        old = sorted((int(m.group(1)), d) for d in (path.iterdir() if path.is_dir() else ())
+                     if (m := _VERSION_DIR.match(d.name)) and d.is_dir())  # the versions
         version = old[-1][0] + 1 if old else 1
         vdir = path / f"tensors.v{version:06d}"
         if vdir.exists():

@@ -689,8 +689,7 @@ def task_models(task: str) -> str:
     """
     if task == "temporal-link":
         return f"{', '.join(TEMPORAL_MODELS[:-1])} or {TEMPORAL_MODELS[-1]}"
-    extra = RGCN if task == "link" else "module:Factory"
-    return f"{', '.join(GNN_MODELS.names())} or {extra}"
+    return f"{', '.join(GNN_MODELS.names())} or {RGCN if task == 'link' else 'module:Factory'}"
 
 
 def load_train_config(path: str | Path, overrides: dict[str, Any] | None = None

@@ -143,11 +143,10 @@ def feature_dropout(column, ids, p: float, key: int, out: np.ndarray | None = No
     :class:`~graphsys.storage.partitioned_rows.PartitionedRows` (read as
     :func:`~graphsys.sampling.features.feature_rows` reads them), a float tensor, or a row
     source whose ``rows(ids)`` returns the float rows (a mapped column normalised as it is
-    gathered); ``ids``:
-    int (B,) node ids; ``key``: a 64-bit integer (one draw from torch's generator per
-    batch). Element ``(r, c)`` is zeroed with probability ``p`` by one half of the draw of
-    node ``ids[r]``'s column pair ``c // 2`` (see the module docstring) and otherwise scaled
-    by ``1 / (1 - p)``.
+    gathered); ``ids``: int (B,) node ids; ``key``: a 64-bit integer (one draw from torch's
+    generator per batch). Element ``(r, c)`` is zeroed with probability ``p`` by one half of
+    the draw of node ``ids[r]``'s column pair ``c // 2`` (see the module docstring) and
+    otherwise scaled by ``1 / (1 - p)``.
     Returns (B, F), float32 for an array (a tensor keeps its dtype and device), with no
     gradient. The rows are copied and masked on the calling thread, GIL-free for a float32
     array. ``out``: a C-contiguous float32 (B, F) array the rows are written to (a loader's

@@ -174,8 +174,7 @@ def embed_checkpoint(checkpoint: str | Path, out: str | Path, *, graph: Graph | 
     load_module_state(model, state, "model.", checkpoint)
     n = graph.num_nodes(et)
     if task == "node":
-        data = node_task_data(graph, et, cfg.seed)
-        inp = NodeInput(data["x"], n, cfg.hidden)
+        inp = NodeInput(node_task_data(graph, et, cfg.seed)["x"], n, cfg.hidden)
         adj = homogeneous_adjacency(graph, et, symmetric=True)
         block_fn = eval_blocks(node_sampler(cfg, adj), cfg.seed)
     elif meta.get("link_split") in ("random", "time"):

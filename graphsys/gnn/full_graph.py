@@ -24,8 +24,7 @@ def full_graph_blocks(adj: Adjacency, num_layers: int) -> list[Block]:
     ``adj.num_rows`` nodes in id order and whose edges are ``adj``'s: row ``v`` lists the
     in-neighbours ``u`` of ``v`` (edge ``u -> v``). int64 ``edge_src``/``edge_dst`` (E,)."""
     n = adj.num_rows
-    indptr = np.asarray(adj.indptr)
-    edge_dst = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
+    edge_dst = np.repeat(np.arange(n, dtype=np.int64), np.diff(np.asarray(adj.indptr)))
     block = Block(torch.arange(n, dtype=torch.int64), n,
                   torch.from_numpy(np.asarray(adj.indices, dtype=np.int64)),
                   torch.from_numpy(edge_dst))

@@ -85,19 +85,14 @@ class HeteroConv(nn.Module):
                 if t not in x:
                     raise ParameterError("x", f"no input features for node type {t!r}")
             conv = self.convs[k]
-            n_dst = block.num_dst_nodes.get(d, 0)
-            x_dst = x[d][:n_dst]
+            x_dst = x[d][:block.num_dst_nodes.get(d, 0)]
             if _is_pyg(conv):
                 y = conv((x[s], x_dst), block.edge_index(rel))
             else:
                 y = conv(torch.cat([x_dst, x[s]]), block.relation_block(rel))
             outs.setdefault(d, []).append(y)
-        result = {}
-        for t, ys in outs.items():
-            stacked = torch.stack(ys)
-            result[t] = (stacked.sum(0) if self.aggr == "sum" else
-                         stacked.mean(0) if self.aggr == "mean" else stacked.amax(0))
-        return result
+        reduce = {"sum": torch.sum, "mean": torch.mean, "max": torch.amax}[self.aggr]
+        return {t: reduce(torch.stack(ys), 0) for t, ys in outs.items()}
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(relations={len(self.relations)}, aggr={self.aggr!r})"
@@ -143,11 +138,8 @@ class TypedInput(nn.Module):
             raise ParameterError("features", f"unknown node type(s) {sorted(unknown)}")
         self.types = list(num_nodes)
         self.dim = dim
-        offsets, total = [], 0
-        for t in self.types:
-            offsets.append(total)
-            total += int(num_nodes[t])
-        self.register_buffer("offsets", torch.tensor(offsets + [total]), persistent=False)
+        sizes = [0] + [int(num_nodes[t]) for t in self.types]
+        self.register_buffer("offsets", torch.tensor(sizes).cumsum(0), persistent=False)
         self.emb = nn.ModuleDict()
         self.proj = nn.ModuleDict()
         for t in self.types:

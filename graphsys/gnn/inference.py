@@ -25,12 +25,6 @@ from graphsys.storage.graph import Graph
 CHUNK_ROWS = 1 << 14
 
 
-def _chunks(ranges: list[tuple[int, int]], rows: int):
-    for lo, hi in ranges:
-        for a in range(lo, hi, rows):
-            yield a, min(hi, a + rows)
-
-
 @torch.no_grad()
 @fill_doc(progress=OPTION_DOCS["progress"])
 def layerwise_inference(model: GNN, inputs: Callable[[torch.Tensor], torch.Tensor],
@@ -114,7 +108,8 @@ def layerwise_inference(model: GNN, inputs: Callable[[torch.Tensor], torch.Tenso
             for k, (lo, hi) in enumerate(ranges):
                 parts = []
                 rows = _RowScratch()
-                for a, b in _chunks([(lo, hi)], chunk_rows):
+                for a in range(lo, hi, chunk_rows):
+                    b = min(hi, a + chunk_rows)
                     block = block_fn(np.arange(a, b, dtype=np.int64), layer).to(device)
                     src = block.src_nodes
                     x = inputs(src) if prev is None else rows.take(prev, src.cpu()).to(device)
@@ -167,8 +162,7 @@ def layerwise_inference_on(model: GNN, inputs: Callable[[torch.Tensor], torch.Te
     L = model.num_layers
     if len(seeds) == 0:
         return torch.zeros(0, model.out_dim)
-    kept = plan is not None and "need" in plan and np.array_equal(plan["seeds"], seeds)
-    if kept:
+    if plan is not None and "need" in plan and np.array_equal(plan["seeds"], seeds):
         need, blocks = plan["need"], plan["blocks"]
     else:
         need, blocks = _draw(seeds, block_fn, L, chunk_rows)
@@ -254,8 +248,7 @@ def _draw(seeds: np.ndarray, block_fn: Callable[[np.ndarray, int], Block], L: in
 def _sorted_union(parts: list[np.ndarray]) -> np.ndarray:
     """The sorted distinct values of the non-negative int64 arrays ``parts``: marked in a
     boolean array up to the largest value (no sort of the concatenation)."""
-    top = max((int(p.max()) for p in parts if len(p)), default=-1)
-    mark = np.zeros(top + 1, np.bool_)
+    mark = np.zeros(max((int(p.max()) for p in parts if len(p)), default=-1) + 1, np.bool_)
     for p in parts:
         mark[p] = True
     return np.flatnonzero(mark).astype(np.int64, copy=False)

@@ -48,9 +48,7 @@ def bipartite_types(graph: Graph, item_type: str | None = None) -> tuple[str, st
     two different entity types (or the named item type and its partner)."""
     for r in graph.relation_types:
         if r.lhs != r.rhs and item_type in (None, r.rhs, r.lhs):
-            if item_type == r.lhs:
-                return r.lhs, r.rhs
-            return r.rhs, r.lhs
+            return (r.lhs, r.rhs) if item_type == r.lhs else (r.rhs, r.lhs)
     raise ParameterError("link_split", f"'user' needs a bipartite relation between two entity "
                                        f"types (e.g. user -> item); {graph.path} has "
                                        f"{[f'{r.lhs}->{r.rhs}' for r in graph.relation_types]}"
@@ -66,8 +64,7 @@ def holdout_split(users: np.ndarray, items: np.ndarray, seed: int
     order = np.lexsort((rng.random(e), users))          # users grouped, random within user
     u_sorted = users[order]
     starts = np.flatnonzero(np.r_[True, u_sorted[1:] != u_sorted[:-1]])
-    sizes = np.diff(np.r_[starts, e])
-    ok = sizes >= 3
+    ok = np.diff(np.r_[starts, e]) >= 3
     test = np.zeros(e, bool)
     val = np.zeros(e, bool)
     test[order[starts[ok]]] = True
@@ -148,8 +145,7 @@ def rank_metrics(item_emb: torch.Tensor, user_items: list[np.ndarray],
     if not parts:
         raise GraphsysError("no held-out interaction to rank (every user's held-out edge "
                             "sets are empty)")
-    rank = np.concatenate(parts)
-    out = ranking.rank_metrics(rank, ks)
+    out = ranking.rank_metrics(np.concatenate(parts), ks)
     return {**out, **{f"recall@{k}": out[f"hits@{k}"] for k in ks}}
 
 

@@ -147,8 +147,7 @@ def _graph_block(nodes: np.ndarray, s: np.ndarray, r: np.ndarray, o: np.ndarray,
     src = np.concatenate([s, o])
     dst = np.concatenate([o, s])
     et = np.concatenate([r, r + num_relations])
-    n = len(nodes)
-    return TypedBlock(torch.from_numpy(nodes), n, torch.from_numpy(src),
+    return TypedBlock(torch.from_numpy(nodes), len(nodes), torch.from_numpy(src),
                       torch.from_numpy(dst), None, torch.from_numpy(et))
 
 
@@ -190,8 +189,7 @@ def rank_triples(z: torch.Tensor, rel: torch.Tensor, h: np.ndarray, r: np.ndarra
         for start in range(0, len(h), EVAL_BATCH):
             sl = slice(start, start + EVAL_BATCH)
             a, ans, rr = anchor[sl], answer[sl], r[sl]
-            q = z[on(a)] * rel[on(rr)]
-            scores = q @ zc.T
+            scores = (z[on(a)] * rel[on(rr)]) @ zc.T
             ap = pos_of[ans]
             if (ap < 0).any():
                 raise ParameterError("candidates", "a true answer is not among the candidates")
@@ -220,8 +218,7 @@ class RGCNData:
     def __init__(self, graph: Graph, cfg: TrainConfig):
         rs = cfg.rgcn
         names = (rs.train_edges, rs.valid_edges, rs.test_edges)
-        missing = [e for e in names if e not in graph.edge_sets]
-        if missing:
+        if any(e not in graph.edge_sets for e in names):
             raise GraphsysError(f"{graph.path}: the rgcn link task trains on edge set "
                                 f"{rs.train_edges!r}, selects on {rs.valid_edges!r} and tests "
                                 f"on {rs.test_edges!r} (rgcn.train_edges, ...); this graph has "

@@ -187,8 +187,7 @@ def saved_negatives(state: dict[str, torch.Tensor], cfg: TrainConfig, ev, split,
     sampled protocol."""
     if cfg.eval_protocol != "tgb":
         return {}
-    names = {NEGATIVES + "valid", NEGATIVES + "test"}
-    if not names & set(state):
+    if not {NEGATIVES + "valid", NEGATIVES + "test"} & set(state):
         return held_out_negatives(ev, split, cfg)
     out = {}
     for name, mask in (("valid", split[1]), ("test", split[2])):

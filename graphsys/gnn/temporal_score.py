@@ -293,8 +293,7 @@ def embed_temporal(checkpoint: str | Path, out: str | Path, *, graph: Graph | No
             rows = [torch.from_numpy(scorer.embed(np.arange(lo, min(lo + EMBED_BATCH, b)),
                                                   internal=True))
                     for lo in range(a, b, EMBED_BATCH)]
-            z = torch.cat(rows) if rows else torch.zeros(0, scorer.stream.model.dim)
-            writer(p, z)
+            writer(p, torch.cat(rows) if rows else torch.zeros(0, scorer.stream.model.dim))
             if log:
                 log(f"partition {p}: {b - a:,} embeddings written")
         writer.finish({"checkpoint": str(checkpoint), "task": "temporal-link",

@@ -252,8 +252,7 @@ class EventStream:
         if self.memory is None:
             return self._embed_tgat(blocks), None
         if self.jodie:
-            q = torch.from_numpy(query).to(self.device)
-            mem, last = self.model.memory.read(q)
+            mem, last = self.model.memory.read(torch.from_numpy(query).to(self.device))
             t = torch.from_numpy(self.ev.seconds(np.asarray(t0).repeat(len(query))))
             return self.model.embed(mem, last, t.to(self.device)), (query, mem, last)
         model, device = self.model, self.device

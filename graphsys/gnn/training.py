@@ -116,10 +116,10 @@ def train(graph: Graph | str | Path, config: TrainConfig | None = None, *,
         included; with dropout the runs agree in distribution only (each rank draws its
         masks over its own batch tensors). A stored feature column (node table or a file
         of its own) stays memory-mapped and each batch gathers its rows, so the ranks share
-        it through the page cache. The ranks check that they hold the
-        same graph, config and model shapes before the first batch; validation and test
-        seeds are split between the ranks and their counts summed; rank 0 alone writes
-        ``out`` and calls ``log``; a rank whose peer died or froze ends with one
+        it through the page cache. The ranks check that they hold the same graph, config
+        and model shapes before the first batch; validation and test seeds are split
+        between the ranks and their counts summed; rank 0 alone writes ``out`` and calls
+        ``log``; a rank whose peer died or froze ends with one
         :class:`~graphsys.errors.GraphsysError` line.
 
     Returns

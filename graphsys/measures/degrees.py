@@ -140,8 +140,7 @@ def degree_stats(graph, direction: str = "both", *, edge_set: str | None = None
     (4, 0, 3, 1.6, 1, [1, 1, 2, 1])
     """
     direction = _direction(direction)
-    counts = _counts(graph, edge_set)
-    return _stats(counts, direction)
+    return _stats(_counts(graph, edge_set), direction)
 
 
 def _stats(counts: _Counts, direction: str) -> DegreeStats:
@@ -188,9 +187,8 @@ def density(graph, *, edge_set: str | None = None) -> float:
     es = graph.edge_set(edge_set)
     n = graph.num_nodes()
     if es.undirected:
-        loops = 0
-        for s, d, _, _ in graph.iter_edges(es.name):
-            loops += int(np.count_nonzero(s == d))
+        loops = sum(int(np.count_nonzero(s == d))
+                    for s, d, _, _ in graph.iter_edges(es.name))
         m = (es.num_edges + loops) // 2
     else:
         m = es.num_edges
@@ -211,8 +209,7 @@ class Reciprocity:
 
 def _reciprocal(graph, edge_set: str | None) -> Reciprocity:
     view = undirected_view(graph, edge_set)
-    n = view.num_nodes
-    arrs = [np.zeros(n, np.int64) for _ in range(4)]
+    arrs = [np.zeros(view.num_nodes, np.int64) for _ in range(4)]
     es = graph.edge_set(edge_set)
     if view.sym and not es.undirected:  # a stored sym index: the view lost the directions
         out, inn = views.view(graph, "out", edge_set=es.name), views.view(graph, "in",
@@ -326,9 +323,8 @@ def degree_assortativity(graph, x: str = "out", y: str = "in", *,
     my = float(counts.inn @ dy) / edges
     varx = float(counts.out @ (dx - mx) ** 2)
     vary = float(counts.inn @ (dy - my) ** 2)
-    cov = 0.0
-    for s, d, _, _ in graph.iter_edges(es.name):
-        cov += kg.centred_products(s, d, dx, dy, mx, my)
+    cov = sum(kg.centred_products(s, d, dx, dy, mx, my)
+              for s, d, _, _ in graph.iter_edges(es.name))
     if varx <= 0 or vary <= 0:
         return float("nan")
     return float(cov / np.sqrt(varx * vary))

@@ -156,10 +156,6 @@ class _Searcher:
         return ecc, far
 
 
-def _python(ids) -> list:
-    return ids.tolist() if isinstance(ids, np.ndarray) else ids.to_pylist()
-
-
 def components(view) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The connected components of a :class:`~graphsys.measures.view.View`: (members
     grouped by component, each component's start in it, sizes), components numbered in
@@ -272,8 +268,9 @@ def diameter(graph, *, exact: bool = False, edge_set: str | None = None,
                 lower, ends = lo, pair
             upper = max(upper, hi)
     upper = max(upper, lower)
-    return Diameter(lower, lower, upper, lower == upper, tuple(
-        _python(view.original(np.array(ends)))), search.searches, len(sizes))
+    ids = view.original(np.array(ends))
+    ends = tuple(ids.tolist() if isinstance(ids, np.ndarray) else ids.to_pylist())
+    return Diameter(lower, lower, upper, lower == upper, ends, search.searches, len(sizes))
 
 
 def _component(search: _Searcher, start: tuple[int, int | None], size: int, exact: bool,
@@ -288,9 +285,8 @@ def _component(search: _Searcher, start: tuple[int, int | None], size: int, exac
     at most the largest bound: after the search from ``r2`` that often meets the lower
     bound already (a road network: three searches); when one search of the nodes farthest
     from ``r2`` ends iFUB from it, that search follows at once (email-Enron). Else iFUB
-    from ``u`` while the bounds
-    differ and ``exact``, searching only the fringe nodes whose bound exceeds the lower
-    bound."""
+    from ``u`` while the bounds differ and ``exact``, searching only the fringe nodes whose
+    bound exceeds the lower bound."""
     r1, a1 = start
     if a1 is None:
         a1, _, _ = search.sweep(r1)

@@ -248,8 +248,7 @@ def bounding_eccentricities(members, optr, oidx, iptr, iidx, both, bound, dist, 
     best = 0
     bestd = -1
     for i in range(m):
-        u = members[i]
-        d = row_bound(u, optr, iptr, not both)
+        d = row_bound(members[i], optr, iptr, not both)
         if d > bestd:
             bestd = d
             best = i
@@ -287,4 +286,3 @@ def bounding_eccentricities(members, optr, oidx, iptr, iidx, both, bound, dist, 
                 v = i
         pick_upper = not pick_upper
     return searches
-

@@ -36,7 +36,6 @@ _C4_K4 = {"4-path": (-4, -12), "3-star": (0, -4), "4-cycle": (1, 3),
           "tailed-triangle": (0, 12), "diamond": (0, -6), "4-clique": (0, 1)}
 
 
-
 #: A connected 3- or 4-node pattern's class from (edges, sorted degrees).
 SHAPES = {(2, (1, 1, 2)): "wedge", (3, (2, 2, 2)): "triangle",
           (3, (1, 1, 2, 2)): "4-path", (3, (1, 1, 1, 3)): "3-star",
@@ -119,8 +118,12 @@ def small_census(g, size: int, method: str, samples: int, seed: int, edge_set,
             err_c4 = err_k4 = 0.0
         else:
             rng = np.random.default_rng(seed)
-            n_c4, err_c4 = _sampled_four_cycles(view, rng, samples, ranks)
-            n_k4, err_k4 = _sampled_four_cliques(view, per_edge, rng, samples, ranks)
+            # 4-cycles from uniform wedges, 4-cliques from edges drawn by their diamond pairs
+            n_c4, err_c4 = _sampled(d * (d - 1) // 2, 4, rng, samples, ranks,
+                                    lambda *a: motif_kernels.sample_wedges(*view.full(), *a))
+            n_k4, err_k4 = _sampled(per_edge * (per_edge - 1) // 2, 6, rng, samples, ranks,
+                                    lambda *a: motif_kernels.sample_diamonds(
+                                        view.indptr, view.indices, *view.full(), *a))
     star, path, paw, dia = (exact["3-star"], exact["4-path"], exact["tailed-triangle"],
                             exact["diamond"])
     rest = {"4-path": path - 2 * paw + 6 * dia, "3-star": star - paw + 2 * dia,
@@ -136,43 +139,24 @@ def small_census(g, size: int, method: str, samples: int, seed: int, edge_set,
                        int(samples), int(seed))
 
 
-def _mean_and_error(values: np.ndarray, scale: float, ranks: Ranks, draws: int
-                    ) -> tuple[float, float]:
-    """``scale`` times the mean of the draws (over every rank's share) and its standard
-    error."""
-    sums = ranks.sum(np.array([values.sum(), (values * values).sum()], np.float64))
-    mean = sums[0] / draws
-    var = max(sums[1] / draws - mean * mean, 0.0) * draws / (draws - 1)
-    return scale * mean, scale * float(np.sqrt(var / draws))
-
-
-def _sampled_four_cycles(view, rng, samples: int, ranks: Ranks) -> tuple[float, float]:
-    """4-cycles from ``samples`` uniform wedges (see the module's notes)."""
-    ptr, idx = view.full()
-    wedges = view.degree * (view.degree - 1) // 2
-    cum = np.cumsum(wedges, dtype=np.float64)
+def _sampled(weights: np.ndarray, per_copy: int, rng, samples: int, ranks: Ranks,
+             kernel) -> tuple[float, float]:
+    """The copies ``samples`` draws estimate (see the module's notes) and its standard
+    error: a draw picks an item with probability ``weights / W`` and ``kernel(cum, draws,
+    out)`` scores it; the mean over every rank's share of the draws times ``W /
+    per_copy``."""
+    cum = np.cumsum(weights, dtype=np.float64)
     draws = rng.random((samples, 3))
     if not len(cum) or cum[-1] == 0:
         return 0.0, 0.0
     mine = draws[ranks.share(len(draws))]
     out = np.empty(len(mine), np.float64)
-    motif_kernels.sample_wedges(ptr, idx, cum, mine, out)
-    return _mean_and_error(out, float(cum[-1]) / 4, ranks, samples)
-
-
-def _sampled_four_cliques(view, per_edge, rng, samples: int, ranks: Ranks
-                          ) -> tuple[float, float]:
-    """4-cliques from ``samples`` edges drawn by their diamond pairs (module notes)."""
-    pairs = per_edge * (per_edge - 1) // 2
-    cum = np.cumsum(pairs, dtype=np.float64)
-    draws = rng.random((samples, 3))
-    if not len(cum) or cum[-1] == 0:
-        return 0.0, 0.0
-    ptr, idx = view.full()
-    mine = draws[ranks.share(len(draws))]
-    out = np.empty(len(mine), np.float64)
-    motif_kernels.sample_diamonds(view.indptr, view.indices, ptr, idx, cum, mine, out)
-    return _mean_and_error(out, float(cum[-1]) / 6, ranks, samples)
+    kernel(cum, mine, out)
+    sums = ranks.sum(np.array([out.sum(), (out * out).sum()], np.float64))
+    mean = sums[0] / samples
+    var = max(sums[1] / samples - mean * mean, 0.0) * samples / (samples - 1)
+    scale = float(cum[-1]) / per_copy
+    return scale * mean, scale * float(np.sqrt(var / samples))
 
 
 def _four_cycles(view, threads: int, ranks: Ranks, progress: bool) -> int:

@@ -155,11 +155,8 @@ def _extensions(p: Pattern, frequent_labels, frequent_edges, edge_values) -> lis
     def frequent(la, lb, x):
         return (min(la, lb), max(la, lb), x) in frequent_edges
 
-    out = []
-    for a, b in itertools.combinations(range(k), 2):
-        if (a, b) not in p.edges:
-            out += [(edges + [(a, b, x)], labels) for x in edge_values
-                    if frequent(labels[a], labels[b], x)]
+    out = [(edges + [(a, b, x)], labels) for a, b in itertools.combinations(range(k), 2)
+           if (a, b) not in p.edges for x in edge_values if frequent(labels[a], labels[b], x)]
     if k < MAX_NODES:
         for v in range(k):
             out += [(edges + [(v, k, x)], labels + [lab]) for lab in frequent_labels

@@ -397,8 +397,7 @@ def triangles_merge(indptr, indices, tasks, edge_counts, node_counts, codes, dir
                         if per_vertex:
                             atomic_add(node_counts, a, 1)
                         if coded:
-                            code = dirs[k] | (dirs[p] << 2) | (dirs[q] << 4)
-                            codes[tid, code] += 1
+                            codes[tid, dirs[k] | (dirs[p] << 2) | (dirs[q] << 4)] += 1
                         p += 1
                         q += 1
                 if c:

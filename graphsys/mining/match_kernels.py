@@ -37,9 +37,7 @@ def _lower_bound(idx, lo, hi, x):
 def _directions_ok(have, need, exact):
     """Whether a pair's stored directions ``have`` hold the pattern's ``need`` (bit 1: the
     row's vertex to the entry, bit 2: back); ``exact``: and no other (induced)."""
-    if exact:
-        return have == need
-    return (have & need) == need
+    return have == need if exact else (have & need) == need
 
 
 @numba.njit(cache=True, nogil=True)

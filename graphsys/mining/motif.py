@@ -64,9 +64,9 @@ neighbours in ``X`` take ``w2``'s bit, with the edges at them) and the rows of `
 exclusive neighbours only. Each pair's 10-bit adjacency code (which of the 10 pairs of the
 five positions are edges) names its class through a 1024-entry table built once from every
 relabelling of the 21 patterns. No 5-node subset, and no 4-node one, is visited one at a
-time. Roots, each with its children cut
-into ranges of :data:`~graphsys.mining.census.CHILDREN_PER_TASK`, are the parallel tasks;
-every thread adds into its own counts.
+time. Roots, each with its children cut into ranges of
+:data:`~graphsys.mining.census.CHILDREN_PER_TASK`, are the parallel tasks; every thread
+adds into its own counts.
 """
 
 from __future__ import annotations

@@ -138,8 +138,7 @@ def sample_diamonds(dptr, didx, ptr, idx, cum, draws, out):
         if j >= i:
             j += 1
         x = common[i]
-        y = common[j]
-        out[s] = 1.0 if _contains(idx, ptr[x], ptr[x + 1], y) else 0.0
+        out[s] = 1.0 if _contains(idx, ptr[x], ptr[x + 1], common[j]) else 0.0
 
 
 @numba.njit(cache=True, nogil=True)
@@ -382,4 +381,3 @@ def esu5(ptr, idx, roots, lo, hi, marks, adjs, poss, exts, acc):
         tid = numba.get_thread_id()
         _esu_root(ptr, idx, roots[t], lo[t], hi[t], marks[tid], adjs[tid], poss[tid],
                   exts[tid], acc[tid])
-

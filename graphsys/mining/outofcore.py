@@ -587,8 +587,7 @@ def orient_serial(indptr, indices, key, degree, values: np.dtype):
     stored = int(indptr[-1]) - int(indptr[0])
     dptr = np.empty(n + 1, np.int64)
     # room for one row past the kept entries: a dropped entry is written, then overwritten
-    longest = int(np.max(np.diff(indptr))) if n else 0
-    didx = np.empty(stored // 2 + longest + 1, values)
+    didx = np.empty(stored // 2 + (int(np.max(np.diff(indptr))) if n else 0) + 1, values)
     kept = _orient_rows(indptr, indices, key, dptr, didx, degree)
     if kept < 0 or 2 * kept != int(degree.sum()):
         raise GraphsysError("the undirected (sym) index is not symmetric: a neighbour is "

@@ -6,12 +6,11 @@ label per node and per edge, optional anti-edges (pairs that must not be adjacen
 directed, its edges read as arcs. It is compiled, once, into a *plan* (Peregrine's
 pattern-aware matching [1]_): a matching order (a node of most edges first, then
 repeatedly the node with most edges to the nodes already placed, so every step extends a
-connected match), and
-symmetry-breaking conditions ``id(a) < id(b)`` derived from the pattern's automorphisms
-(Grochow and Kellis [2]_: while the group is not trivial, take the first node in matching
-order with a non-trivial orbit, require it below every other node of its orbit, and keep
-its stabiliser), so every subgraph is matched exactly once instead of once per
-automorphism.
+connected match), and symmetry-breaking conditions ``id(a) < id(b)`` derived from the
+pattern's automorphisms (Grochow and Kellis [2]_: while the group is not trivial, take the
+first node in matching order with a non-trivial orbit, require it below every other node of
+its orbit, and keep its stabiliser), so every subgraph is matched exactly once instead of
+once per automorphism.
 
 The matcher (:func:`graphsys.mining.match_kernels.match_count`) extends a match level by level:
 a level's candidates are the neighbours of its placed neighbour with the shortest row,
@@ -354,8 +353,7 @@ class Pattern:
         """Pattern nodes in the order the matcher places them."""
         k = self.num_nodes
         deg = self._adj.sum(1)
-        first = max(range(k), key=lambda v: (deg[v], self.labels[v] >= 0, -v))
-        order = [first]
+        order = [max(range(k), key=lambda v: (deg[v], self.labels[v] >= 0, -v))]
         while len(order) < k:
             rest = [v for v in range(k) if v not in order]
             order.append(max(rest, key=lambda v: (int(self._adj[v, order].sum()), deg[v],
@@ -495,7 +493,6 @@ def _arrows(plan: Plan, i: int, j: int, w: int, v: int) -> str:
     if need & 2:
         arcs.append(f"{v} -> {w}" + (f" label {back}" if back >= 0 else ""))
     return ", ".join(arcs)
-
 
 
 def census_class(p: Pattern) -> str | None:

@@ -127,8 +127,7 @@ def triangle_work(graph, *, edge_set: str | None = None,
         "triangle_work", "distributed", "progress")
     g = as_graph(graph)
     view = views.view(g, "oriented", edge_set=edge_set, memory_limit=ex.memory_limit)
-    out_degree = view.out_degree()
-    middle = from_middle(view.degree, out_degree)
+    middle = from_middle(view.degree, view.out_degree())
     work = np.empty(view.num_nodes, np.int64)
     kernels.probe_work(view.indptr, view.indices, middle, work)
     return NodeValues(view.by_global(work), g, "probes"), "middle" if middle else "lowest"
@@ -581,8 +580,7 @@ def _closed_class(sides: list[str]) -> str:
         # the corner facing the mutual dyad sees two asymmetric dyads
         far = next(s for s in sides if "m" not in s)
         return {"oo": "120D", "ii": "120U"}.get(far, "120C")
-    cyclic = all(sorted(s) == ["i", "o"] for s in sides)
-    return "030C" if cyclic else "030T"
+    return "030C" if all(sorted(s) == ["i", "o"] for s in sides) else "030T"
 
 
 def _code_table() -> list[tuple[str, list[str], int, int]]:

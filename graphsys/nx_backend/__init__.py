@@ -39,6 +39,7 @@ from collections.abc import Callable
 
 from _nx_graphsys import FUNCTIONS
 from graphsys.errors import GraphsysError
+from graphsys.nx_backend import checks
 from graphsys.nx_backend.graph import BackendGraph, from_graph, from_networkx
 
 __all__ = ["BackendGraph", "BackendInterface", "from_graph"]
@@ -108,16 +109,12 @@ class BackendInterface:
     @staticmethod
     def can_run(name: str, args, kwargs) -> bool | str:
         """True, or why graphsys declines these arguments (NetworkX then runs the call)."""
-        from graphsys.nx_backend import checks
-
         return checks.can_run(name, args, kwargs)
 
     @staticmethod
     def should_run(name: str, args, kwargs) -> bool | str:
         """Whether automatic dispatch should convert and run: graphs of at least
         ``nx.config.backends.graphsys.min_edges`` edges (or already graphsys graphs)."""
-        from graphsys.nx_backend import checks
-
         return checks.should_run(name, args, kwargs)
 
     @staticmethod
@@ -125,8 +122,6 @@ class BackendInterface:
         """NetworkX's test suite run against this backend: mark the tests whose
         expectations differ by design (listed with the reason in
         :data:`graphsys.nx_backend.checks.KNOWN_DIFFERENCES`)."""
-        from graphsys.nx_backend import checks
-
         checks.mark_tests(items)
 
 

@@ -51,15 +51,11 @@ def triangles(G, nodes=None):
     return _answer(G, nodes, lambda i: t[i])
 
 
-def _coefficient(t: int, d: int):
-    return 0 if t == 0 else 2 * t / (d * (d - 1))
-
-
 def clustering(G, nodes=None, weight=None):
     """``nx.clustering`` of an undirected graph, unweighted: of one node, or a dict over
     ``nodes``."""
     t, d = _per_node(G)
-    return _answer(G, nodes, lambda i: _coefficient(t[i], d[i]))
+    return _answer(G, nodes, lambda i: 0 if t[i] == 0 else 2 * t[i] / (d[i] * (d[i] - 1)))
 
 
 def average_clustering(G, nodes=None, weight=None, count_zeros=True):
@@ -75,5 +71,4 @@ def transitivity(G):
     """``nx.transitivity`` of an undirected graph (0 without a triangle)."""
     t, d = _per_node(G)
     triangles = 2 * sum(t)
-    contri = sum(x * (x - 1) for x in d)
-    return 0 if triangles == 0 else triangles / contri
+    return 0 if triangles == 0 else triangles / sum(x * (x - 1) for x in d)

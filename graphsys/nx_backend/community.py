@@ -1,8 +1,7 @@
 """graphsys's community detection, quality and census behind NetworkX's signatures:
 ``is_partition``, ``modularity`` (the kernel of :func:`graphsys.bsp.modularity`:
 NetworkX's directed modularity on a directed graph, self-loops counted as NetworkX counts
-them),
-``louvain_communities`` (graphsys's Louvain levels on that modularity),
+them), ``louvain_communities`` (graphsys's Louvain levels on that modularity),
 ``label_propagation_communities`` (NetworkX's semi-synchronous label propagation, step
 for step, in numba), ``asyn_lpa_communities`` (NetworkX's asynchronous one with
 Python's random draws, in numba) and ``triadic_census`` (:func:`graphsys.mining.triad_census`)."""
@@ -40,8 +39,7 @@ def modularity(G, communities, weight="weight", resolution=1):
     labels = np.empty(len(G), np.int64)
     for i, community in enumerate(communities):
         labels[G.internal(community)] = i
-    weighted = weight is not None and G.weight is not None
-    level = _level(G, weighted, visit_order=False)
+    level = _level(G, weight is not None and G.weight is not None, visit_order=False)
     if level.m == 0:  # every weight 0: NetworkX divides by the total weight
         raise ZeroDivisionError("division by zero")
     return level.modularity(labels, float(resolution))
@@ -121,8 +119,7 @@ def louvain_communities(G, weight="weight", resolution=1, threshold=0.0000001,
     """
     if G.null or len(G.edges()[0]) == 0:
         return [{u} for u in G]
-    weighted = weight is not None and G.weight is not None
-    level = _level(G, weighted)
+    level = _level(G, weight is not None and G.weight is not None)
     if level.m == 0:  # every weight 0: NetworkX's modularity divides by the total weight
         raise ZeroDivisionError("division by zero")
     from graphsys.bsp.algorithms.community import optimise
@@ -157,8 +154,7 @@ def label_propagation_communities(G):
     if G.null:
         return {}.values()
     indptr, indices = G.adjacency()
-    degree = G.degree()
-    by_degree = np.argsort(-degree, kind="stable")  # NetworkX's sorted(..., reverse=True)
+    by_degree = np.argsort(-G.degree(), kind="stable")  # NetworkX's sorted(..., reverse=True)
     from graphsys.nx_backend import propagation as kernels
 
     colors = kernels.greedy_colors(indptr, indices, by_degree)

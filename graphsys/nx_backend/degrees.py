@@ -21,8 +21,7 @@ from graphsys.nx_backend.measures import _nbunch, _unweighted
 def _centrality(G, deg: np.ndarray) -> dict:
     if len(G) <= 1:
         return {n: 1 for n in G}
-    s = 1.0 / (len(G) - 1.0)
-    return G.node_dict(deg * s)
+    return G.node_dict(deg * (1.0 / (len(G) - 1.0)))
 
 
 def degree_centrality(G):
@@ -179,8 +178,7 @@ def _neighbourhood(G, ids, transpose: bool = False) -> np.ndarray:
 
 def _group(G, S, transpose: bool = False) -> float:
     members = G.internal(S)
-    reached = np.setdiff1d(_neighbourhood(G, members, transpose), members)
-    centrality = len(reached)
+    centrality = len(np.setdiff1d(_neighbourhood(G, members, transpose), members))
     centrality /= len(G) - len(S)
     return centrality
 
@@ -205,8 +203,7 @@ def volume(G, S, weight=None):
     """``nx.volume``: the sum of the (out-)degrees of ``S``'s nodes in ``G`` (repeats
     counted as NetworkX counts them)."""
     _unweighted(G, weight)
-    deg = G.degree("out")
-    return sum(deg[_selected(G, S)].tolist())
+    return sum(G.degree("out")[_selected(G, S)].tolist())
 
 
 def _members(G, nodes) -> np.ndarray:
@@ -222,8 +219,7 @@ def cut_size(G, S, T=None, weight=None):
     a = _members(G, S)
     b = ~a if T is None else _members(G, T)
     rows, cols = G.edges()
-    cut = (a[rows] & b[cols]) | (b[rows] & a[cols])
-    return int(cut.sum())
+    return int(((a[rows] & b[cols]) | (b[rows] & a[cols])).sum())
 
 
 def _rest(G, S, T) -> list:
@@ -233,8 +229,7 @@ def _rest(G, S, T) -> list:
 def normalized_cut_size(G, S, T=None, weight=None):
     """``nx.normalized_cut_size``."""
     T = _rest(G, S, T)
-    cut = cut_size(G, S, T)
-    return cut * ((1 / volume(G, S)) + (1 / volume(G, T)))
+    return cut_size(G, S, T) * ((1 / volume(G, S)) + (1 / volume(G, T)))
 
 
 def conductance(G, S, T=None, weight=None):
@@ -258,8 +253,7 @@ def node_boundary(G, nbunch1, nbunch2=None):
     """``nx.node_boundary``: the set of nodes adjacent to ``nbunch1`` outside it (within
     ``nbunch2`` when given)."""
     members = np.flatnonzero(_members(G, nbunch1))
-    reached = np.setdiff1d(_neighbourhood(G, members), members)
-    bdy = {G.keys[i] for i in reached.tolist()}
+    bdy = {G.keys[i] for i in np.setdiff1d(_neighbourhood(G, members), members).tolist()}
     if nbunch2 is not None:
         bdy &= set(nbunch2)
     return bdy

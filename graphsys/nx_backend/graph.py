@@ -176,8 +176,7 @@ class BackendGraph:
         if not self.directed:
             indptr, indices = self.adjacency()
             rows = np.repeat(np.arange(len(self)), np.diff(indptr))
-            loops = np.bincount(rows[rows == indices], minlength=len(self))
-            return np.diff(indptr) + loops
+            return np.diff(indptr) + np.bincount(rows[rows == indices], minlength=len(self))
         out = np.diff(self.adjacency()[0])
         into = np.diff(self.adjacency(transpose=True)[0])
         return {"out": out, "in": into}.get(direction, out + into)

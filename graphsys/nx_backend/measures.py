@@ -151,9 +151,7 @@ def reciprocity(G, nodes=None):
 def degree_assortativity_coefficient(G, x="out", y="in", weight=None, nodes=None):
     """``nx.degree_assortativity_coefficient`` (and the same Pearson coefficient of
     ``nx.degree_pearson_correlation_coefficient``)."""
-    if G.null:
-        return float("nan")
-    return measures.degree_assortativity(G.graph, x, y)
+    return float("nan") if G.null else measures.degree_assortativity(G.graph, x, y)
 
 
 def _unweighted(G, weight) -> None:
@@ -203,8 +201,7 @@ def diameter(G, e=None, usebounds=False, weight=None):
 
 def radius(G, e=None, usebounds=False, weight=None):
     """``nx.radius``."""
-    ecc = _eccentricities(G, weight)
-    return int(ecc.min())
+    return int(_eccentricities(G, weight).min())
 
 
 def center(G, e=None, usebounds=False, weight=None):

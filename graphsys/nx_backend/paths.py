@@ -56,19 +56,14 @@ def descendants_at_distance(G, source, distance):
     """``nx.descendants_at_distance``: the nodes exactly ``distance`` hops away."""
     if source not in G:
         raise _nx().NetworkXError(f"The node {source} is not in the graph.")
-    dist = _reached(G, source)
-    return {G.keys[i] for i in np.flatnonzero(dist == distance).tolist()}
-
-
-def _no_path(source, target):
-    return _nx().NetworkXNoPath(f"No path between {source} and {target}.")
+    return {G.keys[i] for i in np.flatnonzero(_reached(G, source) == distance).tolist()}
 
 
 def _one_pair(G, source, target, weight):
     _check_node(G, target, "Target")
     d = _reached(G, source, weight)[G.index[target]]
     if not np.isfinite(d):
-        raise _no_path(source, target)
+        raise _nx().NetworkXNoPath(f"No path between {source} and {target}.")
     return int(d) if G.weight is None or weight is None else float(d)
 
 
@@ -102,9 +97,7 @@ def all_pairs_shortest_path_length(G, cutoff=None):
 def dijkstra_path_length(G, source, target, weight="weight"):
     """``nx.dijkstra_path_length``."""
     _check_node(G, source, "Node")
-    if source == target:
-        return 0
-    return _one_pair(G, source, target, weight)
+    return 0 if source == target else _one_pair(G, source, target, weight)
 
 
 def all_pairs_dijkstra_path_length(G, cutoff=None, weight="weight"):
@@ -122,9 +115,7 @@ def single_source_bellman_ford_path_length(G, source, weight="weight"):
 def bellman_ford_path_length(G, source, target, weight="weight"):
     """``nx.bellman_ford_path_length``."""
     _check_node(G, source)
-    if source == target:
-        return 0
-    return _one_pair(G, source, target, weight)
+    return 0 if source == target else _one_pair(G, source, target, weight)
 
 
 def all_pairs_bellman_ford_path_length(G, weight="weight"):

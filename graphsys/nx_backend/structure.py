@@ -80,8 +80,7 @@ def is_forest(G):
 def _sinks(G) -> tuple[np.ndarray, np.ndarray]:
     """Each node's component (sinks first) and which components have no edge out."""
     comp, edges = condensation(G)
-    count = int(comp.max()) + 1 if len(comp) else 0
-    sink = np.ones(count, bool)
+    sink = np.ones(int(comp.max()) + 1 if len(comp) else 0, bool)
     sink[edges[0]] = False
     return comp, sink
 

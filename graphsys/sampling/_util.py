@@ -45,28 +45,25 @@ def derive_seed(*parts: int) -> int:
     return h & _MASK63
 
 
+def _per_thread(kind: str, key, make) -> np.ndarray:
+    """This thread's array ``key`` of the cache ``kind``, made by ``make()`` on first use."""
+    cache = vars(_local).setdefault(kind, {})
+    if key not in cache:
+        cache[key] = make()
+    return cache[key]
+
+
 def scratch(num_nodes: int) -> np.ndarray:
     """This thread's int32 array of ``num_nodes`` entries, all -1 (kernels restore it);
     int32 halves the cache footprint of the random accesses of relabeling."""
-    cache = getattr(_local, "arrays", None)
-    if cache is None:
-        cache = _local.arrays = {}
-    arr = cache.get(num_nodes)
-    if arr is None:
-        arr = cache[num_nodes] = np.full(num_nodes, -1, np.int32)
-    return arr
+    return _per_thread("arrays", num_nodes, lambda: np.full(num_nodes, -1, np.int32))
 
 
 def visit_counters(chunks: int, num_nodes: int) -> np.ndarray:
     """This thread's int32 zero array (chunks, num_nodes) of walk visit counters (the
     kernels leave it zeroed)."""
-    cache = getattr(_local, "counters", None)
-    if cache is None:
-        cache = _local.counters = {}
-    arr = cache.get((chunks, num_nodes))
-    if arr is None:
-        arr = cache[(chunks, num_nodes)] = np.zeros((chunks, num_nodes), np.int32)
-    return arr
+    return _per_thread("counters", (chunks, num_nodes),
+                       lambda: np.zeros((chunks, num_nodes), np.int32))
 
 
 @contextmanager

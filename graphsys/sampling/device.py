@@ -90,16 +90,14 @@ def mix64(z: torch.Tensor) -> torch.Tensor:
 
 def node_streams(rng_seed: int, nodes: torch.Tensor) -> torch.Tensor:
     """int64 (S,): the initial stream state of each node id (``_kernels._stream``)."""
-    seed_term = as_int64(int(rng_seed) * 0x9E3779B97F4A7C15)
-    return mix64(mix64(nodes + _GOLDEN) ^ seed_term)
+    return mix64(mix64(nodes + _GOLDEN) ^ as_int64(int(rng_seed) * 0x9E3779B97F4A7C15))
 
 
 def stream_uniforms(state: torch.Tensor, k: int) -> torch.Tensor:
     """float64 (S, k): the first ``k`` uniforms in [0, 1) of each stream (``_uniform``
     called ``k`` times: the ``j``-th advances the state by ``(j + 1)`` golden steps)."""
     steps = torch.arange(1, k + 1, dtype=torch.int64, device=state.device) * _GOLDEN
-    words = mix64(state.unsqueeze(1) + steps)
-    return srl64(words, 11).to(torch.float64) * _INV53
+    return srl64(mix64(state.unsqueeze(1) + steps), 11).to(torch.float64) * _INV53
 
 
 def floyd_resolve(r: torch.Tensor, top: torch.Tensor, tri: torch.Tensor,
@@ -611,8 +609,7 @@ class DeviceNeighborSampler(Sampler):
         seeds = self.seed_nodes(seeds)
         terms = [as_int64(derive_seed(rng_seed, layer) * 0x9E3779B97F4A7C15)
                  for layer in range(self.num_layers)]
-        dev = self.sample_device
-        if torch.is_tensor(seeds) and seeds.device == dev:
+        if torch.is_tensor(seeds) and seeds.device == self.sample_device:
             dst, bad = self._device_seeds(seeds)
             layers, sizes = self._draw(dst, terms, bad)
         else:
@@ -712,8 +709,7 @@ class DeviceNeighborSampler(Sampler):
         """The output buffers of :meth:`_flatten`'s ``flat``, as views of it."""
         lengths = [n for spec in layout[:-1] for _, n in spec] + [layout[-1]]
         pieces = iter(torch.split(flat, lengths))
-        layers = [{k: next(pieces) for k, _ in spec} for spec in layout[:-1]]
-        return layers, next(pieces)
+        return [{k: next(pieces) for k, _ in spec} for spec in layout[:-1]], next(pieces)
 
     def record_graphs(self, batch_sizes) -> None:
         """Record now the CUDA graphs of batches of these seed counts (``cuda_graphs``;

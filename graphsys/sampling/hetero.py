@@ -137,8 +137,7 @@ class HeteroBlock:
         s, _, d = relation
         es, ed = self.edges[relation]
         n = self.num_dst_nodes.get(d, 0)
-        nodes = torch.cat([self.dst_nodes(d), self.src_nodes[s]])
-        return Block(nodes, n, es + n, ed)
+        return Block(torch.cat([self.dst_nodes(d), self.src_nodes[s]]), n, es + n, ed)
 
     def edge_index(self, relation: Relation) -> torch.Tensor:
         """int64 (2, E): PyG's bipartite ``edge_index`` of ``relation`` (row 0 positions in
@@ -158,8 +157,7 @@ def _relation_fanouts(fanouts, relations: list[Relation]) -> list[list[int]]:
     """One fanout list per relation (input layer first): a list for every relation, or a
     mapping by canonical relation or relation name (every relation listed; 0 = none)."""
     if not isinstance(fanouts, Mapping):
-        one = parse_fanouts(fanouts)
-        return [one] * len(relations)
+        return [parse_fanouts(fanouts)] * len(relations)
     out = []
     for rel in relations:
         v = fanouts.get(rel, fanouts.get(rel[1]))

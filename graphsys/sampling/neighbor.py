@@ -98,9 +98,8 @@ def make_block(dst: np.ndarray, nbr: np.ndarray, counts: np.ndarray,
     if check and K.has_duplicates(dst, sc):
         raise GraphsysError("seed ids must be unique within a batch")
     src_nodes, local = K.relabel(dst, nbr, sc)
-    edge_dst = np.repeat(np.arange(len(dst), dtype=np.int64), counts)
     return Block(torch.from_numpy(src_nodes), len(dst), torch.from_numpy(local),
-                 torch.from_numpy(edge_dst),
+                 torch.from_numpy(np.repeat(np.arange(len(dst), dtype=np.int64), counts)),
                  None if weight is None else torch.from_numpy(weight))
 
 

@@ -469,8 +469,7 @@ def _fill_entities(h5py, src: Path, ent_dir: Path, version: int, ptype: str, ppa
     if (ent_dir / f"entity_names_{ptype}_{pparts}.json").is_file():
         warnings.append(f"PBG entity type {ptype!r}: the config says {pparts} partitions but "
                         f"entity_names_{ptype}_{pparts}.json exists; only {pparts} were read")
-    int_ids = g.manifest.entity_types[etype].id_type == "int64"
-    pbg_ids = _pbg_ids(names, int_ids)
+    pbg_ids = _pbg_ids(names, g.manifest.entity_types[etype].id_type == "int64")
     graph_ids = g.node_ids(etype)
     graph_ids = pa.array(graph_ids) if isinstance(graph_ids, np.ndarray) else graph_ids
     src_row = pc.fill_null(pc.index_in(graph_ids, value_set=pbg_ids), -1).to_numpy()
@@ -514,4 +513,3 @@ def _fill_entities(h5py, src: Path, ent_dir: Path, version: int, ptype: str, ppa
     stats.update(imported=imported, fresh_init=len(src_row) - imported,
                  pbg_rows=len(names), pbg_not_in_graph=len(missing),
                  examples_not_in_graph=[names[i] for i in missing[:5]])
-

@@ -70,9 +70,7 @@ class GINConv(nn.Module):
 
     def forward(self, x: torch.Tensor, block: Block) -> torch.Tensor:
         check_input(x, block, self.in_dim, "GINConv")
-        n_dst = block.num_dst_nodes
-        agg = segment_sum(x, block)
-        return self.mlp((1 + self.eps) * x[:n_dst] + agg)
+        return self.mlp((1 + self.eps) * x[:block.num_dst_nodes] + segment_sum(x, block))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.in_dim}, {self.out_dim})"

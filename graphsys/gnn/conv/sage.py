@@ -141,12 +141,11 @@ class SAGEConv(nn.Module):
             raise GraphsysError(f"SAGEConv: states of shape {tuple(states.shape)} and index of "
                                 f"shape {tuple(index.shape)}, expected (n, {self.in_dim}) and "
                                 f"({block.num_src_nodes},) (block source nodes)")
-        n_dst = block.num_dst_nodes
         offsets, order = block.dst_offsets
         src = block.edge_src if order is None else block.edge_src.index_select(0, order)
         mean = F.embedding_bag(index.index_select(0, src), states, offsets, mode="mean",
                                include_last_offset=True)
-        x_dst = states.index_select(0, index[:n_dst])
+        x_dst = states.index_select(0, index[:block.num_dst_nodes])
         bias = self.lin_self.bias
         out = (x_dst @ self.lin_self.weight.t() if bias is None else
                torch.addmm(bias, x_dst, self.lin_self.weight.t()))

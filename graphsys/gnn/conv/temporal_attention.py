@@ -140,8 +140,7 @@ class TemporalAttentionConv(nn.Module):
         # scatter of the used slots into their rows; both layouts are filled in place (a
         # fresh tensor: no copy of it)
         val = val.new_zeros(q_n * k_n, h, d).index_put_((flat,), val).view(q_n, k_n, h, d)
-        out = (alpha.unsqueeze(-1) * val).sum(1)
-        return out.reshape(q_n, h * d) + root
+        return (alpha.unsqueeze(-1) * val).sum(1).reshape(q_n, h * d) + root
 
     def _shared_source(self, x: torch.Tensor, x_src: torch.Tensor, edge: torch.Tensor,
                        mask: torch.Tensor, pre: nn.Linear | None = None) -> torch.Tensor:
