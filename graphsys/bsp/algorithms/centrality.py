@@ -26,7 +26,6 @@ from graphsys.bsp.program import Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
 from graphsys.errors import GraphsysError, ParameterError
-from graphsys.execution import Execution
 from graphsys.progress import progress_bar
 
 if TYPE_CHECKING:
@@ -540,12 +539,12 @@ def betweenness(graph, *, k: int | None = None, seed: int = 0, sources=None,
     >>> bsp.betweenness(g, mode="out-of-core").to_dict() == bsp.betweenness(g).to_dict()
     True
     """
-    execution = Execution(mode=mode, device=device, backend=backend, threads=threads,
-                          distributed=distributed, progress=progress)
     return BETWEENNESS_SPEC.run(graph, max_iters=max_iters, k=k, seed=seed, sources=sources,
                                 normalized=normalized, endpoints=endpoints, weighted=weighted,
-                                execution=execution, edge_set=edge_set, readahead=readahead,
-                                dense_divisor=dense_divisor, fuse=fuse, schedule=schedule)
+                                mode=mode, device=device, backend=backend, threads=threads,
+                                distributed=distributed, progress=progress, edge_set=edge_set,
+                                readahead=readahead, dense_divisor=dense_divisor, fuse=fuse,
+                                schedule=schedule)
 
 
 @document_options()
@@ -606,12 +605,11 @@ def closeness(graph, *, k: int | None = None, seed: int = 0, sources=None,
     >>> bsp.closeness(g, k=4).to_dict() == bsp.closeness(g).to_dict()
     True
     """
-    execution = Execution(mode=mode, device=device, backend=backend, threads=threads,
-                          distributed=distributed, progress=progress)
     return CLOSENESS_SPEC.run(graph, max_iters=max_iters, k=k, seed=seed, sources=sources,
-                              wf_improved=wf_improved, weighted=weighted, execution=execution,
-                              edge_set=edge_set, readahead=readahead, dense_divisor=dense_divisor,
-                              fuse=fuse, schedule=schedule)
+                              wf_improved=wf_improved, weighted=weighted, mode=mode, device=device,
+                              backend=backend, threads=threads, distributed=distributed,
+                              progress=progress, edge_set=edge_set, readahead=readahead,
+                              dense_divisor=dense_divisor, fuse=fuse, schedule=schedule)
 
 
 @document_options()
@@ -663,12 +661,11 @@ def harmonic(graph, *, k: int | None = None, seed: int = 0, sources=None,
     >>> {node: round(h, 4) for node, h in bsp.harmonic(g).to_dict().items()}
     {1: 1.8333, 2: 2.5, 3: 2.5, 4: 1.8333}
     """
-    execution = Execution(mode=mode, device=device, backend=backend, threads=threads,
-                          distributed=distributed, progress=progress)
     return HARMONIC_SPEC.run(graph, max_iters=max_iters, k=k, seed=seed, sources=sources,
-                             weighted=weighted, execution=execution, edge_set=edge_set,
-                             readahead=readahead, dense_divisor=dense_divisor, fuse=fuse,
-                             schedule=schedule)
+                             weighted=weighted, mode=mode, device=device, backend=backend,
+                             threads=threads, distributed=distributed, progress=progress,
+                             edge_set=edge_set, readahead=readahead, dense_divisor=dense_divisor,
+                             fuse=fuse, schedule=schedule)
 
 
 def _weighted(graph, edge_set, weighted, name: str) -> bool:

@@ -18,7 +18,6 @@ from graphsys.bsp.program import Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
 from graphsys.errors import GraphsysError, ParameterError
-from graphsys.execution import Execution
 from graphsys.kernels.cores import core_levels, peel_degrees
 
 #: How :func:`kcore` treats self-loops
@@ -199,12 +198,10 @@ def kcore(graph, *, self_loops: str = "ignore", max_iters: int | None = None,
     >>> bsp.kcore(g).to_dict()
     {1: 2.0, 2: 2.0, 3: 2.0, 4: 1.0}
     """
-    execution = Execution(mode=mode, device=device, backend=backend, threads=threads,
-                          distributed=distributed, progress=progress)
-    return KCORE_SPEC.run(graph, max_iters=max_iters, self_loops=self_loops, init=init,
-                          execution=execution,
-                          edge_set=edge_set, readahead=readahead, dense_divisor=dense_divisor,
-                          fuse=fuse, schedule=schedule)
+    return KCORE_SPEC.run(graph, max_iters=max_iters, self_loops=self_loops, init=init, mode=mode,
+                          device=device, backend=backend, threads=threads, distributed=distributed,
+                          progress=progress, edge_set=edge_set, readahead=readahead,
+                          dense_divisor=dense_divisor, fuse=fuse, schedule=schedule)
 
 
 def _kcore_program(graph, *, edge_set=None, self_loops: str = "ignore"):
