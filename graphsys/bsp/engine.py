@@ -142,12 +142,10 @@ def _check_ranks_agree(graph, program: VertexProgram, edge_set: str, mode: str,
     the same settings (:func:`~graphsys.distributed.check_same_inputs`)."""
     import hashlib
 
-    import torch.distributed as dist
-
     from graphsys.bsp.distributed import program_digest
     from graphsys.distributed import check_same_inputs, graph_digest
 
-    if not (dist.is_available() and dist.is_initialized()):
+    if not initialized():
         return  # the edge provider refuses the run in one line
     settings = hashlib.sha256(repr((edge_set, mode, max_iters, schedule)).encode()).hexdigest()
     check_same_inputs({"graph": graph_digest(graph), "program": program_digest(program),

@@ -205,10 +205,7 @@ class RunStats:
     def to_dict(self) -> dict[str, Any]:
         """Every field (supersteps as dicts), ``num_supersteps`` and :meth:`totals`;
         JSON-ready."""
-        d = asdict(self)
-        d["num_supersteps"] = self.num_supersteps
-        d["totals"] = self.totals()
-        return d
+        return {**asdict(self), "num_supersteps": self.num_supersteps, "totals": self.totals()}
 
     def to_table(self) -> pa.Table:
         """One row per superstep; ``seconds`` flattened to ``seconds_<phase>`` columns."""
