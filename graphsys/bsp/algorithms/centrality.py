@@ -195,14 +195,7 @@ class _SourceSearches(VertexProgram):
             return indptr, idx
         if edges.graph.adjacency_index(edges.edge_set, "csc") is None:
             return none
-        in_ptr, in_idx, _ = edges.adjacency("csc")
-        return in_ptr, in_idx
-
-    def _refuse_weighted(self) -> None:
-        if self.uses_weights:
-            raise GraphsysError(f"weighted {self.name} runs in memory on the CPU (numba "
-                                f"backend, schedule auto); the supersteps search by hops "
-                                f"(weighted=False)")
+        return edges.adjacency("csc")[:2]
 
 
 class Betweenness(_SourceSearches):
@@ -235,7 +228,10 @@ class Betweenness(_SourceSearches):
         import torch
 
         if self.phase in ("forward", "backward"):
-            self._refuse_weighted()
+            if self.uses_weights:
+                raise GraphsysError(f"weighted {self.name} runs in memory on the CPU (numba "
+                                    f"backend, schedule auto); the supersteps search by hops "
+                                    f"(weighted=False)")
             dist = state["dist"]
             at = dist == self.depth
             if self.phase == "forward":
@@ -456,7 +452,7 @@ schedule : {"auto", "sync"}, default "auto"
     ``auto``: in memory on CPU, numba kernels parallel over the sources (one thread per
     lane, each with its own buffers; one recorded superstep per chunk of sources), else
     ``sync``; ``sync``: the vector program in BSP supersteps, %(width)d sources at a
-    time."""
+    time.""".replace("%(width)d", str(SOURCES_PER_PASS))
 
 
 _RAISES_DOC = """ParameterError
@@ -468,12 +464,8 @@ GraphsysError
     graph, or a weighted run in supersteps."""
 
 
-def _sample_doc() -> str:
-    return _SAMPLE_DOC.replace("%(width)d", str(SOURCES_PER_PASS))
-
-
 @document_options()
-@fill_doc(sample=_sample_doc(), raises=_RAISES_DOC)
+@fill_doc(sample=_SAMPLE_DOC, raises=_RAISES_DOC)
 def betweenness(graph, *, k: int | None = None, seed: int = 0, sources=None,
                 normalized: bool = True, endpoints: bool = False,
                 weighted: bool = False, max_iters: int | None = None,
@@ -548,7 +540,7 @@ def betweenness(graph, *, k: int | None = None, seed: int = 0, sources=None,
 
 
 @document_options()
-@fill_doc(sample=_sample_doc(), raises=_RAISES_DOC)
+@fill_doc(sample=_SAMPLE_DOC, raises=_RAISES_DOC)
 def closeness(graph, *, k: int | None = None, seed: int = 0, sources=None,
               wf_improved: bool = True, weighted: bool = False,
               max_iters: int | None = None, schedule: str = "auto", mode: str = "auto",
@@ -613,7 +605,7 @@ def closeness(graph, *, k: int | None = None, seed: int = 0, sources=None,
 
 
 @document_options()
-@fill_doc(sample=_sample_doc(), raises=_RAISES_DOC)
+@fill_doc(sample=_SAMPLE_DOC, raises=_RAISES_DOC)
 def harmonic(graph, *, k: int | None = None, seed: int = 0, sources=None,
              weighted: bool = False, max_iters: int | None = None,
              schedule: str = "auto", mode: str = "auto", device: str = "cpu",

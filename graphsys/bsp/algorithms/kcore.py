@@ -43,11 +43,6 @@ class KCore(VertexProgram):
         self.direction = "both" if both_ways else "out"
         self.given, self.loops = loops, loops
 
-    def _loops(self, lo: int, hi: int) -> np.ndarray:
-        """Degree the self-loops of vertices ``lo..hi-1`` add (each stored loop is an out-
-        and, both ways, an in-entry)."""
-        return self.loops[lo:hi] * (2 if self.direction == "both" else 1)
-
     def init(self, ctx):
         self.loops = self.given
         # the core numbers only: the in-memory fast path needs no more (see aggregate)
@@ -61,8 +56,9 @@ class KCore(VertexProgram):
             deg = ctx.degree("both" if self.direction == "both" else "out")
             if self.loops is None:
                 self.loops = self_loop_counts(ctx.graph, ctx.edge_set)
-            loops = torch.as_tensor(self._loops(ctx.lo, ctx.hi), dtype=deg.dtype)
-            state["deg"] = deg - loops.to(deg.device)
+            # each stored loop is an out- and, both ways, an in-entry
+            loops = self.loops[ctx.lo:ctx.hi] * (2 if self.direction == "both" else 1)
+            state["deg"] = deg - torch.as_tensor(loops, dtype=deg.dtype).to(deg.device)
             state["alive"] = ctx.full(True, torch.bool)
             state["loops_out"] = True
         alive_deg = state["deg"][state["alive"]]
