@@ -397,11 +397,8 @@ class MemoryEdges:
         larger than :data:`HUB_SORT_BYTES` and the indices are private arrays. A mapped
         adjacency index is pulled as it is: renumbering would copy it (4 bytes per edge of
         heap, and a setup pass), which is what mapping it avoids."""
-        if self.num_nodes * 8 <= HUB_SORT_BYTES:
-            return False
-        if kind + "-hot" in self._adj:
-            return True
-        return self.private(kind)
+        return self.num_nodes * 8 > HUB_SORT_BYTES and (kind + "-hot" in self._adj
+                                                         or self.private(kind))
 
     def hot_adjacency(self, kind: str) -> tuple:
         """``kind``'s adjacency with its *sources* renumbered by descending frequency (the
@@ -428,12 +425,8 @@ class MemoryEdges:
     def _passes(self) -> list[tuple[str, str]]:
         """(pull adjacency, push adjacency) per message direction of the program."""
         d = self.program.direction
-        out = []
-        if d in ("out", "both"):
-            out.append(("csc", "csr"))
-        if d in ("in", "both"):
-            out.append(("csr", "csc"))
-        return out
+        return ([("csc", "csr")] if d in ("out", "both") else []) + (
+            [("csr", "csc")] if d in ("in", "both") else [])
 
     def dense(self, active: torch.Tensor, num_active: int) -> tuple[bool, np.ndarray | None]:
         """Ligra's rule: pull when |F| + outdeg(F) > m / divisor. Returns (pull?, frontier

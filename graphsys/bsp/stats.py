@@ -209,11 +209,9 @@ class RunStats:
 
     def to_table(self) -> pa.Table:
         """One row per superstep; ``seconds`` flattened to ``seconds_<phase>`` columns."""
-        rows = []
-        for s in self.supersteps:
-            row = {k: v for k, v in asdict(s).items() if k != "seconds"}
-            row.update({f"seconds_{ph}": float(s.seconds.get(ph, 0.0)) for ph in PHASES})
-            rows.append(row)
+        rows = [{**{k: v for k, v in asdict(s).items() if k != "seconds"},
+                 **{f"seconds_{ph}": float(s.seconds.get(ph, 0.0)) for ph in PHASES}}
+                for s in self.supersteps]
         if not rows:
             return pa.table({"superstep": pa.array([], pa.int64())})
         return pa.Table.from_pylist(rows)
