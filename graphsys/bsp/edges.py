@@ -370,9 +370,7 @@ class MemoryEdges:
         kind = next((k for k in ("csc", "csr") if k in self._adj), self._passes()[0][0])
         adj = self.adjacency(kind)
         indptr, idx = _host(adj[0]), _host(adj[1])
-        w = _host(adj[2]) if adj[2] is not None and len(adj[2]) else None
-        if w is None:
-            w = np.ones(len(idx), np.float64)
+        w = _host(adj[2]) if adj[2] is not None and len(adj[2]) else np.ones(len(idx), np.float64)
         check_weights(w, self.edge_set)
         rows = idx if kind == "csc" else np.repeat(np.arange(self.num_nodes), np.diff(indptr))
         return np.bincount(rows, weights=w, minlength=self.num_nodes)
