@@ -110,9 +110,7 @@ def init_from_env(device: torch.device) -> bool:
     it is not initialised yet; NCCL for CUDA devices, gloo otherwise, with the
     :func:`process_group_timeout`. Returns whether the run is distributed."""
     if initialized():
-        import torch.distributed as dist
-
-        return dist.get_world_size() > 1
+        return rank_and_world_size()[1] > 1
     if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
         return False
     import torch.distributed as dist

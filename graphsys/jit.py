@@ -604,8 +604,6 @@ def blas_check_alone():
     extension module is initialised once per process). Nothing is done when numba's
     array support has loaded already, ``cython_blas`` is imported, or its file is not found.
     """
-    import sys
-
     added = None
     if "numba.np.arraymath" not in sys.modules and _BLAS_MODULE not in sys.modules:
         added = _load_blas_alone()
@@ -619,10 +617,6 @@ def blas_check_alone():
 def _load_blas_alone():
     """``scipy.linalg.cython_blas`` loaded from its file without its package, listed in
     ``sys.modules``; None where it cannot be."""
-    import importlib.machinery
-    import importlib.util
-    import sys
-
     try:
         scipy = importlib.util.find_spec("scipy")
         if scipy is None or not scipy.submodule_search_locations:
@@ -657,8 +651,6 @@ def kernel_cache(dispatcher) -> tuple[str | None, int, int]:
 
 def kernels() -> list:
     """Every cached numba kernel (dispatcher) of the graphsys modules imported so far."""
-    import sys
-
     try:
         from numba.core.dispatcher import Dispatcher
     except ImportError:

@@ -384,10 +384,9 @@ def imported_source(path: Path) -> bytes | None:
 def _source(path: Path) -> tuple[str, list[str]]:
     """:meth:`_ImportMemo.imports` of ``path``, once per process (and once more where it
     is imported again)."""
-    found = _sources.get(path)
-    if found is None:
-        found = _sources[path] = _memo.imports(path)
-    return found
+    if path not in _sources:
+        _sources[path] = _memo.imports(path)
+    return _sources[path]
 
 
 @functools.cache

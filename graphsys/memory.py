@@ -17,10 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
-def _status(pid: int | None) -> Path:
-    return Path("/proc/self/status" if pid is None else f"/proc/{int(pid)}/status")
-
-
 @dataclass(frozen=True)
 class MemorySample:
     """Bytes resident now: ``total`` = ``anon`` + ``file`` (+ shared memory)."""
@@ -34,8 +30,9 @@ def current_memory(pid: int | None = None) -> MemorySample:
     """Resident bytes of this process, or of process ``pid``, now (zeros where ``/proc`` is
     unavailable or the process has gone)."""
     fields = {"VmRSS:": 0, "RssAnon:": 0, "RssFile:": 0}
+    status = Path("/proc/self/status" if pid is None else f"/proc/{int(pid)}/status")
     try:
-        for line in _status(pid).read_text().splitlines():
+        for line in status.read_text().splitlines():
             key = line.split(maxsplit=1)[0] if line else ""
             if key in fields:
                 fields[key] = int(line.split()[1]) * 1024  # the kernel reports kB

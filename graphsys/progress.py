@@ -225,8 +225,7 @@ class CompileAware(tqdm):
 
     def _leave(self) -> None:
         """Say what was compiled since the loop last advanced; stop listening."""
-        if self._phase is not None:
-            self._end_phase()
+        self._end_phase()
         _open[:] = [ref for ref in _open if ref() is not None and ref() is not self]
 
     def close(self) -> None:
@@ -257,15 +256,11 @@ class LineProgress(CompileAware):
         self._last_line = self.start_t if hasattr(self, "start_t") else time.time()
 
     def _say_compiling(self, text: str, desc: str) -> None:
-        self._line(self._with_desc(text, desc))
-
-    def _say_compiled(self, text: str, desc: str) -> None:
-        self._line(self._with_desc(text, desc))
-
-    def _line(self, text: str) -> None:
         if not self.disable:
-            self.fp.write(text + "\n")
+            self.fp.write(self._with_desc(text, desc) + "\n")
             self.fp.flush()
+
+    _say_compiled = _say_compiling
 
     def display(self, msg=None, pos=None) -> bool:
         if self.disable or self._last_line is None:

@@ -190,7 +190,6 @@ def parse_seconds(text) -> tuple[np.ndarray, np.ndarray | None]:
     True
     """
     strings = [str(v) for v in (text.to_pylist() if hasattr(text, "to_pylist") else text)]
-    whole = np.empty(len(strings), np.int64)
     micros = np.empty(len(strings), np.int64)
     fractional = False
     for k, v in enumerate(strings):
@@ -201,10 +200,8 @@ def parse_seconds(text) -> tuple[np.ndarray, np.ndarray | None]:
         sign = -1 if m.group(1) == "-" else 1
         frac = (m.group(3) or "").ljust(6, "0")
         fractional |= any(c != "0" for c in frac)
-        us = sign * (int(m.group(2)) * 1_000_000 + int(frac))
-        micros[k] = us
-        whole[k] = us // 1_000_000
-    return whole, (micros if fractional else None)
+        micros[k] = sign * (int(m.group(2)) * 1_000_000 + int(frac))
+    return micros // 1_000_000, (micros if fractional else None)
 
 
 _DECIMAL = re.compile(r"([+-]?)(\d+)(?:\.(\d{0,6}))?")

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from graphsys.distributed import Collectives, rank_share
-from graphsys.errors import ParameterError
+from graphsys.errors import ParameterError, check_count
 
 if TYPE_CHECKING:
     import torch
@@ -30,9 +30,7 @@ def rank_split(num_partitions: int, world_size: int) -> list[range]:
     contiguous range ``[r P // W, (r+1) P // W)``. A :class:`ParameterError` naming
     ``world_size`` when it is not a positive integer or exceeds ``num_partitions`` (a rank
     needs at least one partition)."""
-    w, p = world_size, num_partitions
-    if isinstance(w, bool) or not isinstance(w, int) or w < 1:
-        raise ParameterError("world_size", f"must be a positive integer, got {w!r}")
+    w, p = check_count("world_size", world_size), num_partitions
     if w > p:
         raise ParameterError("world_size", f"{w}: a distributed run needs at least one "
                                             f"partition per rank, the graph has {p} (re-ingest "

@@ -370,9 +370,7 @@ class MemoryEdges:
         kind = next((k for k in ("csc", "csr") if k in self._adj), self._passes()[0][0])
         adj = self.adjacency(kind)
         indptr, idx = _host(adj[0]), _host(adj[1])
-        w = _host(adj[2]) if adj[2] is not None and len(adj[2]) else None
-        if w is None:
-            w = np.ones(len(idx), np.float64)
+        w = _host(adj[2]) if adj[2] is not None and len(adj[2]) else np.ones(len(idx), np.float64)
         check_weights(w, self.edge_set)
         rows = idx if kind == "csc" else np.repeat(np.arange(self.num_nodes), np.diff(indptr))
         return np.bincount(rows, weights=w, minlength=self.num_nodes)
@@ -397,11 +395,8 @@ class MemoryEdges:
         larger than :data:`HUB_SORT_BYTES` and the indices are private arrays. A mapped
         adjacency index is pulled as it is: renumbering would copy it (4 bytes per edge of
         heap, and a setup pass), which is what mapping it avoids."""
-        if self.num_nodes * 8 <= HUB_SORT_BYTES:
-            return False
-        if kind + "-hot" in self._adj:
-            return True
-        return self.private(kind)
+        return self.num_nodes * 8 > HUB_SORT_BYTES and (kind + "-hot" in self._adj
+                                                         or self.private(kind))
 
     def hot_adjacency(self, kind: str) -> tuple:
         """``kind``'s adjacency with its *sources* renumbered by descending frequency (the
@@ -428,12 +423,8 @@ class MemoryEdges:
     def _passes(self) -> list[tuple[str, str]]:
         """(pull adjacency, push adjacency) per message direction of the program."""
         d = self.program.direction
-        out = []
-        if d in ("out", "both"):
-            out.append(("csc", "csr"))
-        if d in ("in", "both"):
-            out.append(("csr", "csc"))
-        return out
+        return ([("csc", "csr")] if d in ("out", "both") else []) + (
+            [("csr", "csc")] if d in ("in", "both") else [])
 
     def dense(self, active: torch.Tensor, num_active: int) -> tuple[bool, np.ndarray | None]:
         """Ligra's rule: pull when |F| + outdeg(F) > m / divisor. Returns (pull?, frontier

@@ -37,7 +37,7 @@ from graphsys.bsp.stats import RunStats, SuperstepStats, disk_read_bytes
 from graphsys.bsp.stream import DistributedEdges, StreamEdges
 from graphsys.device import HOST, as_torch, host_array, resolve_lazily
 from graphsys.distributed import initialized, local_cuda_device
-from graphsys.errors import GraphsysError, ParameterError
+from graphsys.errors import GraphsysError, ParameterError, check_count
 from graphsys.execution import Execution, with_threads
 from graphsys.progress import display
 from graphsys.trace import trace_range
@@ -142,12 +142,10 @@ def _check_ranks_agree(graph, program: VertexProgram, edge_set: str, mode: str,
     the same settings (:func:`~graphsys.distributed.check_same_inputs`)."""
     import hashlib
 
-    import torch.distributed as dist
-
     from graphsys.bsp.distributed import program_digest
     from graphsys.distributed import check_same_inputs, graph_digest
 
-    if not (dist.is_available() and dist.is_initialized()):
+    if not initialized():
         return  # the edge provider refuses the run in one line
     settings = hashlib.sha256(repr((edge_set, mode, max_iters, schedule)).encode()).hexdigest()
     check_same_inputs({"graph": graph_digest(graph), "program": program_digest(program),
@@ -261,8 +259,7 @@ def run(graph, program: VertexProgram, *, mode: str = "auto", device: str = "cpu
     if schedule not in SCHEDULES:
         raise ParameterError("schedule", f"unknown schedule {schedule!r} (choose from "
                                           f"{', '.join(SCHEDULES)})")
-    if not isinstance(max_iters, int) or max_iters < 1:
-        raise ParameterError("max_iters", f"must be a positive integer, got {max_iters!r}")
+    max_iters = check_count("max_iters", max_iters)
     check_budget(device_budget)
     if len(graph.entity_types) != 1:
         raise GraphsysError(f"the BSP engine needs a graph with one entity type, this one has "

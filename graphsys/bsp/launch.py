@@ -9,6 +9,7 @@ rank 0 writes ``--out``).
 
 from __future__ import annotations
 
+import json
 import tempfile
 from pathlib import Path
 
@@ -33,15 +34,10 @@ def _worker(rank: int, world_size: int, port: int, graph_dir: str,
             result = getattr(bsp, name)(graph, *args, distributed=True, **on, **kwargs)
             if rank == 0:
                 np.save(Path(out_dir) / f"{k}.npy", result.values)
-                Path(out_dir, f"{k}.json").write_text(_json(result.stats.to_dict()))
+                Path(out_dir, f"{k}.json").write_text(json.dumps(result.stats.to_dict(),
+                                                                 default=str))
     finally:
         dist.destroy_process_group()
-
-
-def _json(obj) -> str:
-    import json
-
-    return json.dumps(obj, default=str)
 
 
 def spawn(graph_dir: str | Path, jobs: list[tuple[str, tuple, dict]],
@@ -50,8 +46,6 @@ def spawn(graph_dir: str | Path, jobs: list[tuple[str, tuple, dict]],
     processes (one process group for all jobs): gloo on the CPU (``device="cpu"``), or
     NCCL with rank ``r`` on GPU ``r`` (``device="cuda"``, ``world_size`` GPUs at least).
     Returns ``(values float64 (N,), stats dict)`` per job, as seen by rank 0."""
-    import json
-
     import torch
     import torch.multiprocessing as mp
 

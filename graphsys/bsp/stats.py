@@ -205,18 +205,13 @@ class RunStats:
     def to_dict(self) -> dict[str, Any]:
         """Every field (supersteps as dicts), ``num_supersteps`` and :meth:`totals`;
         JSON-ready."""
-        d = asdict(self)
-        d["num_supersteps"] = self.num_supersteps
-        d["totals"] = self.totals()
-        return d
+        return {**asdict(self), "num_supersteps": self.num_supersteps, "totals": self.totals()}
 
     def to_table(self) -> pa.Table:
         """One row per superstep; ``seconds`` flattened to ``seconds_<phase>`` columns."""
-        rows = []
-        for s in self.supersteps:
-            row = {k: v for k, v in asdict(s).items() if k != "seconds"}
-            row.update({f"seconds_{ph}": float(s.seconds.get(ph, 0.0)) for ph in PHASES})
-            rows.append(row)
+        rows = [{**{k: v for k, v in asdict(s).items() if k != "seconds"},
+                 **{f"seconds_{ph}": float(s.seconds.get(ph, 0.0)) for ph in PHASES}}
+                for s in self.supersteps]
         if not rows:
             return pa.table({"superstep": pa.array([], pa.int64())})
         return pa.Table.from_pylist(rows)

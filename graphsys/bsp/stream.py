@@ -458,11 +458,6 @@ class StreamEdges:
                 and prog.message == "copy" and prog.combiner == "sum"
                 and prog.width is None)
 
-    def _pass_batches(self, tasks) -> list[tuple]:
-        """The (i, j, reverse, batch) the pass reads, in its order."""
-        return [(i, j, rev, eb) for task in tasks for i, j, rev in task
-                for eb in self._open[(i, j)][1]]
-
     def _after_copy_sum(self, sink: _CopySum, tasks) -> None:
         """After an all-active copy/sum pass: keep its receiving targets; merge the pass
         (:class:`~graphsys.bsp.device_stream.MergedPass`) once all its batches are kept on
@@ -473,7 +468,9 @@ class StreamEdges:
         buckets = self.device_buckets
         if direction in self._merged:
             return
-        batches = self._pass_batches(tasks)
+        # the (i, j, reverse, batch) the pass reads, in its order
+        batches = [(i, j, rev, eb) for task in tasks for i, j, rev in task
+                   for eb in self._open[(i, j)][1]]
         if not batches or not all((i, j, eb.start) in buckets.resident
                                   for i, j, _, eb in batches):
             return

@@ -40,12 +40,10 @@ def read_only(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
     >>> v.flags.writeable, a.flags.writeable, bool(np.shares_memory(a, v))
     (False, True, True)
     """
-    out = []
-    for a in arrays:
-        v = a.view()
+    out = tuple(a.view() for a in arrays)
+    for v in out:
         v.flags.writeable = False
-        out.append(v)
-    return tuple(out)
+    return out
 
 
 def old_adjacency(graph, old: list, kind: str, weighted: bool):

@@ -112,9 +112,8 @@ class Oriented:
     @property
     def nbytes(self) -> int:
         """Bytes its arrays hold."""
-        arrays = [self.indptr, self.indices, self.order, self.degree]
-        return int(sum(a.nbytes for a in arrays) + (self.dirs.nbytes if self.dirs is not None
-                                                     else 0))
+        arrays = (self.indptr, self.indices, self.order, self.degree, self.dirs)
+        return int(sum(a.nbytes for a in arrays if a is not None))
 
     def out_degree(self) -> np.ndarray:
         """Row lengths: int64 (N,) higher neighbours of each vertex."""

@@ -26,7 +26,6 @@ from graphsys.bsp.program import Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
 from graphsys.errors import GraphsysError, ParameterError
-from graphsys.execution import Execution
 from graphsys.progress import progress_bar
 
 if TYPE_CHECKING:
@@ -196,14 +195,7 @@ class _SourceSearches(VertexProgram):
             return indptr, idx
         if edges.graph.adjacency_index(edges.edge_set, "csc") is None:
             return none
-        in_ptr, in_idx, _ = edges.adjacency("csc")
-        return in_ptr, in_idx
-
-    def _refuse_weighted(self) -> None:
-        if self.uses_weights:
-            raise GraphsysError(f"weighted {self.name} runs in memory on the CPU (numba "
-                                f"backend, schedule auto); the supersteps search by hops "
-                                f"(weighted=False)")
+        return edges.adjacency("csc")[:2]
 
 
 class Betweenness(_SourceSearches):
@@ -236,7 +228,10 @@ class Betweenness(_SourceSearches):
         import torch
 
         if self.phase in ("forward", "backward"):
-            self._refuse_weighted()
+            if self.uses_weights:
+                raise GraphsysError(f"weighted {self.name} runs in memory on the CPU (numba "
+                                    f"backend, schedule auto); the supersteps search by hops "
+                                    f"(weighted=False)")
             dist = state["dist"]
             at = dist == self.depth
             if self.phase == "forward":
@@ -457,7 +452,7 @@ schedule : {"auto", "sync"}, default "auto"
     ``auto``: in memory on CPU, numba kernels parallel over the sources (one thread per
     lane, each with its own buffers; one recorded superstep per chunk of sources), else
     ``sync``; ``sync``: the vector program in BSP supersteps, %(width)d sources at a
-    time."""
+    time.""".replace("%(width)d", str(SOURCES_PER_PASS))
 
 
 _RAISES_DOC = """ParameterError
@@ -469,12 +464,8 @@ GraphsysError
     graph, or a weighted run in supersteps."""
 
 
-def _sample_doc() -> str:
-    return _SAMPLE_DOC.replace("%(width)d", str(SOURCES_PER_PASS))
-
-
 @document_options()
-@fill_doc(sample=_sample_doc(), raises=_RAISES_DOC)
+@fill_doc(sample=_SAMPLE_DOC, raises=_RAISES_DOC)
 def betweenness(graph, *, k: int | None = None, seed: int = 0, sources=None,
                 normalized: bool = True, endpoints: bool = False,
                 weighted: bool = False, max_iters: int | None = None,
@@ -540,16 +531,16 @@ def betweenness(graph, *, k: int | None = None, seed: int = 0, sources=None,
     >>> bsp.betweenness(g, mode="out-of-core").to_dict() == bsp.betweenness(g).to_dict()
     True
     """
-    execution = Execution(mode=mode, device=device, backend=backend, threads=threads,
-                          distributed=distributed, progress=progress)
     return BETWEENNESS_SPEC.run(graph, max_iters=max_iters, k=k, seed=seed, sources=sources,
                                 normalized=normalized, endpoints=endpoints, weighted=weighted,
-                                execution=execution, edge_set=edge_set, readahead=readahead,
-                                dense_divisor=dense_divisor, fuse=fuse, schedule=schedule)
+                                mode=mode, device=device, backend=backend, threads=threads,
+                                distributed=distributed, progress=progress, edge_set=edge_set,
+                                readahead=readahead, dense_divisor=dense_divisor, fuse=fuse,
+                                schedule=schedule)
 
 
 @document_options()
-@fill_doc(sample=_sample_doc(), raises=_RAISES_DOC)
+@fill_doc(sample=_SAMPLE_DOC, raises=_RAISES_DOC)
 def closeness(graph, *, k: int | None = None, seed: int = 0, sources=None,
               wf_improved: bool = True, weighted: bool = False,
               max_iters: int | None = None, schedule: str = "auto", mode: str = "auto",
@@ -606,16 +597,15 @@ def closeness(graph, *, k: int | None = None, seed: int = 0, sources=None,
     >>> bsp.closeness(g, k=4).to_dict() == bsp.closeness(g).to_dict()
     True
     """
-    execution = Execution(mode=mode, device=device, backend=backend, threads=threads,
-                          distributed=distributed, progress=progress)
     return CLOSENESS_SPEC.run(graph, max_iters=max_iters, k=k, seed=seed, sources=sources,
-                              wf_improved=wf_improved, weighted=weighted, execution=execution,
-                              edge_set=edge_set, readahead=readahead, dense_divisor=dense_divisor,
-                              fuse=fuse, schedule=schedule)
+                              wf_improved=wf_improved, weighted=weighted, mode=mode, device=device,
+                              backend=backend, threads=threads, distributed=distributed,
+                              progress=progress, edge_set=edge_set, readahead=readahead,
+                              dense_divisor=dense_divisor, fuse=fuse, schedule=schedule)
 
 
 @document_options()
-@fill_doc(sample=_sample_doc(), raises=_RAISES_DOC)
+@fill_doc(sample=_SAMPLE_DOC, raises=_RAISES_DOC)
 def harmonic(graph, *, k: int | None = None, seed: int = 0, sources=None,
              weighted: bool = False, max_iters: int | None = None,
              schedule: str = "auto", mode: str = "auto", device: str = "cpu",
@@ -663,12 +653,11 @@ def harmonic(graph, *, k: int | None = None, seed: int = 0, sources=None,
     >>> {node: round(h, 4) for node, h in bsp.harmonic(g).to_dict().items()}
     {1: 1.8333, 2: 2.5, 3: 2.5, 4: 1.8333}
     """
-    execution = Execution(mode=mode, device=device, backend=backend, threads=threads,
-                          distributed=distributed, progress=progress)
     return HARMONIC_SPEC.run(graph, max_iters=max_iters, k=k, seed=seed, sources=sources,
-                             weighted=weighted, execution=execution, edge_set=edge_set,
-                             readahead=readahead, dense_divisor=dense_divisor, fuse=fuse,
-                             schedule=schedule)
+                             weighted=weighted, mode=mode, device=device, backend=backend,
+                             threads=threads, distributed=distributed, progress=progress,
+                             edge_set=edge_set, readahead=readahead, dense_divisor=dense_divisor,
+                             fuse=fuse, schedule=schedule)
 
 
 def _weighted(graph, edge_set, weighted, name: str) -> bool:

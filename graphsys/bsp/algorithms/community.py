@@ -21,7 +21,6 @@ from graphsys.bsp.program import Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
 from graphsys.errors import GraphsysError, ParameterError
-from graphsys.execution import Execution
 from graphsys.kernels.arrays import read_only
 
 #: Louvain and Leiden stop adding levels when one gains at most this much modularity
@@ -372,12 +371,12 @@ def louvain(graph, *, resolution: float = 1.0, seed: int = 0, weighted: bool | N
     >>> round(result.stats.scores["modularity"], 4)
     0.3571
     """
-    execution = Execution(mode=mode, device=device, backend=backend, threads=threads,
-                          distributed=distributed, progress=progress)
     return LOUVAIN_SPEC.run(graph, max_iters=max_iters, resolution=resolution, seed=seed,
-                            weighted=weighted, directed=directed, iterations=iterations,
-                            execution=execution, edge_set=edge_set, readahead=readahead,
-                            dense_divisor=dense_divisor, fuse=fuse, schedule=schedule)
+                            weighted=weighted, directed=directed, iterations=iterations, mode=mode,
+                            device=device, backend=backend, threads=threads,
+                            distributed=distributed, progress=progress, edge_set=edge_set,
+                            readahead=readahead, dense_divisor=dense_divisor, fuse=fuse,
+                            schedule=schedule)
 
 
 @document_options("edge_set", "progress", "device", "backend", "mode", "threads",
@@ -452,12 +451,12 @@ def leiden(graph, *, resolution: float = 1.0, seed: int = 0, weighted: bool | No
     >>> len(set(result.to_dict().values())), round(result.stats.scores["modularity"], 4)
     (2, 0.3571)
     """
-    execution = Execution(mode=mode, device=device, backend=backend, threads=threads,
-                          distributed=distributed, progress=progress)
     return LEIDEN_SPEC.run(graph, max_iters=max_iters, resolution=resolution, seed=seed,
                            weighted=weighted, directed=directed, iterations=iterations, theta=theta,
-                           execution=execution, edge_set=edge_set, readahead=readahead,
-                           dense_divisor=dense_divisor, fuse=fuse, schedule=schedule)
+                           mode=mode, device=device, backend=backend, threads=threads,
+                           distributed=distributed, progress=progress, edge_set=edge_set,
+                           readahead=readahead, dense_divisor=dense_divisor, fuse=fuse,
+                           schedule=schedule)
 
 
 def modularity(graph, communities, *, resolution: float = 1.0, weighted: bool | None = None,

@@ -16,7 +16,6 @@ from graphsys.bsp.incremental import components_from
 from graphsys.bsp.program import Solved, VertexProgram, lower_to_min
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
-from graphsys.execution import Execution
 from graphsys.kernels import components as afforest
 
 
@@ -132,11 +131,10 @@ def wcc(graph, *, max_iters: int | None = None, schedule: str = "auto", mode: st
     >>> sorted(components.values())
     [[1, 2, 3], [4, 5, 6]]
     """
-    execution = Execution(mode=mode, device=device, backend=backend, threads=threads,
-                          distributed=distributed, progress=progress)
-    return WCC_SPEC.run(graph, max_iters=max_iters, init=init, execution=execution,
-                        edge_set=edge_set, readahead=readahead, dense_divisor=dense_divisor,
-                        fuse=fuse, schedule=schedule)
+    return WCC_SPEC.run(graph, max_iters=max_iters, init=init, mode=mode, device=device,
+                        backend=backend, threads=threads, distributed=distributed,
+                        progress=progress, edge_set=edge_set, readahead=readahead,
+                        dense_divisor=dense_divisor, fuse=fuse, schedule=schedule)
 
 
 def _wcc_program(graph, *, edge_set=None):

@@ -29,7 +29,6 @@ from graphsys.bsp.kernels_centrality import hits_solve
 from graphsys.bsp.program import Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
-from graphsys.execution import Execution
 
 #: Most supersteps by default (two per power iteration): luxembourg-osm's hubs settle below
 #: tol 1e-8 after 5,849 (the gap between its top two singular values is tiny)
@@ -182,10 +181,9 @@ def hits(graph, *, tol: float = 1e-8, max_iters: int | None = None,
     >>> {node: [round(hub, 3), round(auth, 3)] for node, (hub, auth) in scores.items()}
     {1: [0.618, 0.0], 2: [0.382, 0.382], 3: [0.0, 0.618]}
     """
-    execution = Execution(mode=mode, device=device, backend=backend, threads=threads,
-                          distributed=distributed, progress=progress)
-    return HITS_SPEC.run(graph, tol=tol, max_iters=max_iters, weighted=weighted,
-                         execution=execution, edge_set=edge_set, readahead=readahead,
+    return HITS_SPEC.run(graph, tol=tol, max_iters=max_iters, weighted=weighted, mode=mode,
+                         device=device, backend=backend, threads=threads, distributed=distributed,
+                         progress=progress, edge_set=edge_set, readahead=readahead,
                          dense_divisor=dense_divisor, fuse=fuse, schedule=schedule)
 
 

@@ -18,7 +18,6 @@ from graphsys.bsp.program import Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
 from graphsys.errors import GraphsysError, ParameterError
-from graphsys.execution import Execution
 from graphsys.kernels.cores import core_levels, peel_degrees
 
 #: How :func:`kcore` treats self-loops
@@ -44,11 +43,6 @@ class KCore(VertexProgram):
         self.direction = "both" if both_ways else "out"
         self.given, self.loops = loops, loops
 
-    def _loops(self, lo: int, hi: int) -> np.ndarray:
-        """Degree the self-loops of vertices ``lo..hi-1`` add (each stored loop is an out-
-        and, both ways, an in-entry)."""
-        return self.loops[lo:hi] * (2 if self.direction == "both" else 1)
-
     def init(self, ctx):
         self.loops = self.given
         # the core numbers only: the in-memory fast path needs no more (see aggregate)
@@ -62,8 +56,9 @@ class KCore(VertexProgram):
             deg = ctx.degree("both" if self.direction == "both" else "out")
             if self.loops is None:
                 self.loops = self_loop_counts(ctx.graph, ctx.edge_set)
-            loops = torch.as_tensor(self._loops(ctx.lo, ctx.hi), dtype=deg.dtype)
-            state["deg"] = deg - loops.to(deg.device)
+            # each stored loop is an out- and, both ways, an in-entry
+            loops = self.loops[ctx.lo:ctx.hi] * (2 if self.direction == "both" else 1)
+            state["deg"] = deg - torch.as_tensor(loops, dtype=deg.dtype).to(deg.device)
             state["alive"] = ctx.full(True, torch.bool)
             state["loops_out"] = True
         alive_deg = state["deg"][state["alive"]]
@@ -199,12 +194,10 @@ def kcore(graph, *, self_loops: str = "ignore", max_iters: int | None = None,
     >>> bsp.kcore(g).to_dict()
     {1: 2.0, 2: 2.0, 3: 2.0, 4: 1.0}
     """
-    execution = Execution(mode=mode, device=device, backend=backend, threads=threads,
-                          distributed=distributed, progress=progress)
-    return KCORE_SPEC.run(graph, max_iters=max_iters, self_loops=self_loops, init=init,
-                          execution=execution,
-                          edge_set=edge_set, readahead=readahead, dense_divisor=dense_divisor,
-                          fuse=fuse, schedule=schedule)
+    return KCORE_SPEC.run(graph, max_iters=max_iters, self_loops=self_loops, init=init, mode=mode,
+                          device=device, backend=backend, threads=threads, distributed=distributed,
+                          progress=progress, edge_set=edge_set, readahead=readahead,
+                          dense_divisor=dense_divisor, fuse=fuse, schedule=schedule)
 
 
 def _kcore_program(graph, *, edge_set=None, self_loops: str = "ignore"):

@@ -19,7 +19,6 @@ from graphsys.bsp.kernels_components import greedy_coloring, lpa_semi_sync
 from graphsys.bsp.program import Combiner, Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
-from graphsys.execution import Execution
 from graphsys.kernels.arrays import read_only
 
 if TYPE_CHECKING:
@@ -316,11 +315,10 @@ def label_propagation(graph, *, max_iters: int | None = None, schedule: str = "a
     >>> bsp.label_propagation(g, mode="out-of-core").to_dict() == result.to_dict()
     True
     """
-    execution = Execution(mode=mode, device=device, backend=backend, threads=threads,
-                          distributed=distributed, progress=progress)
-    return LPA_SPEC.run(graph, max_iters=max_iters, execution=execution, edge_set=edge_set,
-                        readahead=readahead, dense_divisor=dense_divisor, fuse=fuse,
-                        schedule=schedule)
+    return LPA_SPEC.run(graph, max_iters=max_iters, mode=mode, device=device, backend=backend,
+                        threads=threads, distributed=distributed, progress=progress,
+                        edge_set=edge_set, readahead=readahead, dense_divisor=dense_divisor,
+                        fuse=fuse, schedule=schedule)
 
 
 def _lpa_program(graph, *, edge_set=None):

@@ -80,7 +80,6 @@ from graphsys.bsp.program import Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
 from graphsys.errors import GraphsysError, ParameterError
-from graphsys.execution import Execution
 from graphsys.kernels.arrays import read_only
 from graphsys.storage.adjacency_index import build_command, build_index, warn_outdated_push
 from graphsys.storage.lock import manifest_digest
@@ -601,12 +600,12 @@ def pagerank(graph, *, damping: float = 0.85, tol: float = 1e-6, max_iters: int 
     >>> round(result.value(4), 3), result.stats.weighted
     (0.155, False)
     """
-    execution = Execution(mode=mode, device=device, backend=backend, threads=threads,
-                          distributed=distributed, progress=progress)
     return PAGERANK_SPEC.run(graph, damping=damping, tol=tol, max_iters=max_iters,
                              sum_dtype=sum_dtype, weighted=weighted, store_index=store_index,
-                             init=init, execution=execution, edge_set=edge_set, readahead=readahead,
-                             dense_divisor=dense_divisor, fuse=fuse, device_budget=device_budget)
+                             init=init, mode=mode, device=device, backend=backend, threads=threads,
+                             distributed=distributed, progress=progress, edge_set=edge_set,
+                             readahead=readahead, dense_divisor=dense_divisor, fuse=fuse,
+                             device_budget=device_budget)
 
 
 @document_options()
@@ -684,10 +683,10 @@ def personalized_pagerank(graph, sources, *, weights=None, damping: float = 0.85
                     weighted=resolve_weighted(graph, edge_set, weighted),
                     store_index=store_index)
     prog.name = "ppr"
-    execution = Execution(mode=mode, device=device, backend=backend, threads=threads,
-                          distributed=distributed, progress=progress)
-    return run(graph, prog, max_iters=PPR_SPEC.max_iters(graph, max_iters), execution=execution,
-                   edge_set=edge_set, readahead=readahead, dense_divisor=dense_divisor, fuse=fuse)
+    return run(graph, prog, max_iters=PPR_SPEC.max_iters(graph, max_iters), mode=mode,
+               device=device, backend=backend, threads=threads, distributed=distributed,
+               progress=progress, edge_set=edge_set, readahead=readahead,
+               dense_divisor=dense_divisor, fuse=fuse)
 
 
 def _pagerank_program(graph, *, edge_set=None, damping: float = 0.85, tol: float = 1e-6,

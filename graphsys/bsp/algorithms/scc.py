@@ -17,7 +17,6 @@ from graphsys.bsp.kernels_components import scc_multistep
 from graphsys.bsp.program import Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
-from graphsys.execution import Execution
 from graphsys.kernels import components as afforest
 
 INF = float("inf")
@@ -240,11 +239,10 @@ def scc(graph, *, max_iters: int | None = None, schedule: str = "auto", mode: st
     >>> bsp.scc(g, mode="out-of-core").to_dict() == bsp.scc(g).to_dict()
     True
     """
-    execution = Execution(mode=mode, device=device, backend=backend, threads=threads,
-                          distributed=distributed, progress=progress)
-    return SCC_SPEC.run(graph, max_iters=max_iters, execution=execution, edge_set=edge_set,
-                        readahead=readahead, dense_divisor=dense_divisor, fuse=fuse,
-                        schedule=schedule)
+    return SCC_SPEC.run(graph, max_iters=max_iters, mode=mode, device=device, backend=backend,
+                        threads=threads, distributed=distributed, progress=progress,
+                        edge_set=edge_set, readahead=readahead, dense_divisor=dense_divisor,
+                        fuse=fuse, schedule=schedule)
 
 
 def _scc_program(graph, *, edge_set=None):

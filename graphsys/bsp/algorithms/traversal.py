@@ -23,7 +23,6 @@ from graphsys.bsp.kernels_bfs import bfs_solve
 from graphsys.bsp.program import Solved, VertexProgram, lower_to_min
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
-from graphsys.execution import Execution
 
 INF = float("inf")
 
@@ -182,11 +181,11 @@ def bfs(graph, source, *, max_iters: int | None = None, schedule: str = "auto",
     >>> result.top(2)
     [(5, inf), (4, 2.0)]
     """
-    execution = Execution(mode=mode, device=device, backend=backend, threads=threads,
-                          distributed=distributed, progress=progress)
-    return BFS_SPEC.run(graph, source, max_iters=max_iters, init=init, execution=execution,
-                        edge_set=edge_set, readahead=readahead, dense_divisor=dense_divisor,
-                        fuse=fuse, schedule=schedule, device_budget=device_budget)
+    return BFS_SPEC.run(graph, source, max_iters=max_iters, init=init, mode=mode, device=device,
+                        backend=backend, threads=threads, distributed=distributed,
+                        progress=progress, edge_set=edge_set, readahead=readahead,
+                        dense_divisor=dense_divisor, fuse=fuse, schedule=schedule,
+                        device_budget=device_budget)
 
 
 @document_options(*ENGINE_OPTIONS, "init")
@@ -239,11 +238,10 @@ def sssp(graph, source, *, max_iters: int | None = None, schedule: str = "sync",
     >>> bsp.sssp(g, 1).to_dict()
     {1: 0.0, 2: 1.0, 3: 2.5, 4: 3.0}
     """
-    execution = Execution(mode=mode, device=device, backend=backend, threads=threads,
-                          distributed=distributed, progress=progress)
-    return SSSP_SPEC.run(graph, source, max_iters=max_iters, init=init, execution=execution,
-                         edge_set=edge_set, readahead=readahead, dense_divisor=dense_divisor,
-                         fuse=fuse, schedule=schedule)
+    return SSSP_SPEC.run(graph, source, max_iters=max_iters, init=init, mode=mode, device=device,
+                         backend=backend, threads=threads, distributed=distributed,
+                         progress=progress, edge_set=edge_set, readahead=readahead,
+                         dense_divisor=dense_divisor, fuse=fuse, schedule=schedule)
 
 
 def _bfs_program(graph, *, source, edge_set=None):
