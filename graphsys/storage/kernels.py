@@ -573,10 +573,11 @@ def start_up() -> None:
 def pair_positions(src, dst, keys, out):
     """``out[r]``: the position in ``keys`` (sorted ``src << 32 | dst`` pairs, int64) of
     row ``r``'s pair, -1 where it is not there. Rows that ascend (a bucket's, sorted by
-    ``(src, dst)``) are matched in one merge pass; a row below the one before it is
+    ``(src, dst)``) are matched in one merge pass from the first row's place (a search, so
+    a batch pays for the keys in its own range only); a row below the one before it is
     searched for."""
     m = keys.shape[0]
-    p, last = 0, np.int64(-1)
+    p, last = 0, np.iinfo(np.int64).max
     for r in range(src.shape[0]):
         k = (np.int64(src[r]) << 32) | np.int64(dst[r])
         if k < last:
