@@ -113,10 +113,6 @@ def _measures_calls() -> dict[str, Callable]:
         "diameter_exact": lambda g, s: measures.diameter(g, exact=True),
         "eccentricity": lambda g, s: measures.eccentricity(g, [s]),
         "common_neighbors": lambda g, s: measures.common_neighbors(g, s, s),
-        # pairs enough to run on the thread team (PAIRS_PARALLEL_MIN_WORK)
-        "link_scores_many": lambda g, s: measures.link_scores(
-            g, np.random.default_rng(0).integers(0, g.num_nodes(), (1 << 15, 2)),
-            internal=True),
     }
     for method in METHODS:
         calls[f"link_scores_{method}"] = (
@@ -312,7 +308,6 @@ SIGNATURE_BUDGET: dict[str, int] = {
     "bsp.kernels_pagerank.renumber": 1,
     "kernels.bfs.search": 2,  # int32 and int64 neighbour ids (a NetworkX graph's)
     "measures.kernels_similarity.pair_scores": 1,
-    "measures.kernels_similarity.pair_scores_serial": 1,
     "measures.kernels_similarity.top_k": 1,
     "kernels.pagerank_push.edge_change_residual": 1,
     "kernels.pagerank_push.push": 1,

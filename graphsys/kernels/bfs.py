@@ -86,6 +86,20 @@ def entries(u, out_ptr, in_ptr, both):
 
 
 @numba.njit(cache=True, nogil=True)
+def unreached(out_ptr, in_ptr, both):
+    """int32 (N,) levels, all -1, and the most entries :func:`entries` counts at a vertex,
+    in one pass over the pointers (``np.full`` and a degree pass of their own read the
+    vertex arrays twice, which a short search on a large graph notices)."""
+    n = out_ptr.shape[0] - 1
+    level = np.empty(n, np.int32)
+    most = 0
+    for u in range(n):
+        level[u] = -1
+        most = max(most, entries(u, out_ptr, in_ptr, both))
+    return level, most
+
+
+@numba.njit(cache=True, nogil=True)
 def frontier_entries(q, lo, hi, out_ptr, in_ptr, both):
     """The list entries of the vertices ``q[lo:hi]``."""
     total = 0
@@ -364,11 +378,11 @@ def levels(out_ptr, out_idx, in_ptr, in_idx, both, source, max_steps, nthreads):
     from a writable one): a mapped index and a built adjacency of the same dtypes share one
     compiled signature of it and of its steps."""
     out_ptr, out_idx, in_ptr, in_idx = read_only(out_ptr, out_idx, in_ptr, in_idx)
-    degree = np.diff(out_ptr)
-    if both:
-        degree = degree + np.diff(in_ptr)
-    level, queue, front, nxt = buffers(len(out_ptr) - 1, out_idx.dtype)
-    count, last, act, scanned, pulled = search(out_ptr, out_idx, in_ptr, in_idx, both,
-                                               int(degree.max(initial=0)), level, queue,
-                                               front, nxt, source, max_steps, nthreads)
+    level, most = unreached(out_ptr, in_ptr, both)
+    words = (len(level) + 63) // 64
+    queue, front, nxt = (np.empty(len(level) + 1, out_idx.dtype), np.zeros(words, np.uint64),
+                         np.zeros(words, np.uint64))
+    count, last, act, scanned, pulled = search(out_ptr, out_idx, in_ptr, in_idx, both, most,
+                                               level, queue, front, nxt, source, max_steps,
+                                               nthreads)
     return level, queue[:count], last, act, scanned, pulled

@@ -117,14 +117,6 @@ def pair_scores(us, vs, optr, oidx, iptr, iidx, sym, method, memo, buf, out):
                        buf[numba.get_thread_id()])
 
 
-@numba.njit(cache=True, nogil=True)
-def pair_scores_serial(us, vs, optr, oidx, iptr, iidx, sym, method, memo, buf, out):
-    """:func:`pair_scores` on the calling thread (``buf``: (1, B)), for pairs whose work is
-    less than waking a thread team costs."""
-    for p in range(us.shape[0]):
-        out[p] = _pair(us[p], vs[p], optr, oidx, iptr, iidx, sym, method, memo, buf[0])
-
-
 @numba.njit(inline="always")
 def _worse(s1, x1, s2, x2):
     """Whether candidate (s1, x1) ranks below (s2, x2): lower score, then larger id."""

@@ -49,6 +49,7 @@ from graphsys.measures import kernels_similarity as ks
 from graphsys.measures.kernels_view import gather
 from graphsys.measures.view import internal_ids, undirected_view
 from graphsys.progress import display
+from graphsys.threads import numba_threads
 
 #: The methods by name.
 METHODS = {
@@ -146,16 +147,19 @@ def link_scores(graph, pairs, method: str = "jaccard", *, edge_set: str | None =
         lu, lv = _row_lengths(view, us), _row_lengths(view, vs)
         bound = int(max(lu.max(), lv.max()))
         serial = int(np.minimum(lu, lv).sum()) + len(us) < PAIRS_PARALLEL_MIN_WORK
-        buf = np.empty((1 if serial else numba.get_num_threads(), max(bound, 1)), np.int64)
-        # contiguous int64 pairs: one compiled specialisation for every caller's pairs
-        (ks.pair_scores_serial if serial else ks.pair_scores)(
-            np.ascontiguousarray(us, np.int64), np.ascontiguousarray(vs, np.int64),
-            *view.args(), code, view.memo, buf, out)
+        with numba_threads(1 if serial else None) as threads:
+            buf = np.empty((threads, max(bound, 1)), np.int64)
+            # contiguous int64 pairs: one compiled specialisation for every caller's pairs
+            ks.pair_scores(np.ascontiguousarray(us, np.int64),
+                           np.ascontiguousarray(vs, np.int64), *view.args(), code,
+                           view.memo, buf, out)
     return out
 
 
 #: :func:`link_scores` runs on threads from this much work (the shorter row of every pair,
-#: plus one a pair): below it the pairs take less than waking the thread team does
+#: plus one a pair): below it the pairs take less than waking the thread team does, and its
+#: kernel runs on the calling thread alone (the same parallel kernel: numba compiles its
+#: loop body tighter than a serial copy of it)
 PAIRS_PARALLEL_MIN_WORK = 1 << 17
 
 

@@ -10,6 +10,8 @@ way out: the ``graphsys index`` command that builds the index which is then mapp
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from graphsys.errors import GraphsysError, ParameterError
@@ -18,10 +20,16 @@ from graphsys.storage.adjacency_index import build_command
 from graphsys.storage.time_view import TimeView
 from graphsys.units import format_size
 
+#: Seconds one read of the available RAM serves :func:`budget` (reading ``/proc/meminfo``
+#: costs tens of microseconds: more than a call that finds its view cached and scores a
+#: few pairs)
+AVAILABLE_SECONDS = 1.0
+_AVAILABLE = [-AVAILABLE_SECONDS - 1.0, 0]  # (monotonic seconds when read, bytes)
+
 
 def budget(memory_limit) -> int:
     """The memory budget in bytes: ``memory_limit`` (a positive integer) or, when None, the
-    RAM available now.
+    RAM available now (read at most once every :data:`AVAILABLE_SECONDS`).
 
     Examples
     --------
@@ -29,7 +37,10 @@ def budget(memory_limit) -> int:
     1048576
     """
     if memory_limit is None:
-        return available_memory()
+        now = time.monotonic()
+        if now - _AVAILABLE[0] > AVAILABLE_SECONDS:
+            _AVAILABLE[:] = [now, available_memory()]
+        return _AVAILABLE[1]
     if isinstance(memory_limit, bool) or not isinstance(memory_limit, (int, np.integer)) \
             or memory_limit < 1:
         raise ParameterError("memory_limit", f"must be a positive number of bytes, got "
