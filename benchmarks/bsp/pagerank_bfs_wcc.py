@@ -87,7 +87,7 @@ def bsp_pagerank_iter(graph, mode: str, iters: int, repeats: int,
     per, res = [], None
     for _ in range(repeats):
         res = bsp.pagerank(graph, tol=1e-30, max_iters=iters + 1, mode=mode,
-                           sum_dtype=sum_dtype)
+                           sum_dtype=sum_dtype, store_index=False)
         per += [s.total_seconds for s in res.stats.supersteps[1:]]
     return float(np.median(per)), {
         "method": res.stats.method, "setup_s": round(res.stats.setup_seconds, 3),
@@ -104,7 +104,7 @@ def bsp_pagerank_push_iter(graph, iters: int, repeats: int) -> tuple[float, dict
     try:
         per, res = [], None
         for _ in range(repeats):
-            res = bsp.pagerank(graph, tol=1e-30, max_iters=iters + 1)
+            res = bsp.pagerank(graph, tol=1e-30, max_iters=iters + 1, store_index=False)
             per += [s.total_seconds for s in res.stats.supersteps if s.direction == "push"]
     finally:
         pagerank_module.PUSH_BREAK_EVEN_ITERATIONS = saved
@@ -117,7 +117,7 @@ def bsp_pagerank_push_iter(graph, iters: int, repeats: int) -> tuple[float, dict
 def default_pagerank_call(graph, repeats: int) -> dict:
     """``bsp.pagerank(graph)`` on its defaults (tol 1e-6): median seconds of the whole call
     as the stats count it (setup, i.e. adjacency and layout builds, included)."""
-    runs = [bsp.pagerank(graph) for _ in range(repeats)]
+    runs = [bsp.pagerank(graph, store_index=False) for _ in range(repeats)]
     return {"s": float(np.median([r.stats.seconds for r in runs])),
             "setup_s": float(np.median([r.stats.setup_seconds for r in runs])),
             "iterations": runs[0].stats.num_supersteps, "method": runs[0].stats.method}
@@ -354,9 +354,6 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     import numba
 
-    # the rows without an index stay so: PageRank's first run on a graph in the push window
-    # would otherwise store the push index (the indexed copy has its own, built and timed)
-    importlib.import_module("graphsys.bsp.algorithms.pagerank").PUSH_STORE_MIN_BYTES = float("inf")
     run = harness.Run("bsp/pagerank_bfs_wcc", args.record)
     work = args.work or Path(tempfile.mkdtemp(prefix="bench-bsp-"))
     work.mkdir(parents=True, exist_ok=True)
