@@ -326,7 +326,7 @@ class MemoryEdges:
             return build()
         key = (self.graph.edge_set(self.edge_set).name, kinds[0], name)
         return views.cached(self.graph, key, build, nbytes=lambda v: getattr(v, "nbytes", 0),
-                            budget=views.budget(None))
+                            budget=views.cache_budget(None))
 
     @property
     def relaxes(self) -> bool:

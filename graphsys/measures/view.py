@@ -122,7 +122,8 @@ def undirected_view(graph, edge_set: str | None = None, memory_limit: int | None
         return View(graph, es.name, out.indptr, out.indices, inn.indptr, inn.indices,
                     DIRECTED)
 
-    return views.cached(graph, (es.name, "measures"), build, budget=views.budget(memory_limit),
+    return views.cached(graph, (es.name, "measures"), build,
+                        budget=views.cache_budget(memory_limit),
                         nbytes=lambda v: 8 * v.num_nodes)  # the memo it fills
 
 

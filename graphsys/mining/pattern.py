@@ -553,7 +553,7 @@ def match_rows(g, p: Pattern, view, elabels, edge_set, memory_limit) -> tuple:
     elists = views.cached(   # kept on the opened graph beside its oriented view
         g, (g.edge_set(edge_set).name, "edge labels", elabels, p.directed),
         lambda: label_lists(g, view, ptr, idx, elabels, edge_set, memory_limit),
-        nbytes=lambda lists: sum(a.nbytes for a in lists), budget=views.budget(memory_limit))
+        nbytes=lambda lists: sum(a.nbytes for a in lists), budget=views.cache_budget(memory_limit))
     return ptr, idx, bits, elists
 
 

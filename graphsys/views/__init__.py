@@ -43,7 +43,7 @@ from graphsys.storage.temporal_index import (
     time_dtype,
 )
 from graphsys.views.cache import cached, forget, held_bytes, peek
-from graphsys.views.limits import budget, check, one_type
+from graphsys.views.limits import budget, cache_budget, check, one_type
 from graphsys.views.orient import (
     Oriented,
     _from_symmetric,
@@ -65,8 +65,8 @@ SYM_BYTES_PER_EDGE = 68
 #: neighbours (24), both ways' int32 ids (8).
 TYPED_BYTES_PER_EDGE = 56
 
-__all__ = ["KINDS", "Oriented", "Typed", "budget", "cached", "check", "forget", "held_bytes",
-           "mapped_symmetric", "one_type", "oriented", "view"]
+__all__ = ["KINDS", "Oriented", "Typed", "budget", "cache_budget", "cached", "check", "forget",
+           "held_bytes", "mapped_symmetric", "one_type", "oriented", "view"]
 
 
 def view(graph, kind: str, *, edge_set: str | None = None, memory_limit: int | None = None,
@@ -278,7 +278,7 @@ def _oriented(graph, edge_set: str, memory_limit, directions: bool, sort: bool,
               beside: int) -> Oriented:
     """The degree-ordered view, kept; from ``sym`` rows built and kept already (the
     cheapest neighbour), else :func:`~graphsys.views.orient.oriented`."""
-    limit = budget(memory_limit)
+    limit = cache_budget(memory_limit)
 
     def build() -> Oriented:
         rows = None if directions else peek(graph, (edge_set, "sym", False))

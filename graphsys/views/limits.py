@@ -20,16 +20,16 @@ from graphsys.storage.adjacency_index import build_command
 from graphsys.storage.time_view import TimeView
 from graphsys.units import format_size
 
-#: Seconds one read of the available RAM serves :func:`budget` (reading ``/proc/meminfo``
-#: costs tens of microseconds: more than a call that finds its view cached and scores a
-#: few pairs)
+#: Seconds one read of the available RAM serves :func:`cache_budget` (reading
+#: ``/proc/meminfo`` costs tens of microseconds: more than a call that finds its view cached
+#: and scores a few pairs)
 AVAILABLE_SECONDS = 1.0
 _AVAILABLE = [-AVAILABLE_SECONDS - 1.0, 0]  # (monotonic seconds when read, bytes)
 
 
 def budget(memory_limit) -> int:
     """The memory budget in bytes: ``memory_limit`` (a positive integer) or, when None, the
-    RAM available now (read at most once every :data:`AVAILABLE_SECONDS`).
+    RAM available now.
 
     Examples
     --------
@@ -37,15 +37,33 @@ def budget(memory_limit) -> int:
     1048576
     """
     if memory_limit is None:
-        now = time.monotonic()
-        if now - _AVAILABLE[0] > AVAILABLE_SECONDS:
-            _AVAILABLE[:] = [now, available_memory()]
-        return _AVAILABLE[1]
+        return available_memory()
     if isinstance(memory_limit, bool) or not isinstance(memory_limit, (int, np.integer)) \
             or memory_limit < 1:
         raise ParameterError("memory_limit", f"must be a positive number of bytes, got "
                                              f"{memory_limit!r}")
     return int(memory_limit)
+
+
+def cache_budget(memory_limit) -> int:
+    """:func:`budget` for :func:`~graphsys.views.cache.cached`: its check of a structure
+    already built allocates nothing, so where ``memory_limit`` is None the available RAM
+    is read at most once every :data:`AVAILABLE_SECONDS`. A build's own check
+    (:func:`check`) reads it afresh.
+
+    Examples
+    --------
+    >>> cache_budget(1 << 20)
+    1048576
+    >>> cache_budget(None) > 0
+    True
+    """
+    if memory_limit is not None:
+        return budget(memory_limit)
+    now = time.monotonic()
+    if now - _AVAILABLE[0] > AVAILABLE_SECONDS:
+        _AVAILABLE[:] = [now, available_memory()]
+    return _AVAILABLE[1]
 
 
 def one_type(graph, reader: str):
