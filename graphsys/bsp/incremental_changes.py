@@ -62,6 +62,7 @@ Examples
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 import numpy as np
@@ -162,8 +163,8 @@ def components_repaired(spec, graph, previous, labels, change: Change, kwargs, u
     work = 0
     key = comp
     if len(seeds):
-        oip, oix, _, lay = old_adjacency(graph, change.old, "csr", False)
-        iip, iix, _, _ = old_adjacency(graph, change.old, "csc", False)
+        oip, oix, _, lay = old_adjacency(graph, change.old, "csr", False, False)
+        iip, iix, _, _ = old_adjacency(graph, change.old, "csc", False, False)
         # the search reads the pairs there are now: a re-added edge's pair is one
         r = len(change.src) - change.readded
         gone = np.setdiff1d(change.deleted, change.src[r:] * n + change.dst[r:]) \
@@ -171,8 +172,9 @@ def components_repaired(spec, graph, previous, labels, change: Change, kwargs, u
         dout, din = flags(n, gone)
         setup = time.perf_counter() - t0
         keys = read_only(gone, np.sort(gone % n * n + gone // n))  # by source, by target
-        key, work, done = repair.wcc_race(n, oip, oix, iip, iix, lay, *keys, dout, din, comp,
-                                          len(known), seeds, limit)
+        with _ids_checked(graph, change):
+            key, work, done = repair.wcc_race(n, oip, oix, iip, iix, lay, *keys, dout, din,
+                                              comp, len(known), seeds, limit)
         if not done:
             return Costly(f"the split search scanned more than {REPAIR_MAX_SWEEPS}x both "
                           f"ends of the edges")
@@ -194,6 +196,18 @@ def components_repaired(spec, graph, previous, labels, change: Change, kwargs, u
                   graph=graph)
 
 
+@contextlib.contextmanager
+def _ids_checked(graph, change: Change):
+    """A repair kernel's check of the ids it reads (:func:`graphsys.kernels.repair._nbr`)
+    as a one-line FormatError naming the edge set."""
+    try:
+        yield
+    except IndexError:
+        raise FormatError(f"{graph.location}: a stored index of edge set {change.old[0]!r} "
+                          f"holds a neighbour id out of range (corrupted; run graphsys "
+                          f"index again)") from None
+
+
 def _limit(graph, kwargs) -> int:
     """The most edge ends a repair scans before it stops."""
     return 2 * REPAIR_MAX_SWEEPS * graph.edge_set(kwargs.get("edge_set")).num_edges
@@ -213,8 +227,8 @@ def distances_repaired(spec, graph, previous, base, values, change: Change, kwar
         if w is not None and len(w) and (np.isnan(w).any() or (w < 0).any()):
             raise GraphsysError("sssp: a negative (or NaN) edge weight among the changed "
                                 "edges")
-    oip, oix, ow, lay = old_adjacency(graph, change.old, "csr", weighted)
-    iip, iix, iw, _ = old_adjacency(graph, change.old, "csc", weighted)
+    oip, oix, ow, lay = old_adjacency(graph, change.old, "csr", weighted, False)
+    iip, iix, iw, _ = old_adjacency(graph, change.old, "csc", weighted, False)
     w_new = change.weight if weighted and change.weight is not None else np.zeros(
         0, np.float32)
     nip, nix, nw = from_pairs(n, change.src, change.dst, w_new)
@@ -226,10 +240,11 @@ def distances_repaired(spec, graph, previous, base, values, change: Change, kwar
     es, ed, estep = _relaxed_edges(change, n, base, use_w, weighted)
     setup = time.perf_counter() - t0
     limit = _limit(graph, kwargs)
-    gone, relaxed, work, done = repair.distance_repair(
-        n, values, float(base.relax_offset), use_w, oip, oix, ow, nip, nix, nw, iip, iix, iw,
-        mip, mix, mw, lay, change.deleted, uk, uw, dout, din, checks, es, ed, estep,
-        int(base.source), limit)
+    with _ids_checked(graph, change):
+        gone, relaxed, work, done = repair.distance_repair(
+            n, values, float(base.relax_offset), use_w, oip, oix, ow, nip, nix, nw, iip, iix,
+            iw, mip, mix, mw, lay, change.deleted, uk, uw, dout, din, checks, es, ed, estep,
+            int(base.source), limit)
     if not done:
         return Costly(f"the repair scanned more than {REPAIR_MAX_SWEEPS}x both ends of the "
                       f"edges")

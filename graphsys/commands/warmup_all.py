@@ -311,8 +311,10 @@ SIGNATURE_BUDGET: dict[str, int] = {
     "measures.kernels_similarity.top_k": 1,
     "kernels.pagerank_push.edge_change_residual": 1,
     "kernels.pagerank_push.push": 1,
+    "kernels.repair._anchor": 1,
+    "kernels.repair._next_to": 1,
+    "kernels.repair._race": 1,
     "kernels.repair.distance_repair": 1,
-    "kernels.repair.wcc_race": 1,
     "mining.match_kernels.full_directions": 1,
     "mining.match_kernels.match_resume": 1,
 }

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from graphsys.storage import index_merge
-from graphsys.storage.csr import index_file, map_index, mapped_index
+from graphsys.storage.csr import index_file, map_index, map_offsets, mapped_index
 
 
 def read_only(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -46,24 +46,30 @@ def read_only(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
     return out
 
 
-def old_adjacency(graph, old: list, kind: str, weighted: bool):
+def old_adjacency(graph, old: list, kind: str, weighted: bool, check_ids: bool = True):
     """The edges ``old`` read as ``kind`` (``csr``, ``csc``): ``(indptr, indices, weights
     or empty)`` and the numbering ``lay`` of :mod:`graphsys.kernels.repair`. One edge set
     with a stored index is mapped as built (an index built before an append is not
     renumbered: the kernels translate the ids they touch); otherwise
     :meth:`~graphsys.storage.graph.Graph.csr` / ``csc`` (a merged or built adjacency), its
     neighbour ids of a stored index's dtype. Either way the arrays are read-only (views),
-    so that one compiled signature of the repair kernels serves both."""
+    so that one compiled signature of the repair kernels serves both. A stored index's
+    offsets are checked (O(N)); its ids too (O(M)) unless ``check_ids`` is False, for a
+    kernel that checks each id it reads (:func:`graphsys.kernels.repair._nbr`) and reads
+    few of them."""
     empty = np.zeros(0, np.int64)
     info = graph.manifest.indexes.get(old[0], {}).get(kind) if len(old) == 1 else None
     mapped = None
-    if info is not None and (not info.layout or tuple(info.layout) == index_merge.layout(
-            graph.manifest)):  # in the graph's numbering: mapped and checked once per Graph
+    current = info is not None and (not info.layout or tuple(info.layout) == index_merge.layout(
+        graph.manifest))
+    if current and check_ids:  # in the graph's numbering: mapped and checked once per Graph
         mapped = mapped_index(graph, old[0], kind)
     elif info is not None:
         for column in info.columns():
             graph.check_hash(index_file(old[0], kind, column))
-        mapped = map_index(graph, old[0], kind, renumber=False)
+        if not check_ids:
+            map_offsets(graph, old[0], kind)  # the ids are checked as they are read
+        mapped = map_index(graph, old[0], kind, check_values=check_ids, renumber=False)
     if mapped is None:
         adj = graph.csr(old, weights=weighted) if kind == "csr" else graph.csc(
             old, weights=weighted)

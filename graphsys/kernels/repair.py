@@ -12,7 +12,10 @@ edges (CSR ``nip``/``nix``/``nw``, CSC ``mip``/``mix``/``mw``).
   that meet are merged, a group whose search ends is a component of its own. Once a
   component has at most one group still growing, that group and every node not reached
   keep the old component: every deleted edge's ends are then connected, or lie in a closed
-  group, so any old path between two such nodes is still one.
+  group, so any old path between two such nodes is still one. One group starts as the
+  *anchor*: a few seeds of largest degree with their neighbours through the edges that
+  remain (connected without a search), so a seed next to a hub is joined to it at once;
+  the anchor's nodes are not searched, so a group holding it never closes.
 * :func:`distance_repair`: KickStarter-style trimming [1]_ then relaxation. A target of a
   deleted or re-weighted edge keeps its distance when an in-neighbour still valid offers
   it exactly from strictly below; otherwise it is invalidated, and so, in turn, are the
@@ -38,6 +41,10 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+
+#: How many of the seeds of largest degree may join :func:`wcc_race`'s anchor: on a graph
+#: with hubs, most ends of deleted edges neighbour one, and join the anchor unsearched
+ANCHOR_HUBS = 8
 
 
 @numba.njit(inline="always")
@@ -82,6 +89,17 @@ def _id(y, lay):
         return np.int64(y)
     b = np.searchsorted(old_start, y, side="right") - 1
     return np.int64(y - old_start[b] + new_start[b])
+
+
+@numba.njit(inline="always")
+def _nbr(ip, ix, e, lay):
+    """The current id of old adjacency entry ``e``, checked against the rows of ``ip``: a
+    stored index is mapped with its offsets checked and its ids not (O(M) reads a repair
+    avoids), so each id read is checked here."""
+    y = ix[e]
+    if y < 0 or y >= ip.shape[0] - 1:
+        raise IndexError("an adjacency index holds a node id out of range (corrupted)")
+    return _id(y, lay)
 
 
 @numba.njit(inline="always")
@@ -170,7 +188,7 @@ def _meet(x, g, c, ip, ix, lay, flagged, keys, n, owner, group, head, tail, nxt,
     if flagged:
         first, last = np.searchsorted(keys, x * n), np.searchsorted(keys, x * n + n)
     for e in range(lo, hi):
-        y = _id(ix[e], lay)
+        y = _nbr(ip, ix, e, lay)
         if last > first and _within(keys, first, last, x * n + y):
             continue
         if owner[y] < 0:
@@ -197,6 +215,51 @@ def _meet(x, g, c, ip, ix, lay, flagged, keys, n, owner, group, head, tail, nxt,
 
 
 @numba.njit(cache=True, nogil=True)
+def _anchor(n, oip, oix, iip, iix, lay, dkeys, tkeys, dout, din, comp, owner, mark):
+    """Mark ``owner[x] = mark`` for the *anchor* of :func:`wcc_race`: the node of the
+    largest degree (old edges, both sides), the hub, with its neighbours through the edges
+    that remain, then each other of the :data:`ANCHOR_HUBS` largest that is already marked,
+    in degree order, with its neighbours: nodes connected after the change without a search
+    of them, all in the hub's old component. Returns ``(hub, entries scanned)``; hub -1
+    (nothing marked) where the hub is in no old component."""
+    rows = oip.shape[0] - 1
+    k = min(ANCHOR_HUBS, rows)
+    top = np.full(k, -1, np.int64)  # old rows by degree, descending
+    span = np.zeros(k, np.int64)
+    for r in range(rows):  # one pass over the offsets, in order
+        s = oip[r + 1] - oip[r] + iip[r + 1] - iip[r]
+        if k == 0 or s <= span[k - 1] and top[k - 1] >= 0:
+            continue
+        j = k - 1
+        while j > 0 and (top[j - 1] < 0 or span[j - 1] < s):
+            top[j], span[j] = top[j - 1], span[j - 1]
+            j -= 1
+        top[j], span[j] = r, s
+    if k == 0 or comp[_id(top[0], lay)] < 0:
+        return -1, 0
+    hub = _id(top[0], lay)
+    owner[hub] = mark
+    work = 0
+    for j in range(k):
+        h = _id(top[j], lay)
+        if owner[h] != mark:
+            continue  # not known connected to the hub
+        for side in range(2):
+            ip, ix = (oip, oix) if side == 0 else (iip, iix)
+            keys = dkeys if side == 0 else tkeys
+            lo, hi = _row(ip, h, lay)
+            first = last = 0
+            if dout[h] if side == 0 else din[h]:
+                first, last = np.searchsorted(keys, h * n), np.searchsorted(keys, h * n + n)
+            for e in range(lo, hi):
+                y = _nbr(ip, ix, e, lay)
+                if owner[y] < 0 and not (last > first and _within(keys, first, last,
+                                                                  h * n + y)):
+                    owner[y] = mark
+            work += hi - lo
+    return hub, work
+
+
 def wcc_race(n, oip, oix, iip, iix, lay, dkeys, tkeys, dout, din, comp, num_comps, seeds,
              limit):
     """Split the old components that lost an edge (module docstring): each group searches
@@ -210,31 +273,93 @@ def wcc_race(n, oip, oix, iip, iix, lay, dkeys, tkeys, dout, din, comp, num_comp
     after the deletions (alone, without the inserted edges): ``comp``, or ``num_comps``
     plus the group's first seed for a node of a group that closed. ``dkeys``/``tkeys``: the
     deleted pairs as ``u * n + v`` and as ``v * n + u``, each sorted."""
-    ns = seeds.shape[0]
     owner = np.full(n, -1, np.int32)  # int32: a repair reads fewer than 2**31 nodes
+    ns = seeds.shape[0]
+    hub, work = _anchor(n, oip, oix, iip, iix, lay, dkeys, tkeys, dout, din, comp, owner,
+                        ns)
+    if hub >= 0:  # the seeds next to the anchor join it (in parallel: most of them)
+        joined, bad = np.zeros(ns, np.bool_), np.zeros(ns, np.bool_)
+        work += _next_to(n, oip, oix, iip, iix, lay, dkeys, tkeys, dout, din, seeds, owner,
+                         ns, joined, bad)
+        if bad.any():
+            raise IndexError("an adjacency index holds a node id out of range (corrupted)")
+        owner[seeds[joined]] = ns
+    return _race(n, oip, oix, iip, iix, lay, dkeys, tkeys, dout, din, comp, num_comps, seeds,
+                 limit, owner, hub, work)
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _next_to(n, oip, oix, iip, iix, lay, dkeys, tkeys, dout, din, seeds, owner, mark, out,
+             bad):
+    """``out[i]``: whether seed ``i`` is marked or has a neighbour marked ``mark`` in
+    ``owner`` through an edge that remains (``bad[i]``: its rows hold an id out of range);
+    returns the entries scanned."""
+    work = 0
+    for i in numba.prange(seeds.shape[0]):
+        x = seeds[i]
+        if owner[x] == mark:
+            out[i] = True
+            continue
+        scanned = 0
+        for side in range(2):
+            ip, ix = (oip, oix) if side == 0 else (iip, iix)
+            keys = dkeys if side == 0 else tkeys
+            lo, hi = _row(ip, x, lay)
+            first = last = 0
+            if dout[x] if side == 0 else din[x]:
+                first, last = np.searchsorted(keys, x * n), np.searchsorted(keys, x * n + n)
+            for e in range(lo, hi):
+                scanned += 1
+                y = ix[e]
+                if y < 0 or y >= ip.shape[0] - 1:
+                    bad[i] = True  # checked as _nbr does, without a raise (which is serial)
+                    break
+                y = _id(y, lay)
+                if owner[y] == mark and not (last > first and _within(keys, first, last,
+                                                                      x * n + y)):
+                    out[i] = True
+                    break
+            if out[i] or bad[i]:
+                break
+        work += scanned
+    return work
+
+
+@numba.njit(cache=True, nogil=True)
+def _race(n, oip, oix, iip, iix, lay, dkeys, tkeys, dout, din, comp, num_comps, seeds, limit,
+          owner, hub, work):
+    """:func:`wcc_race` once the anchor is marked in ``owner`` (``hub``: -1, none)."""
+    ns = seeds.shape[0]
     nxt = np.full(n, -1, np.int32)
-    group = np.arange(ns).astype(np.int32)
-    head, tail = seeds.copy(), seeds.copy()
-    spent = np.zeros(ns, np.int64)
-    queued = np.zeros(ns, np.float64)
-    closed = np.zeros(ns, np.bool_)
+    group = np.arange(ns + 1).astype(np.int32)  # group ns: the anchor
+    head = np.full(ns + 1, -1, np.int64)
+    head[:ns] = seeds
+    tail = head.copy()
+    spent = np.zeros(ns + 1, np.int64)
+    queued = np.full(ns + 1, np.inf)
+    closed = np.zeros(ns + 1, np.bool_)
     growing = np.zeros(num_comps, np.int64)
     hk, hv, size = np.empty(16, np.float64), np.empty(16, np.int64), 0
+    if hub >= 0:
+        growing[comp[hub]] += 1
     for i in range(ns):
+        if owner[seeds[i]] == ns:
+            group[i] = ns  # next to a hub: joined to the anchor without a search
+            continue
         owner[seeds[i]] = i
         growing[comp[seeds[i]]] += 1
         queued[i] = _cost(oip, iip, lay, head, spent, i)
     # the groups' first turns in one sorted list, their later turns in a heap: the smaller
     # of the two heads goes next
-    turns = queued.copy()
-    first = np.argsort(turns, kind="mergesort")
-    at = work = 0
-    while at < ns or size > 0:
-        if size > 0 and (at == ns or hk[0] < turns[first[at]]):
+    searching = np.flatnonzero(queued[:ns] < np.inf)  # not joined to the anchor
+    first = searching[np.argsort(queued[searching], kind="mergesort")]
+    at = 0
+    while at < first.shape[0] or size > 0:
+        if size > 0 and (at == first.shape[0] or hk[0] < queued[first[at]]):
             key, g, size = _heap_pop(hk, hv, size)
         else:
             g = first[at]
-            key = turns[g]
+            key = queued[g]
             at += 1
         if group[g] != g or closed[g] or key != queued[g]:
             continue  # merged into another group, or queued again since
@@ -255,6 +380,8 @@ def wcc_race(n, oip, oix, iip, iix, lay, dkeys, tkeys, dout, din, comp, num_comp
         if work > limit:
             return comp, work, False
         if head[g] < 0:
+            if hub >= 0 and _root(group, owner[hub]) == g:
+                continue  # holds the anchor, whose nodes were not searched: stays open
             if growing[c] > 1:  # its search ended: a component of its own
                 closed[g] = True
                 growing[c] -= 1
@@ -306,7 +433,7 @@ def _offers(v, n, d, invalid, offset, use_w, ip, ix, ws, old, lay, dkeys, ukeys,
     best = np.inf
     lo, hi = _row(ip, v, lay) if old else (ip[v], ip[v + 1])
     for e in range(lo, hi):
-        u = _id(ix[e], lay) if old else np.int64(ix[e])
+        u = _nbr(ip, ix, e, lay) if old else np.int64(ix[e])
         if invalid[u] or d[u] == np.inf or below and (
                 d[u] >= d[v] or d[u] + offset + (_w(ws, e) if use_w else 0.0) != d[v]):
             continue
@@ -329,7 +456,7 @@ def _dependants(v, n, d, invalid, offset, use_w, ip, ix, ws, old, lay, dkeys, uk
     exactly; returns the stack and its top."""
     lo, hi = _row(ip, v, lay) if old else (ip[v], ip[v + 1])
     for e in range(lo, hi):
-        x = _id(ix[e], lay) if old else np.int64(ix[e])
+        x = _nbr(ip, ix, e, lay) if old else np.int64(ix[e])
         step = _step(ws, e, old, dkeys, ukeys, uw, flagged, v * n + x, offset, use_w)
         if step >= 0 and not invalid[x] and d[x] == d[v] + step:
             if top == stack.shape[0]:
@@ -347,7 +474,7 @@ def _relax(u, n, d, offset, use_w, ip, ix, ws, old, lay, dkeys, ukeys, uw, flagg
     """Lower ``u``'s out-neighbours through one adjacency; returns the heap."""
     lo, hi = _row(ip, u, lay) if old else (ip[u], ip[u + 1])
     for e in range(lo, hi):
-        x = _id(ix[e], lay) if old else np.int64(ix[e])
+        x = _nbr(ip, ix, e, lay) if old else np.int64(ix[e])
         step = _step(ws, e, old, dkeys, ukeys, uw, flagged, u * n + x, offset, use_w)
         c = d[u] + step
         if step >= 0 and c < d[x]:

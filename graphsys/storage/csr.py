@@ -244,11 +244,13 @@ def map_index(graph, edge_set: str, kind: str, *, check_values: bool = True,
     """Map the ``kind`` index of ``edge_set`` if the manifest lists one (else None), after
     checking that it matches the current edges (digest, counts) and that its offsets and
     ids are in range (``check_values``: O(N + M) reads of page cache; always for a push
-    index, whose check also counts its receivers); a stale, truncated or corrupted index
-    raises :class:`FormatError` naming its file. An index built before an append is
-    renumbered into the grown partitions, unless ``renumber`` is False: then it is returned
-    as built, in the numbering its ``info.layout`` records (a reader that translates the
-    ids it touches, as :mod:`graphsys.kernels.repair` does)."""
+    index, whose check also counts its receivers, and for an index renumbered); a stale,
+    truncated or corrupted index raises :class:`FormatError` naming its file. Unchecked,
+    the offsets and ids are as read: the caller checks what it uses (:func:`map_offsets`,
+    and each id it reads). An index built before an append is renumbered into the grown
+    partitions, unless ``renumber`` is False: then it is returned as built, in the
+    numbering its ``info.layout`` records (a reader that translates the ids it touches, as
+    :mod:`graphsys.kernels.repair` does)."""
     info = _current(graph, edge_set, kind)
     if info is None:
         return None
@@ -283,7 +285,7 @@ def map_index(graph, edge_set: str, kind: str, *, check_values: bool = True,
 
     # an index built before an append is read whole to renumber it: checked first
     grown = bool(info.layout) and tuple(info.layout) != index_merge.layout(graph.manifest)
-    check_values = check_values or grown
+    check_values = check_values or grown and renumber
     indptr = (_offsets(graph, edge_set, kind, info) if check_values
               else column("indptr", np.dtype(np.int64), n + 1))
     ipath = loc.file(index_file(edge_set, kind, "indices"))

@@ -139,8 +139,8 @@ def test_mapped_and_built_adjacencies_reach_one_signature(tmp_path):
                     bsp.bfs(g, source, init=tmp_path / str(indexed) / "bfs.parquet"),
                     bsp.sssp(g, source, init=tmp_path / str(indexed) / "sssp.parquet")):
             assert run.stats.start == "repair"
-    assert len(repair.wcc_race.signatures) == 1
-    assert len(repair.distance_repair.signatures) == 1
+    for kernel in (repair._anchor, repair._next_to, repair._race, repair.distance_repair):
+        assert len(kernel.signatures) == 1
 
 
 def test_a_deleted_bridge_and_a_raised_weight(tmp_path):
@@ -285,3 +285,26 @@ def test_wcc_repairs_of_many_random_deletions_equal_networkx(tmp_path, monkeypat
         ref.add_nodes_from(range(n))
         ref.add_edges_from(e for e in zip(src.tolist(), dst.tolist()) if e not in gone)
         assert len(set(run.values.tolist())) == nx.number_connected_components(ref)
+
+
+@pytest.mark.usefixtures("_any_share")
+@pytest.mark.parametrize("run", ["wcc", "bfs"])
+def test_a_stored_index_id_out_of_range_is_refused(tmp_path, run):
+    """A repair reads a stored index's ids unchecked in bulk and checks each one it reads:
+    an id out of range is a one-line FormatError, never an answer."""
+    from graphsys.errors import FormatError
+
+    g, source, _ = _changed(tmp_path, indexed=True)
+    for kind in ("csr", "csc"):
+        path = tmp_path / "g" / "index" / "default" / f"{kind}-indices.arrow"
+        table = pa.ipc.open_file(pa.memory_map(str(path))).read_all()
+        ids = np.full(table.num_rows, 10**6, table.column(0).type.to_pandas_dtype())
+        bad = pa.table({table.column_names[0]: ids}, schema=table.schema)
+        with pa.ipc.new_file(str(path), bad.schema) as out:
+            out.write_table(bad)
+    g = open_graph(tmp_path / "g")
+    with pytest.raises(FormatError, match="out of range"):
+        if run == "wcc":
+            bsp.wcc(g, init=tmp_path / "wcc.parquet")
+        else:
+            bsp.bfs(g, source, init=tmp_path / "bfs.parquet")
