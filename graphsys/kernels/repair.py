@@ -12,10 +12,11 @@ edges (CSR ``nip``/``nix``/``nw``, CSC ``mip``/``mix``/``mw``).
   that meet are merged, a group whose search ends is a component of its own. Once a
   component has at most one group still growing, that group and every node not reached
   keep the old component: every deleted edge's ends are then connected, or lie in a closed
-  group, so any old path between two such nodes is still one. One group starts as the
-  *anchor*: a few seeds of largest degree with their neighbours through the edges that
-  remain (connected without a search), so a seed next to a hub is joined to it at once;
-  the anchor's nodes are not searched, so a group holding it never closes.
+  group, so any old path between two such nodes is still one. Where the seeds are many,
+  one group starts as the *anchor*: a few nodes of largest degree with their neighbours
+  through the edges that remain (connected without a search), so a seed next to a hub
+  joins it at once; the anchor's nodes are not searched, so a group holding it never
+  closes.
 * :func:`distance_repair`: KickStarter-style trimming [1]_ then relaxation. A target of a
   deleted or re-weighted edge keeps its distance when an in-neighbour still valid offers
   it exactly from strictly below; otherwise it is invalidated, and so, in turn, are the
@@ -45,6 +46,10 @@ import numpy as np
 #: How many of the seeds of largest degree may join :func:`wcc_race`'s anchor: on a graph
 #: with hubs, most ends of deleted edges neighbour one, and join the anchor unsearched
 ANCHOR_HUBS = 8
+
+#: :func:`wcc_race` builds its anchor (a pass over the old offsets and the hubs' rows) where
+#: the seeds are at least this share of the old adjacency's nodes: fewer are searched sooner
+ANCHOR_MIN_SEEDS = 1 / 256
 
 
 @numba.njit(inline="always")
@@ -275,8 +280,10 @@ def wcc_race(n, oip, oix, iip, iix, lay, dkeys, tkeys, dout, din, comp, num_comp
     deleted pairs as ``u * n + v`` and as ``v * n + u``, each sorted."""
     owner = np.full(n, -1, np.int32)  # int32: a repair reads fewer than 2**31 nodes
     ns = seeds.shape[0]
-    hub, work = _anchor(n, oip, oix, iip, iix, lay, dkeys, tkeys, dout, din, comp, owner,
-                        ns)
+    hub, work = -1, 0
+    if ns >= ANCHOR_MIN_SEEDS * (oip.shape[0] - 1):
+        hub, work = _anchor(n, oip, oix, iip, iix, lay, dkeys, tkeys, dout, din, comp,
+                            owner, ns)
     if hub >= 0:  # the seeds next to the anchor join it (in parallel: most of them)
         joined, bad = np.zeros(ns, np.bool_), np.zeros(ns, np.bool_)
         work += _next_to(n, oip, oix, iip, iix, lay, dkeys, tkeys, dout, din, seeds, owner,

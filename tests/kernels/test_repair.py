@@ -47,8 +47,10 @@ def _case(rng, n, hubs):
     return src[keep], dst[keep]
 
 
+@pytest.mark.parametrize("anchor", [True, False])
 @pytest.mark.parametrize("hubs", [0, 1, 3, 12])
-def test_split_search_matches_scipy(hubs):
+def test_split_search_matches_scipy(hubs, anchor, monkeypatch):
+    monkeypatch.setattr(repair, "ANCHOR_MIN_SEEDS", 0.0 if anchor else np.inf)
     rng = np.random.default_rng(100 + hubs)
     empty = np.zeros(0, np.int64)
     for _ in range(60):
