@@ -192,6 +192,33 @@ def _top_down_serial(q, lo, hi, out_ptr, out_idx, in_ptr, in_idx, both, level, d
     return tail, scanned
 
 
+@numba.njit(cache=True, nogil=True)
+def _top_down_push(q, lo, hi, ptr, idx, level, depth):
+    """:func:`_top_down_serial` over the out-lists alone, branch-free (:func:`_push`): the
+    step of every level of a long search on a sparse graph (a road graph's ~1,000), written
+    out as a loop of its own: in the general step, numba leaves the tests of ``both`` and
+    ``branch`` (fixed for a step) in the loop over the frontier, a cost per vertex that
+    such searches, a few vertices a level, notice."""
+    tail = hi
+    scanned = 0
+    for i in range(lo, hi):
+        if i + PREFETCH_AHEAD < tail:
+            prefetch(ptr, q[i + PREFETCH_AHEAD])
+        if i + PREFETCH_AHEAD // 2 < tail:
+            prefetch(idx, ptr[q[i + PREFETCH_AHEAD // 2]])
+        u = q[i]
+        a, b = ptr[u], ptr[u + 1]
+        scanned += b - a
+        for e in range(a, b):
+            v = idx[e]
+            lv = level[v]
+            new = lv < 0
+            q[tail] = v
+            tail += new
+            level[v] = depth if new else lv
+    return tail, scanned
+
+
 @numba.njit(inline="always")
 def _pull(ptr, idx, v, front):
     """Whether ``v``'s list ``ptr``/``idx`` holds a vertex of the bitmap ``front``, and the
@@ -350,9 +377,12 @@ def search(out_ptr, out_idx, in_ptr, in_idx, both, max_degree, level, queue, fro
                 _mark(front, queue, hi, tail)
             tail = _ids_into(front, queue, hi)
             to_check -= sc
-        else:
+        elif both or branch:
             tail, sc = _top_down_serial(queue, lo, hi, out_ptr, out_idx, in_ptr, in_idx, both,
                                         level, step + 1, branch)
+            to_check -= sc
+        else:
+            tail, sc = _top_down_push(queue, lo, hi, out_ptr, out_idx, level, step + 1)
             to_check -= sc
         if not pulled[step]:  # a top-down step: the share of its entries that were new
             share = (tail - hi) / max(sc, 1)
