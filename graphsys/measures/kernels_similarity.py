@@ -83,7 +83,10 @@ def _score(mine, k, u, v, b, optr, oidx, iptr, iidx, sym, method, memo):
     if method == CN:
         return float(common)
     if method == JACCARD:
-        union = k + (view_code(b, optr, oidx, iptr, iidx, sym, memo) >> 1) - both
+        # |N(b)|: the row's length where rows hold no repeats (no memo to read)
+        nb = optr[b + 1] - optr[b] if sym == UNIQUE else (
+            view_code(b, optr, oidx, iptr, iidx, sym, memo) >> 1)
+        union = k + nb - both
         return common / union if union > 0 else 0.0
     return s
 
