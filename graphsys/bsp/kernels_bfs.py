@@ -62,7 +62,7 @@ def bfs_solve(out_indptr, out_indices, in_indptr, in_indices, source, out, max_s
     starts its threads: :func:`graphsys.jit_cache.with_thread_start`)."""
     level, queue, last, act, scanned, pulled = levels(out_indptr, out_indices, in_indptr,
                                                       in_indices, False, source, max_steps,
-                                                      nthreads)
+                                                      nthreads, listed=False)
     if level.shape[0] < PARALLEL_MIN_ITEMS:
         _levels_to_float_serial(level, out)
     else:

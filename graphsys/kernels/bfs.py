@@ -192,6 +192,33 @@ def _top_down_serial(q, lo, hi, out_ptr, out_idx, in_ptr, in_idx, both, level, d
     return tail, scanned
 
 
+@numba.njit(cache=True, nogil=True)
+def _top_down_push(q, lo, hi, ptr, idx, level, depth):
+    """:func:`_top_down_serial` over the out-lists alone, branch-free (:func:`_push`): the
+    step of every level of a long search on a sparse graph (a road graph's ~1,000), written
+    out as a loop of its own: in the general step, numba leaves the tests of ``both`` and
+    ``branch`` (fixed for a step) in the loop over the frontier, a cost per vertex that
+    such searches, a few vertices a level, notice."""
+    tail = hi
+    scanned = 0
+    for i in range(lo, hi):
+        if i + PREFETCH_AHEAD < tail:
+            prefetch(ptr, q[i + PREFETCH_AHEAD])
+        if i + PREFETCH_AHEAD // 2 < tail:
+            prefetch(idx, ptr[q[i + PREFETCH_AHEAD // 2]])
+        u = q[i]
+        a, b = ptr[u], ptr[u + 1]
+        scanned += b - a
+        for e in range(a, b):
+            v = idx[e]
+            lv = level[v]
+            new = lv < 0
+            q[tail] = v
+            tail += new
+            level[v] = depth if new else lv
+    return tail, scanned
+
+
 @numba.njit(inline="always")
 def _pull(ptr, idx, v, front):
     """Whether ``v``'s list ``ptr``/``idx`` holds a vertex of the bitmap ``front``, and the
@@ -292,7 +319,7 @@ def _grow(a, size):
 
 @numba.njit(cache=True, nogil=True)
 def search(out_ptr, out_idx, in_ptr, in_idx, both, max_degree, level, queue, front, nxt,
-           source, max_steps, nthreads):
+           source, max_steps, nthreads, listed=True):
     """BFS from ``source`` over the lists (see the module docstring; ``max_degree``: the
     most entries :func:`entries` counts at a vertex) with the caller's buffers
     (:func:`buffers`); at most ``max_steps`` steps (levels 1..max_steps; :data:`NO_LIMIT`);
@@ -300,7 +327,10 @@ def search(out_ptr, out_idx, in_ptr, in_idx, both, max_degree, level, queue, fro
     vertices reached, in ``queue[:count]`` level by level; ``last``: where the last level
     starts, ``queue[last:count]`` the vertices left to expand when ``max_steps`` cut the
     search short, else ``last == count``; then per step int64 arrays: frontier size,
-    entries read, 1 = bottom-up)."""
+    entries read, 1 = bottom-up). ``listed`` False: a caller that reads only ``level``,
+    ``count`` and ``queue[last:count]`` lets the levels of bottom-up steps followed by
+    another bottom-up step go unlisted (their stretch of ``queue[:count]`` is then not
+    written), sparing a pass over the bitmap and the writes of those levels, the largest."""
     n = level.shape[0]
     to_check = out_ptr[n] - out_ptr[0]  # entries of vertices not yet expanded
     if both:
@@ -338,7 +368,10 @@ def search(out_ptr, out_idx, in_ptr, in_idx, both, max_degree, level, queue, fro
             front, nxt = nxt, front
             pulled[step] = 1
             bottom_up = not (found < n / BETA and found < nf)
-            tail = _ids_into(front, queue, hi)
+            if listed or not bottom_up or found == 0 or step + 1 >= max_steps:
+                tail = _ids_into(front, queue, hi)
+            else:  # the next step reads the bitmap, not the queue
+                tail = hi + found
         elif fe >= TOP_DOWN_PARALLEL_EDGES:  # gathered in id order on any number of threads
             if nthreads > 1:
                 sc = _top_down_parallel(queue, lo, hi, out_ptr, out_idx, in_ptr, in_idx, both,
@@ -350,9 +383,12 @@ def search(out_ptr, out_idx, in_ptr, in_idx, both, max_degree, level, queue, fro
                 _mark(front, queue, hi, tail)
             tail = _ids_into(front, queue, hi)
             to_check -= sc
-        else:
+        elif both or branch:
             tail, sc = _top_down_serial(queue, lo, hi, out_ptr, out_idx, in_ptr, in_idx, both,
                                         level, step + 1, branch)
+            to_check -= sc
+        else:
+            tail, sc = _top_down_push(queue, lo, hi, out_ptr, out_idx, level, step + 1)
             to_check -= sc
         if not pulled[step]:  # a top-down step: the share of its entries that were new
             share = (tail - hi) / max(sc, 1)
@@ -363,10 +399,12 @@ def search(out_ptr, out_idx, in_ptr, in_idx, both, max_degree, level, queue, fro
     return hi, lo, act[:step], scanned[:step], pulled[:step]
 
 
-def levels(out_ptr, out_idx, in_ptr, in_idx, both, source, max_steps, nthreads):
+def levels(out_ptr, out_idx, in_ptr, in_idx, both, source, max_steps, nthreads,
+           listed=True):
     """One :func:`search` on buffers of its own: (level int32 (N,), -1 = unreached; the
-    vertices reached, level by level, of ``out_idx``'s dtype; then :func:`search`'s
-    returns after ``count``).
+    vertices reached, level by level, of ``out_idx``'s dtype (with ``listed`` False, as
+    :func:`search` leaves them: only the last level is sure to be there); then
+    :func:`search`'s returns after ``count``).
 
     A Python function, not a kernel: a cached kernel that calls :func:`search` (whose
     parallel steps are cached kernels of their own), compiled by a process that loaded
@@ -384,5 +422,5 @@ def levels(out_ptr, out_idx, in_ptr, in_idx, both, source, max_steps, nthreads):
                          np.zeros(words, np.uint64))
     count, last, act, scanned, pulled = search(out_ptr, out_idx, in_ptr, in_idx, both, most,
                                                level, queue, front, nxt, source, max_steps,
-                                               nthreads)
+                                               nthreads, listed)
     return level, queue[:count], last, act, scanned, pulled

@@ -108,9 +108,17 @@ class _Searcher:
               reached: np.ndarray | None = None) -> tuple[int, int, int]:
         """Search from ``source``: (a farthest node, its distance, and when ``middle`` the
         node halfway back from it to ``source`` on a shortest path); ``reached``: bool (N,),
-        set True for every node reached (the source's component)."""
+        set True for every node reached (the source's component).
+
+        The farthest node is :meth:`peripheral` of the last level, and each step back
+        goes to the neighbour with the longest rows (:func:`kd.step_back
+        <graphsys.measures.kernels_distance.step_back>`): as in Takes and Kosters' choice of
+        the next source, the candidate least bounded by the searches so far, then the one of highest
+        degree (a hub, likely central, as the middle of the path); both keys of the node
+        alone, so the sweeps do not depend on the order a search listed a level in (nor on
+        the number of threads)."""
         count = self.bfs(source)
-        far = int(kd.farthest(self.dist, self.queue, count))
+        far = self.peripheral(self.queue[kd.last_level(self.dist, self.queue, count):count])
         ecc = int(self.dist[far])
         mid = far
         for _ in range(ecc // 2 if middle else 0):
@@ -118,6 +126,13 @@ class _Searcher:
         kd.settle(self.upper, self.dist, self.queue, count, ecc,
                   _NONE_BOOL if reached is None else reached, _NONE32)
         return far, ecc, mid
+
+    def peripheral(self, nodes: np.ndarray) -> int:
+        """Of ``nodes`` (of one level of a search), the one with the largest eccentricity
+        bound from the searches so far, then the highest degree, then the smallest id
+        (:func:`kd.peripheral <graphsys.measures.kernels_distance.peripheral>`)."""
+        return int(kd.peripheral(nodes, self.upper, self.view.optr, self.view.iptr,
+                                 self.view.sym))
 
     def levels(self, source: int) -> tuple[np.ndarray, np.ndarray]:
         """The nodes reached from ``source`` in BFS order, and where each level starts."""
@@ -297,7 +312,8 @@ def _component(search: _Searcher, start: tuple[int, int | None], size: int, exac
     bar.update(3)
     if lower >= upper:
         return lower, lower, pair
-    a2, e = int(order[-1]), len(starts) - 2
+    e = len(starts) - 2
+    a2 = search.peripheral(order[starts[e]:])
     # exact: iFUB from r2 at once when one search of its last level ends it (no node nearer
     # r2 than e is more than 2 (e - 1) < lower from another); an estimate takes the second
     # half of the 4-sweep

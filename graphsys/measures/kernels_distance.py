@@ -216,16 +216,49 @@ def hubs(label, count, optr, iptr, sym):
 
 @numba.njit(cache=True, nogil=True)
 def step_back(v, optr, oidx, iptr, iidx, sym, dist):
-    """A neighbour of ``v`` one step closer to the search's source."""
+    """A neighbour of ``v`` one step closer to the search's source: of those, the one with
+    the longest rows (:func:`~graphsys.measures.kernels_view.row_bound`: the degree where
+    rows hold no repeats), the first listed among equals (so the smallest id of a row)."""
     want = dist[v] - 1
+    best = np.int64(-1)
+    most = -1
     for e in range(optr[v], optr[v + 1]):
-        if dist[oidx[e]] == want:
-            return np.int64(oidx[e])
+        w = np.int64(oidx[e])
+        if dist[w] == want and row_bound(w, optr, iptr, sym) > most:
+            best, most = w, row_bound(w, optr, iptr, sym)
     if not sym:
         for e in range(iptr[v], iptr[v + 1]):
-            if dist[iidx[e]] == want:
-                return np.int64(iidx[e])
-    return np.int64(-1)
+            w = np.int64(iidx[e])
+            if dist[w] == want and row_bound(w, optr, iptr, sym) > most:
+                best, most = w, row_bound(w, optr, iptr, sym)
+    return best
+
+
+@numba.njit(cache=True, nogil=True)
+def last_level(dist, queue, count):
+    """Where the last level of a search (``queue[:count]``, level by level) starts."""
+    i = count - 1
+    while i > 0 and dist[queue[i - 1]] == dist[queue[count - 1]]:
+        i -= 1
+    return i
+
+
+@numba.njit(cache=True, nogil=True)
+def peripheral(nodes, upper, optr, iptr, sym):
+    """The node of ``nodes`` with the largest eccentricity bound ``upper``, then the longest
+    rows (:func:`~graphsys.measures.kernels_view.row_bound`), then the smallest id: a key
+    of the node alone, so the same node whatever order ``nodes`` lists them in."""
+    best = np.int64(nodes[0])
+    for i in range(1, nodes.shape[0]):
+        x = np.int64(nodes[i])
+        if upper[x] != upper[best]:
+            better = upper[x] > upper[best]
+        else:
+            dx, db = row_bound(x, optr, iptr, sym), row_bound(best, optr, iptr, sym)
+            better = dx > db or (dx == db and x < best)
+        if better:
+            best = x
+    return best
 
 
 @numba.njit(cache=True, nogil=True)

@@ -83,7 +83,10 @@ def _score(mine, k, u, v, b, optr, oidx, iptr, iidx, sym, method, memo):
     if method == CN:
         return float(common)
     if method == JACCARD:
-        union = k + (view_code(b, optr, oidx, iptr, iidx, sym, memo) >> 1) - both
+        # |N(b)|: the row's length where rows hold no repeats (no memo to read)
+        nb = optr[b + 1] - optr[b] if sym == UNIQUE else (
+            view_code(b, optr, oidx, iptr, iidx, sym, memo) >> 1)
+        union = k + nb - both
         return common / union if union > 0 else 0.0
     return s
 
@@ -104,6 +107,40 @@ def _pair(u, v, optr, oidx, iptr, iidx, sym, method, memo, mine):
                       memo)
     k = gather(a, optr, oidx, iptr, iidx, sym, mine)
     return _score(mine, k, u, v, b, optr, oidx, iptr, iidx, sym, method, memo)
+
+
+@numba.njit(cache=True, nogil=True)
+def pair_work(us, vs, optr, iptr, sym, step):
+    """``(bound, work)`` over every ``step``-th pair ``(us[p], vs[p])``: the longest endpoint
+    row bound (with ``step`` 1, the size of :func:`pair_scores`'s gather buffer) and the
+    sum of the shorter row bound plus one (the lookups a pair takes), times ``step``."""
+    bound = 0
+    work = 0
+    for p in range(0, us.shape[0], step):
+        a = row_bound(us[p], optr, iptr, sym)
+        b = row_bound(vs[p], optr, iptr, sym)
+        if a > b:
+            a, b = b, a
+        if b > bound:
+            bound = b
+        work += a + 1
+    return bound, work * step
+
+
+@numba.njit(cache=True, nogil=True)
+def pair_columns(pairs, n):
+    """The two columns of an int64 (P, 2) array of internal ids as contiguous arrays, and
+    whether every id lies in ``0..n-1`` (when not, the columns are not all written)."""
+    us = np.empty(pairs.shape[0], np.int64)
+    vs = np.empty(pairs.shape[0], np.int64)
+    for p in range(pairs.shape[0]):
+        u = pairs[p, 0]
+        v = pairs[p, 1]
+        if u < 0 or u >= n or v < 0 or v >= n:
+            return us, vs, False
+        us[p] = u
+        vs[p] = v
+    return us, vs, True
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
@@ -238,3 +275,4 @@ def top_k(queries, k, optr, oidx, iptr, iidx, sym, method, memo, scratch,
             hs[0] = hs[last]
             hx[0] = hx[last]
             _sift_down(hs, hx, last, 0)
+

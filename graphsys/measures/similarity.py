@@ -46,10 +46,9 @@ import pyarrow as pa
 from graphsys.errors import ParameterError, check_count
 from graphsys.execution import OPTION_DOCS, Execution, fill_doc, with_threads
 from graphsys.measures import kernels_similarity as ks
-from graphsys.measures.kernels_view import gather
+from graphsys.measures.kernels_view import UNIQUE, gather
 from graphsys.measures.view import internal_ids, undirected_view
 from graphsys.progress import display
-from graphsys.threads import numba_threads
 
 #: The methods by name.
 METHODS = {
@@ -139,28 +138,61 @@ def link_scores(graph, pairs, method: str = "jaccard", *, edge_set: str | None =
     """
     code = _method(method)
     view = undirected_view(graph, edge_set)
-    first, second = _pairs(pairs)
-    us = internal_ids(graph, first, "pairs", internal=internal)
-    vs = internal_ids(graph, second, "pairs", internal=internal)
+    us, vs = _pair_ids(graph, pairs, internal)
     out = np.empty(len(us), np.float64)
     if len(us):
-        lu, lv = _row_lengths(view, us), _row_lengths(view, vs)
-        bound = int(max(lu.max(), lv.max()))
-        serial = int(np.minimum(lu, lv).sum()) + len(us) < PAIRS_PARALLEL_MIN_WORK
-        with numba_threads(1 if serial else None) as threads:
-            buf = np.empty((threads, max(bound, 1)), np.int64)
-            # contiguous int64 pairs: one compiled specialisation for every caller's pairs
-            ks.pair_scores(np.ascontiguousarray(us, np.int64),
-                           np.ascontiguousarray(vs, np.int64), *view.args(), code,
-                           view.memo, buf, out)
+        if view.sym == UNIQUE:
+            # rows read in place: no gather buffer, and the work from a sample of the pairs
+            bound = 1
+            work = ks.pair_work(us, vs, view.optr, view.iptr, view.sym,
+                                max(len(us) // PAIRS_WORK_SAMPLE, 1))[1]
+        else:
+            bound, work = ks.pair_work(us, vs, view.optr, view.iptr, view.sym, 1)
+        threads = 1 if work < PAIRS_PARALLEL_MIN_WORK else numba.get_num_threads()
+        buf = np.empty((threads, max(bound, 1)), np.int64)
+        args = (us, vs, *view.args(), code, view.memo, buf, out)
+        if threads > 1:
+            ks.pair_scores(*args)
+        else:
+            # the same parallel kernel on the calling thread alone: numba compiles its loop
+            # body tighter than a serial copy of it
+            # (set and restored here: a context manager would cost a fair share of a
+            # small call)
+            before = numba.get_num_threads()
+            numba.set_num_threads(1)
+            try:
+                ks.pair_scores(*args)
+            finally:
+                numba.set_num_threads(before)
     return out
 
 
-#: :func:`link_scores` runs on threads from this much work (the shorter row of every pair,
-#: plus one a pair): below it the pairs take less than waking the thread team does, and its
-#: kernel runs on the calling thread alone (the same parallel kernel: numba compiles its
-#: loop body tighter than a serial copy of it)
+#: :func:`link_scores` runs on threads from this much work (the shorter row bound of every
+#: pair, plus one a pair), below it on the calling thread alone: the rule is that the second
+#: thread must take more than its wake-up costs, and on a machine whose other cores are busy
+#: that wake-up waits for a scheduler slice, so the team pays off only from a few hundred
+#: thousand lookups (the 10,000 degree-biased pairs of a social graph); with idle cores it
+#: would pay off sooner, but then a small call is short either way
 PAIRS_PARALLEL_MIN_WORK = 1 << 17
+#: The pairs whose rows estimate that work where the rows need no gather buffer (evenly
+#: spaced; every pair of a call with fewer): the estimate only chooses the threads
+PAIRS_WORK_SAMPLE = 256
+
+
+def _pair_ids(graph, pairs, internal: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Contiguous int64 internal ids of the pairs' first and second ends (one compiled
+    specialisation of the kernels for every caller's pairs)."""
+    if internal and isinstance(pairs, np.ndarray) and pairs.ndim == 2 and pairs.shape[1] == 2 \
+            and pairs.dtype.kind in "iu":
+        # both columns split and range-checked in one pass; the per-column check below
+        # names a bad id
+        us, vs, ok = ks.pair_columns(np.ascontiguousarray(pairs, np.int64), graph.num_nodes())
+        if ok:
+            return us, vs
+    first, second = _pairs(pairs)
+    us = internal_ids(graph, first, "pairs", internal=internal)
+    vs = internal_ids(graph, second, "pairs", internal=internal)
+    return np.ascontiguousarray(us, np.int64), np.ascontiguousarray(vs, np.int64)
 
 
 def _row_lengths(view, nodes: np.ndarray) -> np.ndarray:

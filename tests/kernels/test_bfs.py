@@ -68,6 +68,25 @@ def test_dense_middle_goes_bottom_up_and_back():
         assert scanned[pulled == 1].sum() < a.nnz  # bottom-up stops at the first parent
 
 
+def test_unlisted_bottom_up_levels_keep_levels_count_and_last_level():
+    """``listed=False`` (the BSP BFS): the same levels, count, steps and last level on any
+    cut, the vertices of bottom-up levels followed by another left unlisted."""
+    rng = np.random.default_rng(4)
+    n = 20_000  # dense: two bottom-up steps in a row
+    a = _csr(n, rng.integers(0, n, 400_000), rng.integers(0, n, 400_000))
+    full = kb.levels(*_lists(a), False, 0, kb.NO_LIMIT, 2)
+    assert full[5].sum() >= 2 and (full[5][1:] & full[5][:-1]).any()
+    for max_steps in (*range(1, len(full[3]) + 1), kb.NO_LIMIT):
+        for threads in (1, 2):
+            want = kb.levels(*_lists(a), False, 0, max_steps, threads)
+            got = kb.levels(*_lists(a), False, 0, max_steps, threads, listed=False)
+            np.testing.assert_array_equal(got[0], want[0])
+            assert len(got[1]) == len(want[1]) and got[2] == want[2]
+            np.testing.assert_array_equal(got[1][got[2]:], want[1][want[2]:])
+            for x, y in zip(got[3:], want[3:]):
+                np.testing.assert_array_equal(x, y)
+
+
 def test_no_in_lists_no_bottom_up():
     """Empty in-lists (no CSC at hand): every step top-down, the same levels."""
     rng = np.random.default_rng(3)

@@ -121,6 +121,38 @@ def test_threaded_search_matches_scipy_on_any_thread_count(tmp_path, directed):
         numba.set_num_threads(before)
 
 
+def test_sweep_choices_are_keys_of_the_node():
+    """The 4-sweep's farthest node: the largest eccentricity bound, then the longest rows,
+    then the smallest id, whatever order the level is listed in; a step back goes to the
+    neighbour with the longest rows."""
+    from graphsys.measures.kernels_distance import last_level, peripheral, step_back
+    from graphsys.measures.kernels_view import UNIQUE
+
+    # rows of a path 0-1-2-3 with 2 also joined to 4, 5 and 4 to 5 (sorted, no repeats)
+    rows = {0: [1], 1: [0, 2], 2: [1, 3, 4, 5], 3: [2], 4: [2, 5], 5: [2, 4]}
+    ptr = np.cumsum([0] + [len(rows[v]) for v in range(6)]).astype(np.int64)
+    idx = np.concatenate([rows[v] for v in range(6)]).astype(np.int32)
+    upper = np.full(6, 9, np.int32)
+    for order in ([3, 4, 5], [5, 4, 3], [4, 3, 5]):
+        nodes = np.array(order, np.int64)
+        assert peripheral(nodes, upper, ptr, ptr, UNIQUE) == 4  # 4 and 5: two entries; 4 < 5
+        upper[3] = 10
+        assert peripheral(nodes, upper, ptr, ptr, UNIQUE) == 3  # least bounded first
+        upper[3] = 9
+    dist = np.array([0, 1, 2, 3, 3, 3], np.int32)
+    queue = np.array([0, 1, 2, 5, 3, 4], np.int64)
+    assert last_level(dist, queue, 6) == 3
+    assert last_level(dist, queue, 1) == 0
+    # 0-1, 0-2, 1-3, 2-3, 2-4, from 0: 3 reached through 1 (listed first) and 2 (more rows)
+    rows = {0: [1, 2], 1: [0, 3], 2: [0, 3, 4], 3: [1, 2], 4: [2]}
+    ptr = np.cumsum([0] + [len(rows[v]) for v in range(5)]).astype(np.int64)
+    idx = np.concatenate([rows[v] for v in range(5)]).astype(np.int32)
+    dist = np.array([0, 1, 1, 2, 2], np.int32)
+    assert step_back(3, ptr, idx, ptr, idx, UNIQUE, dist) == 2
+    assert step_back(4, ptr, idx, ptr, idx, UNIQUE, dist) == 2
+    assert step_back(1, ptr, idx, ptr, idx, UNIQUE, dist) == 0
+
+
 def test_farthest_is_the_smallest_id_of_the_last_level():
     """A search's farthest node does not depend on the order its last level was listed in
     (top-down as found, bottom-up by id): the diameter's sweeps start from the same nodes

@@ -111,6 +111,14 @@ def test_bad_input_is_one_line(tmp_path):
         link_scores(t.graph, [(3, 4)])
     with pytest.raises(ParameterError, match="internal id 99"):
         link_scores(t.graph, [(0, 99)], internal=True)
+    for dtype in (np.int64, np.int32, np.uint64):  # an array's columns, checked in one pass
+        with pytest.raises(ParameterError, match="internal id 99"):
+            link_scores(t.graph, np.array([[0, 1], [0, 99]], dtype), internal=True)
+    with pytest.raises(ParameterError, match="internal id -1"):
+        link_scores(t.graph, np.array([[0, 1], [-1, 2]]), internal=True)
+    good = np.array([[0, 1], [2, 3]])
+    assert (link_scores(t.graph, good.astype(np.uint8), internal=True).tolist()
+            == link_scores(t.graph, good.tolist(), internal=True).tolist())
     with pytest.raises(ParameterError, match="k must be"):
         top_links(t.graph, k=-1)
     assert link_scores(t.graph, np.zeros((0, 2), np.int64)).shape == (0,)
