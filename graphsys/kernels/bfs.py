@@ -319,7 +319,7 @@ def _grow(a, size):
 
 @numba.njit(cache=True, nogil=True)
 def search(out_ptr, out_idx, in_ptr, in_idx, both, max_degree, level, queue, front, nxt,
-           source, max_steps, nthreads, listed=True):
+           source, max_steps, nthreads, listed):
     """BFS from ``source`` over the lists (see the module docstring; ``max_degree``: the
     most entries :func:`entries` counts at a vertex) with the caller's buffers
     (:func:`buffers`); at most ``max_steps`` steps (levels 1..max_steps; :data:`NO_LIMIT`);

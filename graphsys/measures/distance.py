@@ -102,7 +102,7 @@ class _Searcher:
         the same order on any number of threads); returns how many, listed in ``queue``."""
         self.searches += 1  # source as int64 whatever array it came from: one signature
         return int(kb.search(*self.scratch(), int(source), kb.NO_LIMIT,
-                             numba.get_num_threads())[0])
+                             numba.get_num_threads(), True)[0])
 
     def sweep(self, source: int, middle: bool = False,
               reached: np.ndarray | None = None) -> tuple[int, int, int]:

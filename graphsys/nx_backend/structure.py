@@ -54,7 +54,7 @@ def is_bipartite(G):
     labels = _labels(G)
     for root in np.flatnonzero(labels == np.arange(len(G))).tolist():
         bfs.search(*out, *into, G.directed, int(degree.max(initial=0)), dist, queue, front,
-                   nxt, root, bfs.NO_LIMIT, 1)
+                   nxt, root, bfs.NO_LIMIT, 1, True)
     rows, cols = G.edges()
     return not ((dist[rows] - dist[cols]) % 2 == 0).any()
 

@@ -156,7 +156,7 @@ def test_caller_buffers_serve_many_searches():
         level, queue, front, nxt = kb.buffers(n, np.int32)
         for source in (0, 5, 77, 1999):
             count, last, *_ = kb.search(*lists, both, int(deg.max()), level, queue, front,
-                                        nxt, source, kb.NO_LIMIT, numba.get_num_threads())
+                                        nxt, source, kb.NO_LIMIT, numba.get_num_threads(), True)
             assert last == count
             np.testing.assert_array_equal(level, _reference(a, source, both))
             level[queue[:count]] = -1
