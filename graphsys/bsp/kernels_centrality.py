@@ -420,7 +420,7 @@ def distance_sums_hops(indptr, indices, sources, total, reached, harmonic, in_pt
         t = numba.get_thread_id()
         count, _, _, scanned, _ = search(indptr, indices, in_ptr, in_idx, np.bool_(False),
                                          degree, level[t], queue[t], front[t], nxt[t],
-                                         sources[i], NO_LIMIT, np.int64(1), True)
+                                         sources[i], NO_LIMIT, np.int64(1), np.bool_(True))
         _add_levels(level[t], queue[t], count, total[t], reached[t], harmonic[t])
         read[t] += scanned.sum()
     return read

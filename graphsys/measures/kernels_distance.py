@@ -73,7 +73,7 @@ def eccentricities(sources, optr, oidx, iptr, iidx, both, bound, dists, queues, 
         t = numba.get_thread_id()
         dist, queue = dists[t], queues[t]
         count = search(optr, oidx, iptr, iidx, both, bound, dist, queue, fronts[t], nxts[t],
-                       np.int64(sources[i]), NO_LIMIT, np.int64(1), True)[0]
+                       np.int64(sources[i]), NO_LIMIT, np.int64(1), np.bool_(True))[0]
         far[i] = farthest(dist, queue, count)
         out[i] = dist[far[i]]
         reset(dist, queue, count)
@@ -288,7 +288,7 @@ def bounding_eccentricities(members, optr, oidx, iptr, iidx, both, bound, dist, 
     v = best
     while left > 0:
         count = search(optr, oidx, iptr, iidx, both, bound, dist, queue, front, nxt,
-                       members[v], NO_LIMIT, nthreads, True)[0]
+                       members[v], NO_LIMIT, nthreads, np.bool_(True))[0]
         searches += 1
         e = dist[queue[count - 1]]
         for i in range(m):
