@@ -139,7 +139,9 @@ class TGAT(nn.Module):
         slots`), its destinations the events of depths ``0 .. L - l - 1``, its sources
         those of depths ``0 .. L - l`` (the rows the layer before computed); ``delta`` (E,)
         each edge's gap :math:`t - t_j` and ``raw`` (E, raw_dim) its features, for block
-        0's edges, whose first ones are each later block's."""
+        0's edges, whose first ones are each later block's. As the sampler builds them,
+        block ``l``'s used slots in row-major order (``l >= 1``) have as sources the rows
+        past the seeds, each once and in order."""
         if len(layers) != self.num_layers:
             raise ValueError(f"{len(layers)} blocks for {self.num_layers} layers")
 
@@ -172,8 +174,10 @@ class TGAT(nn.Module):
             if k == 0:
                 a = layer.attn(h, h, torch.zeros_like(nbr), edge[:mask.shape[0]], mask)
             else:
-                a = layer.attn(h[:mask.shape[0]], h[seeds:], nbr - seeds,
-                               edge[:mask.shape[0]], mask, pre=pre)
+                # the rows past the seeds are each reached by one edge, in order (the
+                # sampler's depths): the used slots' sources without a gather
+                a = layer.attn(h[:mask.shape[0]], h[seeds:], nbr, edge[:mask.shape[0]],
+                               mask, pre=pre, in_order=True)
             h, pre = relu_dropout(first(a), drop.p, self.training), second
         return pre(h)
 

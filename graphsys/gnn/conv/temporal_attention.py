@@ -95,8 +95,8 @@ class TemporalAttentionConv(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor, x_src: torch.Tensor, nbr: torch.Tensor,
-                edge: torch.Tensor, mask: torch.Tensor, pre: nn.Linear | None = None
-                ) -> torch.Tensor:
+                edge: torch.Tensor, mask: torch.Tensor, pre: nn.Linear | None = None,
+                *, in_order: bool = False) -> torch.Tensor:
         """``x`` (Q, in) query states (or (1, in): one state every query shares, as
         TGAT's first layer on graphs without node features), ``x_src`` (S, in) the states
         of the nodes the neighbours index, ``nbr`` int64 (Q, k) the neighbour of each slot
@@ -109,7 +109,10 @@ class TemporalAttentionConv(nn.Module):
         the events sampled, not ``Q * k``; only the softmax and the weighted sum see the
         (Q, k) layout. With ``pre``, the states are ``pre(x)`` and ``pre(x_src)``, that
         linear map composed into the layer's own projections (one product per input, not
-        two: TGAT's merge ends in a linear map the next layer projects again)."""
+        two: TGAT's merge ends in a linear map the next layer projects again). With
+        ``in_order``, the used slots' neighbours in row-major order are the rows of
+        ``x_src`` in order, one each (``nbr`` is then not read): TGAT's layers past the
+        first, whose sources past the seeds are each reached by one edge, in order."""
         if x_src.shape[0] == 1:
             return self._shared_source(x, x_src, edge, mask, pre)
         q_n, k_n = nbr.shape
@@ -118,14 +121,18 @@ class TemporalAttentionConv(nn.Module):
         if edge.dim() == 3:
             edge = edge.reshape(q_n * k_n, -1).index_select(0, flat)
         row = torch.div(flat, k_n, rounding_mode="floor")
-        src = nbr.reshape(-1).index_select(0, flat)
         e = self.edge(edge)                                         # (U, out)
         # keys with values, queries with the root term: one product each (same math)
         kv = _linear2(x_src, self.key, self.value, pre)
         qr = _linear2(x, self.query, self.root, pre)
-        # a gather as an embedding lookup: of torch's CPU gathers, its backward is fastest
-        key, val = (F.embedding(src, kv).view(-1, 2, h * d) + e.unsqueeze(1)).view(
-            -1, 2, h, d).unbind(1)
+        if not in_order:
+            # a gather as an embedding lookup: of torch's CPU gathers, its backward is
+            # fastest
+            kv = F.embedding(nbr.reshape(-1).index_select(0, flat), kv)
+        elif kv.shape[0] != len(flat):
+            raise ValueError(f"in_order: {kv.shape[0]} source rows for {len(flat)} used "
+                             f"slots")
+        key, val = (kv.view(-1, 2, h * d) + e.unsqueeze(1)).view(-1, 2, h, d).unbind(1)
         # split, not two slices: one gradient buffer in the backward, not two zero-filled
         q_all, root = qr.split(h * d, dim=1)
         q = F.embedding(row if x.shape[0] == q_n else torch.zeros_like(row),
