@@ -172,13 +172,16 @@ class TGAT(nn.Module):
         for k, (layer, (nbr, mask)) in enumerate(zip(self.layers, layers)):
             first, _, drop, second = layer.ffn
             if k == 0:
-                a = layer.attn(h, h, torch.zeros_like(nbr), edge[:mask.shape[0]], mask)
+                # the merge's first map composed into the attention's output product
+                a = layer.attn(h, h, torch.zeros_like(nbr), edge[:mask.shape[0]], mask,
+                               post=first)
             else:
                 # the rows past the seeds are each reached by one edge, in order (the
                 # sampler's depths): the used slots' sources without a gather
                 a = layer.attn(h[:mask.shape[0]], h[seeds:], nbr, edge[:mask.shape[0]],
                                mask, pre=pre, in_order=True)
-            h, pre = relu_dropout(first(a), drop.p, self.training), second
+                a = first(a)
+            h, pre = relu_dropout(a, drop.p, self.training), second
         return pre(h)
 
     def score(self, z_src: torch.Tensor, z_dst: torch.Tensor) -> torch.Tensor:

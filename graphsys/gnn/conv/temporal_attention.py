@@ -96,7 +96,7 @@ class TemporalAttentionConv(nn.Module):
 
     def forward(self, x: torch.Tensor, x_src: torch.Tensor, nbr: torch.Tensor,
                 edge: torch.Tensor, mask: torch.Tensor, pre: nn.Linear | None = None,
-                *, in_order: bool = False) -> torch.Tensor:
+                *, in_order: bool = False, post: nn.Linear | None = None) -> torch.Tensor:
         """``x`` (Q, in) query states (or (1, in): one state every query shares, as
         TGAT's first layer on graphs without node features), ``x_src`` (S, in) the states
         of the nodes the neighbours index, ``nbr`` int64 (Q, k) the neighbour of each slot
@@ -112,9 +112,12 @@ class TemporalAttentionConv(nn.Module):
         two: TGAT's merge ends in a linear map the next layer projects again). With
         ``in_order``, the used slots' neighbours in row-major order are the rows of
         ``x_src`` in order, one each (``nbr`` is then not read): TGAT's layers past the
-        first, whose sources past the seeds are each reached by one edge, in order."""
+        first, whose sources past the seeds are each reached by one edge, in order. With
+        ``post``, returns ``post`` of the output (composed into the layer's own last
+        product where every slot's neighbour shares one state: TGAT's first layer and
+        its merge's first linear map)."""
         if x_src.shape[0] == 1:
-            return self._shared_source(x, x_src, edge, mask, pre)
+            return self._shared_source(x, x_src, edge, mask, pre, post)
         q_n, k_n = nbr.shape
         h, d = self.heads, self.head_dim
         flat = mask.reshape(-1).nonzero().squeeze(1)                # used slots, row-major
@@ -147,10 +150,12 @@ class TemporalAttentionConv(nn.Module):
         # scatter of the used slots into their rows; both layouts are filled in place (a
         # fresh tensor: no copy of it)
         val = val.new_zeros(q_n * k_n, h, d).index_put_((flat,), val).view(q_n, k_n, h, d)
-        return (alpha.unsqueeze(-1) * val).sum(1).reshape(q_n, h * d) + root
+        out = (alpha.unsqueeze(-1) * val).sum(1).reshape(q_n, h * d) + root
+        return out if post is None else post(out)
 
     def _shared_source(self, x: torch.Tensor, x_src: torch.Tensor, edge: torch.Tensor,
-                       mask: torch.Tensor, pre: nn.Linear | None = None) -> torch.Tensor:
+                       mask: torch.Tensor, pre: nn.Linear | None = None,
+                       post: nn.Linear | None = None) -> torch.Tensor:
         """:meth:`forward` when every slot's neighbour state is the one row ``x_src`` (TGAT's
         first layer on graphs without node features): keys and values then differ from one
         slot to the next by their edge term :math:`W_E e_j` alone, so a head's scores are
@@ -178,8 +183,19 @@ class TemporalAttentionConv(nn.Module):
         # a row with no event: its uniform weights zeroed, so it gets the root term alone
         alpha = self.dropout(torch.softmax(score, dim=1)).masked_fill(~mask.unsqueeze(-1), 0)
         s = weighted_edges(alpha, edge) if fused else torch.matmul(alpha.transpose(1, 2), edge)
-        out = torch.einsum("qhe,hde->qhd", s, w) + alpha.sum(1).unsqueeze(-1) * val
-        return out.reshape(q_n, h * d) + root
+        if post is None:
+            out = torch.einsum("qhe,hde->qhd", s, w) + alpha.sum(1).unsqueeze(-1) * val
+            return out.reshape(q_n, h * d) + root
+        # post(out) = [S || sum_j alpha] [W_P blockdiag(W_E) || W_P val]^T + post(root): the
+        # map composed into the edge term's product, one (Q, h e) x (h e, o) product on
+        # S as it lies, not a batched product per head, its layout's copies and post's own
+        # product (the same math)
+        wp = post.weight.view(-1, h, d)
+        m = torch.einsum("ohd,hde->ohe", wp, w).reshape(wp.shape[0], -1)
+        vp = torch.einsum("ohd,hd->oh", wp, val)
+        bias = torch.addmm(vp.new_zeros(()) if post.bias is None else post.bias, root,
+                           post.weight.t())                         # (1 or Q, o)
+        return torch.addmm(torch.addmm(bias, alpha.sum(1), vp.t()), s.reshape(q_n, -1), m.t())
 
 
 def slots(block, width: int, device=None) -> tuple[torch.Tensor, torch.Tensor]:
