@@ -33,7 +33,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from graphsys.gnn.conv._slot_products import edge_scores, usable, weighted_edges
+from graphsys.gnn.conv._slot_products import attend, edge_scores, usable, weighted_edges
+from graphsys.gnn.dropout import HashDropout
 
 
 class TimeEncoder(nn.Module):
@@ -177,14 +178,24 @@ class TemporalAttentionConv(nn.Module):
         # edge input as numba passes (gnn/conv/_slot_products.py), else torch's
         fused = q.shape[0] == 1 and edge.is_contiguous() and usable(edge, q, w)
         c = torch.einsum("qhd,hde->qeh", q, w)
-        score = ((edge_scores(edge, c[0]) if fused else torch.matmul(edge, c))
-                 + (q * key).sum(-1).unsqueeze(1)) / math.sqrt(d)    # (Q, k, heads)
-        score = score.masked_fill(~mask.unsqueeze(-1), torch.finfo(score.dtype).min)
-        # a row with no event: its uniform weights zeroed, so it gets the root term alone
-        alpha = self.dropout(torch.softmax(score, dim=1)).masked_fill(~mask.unsqueeze(-1), 0)
-        s = weighted_edges(alpha, edge) if fused else torch.matmul(alpha.transpose(1, 2), edge)
+        base = (q * key).sum(-1)                                    # (1 or Q, heads)
+        drop = self.dropout
+        if fused and (type(drop) is HashDropout or drop.p == 0 or not drop.training):
+            # scores, softmax, dropout and both sums in one pass a destination (the
+            # same functions and the same dropout mask as the passes below)
+            s, a_sum = attend(edge, mask, c[0], base[0], math.sqrt(d), drop.p, drop.training)
+        else:
+            score = ((edge_scores(edge, c[0]) if fused else torch.matmul(edge, c))
+                     + base.unsqueeze(1)) / math.sqrt(d)            # (Q, k, heads)
+            score = score.masked_fill(~mask.unsqueeze(-1), torch.finfo(score.dtype).min)
+            # a row with no event: its uniform weights zeroed, so it gets the root term
+            alpha = self.dropout(torch.softmax(score, dim=1)).masked_fill(
+                ~mask.unsqueeze(-1), 0)
+            s = (weighted_edges(alpha, edge) if fused
+                 else torch.matmul(alpha.transpose(1, 2), edge))
+            a_sum = alpha.sum(1)
         if post is None:
-            out = torch.einsum("qhe,hde->qhd", s, w) + alpha.sum(1).unsqueeze(-1) * val
+            out = torch.einsum("qhe,hde->qhd", s, w) + a_sum.unsqueeze(-1) * val
             return out.reshape(q_n, h * d) + root
         # post(out) = [S || sum_j alpha] [W_P blockdiag(W_E) || W_P val]^T + post(root): the
         # map composed into the edge term's product, one (Q, h e) x (h e, o) product on
@@ -195,7 +206,7 @@ class TemporalAttentionConv(nn.Module):
         vp = torch.einsum("ohd,hd->oh", wp, val)
         bias = torch.addmm(vp.new_zeros(()) if post.bias is None else post.bias, root,
                            post.weight.t())                         # (1 or Q, o)
-        return torch.addmm(torch.addmm(bias, alpha.sum(1), vp.t()), s.reshape(q_n, -1), m.t())
+        return torch.addmm(torch.addmm(bias, a_sum, vp.t()), s.reshape(q_n, -1), m.t())
 
 
 def slots(block, width: int, device=None) -> tuple[torch.Tensor, torch.Tensor]:
