@@ -33,7 +33,13 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from graphsys.gnn.conv._slot_products import attend, edge_scores, usable, weighted_edges
+from graphsys.gnn.conv._slot_products import (
+    attend,
+    attend_slots,
+    edge_scores,
+    usable,
+    weighted_edges,
+)
 from graphsys.gnn.dropout import HashDropout
 
 
@@ -124,7 +130,6 @@ class TemporalAttentionConv(nn.Module):
         flat = mask.reshape(-1).nonzero().squeeze(1)                # used slots, row-major
         if edge.dim() == 3:
             edge = edge.reshape(q_n * k_n, -1).index_select(0, flat)
-        row = torch.div(flat, k_n, rounding_mode="floor")
         e = self.edge(edge)                                         # (U, out)
         # keys with values, queries with the root term: one product each (same math)
         kv = _linear2(x_src, self.key, self.value, pre)
@@ -136,9 +141,19 @@ class TemporalAttentionConv(nn.Module):
         elif kv.shape[0] != len(flat):
             raise ValueError(f"in_order: {kv.shape[0]} source rows for {len(flat)} used "
                              f"slots")
-        key, val = (kv.view(-1, 2, h * d) + e.unsqueeze(1)).view(-1, 2, h, d).unbind(1)
         # split, not two slices: one gradient buffer in the backward, not two zero-filled
         q_all, root = qr.split(h * d, dim=1)
+        drop = self.dropout
+        if (in_order and x.shape[0] == q_n and q_all.device.type == "cpu"
+                and all(t.dtype == torch.float32 for t in (kv, e, q_all))
+                and (type(drop) is HashDropout or drop.p == 0 or not drop.training)):
+            # keys, values, scores, softmax, dropout and the weighted sum in one pass a
+            # destination (the same functions and dropout mask as the passes below)
+            out = attend_slots(kv, e, q_all, mask, h, math.sqrt(d), drop.p,
+                               drop.training) + root
+            return out if post is None else post(out)
+        key, val = (kv.view(-1, 2, h * d) + e.unsqueeze(1)).view(-1, 2, h, d).unbind(1)
+        row = torch.div(flat, k_n, rounding_mode="floor")
         q = F.embedding(row if x.shape[0] == q_n else torch.zeros_like(row),
                         q_all).view(-1, h, d)
         score = (q * key).sum(-1) / math.sqrt(d)                    # (U, heads)
