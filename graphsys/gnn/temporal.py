@@ -165,12 +165,20 @@ class LinkPredictor(nn.Module):
         """Scores of the pairs ``(z[src], z[dst])`` for index tensors ``src`` (B,) and
         ``dst`` (B,) or (B, M): the two projections are taken once per row of ``z`` and
         gathered, so M candidates per source cost one addition each."""
+        return self.pairs_each(z, src, (dst,))[0]
+
+    def pairs_each(self, z: torch.Tensor, src: torch.Tensor,
+                   dsts: tuple[torch.Tensor, ...]) -> list[torch.Tensor]:
+        """:meth:`pairs` of ``src`` with each index tensor of ``dsts`` (a batch's true
+        destinations and its negatives), the projections of ``z`` and the sources' rows
+        taken once for all of them."""
         both = F.linear(z, torch.cat([self.lin_src.weight, self.lin_dst.weight]),
                         torch.cat([self.lin_src.bias, self.lin_dst.bias]))
         z_s, z_d = both.split(self.dim, dim=1)  # one gradient buffer in the backward
-        a, b = F.embedding(src, z_s), F.embedding(dst, z_d)
-        left = a if dst.dim() == 1 else a.unsqueeze(1)
-        return self.lin_final(torch.relu(left + b)).squeeze(-1)
+        a = F.embedding(src, z_s)
+        return [self.lin_final(torch.relu((a if dst.dim() == 1 else a.unsqueeze(1))
+                                          + F.embedding(dst, z_d))).squeeze(-1)
+                for dst in dsts]
 
 
 class TGN(nn.Module):

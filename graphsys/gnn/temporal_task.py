@@ -322,8 +322,7 @@ class EventStream:
                 both = model.pairs(mem, last, t, head, torch.cat([tail[:, None], neg], 1))
                 return both[:, 0], both[:, 1:], (query, mem, last)
             z, read = self.embed_at(query, ev.time[idx[0]], batch.blocks)
-            return (model.predictor.pairs(z, head, tail), model.predictor.pairs(z, head, neg),
-                    read)
+            return (*model.predictor.pairs_each(z, head, (tail, neg)), read)
 
     def absorb(self, idx: np.ndarray, read) -> None:
         """The memory takes the events ``idx``: their ends keep their updated memory (``read``

@@ -139,7 +139,9 @@ class TGAT(nn.Module):
         slots`), its destinations the events of depths ``0 .. L - l - 1``, its sources
         those of depths ``0 .. L - l`` (the rows the layer before computed); ``delta`` (E,)
         each edge's gap :math:`t - t_j` and ``raw`` (E, raw_dim) its features, for block
-        0's edges, whose first ones are each later block's."""
+        0's edges, whose first ones are each later block's. As the sampler builds them,
+        block ``l``'s used slots in row-major order (``l >= 1``) have as sources the rows
+        past the seeds, each once and in order."""
         if len(layers) != self.num_layers:
             raise ValueError(f"{len(layers)} blocks for {self.num_layers} layers")
 
@@ -170,11 +172,16 @@ class TGAT(nn.Module):
         for k, (layer, (nbr, mask)) in enumerate(zip(self.layers, layers)):
             first, _, drop, second = layer.ffn
             if k == 0:
-                a = layer.attn(h, h, torch.zeros_like(nbr), edge[:mask.shape[0]], mask)
+                # the merge's first map composed into the attention's output product
+                a = layer.attn(h, h, torch.zeros_like(nbr), edge[:mask.shape[0]], mask,
+                               post=first)
             else:
-                a = layer.attn(h[:mask.shape[0]], h[seeds:], nbr - seeds,
-                               edge[:mask.shape[0]], mask, pre=pre)
-            h, pre = relu_dropout(first(a), drop.p, self.training), second
+                # the rows past the seeds are each reached by one edge, in order (the
+                # sampler's depths): the used slots' sources without a gather
+                a = layer.attn(h[:mask.shape[0]], h[seeds:], nbr, edge[:mask.shape[0]],
+                               mask, pre=pre, in_order=True)
+                a = first(a)
+            h, pre = relu_dropout(a, drop.p, self.training), second
         return pre(h)
 
     def score(self, z_src: torch.Tensor, z_dst: torch.Tensor) -> torch.Tensor:

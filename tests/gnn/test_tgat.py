@@ -232,3 +232,78 @@ def test_the_shared_source_products_are_torchs():
         (got_grad,) = torch.autograd.grad((got * seed).sum(), x)
         torch.testing.assert_close(got, want)
         torch.testing.assert_close(got_grad, want_grad)
+
+
+@pytest.mark.parametrize("training", [False, True])
+@pytest.mark.parametrize("with_post", [False, True])
+def test_the_fused_first_layer_attention_is_torchs(training, with_post, monkeypatch):
+    """TGAT's first layer in one pass a destination (scores, softmax, the hashed attention
+    dropout and both weighted sums, :func:`~graphsys.gnn.conv._slot_products.attend`), with
+    and without a composed ``post`` map, against torch's matmuls, softmax and
+    :class:`~graphsys.gnn.dropout.HashDropout` from the same generator state: the same
+    outputs and gradients, rows without a used slot and a row with one slot included."""
+    from graphsys.gnn.conv import temporal_attention as ta
+    from graphsys.gnn.dropout import HashDropout
+
+    g = torch.Generator().manual_seed(1)
+    conv = ta.TemporalAttentionConv(16, 16, 7, heads=2)
+    conv.dropout = HashDropout(0.3)
+    conv.train(training)
+    post = torch.nn.Linear(16, 16) if with_post else None
+    edge = torch.randn(60, 5, 7, generator=g)
+    mask = torch.rand(60, 5, generator=g) > 0.3
+    mask[:2] = False
+    mask[1, 2] = True
+    args = (torch.randn(1, 16, generator=g), torch.randn(1, 16, generator=g),
+            torch.zeros(60, 5, dtype=torch.long), edge, mask)
+    params = list(conv.parameters()) + (list(post.parameters()) if with_post else [])
+    runs = []
+    for fused in (True, False):
+        if not fused:        # torch's products, softmax and dropout module
+            monkeypatch.setattr(ta, "usable", lambda *a: False)
+        torch.manual_seed(5)
+        out = conv(*args, post=post)
+        seed = torch.randn(out.shape, generator=torch.Generator().manual_seed(2))
+        runs.append((out.detach(), torch.autograd.grad((out * seed).sum(), params)))
+    torch.testing.assert_close(runs[0][0], runs[1][0])
+    for a, b in zip(runs[0][1], runs[1][1]):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("training", [False, True])
+def test_the_fused_in_order_attention_is_torchs(training):
+    """A layer past TGAT's first with its sources in order (``in_order``: keys, values,
+    scores, softmax, the hashed attention dropout and the weighted sum in one pass a
+    destination, :func:`~graphsys.gnn.conv._slot_products.attend_slots`) against the same
+    layer gathering those rows by index (torch's products, scatters, softmax and
+    :class:`~graphsys.gnn.dropout.HashDropout`) from the same generator state: the same
+    outputs and gradients, rows without a used slot included."""
+    from graphsys.gnn.conv import temporal_attention as ta
+    from graphsys.gnn.dropout import HashDropout
+
+    g = torch.Generator().manual_seed(3)
+    conv = ta.TemporalAttentionConv(16, 16, 7, heads=2)
+    conv.dropout = HashDropout(0.3)
+    conv.train(training)
+    mask = torch.rand(40, 5, generator=g) > 0.4
+    mask[:3] = False
+    used = int(mask.sum())
+    nbr = torch.zeros(40, 5, dtype=torch.long)
+    nbr[mask] = torch.arange(used)                  # the used slots' rows, in order
+    x = torch.randn(40, 16, generator=g, requires_grad=True)
+    x_src = torch.randn(used, 16, generator=g, requires_grad=True)
+    edge = torch.randn(40, 5, 7, generator=g)
+    params = [x, x_src, *conv.parameters()]
+    runs = []
+    for in_order in (True, False):
+        torch.manual_seed(5)
+        out = conv(x, x_src, nbr, edge, mask, in_order=in_order)
+        seed = torch.randn(out.shape, generator=torch.Generator().manual_seed(2))
+        runs.append((out.detach(), torch.autograd.grad((out * seed).sum(), params,
+                                                       allow_unused=True)))
+    torch.testing.assert_close(runs[0][0], runs[1][0])
+    for a, b in zip(runs[0][1], runs[1][1]):
+        if a is None or b is None:
+            assert a is None and b is None
+        else:
+            torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)

@@ -34,6 +34,9 @@ _2PI_LO = 2.0 * math.pi - _2PI_HI
 _REDUCED_MAX = 3e9
 #: Taylor coefficients of cos in :math:`y^2`, highest first (Horner)
 _COS = np.array([(-1.0) ** n / math.factorial(2 * n) for n in range(12)][::-1])
+#: the same coefficients as a tuple: numba freezes it, so each Horner step below reads a
+#: literal (a loop over an array is an inner loop, which keeps the frequency loop scalar)
+_C = tuple(float(c) for c in _COS)
 
 
 @njit(parallel=True, cache=True)
@@ -52,15 +55,26 @@ def _encode_slots(slot, delta, raw, w, b, out):
             for j in range(dim):
                 out[p, r + j] = np.float32(math.cos(np.float64(np.float32(w[j] * d) + b[j])))
             continue
+        row = out[p, r:]
+        # Horner's steps written out (the order of a loop over _COS, so the same bits):
+        # no inner loop, so the loop over the frequencies vectorises (float64 lanes)
         for j in range(dim):
             x = np.float64(np.float32(w[j] * d) + b[j])
             k = np.rint(x * _INV_2PI)
             y = (x - k * _2PI_HI) - k * _2PI_LO
             y2 = y * y
-            acc = _COS[0]
-            for m in range(1, _COS.shape[0]):
-                acc = acc * y2 + _COS[m]
-            out[p, r + j] = np.float32(acc)
+            acc = _C[0] * y2 + _C[1]
+            acc = acc * y2 + _C[2]
+            acc = acc * y2 + _C[3]
+            acc = acc * y2 + _C[4]
+            acc = acc * y2 + _C[5]
+            acc = acc * y2 + _C[6]
+            acc = acc * y2 + _C[7]
+            acc = acc * y2 + _C[8]
+            acc = acc * y2 + _C[9]
+            acc = acc * y2 + _C[10]
+            acc = acc * y2 + _C[11]
+            row[j] = np.float32(acc)
 
 
 def fused_ok(lin: torch.nn.Linear, delta: torch.Tensor) -> bool:

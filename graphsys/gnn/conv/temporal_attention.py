@@ -33,7 +33,14 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from graphsys.gnn.conv._slot_products import edge_scores, usable, weighted_edges
+from graphsys.gnn.conv._slot_products import (
+    attend,
+    attend_slots,
+    edge_scores,
+    usable,
+    weighted_edges,
+)
+from graphsys.gnn.dropout import HashDropout
 
 
 class TimeEncoder(nn.Module):
@@ -95,8 +102,8 @@ class TemporalAttentionConv(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor, x_src: torch.Tensor, nbr: torch.Tensor,
-                edge: torch.Tensor, mask: torch.Tensor, pre: nn.Linear | None = None
-                ) -> torch.Tensor:
+                edge: torch.Tensor, mask: torch.Tensor, pre: nn.Linear | None = None,
+                *, in_order: bool = False, post: nn.Linear | None = None) -> torch.Tensor:
         """``x`` (Q, in) query states (or (1, in): one state every query shares, as
         TGAT's first layer on graphs without node features), ``x_src`` (S, in) the states
         of the nodes the neighbours index, ``nbr`` int64 (Q, k) the neighbour of each slot
@@ -109,25 +116,44 @@ class TemporalAttentionConv(nn.Module):
         the events sampled, not ``Q * k``; only the softmax and the weighted sum see the
         (Q, k) layout. With ``pre``, the states are ``pre(x)`` and ``pre(x_src)``, that
         linear map composed into the layer's own projections (one product per input, not
-        two: TGAT's merge ends in a linear map the next layer projects again)."""
+        two: TGAT's merge ends in a linear map the next layer projects again). With
+        ``in_order``, the used slots' neighbours in row-major order are the rows of
+        ``x_src`` in order, one each (``nbr`` is then not read): TGAT's layers past the
+        first, whose sources past the seeds are each reached by one edge, in order. With
+        ``post``, returns ``post`` of the output (composed into the layer's own last
+        product where every slot's neighbour shares one state: TGAT's first layer and
+        its merge's first linear map)."""
         if x_src.shape[0] == 1:
-            return self._shared_source(x, x_src, edge, mask, pre)
+            return self._shared_source(x, x_src, edge, mask, pre, post)
         q_n, k_n = nbr.shape
         h, d = self.heads, self.head_dim
         flat = mask.reshape(-1).nonzero().squeeze(1)                # used slots, row-major
         if edge.dim() == 3:
             edge = edge.reshape(q_n * k_n, -1).index_select(0, flat)
-        row = torch.div(flat, k_n, rounding_mode="floor")
-        src = nbr.reshape(-1).index_select(0, flat)
         e = self.edge(edge)                                         # (U, out)
         # keys with values, queries with the root term: one product each (same math)
         kv = _linear2(x_src, self.key, self.value, pre)
         qr = _linear2(x, self.query, self.root, pre)
-        # a gather as an embedding lookup: of torch's CPU gathers, its backward is fastest
-        key, val = (F.embedding(src, kv).view(-1, 2, h * d) + e.unsqueeze(1)).view(
-            -1, 2, h, d).unbind(1)
+        if not in_order:
+            # a gather as an embedding lookup: of torch's CPU gathers, its backward is
+            # fastest
+            kv = F.embedding(nbr.reshape(-1).index_select(0, flat), kv)
+        elif kv.shape[0] != len(flat):
+            raise ValueError(f"in_order: {kv.shape[0]} source rows for {len(flat)} used "
+                             f"slots")
         # split, not two slices: one gradient buffer in the backward, not two zero-filled
         q_all, root = qr.split(h * d, dim=1)
+        drop = self.dropout
+        if (in_order and x.shape[0] == q_n and q_all.device.type == "cpu"
+                and all(t.dtype == torch.float32 for t in (kv, e, q_all))
+                and (type(drop) is HashDropout or drop.p == 0 or not drop.training)):
+            # keys, values, scores, softmax, dropout and the weighted sum in one pass a
+            # destination (the same functions and dropout mask as the passes below)
+            out = attend_slots(kv, e, q_all, mask, h, math.sqrt(d), drop.p,
+                               drop.training) + root
+            return out if post is None else post(out)
+        key, val = (kv.view(-1, 2, h * d) + e.unsqueeze(1)).view(-1, 2, h, d).unbind(1)
+        row = torch.div(flat, k_n, rounding_mode="floor")
         q = F.embedding(row if x.shape[0] == q_n else torch.zeros_like(row),
                         q_all).view(-1, h, d)
         score = (q * key).sum(-1) / math.sqrt(d)                    # (U, heads)
@@ -140,10 +166,12 @@ class TemporalAttentionConv(nn.Module):
         # scatter of the used slots into their rows; both layouts are filled in place (a
         # fresh tensor: no copy of it)
         val = val.new_zeros(q_n * k_n, h, d).index_put_((flat,), val).view(q_n, k_n, h, d)
-        return (alpha.unsqueeze(-1) * val).sum(1).reshape(q_n, h * d) + root
+        out = (alpha.unsqueeze(-1) * val).sum(1).reshape(q_n, h * d) + root
+        return out if post is None else post(out)
 
     def _shared_source(self, x: torch.Tensor, x_src: torch.Tensor, edge: torch.Tensor,
-                       mask: torch.Tensor, pre: nn.Linear | None = None) -> torch.Tensor:
+                       mask: torch.Tensor, pre: nn.Linear | None = None,
+                       post: nn.Linear | None = None) -> torch.Tensor:
         """:meth:`forward` when every slot's neighbour state is the one row ``x_src`` (TGAT's
         first layer on graphs without node features): keys and values then differ from one
         slot to the next by their edge term :math:`W_E e_j` alone, so a head's scores are
@@ -165,14 +193,35 @@ class TemporalAttentionConv(nn.Module):
         # edge input as numba passes (gnn/conv/_slot_products.py), else torch's
         fused = q.shape[0] == 1 and edge.is_contiguous() and usable(edge, q, w)
         c = torch.einsum("qhd,hde->qeh", q, w)
-        score = ((edge_scores(edge, c[0]) if fused else torch.matmul(edge, c))
-                 + (q * key).sum(-1).unsqueeze(1)) / math.sqrt(d)    # (Q, k, heads)
-        score = score.masked_fill(~mask.unsqueeze(-1), torch.finfo(score.dtype).min)
-        # a row with no event: its uniform weights zeroed, so it gets the root term alone
-        alpha = self.dropout(torch.softmax(score, dim=1)).masked_fill(~mask.unsqueeze(-1), 0)
-        s = weighted_edges(alpha, edge) if fused else torch.matmul(alpha.transpose(1, 2), edge)
-        out = torch.einsum("qhe,hde->qhd", s, w) + alpha.sum(1).unsqueeze(-1) * val
-        return out.reshape(q_n, h * d) + root
+        base = (q * key).sum(-1)                                    # (1 or Q, heads)
+        drop = self.dropout
+        if fused and (type(drop) is HashDropout or drop.p == 0 or not drop.training):
+            # scores, softmax, dropout and both sums in one pass a destination (the
+            # same functions and the same dropout mask as the passes below)
+            s, a_sum = attend(edge, mask, c[0], base[0], math.sqrt(d), drop.p, drop.training)
+        else:
+            score = ((edge_scores(edge, c[0]) if fused else torch.matmul(edge, c))
+                     + base.unsqueeze(1)) / math.sqrt(d)            # (Q, k, heads)
+            score = score.masked_fill(~mask.unsqueeze(-1), torch.finfo(score.dtype).min)
+            # a row with no event: its uniform weights zeroed, so it gets the root term
+            alpha = self.dropout(torch.softmax(score, dim=1)).masked_fill(
+                ~mask.unsqueeze(-1), 0)
+            s = (weighted_edges(alpha, edge) if fused
+                 else torch.matmul(alpha.transpose(1, 2), edge))
+            a_sum = alpha.sum(1)
+        if post is None:
+            out = torch.einsum("qhe,hde->qhd", s, w) + a_sum.unsqueeze(-1) * val
+            return out.reshape(q_n, h * d) + root
+        # post(out) = [S || sum_j alpha] [W_P blockdiag(W_E) || W_P val]^T + post(root): the
+        # map composed into the edge term's product, one (Q, h e) x (h e, o) product on
+        # S as it lies, not a batched product per head, its layout's copies and post's own
+        # product (the same math)
+        wp = post.weight.view(-1, h, d)
+        m = torch.einsum("ohd,hde->ohe", wp, w).reshape(wp.shape[0], -1)
+        vp = torch.einsum("ohd,hd->oh", wp, val)
+        bias = torch.addmm(vp.new_zeros(()) if post.bias is None else post.bias, root,
+                           post.weight.t())                         # (1 or Q, o)
+        return torch.addmm(torch.addmm(bias, a_sum, vp.t()), s.reshape(q_n, -1), m.t())
 
 
 def slots(block, width: int, device=None) -> tuple[torch.Tensor, torch.Tensor]:
