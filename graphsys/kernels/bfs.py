@@ -161,6 +161,16 @@ def _push(q, tail, ptr, idx, u, level, depth):
     return tail
 
 
+@numba.njit(inline="always")
+def _prefetch_ahead(q, i, tail, ptr, idx):
+    """Prefetch the ``ptr`` entry of the vertex :data:`PREFETCH_AHEAD` places after ``q[i]``
+    in the queue, and the first ``idx`` line of the one half as far."""
+    if i + PREFETCH_AHEAD < tail:
+        prefetch(ptr, q[i + PREFETCH_AHEAD])
+    if i + PREFETCH_AHEAD // 2 < tail:
+        prefetch(idx, ptr[q[i + PREFETCH_AHEAD // 2]])
+
+
 @numba.njit(cache=True, nogil=True)
 def _top_down_serial(q, lo, hi, out_ptr, out_idx, in_ptr, in_idx, both, level, depth,
                      branch):
@@ -175,10 +185,7 @@ def _top_down_serial(q, lo, hi, out_ptr, out_idx, in_ptr, in_idx, both, level, d
     tail = hi
     scanned = 0
     for i in range(lo, hi):
-        if i + PREFETCH_AHEAD < tail:
-            prefetch(out_ptr, q[i + PREFETCH_AHEAD])
-        if i + PREFETCH_AHEAD // 2 < tail:
-            prefetch(out_idx, out_ptr[q[i + PREFETCH_AHEAD // 2]])
+        _prefetch_ahead(q, i, tail, out_ptr, out_idx)
         u = q[i]
         scanned += entries(u, out_ptr, in_ptr, both)
         if branch:
@@ -202,20 +209,10 @@ def _top_down_push(q, lo, hi, ptr, idx, level, depth):
     tail = hi
     scanned = 0
     for i in range(lo, hi):
-        if i + PREFETCH_AHEAD < tail:
-            prefetch(ptr, q[i + PREFETCH_AHEAD])
-        if i + PREFETCH_AHEAD // 2 < tail:
-            prefetch(idx, ptr[q[i + PREFETCH_AHEAD // 2]])
+        _prefetch_ahead(q, i, tail, ptr, idx)
         u = q[i]
-        a, b = ptr[u], ptr[u + 1]
-        scanned += b - a
-        for e in range(a, b):
-            v = idx[e]
-            lv = level[v]
-            new = lv < 0
-            q[tail] = v
-            tail += new
-            level[v] = depth if new else lv
+        scanned += ptr[u + 1] - ptr[u]
+        tail = _push(q, tail, ptr, idx, u, level, depth)
     return tail, scanned
 
 

@@ -219,6 +219,20 @@ def _meet(x, g, c, ip, ix, lay, flagged, keys, n, owner, group, head, tail, nxt,
     return g
 
 
+@numba.njit(inline="always")
+def _side(side, x, n, oip, oix, iip, iix, lay, dkeys, tkeys, dout, din):
+    """Node ``x``'s old out-row (``side`` 0) or in-row (1): ``(ip, ix, deleted keys of that
+    side, lo, hi, first, last)``, its deleted pairs ``keys[first:last]`` (found only where
+    ``x`` has some)."""
+    ip, ix = (oip, oix) if side == 0 else (iip, iix)
+    keys = dkeys if side == 0 else tkeys
+    lo, hi = _row(ip, x, lay)
+    first = last = 0
+    if dout[x] if side == 0 else din[x]:
+        first, last = np.searchsorted(keys, x * n), np.searchsorted(keys, x * n + n)
+    return ip, ix, keys, lo, hi, first, last
+
+
 @numba.njit(cache=True, nogil=True)
 def _anchor(n, oip, oix, iip, iix, lay, dkeys, tkeys, dout, din, comp, owner, mark):
     """Mark ``owner[x] = mark`` for the *anchor* of :func:`wcc_race`: the node of the
@@ -250,12 +264,8 @@ def _anchor(n, oip, oix, iip, iix, lay, dkeys, tkeys, dout, din, comp, owner, ma
         if owner[h] != mark:
             continue  # not known connected to the hub
         for side in range(2):
-            ip, ix = (oip, oix) if side == 0 else (iip, iix)
-            keys = dkeys if side == 0 else tkeys
-            lo, hi = _row(ip, h, lay)
-            first = last = 0
-            if dout[h] if side == 0 else din[h]:
-                first, last = np.searchsorted(keys, h * n), np.searchsorted(keys, h * n + n)
+            ip, ix, keys, lo, hi, first, last = _side(side, h, n, oip, oix, iip, iix, lay,
+                                                      dkeys, tkeys, dout, din)
             for e in range(lo, hi):
                 y = _nbr(ip, ix, e, lay)
                 if owner[y] < 0 and not (last > first and _within(keys, first, last,
@@ -309,12 +319,8 @@ def _next_to(n, oip, oix, iip, iix, lay, dkeys, tkeys, dout, din, seeds, owner, 
             continue
         scanned = 0
         for side in range(2):
-            ip, ix = (oip, oix) if side == 0 else (iip, iix)
-            keys = dkeys if side == 0 else tkeys
-            lo, hi = _row(ip, x, lay)
-            first = last = 0
-            if dout[x] if side == 0 else din[x]:
-                first, last = np.searchsorted(keys, x * n), np.searchsorted(keys, x * n + n)
+            ip, ix, keys, lo, hi, first, last = _side(side, x, n, oip, oix, iip, iix, lay,
+                                                      dkeys, tkeys, dout, din)
             for e in range(lo, hi):
                 scanned += 1
                 y = ix[e]
