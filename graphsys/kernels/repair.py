@@ -51,6 +51,10 @@ ANCHOR_HUBS = 8
 #: the seeds are at least this share of the old adjacency's nodes: fewer are searched sooner
 ANCHOR_MIN_SEEDS = 1 / 256
 
+#: ... and where the largest degree is at least this many times the mean (a hub): without
+#: one, an anchor is a stretch of the graph the searches would have to reach
+ANCHOR_HUB_RATIO = 16
+
 
 @numba.njit(inline="always")
 def _has(keys, k):
@@ -183,7 +187,7 @@ def _cost(oip, iip, lay, head, spent, g):
 
 @numba.njit(cache=True, nogil=True)
 def _meet(x, g, c, ip, ix, lay, flagged, keys, n, owner, group, head, tail, nxt, spent,
-          growing):
+          growing, counted):
     """Scan one side of ``x``'s old edges for group ``g``: queue the unreached neighbours
     in it, merge the groups met (their queues joined). ``keys``: the deleted pairs of that
     side as ``x * n + y`` (``y`` the neighbour), sorted, so that ``x``'s lie in one range,
@@ -205,7 +209,7 @@ def _meet(x, g, c, ip, ix, lay, flagged, keys, n, owner, group, head, tail, nxt,
             tail[g] = y
             continue
         h = _root(group, owner[y])
-        if h != g:  # two groups meet: one fewer growing
+        if h != g:  # two groups meet: one fewer growing (an anchor holding no seed is none)
             lo, hi = min(g, h), max(g, h)
             group[hi] = lo
             if tail[lo] < 0:
@@ -214,8 +218,10 @@ def _meet(x, g, c, ip, ix, lay, flagged, keys, n, owner, group, head, tail, nxt,
                 nxt[tail[lo]] = head[hi]
                 tail[lo] = tail[hi]
             spent[lo] += spent[hi]
+            if counted[g] and counted[h]:
+                growing[c] -= 1
+            counted[lo] = counted[g] or counted[h]
             g = lo
-            growing[c] -= 1
     return g
 
 
@@ -234,13 +240,15 @@ def _side(side, x, n, oip, oix, iip, iix, lay, dkeys, tkeys, dout, din):
 
 
 @numba.njit(cache=True, nogil=True)
-def _anchor(n, oip, oix, iip, iix, lay, dkeys, tkeys, dout, din, comp, owner, mark):
+def _anchor(n, oip, oix, iip, iix, lay, dkeys, tkeys, dout, din, comp, owner, mark,
+            hub_ratio):
     """Mark ``owner[x] = mark`` for the *anchor* of :func:`wcc_race`: the node of the
     largest degree (old edges, both sides), the hub, with its neighbours through the edges
     that remain, then each other of the :data:`ANCHOR_HUBS` largest that is already marked,
     in degree order, with its neighbours: nodes connected after the change without a search
     of them, all in the hub's old component. Returns ``(hub, entries scanned)``; hub -1
-    (nothing marked) where the hub is in no old component."""
+    (nothing marked) where the largest degree is below ``hub_ratio`` times the mean (no
+    hub) or the hub is in no old component."""
     rows = oip.shape[0] - 1
     k = min(ANCHOR_HUBS, rows)
     top = np.full(k, -1, np.int64)  # old rows by degree, descending
@@ -254,8 +262,9 @@ def _anchor(n, oip, oix, iip, iix, lay, dkeys, tkeys, dout, din, comp, owner, ma
             top[j], span[j] = top[j - 1], span[j - 1]
             j -= 1
         top[j], span[j] = r, s
-    if k == 0 or comp[_id(top[0], lay)] < 0:
-        return -1, 0
+    mean = (oip[rows] - oip[0] + iip[rows] - iip[0]) / max(rows, 1)
+    if k == 0 or span[0] < hub_ratio * mean or comp[_id(top[0], lay)] < 0:
+        return -1, 0  # no hub (a road graph, a path), or one the old result does not list
     hub = _id(top[0], lay)
     owner[hub] = mark
     work = 0
@@ -293,7 +302,7 @@ def wcc_race(n, oip, oix, iip, iix, lay, dkeys, tkeys, dout, din, comp, num_comp
     hub, work = -1, 0
     if ns >= ANCHOR_MIN_SEEDS * (oip.shape[0] - 1):
         hub, work = _anchor(n, oip, oix, iip, iix, lay, dkeys, tkeys, dout, din, comp,
-                            owner, ns)
+                            owner, ns, float(ANCHOR_HUB_RATIO))
     if hub >= 0:  # the seeds next to the anchor join it (in parallel: most of them)
         joined, bad = np.zeros(ns, np.bool_), np.zeros(ns, np.bool_)
         work += _next_to(n, oip, oix, iip, iix, lay, dkeys, tkeys, dout, din, seeds, owner,
@@ -353,11 +362,16 @@ def _race(n, oip, oix, iip, iix, lay, dkeys, tkeys, dout, din, comp, num_comps, 
     closed = np.zeros(ns + 1, np.bool_)
     growing = np.zeros(num_comps, np.int64)
     hk, hv, size = np.empty(16, np.float64), np.empty(16, np.int64), 0
-    if hub >= 0:
-        growing[comp[hub]] += 1
+    # the anchor counts as a growing group once it holds a seed: one holding none only
+    # joins the groups that reach it, and leaves the last of them settled as before
+    counted = np.ones(ns + 1, np.bool_)
+    counted[ns] = False
     for i in range(ns):
         if owner[seeds[i]] == ns:
             group[i] = ns  # next to a hub: joined to the anchor without a search
+            if not counted[ns]:
+                counted[ns] = True
+                growing[comp[hub]] += 1
             continue
         owner[seeds[i]] = i
         growing[comp[seeds[i]]] += 1
@@ -384,9 +398,9 @@ def _race(n, oip, oix, iip, iix, lay, dkeys, tkeys, dout, din, comp, num_comps, 
         if head[g] < 0:
             tail[g] = -1
         g = _meet(x, g, c, oip, oix, lay, dout[x], dkeys, n, owner, group, head, tail, nxt,
-                  spent, growing)
+                  spent, growing, counted)
         g = _meet(x, g, c, iip, iix, lay, din[x], tkeys, n, owner, group, head, tail, nxt,
-                  spent, growing)
+                  spent, growing, counted)
         scanned = _span(oip, x, True, lay) + _span(iip, x, True, lay)
         spent[g] += scanned
         work += scanned

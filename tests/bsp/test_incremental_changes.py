@@ -126,11 +126,15 @@ def test_repairs_equal_runs_from_scratch_and_networkx(tmp_path, undirected, chai
 
 
 @pytest.mark.usefixtures("_any_share")
-def test_mapped_and_built_adjacencies_reach_one_signature(tmp_path):
+def test_mapped_and_built_adjacencies_reach_one_signature(tmp_path, monkeypatch):
     """The repairs hand their kernels read-only adjacencies with a stored index's id dtype,
     whether mapped from a stored CSR/CSC index or built from the buckets, with or without
-    weights: each repair kernel compiles once for all of them."""
+    weights: each repair kernel compiles once for all of them (the WCC anchor's too, built
+    here whatever the degrees)."""
     from graphsys.kernels import repair
+
+    monkeypatch.setattr(repair, "ANCHOR_MIN_SEEDS", 0.0)
+    monkeypatch.setattr(repair, "ANCHOR_HUB_RATIO", 0.0)
 
     for indexed in (False, True):
         (tmp_path / str(indexed)).mkdir()

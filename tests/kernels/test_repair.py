@@ -33,16 +33,26 @@ def _partition(labels):
 
 
 def _case(rng, n, hubs):
-    """A random directed graph: sparse random pairs, a few hubs linked to many nodes, and
-    pendant paths (which a deletion cuts off)."""
-    m = int(rng.integers(n // 2, 3 * n))
-    src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
-    for h in rng.choice(n, hubs, replace=False):
-        k = int(rng.integers(n // 8, n // 2 + 1))
-        nb = rng.choice(n, k, replace=False)
+    """A random directed graph: a core of sparse random pairs and a few hubs linked to many
+    of its nodes, and pendant paths hanging from it (which a deletion cuts off)."""
+    core = max(2, int(n * rng.uniform(0.5, 0.9)))
+    m = int(rng.integers(core // 2, 3 * core))
+    src, dst = [rng.integers(0, core, m)], [rng.integers(0, core, m)]
+    for h in rng.choice(core, min(hubs, core), replace=False):
+        k = int(rng.integers(core // 8, core // 2 + 1))
+        nb = rng.choice(core, k, replace=False)
         out = rng.random(k) < 0.5
-        src = np.concatenate([src, np.where(out, h, nb)])
-        dst = np.concatenate([dst, np.where(out, nb, h)])
+        src.append(np.where(out, h, nb))
+        dst.append(np.where(out, nb, h))
+    at = core
+    while at < n:  # a path of 1-6 new nodes from a core node
+        length = min(int(rng.integers(1, 7)), n - at)
+        chain = np.concatenate([[rng.integers(0, core)], np.arange(at, at + length)])
+        flip = rng.random(length) < 0.5
+        src.append(np.where(flip, chain[1:], chain[:-1]))
+        dst.append(np.where(flip, chain[:-1], chain[1:]))
+        at += length
+    src, dst = np.concatenate(src), np.concatenate(dst)
     keep = src != dst
     return src[keep], dst[keep]
 
@@ -51,11 +61,12 @@ def _case(rng, n, hubs):
 @pytest.mark.parametrize("hubs", [0, 1, 3, 12])
 def test_split_search_matches_scipy(hubs, anchor, monkeypatch):
     monkeypatch.setattr(repair, "ANCHOR_MIN_SEEDS", 0.0 if anchor else np.inf)
+    monkeypatch.setattr(repair, "ANCHOR_HUB_RATIO", 0.0)  # any node of largest degree
     rng = np.random.default_rng(100 + hubs)
     empty = np.zeros(0, np.int64)
-    for _ in range(60):
+    for _ in range(150):
         n = int(rng.integers(2, 160))
-        src, dst = _case(rng, n, min(hubs, n))
+        src, dst = _case(rng, n, hubs)
         if not len(src):
             continue
         pairs = np.unique(src * n + dst)
