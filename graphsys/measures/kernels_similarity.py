@@ -275,4 +275,3 @@ def top_k(queries, k, optr, oidx, iptr, iidx, sym, method, memo, scratch,
             hs[0] = hs[last]
             hx[0] = hx[last]
             _sift_down(hs, hx, last, 0)
-
