@@ -8,7 +8,7 @@ import torch
 from torch.nn import functional as F
 
 from graphsys.errors import GraphsysError
-from graphsys.gnn.conv import GATConv, GCNConv, PinSageConv, SAGEConv
+from graphsys.gnn.conv import GATConv, GCNConv, PinSageConv, SAGEConv, _base
 from graphsys.gnn.dropout import dropout
 from graphsys.sampling import Block
 
@@ -43,8 +43,16 @@ def _dense(block, weighted=False):
     return m
 
 
+@pytest.fixture(params=["project", "aggregate"])
+def order(request, monkeypatch):
+    """Both orders of a layer's product and aggregation: project_first's rule forced to
+    project first wherever out_dim < in_dim, or to aggregate first on a sampled block."""
+    monkeypatch.setattr(_base, "GATHER_COST", 10**9 if request.param == "project" else 0)
+    return request.param
+
+
 @pytest.mark.parametrize("which", ["full", "sampled"])
-def test_sage_matches_dense(which):
+def test_sage_matches_dense(which, order):
     torch.manual_seed(0)
     block = _full_block(_symmetric_graph()) if which == "full" else _sampled_block()
     for in_dim, out_dim in [(6, 4), (3, 5)]:      # both projection orders
@@ -174,10 +182,11 @@ def _unsorted_block():
 
 @pytest.mark.parametrize("make", [_sampled_block, _unsorted_block])
 @pytest.mark.parametrize("bias", [True, False])
-def test_sage_projecting_first_backward_matches_dense(make, bias):
-    """A sampled block with in_dim > out_dim: SAGEConv projects first, its backward written
-    out (the self part's gradient added into the destination rows in place); gradients of
-    the input, weights and bias are the dense formula's, and torch's numerical check."""
+def test_sage_sampled_backward_matches_dense(make, bias, order):
+    """A sampled block with in_dim > out_dim, in both orders (projecting first, the backward
+    is written out: the self part's gradient added into the destination rows in place):
+    gradients of the input, weights and bias are the dense formula's, and torch's
+    numerical check."""
     torch.manual_seed(0)
     block = make()
     conv = SAGEConv(6, 4, bias=bias).double()
@@ -191,6 +200,29 @@ def test_sage_projecting_first_backward_matches_dense(make, bias):
     for g, want in zip(got, torch.autograd.grad((ref * upstream).sum(), params), strict=True):
         torch.testing.assert_close(g, want)
     assert torch.autograd.gradcheck(lambda t, *w: conv(t, block), params)
+
+
+@pytest.mark.parametrize("make", [_sampled_block, _unsorted_block])
+def test_gcn_sampled_matches_dense_in_both_orders(make, order):
+    """On a sampled block the normalisation uses the block's degrees (the docstring's
+    formula); the product before or after the sum gives it, with the same gradients."""
+    torch.manual_seed(0)
+    block = make()
+    conv = GCNConv(6, 4).double()
+    with torch.no_grad():
+        conv.bias.normal_()
+    x = torch.randn(block.num_src_nodes, 6, dtype=torch.float64, requires_grad=True)
+    n_dst = block.num_dst_nodes
+    ah = _dense(block)
+    ah[:, :n_dst] += torch.eye(n_dst, dtype=torch.float64)
+    ref = (ah.sum(1).rsqrt()[:, None] * ah * ah.sum(0).rsqrt()[None, :]) @ x \
+        @ conv.lin.weight.T + conv.bias
+    params = (x, *conv.parameters())
+    got = conv(x, block)
+    torch.testing.assert_close(got, ref)
+    for g, want in zip(torch.autograd.grad(got.sum(), params),
+                       torch.autograd.grad(ref.sum(), params), strict=True):
+        torch.testing.assert_close(g, want)
 
 
 @pytest.mark.parametrize("make", [_sampled_block, _unsorted_block])

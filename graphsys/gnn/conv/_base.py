@@ -29,6 +29,36 @@ def check_input(x: torch.Tensor, block: Block, in_dim: int, name: str) -> None:
                             f"({block.num_src_nodes}, {in_dim}) (block source nodes x in_dim)")
 
 
+#: What moving one float along an edge (a gather into a segment reduction) costs against one
+#: multiply-add of a dense product, in :func:`project_first`'s rule
+GATHER_COST = 2
+
+
+def project_first(block: Block, in_dim: int, out_dim: int) -> bool:
+    r"""Whether a layer that both aggregates over ``block`` and multiplies by an
+    ``in_dim`` x ``out_dim`` matrix does less work projecting first:
+    :math:`n_{src} F F' + g E F' < g E F + n_{dst} F F'` (:data:`GATHER_COST` ``g``), the
+    product of every source row and the move of the narrower rows along the ``E`` edges,
+    against the move of the input rows and the product of the destinations' means only. On
+    a full-neighbourhood block (every source a destination) it is ``F' < F``; on a sampled
+    block, whose sources outnumber its destinations by about the fanout, mostly False.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from graphsys.sampling import Block
+    >>> full = Block(torch.arange(3), 3, torch.tensor([0, 1, 2]), torch.tensor([1, 2, 0]))
+    >>> project_first(full, 100, 64), project_first(full, 64, 100)
+    (True, False)
+    >>> fan = Block(torch.arange(11), 1, torch.arange(1, 11), torch.zeros(10, dtype=torch.long))
+    >>> project_first(fan, 100, 64)
+    False
+    """
+    e = block.num_edges
+    return (block.num_src_nodes * in_dim * out_dim + GATHER_COST * e * out_dim
+            < GATHER_COST * e * in_dim + block.num_dst_nodes * in_dim * out_dim)
+
+
 def scatter_sum(values: torch.Tensor, index: torch.Tensor, size: int) -> torch.Tensor:
     """``out[i] = sum of values[e] with index[e] == i``; values (E, F) -> (size, F)."""
     out = torch.zeros(size, values.shape[1], dtype=values.dtype, device=values.device)

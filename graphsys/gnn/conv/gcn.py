@@ -6,7 +6,13 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from graphsys.gnn.conv._base import check_input, scatter_sum, segment_sum, segment_weights_sum
+from graphsys.gnn.conv._base import (
+    check_input,
+    project_first,
+    scatter_sum,
+    segment_sum,
+    segment_weights_sum,
+)
 from graphsys.gnn.conv.spec import ModelSpec, stacked
 from graphsys.sampling.block import Block
 
@@ -39,7 +45,9 @@ class GCNConv(nn.Module):
     Notes
     -----
     Shapes: input ``x`` float (num_src_nodes, F) and a :class:`~graphsys.sampling.Block`;
-    output float (num_dst_nodes, F').
+    output float (num_dst_nodes, F'). :math:`\mathbf{W}` multiplies the rows before the sum
+    or after it, whichever does less work on the block
+    (:func:`~graphsys.gnn.conv._base.project_first`).
 
     References
     ----------
@@ -77,7 +85,11 @@ class GCNConv(nn.Module):
 
     def forward(self, x: torch.Tensor, block: Block) -> torch.Tensor:
         check_input(x, block, self.in_dim, "GCNConv")
-        return self.forward_projected(self.lin(x), block)
+        if type(self).message is not GCNConv.message or project_first(block, self.in_dim,
+                                                                      self.out_dim):
+            return self.forward_projected(self.lin(x), block)
+        out = self.lin(self._propagate(x, block))   # the narrower product after the sum
+        return out if self.bias is None else out + self.bias
 
     @property
     def projects_first(self) -> bool:
@@ -94,18 +106,23 @@ class GCNConv(nn.Module):
         """:meth:`forward` of the rows whose :meth:`project` is ``z`` (block.num_src_nodes,
         F')."""
         check_input(z, block, self.out_dim, "GCNConv")
+        out = self._propagate(z, block)
+        return out if self.bias is None else out + self.bias
+
+    def _propagate(self, h: torch.Tensor, block: Block) -> torch.Tensor:
+        r""":math:`\hat{\mathbf{D}}_{dst}^{-1/2} \hat{\mathbf{A}}
+        \hat{\mathbf{D}}_{src}^{-1/2} \mathbf{H}` of rows ``h`` (num_src_nodes, any width)."""
         n_dst, n_src = block.num_dst_nodes, block.num_src_nodes
-        ones = torch.ones_like(block.edge_src, dtype=z.dtype)
+        ones = torch.ones_like(block.edge_src, dtype=h.dtype)
         deg_dst = segment_weights_sum(ones, block.edge_dst, n_dst) + 1.0
         deg_src = segment_weights_sum(ones, block.edge_src, n_src)
         deg_src[:n_dst] += 1.0
-        h = z * deg_src.rsqrt().unsqueeze(1)
+        h = h * deg_src.rsqrt().unsqueeze(1)
         if type(self).message is GCNConv.message:   # no per-edge tensor
             out = segment_sum(h, block) + h[:n_dst]
         else:
             out = scatter_sum(self.message(h, block), block.edge_dst, n_dst) + h[:n_dst]
-        out = out * deg_dst.rsqrt().unsqueeze(1)
-        return out if self.bias is None else out + self.bias
+        return out * deg_dst.rsqrt().unsqueeze(1)
 
     def message(self, h_src: torch.Tensor, block: Block) -> torch.Tensor:
         """Per-edge messages: the (source-normalised) source rows, (E, F'). The sum

@@ -11,6 +11,7 @@ from graphsys.gnn.conv._base import (
     check_input,
     grouped_edges,
     mean_backward,
+    project_first,
     scatter_sum,
     segment_mean,
     segment_weights_sum,
@@ -48,7 +49,9 @@ class SAGEConv(nn.Module):
     Shapes: input ``x`` float (num_src_nodes, F) and a :class:`~graphsys.sampling.Block`;
     output float (num_dst_nodes, F'). ``x`` may be a CSR tensor (sparse raw features)
     where :attr:`sparse_input` holds and the block has every source as a destination (a
-    full-neighbourhood layer).
+    full-neighbourhood layer). :math:`\mathbf{W}_2` multiplies the sources' rows before the
+    mean or the destinations' means after it, whichever does less work on the block
+    (:func:`~graphsys.gnn.conv._base.project_first`): mostly after it on a sampled block.
 
     References
     ----------
@@ -86,8 +89,8 @@ class SAGEConv(nn.Module):
     def forward(self, x: torch.Tensor, block: Block) -> torch.Tensor:
         check_input(x, block, self.in_dim, "SAGEConv")
         n_dst = block.num_dst_nodes
-        project_first = self.out_dim < self.in_dim   # fewer columns to move along edges
-        if project_first and n_dst == block.num_src_nodes:
+        first = project_first(block, self.in_dim, self.out_dim)
+        if first and n_dst == block.num_src_nodes:
             # full-neighbourhood layer: both projections in one matmul, reading x once
             both = linear(x, torch.cat([self.lin_neigh.weight, self.lin_self.weight]))
             h, self_part = both[:, :self.out_dim], both[:, self.out_dim:]
@@ -95,10 +98,10 @@ class SAGEConv(nn.Module):
             if self.lin_self.bias is not None:
                 self_part = self_part + self.lin_self.bias
             return self_part + mean
-        if project_first and type(self).message is SAGEConv.message:
+        if first and type(self).message is SAGEConv.message:
             return _ProjectedSage.apply(x, self.lin_self.weight, self.lin_neigh.weight,
                                         self.lin_self.bias, *grouped_edges(block))
-        if project_first:
+        if first:
             return self.lin_self(x[:n_dst]) + self._mean(self.lin_neigh(x), block)
         # x_dst W_self^T + b, then mean(x) W_neigh^T accumulated into it in place: no sum
         # pass, the bias fused into the first product
