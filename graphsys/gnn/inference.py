@@ -176,13 +176,18 @@ def layerwise_inference_on(model: GNN, inputs: Callable[[torch.Tensor], torch.Te
     # layer 0's inputs are read once per node, in id order (not once per chunk that
     # lists the node); each chunk takes its sources' rows of a layer's states by position
     prev = inputs(torch.from_numpy(need[0]).to(device))
-    projected = model.projects_input(0)
+
+    def projects(layer: int) -> bool:   # the layer's rows, its destinations, its edges
+        return model.projects_input(layer, (len(need[layer]), len(need[layer + 1]),
+                                            sum(b.num_edges for b in blocks[layer])))
+
+    projected = projects(0)
     prev = (model.project_input(0, prev) if projected else prev).float().cpu()
     blocks = list(blocks)
     for layer in range(L):
         where = np.zeros(int(need[layer][-1]) + 1 if len(need[layer]) else 0, np.int64)
         where[need[layer]] = np.arange(len(need[layer]))
-        project_next = layer + 1 < L and model.projects_input(layer + 1)
+        project_next = layer + 1 < L and projects(layer + 1)
         parts = []
         rows = _RowScratch()
         direct = not projected and model.reads_rows(layer)

@@ -18,6 +18,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from graphsys.errors import GraphsysError
+from graphsys.gnn.conv._base import project_first
 from graphsys.gnn.dropout import dropout, relu_dropout
 from graphsys.gnn.sparse_input import is_sparse
 from graphsys.plugins import GNN_MODELS
@@ -118,15 +119,19 @@ class GNN(nn.Module):
         dropout then)."""
         return self._layer(i, x, block, input_dropout, True, projected)
 
-    def projects_input(self, i: int) -> bool:
+    def projects_input(self, i: int, sizes: tuple[int, int, int] | None = None) -> bool:
         """Layer ``i`` can take its input already projected (:meth:`project_input`, then
         :meth:`layer` with ``projected=True``): its convolution multiplies by its weights
         before aggregating (``projects_first``), so a layer-wise inference projects each
         node's row once and moves the narrower projections along the edges. Never while
-        training (the input dropout comes before the product)."""
+        training (the input dropout comes before the product). ``sizes``: the layer's
+        ``(input rows, output rows, edges)`` where they differ from a whole graph's, the
+        projection then only where it does less work
+        (:func:`~graphsys.gnn.conv._base.project_first`)."""
         conv = self.convs[i]
         return (not self.training and getattr(conv, "projects_first", False)
-                and hasattr(conv, "forward_projected"))
+                and hasattr(conv, "forward_projected")
+                and (sizes is None or project_first(sizes, conv.in_dim, conv.out_dim)))
 
     def project_input(self, i: int, x: torch.Tensor) -> torch.Tensor:
         """Layer ``i``'s input rows ``x`` projected by its convolution (``conv.project``),

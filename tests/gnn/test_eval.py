@@ -12,6 +12,7 @@ import torch
 
 from graphsys.errors import ParameterError
 from graphsys.gnn import GNN, TrainConfig, layerwise_inference, train
+from graphsys.gnn.conv import _base
 from graphsys.gnn.inference import layerwise_inference_on
 from graphsys.sampling import NeighborSampler, from_coo
 from graphsys.trace import recording
@@ -48,12 +49,17 @@ def test_layerwise_on_seeds_equals_layerwise_on_all_nodes(model, device):
 
 
 
+@pytest.mark.parametrize("gather_cost", [0, 10**9])
 @pytest.mark.parametrize("model,dims", [("sage", (12, 8, 3)), ("sage", (5, 16, 3)),
                                         ("gcn", (12, 4, 3))])
-def test_projected_and_row_reading_layers_equal_the_plain_layers(model, dims):
+def test_projected_and_row_reading_layers_equal_the_plain_layers(model, dims, gather_cost,
+                                                                 monkeypatch):
     """Layer-wise inference moves a layer's projections along the edges where the layer
-    projects first, and a layer that aggregates first reads the layer's rows in place of a
-    gathered copy: the outputs equal those of the plain layers on gathered rows."""
+    projects first (and, over the seeds' nodes, where that does less work: forced either
+    way by the gather cost), and a layer that aggregates first reads the layer's rows in
+    place of a gathered copy: the outputs equal those of the plain layers on gathered
+    rows."""
+    monkeypatch.setattr(_base, "GATHER_COST", gather_cost)
     adj, x = _adj(), torch.randn(60, dims[0])
     net = GNN(model, *dims, num_layers=3).eval()
     layers = range(3)
@@ -65,7 +71,7 @@ def test_projected_and_row_reading_layers_equal_the_plain_layers(model, dims):
     fast = layerwise_inference_on(net, lambda ids: x[ids], seeds, block_fn, chunk_rows=4)
     every = layerwise_inference(net, lambda ids: x[ids], 60, block_fn, [(0, 30), (30, 60)],
                                 chunk_rows=4)
-    net.projects_input = net.reads_rows = lambda i: False
+    net.projects_input = net.reads_rows = lambda i, sizes=None: False
     plain = layerwise_inference_on(net, lambda ids: x[ids], seeds, block_fn, chunk_rows=4)
     torch.testing.assert_close(fast, plain, atol=1e-5, rtol=1e-5)
     plain_every = layerwise_inference(net, lambda ids: x[ids], 60, block_fn,

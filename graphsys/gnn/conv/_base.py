@@ -34,9 +34,10 @@ def check_input(x: torch.Tensor, block: Block, in_dim: int, name: str) -> None:
 GATHER_COST = 2
 
 
-def project_first(block: Block, in_dim: int, out_dim: int) -> bool:
-    r"""Whether a layer that both aggregates over ``block`` and multiplies by an
-    ``in_dim`` x ``out_dim`` matrix does less work projecting first:
+def project_first(block: Block | tuple[int, int, int], in_dim: int, out_dim: int) -> bool:
+    r"""Whether a layer that both aggregates over ``block`` (or sizes ``(num_src_nodes,
+    num_dst_nodes, num_edges)``) and multiplies by an ``in_dim`` x ``out_dim`` matrix does
+    less work projecting first:
     :math:`n_{src} F F' + g E F' < g E F + n_{dst} F F'` (:data:`GATHER_COST` ``g``), the
     product of every source row and the move of the narrower rows along the ``E`` edges,
     against the move of the input rows and the product of the destinations' means only. On
@@ -54,9 +55,10 @@ def project_first(block: Block, in_dim: int, out_dim: int) -> bool:
     >>> project_first(fan, 100, 64)
     False
     """
-    e = block.num_edges
-    return (block.num_src_nodes * in_dim * out_dim + GATHER_COST * e * out_dim
-            < GATHER_COST * e * in_dim + block.num_dst_nodes * in_dim * out_dim)
+    n_src, n_dst, e = ((block.num_src_nodes, block.num_dst_nodes, block.num_edges)
+                       if isinstance(block, Block) else block)
+    return (n_src * in_dim * out_dim + GATHER_COST * e * out_dim
+            < GATHER_COST * e * in_dim + n_dst * in_dim * out_dim)
 
 
 def scatter_sum(values: torch.Tensor, index: torch.Tensor, size: int) -> torch.Tensor:

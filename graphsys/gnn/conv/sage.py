@@ -137,8 +137,7 @@ class SAGEConv(nn.Module):
         """:meth:`forward` of ``x = states[index]`` without gathering ``x``: the
         destinations' rows are gathered and the neighbour mean reads ``states`` directly
         (a layer-wise inference's rows of the whole layer, ``index`` (block.num_src_nodes,)
-        their positions). Without gradients; the layer must not project first and no
-        subclass ``message`` may be defined."""
+        their positions). Without gradients; no subclass ``message`` may be defined."""
         if states.dim() != 2 or states.shape[1] != self.in_dim or index.shape != (
                 block.num_src_nodes,):
             raise GraphsysError(f"SAGEConv: states of shape {tuple(states.shape)} and index of "
@@ -156,9 +155,9 @@ class SAGEConv(nn.Module):
 
     @property
     def reads_rows(self) -> bool:
-        """:meth:`forward_rows` applies (the layer aggregates its input rows before the
-        product, with the mean of :meth:`forward`)."""
-        return not self.projects_first and type(self).message is SAGEConv.message
+        """:meth:`forward_rows` applies (the mean of :meth:`forward`, no subclass
+        ``message``); it aggregates the input rows before the product."""
+        return type(self).message is SAGEConv.message
 
     def _mean(self, h: torch.Tensor, block: Block) -> torch.Tensor:
         """Mean of ``h``'s rows over each destination's block sources; (num_dst, F): a
