@@ -32,7 +32,6 @@ from graphsys.bsp.edges import DENSE_DIVISOR, MemoryEdges
 from graphsys.bsp.program import COMBINERS, REDUCTIONS, Context, VertexProgram
 from graphsys.bsp.provider import EdgeProvider, EdgeResult, empty_result
 from graphsys.bsp.result import RESULT_METADATA, Result  # noqa: F401 (re-exported)
-from graphsys.bsp.solve import solve_in_memory
 from graphsys.bsp.stats import RunStats, SuperstepStats, disk_read_bytes
 from graphsys.bsp.stream import DistributedEdges, StreamEdges
 from graphsys.device import HOST, as_torch, host_array, resolve_lazily
@@ -256,15 +255,7 @@ def run(graph, program: VertexProgram, *, mode: str = "auto", device: str = "cpu
                       distributed=distributed, progress=progress).without(
         "the BSP engine (mode='out-of-core' streams; device_budget bounds a GPU)", "memory_limit")
     mode, threads, distributed = ex.mode, ex.threads, ex.distributed
-    if schedule not in SCHEDULES:
-        raise ParameterError("schedule", f"unknown schedule {schedule!r} (choose from "
-                                          f"{', '.join(SCHEDULES)})")
-    max_iters = check_count("max_iters", max_iters)
-    check_budget(device_budget)
-    if len(graph.entity_types) != 1:
-        raise GraphsysError(f"the BSP engine needs a graph with one entity type, this one has "
-                            f"{graph.entity_types}")
-    program.check()
+    max_iters = _check_run(graph, program, schedule, max_iters, device_budget)
     dev = resolve_lazily(ex.device)  # the CPU without torch (HOST): see host_run below
     backend = resolve_backend(ex.backend, dev)
     if program.sum_dtype != "float64" and backend != "numba":
@@ -308,7 +299,18 @@ def run(graph, program: VertexProgram, *, mode: str = "auto", device: str = "cpu
         active = checks.mask(program, "init", active, n_local, dev_)
         stats.setup_seconds = time.perf_counter() - t_start
         stats.setup_bytes_h2d = edges.bytes_h2d
-        _solve(program, edges, ctx, state, active, stats, report, schedule, max_iters, fuse)
+        solved = None  # the program's declared whole-graph algorithm, where it has one
+        if (schedule != "async" and fuse and isinstance(edges, MemoryEdges)
+                and edges.comm.world_size == 1):
+            build0 = edges.build_seconds
+            solved = (program.solve_on_device if edges.backend != "numba"
+                      else program.solve_in_memory)(ctx, edges, state, schedule, max_iters)
+            stats.setup_seconds += edges.build_seconds - build0  # its CSR/CSC builds
+        if solved is not None:
+            _record_solved(stats, solved, report)
+        else:
+            _supersteps(program, edges, ctx, state, active, stats, report, schedule,
+                        max_iters, fuse)
         local = checks.values(program, "result", program.result(ctx, state), n_local,
                               ctx.device, what="the result", any_width=True)
         stats.scores = dict(getattr(program, "scores", None) or {})
@@ -324,6 +326,22 @@ def run(graph, program: VertexProgram, *, mode: str = "auto", device: str = "cpu
                   peeled=program.peeled)
 
 
+def _check_run(graph, program: VertexProgram, schedule: str, max_iters, device_budget
+               ) -> int:
+    """The one-line refusals of a run's settings, graph and program; ``max_iters``
+    checked."""
+    if schedule not in SCHEDULES:
+        raise ParameterError("schedule", f"unknown schedule {schedule!r} (choose from "
+                                          f"{', '.join(SCHEDULES)})")
+    max_iters = check_count("max_iters", max_iters)
+    check_budget(device_budget)
+    if len(graph.entity_types) != 1:
+        raise GraphsysError(f"the BSP engine needs a graph with one entity type, this one has "
+                            f"{graph.entity_types}")
+    program.check()
+    return max_iters
+
+
 def _host_run(program: VertexProgram, backend: str, mode: str, distributed: bool,
               fuse: bool, schedule: str) -> bool:
     """Whether a run keeps its state in NumPy arrays (no torch import): a builtin program
@@ -335,19 +353,24 @@ def _host_run(program: VertexProgram, backend: str, mode: str, distributed: bool
             and (mode == "memory" and fuse or mode == "out-of-core" and program.host_streams))
 
 
-def _solve(program: VertexProgram, edges: EdgeProvider, ctx: Context, state: dict, active,
-           stats: RunStats, progress, schedule: str, max_iters: int, fuse: bool) -> None:
-    """Run the program from its initial ``state`` and frontier ``active``: its declared
-    whole-graph algorithm where it has one for this run, else the supersteps (on tensors:
-    a NumPy state becomes them first); ``stats`` records the run."""
-    solved = None  # vertices a declared whole-graph algorithm left active
-    if (schedule != "async" and fuse and isinstance(edges, MemoryEdges)
-            and edges.comm.world_size == 1):
-        solved = solve_in_memory(program, ctx, edges, state, schedule, max_iters, stats,
-                                 progress, on_device=edges.backend != "numba")
-    if solved is not None:  # a declared whole-graph algorithm ran: converged if done
-        stats.converged = solved == 0
-        return
+def _record_solved(stats: RunStats, solved, progress) -> None:
+    """Record a declared whole-graph algorithm's run (:meth:`VertexProgram.solve_in_memory`
+    returned ``solved``): its setup, method and supersteps; converged if it left no vertex
+    active."""
+    stats.setup_seconds += solved.setup_seconds
+    stats.method = solved.method
+    for ss in solved.supersteps:
+        stats.supersteps.append(ss)
+        if progress is not None:
+            progress(ss)
+    stats.converged = solved.num_left == 0
+
+
+def _supersteps(program: VertexProgram, edges: EdgeProvider, ctx: Context, state: dict,
+                active, stats: RunStats, progress, schedule: str, max_iters: int,
+                fuse: bool) -> None:
+    """Run the supersteps from the initial ``state`` and frontier ``active`` (on tensors: a
+    NumPy state becomes them first); ``stats`` records the run."""
     if ctx.host and not edges.streams:  # in memory the supersteps run on tensors
         active = _to_tensors(ctx, edges, state, active)
     loop = _Supersteps(program, edges, ctx, state, stats, progress)

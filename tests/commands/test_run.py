@@ -208,6 +208,7 @@ def test_pagerank_opens_the_graph_once_and_reads_each_bucket_once(
 
     import graphsys
     from graphsys.bsp import engine
+    from graphsys.bsp.algorithms.pagerank import PageRank
     from graphsys.storage import edges as edges_module
     from graphsys.storage.adjacency_index import build_index
 
@@ -237,13 +238,13 @@ def test_pagerank_opens_the_graph_once_and_reads_each_bucket_once(
     monkeypatch.setattr(edges_module.Bucket, "batches", counting_batches)
     monkeypatch.setattr(graphsys, "open_graph", counting_open)
     monkeypatch.setattr(engine._Supersteps, "run", first_superstep)
-    solve = engine.solve_in_memory
+    solve = PageRank.solve_in_memory
 
     def first_solve(*args, **kwargs):  # PageRank's declared in-memory loop
         at_superstep_0.append(len(reads))
         return solve(*args, **kwargs)
 
-    monkeypatch.setattr(engine, "solve_in_memory", first_solve)
+    monkeypatch.setattr(PageRank, "solve_in_memory", first_solve)
     out = tmp_path / "pr.parquet"
     assert main(["run", "pagerank", str(g), "--mode", mode, "--out", str(out),
                  "--weights", weights]) == 0

@@ -20,7 +20,8 @@ from graphsys.bsp.engine import Result
 from graphsys.bsp.engine import run as run_program
 from graphsys.bsp.program import VertexProgram
 from graphsys.errors import ConvergenceWarning, GraphsysError, ParameterError
-from graphsys.execution import FIELDS, Execution, with_threads
+from graphsys.execution import FIELDS, Execution
+from graphsys.threads import numba_threads
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,6 @@ class AlgorithmSpec:
             return self.program(graph, source=source, edge_set=edge_set, **given)
         return self.program(graph, edge_set=edge_set, **given)
 
-    @with_threads
     def run(self, graph, source=None, *, max_iters: int | None = None, init=None,
             execution: Execution | None = None, **kwargs: Any) -> Result:
         """Run on ``graph`` (an opened Graph or a directory): ``kwargs`` among
@@ -101,22 +101,22 @@ class AlgorithmSpec:
         openmp.apply_wait_policy()
         graph = open_if_path(graph)
         params = {k: kwargs.pop(k) for k in self.parameters if k in kwargs}
-        kwargs["execution"] = Execution.of(execution, **{k: kwargs.pop(k) for k in FIELDS
-                                                         if k in kwargs})
+        ex = kwargs["execution"] = Execution.of(execution, **{k: kwargs.pop(k) for k in FIELDS
+                                                              if k in kwargs})
         self.check_source(source)
         edge_set = kwargs.get("edge_set")
         limit = self.max_iters(graph, max_iters)
-        if init is not None:
-            if self.warm_start is None:
-                raise ParameterError("init", f"{self.name} does not start from a previous "
-                                             f"result")
-            previous = incremental.read_previous(graph, init, self.name, edge_set, source)
-            result = self.warm_start(self, graph, previous, source=source,
-                                     params={k: v for k, v in params.items() if v is not None},
-                                     max_iters=max_iters, **kwargs)
-        else:
-            prog = self.make(graph, source=source, edge_set=edge_set, **params)
-            result = run_program(graph, prog, max_iters=limit, **kwargs)
+        if init is not None and self.warm_start is None:
+            raise ParameterError("init", f"{self.name} does not start from a previous result")
+        with numba_threads(ex.threads):
+            if init is not None:
+                previous = incremental.read_previous(graph, init, self.name, edge_set, source)
+                result = self.warm_start(self, graph, previous, source=source, params={
+                    k: v for k, v in params.items() if v is not None}, max_iters=max_iters,
+                    **kwargs)
+            else:  # the engine's own thread setting is this one: its body called directly
+                prog = self.make(graph, source=source, edge_set=edge_set, **params)
+                result = run_program.__wrapped__(graph, prog, max_iters=limit, **kwargs)
         if not result.stats.converged:
             warnings.warn(f"{self.name} did not converge within {limit:,} supersteps (its "
                           f"max_iters): the values are the last iterate", ConvergenceWarning,
