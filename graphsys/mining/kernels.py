@@ -19,7 +19,8 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
-from graphsys.kernels.atomic import atomic_add, prefetch
+from graphsys.kernels.atomic import atomic_add
+from graphsys.prefetch import prefetch_read as prefetch
 
 
 def _mark(marks, v):
