@@ -105,10 +105,10 @@ class AlgorithmSpec:
                                                               if k in kwargs})
         self.check_source(source)
         edge_set = kwargs.get("edge_set")
-        limit = self.max_iters(graph, max_iters)
         if init is not None and self.warm_start is None:
             raise ParameterError("init", f"{self.name} does not start from a previous result")
         with numba_threads(ex.threads):
+            limit = self.max_iters(graph, max_iters)
             if init is not None:
                 previous = incremental.read_previous(graph, init, self.name, edge_set, source)
                 result = self.warm_start(self, graph, previous, source=source, params={
@@ -117,13 +117,12 @@ class AlgorithmSpec:
             else:  # the engine's own thread setting is this one: its body called directly
                 prog = self.make(graph, source=source, edge_set=edge_set, **params)
                 result = run_program.__wrapped__(graph, prog, max_iters=limit, **kwargs)
-        if not result.stats.converged:
-            warnings.warn(f"{self.name} did not converge within {limit:,} supersteps (its "
-                          f"max_iters): the values are the last iterate", ConvergenceWarning,
-                          stacklevel=3)
-        result = self.finish(result) if self.finish is not None else result
-        result.provenance = incremental.provenance(self.name, graph, edge_set, source, params,
-                                                   result.stats.num_supersteps,
-                                                   result.stats.converged,
-                                                   result.stats.residual)
+            if not result.stats.converged:
+                warnings.warn(f"{self.name} did not converge within {limit:,} supersteps (its "
+                              f"max_iters): the values are the last iterate",
+                              ConvergenceWarning, stacklevel=3)
+            result = self.finish(result) if self.finish is not None else result
+            result.provenance = incremental.provenance(
+                self.name, graph, edge_set, source, params, result.stats.num_supersteps,
+                result.stats.converged, result.stats.residual)
         return result
