@@ -127,41 +127,18 @@ def run(args) -> int:
     if args.program is None:  # an unknown name fails before anything heavy is imported
         spec = ALGORITHMS.get(args.algorithm)
         func, needs_source, parameters = spec.run, spec.needs_source, spec.parameters
-    import numba
 
     from graphsys import open_graph
-    from graphsys.bsp.engine import SCHEDULES
-    from graphsys.commands._common import parquet_out, write_parquet
+    from graphsys.commands._common import parquet_out
     from graphsys.device import resolve_lazily
     from graphsys.distributed import init_from_env, peer_failures
-    from graphsys.execution import BACKENDS, MODES
     from graphsys.outputs import check_outputs
     from graphsys.trace import recording
 
     if args.program is not None:
         func, needs_source, parameters = _user_program(args), False, ()
         args.algorithm, spec = args.program, None
-    if args.init not in ("auto", "none") and (spec is None or spec.warm_start is None):
-        raise GraphsysError(f"--init applies to {_taking_init()}, not {args.algorithm}")
-    if args.mode not in MODES:
-        raise GraphsysError(f"--mode: unknown mode {args.mode!r} (choose from "
-                            f"{', '.join(MODES)})")
-    if args.backend not in BACKENDS:
-        raise GraphsysError(f"--backend: unknown backend {args.backend!r} (choose from "
-                            f"{', '.join(BACKENDS)})")
-    if needs_source and args.source is None:
-        raise GraphsysError(f"{args.algorithm} needs --source ID")
-    if not needs_source and args.source is not None:
-        raise GraphsysError(f"{args.algorithm} takes no --source (did you mean ppr?)")
-    if args.tol is not None and "tol" not in parameters:
-        raise GraphsysError(f"--tol applies to {_taking('tol')}, not {args.algorithm}")
-    if args.max_iters is not None and args.max_iters < 1:
-        raise GraphsysError(f"--max-iters must be a positive integer, got {args.max_iters}")
-    if args.schedule not in SCHEDULES:
-        raise GraphsysError(f"--schedule: unknown schedule {args.schedule!r} (choose from "
-                            f"{', '.join(SCHEDULES)})")
-    if args.threads is not None and args.threads < 1:
-        raise GraphsysError(f"--threads must be positive, got {args.threads}")
+    _check_flags(args, spec, needs_source, parameters)
     out = parquet_out(args.out, args.overwrite)
     trace = trace_path(args)
     check_outputs([("--out", out, "file"), ("--trace", args.trace, "file")],
@@ -172,24 +149,7 @@ def run(args) -> int:
     # adjacency index, node ids), so verifying costs no pass of its own over the edges
     graph = open_graph(args.graph, until=args.until, since=args.since)
     graph.verify_hashes = not args.no_verify
-    kwargs = {"mode": args.mode, "device": str(device), "backend": args.backend,
-              "edge_set": args.edges, "distributed": distributed,
-              "threads": args.threads or numba.get_num_threads(), "schedule": args.schedule}
-    if args.max_iters is not None:
-        kwargs["max_iters"] = args.max_iters
-    if args.tol is not None:
-        kwargs["tol"] = args.tol
-    weighted = {"auto": None, "use": True, "ignore": False}[args.weighted]
-    for name, value, default in (("damping", args.damping, 0.85),
-                                 ("sum_dtype", args.sum_dtype, "auto"),
-                                 ("weighted", weighted, None),
-                                 ("store_index", not args.no_store_index, True)):
-        if name in parameters:
-            kwargs[name] = value
-        elif value != default:
-            raise GraphsysError(f"{_FLAGGED[name]} applies to {_taking(name)}, not "
-                                f"{args.algorithm}")
-    kwargs.update(_algorithm_params(args.algorithm, args.params, parameters))
+    kwargs = _engine_kwargs(args, parameters, str(device), distributed)
     source = _parse_source(graph, args.source) if needs_source else None
     init = _previous_result(args, spec, graph, source, out, kwargs)
     unread = init if isinstance(init, str) else None  # why the --out file was not read
@@ -228,6 +188,71 @@ def run(args) -> int:
     # algorithm's own time, which the run's seconds include
     compiled_after = compile_totals()
     compiled = {k: compiled_after[k] - compiled_before[k] for k in compiled_before}
+    _report(args, spec, graph, result, out, init, unread, compiled, rank0)
+    return 0
+
+
+def _check_flags(args, spec, needs_source: bool, parameters) -> None:
+    """The one-line refusals of ``graphsys run``'s flags before the graph is opened."""
+    from graphsys.bsp.engine import SCHEDULES
+    from graphsys.execution import BACKENDS, MODES
+
+    if args.init not in ("auto", "none") and (spec is None or spec.warm_start is None):
+        raise GraphsysError(f"--init applies to {_taking_init()}, not {args.algorithm}")
+    if args.mode not in MODES:
+        raise GraphsysError(f"--mode: unknown mode {args.mode!r} (choose from "
+                            f"{', '.join(MODES)})")
+    if args.backend not in BACKENDS:
+        raise GraphsysError(f"--backend: unknown backend {args.backend!r} (choose from "
+                            f"{', '.join(BACKENDS)})")
+    if needs_source and args.source is None:
+        raise GraphsysError(f"{args.algorithm} needs --source ID")
+    if not needs_source and args.source is not None:
+        raise GraphsysError(f"{args.algorithm} takes no --source (did you mean ppr?)")
+    if args.tol is not None and "tol" not in parameters:
+        raise GraphsysError(f"--tol applies to {_taking('tol')}, not {args.algorithm}")
+    if args.max_iters is not None and args.max_iters < 1:
+        raise GraphsysError(f"--max-iters must be a positive integer, got {args.max_iters}")
+    if args.schedule not in SCHEDULES:
+        raise GraphsysError(f"--schedule: unknown schedule {args.schedule!r} (choose from "
+                            f"{', '.join(SCHEDULES)})")
+    if args.threads is not None and args.threads < 1:
+        raise GraphsysError(f"--threads must be positive, got {args.threads}")
+
+
+def _engine_kwargs(args, parameters, device: str, distributed: bool) -> dict:
+    """The keyword arguments of the algorithm's call: the run's options, the flags of the
+    algorithm's own parameters (a flag it has none of refused in one line) and ``-p``."""
+    import numba
+
+    kwargs = {"mode": args.mode, "device": device, "backend": args.backend,
+              "edge_set": args.edges, "distributed": distributed,
+              "threads": args.threads or numba.get_num_threads(), "schedule": args.schedule}
+    if args.max_iters is not None:
+        kwargs["max_iters"] = args.max_iters
+    if args.tol is not None:
+        kwargs["tol"] = args.tol
+    weighted = {"auto": None, "use": True, "ignore": False}[args.weighted]
+    for name, value, default in (("damping", args.damping, 0.85),
+                                 ("sum_dtype", args.sum_dtype, "auto"),
+                                 ("weighted", weighted, None),
+                                 ("store_index", not args.no_store_index, True)):
+        if name in parameters:
+            kwargs[name] = value
+        elif value != default:
+            raise GraphsysError(f"{_FLAGGED[name]} applies to {_taking(name)}, not "
+                                f"{args.algorithm}")
+    kwargs.update(_algorithm_params(args.algorithm, args.params, parameters))
+    return kwargs
+
+
+def _report(args, spec, graph, result, out, init, unread, compiled: dict, rank0: bool
+            ) -> None:
+    """Refuse an unconverged run (unless allowed), then on rank 0 write ``--out`` and print
+    the summary line (or the JSON line)."""
+    from graphsys.commands._common import write_parquet
+
+    stats = result.stats
     # an unconverged run ran to its limit; a fused run records fewer rows (BFS: one per
     # phase of levels), so the count said is the limit, not stats.num_supersteps
     limit = _max_iters(args, spec, graph)
@@ -264,7 +289,6 @@ def run(args) -> int:
         if not stats.converged:
             print(f"warning: {args.algorithm} stopped at --max-iters {limit:,} "
                   f"({limit:,} supersteps) before converging", file=sys.stderr)
-    return 0
 
 
 #: how a run given a previous result started (RunStats.start), as the summary line says it
