@@ -142,29 +142,13 @@ def run(args) -> int:
 
     started = process_start()
     from graphsys.analysis.profile import (
-        key_figures,
         profile_graph,
         report_paths,
         write_report,
     )
     from graphsys.outputs import check_outputs
 
-    t = args.targets
-    if args.workload == "bsp":
-        if len(t) != 2:
-            raise GraphsysError("give ALGO DIR, or --workload embed|gnn|mining DIR (see graphsys "
-                                "profile --help)")
-        algo, graph = t[0], Path(t[1])
-        ALGORITHMS.get(algo).check_source(args.source)
-        if args.no_store_index and "store_index" not in ALGORITHMS.get(algo).parameters:
-            from graphsys.commands.run import _taking
-
-            raise GraphsysError(f"--no-store-index applies to {_taking('store_index')}, not "
-                                f"{algo}")
-    else:
-        if len(t) != 1:
-            raise GraphsysError(f"--workload {args.workload} takes only DIR")
-        algo, graph = None, Path(t[0])
+    algo, graph = _targets(args)
     html = page_json = None
     if args.report is not None:
         if args.report.suffix.lower() not in (".html", ".htm"):
@@ -177,25 +161,8 @@ def run(args) -> int:
     trace = trace_path(args)
     check_outputs([("--report", html, "file"), ("--report's JSON", page_json, "file"),
                    ("--trace", args.trace, "file")], overwrite=args.overwrite)
-    if args.max_iters is not None and args.max_iters < 1:
-        raise GraphsysError(f"--max-iters must be a positive integer, got {args.max_iters}")
-    if not args.ncu and (args.ncu_path is not None or args.ncu_launch_count is not None):
-        raise GraphsysError("--ncu-path and --ncu-launch-count apply with --ncu only")
-    mappings = None
-    if args.mapping:
-        mappings = [m.strip() for x in args.mapping for m in x.split(",") if m.strip()]
-    if args.steps is not None and args.steps < 1:
-        raise GraphsysError(f"--steps must be a positive integer, got {args.steps}")
+    mappings = _check_flags(args)
     embed_config = gnn_config = None
-    if args.model is not None and args.workload != "gnn":
-        raise GraphsysError("--model applies to --workload gnn")
-    if args.all_steps and args.workload != "gnn":
-        raise GraphsysError("--all-steps applies to --workload gnn (the other workloads "
-                            "record every step)")
-    if args.config is not None and args.workload != "embed":
-        raise GraphsysError("--config applies to --workload embed")
-    if args.overrides and args.workload in ("bsp", "mining"):
-        raise GraphsysError("--set applies to --workload embed|gnn")
     if args.workload == "embed" and (args.config is not None or args.overrides):
         from graphsys.embed import load_config
 
@@ -213,23 +180,7 @@ def run(args) -> int:
 
         graph = open_graph(graph)
         source = _parse_source(graph, args.source)
-    if args.threads is not None and args.threads < 1:
-        raise GraphsysError(f"--threads must be positive, got {args.threads}")
-    if args.workload != "bsp":
-        for flag, given in (("--schedule", args.schedule != "auto"),
-                            ("--threads", args.threads is not None
-                             and args.workload != "mining"),
-                            ("--backend", args.backend != "auto"),
-                            ("--tol", args.tol is not None), ("--damping", args.damping != 0.85),
-                            ("--sum-dtype", args.sum_dtype != "auto"),
-                            ("--no-store-index", args.no_store_index)):
-            if given:
-                raise GraphsysError(f"{flag} applies to a BSP algorithm, not --workload "
-                                    f"{args.workload}")
-    if args.model_gpu is not None and args.model_gpu != "auto":
-        if args.gpu is not None and args.gpu.lower() != args.model_gpu.lower():
-            raise GraphsysError(f"--model-gpu {args.model_gpu} and --gpu {args.gpu} differ")
-        args.gpu = args.model_gpu
+    _check_bsp_flags(args)
     prof = profile_graph(graph, algorithm=algo, workload=args.workload, mappings=mappings,
                          device=args.device, backend=args.backend, mode=args.mode,
                          schedule=args.schedule, threads=args.threads, damping=args.damping,
@@ -253,6 +204,83 @@ def run(args) -> int:
     if args.json:
         emit_json(prof)
         return 0
+    _print_summary(prof, t_report, started, paths)
+    return 0
+
+
+def _targets(args) -> tuple[str | None, Path]:
+    """``(algorithm, graph directory)`` of the positional targets (ALGO DIR for a BSP
+    algorithm, DIR for the other workloads), refused in one line where they do not fit."""
+    t = args.targets
+    if args.workload == "bsp":
+        if len(t) != 2:
+            raise GraphsysError("give ALGO DIR, or --workload embed|gnn|mining DIR (see graphsys "
+                                "profile --help)")
+        algo, graph = t[0], Path(t[1])
+        ALGORITHMS.get(algo).check_source(args.source)
+        if args.no_store_index and "store_index" not in ALGORITHMS.get(algo).parameters:
+            from graphsys.commands.run import _taking
+
+            raise GraphsysError(f"--no-store-index applies to {_taking('store_index')}, not "
+                                f"{algo}")
+    else:
+        if len(t) != 1:
+            raise GraphsysError(f"--workload {args.workload} takes only DIR")
+        algo, graph = None, Path(t[0])
+    return algo, graph
+
+
+def _check_flags(args) -> list[str] | None:
+    """The one-line refusals of flags that do not fit the workload; returns the
+    ``--mapping`` names (None: the default mappings)."""
+    if args.max_iters is not None and args.max_iters < 1:
+        raise GraphsysError(f"--max-iters must be a positive integer, got {args.max_iters}")
+    if not args.ncu and (args.ncu_path is not None or args.ncu_launch_count is not None):
+        raise GraphsysError("--ncu-path and --ncu-launch-count apply with --ncu only")
+    mappings = None
+    if args.mapping:
+        mappings = [m.strip() for x in args.mapping for m in x.split(",") if m.strip()]
+    if args.steps is not None and args.steps < 1:
+        raise GraphsysError(f"--steps must be a positive integer, got {args.steps}")
+    if args.model is not None and args.workload != "gnn":
+        raise GraphsysError("--model applies to --workload gnn")
+    if args.all_steps and args.workload != "gnn":
+        raise GraphsysError("--all-steps applies to --workload gnn (the other workloads "
+                            "record every step)")
+    if args.config is not None and args.workload != "embed":
+        raise GraphsysError("--config applies to --workload embed")
+    if args.overrides and args.workload in ("bsp", "mining"):
+        raise GraphsysError("--set applies to --workload embed|gnn")
+    return mappings
+
+
+def _check_bsp_flags(args) -> None:
+    """Refuse a BSP algorithm's flag given to another workload, and ``--model-gpu`` naming
+    a GPU other than ``--gpu`` (``--model-gpu NAME`` becomes ``--gpu NAME``)."""
+    if args.threads is not None and args.threads < 1:
+        raise GraphsysError(f"--threads must be positive, got {args.threads}")
+    if args.workload != "bsp":
+        for flag, given in (("--schedule", args.schedule != "auto"),
+                            ("--threads", args.threads is not None
+                             and args.workload != "mining"),
+                            ("--backend", args.backend != "auto"),
+                            ("--tol", args.tol is not None), ("--damping", args.damping != 0.85),
+                            ("--sum-dtype", args.sum_dtype != "auto"),
+                            ("--no-store-index", args.no_store_index)):
+            if given:
+                raise GraphsysError(f"{flag} applies to a BSP algorithm, not --workload "
+                                    f"{args.workload}")
+    if args.model_gpu is not None and args.model_gpu != "auto":
+        if args.gpu is not None and args.gpu.lower() != args.model_gpu.lower():
+            raise GraphsysError(f"--model-gpu {args.model_gpu} and --gpu {args.gpu} differ")
+        args.gpu = args.model_gpu
+
+
+def _print_summary(prof: dict, t_report: float, started: float, paths) -> None:
+    """The profile's text summary: the time's parts, invocations, the SIMT model and the
+    advice."""
+    from graphsys.analysis.profile import key_figures
+
     figs = key_figures(prof)
     w = prof["workload"]
     if w.get("path"):
@@ -315,7 +343,6 @@ def run(args) -> int:
         print(f"  - {a}")
     if paths:
         print(f"wrote {paths[0]} and {paths[1]}", file=sys.stderr)
-    return 0
 
 
 def thread_lines(threads: list[dict], rows: int = 6) -> list[str]:
