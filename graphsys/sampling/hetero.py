@@ -29,7 +29,7 @@ from graphsys.sampling import _kernels as K
 from graphsys.sampling._util import as_seed_array, derive_seed, run_parallel, scratch
 from graphsys.sampling.base import LayerwiseSampler
 from graphsys.sampling.block import Block
-from graphsys.sampling.neighbor import parse_fanouts, sample_neighbors
+from graphsys.sampling.neighbor import parse_fanouts, pick_neighbors
 from graphsys.storage.graph import Graph
 from graphsys.views import view
 
@@ -309,9 +309,8 @@ class HeteroNeighborSampler(LayerwiseSampler):
             if len(pos) == 0:
                 continue
             # one random stream per relation
-            nbr, counts, _ = sample_neighbors(rows, dst[pos] - lo, fan, replace=self.replace,
-                                              rng_seed=derive_seed(rng_seed, k),
-                                              parallel=par)
+            nbr, counts, _ = pick_neighbors(rows, dst[pos] - lo, fan, self.replace,
+                                            derive_seed(rng_seed, k), par)
             nbrs.append(nbr)
             dsts.append(np.repeat(pos, counts))
             types.append(np.full(len(nbr), k, np.int64))

@@ -14,7 +14,7 @@ import torch
 
 from graphsys.errors import GraphsysError
 from graphsys.sampling import _kernels as K
-from graphsys.sampling._util import run_parallel, scratch
+from graphsys.sampling._util import as_seed_array, run_parallel, scratch
 from graphsys.sampling.adjacency import Adjacency, homogeneous_adjacency
 from graphsys.sampling.base import LayerwiseSampler
 from graphsys.sampling.block import Block
@@ -77,6 +77,14 @@ def sample_neighbors(adj: Adjacency, seeds: np.ndarray, fanout: int, *, replace:
     >>> counts.tolist(), len(nbr), set(nbr[:2].tolist()) <= {1, 2, 3}
     ([2, 1], 3, True)
     """
+    seeds = as_seed_array(seeds, adj.num_rows)   # the kernels read rows unchecked
+    return pick_neighbors(adj, seeds, fanout, replace, rng_seed, parallel)
+
+
+def pick_neighbors(adj: Adjacency, seeds: np.ndarray, fanout: int, replace: bool,
+                   rng_seed: int, parallel: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`sample_neighbors` of ``seeds`` already checked (int64 row ids of ``adj``): what
+    the samplers call on their validated batches."""
     counts = np.empty(len(seeds), np.int64)
     (K.count_picks_par if parallel else K.count_picks_ser)(adj.indptr, seeds, fanout, replace,
                                                            counts)
@@ -195,9 +203,8 @@ class NeighborSampler(LayerwiseSampler):
 
     def _layer_block(self, dst: np.ndarray, layer: int, rng_seed: int, *,
                      parallel: bool | None = None, check: bool = True) -> Block:
-        nbr, counts, _ = sample_neighbors(self.adj, dst, self.fanouts[layer],
-                                          replace=self.replace, rng_seed=rng_seed,
-                                          parallel=run_parallel(parallel))
+        nbr, counts, _ = pick_neighbors(self.adj, dst, self.fanouts[layer], self.replace,
+                                        rng_seed, run_parallel(parallel))
         return make_block(dst, nbr, counts, None, self.num_nodes, check=check)
 
     def __repr__(self) -> str:

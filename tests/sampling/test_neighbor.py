@@ -143,3 +143,12 @@ def test_bad_seeds(graph):
     with pytest.raises(GraphsysError, match="unique"):
         s.sample_blocks(torch.tensor([1, 1]))
     assert parse_fanouts("10, 25") == [10, 25]
+
+
+@pytest.mark.parametrize("bad", [[99], [-5], [0.5]])
+def test_sample_neighbors_refuses_seeds_outside_the_rows(bad):
+    """The one-layer function reads rows unchecked in its kernels: a seed outside the
+    adjacency (or not an integer) is a one-line error, not a crash."""
+    adj = from_coo(np.array([0, 0, 0, 1]), np.array([1, 2, 3, 0]), 4, 4)
+    with pytest.raises(GraphsysError, match="outside the graph|must be integers"):
+        sample_neighbors(adj, np.array(bad), 2)
