@@ -115,8 +115,11 @@ def init_from_env(device: torch.device) -> bool:
         return False
     import torch.distributed as dist
 
-    dist.init_process_group("nccl" if device.type == "cuda" else "gloo",
-                            timeout=timedelta(seconds=process_group_timeout()))
+    timeout = timedelta(seconds=process_group_timeout())
+    try:
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo", timeout=timeout)
+    except RuntimeError as exc:   # a peer gone or frozen while the ranks connect
+        raise _peer_error(exc, os.environ.get("RANK", "?")) from None
     return True
 
 
@@ -368,8 +371,12 @@ def peer_failures(distributed: bool) -> Iterator[None]:
             raise
         import torch.distributed as dist
 
-        rank = dist.get_rank() if dist.is_initialized() else "?"
-        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
-        raise GraphsysError(f"rank {rank}: a peer rank died, froze for more than "
-                            f"{process_group_timeout():.0f} s ({ENV_TIMEOUT}) or failed: "
-                            f"{first}") from None
+        raise _peer_error(exc, dist.get_rank() if dist.is_initialized() else "?") from None
+
+
+def _peer_error(exc: RuntimeError, rank) -> GraphsysError:
+    """The one line of a backend's error on ``rank`` when a peer died, froze past the
+    timeout or closed its connection (the error's first line quoted)."""
+    first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+    return GraphsysError(f"rank {rank}: a peer rank died, froze for more than "
+                         f"{process_group_timeout():.0f} s ({ENV_TIMEOUT}) or failed: {first}")

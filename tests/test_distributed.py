@@ -86,3 +86,28 @@ def test_a_rank_that_destroyed_its_group_leaves_without_teardown():
     lines = out.stdout.splitlines()
     assert lines[0] == "gloo threads after destroy: True"
     assert lines[-1] == "atexit ran" and "teardown ran" not in lines
+
+
+def test_a_peer_gone_while_the_ranks_connect_is_one_line(monkeypatch):
+    """A backend error raised while the process group forms (a peer that died before the
+    full mesh connected, a store that timed out) becomes the one-line peer error naming
+    this rank, not a traceback."""
+    import torch
+    import torch.distributed as dist
+
+    from graphsys import distributed
+    from graphsys.errors import GraphsysError
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("Gloo connectFullMesh failed with [pair.cc:553] Connection closed "
+                           "by peer\nsecond line")
+
+    monkeypatch.setattr(distributed, "initialized", lambda: False)
+    monkeypatch.setattr(dist, "init_process_group", fail)
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "0")
+    with pytest.raises(GraphsysError) as err:
+        distributed.init_from_env(torch.device("cpu"))
+    message = str(err.value)
+    assert message.startswith("rank 0: a peer rank died") and "\n" not in message
+    assert "Connection closed by peer" in message
