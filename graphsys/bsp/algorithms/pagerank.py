@@ -47,6 +47,7 @@ import os
 import time
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numba
@@ -308,20 +309,10 @@ class PageRank(VertexProgram):
         Layouts are built in the setup (its seconds); ranks are mapped back at the end.
         A weighted run declines (returns None): these layouts carry no weights, and the
         engine's supersteps pull ``rank / weighted degree`` times each edge's weight."""
-        n = ctx.num_nodes
-        rank, inv_deg = host_array(state["rank"]), host_array(state["inv_deg"])
-        p = host_array(state["p"]) if state["p"] is not None else np.zeros(0)
         if self.width is not None or self.weighted:
             return None  # the engine's supersteps: their pulls multiply by the weights
         t0 = time.perf_counter()
-        stored, stored_now = None, False
-        if edges.num_edges >= LOCALITY_MAX_DEGREE * n and 8 * n <= PUSH_MAX_BYTES:
-            stored = ctx.graph.adjacency_index(ctx.edge_set, "push")
-            if stored is None:
-                warn_outdated_push(ctx.graph, ctx.graph.edge_set(ctx.edge_set).name)
-            if stored is None and self.store_index and 8 * n > PUSH_STORE_MIN_BYTES:
-                stored = store_push_index(ctx.graph, ctx.edge_set)
-                stored_now = stored is not None
+        stored, stored_now = _push_index(self, ctx, edges)
         map_seconds = time.perf_counter() - t0
         solved = None if stored is not None else solve_krylov(
             self, ctx, edges, state, max_iters, max_bytes=PUSH_STORE_MIN_BYTES,
@@ -329,92 +320,21 @@ class PageRank(VertexProgram):
         if solved is not None:
             solved.setup_seconds += map_seconds
             return solved
-        hub = stored is None and edges._hub_sorts("csc")
-        if stored is None:
-            indptr, idx, hub_order = (edges.hot_adjacency("csc") if hub
-                                      else edges.adjacency("csc"))
-        t0 = time.perf_counter()
-        if stored is None:
-            m, receivers = int(indptr[-1] - indptr[0]), int(np.count_nonzero(np.diff(indptr)))
-        else:
-            m, receivers = stored.info.num_edges, stored.receivers
-        dtype = np.float32 if self.fused_float32 else np.float64
-        pushable = (stored is None and not hub and m >= LOCALITY_MAX_DEGREE * n
-                    and edges.private("csc") and PUSH_MIN_BYTES < 8 * n <= PUSH_MAX_BYTES)
-        order = None  # new id -> engine id of every vertex, when renumbered
-        if stored is not None:
-            order = stored.order
-            layout = stored.layout() + (np.zeros(sums_length(n, stored.bounds)),)
-            step = pagerank_push_step
-            method, direction = "fused-pagerank (push index, degree order)", "push"
-            if stored_now:
-                method = "fused-pagerank (push index, stored by this run, degree order)"
-        elif hub:
-            slot = np.empty(n, idx.dtype)  # where each vertex's sent value goes
-            slot[hub_order] = np.arange(n, dtype=idx.dtype)
-            layout, step = (indptr, idx, slot), pagerank_step
-            method, direction = "fused-pagerank (hub order)", "pull"
-        elif m < LOCALITY_MAX_DEGREE * n:
-            order = bfs_order(indptr, idx)
-            layout = ell_layout(*read_only(*renumber(indptr, idx, order)))
-            step = pagerank_ell_step
-            method, direction = "fused-pagerank (bfs order, ell)", "pull"
-        else:
-            layout, step = (indptr, idx, np.zeros(0, idx.dtype)), pagerank_step
-            method, direction = "fused-pagerank", "pull"
-        if order is not None:
-            rank, inv_deg = rank[order], inv_deg[order]
-            p = p[order] if len(p) else p
-        sent = host_array(state["send"])
-        # ELL reads a padding source N whose value stays 0
-        send = np.zeros(n + (step is pagerank_ell_step), dtype)
-        if hub:
-            send[slot] = sent
-        else:
-            send[:n] = sent[order] if order is not None else sent
-        new_send = np.zeros_like(send)
-        dangling = float(state["dangling"])
-        a, steps, deltas, converged = self.damping, [], [], False
-        setup = map_seconds + time.perf_counter() - t0
+        loop = _FusedLoop.start(self, ctx, edges, state, stored, stored_now)
+        loop.setup += map_seconds
+        steps, deltas, converged = [], [], False
         for it in range(max_iters):
-            if pushable and it == PUSH_FORECAST_AFTER and iterations_left(
+            if loop.pushable and it == PUSH_FORECAST_AFTER and iterations_left(
                     deltas, self.tol, max_iters - it) >= PUSH_BREAK_EVEN_ITERATIONS:
-                t0 = time.perf_counter()
-                out_degree = host_array(ctx.degree("out"))  # float64, counted by init
-                order = degree_order(out_degree)
-                layout = push_layout(indptr, idx, order, out_degree, min_blocks(n))
-                layout += (np.zeros(sums_length(n, layout[0])),)
-                step, direction = pagerank_push_step, "push"
-                method = "fused-pagerank (push blocks, degree order)"
-                rank, inv_deg, send = rank[order], inv_deg[order], send[order]
-                p = p[order] if len(p) else p
-                new_send = np.zeros_like(send)
-                setup += time.perf_counter() - t0
-            t0 = time.perf_counter()
-            scale = a * dangling + (1.0 - a)
-            delta, dangling = step(*layout, send, new_send, rank, inv_deg, p, a, scale / n,
-                                   scale)
-            send, new_send = new_send, send
-            ss = SuperstepStats(superstep=it, active=n, direction=direction, edges_scanned=m,
-                                messages_sent=m, messages_combined=receivers, fused=True)
-            ss.seconds["edges"] = time.perf_counter() - t0
+                loop.switch_to_push(ctx)
+            delta, ss = loop.iterate(it, self.damping)
             steps.append(ss)
             deltas.append(delta)
             if delta < self.tol:
                 converged = True
                 break
-        if dtype == np.float32:
-            # rounded sent values leak rank mass (about 1e-9 of it): the fixed point sums
-            # to 1, so the result does too (a change within the float32 bound)
-            rank /= rank.sum()
-        if order is not None:
-            host_array(state["rank"])[order] = rank
-        np.multiply(host_array(state["rank"]), host_array(state["inv_deg"]),
-                    out=host_array(state["send"]))
-        state["dangling"] = dangling
-        if dtype == np.float32:
-            method += ", float32 sends"
-        return Solved(method, steps, 0 if converged else ctx.num_local, setup)
+        loop.finish(state)
+        return Solved(loop.method, steps, 0 if converged else ctx.num_local, loop.setup)
 
     def solve_on_device(self, ctx, edges, state, schedule, max_iters):
         """The torch backend's supersteps in three ops each (one SpMV), the L1 change read
@@ -449,6 +369,148 @@ def store_push_index(graph, edge_set: str | None):
                       f"it with {build_command(graph, ('push',), es.name)}", stacklevel=2)
         return None
     return graph.adjacency_index(es.name, "push")
+
+
+def _push_index(program: PageRank, ctx, edges):
+    """The graph's ``push`` index where the fused loop would use it (mapped, or stored by
+    this run: :func:`store_push_index`), and whether this run stored it; (None, False)
+    where the graph is too sparse or its sent values too large for a push."""
+    n = ctx.num_nodes
+    if edges.num_edges < LOCALITY_MAX_DEGREE * n or 8 * n > PUSH_MAX_BYTES:
+        return None, False
+    stored = ctx.graph.adjacency_index(ctx.edge_set, "push")
+    if stored is not None:
+        return stored, False
+    warn_outdated_push(ctx.graph, ctx.graph.edge_set(ctx.edge_set).name)
+    if program.store_index and 8 * n > PUSH_STORE_MIN_BYTES:
+        stored = store_push_index(ctx.graph, ctx.edge_set)
+        return stored, stored is not None
+    return None, False
+
+
+@dataclass
+class _FusedLoop:
+    """The state of :meth:`PageRank.solve_in_memory`'s fused loop: the layout a step reads
+    (``step(*layout, send, new_send, rank, inv_deg, p, ...)``), the vertex arrays in its
+    order, and what its statistics report."""
+
+    n: int
+    m: int  # edges scanned per iteration
+    receivers: int  # vertices with an in-edge
+    layout: tuple
+    step: Callable
+    method: str
+    direction: str
+    order: np.ndarray | None  # new id -> engine id of every vertex, when renumbered
+    rank: np.ndarray
+    inv_deg: np.ndarray
+    p: np.ndarray
+    send: np.ndarray
+    new_send: np.ndarray
+    dangling: float
+    float32: bool
+    pushable: bool  # may switch to a push after PUSH_FORECAST_AFTER iterations
+    csc: tuple  # (indptr, idx) the push blocks are built from
+    setup: float = 0.0  # seconds building layouts
+
+    @classmethod
+    def start(cls, program: PageRank, ctx, edges, state, stored, stored_now) -> _FusedLoop:
+        """The layout the graph picks (see :meth:`PageRank.solve_in_memory`), the vertex
+        arrays renumbered into it and the first sent values placed."""
+        n = ctx.num_nodes
+        hub = stored is None and edges._hub_sorts("csc")
+        indptr = idx = None
+        if stored is None:
+            indptr, idx, hub_order = (edges.hot_adjacency("csc") if hub
+                                      else edges.adjacency("csc"))
+        t0 = time.perf_counter()
+        if stored is None:
+            m, receivers = int(indptr[-1] - indptr[0]), int(np.count_nonzero(np.diff(indptr)))
+        else:
+            m, receivers = stored.info.num_edges, stored.receivers
+        pushable = (stored is None and not hub and m >= LOCALITY_MAX_DEGREE * n
+                    and edges.private("csc") and PUSH_MIN_BYTES < 8 * n <= PUSH_MAX_BYTES)
+        order = slot = None
+        if stored is not None:
+            order = stored.order
+            layout = stored.layout() + (np.zeros(sums_length(n, stored.bounds)),)
+            step, direction = pagerank_push_step, "push"
+            method = (f"fused-pagerank (push index, "
+                      f"{'stored by this run, ' if stored_now else ''}degree order)")
+        elif hub:
+            slot = np.empty(n, idx.dtype)  # where each vertex's sent value goes
+            slot[hub_order] = np.arange(n, dtype=idx.dtype)
+            layout, step = (indptr, idx, slot), pagerank_step
+            method, direction = "fused-pagerank (hub order)", "pull"
+        elif m < LOCALITY_MAX_DEGREE * n:
+            order = bfs_order(indptr, idx)
+            layout = ell_layout(*read_only(*renumber(indptr, idx, order)))
+            step = pagerank_ell_step
+            method, direction = "fused-pagerank (bfs order, ell)", "pull"
+        else:
+            layout, step = (indptr, idx, np.zeros(0, idx.dtype)), pagerank_step
+            method, direction = "fused-pagerank", "pull"
+        rank, inv_deg = host_array(state["rank"]), host_array(state["inv_deg"])
+        p = host_array(state["p"]) if state["p"] is not None else np.zeros(0)
+        if order is not None:
+            rank, inv_deg = rank[order], inv_deg[order]
+            p = p[order] if len(p) else p
+        sent = host_array(state["send"])
+        # ELL reads a padding source N whose value stays 0
+        dtype = np.float32 if program.fused_float32 else np.float64
+        send = np.zeros(n + (step is pagerank_ell_step), dtype)
+        if hub:
+            send[slot] = sent
+        else:
+            send[:n] = sent[order] if order is not None else sent
+        return cls(n, m, receivers, layout, step, method, direction, order, rank, inv_deg, p,
+                   send, np.zeros_like(send), float(state["dangling"]),
+                   program.fused_float32, pushable, (indptr, idx),
+                   time.perf_counter() - t0)
+
+    def switch_to_push(self, ctx) -> None:
+        """Renumber by descending out-degree and push into destination blocks from now on
+        (:func:`~graphsys.storage.push_layout.push_layout`); its build joins the setup."""
+        t0 = time.perf_counter()
+        out_degree = host_array(ctx.degree("out"))  # float64, counted by init
+        order = degree_order(out_degree)
+        self.layout = push_layout(*self.csc, order, out_degree, min_blocks(self.n))
+        self.layout += (np.zeros(sums_length(self.n, self.layout[0])),)
+        self.step, self.direction = pagerank_push_step, "push"
+        self.method = "fused-pagerank (push blocks, degree order)"
+        self.order = order
+        self.rank, self.inv_deg, self.send = self.rank[order], self.inv_deg[order], self.send[order]
+        self.p = self.p[order] if len(self.p) else self.p
+        self.new_send = np.zeros_like(self.send)
+        self.setup += time.perf_counter() - t0
+
+    def iterate(self, it: int, a: float) -> tuple[float, SuperstepStats]:
+        """One superstep: one numba call (pull or push and update fused); its L1 change
+        and statistics."""
+        t0 = time.perf_counter()
+        scale = a * self.dangling + (1.0 - a)
+        delta, self.dangling = self.step(*self.layout, self.send, self.new_send, self.rank,
+                                         self.inv_deg, self.p, a, scale / self.n, scale)
+        self.send, self.new_send = self.new_send, self.send
+        ss = SuperstepStats(superstep=it, active=self.n, direction=self.direction,
+                            edges_scanned=self.m, messages_sent=self.m,
+                            messages_combined=self.receivers, fused=True)
+        ss.seconds["edges"] = time.perf_counter() - t0
+        return delta, ss
+
+    def finish(self, state) -> None:
+        """The ranks mapped back into the engine's state, with its sent values and
+        dangling mass."""
+        if self.float32:
+            # rounded sent values leak rank mass (about 1e-9 of it): the fixed point sums
+            # to 1, so the result does too (a change within the float32 bound)
+            self.rank /= self.rank.sum()
+            self.method += ", float32 sends"
+        if self.order is not None:
+            host_array(state["rank"])[self.order] = self.rank
+        np.multiply(host_array(state["rank"]), host_array(state["inv_deg"]),
+                    out=host_array(state["send"]))
+        state["dangling"] = self.dangling
 
 
 #: (graph directory, edge set, manifest digest) of every push index whose store failed in
