@@ -6,9 +6,9 @@ epochs to one unless the config sets them), with named ranges on evaluation, che
 data loading and the adjacency build. Otherwise ``steps`` synthetic minibatch steps of the
 user's node-task :class:`graphsys.gnn.TrainConfig` (model, fanouts, hidden, heads, dropout,
 lr, ...; default :data:`GNN_DEFAULTS`), the model built and the blocks sampled as
-:func:`graphsys.gnn.train` does (undirected graph), on the graph's ``feat``/``label`` node
-columns when present (used as stored, not row-normalised), else seeded random features (16
-floats) and 4 random classes. The SIMT model runs over each block's per-destination
+:func:`graphsys.gnn.train` does (undirected graph), on the graph's ``feat`` node column when
+present (used as stored, not row-normalised), else seeded random features (16 floats), and
+4 random classes. The SIMT model runs over each block's per-destination
 in-degrees (the aggregation loops), one kernel per block.
 """
 
@@ -38,6 +38,13 @@ def block_in_degrees(edge_dst, num_dst: int) -> np.ndarray:
     at ``edge_dst`` (an int tensor of local destination ids). Reads the tensor with
     ``Tensor.numpy()``, which dispatches torch operators: call it outside profiled code."""
     return np.bincount(edge_dst.cpu().numpy(), minlength=num_dst)
+
+
+def _step_flops(blocks: list[tuple[int, int]], dims: list[int]) -> float:
+    """Modelled FLOPs of one training step: ``3 * (2 E a + 4 D a c)`` a block of ``(D, E)``
+    (destinations, edges) in ``blocks``, from layer width ``a`` to ``c`` of ``dims``."""
+    return sum(3 * (2.0 * e * a + 4.0 * n * a * c)
+               for (n, e), a, c in zip(blocks, dims[:-1], dims[1:]))
 
 
 @contextmanager
@@ -129,8 +136,7 @@ def _profile_gnn_train(graph, cfg, *, recorder: SimtRecorder, device: str,
     dims = [state["x_dim"] or cfg.hidden] + [cfg.hidden] * (layers - 1) + [classes]
     flops = 0.0
     for k, blocks in enumerate(state["blocks"]):
-        for (_, n_dst, n_edges), (a, c) in zip(blocks, zip(dims[:-1], dims[1:])):
-            flops += 3 * (2.0 * n_edges * a + 4.0 * n_dst * a * c)
+        flops += _step_flops([(n_dst, n_edges) for _, n_dst, n_edges in blocks], dims)
         recorder.step({"step": k, "direction": "pull", "active": blocks[-1][1]},
                       [(lambda d=block_in_degrees(dst, n): iter([d])) for dst, n, _ in blocks])
     # FLOPs of the modelled batches, scaled to every batch that ran
@@ -175,13 +181,7 @@ def profile_gnn(graph, *, recorder: SimtRecorder, device: str = "cpu", steps: in
     ``trace`` every step is recorded)."""
     from dataclasses import replace
 
-    import torch
-
-    from graphsys.gnn.batches import node_sampler
-    from graphsys.gnn.node_task import build_node_model, node_model_dims
-    from graphsys.gnn.optim import fused_adam
     from graphsys.gnn.overrides import train_config_from_overrides
-    from graphsys.sampling.adjacency import homogeneous_adjacency
 
     cfg = config if config is not None else train_config_from_overrides([], GNN_DEFAULTS)
     if batch_size is not None:
@@ -196,70 +196,25 @@ def profile_gnn(graph, *, recorder: SimtRecorder, device: str = "cpu", steps: in
     steps = 5 if steps is None else steps
     if cfg.task != "node":
         raise GraphsysError(f"task: the GNN profile runs the node task, got {cfg.task!r}")
-    et = graph.entity_types[0] if len(graph.entity_types) == 1 else None
-    if et is None:
+    if len(graph.entity_types) != 1:
         raise GraphsysError("the GNN workload profiles graphs with one entity type")
-    n = graph.num_nodes()
-    cols = graph.node_columns(et)
-    seed = cfg.seed
-    rng = np.random.default_rng(seed)
-    if "feat" in cols:
-        feats = torch.as_tensor(graph.node_column("feat", et))
-    else:
-        feats = torch.as_tensor(rng.standard_normal((n, 16), dtype=np.float32))
-    if "label" in cols:
-        labels = torch.as_tensor(np.maximum(graph.node_column("label", et), 0))
-    else:
-        labels = torch.as_tensor(rng.integers(0, 4, n))
-    classes = int(labels.max()) + 1 if n else 1
-    torch.manual_seed(seed)
-    sampler = node_sampler(cfg, homogeneous_adjacency(graph, et, symmetric=True))
-    dims = node_model_dims(cfg, feats.shape[1], classes, sampler.num_layers)
-    model = build_node_model(cfg, dims)
-    hidden = cfg.hidden
-    dev = torch.device(device)
-    model.to(dev)
-    model.train()
-    opt = fused_adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-    batches = [rng.choice(n, size=min(cfg.batch_size, n), replace=False) for _ in range(steps)]
-    # each step's blocks' (destination ids, destinations), read after the profiled run:
-    # Tensor.numpy() inside it would add operators to the counts
-    block_dst: list[list[tuple[Any, int]]] = []
-    flops = {"v": 0.0}
-
-    def work(marker: StepMarker):
-        for k, seeds in enumerate(batches):
-            marker.step()
-            blocks = sampler.sample_blocks(np.sort(seeds), seed + k, parallel=False)
-            block_dst.append([(b.edge_dst, b.num_dst_nodes) for b in blocks])
-            x = feats[blocks[0].src_nodes].to(dev)
-            y = labels[blocks[-1].dst_nodes].to(dev)
-            blocks = [b.to(dev) for b in blocks]
-            loss = torch.nn.functional.cross_entropy(model(blocks, x), y)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            dims = [feats.shape[1]] + [hidden] * (sampler.num_layers - 1) + [classes]
-            for b, (a, c) in zip(blocks, zip(dims[:-1], dims[1:])):
-                flops["v"] += 3 * (2.0 * b.num_edges * a + 4.0 * b.num_dst_nodes * a * c)
-        marker.finish()
-
-    _, stats = profile_call(work, device=device, trace=trace, schedule=schedule)
-    stats.flops = flops["v"]
-    for k, blocks in enumerate(block_dst):
+    run = _SyntheticSteps(graph, cfg, steps, device)
+    _, stats = profile_call(run.work, device=device, trace=trace, schedule=schedule)
+    stats.flops = run.flops
+    for k, blocks in enumerate(run.block_dst):
         degs = [block_in_degrees(dst, n_dst) for dst, n_dst in blocks]
-        recorder.step({"step": k, "direction": "pull", "active": len(batches[k])},
+        recorder.step({"step": k, "direction": "pull", "active": len(run.batches[k])},
                       [(lambda d=d: iter([d])) for d in degs])
     return {"stats": stats, "steps": steps, "flops": stats.flops,
             "workload": {"kind": "gnn", "model": cfg.model, "steps": steps,
                          "batch_size": cfg.batch_size,
-                         "fanouts": cfg.fanouts or [-1] * sampler.num_layers,
-                         "hidden": hidden, "heads": cfg.heads, "dropout": cfg.dropout,
-                         "lr": cfg.lr, "classes": classes, "device": device,
+                         "fanouts": cfg.fanouts or [-1] * run.sampler.num_layers,
+                         "hidden": cfg.hidden, "heads": cfg.heads, "dropout": cfg.dropout,
+                         "lr": cfg.lr, "classes": run.classes, "device": device,
                          "modelled_flops": stats.flops,
                          "parameters": {k: list(v.shape) for k, v in
-                                        model.named_parameters()},
-                         "features": "feat column" if "feat" in cols else "random (16)",
+                                        run.model.named_parameters()},
+                         "features": "feat column" if run.feat_column else "random (16)",
                          "path": "synthetic steps (the graph has no label column, which "
                                  "graphsys gnn train needs): the trainer's sampler, model "
                                  "and Adam, random labels",
@@ -267,3 +222,61 @@ def profile_gnn(graph, *, recorder: SimtRecorder, device: str = "cpu", steps: in
                          "simt_source": "per-destination in-degrees of every sampled block",
                          "trainer": "the trainer's block sampler, build_node_model and "
                                     "Adam (graphsys.gnn.node_task), not train() itself"}}
+
+
+class _SyntheticSteps:
+    """The synthetic steps of :func:`profile_gnn` on a graph without labels, which the
+    node task (:class:`~graphsys.gnn.node_task.NodeTask`) needs (see the module docstring).
+    :meth:`work` is the profiled section; it keeps each step's blocks' destination ids in
+    ``block_dst``, read after the run (``Tensor.numpy()`` would add operators to the
+    counts), and their FLOPs in ``flops``."""
+
+    def __init__(self, graph, cfg, steps: int, device: str) -> None:
+        import torch
+
+        from graphsys.gnn.batches import node_sampler
+        from graphsys.gnn.node_task import build_node_model, node_model_dims
+        from graphsys.gnn.optim import fused_adam
+        from graphsys.sampling.adjacency import homogeneous_adjacency
+
+        et, n = graph.entity_types[0], graph.num_nodes()
+        self.cfg, self.dev = cfg, torch.device(device)
+        rng = np.random.default_rng(cfg.seed)
+        self.feat_column = "feat" in graph.node_columns(et)
+        self.feats = torch.as_tensor(graph.node_column("feat", et) if self.feat_column else
+                                     rng.standard_normal((n, 16), dtype=np.float32))
+        self.labels = torch.as_tensor(rng.integers(0, 4, n))
+        self.classes = int(self.labels.max()) + 1 if n else 1
+        torch.manual_seed(cfg.seed)
+        self.sampler = node_sampler(cfg, homogeneous_adjacency(graph, et, symmetric=True))
+        layers = self.sampler.num_layers
+        self.model = build_node_model(cfg, node_model_dims(cfg, self.feats.shape[1],
+                                                           self.classes, layers))
+        self.model.to(self.dev)
+        self.model.train()
+        self.opt = fused_adam(self.model.parameters(), lr=cfg.lr,
+                              weight_decay=cfg.weight_decay)
+        self.batches = [rng.choice(n, size=min(cfg.batch_size, n), replace=False)
+                        for _ in range(steps)]
+        self.block_dst: list[list[tuple[Any, int]]] = []
+        self.flops = 0.0
+
+    def work(self, marker: StepMarker) -> None:
+        from torch.nn.functional import cross_entropy
+
+        dims = ([self.feats.shape[1]] + [self.cfg.hidden] * (self.sampler.num_layers - 1)
+                + [self.classes])
+        for k, seeds in enumerate(self.batches):
+            marker.step()
+            blocks = self.sampler.sample_blocks(np.sort(seeds), self.cfg.seed + k,
+                                                parallel=False)
+            self.block_dst.append([(b.edge_dst, b.num_dst_nodes) for b in blocks])
+            x = self.feats[blocks[0].src_nodes].to(self.dev)
+            y = self.labels[blocks[-1].dst_nodes].to(self.dev)
+            blocks = [b.to(self.dev) for b in blocks]
+            loss = cross_entropy(self.model(blocks, x), y)
+            self.opt.zero_grad()
+            loss.backward()
+            self.opt.step()
+            self.flops += _step_flops([(b.num_dst_nodes, b.num_edges) for b in blocks], dims)
+        marker.finish()

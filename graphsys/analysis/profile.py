@@ -227,29 +227,74 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
     []
     """
     from graphsys import jit
-    from graphsys.analysis.balance import (
-        RankWork,
-        rank_bounds,
-        rank_split,
-        storage_balance,
-    )
-    from graphsys.analysis.gnn_workload import profile_gnn
+    from graphsys.analysis.balance import rank_split
     from graphsys.analysis.kernels import dense_reference
-    from graphsys.analysis.ncu import (
-        ENGINE_MAPPING,
-        measure,
-        preflight,
-        validation,
-    )
+    from graphsys.analysis.ncu import ENGINE_MAPPING, measure, preflight, validation
     from graphsys.analysis.ncu_target import target_command
     from graphsys.analysis.report import advice, modelled_notes
-    from graphsys.analysis.workloads import SimtRecorder, profile_bsp, profile_embed
+    from graphsys.analysis.workloads import SimtRecorder
     from graphsys.device import resolve_device
     from graphsys.storage.graph import Graph, open_graph
 
     t0 = time.perf_counter()
     jit_before = jit.cache_counts()
-    stamps: dict[str, float] = {}
+    trace = _check_arguments(workload, embed_config=embed_config, gnn_config=gnn_config,
+                             step_schedule=step_schedule, ncu=ncu,
+                             ncu_launch_count=ncu_launch_count, trace=trace)
+    t_open = time.perf_counter()
+    g = graph if isinstance(graph, Graph) else open_graph(graph)
+    stamps = {"graph open": time.perf_counter() - t_open}
+    rank_split(g.num_partitions, ranks)  # bad ranks fail before anything runs
+    maps = list(dict.fromkeys(resolve_mapping(m) for m in (mappings or MAPPINGS)))
+    if ncu and ENGINE_MAPPING not in maps:
+        maps.append(ENGINE_MAPPING)
+    check_block_size(block_size)
+    dev = str(resolve_device(device))
+    setup = preflight(device, ncu_path) if ncu else None
+    gpu_spec = resolve_gpu(gpu)
+    rec = SimtRecorder(maps, block_size, items_per_thread, gpu_spec)
+    bsp = {"source": source, "backend": backend, "mode": mode, "max_iters": max_iters,
+           "schedule": schedule, "damping": damping, "tol": tol, "sum_dtype": sum_dtype,
+           "store_index": store_index}
+    w, ranked = _run_workload(g, workload, rec, dev, algorithm=algorithm, bsp=bsp,
+                              ranks=ranks, edge_set=edge_set, threads=threads, trace=trace,
+                              steps=steps, batch_size=batch_size, progress=progress,
+                              dimension=dimension, embed_config=embed_config,
+                              gnn_config=gnn_config, step_schedule=step_schedule)
+    t_run = time.perf_counter()
+    out = _run_sections(g, edge_set, w, maps, jit_before)
+    if dense:
+        fps = w["flops"] / max(w["steps"], 1)
+        out["dense_reference"] = dense_reference(fps, min(max(w["steps"], 1), 50), device=dev)
+    out.update(_model_sections(rec, g, out["graph"]["edge_set"], ranks, ranked))
+    if ncu:
+        app = target_command(g.location.uri, algorithm, device=setup.device, mode=mode,
+                             max_iters=max_iters, source=source, edge_set=edge_set)
+        cmd, launches, secs = measure(setup, app, launch_count=ncu_launch_count)
+        model = out["simt"] if len(maps) == 1 else out["simt"][ENGINE_MAPPING]
+        out["ncu"] = validation(cmd, launches, secs, model["mean_utilization"], setup)
+    start = t0 if started is None else started
+    out["time"] = _time_section(w, start, t0, stamps, t_run, started is not None)
+    out["kernels"].update(_invocation_rates(out, w))
+    out["model_gpu"] = (dev.startswith("cuda") or ncu) if model_gpu is None else bool(
+        model_gpu)
+    out["gpu"] = gpu_spec.name
+    out["advice"] = advice(out)
+    out["modelled"] = modelled_notes(out) if out["model_gpu"] else []
+    out["seconds"] = time.perf_counter() - t0
+    out["time"]["profiler"].append({"name": "SIMT model, balance, dense reference and "
+                                            "advice (after the run)",
+                                    "seconds": time.perf_counter() - t_run})
+    out["time"]["overhead"] = overhead(out["time"], start, w["stats"].timing)
+    return out
+
+
+def _check_arguments(workload: str, *, embed_config, gnn_config, step_schedule, ncu: bool,
+                     ncu_launch_count: int | None, trace):
+    """:func:`profile_graph`'s checks of the arguments that need no graph, each refusal one
+    line; returns ``trace`` checked (:func:`graphsys.trace.check_trace_path`)."""
+    from graphsys.trace import check_trace_path
+
     if workload not in WORKLOADS:
         raise GraphsysError(f"unknown workload {workload!r} (choose from embed, gnn, mining, "
                             f"or a BSP algorithm)")
@@ -266,94 +311,82 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
     if ncu_launch_count is not None and ncu_launch_count < 1:
         raise ParameterError("ncu_launch_count", f"must be a positive integer, got "
                                                  f"{ncu_launch_count}")
-    if trace is not None:
-        from graphsys.trace import check_trace_path
+    return None if trace is None else check_trace_path(trace)
 
-        trace = check_trace_path(trace)
-    t_open = time.perf_counter()
-    g = graph if isinstance(graph, Graph) else open_graph(graph)
-    stamps["graph open"] = time.perf_counter() - t_open
-    rank_split(g.num_partitions, ranks)  # bad ranks fail before anything runs
-    maps = list(dict.fromkeys(resolve_mapping(m) for m in (mappings or MAPPINGS)))
-    if ncu and ENGINE_MAPPING not in maps:
-        maps.append(ENGINE_MAPPING)
-    check_block_size(block_size)
-    dev = str(resolve_device(device))
-    setup = preflight(device, ncu_path) if ncu else None
-    gpu_spec = resolve_gpu(gpu)
-    rec = SimtRecorder(maps, block_size, items_per_thread, gpu_spec)
-    ranked = None
+
+def _run_workload(g, workload: str, recorder, device: str, *, algorithm: str | None,
+                  bsp: dict[str, Any], ranks: int, edge_set: str | None, threads: int | None,
+                  trace, steps: int | None, batch_size: int | None, progress: bool,
+                  dimension: int, embed_config, gnn_config, step_schedule):
+    """``workload`` run under the profiler with :func:`profile_graph`'s arguments (``bsp``:
+    the BSP run's keywords): its figures, and the per-rank work of a BSP run's supersteps
+    over several ``ranks`` (:class:`~graphsys.analysis.balance.RankWork`), else None."""
+    from graphsys.analysis import workloads as W
+
     if workload == "bsp":
+        from graphsys.analysis.balance import RankWork, rank_bounds
+
         if algorithm is None:
             raise ParameterError("algorithm", "is needed by the bsp workload: name a BSP "
                                               "algorithm (e.g. pagerank), or profile the "
                                               "embed or gnn workload")
         ranked = RankWork(rank_bounds(g, ranks)) if ranks > 1 else None
-        w = profile_bsp(g, algorithm, recorder=rec, source=source, device=dev,
-                        backend=backend, mode=mode, max_iters=max_iters, edge_set=edge_set,
-                        schedule=schedule, threads=threads, damping=damping, tol=tol,
-                        sum_dtype=sum_dtype, store_index=store_index, rank_work=ranked,
-                        trace=trace)
-    elif workload == "mining":
+        return W.profile_bsp(g, algorithm, recorder=recorder, device=device,
+                             edge_set=edge_set, threads=threads, rank_work=ranked,
+                             trace=trace, **bsp), ranked
+    if workload == "mining":
         from graphsys.analysis.mining_workload import profile_mining
 
-        w = profile_mining(g, recorder=rec, threads=threads, edge_set=edge_set, trace=trace)
-    elif workload == "embed":
-        w = profile_embed(g, recorder=rec, device=dev, dimension=dimension,
-                          batch_size=batch_size, edge_set=edge_set, trace=trace,
-                          config=embed_config, steps=steps, progress=progress)
-    else:
-        from graphsys.analysis.sampling import DEFAULT_SCHEDULE
+        return profile_mining(g, recorder=recorder, threads=threads, edge_set=edge_set,
+                              trace=trace), None
+    if workload == "embed":
+        return W.profile_embed(g, recorder=recorder, device=device, dimension=dimension,
+                               batch_size=batch_size, edge_set=edge_set, trace=trace,
+                               config=embed_config, steps=steps, progress=progress), None
+    from graphsys.analysis.gnn_workload import profile_gnn
+    from graphsys.analysis.sampling import DEFAULT_SCHEDULE
 
-        w = profile_gnn(g, recorder=rec, device=dev, steps=steps, config=gnn_config,
-                        batch_size=batch_size, trace=trace, progress=progress,
-                        schedule=DEFAULT_SCHEDULE if step_schedule == "auto" else step_schedule)
-    t_run = time.perf_counter()
+    return profile_gnn(g, recorder=recorder, device=device, steps=steps, config=gnn_config,
+                       batch_size=batch_size, trace=trace, progress=progress,
+                       schedule=DEFAULT_SCHEDULE if step_schedule == "auto"
+                       else step_schedule), None
+
+
+def _run_sections(g, edge_set: str | None, w: dict[str, Any], maps: list[str],
+                  jit_before: dict[str, int]) -> dict[str, Any]:
+    """The report's sections on the run itself: ``graph``, ``workload``, ``mappings``,
+    ``kernels``, ``transfers`` and ``jit`` (the kernel signatures compiled, i.e. cache
+    misses, and loaded from the kernel cache since ``jit_before``)."""
+    from graphsys import jit
+
     jit_after = jit.cache_counts()
     d = w["stats"].to_dict()
     if d["kernels"].get("steps", 0) == 0:
         d["kernels"]["steps"] = w["steps"]
     es = g.edge_set(edge_set)
-    out: dict[str, Any] = {
-        "graph": {"path": str(g.path), "nodes": g.num_nodes(), "edges": es.num_edges,
-                  "edge_set": es.name, "num_partitions": g.num_partitions},
-        "workload": w["workload"], "mappings": maps,
-        "kernels": d["kernels"], "transfers": d["transfers"],
-        # kernel signatures compiled (cache misses) and loaded from the kernel cache
-        "jit": {k: jit_after[k] - jit_before[k] for k in jit_after} | {
-            "cache": jit.cache_location()},
-    }
-    if dense:
-        fps = w["flops"] / max(w["steps"], 1)
-        out["dense_reference"] = dense_reference(fps, min(max(w["steps"], 1), 50), device=dev)
+    return {"graph": {"path": str(g.path), "nodes": g.num_nodes(), "edges": es.num_edges,
+                      "edge_set": es.name, "num_partitions": g.num_partitions},
+            "workload": w["workload"], "mappings": maps,
+            "kernels": d["kernels"], "transfers": d["transfers"],
+            "jit": {k: jit_after[k] - jit_before[k] for k in jit_after} | {
+                "cache": jit.cache_location()}}
+
+
+def _model_sections(rec, g, edge_set: str, ranks: int, ranked) -> dict[str, Any]:
+    """The SIMT model's sections: ``simt`` and ``load_balance`` of ``rec`` (flat for one
+    mapping, else keyed by mapping) and ``storage`` (also in ``load_balance``), with the
+    per-rank work of every superstep (``ranked``) under ``storage.ranks`` when given."""
+    from graphsys.analysis.balance import storage_balance
+
+    maps = rec.mappings
     sims = rec.result()
     lbs = {m: r.pop("load_balance") for m, r in sims.items()}
-    out["simt"] = sims[maps[0]] if len(maps) == 1 else sims
-    out["load_balance"] = dict(lbs[maps[0]] if len(maps) == 1 else lbs)
-    out["storage"] = storage_balance(g, es.name, ranks)
+    out = {"simt": sims[maps[0]] if len(maps) == 1 else sims,
+           "load_balance": dict(lbs[maps[0]] if len(maps) == 1 else lbs),
+           "storage": storage_balance(g, edge_set, ranks)}
     if ranked is not None:
         out["storage"]["ranks"]["supersteps"] = ranked.result()
     out["load_balance"]["storage"] = out["storage"]
-    if ncu:
-        app = target_command(g.location.uri, algorithm, device=setup.device, mode=mode,
-                             max_iters=max_iters, source=source, edge_set=edge_set)
-        cmd, launches, secs = measure(setup, app, launch_count=ncu_launch_count)
-        out["ncu"] = validation(cmd, launches, secs, sims[ENGINE_MAPPING]["mean_utilization"],
-                                setup)
-    out["time"] = _time_section(w, t0 if started is None else started, t0, stamps, t_run,
-                                 started is not None)
-    out["kernels"].update(_invocation_rates(out, w))
-    out["model_gpu"] = (dev.startswith("cuda") or ncu) if model_gpu is None else bool(
-        model_gpu)
-    out["gpu"] = gpu_spec.name
-    out["advice"] = advice(out)
-    out["modelled"] = modelled_notes(out) if out["model_gpu"] else []
-    out["seconds"] = time.perf_counter() - t0
-    out["time"]["profiler"].append({"name": "SIMT model, balance, dense reference and "
-                                            "advice (after the run)",
-                                    "seconds": time.perf_counter() - t_run})
-    out["time"]["overhead"] = overhead(out["time"], t0 if started is None else started,
-                                       w["stats"].timing)
     return out
 
 

@@ -33,6 +33,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -275,15 +276,11 @@ def profile_bsp(graph, algorithm: str, *, recorder: SimtRecorder, source=None,
     code path ran (backend, ``stats.method``, schedule)."""
     import numba
 
-    from graphsys.bsp import run as bsp_run
-
-    def program():
-        return make_program(graph, algorithm, source=source, damping=damping, tol=tol,
-                            edge_set=edge_set, sum_dtype=sum_dtype, store_index=store_index)
-
+    program = partial(make_program, graph, algorithm, source=source, damping=damping, tol=tol,
+                      edge_set=edge_set, sum_dtype=sum_dtype, store_index=store_index)
     prog, limit = program()
-    iters = max_iters if max_iters is not None else limit
-    common = {"mode": mode, "max_iters": iters, "edge_set": edge_set}
+    common = {"mode": mode, "max_iters": max_iters if max_iters is not None else limit,
+              "edge_set": edge_set}
     threads = threads or numba.get_num_threads()
     log = FrontierLog()
     # On the CPU the frontier is recorded during the profiled run itself (DLPack views: no
@@ -294,83 +291,26 @@ def profile_bsp(graph, algorithm: str, *, recorder: SimtRecorder, source=None,
     single = str(device) == "cpu"
     if single:
         log.install(prog)
-
-    # profiled run -----------------------------------------------------------------------
-    def work(marker: StepMarker):
-        inner_init = prog.init
-
-        def init(ctx):
-            out = inner_init(ctx)
-            marker.step()
-            return out
-
-        def progress(ss) -> None:
-            if single:
-                log.superstep(ss)
-            marker.step()
-
-        prog.init = init
-        res = bsp_run(graph, prog, device=device, backend=backend, progress=progress,
-                      schedule=schedule, threads=threads, **common)
-        marker.finish()
-        return res.stats
-
-    degs: dict[str, np.ndarray] = {}
     try:
-        # a CPU run has no device to copy to: no transfer counter (see profile_call)
-        run, stats = profile_call(work, device=device, count_transfers=str(device) != "cpu",
-                                  trace=trace)
+        run, stats = _profiled_run(graph, prog, log if single else None, device=device,
+                                   backend=backend, schedule=schedule, threads=threads,
+                                   trace=trace, **common)
         n_steps = run.num_supersteps
-        stats.finish_invocations += sum(stats.per_step[n_steps:])
-        stats.per_step = stats.per_step[:n_steps]
         scanned = run.totals()["edges_scanned"]
         stats.flops = 2.0 * scanned
-        trim_heap()  # the run's freed batch temporaries: not part of the next phases' peak
-
-        model_seconds = 0.0
-        model_steps = n_steps
-        if run.method != "supersteps":
-            single = False
+        model_seconds, model_steps = 0.0, n_steps
+        single = single and run.method == "supersteps"
         common["mode"] = run.mode  # the model run reads the edges as the profiled one did
         if not single:  # model run: frontiers in engine order
             log.close()
             log = FrontierLog()
-            mprog, _ = program()
-            log.install(mprog)
-            t0 = time.perf_counter()
-            model_steps = bsp_run(graph, mprog, device="cpu", backend="numba",
-                                  progress=log.superstep, fuse=False,
-                                  **common).stats.num_supersteps  # the hooks see each one
-            model_seconds = time.perf_counter() - t0
-            trim_heap()
-
-        # SIMT model over each superstep's work items, after the run (buckets unmapped)
+            model_steps, model_seconds = _model_run(graph, program()[0], log, common)
         t0 = time.perf_counter()
-        es = graph.edge_set(edge_set).name
-
-        def deg(direction: str) -> np.ndarray:
-            if direction not in degs:
-                degs[direction] = graph.degrees(es, direction)
-            return degs[direction]
-
-        all_ranks: dict[str, np.ndarray] = {}  # per-rank work of all-active supersteps
-        for info, ref, pull in log.steps:
-            everyone = ref is None or ref is ALL
-            passes = _passes(prog.direction, pull)
-            recorder.step(info, [_chunks_of(deg(d), log.mask(ref)) for d in passes],
-                          cache_key=(info["direction"], "all") if everyone else None)
-            if rank_work is not None:
-                if not everyone or info["direction"] not in all_ranks:
-                    w = sum(work_by_range(_chunks_of(deg(d), log.mask(ref), with_ids=True),
-                                          rank_work.bounds) for d in passes)
-                    if everyone:
-                        all_ranks[info["direction"]] = w
-                rank_work.add(all_ranks[info["direction"]] if everyone else w)
+        _replay(graph, edge_set, prog.direction, log, recorder, rank_work)
         simt_seconds = time.perf_counter() - t0
         record_seconds = log.record_seconds
     finally:
         log.close()
-        degs.clear()
     return {"stats": stats, "run": run.to_dict(), "steps": n_steps, "flops": stats.flops,
             "model_seconds": model_seconds,
             "workload": {"kind": "bsp", "algorithm": algorithm, "mode": run.mode,
@@ -392,6 +332,78 @@ def profile_bsp(graph, algorithm: str, *, recorder: SimtRecorder, source=None,
                              if single else "frontier of every superstep (model run, numba "
                              "on CPU, BSP supersteps: the profiled run's device or "
                              "whole-graph method has none to read)")}}
+
+
+def _profiled_run(graph, prog, log: FrontierLog | None, *, device: str, trace, **run_kw):
+    """``prog`` run (:func:`graphsys.bsp.run`, ``run_kw``) under :func:`profile_call`, a step
+    a superstep (the first from ``init``), each noted in ``log`` when given: its ``RunStats``
+    and ``KernelStats`` (invocations after the last superstep: the finish's)."""
+    from graphsys.bsp import run as bsp_run
+
+    def work(marker: StepMarker):
+        inner_init = prog.init
+
+        def init(ctx):
+            out = inner_init(ctx)
+            marker.step()
+            return out
+
+        def progress(ss) -> None:
+            if log is not None:
+                log.superstep(ss)
+            marker.step()
+
+        prog.init = init
+        res = bsp_run(graph, prog, device=device, progress=progress, **run_kw)
+        marker.finish()
+        return res.stats
+
+    # a CPU run has no device to copy to: no transfer counter (see profile_call)
+    run, stats = profile_call(work, device=device, count_transfers=str(device) != "cpu",
+                              trace=trace)
+    stats.finish_invocations += sum(stats.per_step[run.num_supersteps:])
+    stats.per_step = stats.per_step[:run.num_supersteps]
+    trim_heap()  # the run's freed batch temporaries: not part of the next phases' peak
+    return run, stats
+
+
+def _model_run(graph, prog, log: FrontierLog, run_kw: dict[str, Any]) -> tuple[int, float]:
+    """The model run of ``prog`` (numba on the CPU, BSP supersteps, ``run_kw``), its
+    frontiers in engine order recorded in ``log``: its supersteps and seconds."""
+    from graphsys.bsp import run as bsp_run
+
+    log.install(prog)
+    t0 = time.perf_counter()
+    steps = bsp_run(graph, prog, device="cpu", backend="numba", progress=log.superstep,
+                    fuse=False, **run_kw).stats.num_supersteps  # the hooks see each one
+    seconds = time.perf_counter() - t0
+    trim_heap()
+    return steps, seconds
+
+
+def _replay(graph, edge_set: str | None, direction: str, log: FrontierLog,
+            recorder: SimtRecorder, rank_work: RankWork | None) -> None:
+    """The SIMT model (``recorder``) over the degrees of each logged superstep's work items
+    (a program of ``direction``, :func:`_passes`), after the run (its buckets unmapped);
+    with ``rank_work``, the items charged to the ranks that own them too."""
+    es = graph.edge_set(edge_set).name
+    degs: dict[str, np.ndarray] = {}
+    all_ranks: dict[str, np.ndarray] = {}  # per-rank work of all-active supersteps
+    for info, ref, pull in log.steps:
+        everyone = ref is None or ref is ALL
+        passes = _passes(direction, pull)
+        for d in passes:
+            if d not in degs:
+                degs[d] = graph.degrees(es, d)
+        recorder.step(info, [_chunks_of(degs[d], log.mask(ref)) for d in passes],
+                      cache_key=(info["direction"], "all") if everyone else None)
+        if rank_work is not None:
+            if not everyone or info["direction"] not in all_ranks:
+                w = sum(work_by_range(_chunks_of(degs[d], log.mask(ref), with_ids=True),
+                                      rank_work.bounds) for d in passes)
+                if everyone:
+                    all_ranks[info["direction"]] = w
+            rank_work.add(all_ranks[info["direction"]] if everyone else w)
 
 
 # ---------------------------------------------------------------------------------------------
