@@ -189,11 +189,13 @@ def test_relation_norm_counts_edges_of_destination_and_relation():
     torch.testing.assert_close(got, torch.tensor(want))
 
 
-def test_given_edge_norm_and_unvalidated_ids():
+def test_given_edge_norm_and_unvalidated_ids(monkeypatch):
     """``edge_norm`` replaces aggr's factors (all ones: the sum); ``validate=False`` takes
-    the block as it is, with no host read of the relation ids."""
+    the block as it is, with no host read of the relation ids (on a GPU's path)."""
     from graphsys.analysis.device_counts import DeviceWorkCounter
+    from graphsys.gnn.conv import rgcn
 
+    monkeypatch.setattr(rgcn, "BLOCKS_PER_RELATION", frozenset())
     torch.manual_seed(0)
     block = random_block()
     x = torch.randn(block.num_src_nodes, 8)
@@ -227,6 +229,7 @@ def test_block_messages_in_chunks_match_one_product(monkeypatch):
     chunks, with the same output and gradients."""
     from graphsys.gnn.conv import rgcn
 
+    monkeypatch.setattr(rgcn, "BLOCKS_PER_RELATION", frozenset())  # the gather on the CPU
     torch.manual_seed(0)
     conv = RGCNConv(8, 4, 4, num_blocks=2)
     block = random_block(num_edges=50)
@@ -239,3 +242,25 @@ def test_block_messages_in_chunks_match_one_product(monkeypatch):
         outs.append((out.detach(), gx))
     torch.testing.assert_close(outs[0][0], outs[1][0])
     torch.testing.assert_close(outs[0][1], outs[1][1])
+
+
+@pytest.mark.parametrize("kw", [{"num_blocks": 2}, {"num_blocks": 4, "aggr": "sum"}])
+def test_block_messages_per_relation_match_the_gather(monkeypatch, kw):
+    """Blocks multiplied one relation at a time (the CPU's way) and gathered per edge (the
+    other devices'): the same output and gradients, both equal to the dense reference."""
+    from graphsys.gnn.conv import rgcn
+
+    torch.manual_seed(0)
+    conv = RGCNConv(8, 4, 4, **kw)
+    block = random_block(num_edges=60)
+    x = torch.randn(block.num_src_nodes, 8, requires_grad=True)
+    got = []
+    for per_relation in (frozenset({"cpu"}), frozenset()):
+        monkeypatch.setattr(rgcn, "BLOCKS_PER_RELATION", per_relation)
+        out = conv(x, block)
+        grads = torch.autograd.grad(out.square().sum(), [x, conv.weight])
+        got.append((out.detach(), *grads))
+    for a, b in zip(*got):
+        torch.testing.assert_close(a, b)
+    torch.testing.assert_close(got[0][0].double(), dense_reference(conv, x.detach(), block),
+                               rtol=1e-5, atol=1e-5)

@@ -29,6 +29,14 @@ def relation_of_edges(block: Block, edge_type: torch.Tensor | None) -> torch.Ten
 #: a step's graph is one product, a whole graph's (an evaluation) a few
 BLOCK_GATHER = 1 << 27
 
+#: Device types on which RGCNConv's block-diagonal messages are multiplied one relation at
+#: a time (edges sorted by relation, each relation's blocks applied to its chunk of
+#: sources in one batched product, the chunks' sizes read on the host): on the CPU the
+#: batched product of each edge's own gathered blocks costs more (tiny matrices, and a
+#: scatter of (E, B, in/B, out/B) gradients). Other devices gather the blocks per edge,
+#: with no host synchronisation.
+BLOCKS_PER_RELATION = frozenset({"cpu"})
+
 
 def relation_norm(dst: torch.Tensor, edge_type: torch.Tensor, num_relations: int
                   ) -> torch.Tensor:
@@ -122,10 +130,10 @@ class RGCNConv(nn.Module):
     (a :class:`~graphsys.sampling.hetero.TypedBlock`, or ``edge_type`` int64 (E,));
     output float (num_dst_nodes, F'). Memory: the gathered sources and the messages,
     (E, F) + (E, F') floats, plus for the basis decomposition (E, B, F') projected rows
-    and for blocks each edge's relation blocks, (E, F F' / B) floats gathered in edge
-    chunks of at most ``BLOCK_GATHER`` floats; free weights are never gathered per edge.
-    No operator loops over the relations except with free weights (one product per
-    relation present, their counts read on the host).
+    and for blocks off the CPU each edge's relation blocks, (E, F F' / B) floats gathered
+    in edge chunks of at most ``BLOCK_GATHER`` floats; free weights, and blocks on the CPU
+    (:data:`BLOCKS_PER_RELATION`), are never gathered per edge: one product per relation
+    present, their counts read on the host. No other operator loops over the relations.
 
     References
     ----------
@@ -234,14 +242,15 @@ class RGCNConv(nn.Module):
 
     def _propagate(self, x, src, dst, et, n_dst, norm) -> torch.Tensor:
         """:math:`\\sum_r \\sum_j c_{i,r}^{-1} \\mathbf{W}_r^\\top \\mathbf{h}_j`
-        for every relation at once, without a per-relation loop: blocks gather each edge's
-        relation blocks (E, B, in/B, out/B) and multiply in one batched matmul; bases
-        project every source once per basis and mix the bases per edge; free weights sort
-        the edges by relation and multiply one chunk per relation."""
+        for every relation at once: bases project every source once per basis and mix the
+        bases per edge; blocks (off :data:`BLOCKS_PER_RELATION`) gather each edge's
+        relation blocks (E, B, in/B, out/B) and multiply in one batched matmul; free
+        weights (and blocks on :data:`BLOCKS_PER_RELATION`) sort the edges by relation and
+        multiply one chunk per relation."""
         if self.num_bases is not None:
             xw = torch.einsum("ni,bio->nbo", x, self.weight).index_select(0, src)
             msg = torch.einsum("eb,ebo->eo", self.comp.index_select(0, et), xw)
-        elif self.num_blocks is not None:
+        elif self.num_blocks is not None and x.device.type not in BLOCKS_PER_RELATION:
             # a chunk's gathered blocks hold at most BLOCK_GATHER floats
             step = max(1, BLOCK_GATHER // self.weight[0].numel())
             parts = [self._block_messages(x, src[i:i + step], et[i:i + step])
@@ -263,7 +272,7 @@ class RGCNConv(nn.Module):
         return torch.matmul(h, self.weight.index_select(0, et)).view(e, self.out_dim)
 
     def _per_relation(self, x, src, et) -> tuple[torch.Tensor, torch.Tensor]:
-        """Messages of free relation weights, edges sorted by relation (and that order):
+        """Messages of free or block weights, edges sorted by relation (and that order):
         the sources gathered once and split into one chunk per relation (autograd joins
         the chunks' gradients once); a (E, in_dim, out_dim) weight gather would not fit."""
         order = torch.argsort(et, stable=True)
@@ -271,7 +280,17 @@ class RGCNConv(nn.Module):
         counts = torch.bincount(et, minlength=self.num_relations).tolist()
         parts = torch.split(x.index_select(0, src), counts)
         weights = self.weight.unbind(0)
-        return torch.cat([parts[r] @ weights[r] for r, c in enumerate(counts) if c]), order
+        return torch.cat([self._times(parts[r], weights[r])
+                          for r, c in enumerate(counts) if c]), order
+
+    def _times(self, h: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        """Rows ``h`` (n, in_dim) times one relation's weight: a full matrix, or its
+        blocks (B, in/B, out/B) applied to each row's B slices in one batched product."""
+        if self.num_blocks is None:
+            return h @ w
+        b = self.num_blocks
+        return torch.bmm(h.view(-1, b, self.in_dim // b).transpose(0, 1), w
+                         ).transpose(0, 1).reshape(-1, self.out_dim)
 
     def __repr__(self) -> str:
         dec = (f", num_bases={self.num_bases}" if self.num_bases is not None else
