@@ -1392,9 +1392,9 @@ def train_rgcn(ctx: Ctx, graph, seconds: float) -> dict:
                           eval_every=2, seed=0,
                           rgcn=RGCNSettings(num_blocks=4, eval_max=200, max_seconds=seconds))
     else:
-        # the config's d = 200 and 10,000 triples a step suit one CPU core; on the GPU the
-        # paper's FB15k-237 model (Schlichtkrull et al. 2018, Sec. 5: two layers, d = 500,
-        # block-diagonal 5 x 5 blocks) and batches of 30,000 triples; validation every 50
+        # the config's d = 200 suits one CPU core; on the GPU the paper's FB15k-237 model
+        # (Schlichtkrull et al. 2018, Sec. 5: two layers, d = 500, block-diagonal 5 x 5
+        # blocks) and batches of 30,000 triples (the config's too); validation every 50
         # epochs (500 steps, DGL's example's cadence) so that ranking does not take the time
         hidden = ctx.args.rgcn_hidden or 500
         cfg = load_train_config(REPO / "datasets" / "configs" / "fb15k-237-rgcn.toml",

@@ -164,9 +164,9 @@ def test_settings_are_nested_and_checked(kg):
 
 def test_shipped_config_loads_and_runs(kg):
     """datasets/configs/fb15k-237-rgcn.toml is a TrainConfig with an [rgcn] table; it runs
-    as shipped (here one epoch of its 10,000-triple batches on the small graph)."""
+    as shipped (here one epoch of its 30,000-triple batches on the small graph)."""
     cfg = load_train_config(SHIPPED)
-    assert (cfg.model, cfg.hidden, cfg.batch_size, cfg.epochs) == ("rgcn", 200, 10000, 215)
+    assert (cfg.model, cfg.hidden, cfg.batch_size, cfg.epochs) == ("rgcn", 200, 30000, 215)
     assert (cfg.rgcn.num_blocks, cfg.rgcn.max_seconds, cfg.metrics_k) == (40, 1200, (1, 3, 10))
     res = train(kg, load_train_config(SHIPPED, {"epochs": 1}))
     assert res.extra["steps"] == 1 and {"mrr", "hits@10", "val_mrr"} <= set(res.metrics)
