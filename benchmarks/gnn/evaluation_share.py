@@ -30,7 +30,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -63,28 +62,32 @@ class Factory(nn.Module):
 '''
 
 
-def graphsys_cli(*args: str | os.PathLike, cwd: Path | None = None) -> None:
-    """Run ``graphsys ARGS`` (this interpreter's), quietly; its error ends the benchmark."""
-    subprocess.run([sys.executable, "-m", "graphsys", *map(str, args), "--quiet"], check=True,
-                   cwd=cwd, stdout=subprocess.DEVNULL)
+def graphsys_cli(*args: str | os.PathLike) -> None:
+    """Run ``graphsys ARGS`` (this interpreter's), quietly; its error ends the benchmark in
+    one message (the command and the tail of its stderr)."""
+    harness.run_child([sys.executable, "-m", "graphsys", *map(str, args), "--quiet"])
 
 
 def build(work: Path, nodes: int) -> dict[str, Path]:
-    """The two graphs (``masks``: the generated node table; ``split``: without its masks),
-    made once under ``work``."""
+    """The two graphs of ``nodes`` nodes (``masks``: the generated node table; ``split``:
+    without its masks), made once under ``work/sbm-<nodes>``."""
     import pyarrow.parquet as pq
 
-    graphs = {"masks": work / "sbm-masks", "split": work / "sbm-split"}
+    base = work / f"sbm-{nodes}"
+    graphs = {"masks": base / "masks", "split": base / "split"}
     if all((g / "manifest.json").exists() for g in graphs.values()):
         return graphs
-    edges = work / "sbm.parquet"
+    base.mkdir(parents=True, exist_ok=True)
+    edges = base / "sbm.parquet"
     graphsys_cli("generate", "sbm", "--nodes", str(nodes), "--out", edges, "--overwrite")
-    table = pq.read_table(work / "sbm.nodes.parquet")
+    table = pq.read_table(base / "sbm.nodes.parquet")
     pq.write_table(table.drop([c for c in table.column_names if c.endswith("_mask")]),
-                   work / "sbm.nomask.parquet")
+                   base / "sbm.nomask.parquet")
     for name, node_table in (("masks", "sbm.nodes.parquet"), ("split", "sbm.nomask.parquet")):
+        if graphs[name].exists():  # a build cut short: ingest refuses an existing directory
+            shutil.rmtree(graphs[name])
         graphsys_cli("ingest", edges, "--out", graphs[name], "--undirected", "--partitions", "2",
-                     "--nodes", work / node_table)
+                     "--nodes", base / node_table)
     return graphs
 
 
@@ -123,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.epochs < 2:
         ap.error("--epochs must be at least 2 (the first epoch is not counted)")
+    if args.pairs < 1:
+        ap.error("--pairs must be at least 1")
     run = harness.Run("gnn/evaluation_share", args.record, memory=False)
     work = Path(args.work or tempfile.mkdtemp(prefix="gs-bench-evalshare-"))
     work.mkdir(parents=True, exist_ok=True)
