@@ -50,7 +50,8 @@ def register(subparsers) -> None:
                    metavar="NAME:LHS:RHS",
                    help="a typed relation: edges of relation NAME join an entity of type LHS "
                         "to one of type RHS (repeatable; default: one entity type)")
-    p.add_argument("--delimiter", help="text delimiter (default: sniffed; tab, comma or spaces)")
+    p.add_argument("--delimiter", help="text delimiter, one character; \\t for a tab "
+                                       "(default: sniffed; tab, comma or spaces)")
     p.add_argument("--header", choices=("auto", "yes", "no"), default="auto",
                    help="text header line: auto (default: a header only when the first line "
                         "holds the named columns, or is non-numeric in every field while the "
@@ -149,7 +150,7 @@ def _ingest(args, out, appending: bool):
         src_col=column_arg(args.src_col), dst_col=column_arg(args.dst_col),
         rel_col=column_arg(args.rel_col), weight_col=column_arg(args.weight_col),
         edge_columns=_edge_columns(args.edge_columns),
-        relation=args.relation, delimiter=args.delimiter,
+        relation=args.relation, delimiter=_escape(args.delimiter),
         header=False if args.no_header else {"auto": None, "yes": True, "no": False}[
             args.header],
         edge_set=args.edge_set, nodes=args.nodes, undirected=args.undirected,
@@ -183,3 +184,8 @@ def _edge_columns(spec: str) -> dict[str, str | int]:
             name, _, col = item.partition("=")
             out[name.strip()] = column_arg(col.strip()) if col.strip() else name.strip()
     return out
+
+
+def _escape(delimiter: str | None) -> str | None:
+    """``--delimiter``: a shell's ``\\t`` (backslash, t) is the tab it stands for."""
+    return "\t" if delimiter == "\\t" else delimiter

@@ -128,11 +128,15 @@ def sha256_file(path: Path, chunk: int = 8 << 20) -> str:
 def atomic_path(path: Path, *, overwrite: bool = False) -> Iterator[Path]:
     """Yield a temp path beside ``path``; on success fsync it and rename it to ``path``.
 
-    On any exception the temp file is removed, so ``path`` is never half written.
+    On any exception the temp file is removed, so ``path`` is never half written. A
+    ``path`` that exists (unless ``overwrite``) or whose directory does not is refused in
+    one line before anything is written.
     """
     path = Path(path)
     if path.exists() and not overwrite:
         raise GraphsysError(f"{path}: already exists (remove it or choose another name)")
+    if not path.parent.is_dir():
+        raise GraphsysError(f"{path}: cannot write in {path.parent} (no such directory)")
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
     try:
         yield tmp

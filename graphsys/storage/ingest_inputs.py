@@ -51,6 +51,9 @@ class EdgeSource:
     table: Any = None
     edge_columns: Any = ()
 
+    def __post_init__(self) -> None:
+        check_delimiter(self.delimiter)       # refused before any input is read
+
     def column_roles(self) -> dict[str, str | int]:
         """The edge columns as reader roles: ``col:NAME`` to the input column."""
         cols = self.edge_columns
@@ -123,6 +126,16 @@ def check_memory_limit(value) -> None:
         raise ParameterError("memory_limit", f"must be at least {MIN_MEMORY_LIMIT:,} bytes "
                                              f"(64KiB: one batch of 4,096 edges), got "
                                              f"{value!r}")
+
+
+def check_delimiter(value) -> None:
+    """ParameterError unless ``value`` is None (sniffed) or one ASCII character that can
+    split a text line: not a line break and not the double quote, which quotes fields."""
+    if value is None:
+        return
+    if not isinstance(value, str) or len(value) != 1 or not value.isascii() or value in '\r\n"':
+        raise ParameterError("delimiter", f"must be one ASCII character other than a line "
+                                          f"break or '\"', such as ',' or '\\t', got {value!r}")
 
 
 @dataclass

@@ -70,6 +70,16 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
     assert "not a directory" in capsys.readouterr().err
     assert main(["ingest", str(f), "--out", str(tmp_path / "g"), "--memory-limit", "lots"]) != 0
     assert "--memory-limit" in capsys.readouterr().err
+    assert main(["ingest", str(f), "--out", str(tmp_path / "g"), "--delimiter", ""]) != 0
+    assert capsys.readouterr().err.startswith("error: --delimiter must be one ASCII character")
+
+
+def test_ingest_reads_a_backslash_t_delimiter_as_a_tab(tmp_path, capsys):
+    f = tmp_path / "e.txt"
+    f.write_text("1\t2\n2\t3\n")
+    assert main(["ingest", str(f), "--format", "csv", "--delimiter", "\\t", "--out",
+                 str(tmp_path / "g"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])["edges"] == {"default": 2}
 
 
 def test_ingest_of_parquet_takes_over_the_read_begun_before_its_imports(tmp_path, capsys,

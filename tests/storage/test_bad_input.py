@@ -111,3 +111,18 @@ def test_bad_options(tmp_path):
     with pytest.raises(ParameterError, match="^on_bad_line must be 'error' or 'skip'"):
         ingest_sources([EdgeSource([f])], tmp_path / "g", IngestOptions(on_bad_line="warn"))
     assert not (tmp_path / "g").exists()
+
+
+@pytest.mark.parametrize("delimiter", ["", "ab", "\n", '"', "é", 5])
+def test_delimiter_is_one_ascii_character(tmp_path, delimiter):
+    """One line, before any input is read, where the text reader (a byte split, then
+    pyarrow's single-character parser) could not use the delimiter."""
+    with pytest.raises(ParameterError, match="^delimiter must be one ASCII character"):
+        EdgeSource([tmp_path / "missing.tsv"], delimiter=delimiter)
+
+
+def test_semicolon_delimiter(tmp_path):
+    f = tmp_path / "e.txt"
+    f.write_text("1;2\n2;3\n")
+    rep = ingest_sources([EdgeSource([f], format="tsv", delimiter=";")], tmp_path / "g")
+    assert rep.edges == {"default": 2}
