@@ -26,6 +26,10 @@ training and checks, in this order, refusing in one line with nothing written:
   :data:`~graphsys.gnn.loop.RESUMABLE_CHANGES` (``epochs``, ``patience``, ``sampler``) and
   resumes from ``last/`` (:mod:`graphsys.gnn.fit`). Run files without a ``run.json``
   (another tool's, or an older graphsys's) are refused too.
+
+A new run that ends in an error before it has written anything but ``run.json`` (a setting
+refused once the graph is read, an interrupt during setup) removes ``run.json``, and the
+directory where the run created it: a failed start does not claim the directory.
 """
 
 from __future__ import annotations
@@ -165,10 +169,37 @@ def run_directory(out: str | Path | None, graph: Graph, cfg: TrainConfig, world_
     if not lead:
         yield out
         return
+    existed = out.exists()
     make_directory(out, "the run directory")
     file_rules.check_tree(out, what="run directory")
     with writer_lock(out):
         record = run_record(graph, cfg, world_size)
         check_run(out, record)
+        fresh = not (out / RUN_FILE).exists()
         write_bytes_atomic(out / RUN_FILE, json.dumps(record, indent=1).encode() + b"\n")
-        yield out
+        error = None
+        try:
+            yield out
+        except BaseException as exc:
+            if not (fresh and _unclaim(out)):
+                raise
+            error = exc
+    if error is not None:
+        if not existed:
+            with contextlib.suppress(OSError):
+                out.rmdir()                     # empty now: the lock file went with the lock
+        raise error
+
+
+def _unclaim(out: Path) -> bool:
+    """After a new run failed: remove its ``run.json`` where it wrote nothing else (no
+    evaluation, checkpoint or ``last/``), so that the directory takes another run, as it
+    did before this one; whether it was removed."""
+    names = {p.name for p in out.iterdir()} - {LOCK_FILE}
+    metrics = out / "metrics.jsonl"
+    if not names <= {RUN_FILE, metrics.name} or (
+            metrics.name in names and file_rules.file_size(out, metrics) > 0):
+        return False
+    for name in names:
+        (out / name).unlink()
+    return True

@@ -158,3 +158,29 @@ def test_runs_and_embeddings_stay_out_of_graph_and_checkpoint_directories(tmp_pa
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "graph directory" in err[0], err
     assert (g / "manifest.json").read_bytes() == manifest
+
+
+def test_a_run_that_fails_before_writing_leaves_the_directory_as_it_was(tmp_path):
+    """A new run that ends in an error before its first evaluation (here: a temporal task
+    on a graph without timestamps) does not claim the directory: a directory it created
+    is gone, one that existed is empty again, and the next run may use either."""
+    import graphsys
+    from graphsys.gnn.run_dir import run_directory
+
+    g = graphsys.from_numpy([0, 1, 2], [1, 2, 0], tmp_path / "g")
+    made, kept = tmp_path / "made", tmp_path / "kept"
+    kept.mkdir()
+    for out in (made, kept):
+        with pytest.raises(GraphsysError, match="timestamp"):
+            train(g, TrainConfig(task="temporal-link", epochs=1), out=out)
+    assert not made.exists() and list(kept.iterdir()) == []
+    with pytest.raises(KeyError), run_directory(made, g, TrainConfig(task="link"), 1) as run:
+        (run / "metrics.jsonl").write_text('{"epoch": 0}\n')   # a run that wrote: kept
+        raise KeyError("stop")
+    assert sorted(p.name for p in made.iterdir()) == ["metrics.jsonl", "run.json"]
+    with pytest.raises(GraphsysError, match="holds another run"):
+        with run_directory(made, g, TrainConfig(task="node"), 1):
+            pass
+    with run_directory(kept, g, TrainConfig(task="node"), 1):
+        pass
+    assert sorted(p.name for p in kept.iterdir()) == ["run.json"]
