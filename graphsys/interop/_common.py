@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from graphsys.errors import GraphsysError, InputError, ParameterError
+from graphsys.errors import GraphsysError, InputError, ParameterError, check_count
 from graphsys.execution import fill_doc
 from graphsys.interop._dense import write_dense
 from graphsys.storage.graph import Graph, open_graph
@@ -66,13 +66,16 @@ def node_column_values(name: str, value: Any, num_nodes: int) -> np.ndarray:
     int64 (N,), bool masks (N,), strings as an object array (N,) of str or None. Raises on
     a column whose length is not ``num_nodes`` or whose dtype is none of these."""
     v = np.asarray(value)
+    if name == "id":
+        raise InputError("node column 'id' would replace the node ids (the node table's "
+                         "own 'id' column): give the column another name")
     if v.shape[:1] != (num_nodes,):
         raise InputError(f"node column {name!r} has shape {v.shape}; expected "
                          f"{num_nodes} rows (one per node)")
     if name == "label" and not (v.dtype.kind in "iu" and v.ndim == 1):
         raise InputError(f"node column 'label' has dtype {v.dtype} and shape {v.shape}: "
                          f"labels are integer classes (N,), -1 for unknown")
-    if v.dtype.kind == "f":
+    if v.dtype.kind == "f" and v.ndim in (1, 2) and v.size >= num_nodes:
         return v.reshape(num_nodes, -1).astype(np.float32, copy=False)
     if v.dtype.kind in "iu" and v.ndim == 1:
         return v.astype(np.int64, copy=False)
@@ -127,6 +130,8 @@ def ingest_arrays(src, dst, out: str | Path, *, num_nodes: int | None = None,
         if len(cols["weight"]) != len(cols["src"]):
             raise InputError(f"weight has {len(cols['weight'])} values for "
                              f"{len(cols['src'])} edges")
+    if num_nodes is not None:
+        num_nodes = check_count("num_nodes", num_nodes, minimum=0)
     if num_nodes is not None and len(cols["src"]):
         for role in ("src", "dst"):
             lo, hi = _min_max(cols[role])
@@ -175,7 +180,14 @@ def _values(values, name: str) -> np.ndarray | pa.Array | pa.ChunkedArray:
 
 def _arrow(values, name: str) -> pa.Array:
     v = _values(values, name)
-    return v if isinstance(v, (pa.Array, pa.ChunkedArray)) else pa.array(v)
+    if isinstance(v, (pa.Array, pa.ChunkedArray)):
+        return v
+    try:
+        return pa.array(v)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise InputError(f"{name}: values of dtype {v.dtype} are not ids, weights or "
+                         f"numbers of one type ({reason})") from None
 
 
 @dataclass

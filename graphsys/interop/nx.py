@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from graphsys.errors import InputError
-from graphsys.interop._common import document, export_arrays, ingest_arrays
+from graphsys.interop._common import document, export_arrays, ingest_arrays, node_column_values
 from graphsys.storage.graph import Graph
 
 #: Default ``max_edges`` of :func:`to_networkx`: NetworkX holds ~0.5 KB of Python objects
@@ -31,8 +31,10 @@ def from_networkx(G, out: str | Path, *, node_attrs: tuple[str, ...] | None = No
     out : str or Path
         The graph directory to create.
     node_attrs : tuple of str, optional
-        Node attributes to carry as node columns, each a float vector, an int label or a
-        bool mask per node (default: every attribute that all nodes have).
+        Node attributes to carry as node columns, each a float vector, an int label, a bool
+        mask or a string per node (default: every attribute that all nodes have and a
+        column can hold; ``id``, which names the ids' own column, and attributes of other
+        kinds, such as tuples of ints or dicts, are left out).
     weight : str or None, default "weight"
         The edge attribute read as edge weight when every edge has it (None: no weights).
     %(ingest)s
@@ -86,15 +88,30 @@ def from_networkx(G, out: str | Path, *, node_attrs: tuple[str, ...] | None = No
             raise InputError(f"from_networkx: edge ({u!r}, {v!r}) has {weight}={d[weight]!r}, "
                              f"not a number (pass weight=None to ignore edge weights)") from None
     if node_attrs is None:
-        data = [G.nodes[v] for v in nodes]
-        node_attrs = tuple(k for k in data[0] if all(k in d for d in data))
-    columns = {a: np.asarray([G.nodes[v][a] for v in nodes]) for a in node_attrs}
+        columns = _storable_attributes(G, nodes)
+    else:
+        columns = {a: np.asarray([G.nodes[v][a] for v in nodes]) for a in node_attrs}
     opts = dict(options)
     if not G.is_directed():
         opts.setdefault("undirected", True)
     return ingest_arrays(ids[src], ids[dst], out, weight=w, node_columns=columns, node_ids=ids,
                          metadata={"source": "networkx", "directed": nx.is_directed(G)},
                          options=opts)
+
+
+def _storable_attributes(G, nodes: list) -> dict[str, np.ndarray]:
+    """The node attributes that every node has and a node column can hold (float vectors,
+    int labels, bool masks, strings; not ``id``, the ids' own column), by name."""
+    data = [G.nodes[v] for v in nodes]
+    out = {}
+    for name in (k for k in data[0] if k != "id" and all(k in d for d in data)):
+        try:
+            values = np.asarray([d[name] for d in data])
+            node_column_values(name, values, len(nodes))
+        except (InputError, ValueError):       # ragged or of a kind no column holds
+            continue
+        out[name] = values
+    return out
 
 
 def to_networkx(graph: Graph, *, edge_set: str | None = None,

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from graphsys.errors import ParameterError
@@ -157,6 +158,13 @@ class IngestOptions:
     max_batch_rows: int = DEFAULT_MAX_BATCH_ROWS
     #: JSON-able provenance stored as the manifest's ``metadata`` field.
     metadata: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name in ("undirected", "dedupe", "drop_self_loops", "progress"):
+            value = getattr(self, name)
+            if not isinstance(value, (bool, np.bool_)):    # "no" would be true, and stored
+                raise ParameterError(name, f"must be True or False, got {value!r}")
+            setattr(self, name, bool(value))
 
 
 @dataclass

@@ -69,6 +69,35 @@ def test_from_numpy_refuses_bad_node_column(tmp_path):
                             node_columns={"feat": np.zeros(3, np.float32)})
 
 
+@pytest.mark.parametrize("columns,match", [
+    ({"id": np.array([7, 8])}, "node column 'id' would replace the node ids"),
+    ({"x": np.zeros((2, 2, 2))}, r"'x': dtype float64 and shape \(2, 2, 2\)"),
+    ({"x": np.zeros((2, 0))}, r"'x': dtype float64 and shape \(2, 0\)")])
+def test_from_numpy_refuses_node_columns_it_would_misstore(tmp_path, columns, match):
+    """A column named ``id`` replaced the node ids (node 1 was then not in the graph); a
+    3-D float column was flattened into features, an empty one failed in pyarrow."""
+    with pytest.raises(InputError, match=match):
+        graphsys.from_numpy([0], [1], tmp_path / "g", num_nodes=2, node_columns=columns)
+    assert not (tmp_path / "g").exists()
+
+
+@pytest.mark.parametrize("src,match", [
+    (np.array([1, "b"], dtype=object), r"^src: values of dtype object are not ids"),
+    (np.array([1j, 2j]), r"^src: values of dtype complex128 are not ids")])
+def test_from_numpy_refuses_ids_arrow_cannot_hold_in_one_line(tmp_path, src, match):
+    with pytest.raises(InputError, match=match):
+        graphsys.from_numpy(src, [1, 2], tmp_path / "g")
+
+
+def test_ingest_flags_and_num_nodes_are_checked_before_anything_is_written(tmp_path):
+    """``undirected="yes"`` was written into the manifest, which then failed to open."""
+    with pytest.raises(ParameterError, match=r"^undirected must be True or False, got 'yes'"):
+        graphsys.from_numpy([0], [1], tmp_path / "g", undirected="yes")
+    with pytest.raises(ParameterError, match=r"^num_nodes must be a non-negative integer"):
+        graphsys.from_numpy([0], [1], tmp_path / "g", num_nodes=-1)
+    assert not (tmp_path / "g").exists()
+
+
 def test_from_arrow_string_ids_weights_and_row_errors(tmp_path):
     t = pa.table({"a": ["x", "y", "z"], "b": ["y", "z", "x"], "w": [1.5, 2.0, 0.5]})
     g = graphsys.from_arrow(t, tmp_path / "g", src_col="a", dst_col="b", weight_col="w")

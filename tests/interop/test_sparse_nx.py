@@ -8,7 +8,7 @@ import pytest
 import scipy.sparse as sp
 
 import graphsys
-from graphsys.errors import GraphsysError
+from graphsys.errors import GraphsysError, InputError
 
 
 def test_scipy_round_trip_with_weights(tmp_path):
@@ -61,3 +61,18 @@ def test_networkx_mixed_keys_refused(tmp_path):
     G = nx.Graph([(1, "a")])
     with pytest.raises(GraphsysError, match="all int or all str"):
         graphsys.from_networkx(G, tmp_path / "g")
+
+
+def test_networkx_default_attributes_are_those_a_column_holds(tmp_path):
+    """By default the attributes every node has and a column can hold: ``id`` (read from
+    GML, say) no longer replaces the ids, string labels, int pairs and ragged lists are
+    left out; named explicitly, an attribute that cannot be held is refused."""
+    G = nx.path_graph(4)
+    for v in G:
+        G.nodes[v].update(id=100 + v, label=f"n{v}", pos=(v, 2 * v), f=(0.5 * v, 1.0),
+                          r=[1] * (v + 1), name=f"v{v}")
+    g = graphsys.from_networkx(G, tmp_path / "g")
+    assert sorted(g.node_columns()) == ["f", "name"]
+    assert g.to_original(np.arange(4)).tolist() == [0, 1, 2, 3]
+    with pytest.raises(InputError, match="node column 'id'"):
+        graphsys.from_networkx(G, tmp_path / "h", node_attrs=("id",))
