@@ -75,7 +75,7 @@ def node_column_values(name: str, value: Any, num_nodes: int) -> np.ndarray:
     if name == "label" and not (v.dtype.kind in "iu" and v.ndim == 1):
         raise InputError(f"node column 'label' has dtype {v.dtype} and shape {v.shape}: "
                          f"labels are integer classes (N,), -1 for unknown")
-    if v.dtype.kind == "f" and v.ndim in (1, 2) and v.size >= num_nodes:
+    if v.dtype.kind == "f" and (v.ndim == 1 or np.prod(v.shape[1:]) > 0):   # (N, F...)
         return v.reshape(num_nodes, -1).astype(np.float32, copy=False)
     if v.dtype.kind in "iu" and v.ndim == 1:
         return v.astype(np.int64, copy=False)

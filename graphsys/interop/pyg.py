@@ -190,7 +190,8 @@ def _node_columns(items, n: int, node_attr=lambda key: True, whole_y: bool = Fal
                   ) -> tuple[dict[str, np.ndarray], list[str]]:
     """Node-level tensors among the ``(key, value)`` attributes of a PyG store (tensors
     whose key ``node_attr`` accepts) as graphsys node columns (``x`` as ``feat``, ``y`` as
-    ``label``), and the names of the attributes left out. A float ``y`` keeps its name,
+    ``label``), and the names of the attributes left out (among them ``id``, the ids' own
+    column, and tensors with no value per node). A float ``y`` keeps its name,
     except with ``whole_y`` a 1-D one of whole numbers: class ids stored as floats are
     labels, other float targets (regression) are not (a label holds integer classes)."""
     import torch
@@ -202,6 +203,7 @@ def _node_columns(items, n: int, node_attr=lambda key: True, whole_y: bool = Fal
         if _is_strings(value, n):
             columns[key] = np.asarray(value, dtype=object)
         elif (torch.is_tensor(value) and node_attr(key) and value.shape[:1] == (n,)
+                and key != "id" and (value.dim() == 1 or value[0].numel() > 0)
                 and (value.is_floating_point() or value.dim() == 1)):
             array = value.detach().cpu().numpy()
             if key == "y" and array.dtype.kind == "f":
