@@ -25,12 +25,16 @@ def as_seed_array(seed_nodes, num_nodes: int, what: str = "seed") -> np.ndarray:
         arr = np.asarray(seed_nodes)
         if arr.size and not np.issubdtype(arr.dtype, np.integer):
             raise GraphsysError(f"{what} ids must be integers, got {arr.dtype}")
-    arr = np.ascontiguousarray(arr.reshape(-1), dtype=np.int64)
-    bad = (arr < 0) | (arr >= num_nodes)
+    arr = arr.reshape(-1)
+    if arr.dtype.kind == "u":   # unsigned ids are checked before the cast could wrap them
+        bad = arr >= num_nodes
+    else:
+        arr = np.ascontiguousarray(arr, dtype=np.int64)
+        bad = (arr < 0) | (arr >= num_nodes)
     if bad.any():
         raise GraphsysError(f"{what} id {int(arr[np.flatnonzero(bad)[0]])} is outside the "
                             f"graph (valid: 0..{num_nodes - 1})")
-    return arr
+    return np.ascontiguousarray(arr, dtype=np.int64)
 
 
 def derive_seed(*parts: int) -> int:

@@ -7,6 +7,7 @@ layer's source nodes becoming the next layer's seeds.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 
 import numpy as np
@@ -31,10 +32,16 @@ def parse_fanouts(text: str | Sequence[int]) -> list[int]:
             raise GraphsysError(f"fanouts must be comma-separated integers like 10,25; got "
                                 f"{text!r}") from None
     else:
-        values = [int(v) for v in text]
-    if not values or any(v == 0 or v < -1 for v in values):
-        raise GraphsysError(f"fanouts must be positive integers or -1 (all neighbours), one "
-                            f"per layer; got {text!r}")
+        try:                                        # 1.5 was cut to 1, True read as 1
+            if any(isinstance(v, (bool, np.bool_)) for v in text):
+                raise TypeError
+            values = [operator.index(v) for v in text]
+        except TypeError:
+            raise GraphsysError(f"fanouts must be integers, one per layer (-1: all "
+                                f"neighbours); got {text!r}") from None
+    if not values or any(v == 0 or v < -1 or v >= 2**63 for v in values):
+        raise GraphsysError(f"fanouts must be positive integers (below 2**63) or -1 (all "
+                            f"neighbours), one per layer; got {text!r}")
     return values
 
 

@@ -130,7 +130,8 @@ def test_directed_view(tmp_path):
     assert adj.indices[adj.indptr[3]:adj.indptr[4]].tolist() == [1]
 
 
-@pytest.mark.parametrize("text", ["", "10,x", "10,,25", "0", "-2", "1.5"])
+@pytest.mark.parametrize("text", ["", "10,x", "10,,25", "0", "-2", "1.5", [1.5], [True], ["a"],
+                                  None, 5, [2**63]])
 def test_malformed_fanouts(text):
     with pytest.raises(GraphsysError, match="fanouts"):
         parse_fanouts(text)
@@ -143,6 +144,9 @@ def test_bad_seeds(graph):
     with pytest.raises(GraphsysError, match="unique"):
         s.sample_blocks(torch.tensor([1, 1]))
     assert parse_fanouts("10, 25") == [10, 25]
+    assert parse_fanouts(np.array([10, -1])) == parse_fanouts(torch.tensor([10, -1])) == [10, -1]
+    with pytest.raises(GraphsysError, match=r"seed id 9223372036854775809 is outside"):
+        s.sample_blocks(np.array([1, 2**63 + 1], np.uint64))    # named as given, not wrapped
 
 
 @pytest.mark.parametrize("bad", [[99], [-5], [0.5]])
