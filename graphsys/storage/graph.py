@@ -501,8 +501,7 @@ class Graph(GraphSchema, SubgraphMethods):
         Returns
         -------
         numpy.ndarray
-            int64 internal ids (within the entity type), one per id, in the shape of
-            integer ``ids`` (a (2, E) edge index stays (2, E); a scalar gives one id).
+            int64 internal ids (within the entity type), one per id.
 
         Raises
         ------
@@ -516,8 +515,6 @@ class Graph(GraphSchema, SubgraphMethods):
         ...                         tempfile.mkdtemp() + "/g", partitions=2)
         >>> g.to_internal([10, 40]).tolist()
         [1, 3]
-        >>> g.to_internal([[10, 20], [30, 40]]).tolist()
-        [[1, 0], [2, 3]]
         >>> g.to_internal(50)
         Traceback (most recent call last):
             ...

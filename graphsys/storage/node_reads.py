@@ -71,7 +71,6 @@ def to_internal(graph, ids, entity_type: str | None = None) -> np.ndarray:
     scalar = np.isscalar(ids) or isinstance(ids, str)
     if et.id_type == "int64":
         q = integer_ids(ids, f"ids of entity type {et.name!r} are integers")
-        shape, q = q.shape, q.reshape(-1)           # an (2, E) edge index keeps its shape
         pos = kernels.lookup_ints(sorted_ids, q)
     else:
         try:
@@ -83,12 +82,11 @@ def to_internal(graph, ids, entity_type: str | None = None) -> np.ndarray:
             raise GraphsysError(f"ids of entity type {et.name!r} are strings; got "
                                 f"{first!r}") from None
         pos = kernels.lookup_strings(sorted_ids, q)
-        shape = pos.shape
     if (pos < 0).any():
         bad = q[int(np.flatnonzero(pos < 0)[0])]
         bad = bad.as_py() if hasattr(bad, "as_py") else bad.item()
         raise GraphsysError(f"node id {bad!r} is not in the graph (entity type {et.name!r})")
-    return order[pos].astype(np.int64).reshape(shape)
+    return order[pos].astype(np.int64)
 
 
 def original_ids(graph, entity_type: str):
@@ -229,10 +227,9 @@ def _column(et, name: str, kind: str | None = None):
 
 
 def integer_ids(values, what: str) -> np.ndarray:
-    """``values`` as int64 (at least 1-D, else in their shape): integers, or floats with no
-    fractional part; a bool, a fractional or non-finite float, a string or an integer beyond
-    int64 is a one-line :class:`GraphsysError` starting with ``what`` (never truncated or
-    wrapped around)."""
+    """``values`` as int64 (1-D): integers, or floats with no fractional part; a bool, a
+    fractional or non-finite float, a string or an integer beyond int64 is a one-line
+    :class:`GraphsysError` starting with ``what`` (never truncated or wrapped around)."""
     try:
         arr = np.atleast_1d(np.asarray(values))
     except (TypeError, ValueError, OverflowError):

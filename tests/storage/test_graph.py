@@ -77,19 +77,6 @@ def test_partition_numbering(weighted):
         assert (np.diff(part) > 0).all()  # sorted original ids within a partition
 
 
-def test_an_edge_index_of_original_ids_keeps_its_shape(weighted):
-    """A (2, E) array maps element-wise both ways (it failed in a broadcast); an id that is
-    not in the graph is named as for 1-D ids."""
-    g, s, d, _ = weighted
-    index = np.stack([s[:7], d[:7]])
-    internal = g.to_internal(index)
-    assert internal.shape == (2, 7)
-    np.testing.assert_array_equal(internal[1], g.to_internal(d[:7]))
-    np.testing.assert_array_equal(g.to_original(internal), index)
-    with pytest.raises(GraphsysError, match="node id 0 is not in the graph"):
-        g.to_internal(np.zeros((2, 2), np.int64))
-
-
 def test_to_original_reads_the_node_tables_once(weighted, monkeypatch):
     """A lookup of a few ids (a nearest-neighbour query's answer) reads no node table after
     the first; the answers stay those of the node tables, and callers cannot change them."""
