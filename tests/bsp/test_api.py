@@ -129,3 +129,16 @@ def test_a_source_that_is_not_one_id_is_refused_in_one_line(small, func, args, k
 
     with pytest.raises(GraphsysError, match=message):
         func(small, *args, **kwargs)
+
+
+@pytest.mark.parametrize(("func", "kwargs"), [
+    (bsp.louvain, {}), (bsp.leiden, {}), (bsp.betweenness, {"k": 2}),
+    (bsp.closeness, {"k": 2}), (bsp.harmonic, {"k": 2}),
+])
+def test_a_negative_seed_is_refused_in_one_line(small, func, kwargs):
+    """numpy.random.default_rng takes no negative seed: the front-ends refuse one as a
+    ParameterError naming ``seed`` (it was NumPy's 'expected non-negative integer')."""
+    from graphsys.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="seed must be a non-negative integer, got -1"):
+        func(small, seed=-1, **kwargs)
