@@ -202,8 +202,11 @@ def _write(src: np.ndarray, dst: np.ndarray, n: int, weight: np.ndarray | None,
             rel, files[rel], _ = job.result()
         counts = {ij: job.result()[2] for ij, job in edge_jobs.items()}
         pool.shutdown()  # every callback has run: every file's fsync is submitted
+        # the edge set's directory exists where a bucket was written (drop_self_loops can
+        # leave none: no edges directory, as the ingest's passes leave it)
         synced += [syncs.submit(fsync_path, staging / d) for d in (
-            "nodes", f"nodes/{DEFAULT_ENTITY_TYPE}", "edges", f"edges/{DEFAULT_EDGE_SET}")]
+            "nodes", f"nodes/{DEFAULT_ENTITY_TYPE}",
+            *(("edges", f"edges/{DEFAULT_EDGE_SET}") if edge_jobs else ()))]
         for job in synced:
             job.result()
         entity = EntityType(DEFAULT_ENTITY_TYPE, "int64", [int(s) for s in sizes],

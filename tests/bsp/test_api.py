@@ -112,3 +112,33 @@ def test_in_memory_cpu_runs_import_no_torch(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.split() == ["False"]
+
+
+@pytest.mark.parametrize(("func", "args", "kwargs", "message"), [
+    (bsp.bfs, ([1, 2],), {}, "source must be one node id, got \\[1, 2\\]"),
+    (bsp.sssp, ([1],), {}, "source must be one node id, got \\[1\\]"),
+    (bsp.personalized_pagerank, ([[1, 2]],), {}, "a flat sequence, one id each"),
+    (bsp.betweenness, (), {"sources": [[1, 2]]}, "a flat sequence, one id each"),
+    (bsp.closeness, (), {"sources": [[1], [2]]}, "a flat sequence, one id each"),
+])
+def test_a_source_that_is_not_one_id_is_refused_in_one_line(small, func, args, kwargs,
+                                                             message):
+    """A list where one source is meant, or a nested list of sources, is a one-line
+    ParameterError or GraphsysError (it was NumPy's ValueError from the id lookup)."""
+    from graphsys.errors import GraphsysError
+
+    with pytest.raises(GraphsysError, match=message):
+        func(small, *args, **kwargs)
+
+
+@pytest.mark.parametrize(("func", "kwargs"), [
+    (bsp.louvain, {}), (bsp.leiden, {}), (bsp.betweenness, {"k": 2}),
+    (bsp.closeness, {"k": 2}), (bsp.harmonic, {"k": 2}),
+])
+def test_a_negative_seed_is_refused_in_one_line(small, func, kwargs):
+    """numpy.random.default_rng takes no negative seed: the front-ends refuse one as a
+    ParameterError naming ``seed`` (it was NumPy's 'expected non-negative integer')."""
+    from graphsys.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="seed must be a non-negative integer, got -1"):
+        func(small, seed=-1, **kwargs)

@@ -173,3 +173,20 @@ def test_every_file_and_directory_is_synced_before_the_manifest(tmp_path, direct
                         partitions=3)
     assert direct.writes == 1 and len(seen["files"]) == 3 + 9 + 4   # node, bucket files; dirs
     assert seen["synced"] == seen["files"]
+
+
+def test_edges_that_are_all_dropped_self_loops_leave_a_graph_of_isolated_nodes(tmp_path,
+                                                                               direct):
+    """drop_self_loops can leave no edge to write: the direct write commits the nodes and
+    an empty edge set, as the ingest's passes do (it failed with 'cannot write (No such
+    file or directory: .../edges)', fsyncing a directory no bucket had made)."""
+    src = dst = np.array([0, 0, 3])
+    g = graphsys.from_numpy(src, dst, tmp_path / "direct", num_nodes=5, partitions=2,
+                            drop_self_loops=True)
+    assert direct.writes == 1
+    assert (g.num_nodes(), g.num_edges()) == (5, 0)
+    verify_graph(g.path)
+    direct.off()
+    ref = graphsys.from_numpy(src, dst, tmp_path / "ingest", num_nodes=5, partitions=2,
+                              drop_self_loops=True)
+    assert _manifest(g.path)["edge_sets"] == _manifest(ref.path)["edge_sets"]

@@ -25,7 +25,7 @@ from graphsys.bsp.kernels_centrality import brandes, dag_fits, distance_sums
 from graphsys.bsp.program import Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
-from graphsys.errors import GraphsysError, ParameterError
+from graphsys.errors import GraphsysError, ParameterError, check_count
 from graphsys.progress import progress_bar
 
 if TYPE_CHECKING:
@@ -57,8 +57,7 @@ def sample_sources(graph, k, seed, sources) -> np.ndarray | None:
         return None
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= n:
         raise ParameterError("k", f"must be an integer from 1 to the {n:,} nodes, got {k!r}")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise ParameterError("seed", f"must be an integer, got {seed!r}")
+    seed = check_count("seed", seed, minimum=0)  # numpy's generators take no negative seed
     if k == n:
         return None
     return np.sort(np.random.default_rng(int(seed)).choice(n, int(k), replace=False))
@@ -437,7 +436,7 @@ _SAMPLE_DOC = """k : int, optional
     ``numpy.random.default_rng(seed)``) and scale their sums into an estimate; None
     (default): every node is a source (exact). ``k`` = N is exact too.
 seed : int, default 0
-    Seed of the sample of ``k`` sources.
+    Seed of the sample of ``k`` sources (a non-negative integer).
 sources : list of node ids, optional
     The sample itself (original ids), instead of ``k`` and ``seed``; scaled as a sample
     of ``len(sources)``.
@@ -456,9 +455,9 @@ schedule : {"auto", "sync"}, default "auto"
 
 
 _RAISES_DOC = """ParameterError
-    ``k`` not in 1..N, both ``k`` and ``sources``, an empty or repeated ``sources``,
-    ``weighted`` True without weights, or an unknown ``schedule``, ``mode``, ``backend``
-    or ``device``.
+    ``k`` not in 1..N, ``seed`` not a non-negative integer, both ``k`` and ``sources``,
+    an empty or repeated ``sources``, ``weighted`` True without weights, or an unknown
+    ``schedule``, ``mode``, ``backend`` or ``device``.
 GraphsysError
     A weight that is not positive and finite (weighted), a node of ``sources`` not in the
     graph, or a weighted run in supersteps."""

@@ -21,9 +21,12 @@ def open_if_path(graph):
 
 
 def source_index(graph, source) -> int:
-    """Global id of the original node id ``source``; GraphsysError when absent."""
+    """Global id of the original node id ``source``; GraphsysError when absent, a
+    ParameterError when ``source`` is not one id (a list of them included)."""
     if source is None:
         raise ParameterError("source", "is needed by this algorithm: give a node id")
+    if not isinstance(source, str) and np.ndim(source) != 0:
+        raise ParameterError("source", f"must be one node id, got {source!r}")
     return int(graph.to_internal([source])[0])
 
 

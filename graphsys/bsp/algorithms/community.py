@@ -20,7 +20,7 @@ from graphsys.bsp.engine import Result
 from graphsys.bsp.program import Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
-from graphsys.errors import GraphsysError, ParameterError
+from graphsys.errors import GraphsysError, ParameterError, check_count
 from graphsys.kernels.arrays import read_only
 
 #: Louvain and Leiden stop adding levels when one gains at most this much modularity
@@ -273,7 +273,7 @@ _RETURNS_DOC = """Result
 _COMMUNITY_DOC = """resolution : float, default 1.0
     The resolution ``gamma`` of the modularity (larger: more, smaller communities).
 seed : int, default 0
-    Seed of the random node orders (``numpy.random.default_rng(seed)``): the same seed,
+    Non-negative seed of the random node orders (``numpy.random.default_rng(seed)``): the same seed,
     graph and thread count give the same communities.
 weighted : bool, optional
     Edge weights as strengths: None (default) when the edge set has them (networkx's
@@ -333,7 +333,7 @@ def louvain(graph, *, resolution: float = 1.0, seed: int = 0, weighted: bool | N
     Raises
     ------
     ParameterError
-        ``resolution`` not positive, ``seed`` not an integer, ``iterations`` 0,
+        ``resolution`` not positive, ``seed`` not a non-negative integer, ``iterations`` 0,
         ``weighted`` True without weights, ``directed`` True on an undirected edge set, or
         an unknown ``mode``, ``backend`` or ``device``.
     GraphsysError
@@ -431,8 +431,8 @@ def leiden(graph, *, resolution: float = 1.0, seed: int = 0, weighted: bool | No
     ------
     ParameterError
         ``resolution`` not positive, ``theta`` negative, ``iterations`` 0, ``seed`` not
-        an integer, ``weighted`` True without weights, ``directed`` True on an undirected
-        edge set, or an unknown ``mode``, ``backend`` or ``device``.
+        a non-negative integer, ``weighted`` True without weights, ``directed`` True on an
+        undirected edge set, or an unknown ``mode``, ``backend`` or ``device``.
     GraphsysError
         A negative or non-finite weight, or a run that is not in memory on the CPU.
 
@@ -580,8 +580,7 @@ def _check_number(name: str, value, *, positive: bool = True) -> float:
 def _community_program(graph, *, edge_set=None, resolution=1.0, seed=0, weighted=None,
                        directed=None, leiden=False, theta=THETA, iterations=2) -> Louvain:
     resolution = _check_number("resolution", resolution)
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise ParameterError("seed", f"must be an integer, got {seed!r}")
+    seed = check_count("seed", seed, minimum=0)  # numpy's generators take no negative seed
     if directed is not None and not isinstance(directed, (bool, np.bool_)):
         raise ParameterError("directed", f"must be True, False or None, got {directed!r}")
     store = symmetric(graph, edge_set)
