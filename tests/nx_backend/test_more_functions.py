@@ -209,6 +209,8 @@ def test_declined_arguments():
     U, D = GRAPHS["karate"], GRAPHS["directed"]
     for name, G, args, kwargs in [
             ("cut_size", U, (iter(["n0"]),), {}),  # an iterator NetworkX reads twice
+            ("jaccard_coefficient", U, (iter([("n0", "n1")]),), {}),  # the same
+            ("preferential_attachment", U, (), {"ebunch": (p for p in [("n0", "n1")])}),
             ("cut_size", U, (["n0", "n1"], ["n1"]), {}),  # overlapping sets
             ("cut_size", D, ([0, 1],), {}),  # NetworkX's directed cut needs T
             ("volume", U, ("n0",), {}),  # a node, not a set of nodes
