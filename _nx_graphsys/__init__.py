@@ -59,7 +59,7 @@ FUNCTIONS = {
     "degree_assortativity_coefficient":
         "graphsys.nx_backend.measures:degree_assortativity_coefficient",
     "degree_pearson_correlation_coefficient":
-        "graphsys.nx_backend.measures:degree_assortativity_coefficient",
+        "graphsys.nx_backend.measures:degree_pearson_correlation_coefficient",
     "diameter": "graphsys.nx_backend.measures:diameter",
     "eccentricity": "graphsys.nx_backend.measures:eccentricity",
     "radius": "graphsys.nx_backend.measures:radius",

@@ -145,8 +145,8 @@ def _check(size, directed, method, samples, seed) -> None:
                 or samples < 2:
             raise ParameterError("samples", f"must be an integer of at least 2, got "
                                             f"{samples!r}")
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-            raise ParameterError("seed", f"must be an integer, got {seed!r}")
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise ParameterError("seed", f"must be a non-negative integer, got {seed!r}")
 
 
 @document

@@ -52,6 +52,20 @@ from graphsys.mining.results import as_graph, original_ids
 
 #: The most nodes a pattern may have.
 MAX_NODES = 8
+
+
+def _whole(x, none: bool = False) -> int:
+    """``x`` as an int: an integer, or a float with no fractional part (None as -1 where
+    ``none``); anything else (a bool, a string, 1.5) is a ``ValueError``, where ``int``
+    would truncate or parse it."""
+    if none and x is None:
+        return -1
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer, float,
+                                                               np.floating)):
+        raise ValueError(f"not an integer: {x!r}")
+    if isinstance(x, (float, np.floating)) and not float(x).is_integer():
+        raise ValueError(f"not an integer: {x!r}")
+    return int(x)
 #: Rows :func:`matches` returns when no ``limit`` is given.
 DEFAULT_LIMIT = 10_000
 
@@ -170,7 +184,7 @@ class Pattern:
     def __init__(self, edges, labels=None, anti_edges=None, directed: bool = False,
                  edge_labels=None):
         try:
-            pairs = [(int(a), int(b)) for a, b in edges]
+            pairs = [(_whole(a), _whole(b)) for a, b in edges]
         except (TypeError, ValueError):
             raise ParameterError("pattern", "edges must be pairs of node numbers") from None
         if not pairs:
@@ -196,7 +210,11 @@ class Pattern:
         labels = list(labels)
         if len(labels) != k:
             raise ParameterError("pattern", f"has {k} nodes but {len(labels)} labels")
-        self.labels = tuple(-1 if x is None else int(x) for x in labels)
+        try:
+            self.labels = tuple(_whole(x, none=True) for x in labels)
+        except ValueError as exc:
+            raise ParameterError("pattern", f"labels must be integers or None ({exc})") \
+                from None
         self._adj = np.zeros((k, k), bool)
         for a, b in self.edges:
             self._adj[a, b] = self._adj[b, a] = True
@@ -219,7 +237,7 @@ class Pattern:
             return out
         if isinstance(given, dict):
             try:
-                items = [((int(a), int(b)), lab) for (a, b), lab in given.items()]
+                items = [((_whole(a), _whole(b)), lab) for (a, b), lab in given.items()]
             except (TypeError, ValueError):
                 raise ParameterError("pattern", "edge_labels' keys must be edges (a, b)") \
                     from None
@@ -233,7 +251,11 @@ class Pattern:
                                                 f"edge labels")
             items = list(zip(pairs, given))
         for (a, b), lab in items:
-            lab = -1 if lab is None else int(lab)
+            try:
+                lab = _whole(lab, none=True)
+            except ValueError as exc:
+                raise ParameterError("pattern", f"edge labels must be integers or None "
+                                                f"({exc})") from None
             for x, y in ((a, b),) if self.directed else ((a, b), (b, a)):
                 if out[x, y] >= 0 and lab >= 0 and out[x, y] != lab:
                     raise ParameterError("pattern", f"edge {a}-{b} has two labels")
@@ -242,7 +264,7 @@ class Pattern:
 
     def _anti_edges(self, pairs) -> tuple:
         try:
-            pairs = [(int(a), int(b)) for a, b in (pairs or ())]
+            pairs = [(_whole(a), _whole(b)) for a, b in (pairs or ())]
         except (TypeError, ValueError):
             raise ParameterError("pattern", "anti-edges must be pairs of node numbers") \
                 from None

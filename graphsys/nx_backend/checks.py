@@ -7,7 +7,7 @@ from __future__ import annotations
 import inspect
 import math
 import numbers
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 #: Functions on undirected graphs only here (NetworkX's directed versions measure directed
 #: distances).
@@ -199,6 +199,12 @@ CHECKS = {
     **{name: _distances for name in UNDIRECTED_ONLY},
     **{name: _clustering for name in ("triangles", "clustering", "average_clustering",
                                       "transitivity")},
+    # NetworkX checks the pairs' nodes in one loop and scores them in a second: an
+    # iterator is spent by the first, and NetworkX scores no pair
+    **{name: lambda G, a: ("an ebunch iterator (NetworkX reads it twice) stays in NetworkX"
+                           if isinstance(a.get("ebunch"), Iterator) else None)
+       for name in ("jaccard_coefficient", "adamic_adar_index", "resource_allocation_index",
+                    "preferential_attachment")},
 }
 
 

@@ -229,24 +229,24 @@ def _rest(G, S, T) -> list:
 def normalized_cut_size(G, S, T=None, weight=None):
     """``nx.normalized_cut_size``."""
     T = _rest(G, S, T)
-    return cut_size(G, S, T) * ((1 / volume(G, S)) + (1 / volume(G, T)))
+    return cut_size(G, S, T, weight) * ((1 / volume(G, S, weight)) + (1 / volume(G, T, weight)))
 
 
 def conductance(G, S, T=None, weight=None):
     """``nx.conductance``."""
     T = _rest(G, S, T)
-    return cut_size(G, S, T) / min(volume(G, S), volume(G, T))
+    return cut_size(G, S, T, weight) / min(volume(G, S, weight), volume(G, T, weight))
 
 
 def edge_expansion(G, S, T=None, weight=None):
     """``nx.edge_expansion``."""
     T = _rest(G, S, T)
-    return cut_size(G, S, T) / min(len(S), len(T))
+    return cut_size(G, S, T, weight) / min(len(S), len(T))
 
 
 def mixing_expansion(G, S, T=None, weight=None):
     """``nx.mixing_expansion``."""
-    return cut_size(G, S, T) / (2 * len(G.edges()[0]))
+    return cut_size(G, S, T, weight) / (2 * len(G.edges()[0]))
 
 
 def node_boundary(G, nbunch1, nbunch2=None):

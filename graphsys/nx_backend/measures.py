@@ -154,6 +154,17 @@ def degree_assortativity_coefficient(G, x="out", y="in", weight=None, nodes=None
     return float("nan") if G.null else measures.degree_assortativity(G.graph, x, y)
 
 
+def degree_pearson_correlation_coefficient(G, x="out", y="in", weight=None, nodes=None):
+    """``nx.degree_pearson_correlation_coefficient``: the coefficient of
+    :func:`degree_assortativity_coefficient`, over NetworkX's degree pairs (one per
+    out-neighbour entry: each edge of a ``DiGraph``, each direction of a ``Graph``'s edge,
+    a self-loop once); fewer than two pairs raise NetworkX's ``ValueError``, as its
+    ``scipy.stats.pearsonr`` does."""
+    if G.null or len(G.adjacency()[1]) < 2:
+        raise ValueError("`x` and `y` must have length at least 2.")
+    return degree_assortativity_coefficient(G, x, y, weight, nodes)
+
+
 def _unweighted(G, weight) -> None:
     if weight is not None and G.weight is not None:
         raise NotImplementedError("graphsys: weights other than 1 are not supported here")

@@ -71,9 +71,9 @@ def to_internal(graph, ids, entity_type: str | None = None) -> np.ndarray:
     scalar = np.isscalar(ids) or isinstance(ids, str)
     if et.id_type == "int64":
         q = integer_ids(ids, f"ids of entity type {et.name!r} are integers")
-        if q.ndim != 1:  # a nested sequence: no one id per element to look up
-            raise GraphsysError(f"ids of entity type {et.name!r} are a flat sequence, "
-                                f"one id each; got an array of shape {q.shape}")
+        if q.ndim != 1:  # one internal id per id: a nested list is no list of ids
+            raise GraphsysError(f"ids of entity type {et.name!r} are integers, one per "
+                                f"item; got nested values of shape {q.shape}")
         pos = kernels.lookup_ints(sorted_ids, q)
     else:
         try:

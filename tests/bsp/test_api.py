@@ -117,9 +117,9 @@ def test_in_memory_cpu_runs_import_no_torch(tmp_path):
 @pytest.mark.parametrize(("func", "args", "kwargs", "message"), [
     (bsp.bfs, ([1, 2],), {}, "source must be one node id, got \\[1, 2\\]"),
     (bsp.sssp, ([1],), {}, "source must be one node id, got \\[1\\]"),
-    (bsp.personalized_pagerank, ([[1, 2]],), {}, "a flat sequence, one id each"),
-    (bsp.betweenness, (), {"sources": [[1, 2]]}, "a flat sequence, one id each"),
-    (bsp.closeness, (), {"sources": [[1], [2]]}, "a flat sequence, one id each"),
+    (bsp.personalized_pagerank, ([[1, 2]],), {}, "one per item; got nested values"),
+    (bsp.betweenness, (), {"sources": [[1, 2]]}, "one per item; got nested values"),
+    (bsp.closeness, (), {"sources": [[1], [2]]}, "one per item; got nested values"),
 ])
 def test_a_source_that_is_not_one_id_is_refused_in_one_line(small, func, args, kwargs,
                                                              message):

@@ -267,6 +267,20 @@ def test_louvain_level0_kept_per_mapped_index(tmp_path, monkeypatch):
     assert len(built) == 7  # written (self-loops): never kept
 
 
+def test_a_second_louvain_pass_aggregates_communities_no_node_leaves(tmp_path):
+    """A pass started from the last one's communities goes on to aggregate them even
+    where no single node moves (it ended there, and a second pass gained nothing): on Les
+    Miserables seed 1's communities, two of which gain by merging, the second pass
+    reaches seed 0's modularity."""
+    G = nx.les_miserables_graph()
+    g = graphsys.from_networkx(G, tmp_path / "g", node_attrs=())
+    q = [bsp.louvain(g, seed=1, iterations=it, weighted=False).stats.scores["modularity"]
+         for it in (1, 2)]
+    assert q[1] > q[0] + 1e-4
+    part = bsp.louvain(g, seed=1, iterations=2, weighted=False).to_dict()
+    assert q[1] == pytest.approx(nx.community.modularity(G, groups(part), weight=None))
+
+
 def test_louvain_weighted_after_unweighted_on_one_graph(tmp_path):
     """The level 0 kept for unweighted runs is never a weighted run's: a weighted run
     after an unweighted one on the same opened graph gives the fresh weighted answer."""

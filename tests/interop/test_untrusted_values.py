@@ -30,7 +30,8 @@ def test_to_original_refuses(g, value, message):
 
 @pytest.mark.parametrize("value, message", [
     (30.7, "are integers; got 30.7"), ([True], "got True"), ("x", "got 'x'"),
-    (float("nan"), "got nan"), (2**64, "got 18446744073709551616")])
+    (float("nan"), "got nan"), (2**64, "got 18446744073709551616"),
+    ([[10, 20]], "one per item; got nested values of shape")])  # was numpy's broadcast error
 def test_to_internal_refuses(g, value, message):
     with pytest.raises(GraphsysError, match=message):
         g.to_internal(value)

@@ -80,3 +80,5 @@ def test_bad_parameters(graph_of):
         mining.motifs(g, 3, method="sampled")
     with pytest.raises(ParameterError, match="samples"):
         mining.motifs(g, 4, method="sampled", samples=1)
+    with pytest.raises(ParameterError, match="seed"):  # was numpy's ValueError
+        mining.motifs(g, 4, method="sampled", seed=-1)

@@ -98,6 +98,16 @@ def test_patterns_and_errors():
             Pattern(bad)
     with pytest.raises(ParameterError, match="unknown pattern"):
         Pattern.named("pentagram")
+    # node numbers and labels are integers: int() truncated 1.5 and parsed "1" before
+    for edges, options in (([(0, 1.5)], {}), ([("0", "1")], {}), ([(True, 0)], {}),
+                           ([(0, 1), (1, 2)], {"labels": [1.5, None, 2]}),
+                           ([(0, 1), (1, 2)], {"labels": ["7", None, 2]}),
+                           ([(0, 1), (1, 2)], {"edge_labels": [1.5, 2]}),
+                           ([(0, 1), (1, 2)], {"anti_edges": [(0, 2.5)]})):
+        with pytest.raises(ParameterError):
+            Pattern(edges, **options)
+    assert Pattern(np.array([[0.0, 1.0], [1.0, 2.0]]), labels=np.array([3, -1, 3])) == \
+        Pattern([(0, 1), (1, 2)], labels=[3, None, 3])
 
 
 def test_induced_small_patterns_read_the_census(graph_of, monkeypatch):

@@ -119,6 +119,18 @@ def test_measures_match_networkx(graphs):
         B.diameter(convert(two, None))
 
 
+def test_pearson_coefficient_of_fewer_than_two_pairs_raises():
+    """NetworkX's Pearson coefficient raises where its degree pairs are fewer than two
+    (one directed edge, one self-loop); graphsys answered NaN."""
+    for G in (nx.DiGraph([(0, 1)]), nx.Graph([(0, 0)]), nx.DiGraph([("a", "a")])):
+        with pytest.raises(ValueError):
+            nx.degree_pearson_correlation_coefficient(G)
+        with pytest.raises(ValueError):
+            B.degree_pearson_correlation_coefficient(convert(G, None))
+    G = nx.Graph([(0, 1)])  # two pairs: both NaN (constant degrees)
+    assert np.isnan(B.degree_pearson_correlation_coefficient(convert(G, None)))
+
+
 def test_stored_graphs_and_checks(tmp_path, graphs):
     D, _ = graphs
     g = graphsys.from_networkx(D, tmp_path / "d")

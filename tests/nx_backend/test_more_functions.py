@@ -192,10 +192,25 @@ def test_all_pairs_sums_hold_one_source_at_a_time():
     assert not isinstance(rows, list | tuple) and len(next(rows)) == 34
 
 
+def test_weighted_cut_ratios_read_the_weights():
+    """The cut ratios pass ``weight`` on to the cut and the volumes (they ignored it and
+    gave the unweighted ratio): weights other than 1 are declined, so NetworkX answers."""
+    G = nx.Graph([(0, 1, {"weight": 3.0}), (1, 2, {"weight": 0.5}), (2, 3, {})])
+    H = convert(G)
+    for name in ("normalized_cut_size", "conductance", "edge_expansion",
+                 "mixing_expansion"):
+        with pytest.raises(NotImplementedError):
+            getattr(B, name)(H, [0, 1], [2, 3], weight="weight")
+        assert getattr(B, name)(H, [0, 1], [2, 3], weight=None) == \
+            getattr(nx, name)(G, [0, 1], [2, 3], weight=None)
+
+
 def test_declined_arguments():
     U, D = GRAPHS["karate"], GRAPHS["directed"]
     for name, G, args, kwargs in [
             ("cut_size", U, (iter(["n0"]),), {}),  # an iterator NetworkX reads twice
+            ("jaccard_coefficient", U, (iter([("n0", "n1")]),), {}),  # the same
+            ("preferential_attachment", U, (), {"ebunch": (p for p in [("n0", "n1")])}),
             ("cut_size", U, (["n0", "n1"], ["n1"]), {}),  # overlapping sets
             ("cut_size", D, ([0, 1],), {}),  # NetworkX's directed cut needs T
             ("volume", U, ("n0",), {}),  # a node, not a set of nodes

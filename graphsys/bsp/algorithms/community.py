@@ -83,7 +83,10 @@ def louvain_levels(level: Level, gamma: float, rng: np.random.Generator, *,
                         "visits": int(visits), "gained": float(gained), "refined": 0})
         ncomm = kc.relabel(comm, comm)
         levels.append((level, comm))
-        if ncomm == level.n or gained <= threshold:
+        # a pass started from communities aggregates them even where no node moves: the
+        # gains left are between communities, on the levels above
+        started = start is not None and len(records) == 1
+        if ncomm == level.n or gained <= threshold and not started:
             break
         level = level.aggregate(comm, ncomm)
     top, part = levels[-1]
