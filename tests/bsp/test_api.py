@@ -167,3 +167,22 @@ def test_a_change_set_named_alone_is_refused_not_read_as_edges(tmp_path):
                 run(alone)
     assert bsp.bfs(g, 0, edge_set=f"default,{name}").to_dict() == {
         0: 0.0, 1: np.inf, 2: np.inf, 3: np.inf}
+
+
+def test_a_refused_source_is_named_on_one_line(small, tmp_path):
+    """An Arrow array where one source is meant (what ``to_original`` returns for a
+    graph with string ids) is refused in one line, its multi-line repr folded; so is an
+    id lookup of one on a graph with string ids."""
+    import pyarrow as pa
+
+    import graphsys
+    from graphsys.errors import GraphsysError
+
+    with pytest.raises(GraphsysError) as caught:
+        bsp.bfs(small, pa.array([1]))
+    assert "\n" not in str(caught.value) and "source must be one node id" in str(caught.value)
+    named = graphsys.from_arrow(pa.table({"src": ["a", "b"], "dst": ["b", "c"]}),
+                                tmp_path / "s")
+    with pytest.raises(GraphsysError) as caught:
+        named.to_internal([named.to_original(0)])
+    assert "\n" not in str(caught.value) and "are strings" in str(caught.value)
