@@ -120,7 +120,10 @@ def push(indptr, indices, weights, indptr2, indices2, weights2, inv_deg, damping
     stops unconverged once the work reaches ``max_work``, or where the rounds still to
     come would take it past ``max_work``: as many rounds as the norm needs to fall to
     the target at the rate ``damping`` a round (a round of pushes shrinks the residual of
-    the nodes it pushes by that factor at least), each as much work as the last.
+    the nodes it pushes by that factor at least), each as much work as the last; and at
+    once where ``extra`` is at least ``target`` times the most ``sum(y)`` can still reach
+    (``sum(y) + ||r||_1 / (1 - damping)``; pushes of negative residuals lower the sum),
+    a target no norm meets.
 
     Returns (rounds, pushes, work, ``||L(r)||_1``, sum of ``y``, converged): not
     converged when stopped by ``max_work`` (``y`` and ``r`` are then a consistent pair,
@@ -144,6 +147,11 @@ def push(indptr, indices, weights, indptr2, indices2, weights2, inv_deg, damping
         work += count
         goal = target * total - extra
         norm = l1 + abs(s)  # an upper bound; exact below where it decides
+        if target * (total + l1 / (1.0 - damping)) <= extra:
+            # the target stays within ``extra`` even if every residual went into ``y``
+            # (a residual r adds at most |r| / (1 - damping) to the sum): no push can meet
+            # it, and one pushed to nothing would go on forever
+            return rounds, pushes, work, norm, total, False
         if l1 - abs(s) < goal:
             norm = _deviation(r, q, s / big_q, touched, count, uniform, big_q, abs(s))
             work += count

@@ -109,13 +109,16 @@ def _locate(g: Graph, s: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndar
     return pi * g.num_partitions + pj, pair_keys(s - offsets[pi], d - offsets[pj])
 
 
-def _by_bucket(g: Graph, s: np.ndarray, d: np.ndarray, extra=None) -> dict:
+def _by_bucket(g: Graph, s: np.ndarray, d: np.ndarray, extra=None, line=None) -> dict:
     """``{(i, j): (keys, extra)}``: the pairs' keys per bucket, sorted and distinct (the
-    last of equal pairs keeps its ``extra``)."""
+    pair of the last ``line`` keeps its ``extra``; ``line``: each pair's position in the
+    request, default its position in ``s``, ``d``)."""
     bucket, keys = _locate(g, s, d)
+    line = np.arange(len(s)) if line is None else line
     out = {}
     for b in np.unique(bucket):
-        sel = np.flatnonzero(bucket == b)[::-1]  # the last of equal pairs first
+        sel = np.flatnonzero(bucket == b)
+        sel = sel[np.argsort(-line[sel], kind="stable")]  # the last of equal pairs first
         uniq, first = np.unique(keys[sel], return_index=True)
         out[divmod(int(b), g.num_partitions)] = (
             uniq, None if extra is None else extra[sel][first])
@@ -212,9 +215,12 @@ def _change_pairs(g: Graph, es: EdgeSet, kind: str, src, dst, weight, edge_set: 
     """Write the pairs of ``src``, ``dst`` (and their ``weight``) the view has as a change
     set of ``kind``; the others refused, or warned of (``allow_missing``)."""
     s, d = _pairs(g, es, src, dst)
-    if weight is not None and es.undirected:
-        weight = np.concatenate([weight, weight])
-    buckets = _by_bucket(g, s, d, weight)
+    line = None
+    if es.undirected:  # a pair's reverse is on the pair's line: (1, 2) then (2, 1) is
+        # one undirected pair listed twice, whose last line sets both directions
+        line = np.tile(np.arange(len(src)), 2)
+        weight = None if weight is None else np.concatenate([weight, weight])
+    buckets = _by_bucket(g, s, d, weight, line)
     found, matched = _present(g, es, buckets)
     missing = _missing(g, src, s, d, found, allow_missing, kind)
     kept = {b: (found[b], None if v is None else v[np.isin(k, found[b])])

@@ -83,7 +83,7 @@ def to_internal(graph, ids, entity_type: str | None = None) -> np.ndarray:
             first = ids if scalar else next(
                 (v for v in ids if not isinstance(v, str)), ids)
             raise GraphsysError(f"ids of entity type {et.name!r} are strings; got "
-                                f"{first!r}") from None
+                                f"{' '.join(repr(first).split())}") from None  # one line
         pos = kernels.lookup_strings(sorted_ids, q)
     if (pos < 0).any():
         bad = q[int(np.flatnonzero(pos < 0)[0])]

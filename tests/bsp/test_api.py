@@ -142,3 +142,47 @@ def test_a_negative_seed_is_refused_in_one_line(small, func, kwargs):
 
     with pytest.raises(ParameterError, match="seed must be a non-negative integer, got -1"):
         func(small, seed=-1, **kwargs)
+
+
+def test_a_change_set_named_alone_is_refused_not_read_as_edges(tmp_path):
+    """A delete set's pairs are what goes, not edges: edge_set="delete-1" (or a list of it
+    alone) is refused in one line by the front-ends, bsp.run and modularity (each ran on
+    the deleted pair 0 -> 1 as the graph's one edge); with its target it reads the
+    changed graph."""
+    import numpy as np
+
+    import graphsys
+    from graphsys.errors import GraphsysError
+    from graphsys.storage.changes import delete_edges
+
+    g = graphsys.from_numpy(np.array([0, 1, 2]), np.array([1, 2, 0]), tmp_path / "g",
+                            num_nodes=4)
+    name = delete_edges(g.path, [0], [1]).edge_set
+    g = graphsys.open_graph(g.path)
+    for run in (lambda es: bsp.wcc(g, edge_set=es), lambda es: bsp.pagerank(g, edge_set=es),
+                lambda es: bsp.modularity(g, np.zeros(4), edge_set=es),
+                lambda es: bsp.bfs(g, 0, edge_set=es, mode="out-of-core")):
+        for alone in (name, [name]):
+            with pytest.raises(GraphsysError, match=f"edge set '{name}' changes 'default'"):
+                run(alone)
+    assert bsp.bfs(g, 0, edge_set=f"default,{name}").to_dict() == {
+        0: 0.0, 1: np.inf, 2: np.inf, 3: np.inf}
+
+
+def test_a_refused_source_is_named_on_one_line(small, tmp_path):
+    """An Arrow array where one source is meant (what ``to_original`` returns for a
+    graph with string ids) is refused in one line, its multi-line repr folded; so is an
+    id lookup of one on a graph with string ids."""
+    import pyarrow as pa
+
+    import graphsys
+    from graphsys.errors import GraphsysError
+
+    with pytest.raises(GraphsysError) as caught:
+        bsp.bfs(small, pa.array([1]))
+    assert "\n" not in str(caught.value) and "source must be one node id" in str(caught.value)
+    named = graphsys.from_arrow(pa.table({"src": ["a", "b"], "dst": ["b", "c"]}),
+                                tmp_path / "s")
+    with pytest.raises(GraphsysError) as caught:
+        named.to_internal([named.to_original(0)])
+    assert "\n" not in str(caught.value) and "are strings" in str(caught.value)

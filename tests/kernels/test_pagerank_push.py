@@ -155,3 +155,21 @@ def test_ball_sizes_on_a_path_and_a_grid_and_the_edge_limit():
     assert sizes.tolist() == [2 * h * h + 2 * h + 1 for h in range(7)]  # a diamond
     capped = ball_sizes(g.indptr.astype(np.int64), g.indices.astype(np.int64), centre, 6, 20)
     assert capped[0] == 1 and capped[-1] == -1
+
+
+def test_push_stops_where_the_bound_carried_leaves_no_target():
+    """``extra`` at or above ``target * sum(y)``: no norm can meet the target, and a
+    residual pushed to nothing (every node here loops on itself: the residual shrinks by
+    ``damping`` a push, down to denormals and 0) went on forever with an unlimited
+    ``max_work`` (a delta push chain whose previous bound had spent the tolerance, with
+    the work cost set to 0, hung). It stops at once, unconverged, its pair consistent."""
+    n = 4
+    a = _csr(np.arange(n), np.arange(n), n)
+    q = np.ones(n)
+    y, r = np.zeros(n), (1 - ALPHA) * q
+    rounds, pushes, work, norm, total, done = push(
+        a.indptr.astype(np.int64), a.indices.astype(np.int64), np.zeros(0, np.float32),
+        np.zeros(n + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32), _inv(a),
+        ALPHA, np.zeros(0), y, r, 0.0, 1e-12, 1.0, 2**62)
+    assert not done and (rounds, pushes) == (0, 0)
+    np.testing.assert_allclose(r, _residual(a, y, q), atol=1e-12)

@@ -264,3 +264,19 @@ def test_a_streamed_pagerank_reads_a_changed_view(tmp_path):
     ref = nx.pagerank(nx.MultiDiGraph(edges), tol=1e-12)
     ids = g.to_internal(np.arange(N))
     assert max(abs(streamed.values[ids[v]] - ref[v]) for v in range(N)) < 1e-7
+
+
+def test_an_undirected_pair_listed_both_ways_takes_its_last_weight_both_ways(tmp_path):
+    """On an undirected graph (1, 2) and (2, 1) are one pair: listed as (2, 1) -> 3 then
+    (1, 2) -> 10, both stored directions weigh 10 (the last line wins). Each line's
+    reverse was applied after every forward line, so 1 -> 2 kept 3 and 2 -> 1 took 10: an
+    undirected graph with two weights per edge, and SSSP from 0 said 3 where a repair from
+    the previous distances said 10."""
+    g = graphsys.from_numpy(np.array([0, 2]), np.array([1, 1]), tmp_path / "g",
+                            weight=np.array([1.0, 2.0]), undirected=True)
+    update_weights(g.path, [2, 1], [1, 2], [3.0, 10.0])
+    g = graphsys.open_graph(g.path)
+    weights = {(int(s), int(d)): float(w) for a, b, _, ws in g.iter_edges()
+               for s, d, w in zip(g.to_original(a), g.to_original(b), ws)}
+    assert weights == {(0, 1): 1.0, (1, 0): 1.0, (1, 2): 10.0, (2, 1): 10.0}
+    assert bsp.sssp(g, 0).to_dict() == {0: 0.0, 1: 1.0, 2: 11.0}

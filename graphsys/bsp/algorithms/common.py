@@ -26,7 +26,8 @@ def source_index(graph, source) -> int:
     if source is None:
         raise ParameterError("source", "is needed by this algorithm: give a node id")
     if not isinstance(source, str) and np.ndim(source) != 0:
-        raise ParameterError("source", f"must be one node id, got {source!r}")
+        raise ParameterError("source", f"must be one node id, got "
+                                       f"{' '.join(repr(source).split())}")  # one line
     return int(graph.to_internal([source])[0])
 
 

@@ -21,6 +21,7 @@ from graphsys.bsp.engine import run as run_program
 from graphsys.bsp.program import VertexProgram
 from graphsys.errors import ConvergenceWarning, GraphsysError, ParameterError
 from graphsys.execution import FIELDS, Execution
+from graphsys.storage.edge_views import readable
 from graphsys.threads import numba_threads
 
 
@@ -105,6 +106,7 @@ class AlgorithmSpec:
                                                               if k in kwargs})
         self.check_source(source)
         edge_set = kwargs.get("edge_set")
+        readable(graph, edge_set)  # a change set alone is no edges to run on
         if init is not None and self.warm_start is None:
             raise ParameterError("init", f"{self.name} does not start from a previous result")
         with numba_threads(ex.threads):
