@@ -39,7 +39,6 @@ from graphsys.distributed import initialized, local_cuda_device
 from graphsys.errors import GraphsysError, ParameterError, check_count
 from graphsys.execution import Execution, with_threads
 from graphsys.progress import display
-from graphsys.storage.edge_views import readable
 from graphsys.trace import trace_range
 
 if TYPE_CHECKING:
@@ -263,7 +262,7 @@ def run(graph, program: VertexProgram, *, mode: str = "auto", device: str = "cpu
         raise ParameterError("sum_dtype", f"{program.sum_dtype} sums run in the numba CPU "
                                           f"kernels; the {backend} backend sums in float64 "
                                           f"(leave sum_dtype at float64 there)")
-    es = readable(graph, edge_set)
+    es = graph.edge_set(edge_set)
     if threads is None:
         import numba
 

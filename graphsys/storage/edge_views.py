@@ -103,15 +103,6 @@ def members(manifest: Manifest, name: str | Sequence[str] | None) -> tuple[str, 
     return tuple(out)
 
 
-def readable(graph, name: str | Sequence[str] | None) -> EdgeSet:
-    """The edge set an engine reads as edges under ``name`` (``graph.edge_set(name)``),
-    refusing in one line a change set named without the edge sets it changes, alone
-    included: its pairs are what goes or changes weight, not edges (a stored edge set's
-    name alone is otherwise its edges as stored, which the readers of changes use)."""
-    edge_changes.check_targets(graph.manifest, members(graph.manifest, name))
-    return graph.edge_set(name)
-
-
 _SHAPE = (("has_rel", "a relation column"), ("has_weight", "weights"),
           ("undirected", "both directions stored (undirected)"))
 

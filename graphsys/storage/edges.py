@@ -115,7 +115,7 @@ class Bucket:
             raise FormatError(f"{self.path}: cannot open bucket ({exc})") from None
         key = (self.edge_set, self.i, self.j)
         if key not in self.graph._checked_files:
-            check_bucket_file(reader, self.graph.edge_set(self.edge_set), self.num_edges,
+            check_bucket_file(reader, self.graph._stored(self.edge_set), self.num_edges,
                               self.path)
             self.graph._checked_files.add(key)
         return reader
@@ -138,7 +138,7 @@ class Bucket:
             return
         reader = self._reader
         checked = self.graph._checked_batches
-        names = [c.name for c in self.graph.edge_set(self.edge_set).columns]
+        names = [c.name for c in self.graph._stored(self.edge_set).columns]
         start = 0
         for k in range(reader.num_record_batches):
             try:
@@ -189,7 +189,7 @@ class Bucket:
     def column(self, name: str) -> np.ndarray:
         """The edge column ``name`` (see :meth:`Graph.edge_column`), row for row with
         :attr:`src`: a view of the mapping when the bucket is one record batch."""
-        dtype = np.dtype(self.graph.edge_set(self.edge_set).column(name).dtype)
+        dtype = np.dtype(self.graph._stored(self.edge_set).column(name).dtype)
         if self.num_edges == 0:
             return np.zeros(0, dtype)
         parts = [b.columns[name] for b in self.batches()]

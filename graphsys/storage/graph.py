@@ -194,7 +194,7 @@ class Graph(GraphSchema, SubgraphMethods):
         p = self.num_partitions
         if not (0 <= i < p and 0 <= j < p):
             raise GraphsysError(f"bucket ({i}, {j}) out of range for {p} partitions")
-        es = self.edge_set(edge_set)
+        es = self._stored(edge_set)  # one stored name as stored: a change set's pairs too
         if es.members:  # several edge sets read as one
             return UnionBucket(self, es, i, j)
         return Bucket(self, es.name, i, j, es.buckets.get((i, j), 0))

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from graphsys.errors import GraphsysError
-from graphsys.storage import edge_views
+from graphsys.storage import edge_changes, edge_views
 from graphsys.storage.format import EdgeSet, EntityType, Manifest, RelationType
 
 
@@ -94,6 +94,12 @@ class GraphSchema:
             raise GraphsysError(f"unknown entity type {entity_type!r} (types: "
                                 f"{', '.join(self.entity_types)})") from None
 
+    def _stored(self, name: str | Sequence[str] | None) -> EdgeSet:
+        """The record of one stored edge set as stored, a change set's included (what the
+        readers of its pairs and of bucket files use); any other name as :meth:`edge_set`."""
+        sets = self.manifest.edge_sets
+        return sets[name] if isinstance(name, str) and name in sets else self.edge_set(name)
+
     def edge_set(self, name: str | Sequence[str] | None = None) -> EdgeSet:
         """The manifest record of an edge set, or of several read as one: name, edge count,
         edges per bucket, flags.
@@ -115,8 +121,10 @@ class GraphSchema:
         Raises
         ------
         GraphsysError
-            An unknown name, None that matches no edge set, or edge sets of different
-            shapes (weighted and not, ...) named together.
+            An unknown name, None that matches no edge set, edge sets of different shapes
+            (weighted and not, ...) named together, or a change set named without the edge
+            sets it changes (alone included: its pairs are what goes or changes weight, not
+            edges).
 
         Examples
         --------
@@ -130,6 +138,8 @@ class GraphSchema:
         names = edge_views.members(self.manifest, name)
         sets = self.manifest.edge_sets
         if len(names) == 1:
+            if sets[names[0]].change:   # its pairs go or change weight: they are no edges
+                edge_changes.check_targets(self.manifest, names)
             return sets[names[0]]
         if getattr(self, "_views_of", None) is not sets:  # the manifest's edge sets changed
             self._views_of, self._views = sets, {}

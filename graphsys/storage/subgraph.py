@@ -416,7 +416,7 @@ def write_subgraph(graph, keep_nodes: np.ndarray | None, out: str | Path | None,
     etype = _one_type(graph)
     names = _default_sets(graph) if edge_sets is None else (
         [edge_sets] if isinstance(edge_sets, str) else list(edge_sets))
-    sets = [graph.edge_set(name) for name in names]
+    sets = [graph._stored(name) for name in names]
     rules = {(es.undirected, es.dedupe, es.drop_self_loops) for es in sets}
     if len(rules) > 1:
         raise GraphsysError(f"{graph.path}: edge sets {', '.join(names)} differ in "

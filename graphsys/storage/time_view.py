@@ -127,7 +127,7 @@ def time_bound(value, dtype: np.dtype, *, name: str = "until", up: bool = False)
 
 
 def _column_dtype(graph, edge_set: str, column: str) -> np.dtype | None:
-    cols = {c.name: c.dtype for c in graph.edge_set(edge_set).columns}
+    cols = {c.name: c.dtype for c in graph._stored(edge_set).columns}
     return np.dtype(cols[column]) if column in cols else None
 
 
@@ -337,7 +337,7 @@ class TimeView:
         return f"TimeView({super().__repr__()}, {lo}{self.column}{hi})"
 
     def bucket(self, i: int, j: int, edge_set: str | None = None):
-        es = self.edge_set(edge_set)
+        es = self._stored(edge_set)
         if es.members:  # several edge sets read as one: each member through the view
             for m in es.members:
                 if not self.manifest.edge_sets[m].change:  # read from the stored graph

@@ -169,6 +169,30 @@ def test_a_change_set_named_alone_is_refused_not_read_as_edges(tmp_path):
         0: 0.0, 1: np.inf, 2: np.inf, 3: np.inf}
 
 
+def test_every_reader_of_edges_refuses_a_change_set_named_alone(tmp_path):
+    """Graph.edge_set is where the rule lives, so mining, measures, samplers and the Graph
+    API's edge readers refuse it too (each read the deleted pair as an edge); the pairs
+    stay readable as stored through Graph.bucket, which the readers of changes use."""
+
+    import graphsys
+    from graphsys import measures, mining
+    from graphsys.errors import GraphsysError
+    from graphsys.sampling import NeighborSampler
+    from graphsys.storage.changes import delete_edges
+
+    g = graphsys.from_numpy([0, 1, 2, 0, 3], [1, 2, 0, 2, 0], tmp_path / "g", undirected=True)
+    name = delete_edges(g.path, [0], [1]).edge_set
+    g = graphsys.open_graph(g.path)
+    for read in (lambda: mining.triangles(g, edge_set=name), lambda: g.degrees(edge_set=name),
+                 lambda: measures.density(g, edge_set=name), lambda: g.csr(edge_set=name),
+                 lambda: list(g.iter_edges(edge_set=name)),
+                 lambda: NeighborSampler(g, [2], edge_set=name)):
+        with pytest.raises(GraphsysError, match=f"edge set '{name}' changes 'default'"):
+            read()
+    assert g.bucket(0, 0, name).num_edges == 2               # 0 -> 1 and its reverse
+    assert mining.transitivity(g) == 0.0                      # the changed graph: no triangle
+
+
 def test_a_refused_source_is_named_on_one_line(small, tmp_path):
     """An Arrow array where one source is meant (what ``to_original`` returns for a
     graph with string ids) is refused in one line, its multi-line repr folded; so is an

@@ -22,7 +22,6 @@ from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
 from graphsys.errors import GraphsysError, ParameterError, check_count
 from graphsys.kernels.arrays import read_only
-from graphsys.storage.edge_views import readable
 
 #: Louvain and Leiden stop adding levels when one gains at most this much modularity
 #: (networkx's ``threshold``)
@@ -520,7 +519,7 @@ def modularity(graph, communities, *, resolution: float = 1.0, weighted: bool | 
     0.0
     """
     graph = open_if_path(graph)
-    es = readable(graph, edge_set).name
+    es = graph.edge_set(edge_set).name
     comm = _labels(graph, communities)
     program = _community_program(graph, edge_set=edge_set, resolution=resolution,
                                  weighted=weighted, directed=directed)

@@ -21,7 +21,6 @@ from graphsys.bsp.engine import run as run_program
 from graphsys.bsp.program import VertexProgram
 from graphsys.errors import ConvergenceWarning, GraphsysError, ParameterError
 from graphsys.execution import FIELDS, Execution
-from graphsys.storage.edge_views import readable
 from graphsys.threads import numba_threads
 
 
@@ -106,7 +105,7 @@ class AlgorithmSpec:
                                                               if k in kwargs})
         self.check_source(source)
         edge_set = kwargs.get("edge_set")
-        readable(graph, edge_set)  # a change set alone is no edges to run on
+        graph.edge_set(edge_set)  # refused early: an unknown name, a change set alone
         if init is not None and self.warm_start is None:
             raise ParameterError("init", f"{self.name} does not start from a previous result")
         with numba_threads(ex.threads):
