@@ -246,6 +246,11 @@ def load_checkpoint(path: str | Path) -> tuple[dict[str, torch.Tensor], dict[str
             or not isinstance(header.get("meta", {}), dict):
         raise FormatError(f"{where}: fields 'tensors', 'config' and 'meta' must be objects")
     _check_model_config(where, header["config"])
+    layers = header["config"].get("num_layers")   # a builtin model's layers store tensors
+    if ":" not in header["config"]["model"] and isinstance(layers, int) \
+            and layers > len(tensors):
+        raise FormatError(f"{where}: config.num_layers is {layers}, more than the "
+                          f"{len(tensors)} tensors the checkpoint holds")
     if "train_config" in header.get("meta", {}):
         _check_train_config(where, header["meta"]["train_config"])
     if "graph_identity" in header.get("meta", {}):
@@ -379,6 +384,30 @@ def load_module_state(module: torch.nn.Module, state: dict[str, torch.Tensor], p
     its config is a one-line :class:`FormatError` naming ``where`` and the tensor, never
     torch's multi-line error. ``strict=False``: tensors the module lacks, and ones the
     checkpoint lacks, are left out."""
+    sub = _check_fits(module, state, prefix, where, strict)
+    own = module.state_dict()
+    module.load_state_dict({k: v for k, v in sub.items() if k in own}, strict=strict)
+
+
+def build_to_fit(build, state: dict[str, torch.Tensor], prefix: str, where: str | Path
+                 ) -> torch.nn.Module:
+    """``build()``'s module with the tensors ``prefix.*`` of a checkpoint's ``state`` loaded
+    (:func:`load_module_state`). The module is built first on torch's ``meta`` device (no
+    memory) and checked against ``state``: dimensions in ``model.json`` (which carries no
+    checksum) that the stored tensors do not have are refused in one line before the
+    model's memory is allocated, so an edited ``hidden_dim`` never asks for gigabytes."""
+    with torch.device("meta"):
+        shape_only = build()
+    _check_fits(shape_only, state, prefix, where, True)
+    module = build()
+    load_module_state(module, state, prefix, where)
+    return module
+
+
+def _check_fits(module: torch.nn.Module, state: dict[str, torch.Tensor], prefix: str,
+                where: str | Path, strict: bool) -> dict[str, torch.Tensor]:
+    """The tensors ``prefix.*`` of ``state`` (prefix cut) after checking them against
+    ``module``'s (see :func:`load_module_state`)."""
     sub = {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
     own = module.state_dict()
     if strict:
@@ -392,7 +421,7 @@ def load_module_state(module: torch.nn.Module, state: dict[str, torch.Tensor], p
         if k in own and tuple(v.shape) != tuple(own[k].shape):
             raise FormatError(f"{where}: tensor {prefix}{k} is {tuple(v.shape)}, the model "
                               f"rebuilt from its config has {tuple(own[k].shape)}")
-    module.load_state_dict({k: v for k, v in sub.items() if k in own}, strict=strict)
+    return sub
 
 
 _JSON_TYPES = {str: "string", int: "integer", list: "list", dict: "object", bool: "boolean"}

@@ -39,9 +39,9 @@ from torch.nn import functional as F
 from graphsys import ranking
 from graphsys.errors import GraphsysError, ParameterError
 from graphsys.gnn.checkpoint import (
+    build_to_fit,
     check_graph,
     load_checkpoint,
-    load_module_state,
     train_config_of,
 )
 from graphsys.gnn.config import RGCN, RGCN_NORMS, TrainConfig, check_choice
@@ -438,11 +438,11 @@ def load_rgcn(checkpoint: str | Path, graph: Graph | str | Path | None = None
                                       f"{config['num_relations']}")
     check_graph(meta, graph, checkpoint)
     # checkpoints written before rgcn.norm existed normalised per relation
-    model = RGCNLinkModel(config["num_nodes"], config["num_relations"],
-                          **{k: config[k] for k in ("hidden", "num_layers", "num_blocks",
-                                                    "num_bases", "dropout")},
-                          norm=config.get("norm", "relation"))
-    load_module_state(model, state, "model.", checkpoint)
+    model = build_to_fit(lambda: RGCNLinkModel(
+        config["num_nodes"], config["num_relations"],
+        **{k: config[k] for k in ("hidden", "num_layers", "num_blocks", "num_bases",
+                                  "dropout")},
+        norm=config.get("norm", "relation")), state, "model.", checkpoint)
     return model.eval(), graph, train_config_of(meta, checkpoint)
 
 

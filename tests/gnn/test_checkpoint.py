@@ -152,6 +152,7 @@ def test_full_disk_during_save_is_one_line_and_leaves_the_old_save(tmp_path, mon
      "meta.train_config.weight_decay must be a finite number >= 0, got -1.0"),
     ("meta.train_config.lr", "fast", "meta.train_config.lr must be a finite number > 0"),
     ("meta.train_config.bogus", 3, "meta.train_config.bogus: not a training setting"),
+    ("config.num_layers", 10 ** 5, "config.num_layers is 100000, more than the 2 tensors"),
 ])
 def test_hand_edited_model_json_is_refused_naming_the_field(tmp_path, field, value, says):
     """model.json's config and training settings are checked field by field on load: a
@@ -172,6 +173,26 @@ def test_hand_edited_model_json_is_refused_naming_the_field(tmp_path, field, val
         load_checkpoint(ck)
     assert str(err.value).startswith(f"{ck / 'model.json'}: ") and says in str(err.value)
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("field", ["hidden_dim", "in_dim"])
+def test_dimensions_the_tensors_lack_are_refused_before_the_model_is_built(field):
+    """An edited ``hidden_dim`` of 10**8 (model.json carries no checksum) had the readers
+    build the model at that size (gigabytes, tens of seconds) before comparing it with the
+    stored tensors; :func:`build_to_fit` compares a shape-only (``meta``) build first."""
+    from graphsys.gnn.checkpoint import build_to_fit
+    from graphsys.gnn.model import GNN
+
+    state = {f"model.{k}": v for k, v in GNN(**CFG).state_dict().items()}
+    assert build_to_fit(lambda: GNN(**CFG), state, "model.", "ck").config() == CFG
+    built = []
+
+    def big():
+        built.append(torch.empty(0).device.type)
+        return GNN(**{**CFG, field: 10 ** 8})
+    with pytest.raises(FormatError, match=f"the model rebuilt from its config has .*{10 ** 8}"):
+        build_to_fit(big, state, "model.", "ck")
+    assert built == ["meta"]      # never built with memory
 
 
 # -- which graph a checkpoint's rows belong to ---------------------------------------------
