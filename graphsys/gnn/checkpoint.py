@@ -396,8 +396,13 @@ def build_to_fit(build, state: dict[str, torch.Tensor], prefix: str, where: str 
     memory) and checked against ``state``: dimensions in ``model.json`` (which carries no
     checksum) that the stored tensors do not have are refused in one line before the
     model's memory is allocated, so an edited ``hidden_dim`` never asks for gigabytes."""
-    with torch.device("meta"):
-        shape_only = build()
+    try:
+        with torch.device("meta"):
+            shape_only = build()
+    except (RuntimeError, TypeError, ValueError, OverflowError) as exc:  # sizes past torch
+        raise FormatError(f"{where}: the model cannot be built from its config ("
+                          f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
+                          ) from None
     _check_fits(shape_only, state, prefix, where, True)
     module = build()
     load_module_state(module, state, prefix, where)

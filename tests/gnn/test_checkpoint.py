@@ -193,6 +193,8 @@ def test_dimensions_the_tensors_lack_are_refused_before_the_model_is_built(field
     with pytest.raises(FormatError, match=f"the model rebuilt from its config has .*{10 ** 8}"):
         build_to_fit(big, state, "model.", "ck")
     assert built == ["meta"]      # never built with memory
+    with pytest.raises(FormatError, match="ck: the model cannot be built from its config"):
+        build_to_fit(lambda: GNN(**{**CFG, field: 10 ** 19}), state, "model.", "ck")
 
 
 # -- which graph a checkpoint's rows belong to ---------------------------------------------
