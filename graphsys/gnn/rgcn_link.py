@@ -42,6 +42,7 @@ from graphsys.gnn.checkpoint import (
     build_to_fit,
     check_graph,
     load_checkpoint,
+    meta_field,
     train_config_of,
 )
 from graphsys.gnn.config import RGCN, RGCN_NORMS, TrainConfig, check_choice
@@ -428,7 +429,7 @@ def load_rgcn(checkpoint: str | Path, graph: Graph | str | Path | None = None
     if config.get("model") != RGCN:
         raise ParameterError("checkpoint", f"{checkpoint} holds a {config.get('model')!r} "
                                            f"model, not an R-GCN one")
-    graph = meta["graph"] if graph is None else graph
+    graph = meta_field(meta, "graph", checkpoint) if graph is None else graph
     graph = open_graph(graph) if isinstance(graph, (str, Path)) else graph
     nodes = {t: graph.num_nodes(t) for t in graph.entity_types}
     if nodes != config["num_nodes"] or len(graph.relation_types) != config["num_relations"]:

@@ -197,6 +197,19 @@ def test_dimensions_the_tensors_lack_are_refused_before_the_model_is_built(field
         build_to_fit(lambda: GNN(**{**CFG, field: 10 ** 19}), state, "model.", "ck")
 
 
+def test_an_rgcn_checkpoint_without_its_graph_is_one_line(tmp_path):
+    """meta.graph missing (or not a path) was a KeyError or AttributeError in load_rgcn."""
+    from graphsys.gnn.rgcn_link import load_rgcn
+
+    config = {"model": "rgcn", "num_nodes": {"node": 4}, "num_relations": 1, "hidden": 8,
+              "num_layers": 1, "num_blocks": 0, "num_bases": 0, "dropout": 0.0}
+    for meta in ({}, {"graph": 3}):
+        save_checkpoint(tmp_path / "ck", _state(1.0), config, meta)
+        with pytest.raises(FormatError, match="model.json: meta.graph is (missing|3), not a "
+                                              "string"):
+            load_rgcn(tmp_path / "ck")
+
+
 # -- which graph a checkpoint's rows belong to ---------------------------------------------
 
 def _kg(root, partitions):
