@@ -155,9 +155,10 @@ def _check_model_config(where: Path, config: dict[str, Any]) -> None:
         raise FormatError(f"{where}: config.{missing[0]} is missing")
 
 
-def _check_train_config(where: Path, raw: Any) -> None:
+def _check_train_config(where: Path, raw: Any, model: str) -> None:
     """FormatError naming ``meta.train_config.<field>`` of ``where`` unless ``raw`` builds
-    a :class:`~graphsys.gnn.config.TrainConfig`."""
+    a :class:`~graphsys.gnn.config.TrainConfig` of the checkpoint's ``model`` (its
+    ``config.model``)."""
     from graphsys.gnn.config import TrainConfig
 
     if not isinstance(raw, dict):
@@ -169,12 +170,15 @@ def _check_train_config(where: Path, raw: Any) -> None:
     if isinstance(values.get("hard_band"), list):
         values["hard_band"] = tuple(values["hard_band"])
     try:
-        TrainConfig(**values)
+        trained = TrainConfig(**values).model
     except ParameterError as exc:
         raise FormatError(f"{where}: meta.train_config.{exc.parameter} {exc.message}"
                           ) from None
     except (GraphsysError, TypeError, ValueError) as exc:
         raise FormatError(f"{where}: meta.train_config: {exc}") from None
+    if trained != model:   # the settings of another model's run (its own fields unset)
+        raise FormatError(f"{where}: meta.train_config.model is {trained!r}, config.model "
+                          f"{model!r}")
 
 
 def save_checkpoint(path: str | Path, state: dict[str, torch.Tensor], config: dict[str, Any],
@@ -252,7 +256,7 @@ def load_checkpoint(path: str | Path) -> tuple[dict[str, torch.Tensor], dict[str
         raise FormatError(f"{where}: config.num_layers is {layers}, more than the "
                           f"{len(tensors)} tensors the checkpoint holds")
     if "train_config" in header.get("meta", {}):
-        _check_train_config(where, header["meta"]["train_config"])
+        _check_train_config(where, header["meta"]["train_config"], header["config"]["model"])
     if "graph_identity" in header.get("meta", {}):
         _check_identity(where, header["meta"]["graph_identity"])
     state = {}

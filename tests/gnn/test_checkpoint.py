@@ -153,6 +153,8 @@ def test_full_disk_during_save_is_one_line_and_leaves_the_old_save(tmp_path, mon
     ("meta.train_config.lr", "fast", "meta.train_config.lr must be a finite number > 0"),
     ("meta.train_config.bogus", 3, "meta.train_config.bogus: not a training setting"),
     ("config.num_layers", 10 ** 5, "config.num_layers is 100000, more than the 2 tensors"),
+    ("meta.train_config.model", "gat", "meta.train_config.model is 'gat', config.model "
+                                       "'sage'"),
 ])
 def test_hand_edited_model_json_is_refused_naming_the_field(tmp_path, field, value, says):
     """model.json's config and training settings are checked field by field on load: a
