@@ -396,10 +396,21 @@ def load_module_state(module: torch.nn.Module, state: dict[str, torch.Tensor], p
 def build_to_fit(build, state: dict[str, torch.Tensor], prefix: str, where: str | Path
                  ) -> torch.nn.Module:
     """``build()``'s module with the tensors ``prefix.*`` of a checkpoint's ``state`` loaded
-    (:func:`load_module_state`). The module is built first on torch's ``meta`` device (no
-    memory) and checked against ``state``: dimensions in ``model.json`` (which carries no
-    checksum) that the stored tensors do not have are refused in one line before the
-    model's memory is allocated, so an edited ``hidden_dim`` never asks for gigabytes."""
+    (:func:`load_module_state`), once :func:`check_fits` passed: dimensions in ``model.json``
+    (which carries no checksum) that the stored tensors do not have are refused in one line
+    before the model's memory is allocated, so an edited ``hidden_dim`` never asks for
+    gigabytes."""
+    check_fits(build, state, prefix, where)
+    module = build()
+    load_module_state(module, state, prefix, where)
+    return module
+
+
+def check_fits(build, state: dict[str, torch.Tensor], prefix: str, where: str | Path) -> None:
+    """Build ``build()``'s module on torch's ``meta`` device (shapes, no memory) and check
+    the tensors ``prefix.*`` of ``state`` against it, as :func:`load_module_state` does;
+    a one-line :class:`FormatError` naming ``where`` otherwise, also for sizes torch cannot
+    even shape."""
     try:
         with torch.device("meta"):
             shape_only = build()
@@ -408,9 +419,6 @@ def build_to_fit(build, state: dict[str, torch.Tensor], prefix: str, where: str 
                           f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
                           ) from None
     _check_fits(shape_only, state, prefix, where, True)
-    module = build()
-    load_module_state(module, state, prefix, where)
-    return module
 
 
 def _check_fits(module: torch.nn.Module, state: dict[str, torch.Tensor], prefix: str,
