@@ -100,6 +100,9 @@ def check_fields(meta: dict[str, Any], path: Path) -> None:
         if (value is None and key in META_REQUIRED) or (value is not None and (
                 not isinstance(value, typ) or isinstance(value, bool))):
             raise FormatError(f"{path}: field {key!r} must be a JSON {_JSON_NAMES[typ]}")
+    if meta["dimension"] < 1:   # every row is read and allocated by it
+        raise FormatError(f"{path}: field 'dimension' must be a positive integer, got "
+                          f"{meta['dimension']}")
     for etype, info in meta["entity_types"].items():
         sizes = info.get("partition_sizes") if isinstance(info, dict) else None
         if not isinstance(sizes, list) or not all(

@@ -108,7 +108,7 @@ def test_missing_checksums_are_refused(trained, tmp_path):
 
 @pytest.mark.parametrize("edit, match", [
     (lambda m: m.pop("epochs_done"), "field 'epochs_done' must be a JSON integer"),
-    (lambda m: m.update(dimension=m["dimension"] + 1), "do not match a model"),
+    (lambda m: m.update(dimension=m["dimension"] + 1), r"part-00000.*float32 \(\d+, \d+\)"),
     (lambda m: m.update(dimension=m["dimension"] + 2), "do not match a model|"
                                                        r"part-00000.*float32 \(\d+, \d+\)"),
     (lambda m: m["stats"][0]["ranks"][0].update(bytes_writuen=1), "field 'stats' is malformed"),
@@ -116,6 +116,10 @@ def test_missing_checksums_are_refused(trained, tmp_path):
      "field 'entity_types.node.partition_sizes' must be a list of node counts"),
     (lambda m: m.update(relations=[{"name": 3}]), r"field 'relations\[0\]'"),
     (lambda m: m.pop("relations"), "checkpoint.json: its model fields.*'relations'"),
+    # found by a field-by-field sweep: NumPy's 'negative dimensions' error and a 3.6 TiB
+    # allocation from the claimed dimension, each before any check
+    (lambda m: m.update(dimension=-1), "field 'dimension' must be a positive integer"),
+    (lambda m: m.update(dimension=10 ** 12), r"part-00000.*float32 \(\d+, 1000000000000\)"),
 ])
 def test_edited_checkpoint_json_is_refused_in_one_line(trained, tmp_path, edit, match):
     """checkpoint.json has no checksum of its own: an edited (or fuzzed) field a reader
