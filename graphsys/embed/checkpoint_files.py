@@ -78,9 +78,10 @@ _VERSIONED = re.compile(r"\.v(\d{6,})\.npy$")
 #: Fields of ``checkpoint.json`` that readers index, with their JSON types (checked where
 #: present; those of :data:`META_REQUIRED` must be)
 META_FIELDS = {"epochs_done": int, "dimension": int, "num_partitions": int,
-               "entity_types": dict, "relations": list, "stats": list, "history": list}
+               "entity_types": dict, "relations": list, "stats": list, "history": list,
+               "graph": str}
 META_REQUIRED = ("epochs_done", "dimension", "entity_types")
-_JSON_NAMES = {int: "integer", dict: "object", list: "list"}
+_JSON_NAMES = {int: "integer", dict: "object", list: "list", str: "string"}
 
 
 def stream_seed(*parts: int) -> int:

@@ -198,7 +198,11 @@ class Embeddings(EmbeddingQueries, EmbeddingExports):
         """The graph that maps original ids (opened from the checkpoint's record if
         :meth:`load` was given none)."""
         if self._graph is None:
-            where = self.meta["graph"]
+            where = self.meta.get("graph")
+            if not where:
+                raise FormatError(f"{self.path / 'checkpoint.json'}: field 'graph' is "
+                                  f"missing; load it with the graph directory given "
+                                  f"(graph=DIR) to map node ids")
             if not Path(where).exists():
                 raise GraphsysError(f"{self.path}: its graph {where} is gone; load it with "
                                     f"the graph directory given (graph=DIR) to map node ids")
@@ -234,8 +238,8 @@ class Embeddings(EmbeddingQueries, EmbeddingExports):
         """Open the recorded graph, when it is there and none was given, so that rows of
         entities appended to it since training are served (a graph that is gone is opened
         only when ids must be mapped)."""
-        if self._graph is None and self.storage is not None and Path(
-                str(self.meta.get("graph", ""))).is_dir():
+        if self._graph is None and self.storage is not None and self.meta.get("graph") \
+                and Path(self.meta["graph"]).is_dir():
             _ = self.graph
 
     # -- raw access -------------------------------------------------------------------------

@@ -116,8 +116,9 @@ def test_missing_checksums_are_refused(trained, tmp_path):
      "field 'entity_types.node.partition_sizes' must be a list of node counts"),
     (lambda m: m.update(relations=[{"name": 3}]), r"field 'relations\[0\]'"),
     (lambda m: m.pop("relations"), "checkpoint.json: its model fields.*'relations'"),
-    # found by a field-by-field sweep: NumPy's 'negative dimensions' error and a 3.6 TiB
-    # allocation from the claimed dimension, each before any check
+    # found by a field-by-field sweep: a KeyError, NumPy's 'negative dimensions' error and
+    # a 3.6 TiB allocation from the claimed dimension, each before any check
+    (lambda m: m.pop("graph"), "checkpoint.json: field 'graph' is missing"),
     (lambda m: m.update(dimension=-1), "field 'dimension' must be a positive integer"),
     (lambda m: m.update(dimension=10 ** 12), r"part-00000.*float32 \(\d+, 1000000000000\)"),
 ])
