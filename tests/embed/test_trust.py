@@ -135,6 +135,30 @@ def test_edited_checkpoint_json_is_refused_in_one_line(trained, tmp_path, edit, 
     assert "\n" not in str(exc.value)
 
 
+@pytest.mark.parametrize("edit, match", [
+    (lambda m: m["stats"][0].update(seconds="x"), r"field 'stats' is malformed \(seconds is"),
+    (lambda m: m["stats"][0]["ranks"][0].update(wait_seconds=None),
+     r"field 'stats' is malformed \(wait_seconds is None, not a number\)"),
+    (lambda m: m.update(stats=None), None),
+    (lambda m: m.update(history=None), None),
+])
+def test_edited_stats_and_history_resume_or_are_refused_in_one_line(trained, kg1, small,
+                                                                    tmp_path, edit, match):
+    """A figure of ``stats`` that is not a number passed the load checks and broke the
+    resumed run's commit (TypeError in round()); ``stats`` or ``history`` null broke its
+    start (TypeError: not iterable). A field-by-field sweep found both."""
+    ck = _copy(trained, tmp_path / "ck")
+    meta = json.loads((ck / "checkpoint.json").read_text())
+    edit(meta)
+    (ck / "checkpoint.json").write_text(json.dumps(meta))
+    if match is None:       # null: read as absent
+        _train(kg1, small, ck, epochs=3)
+        return
+    with pytest.raises(FormatError, match=match) as exc:
+        _train(kg1, small, ck, epochs=3)
+    assert "\n" not in str(exc.value)
+
+
 def test_nan_ranks_worst_never_best():
     scores = torch.tensor([[0.5, 0.2, float("nan")], [float("nan")] * 3])
     pos = torch.tensor([0.3, float("nan")])
