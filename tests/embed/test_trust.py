@@ -121,6 +121,11 @@ def test_missing_checksums_are_refused(trained, tmp_path):
     (lambda m: m.pop("graph"), "checkpoint.json: field 'graph' is missing"),
     (lambda m: m.update(dimension=-1), "field 'dimension' must be a positive integer"),
     (lambda m: m.update(dimension=10 ** 12), r"part-00000.*float32 \(\d+, 1000000000000\)"),
+    # read by a resumed run only, and unchecked: TypeError or ValueError there
+    (lambda m: m.update(progress={"stats": m["stats"][0], "buckets_done": [[0, 0, 1]]}),
+     r"field 'progress' is malformed \(buckets_done must be a list of \[i, j\] buckets\)"),
+    (lambda m: m.update(progress=3), "field 'progress' is malformed"),
+    (lambda m: m.update(grown_from={"version": 1}), "field 'grown_from' must give"),
 ])
 def test_edited_checkpoint_json_is_refused_in_one_line(trained, tmp_path, edit, match):
     """checkpoint.json has no checksum of its own: an edited (or fuzzed) field a reader
