@@ -421,6 +421,21 @@ def check_fits(build, state: dict[str, torch.Tensor], prefix: str, where: str | 
     _check_fits(shape_only, state, prefix, where, True)
 
 
+def check_task_dimensions(where: str | Path, config: dict[str, Any], cfg, state: dict[str,
+                          torch.Tensor]) -> None:
+    """Before a reader rebuilds a builtin GNN's task from its training settings ``cfg``
+    (a link task's input, model and decoder are sized by ``cfg.hidden``): the checkpoint's
+    ``config`` must fit its stored ``model.*`` tensors (:func:`check_fits`) and ``cfg.hidden``
+    must be its ``hidden_dim``, so no edited ``model.json`` sizes the task beyond what the
+    checkpoint holds."""
+    from graphsys.gnn.model import GNN
+
+    check_fits(lambda: GNN(**config), state, "model.", where)
+    if cfg.hidden != config["hidden_dim"]:
+        raise FormatError(f"{Path(where) / 'model.json'}: meta.train_config.hidden is "
+                          f"{cfg.hidden}, config.hidden_dim {config['hidden_dim']}")
+
+
 def _check_fits(module: torch.nn.Module, state: dict[str, torch.Tensor], prefix: str,
                 where: str | Path, strict: bool) -> dict[str, torch.Tensor]:
     """The tensors ``prefix.*`` of ``state`` (prefix cut) after checking them against

@@ -21,6 +21,7 @@ from graphsys.gnn.batches import eval_blocks, link_sampler, node_sampler, walk_s
 from graphsys.gnn.checkpoint import (
     build_to_fit,
     check_graph,
+    check_task_dimensions,
     grown_rows,
     load_checkpoint,
     load_module_state,
@@ -171,6 +172,7 @@ def embed_checkpoint(checkpoint: str | Path, out: str | Path, *, graph: Graph | 
         raise GraphsysError(f"{checkpoint}: a user model ({config.get('model')}); streaming "
                             f"inference embeds the builtin models "
                             f"({', '.join(GNN_MODELS.names())}) only")
+    check_task_dimensions(checkpoint, config, cfg, state)  # before anything is sized
     model = build_to_fit(lambda: GNN(**config), state, "model.", checkpoint).to(device)
     n = graph.num_nodes(et)
     if task == "node":

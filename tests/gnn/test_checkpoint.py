@@ -199,6 +199,22 @@ def test_dimensions_the_tensors_lack_are_refused_before_the_model_is_built(field
         build_to_fit(lambda: GNN(**{**CFG, field: 10 ** 19}), state, "model.", "ck")
 
 
+def test_training_settings_the_tensors_lack_are_refused_before_a_task_is_built():
+    """A link checkpoint's meta.train_config.hidden of 3*10**7 sized the LinkTask that
+    recommend and evaluate rebuild (8 GB of RSS, then torch's raw allocation error): the
+    settings must now agree with config.hidden_dim, and the config with the tensors."""
+    from graphsys.gnn.checkpoint import check_task_dimensions
+    from graphsys.gnn.model import GNN
+
+    state = {f"model.{k}": v for k, v in GNN(**CFG).state_dict().items()}
+    check_task_dimensions("ck", CFG, TrainConfig(hidden=8), state)
+    big = 3 * 10 ** 7
+    with pytest.raises(FormatError, match=f"hidden is {big}, config.hidden_dim 8"):
+        check_task_dimensions("ck", CFG, TrainConfig(hidden=big), state)
+    with pytest.raises(FormatError, match="the model rebuilt from its config has"):
+        check_task_dimensions("ck", {**CFG, "hidden_dim": big}, TrainConfig(hidden=big), state)
+
+
 def test_an_rgcn_checkpoint_without_its_graph_is_one_line(tmp_path):
     """meta.graph missing (or not a path) was a KeyError or AttributeError in load_rgcn."""
     from graphsys.gnn.rgcn_link import load_rgcn
