@@ -2,10 +2,12 @@
 
 Sources, for each ``[[files]]`` entry of a registry dataset:
 
-* **cache**: ``<cache>/<path>`` with the mirror file's sha256, or ``<cache>/<download.path>``
-  with the derived file's sha256, is used as is (the digest is recomputed every time).
+* **cache**: ``<cache>/<path>`` with the mirror file's size and sha256, or
+  ``<cache>/<download.path>`` with the derived file's, is used as is (the digest is
+  recomputed every time, the size compared first).
 * **mirror**: with a mirror directory (``--mirror DIR`` or ``GRAPHSYS_MIRROR``), the file
-  ``<mirror>/<path>`` is copied to ``<cache>/<path>`` and must have the registry sha256.
+  ``<mirror>/<path>`` is copied to ``<cache>/<path>`` and must have the registry size
+  (checked before copying) and sha256.
 * **download**: otherwise ``download.url`` is fetched over HTTP(S) with :mod:`urllib`
   (once per URL per call), unpacked (gzip, or one member of a tar/zip archive), stripped of
   its header if the entry says so, verified against ``download.sha256`` and stored at
@@ -188,8 +190,10 @@ def _cached(root: Path, f: DataFile) -> FetchedFile | None:
     for rel, digest, derived in ((f.path, f.sha256, False),
                                  (f.download.path, f.download.sha256, True)):
         path = root / rel
-        if path.is_file() and sha256_file(path) == digest:
-            return FetchedFile(f.name, path, "cache", digest, path.stat().st_size, derived)
+        size = f.download.bytes if derived else f.bytes
+        # the size first: a stale or foreign file of another size is not hashed
+        if path.is_file() and path.stat().st_size == size and sha256_file(path) == digest:
+            return FetchedFile(f.name, path, "cache", digest, size, derived)
     return None
 
 
@@ -198,9 +202,13 @@ def _from_mirror(root: Path, mirror: Path, f: DataFile) -> FetchedFile:
     if not src.is_file():
         raise InputError(f"not in the mirror (expected {f.path} of dataset file {f.name!r})",
                          path=src)
+    size = src.stat().st_size
+    if size != f.bytes:   # refused before a byte is copied (a wrong or foreign file)
+        raise GraphsysError(f"size mismatch for {f.path} (from {src}): expected {f.bytes:,} "
+                            f"bytes, got {size:,} (not copied)")
     with open(src, "rb") as fh:
         dest = _write_verified(root / f.path, _chunks(fh), f.sha256,
-                               what=f"{f.path} (from {src})")
+                               what=f"{f.path} (from {src})", limit=f.bytes)
     return FetchedFile(f.name, dest, "mirror", f.sha256, dest.stat().st_size, False)
 
 

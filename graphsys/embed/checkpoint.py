@@ -189,7 +189,7 @@ class CheckpointManager:
             changed[key] = [old.get(key), new.get(key)]
         check_graph(meta, self.graph, self.root)
         st.drop_versions(int(meta["version"]), below=False)
-        self.history = list(meta.get("history", []))
+        self.history = list(meta.get("history") or [])
         if changed:  # recorded first: a crash before the config write repeats it
             self.history.append({"epochs_done": int(meta["epochs_done"]),
                                  "version": int(meta["version"]), "changed": changed})
@@ -253,10 +253,10 @@ class CheckpointManager:
         meta = self.storage.read_meta()
         version = int(meta["version"])
         self.grown_from = meta.get("grown_from")
-        self.history = list(meta.get("history", []))
+        self.history = list(meta.get("history") or [])
         relmodel.load(self.storage, version)
         state = CommittedState(version, int(meta["epochs_done"]),
-                               [EpochStats.from_json(s) for s in meta.get("stats", [])],
+                               [EpochStats.from_json(s) for s in meta.get("stats") or []],
                                meta.get("progress"))
         if state.progress is not None:
             self.log(f"resuming {self.root} in epoch {state.epochs_done + 1} after "

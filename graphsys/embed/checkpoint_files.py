@@ -78,9 +78,10 @@ _VERSIONED = re.compile(r"\.v(\d{6,})\.npy$")
 #: Fields of ``checkpoint.json`` that readers index, with their JSON types (checked where
 #: present; those of :data:`META_REQUIRED` must be)
 META_FIELDS = {"epochs_done": int, "dimension": int, "num_partitions": int,
-               "entity_types": dict, "relations": list, "stats": list, "history": list}
+               "entity_types": dict, "relations": list, "stats": list, "history": list,
+               "graph": str}
 META_REQUIRED = ("epochs_done", "dimension", "entity_types")
-_JSON_NAMES = {int: "integer", dict: "object", list: "list"}
+_JSON_NAMES = {int: "integer", dict: "object", list: "list", str: "string"}
 
 
 def stream_seed(*parts: int) -> int:
@@ -100,6 +101,9 @@ def check_fields(meta: dict[str, Any], path: Path) -> None:
         if (value is None and key in META_REQUIRED) or (value is not None and (
                 not isinstance(value, typ) or isinstance(value, bool))):
             raise FormatError(f"{path}: field {key!r} must be a JSON {_JSON_NAMES[typ]}")
+    if meta["dimension"] < 1:   # every row is read and allocated by it
+        raise FormatError(f"{path}: field 'dimension' must be a positive integer, got "
+                          f"{meta['dimension']}")
     for etype, info in meta["entity_types"].items():
         sizes = info.get("partition_sizes") if isinstance(info, dict) else None
         if not isinstance(sizes, list) or not all(
@@ -120,6 +124,38 @@ def check_fields(meta: dict[str, Any], path: Path) -> None:
             EpochStats.from_json(stats)
     except (TypeError, KeyError, ValueError, AttributeError) as exc:
         raise FormatError(f"{path}: field 'stats' is malformed ({exc})") from None
+    _check_progress(meta.get("progress"), path)
+    grown = meta.get("grown_from")
+    if grown is not None and not (
+            isinstance(grown, dict) and _is_count(grown.get("version"))
+            and isinstance(grown.get("entity_types"), dict) and all(
+                isinstance(info, dict) and isinstance(info.get("partition_sizes"), list)
+                and all(_is_count(n) for n in info["partition_sizes"])
+                for info in grown["entity_types"].values())):
+        raise FormatError(f"{path}: field 'grown_from' must give the version and the entity "
+                          f"types' partition_sizes it was grown from")
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _check_progress(progress: Any, path: Path) -> None:
+    """FormatError unless ``progress`` (of a commit inside an epoch) is None or gives the
+    epoch's ``stats`` and its ``buckets_done`` as ``[i, j]`` pairs."""
+    if progress is None:
+        return
+    try:
+        if not isinstance(progress, dict):
+            raise TypeError(f"{progress!r} is not an object")
+        EpochStats.from_json(progress["stats"])
+        done = progress["buckets_done"]
+        if not isinstance(done, list) or not all(
+                isinstance(b, list) and len(b) == 2 and all(_is_count(x) for x in b)
+                for b in done):
+            raise TypeError("buckets_done must be a list of [i, j] buckets")
+    except (TypeError, KeyError, ValueError, AttributeError) as exc:
+        raise FormatError(f"{path}: field 'progress' is malformed ({exc})") from None
 
 
 def check_graph(meta: dict[str, Any], graph: Graph, where: str | Path, *,

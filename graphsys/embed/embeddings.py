@@ -110,6 +110,7 @@ class Embeddings(EmbeddingQueries, EmbeddingExports):
         if graph is not None:
             self._set_graph(graph)
         self.entity_types = list(meta["entity_types"])
+        self._check_dimension()
         try:  # checkpoint.json carries no checksum: its model fields are checked here
             self.relations = meta["relations"]
             self.relation_names = [r["name"] for r in self.relations]
@@ -179,12 +180,29 @@ class Embeddings(EmbeddingQueries, EmbeddingExports):
         config = config_from_dict({k: v for k, v in storage.read_config().items()})
         return cls(path, meta, config, g)
 
+    def _check_dimension(self) -> None:
+        """Refuse a ``dimension`` (checkpoint.json carries no checksum) that the first
+        stored partition's columns (its ``.npy`` header, mapped) do not have, before the
+        relation operators' parameters are sized by it."""
+        for t, info in self.meta["entity_types"].items():
+            for p, rows in enumerate(info["partition_sizes"]):
+                f = self.storage.emb_path(t, p, self.version)
+                arr = load_npy(f, mmap=True, root=self.storage.root)
+                if arr.ndim != 2 or arr.shape[1] != self.dimension:
+                    raise FormatError(f"{f}: {arr.dtype} {arr.shape}, the checkpoint says "
+                                      f"float32 ({rows}, {self.dimension})")
+                return
+
     @property
     def graph(self) -> Graph:
         """The graph that maps original ids (opened from the checkpoint's record if
         :meth:`load` was given none)."""
         if self._graph is None:
-            where = self.meta["graph"]
+            where = self.meta.get("graph")
+            if not where:
+                raise FormatError(f"{self.path / 'checkpoint.json'}: field 'graph' is "
+                                  f"missing; load it with the graph directory given "
+                                  f"(graph=DIR) to map node ids")
             if not Path(where).exists():
                 raise GraphsysError(f"{self.path}: its graph {where} is gone; load it with "
                                     f"the graph directory given (graph=DIR) to map node ids")
@@ -220,8 +238,8 @@ class Embeddings(EmbeddingQueries, EmbeddingExports):
         """Open the recorded graph, when it is there and none was given, so that rows of
         entities appended to it since training are served (a graph that is gone is opened
         only when ids must be mapped)."""
-        if self._graph is None and self.storage is not None and Path(
-                str(self.meta.get("graph", ""))).is_dir():
+        if self._graph is None and self.storage is not None and self.meta.get("graph") \
+                and Path(self.meta["graph"]).is_dir():
             _ = self.graph
 
     # -- raw access -------------------------------------------------------------------------
@@ -304,8 +322,8 @@ class Embeddings(EmbeddingQueries, EmbeddingExports):
         internal = np.asarray(internal, np.int64)
         offs = self._offsets[t]
         part = np.searchsorted(offs, internal, side="right") - 1
+        parts = self.partitions(t)   # checked against the dimension before it sizes `out`
         out = np.empty((len(internal), self.dimension), np.float32)
-        parts = self.partitions(t)
         for p in np.unique(part):
             m = part == p
             out[m] = parts[p][internal[m] - offs[p]]

@@ -4,8 +4,25 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass, field, fields
 from typing import Any
+
+
+def _numbers(cls, data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` (a ``checkpoint.json`` record of ``cls``, which carries no checksum) with
+    every integer and real field checked: a TypeError naming the first that is not a
+    finite number of its kind (a bool is none), for the reader to report."""
+    if not isinstance(data, dict):
+        raise TypeError(f"a {cls.__name__} record must be an object, got {data!r}")
+    for f in fields(cls):
+        if f.name in data and f.type in ("int", "float"):
+            v = data[f.name]
+            kinds = (int,) if f.type == "int" else (int, float)
+            if isinstance(v, bool) or not isinstance(v, kinds) or not math.isfinite(v):
+                what = "an integer" if f.type == "int" else "a number"
+                raise TypeError(f"{f.name} is {v!r}, not {what}")
+    return data
 
 
 @dataclass
@@ -103,5 +120,8 @@ class EpochStats:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> EpochStats:
-        kw = {k: v for k, v in data.items() if k not in ("edges_per_s", "ranks")}
-        return cls(**kw, ranks=[RankStats(**r) for r in data.get("ranks", [])])
+        kw = {k: v for k, v in _numbers(cls, data).items() if k not in ("edges_per_s", "ranks")}
+        ranks = data.get("ranks", [])
+        if not isinstance(ranks, list):
+            raise TypeError(f"ranks is {ranks!r}, not a list")
+        return cls(**kw, ranks=[RankStats(**_numbers(RankStats, r)) for r in ranks])

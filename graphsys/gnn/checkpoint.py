@@ -155,9 +155,10 @@ def _check_model_config(where: Path, config: dict[str, Any]) -> None:
         raise FormatError(f"{where}: config.{missing[0]} is missing")
 
 
-def _check_train_config(where: Path, raw: Any) -> None:
+def _check_train_config(where: Path, raw: Any, model: str) -> None:
     """FormatError naming ``meta.train_config.<field>`` of ``where`` unless ``raw`` builds
-    a :class:`~graphsys.gnn.config.TrainConfig`."""
+    a :class:`~graphsys.gnn.config.TrainConfig` of the checkpoint's ``model`` (its
+    ``config.model``)."""
     from graphsys.gnn.config import TrainConfig
 
     if not isinstance(raw, dict):
@@ -169,12 +170,15 @@ def _check_train_config(where: Path, raw: Any) -> None:
     if isinstance(values.get("hard_band"), list):
         values["hard_band"] = tuple(values["hard_band"])
     try:
-        TrainConfig(**values)
+        trained = TrainConfig(**values).model
     except ParameterError as exc:
         raise FormatError(f"{where}: meta.train_config.{exc.parameter} {exc.message}"
                           ) from None
     except (GraphsysError, TypeError, ValueError) as exc:
         raise FormatError(f"{where}: meta.train_config: {exc}") from None
+    if trained != model:   # the settings of another model's run (its own fields unset)
+        raise FormatError(f"{where}: meta.train_config.model is {trained!r}, config.model "
+                          f"{model!r}")
 
 
 def save_checkpoint(path: str | Path, state: dict[str, torch.Tensor], config: dict[str, Any],
@@ -246,8 +250,13 @@ def load_checkpoint(path: str | Path) -> tuple[dict[str, torch.Tensor], dict[str
             or not isinstance(header.get("meta", {}), dict):
         raise FormatError(f"{where}: fields 'tensors', 'config' and 'meta' must be objects")
     _check_model_config(where, header["config"])
+    layers = header["config"].get("num_layers")   # a builtin model's layers store tensors
+    if ":" not in header["config"]["model"] and isinstance(layers, int) \
+            and layers > len(tensors):
+        raise FormatError(f"{where}: config.num_layers is {layers}, more than the "
+                          f"{len(tensors)} tensors the checkpoint holds")
     if "train_config" in header.get("meta", {}):
-        _check_train_config(where, header["meta"]["train_config"])
+        _check_train_config(where, header["meta"]["train_config"], header["config"]["model"])
     if "graph_identity" in header.get("meta", {}):
         _check_identity(where, header["meta"]["graph_identity"])
     state = {}
@@ -379,6 +388,58 @@ def load_module_state(module: torch.nn.Module, state: dict[str, torch.Tensor], p
     its config is a one-line :class:`FormatError` naming ``where`` and the tensor, never
     torch's multi-line error. ``strict=False``: tensors the module lacks, and ones the
     checkpoint lacks, are left out."""
+    sub = _check_fits(module, state, prefix, where, strict)
+    own = module.state_dict()
+    module.load_state_dict({k: v for k, v in sub.items() if k in own}, strict=strict)
+
+
+def build_to_fit(build, state: dict[str, torch.Tensor], prefix: str, where: str | Path
+                 ) -> torch.nn.Module:
+    """``build()``'s module with the tensors ``prefix.*`` of a checkpoint's ``state`` loaded
+    (:func:`load_module_state`), once :func:`check_fits` passed: dimensions in ``model.json``
+    (which carries no checksum) that the stored tensors do not have are refused in one line
+    before the model's memory is allocated, so an edited ``hidden_dim`` never asks for
+    gigabytes."""
+    check_fits(build, state, prefix, where)
+    module = build()
+    load_module_state(module, state, prefix, where)
+    return module
+
+
+def check_fits(build, state: dict[str, torch.Tensor], prefix: str, where: str | Path) -> None:
+    """Build ``build()``'s module on torch's ``meta`` device (shapes, no memory) and check
+    the tensors ``prefix.*`` of ``state`` against it, as :func:`load_module_state` does;
+    a one-line :class:`FormatError` naming ``where`` otherwise, also for sizes torch cannot
+    even shape."""
+    try:
+        with torch.device("meta"):
+            shape_only = build()
+    except (RuntimeError, TypeError, ValueError, OverflowError) as exc:  # sizes past torch
+        raise FormatError(f"{where}: the model cannot be built from its config ("
+                          f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
+                          ) from None
+    _check_fits(shape_only, state, prefix, where, True)
+
+
+def check_task_dimensions(where: str | Path, config: dict[str, Any], cfg, state: dict[str,
+                          torch.Tensor]) -> None:
+    """Before a reader rebuilds a builtin GNN's task from its training settings ``cfg``
+    (a link task's input, model and decoder are sized by ``cfg.hidden``): the checkpoint's
+    ``config`` must fit its stored ``model.*`` tensors (:func:`check_fits`) and ``cfg.hidden``
+    must be its ``hidden_dim``, so no edited ``model.json`` sizes the task beyond what the
+    checkpoint holds."""
+    from graphsys.gnn.model import GNN
+
+    check_fits(lambda: GNN(**config), state, "model.", where)
+    if cfg.hidden != config["hidden_dim"]:
+        raise FormatError(f"{Path(where) / 'model.json'}: meta.train_config.hidden is "
+                          f"{cfg.hidden}, config.hidden_dim {config['hidden_dim']}")
+
+
+def _check_fits(module: torch.nn.Module, state: dict[str, torch.Tensor], prefix: str,
+                where: str | Path, strict: bool) -> dict[str, torch.Tensor]:
+    """The tensors ``prefix.*`` of ``state`` (prefix cut) after checking them against
+    ``module``'s (see :func:`load_module_state`)."""
     sub = {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
     own = module.state_dict()
     if strict:
@@ -392,7 +453,7 @@ def load_module_state(module: torch.nn.Module, state: dict[str, torch.Tensor], p
         if k in own and tuple(v.shape) != tuple(own[k].shape):
             raise FormatError(f"{where}: tensor {prefix}{k} is {tuple(v.shape)}, the model "
                               f"rebuilt from its config has {tuple(own[k].shape)}")
-    module.load_state_dict({k: v for k, v in sub.items() if k in own}, strict=strict)
+    return sub
 
 
 _JSON_TYPES = {str: "string", int: "integer", list: "list", dict: "object", bool: "boolean"}

@@ -668,9 +668,12 @@ class TrainConfig:
         if not isinstance(self.link_exclude_targets, bool):
             raise ParameterError("link_exclude_targets", f"must be True or False, got "
                                                          f"{self.link_exclude_targets!r}")
-        if self.link_eval_negatives == 0 or self.link_eval_negatives < -1:
-            raise ParameterError("link_eval_negatives", f"must be >= 1 or -1 (every candidate), "
-                                                        f"got {self.link_eval_negatives}")
+        if isinstance(self.link_eval_negatives, bool) or not isinstance(
+                self.link_eval_negatives, Integral) or self.link_eval_negatives == 0 \
+                or self.link_eval_negatives < -1:
+            raise ParameterError("link_eval_negatives", f"must be an integer >= 1 or -1 (every "
+                                                        f"candidate), got "
+                                                        f"{self.link_eval_negatives!r}")
         ks = (self.metrics_k,) if isinstance(self.metrics_k, int) else self.metrics_k
         if not ks or any(int(k) != k or k < 1 for k in ks):
             raise ParameterError("metrics_k", f"must be integers >= 1, got {self.metrics_k}")

@@ -19,7 +19,9 @@ import torch
 from graphsys.errors import GraphsysError
 from graphsys.gnn.batches import eval_blocks, link_sampler, node_sampler, walk_sampler
 from graphsys.gnn.checkpoint import (
+    build_to_fit,
     check_graph,
+    check_task_dimensions,
     grown_rows,
     load_checkpoint,
     load_module_state,
@@ -170,29 +172,34 @@ def embed_checkpoint(checkpoint: str | Path, out: str | Path, *, graph: Graph | 
         raise GraphsysError(f"{checkpoint}: a user model ({config.get('model')}); streaming "
                             f"inference embeds the builtin models "
                             f"({', '.join(GNN_MODELS.names())}) only")
-    model = GNN(**config).to(device)
-    load_module_state(model, state, "model.", checkpoint)
+    check_task_dimensions(checkpoint, config, cfg, state)  # before anything is sized
+    model = build_to_fit(lambda: GNN(**config), state, "model.", checkpoint).to(device)
     n = graph.num_nodes(et)
     if task == "node":
-        inp = NodeInput(node_task_data(graph, et, cfg.seed)["x"], n, cfg.hidden)
+        x = node_task_data(graph, et, cfg.seed)["x"]
+        make_input = lambda: NodeInput(x, n, cfg.hidden)  # noqa: E731
         adj = homogeneous_adjacency(graph, et, symmetric=True)
         block_fn = eval_blocks(node_sampler(cfg, adj), cfg.seed)
     elif meta.get("link_split") in ("random", "time"):
         inp, block_fn = _held_out_edges_model(graph, cfg, meta, checkpoint)
+        make_input = None
     else:
         other = meta_field(meta, "other_type", checkpoint)
         if other not in graph.entity_types:
             raise GraphsysError(f"checkpoint's user type {other!r} is not in {graph.path}")
         feat = (torch.from_numpy(graph.node_column("feat", et))
                 if meta_field(meta, "has_features", checkpoint, bool) else None)
-        inp = ItemInput(n, feat, cfg.hidden)
+        make_input = lambda: ItemInput(n, feat, cfg.hidden)  # noqa: E731
         users, items, train_m, _, _ = interaction_split(graph, et, other, cfg.seed)
         fw = from_coo(items[train_m], users[train_m], n, graph.num_nodes(other))
         bw = fw.transpose()
         block_fn = eval_blocks(walk_sampler(cfg, fw, bw, cfg.fanouts or [10, 10]), cfg.seed)
     if old is not None and et in old:  # grown by appends: per-node rows of the new nodes
         state = grown_rows(state, "input.", graph, et, old[et])
-    load_module_state(inp, state, "input.", checkpoint)
+    if make_input is None:
+        load_module_state(inp, state, "input.", checkpoint)
+    else:   # cfg.hidden is model.json's word: checked against the tensors before it is built
+        inp = build_to_fit(make_input, state, "input.", checkpoint)
     inp = inp.to(device).eval()
     writer = EmbeddingWriter(out, graph, et)
     ranges = partition_ranges(graph, et)

@@ -45,7 +45,14 @@ import pyarrow as pa
 import torch
 
 from graphsys.errors import GraphsysError, ParameterError, check_count
-from graphsys.gnn.checkpoint import check_graph, grown_rows, load_checkpoint, meta_field
+from graphsys.gnn.checkpoint import (
+    check_graph,
+    check_task_dimensions,
+    grown_rows,
+    load_checkpoint,
+    meta_field,
+    train_config_of,
+)
 from graphsys.gnn.config import RGCN
 from graphsys.gnn.item_task import RANKED
 from graphsys.ranking import rank_metrics, ranks, recall_at_k
@@ -92,6 +99,7 @@ class _Scorer:
                                 f"was trained on, and {self.graph.path} grew since (entities "
                                 f"appended); train on the grown graph")
         if self.pairs:
+            check_task_dimensions(checkpoint, config, train_config_of(meta, checkpoint), state)
             self._held_out_edges(checkpoint, state, meta)
         else:
             item_type = meta_field(meta, "entity_type", checkpoint)

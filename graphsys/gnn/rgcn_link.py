@@ -39,9 +39,10 @@ from torch.nn import functional as F
 from graphsys import ranking
 from graphsys.errors import GraphsysError, ParameterError
 from graphsys.gnn.checkpoint import (
+    build_to_fit,
     check_graph,
     load_checkpoint,
-    load_module_state,
+    meta_field,
     train_config_of,
 )
 from graphsys.gnn.config import RGCN, RGCN_NORMS, TrainConfig, check_choice
@@ -428,7 +429,7 @@ def load_rgcn(checkpoint: str | Path, graph: Graph | str | Path | None = None
     if config.get("model") != RGCN:
         raise ParameterError("checkpoint", f"{checkpoint} holds a {config.get('model')!r} "
                                            f"model, not an R-GCN one")
-    graph = meta["graph"] if graph is None else graph
+    graph = meta_field(meta, "graph", checkpoint) if graph is None else graph
     graph = open_graph(graph) if isinstance(graph, (str, Path)) else graph
     nodes = {t: graph.num_nodes(t) for t in graph.entity_types}
     if nodes != config["num_nodes"] or len(graph.relation_types) != config["num_relations"]:
@@ -438,11 +439,11 @@ def load_rgcn(checkpoint: str | Path, graph: Graph | str | Path | None = None
                                       f"{config['num_relations']}")
     check_graph(meta, graph, checkpoint)
     # checkpoints written before rgcn.norm existed normalised per relation
-    model = RGCNLinkModel(config["num_nodes"], config["num_relations"],
-                          **{k: config[k] for k in ("hidden", "num_layers", "num_blocks",
-                                                    "num_bases", "dropout")},
-                          norm=config.get("norm", "relation"))
-    load_module_state(model, state, "model.", checkpoint)
+    model = build_to_fit(lambda: RGCNLinkModel(
+        config["num_nodes"], config["num_relations"],
+        **{k: config[k] for k in ("hidden", "num_layers", "num_blocks", "num_bases",
+                                  "dropout")},
+        norm=config.get("norm", "relation")), state, "model.", checkpoint)
     return model.eval(), graph, train_config_of(meta, checkpoint)
 
 

@@ -38,12 +38,13 @@ import torch
 
 from graphsys.errors import FormatError, GraphsysError
 from graphsys.gnn.checkpoint import (
+    check_fits,
     load_checkpoint,
     load_module_state,
     meta_field,
     train_config_of,
 )
-from graphsys.gnn.config import TEMPORAL_MODELS, TrainConfig
+from graphsys.gnn.config import JODIE, TEMPORAL_MODELS, TGAT, TrainConfig
 from graphsys.gnn.temporal_eval import NEGATIVES
 from graphsys.gnn.temporal_task import (
     TRAIN_END,
@@ -85,6 +86,7 @@ def load_temporal(checkpoint: str | Path, graph: Graph | None = None, *, device=
                             f"and adds events): train again on it")
     if "edge_features" not in meta and not graph.edge_set(None).has_weight:
         cfg.edge_features = []   # a run from before feature columns were read: no features
+    _check_dimensions(checkpoint, config, cfg, state)
     task = TemporalTask(graph, cfg, torch.device(device))
     ev = task.ev
     if (config["num_nodes"], config["raw_dim"]) != (ev.num_nodes, ev.raw.shape[1]):
@@ -95,6 +97,30 @@ def load_temporal(checkpoint: str | Path, graph: Graph | None = None, *, device=
     load_module_state(task.model, own, "", checkpoint)
     task.model.eval()
     return task.stream, cfg, state, graph
+
+
+def _check_dimensions(checkpoint, config: dict[str, Any], cfg: TrainConfig,
+                      state: dict[str, torch.Tensor]) -> None:
+    """Refuse, in one line and before the model is built for the graph, a ``model.json``
+    whose dimensions (which carry no checksum) the stored tensors do not have: ``config``
+    is checked on torch's ``meta`` device (:func:`~graphsys.gnn.checkpoint.check_fits`),
+    and the training settings the task builds the model from must agree with it."""
+    from graphsys.gnn.jodie import JODIE as JODIEModel
+    from graphsys.gnn.temporal import TGN as TGNModel
+    from graphsys.gnn.tgat import TGAT as TGATModel
+
+    model = {TGAT: TGATModel, JODIE: JODIEModel}.get(config["model"], TGNModel)
+    own = {k: v for k, v in state.items() if not k.startswith((TRAIN_END, NEGATIVES))}
+    check_fits(lambda: model(**{k: v for k, v in config.items() if k != "model"}), own, "",
+               checkpoint)
+    where = Path(checkpoint) / "model.json"
+    if cfg.hidden != config["dim"]:
+        raise FormatError(f"{where}: meta.train_config.hidden is {cfg.hidden}, config.dim "
+                          f"{config['dim']}")
+    if config["model"] == TGAT and len(cfg.fanouts or [10]) != config["num_layers"]:
+        raise FormatError(f"{where}: meta.train_config.fanouts gives "
+                          f"{len(cfg.fanouts or [10])} layers, config.num_layers "
+                          f"{config['num_layers']}")
 
 
 def evaluate_temporal(checkpoint: str | Path, graph: Graph | None = None, *,

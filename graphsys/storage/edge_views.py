@@ -36,10 +36,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator, Sequence
 
-from graphsys.errors import GraphsysError
+from graphsys.errors import FormatError, GraphsysError
 from graphsys.storage import edge_changes
 from graphsys.storage.edges import Bucket
-from graphsys.storage.format import EdgeSet, Manifest
+from graphsys.storage.format import MANIFEST, EdgeSet, Manifest
 
 #: What names an edge set to read: a stored edge set, several (a list, or names joined by
 #: commas), ``"all"``, or None for the default view.
@@ -130,6 +130,10 @@ def union(manifest: Manifest, names: tuple[str, ...]) -> EdgeSet:
     for name in edge_changes.change_members(manifest, names):
         for key, n in sets[name].change.removed.items():
             buckets[key] = buckets.get(key, 0) - n
+            if buckets[key] < 0:   # a hand-edited record: more removed than stored
+                raise FormatError(f"{MANIFEST}: delete set {name!r} records more edges "
+                                  f"removed from bucket {key[0]}-{key[1]} than its targets "
+                                  f"hold (corrupted or modified)")
     buckets = {k: n for k, n in buckets.items() if n}
     columns = [c for c in first.columns if all(c in es.columns for es in parts[1:])]
     return EdgeSet(SEPARATOR.join(names), sum(buckets.values()), buckets,
@@ -172,3 +176,8 @@ class UnionBucket(Bucket):
                 if len(eb):
                     yield dataclasses.replace(eb, start=start)
                 start += len(eb)
+        if changes and start != self.num_edges:  # the delete sets' counts, as recorded
+            raise FormatError(f"{self.graph.location.file(MANIFEST)}: bucket {self.i}-"
+                              f"{self.j} of {self.edge_set!r} holds {start:,} edges after its "
+                              f"delete sets, their records give {self.num_edges:,} "
+                              f"(corrupted or modified)")

@@ -137,6 +137,30 @@ def test_mirror_sha_mismatch_is_one_line_and_leaves_nothing(mirror, tmp_path):
     assert not [p for p in leftovers(cache) if ".part" in p]
 
 
+def test_mirror_file_of_another_size_is_refused_before_copying(mirror, tmp_path,
+                                                               monkeypatch):
+    """A mirror file of another size than the registry's (a wrong, grown or foreign file)
+    was copied whole into the cache and only then refused by its digest; now its size is
+    compared first and not a byte is read."""
+    from graphsys.datasets import fetch as fetch_module
+
+    ds = get_dataset("cora", REPO / "datasets")
+    bad_mirror = tmp_path / "mirror"
+    shutil.copytree(mirror / "cora", bad_mirror / "cora")
+    cites = bad_mirror / "cora/cora.cites"
+    cites.chmod(0o644)
+    with open(cites, "ab") as fh:
+        fh.write(b"1\t2\n")
+    written = []
+    real = fetch_module._write_verified
+    monkeypatch.setattr(fetch_module, "_write_verified",
+                        lambda dest, *a, **k: written.append(dest.name) or real(dest, *a, **k))
+    with pytest.raises(GraphsysError, match=r"size mismatch for cora/cora\.cites \(from .*"
+                                            r"expected [\d,]+ bytes, got [\d,]+ \(not copied\)"):
+        fetch(ds, cache=tmp_path / "cache", mirror=bad_mirror)
+    assert "cora.cites" not in written
+
+
 def test_file_missing_from_mirror(tmp_path):
     ds = get_dataset("cora", REPO / "datasets")
     (tmp_path / "mirror").mkdir()

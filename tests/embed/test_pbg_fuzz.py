@@ -176,3 +176,37 @@ def test_a_damaged_optimizer_archive_restarts_its_sums():
     assert sums is None and why.startswith("optimizer state ")
     sums, why = pbg_row_adagrad(row_adagrad_blob(np.arange(4, dtype=np.float32)), 4)
     assert why == "" and sums.tolist() == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("rel, how, says", [
+    ("data/dynamic_rel_count.txt", "fifo", r"not a regular file \(a FIFO\)"),
+    ("data/entity_names_all_0.json", "dev-zero", "resolves outside"),
+    ("data/entity_names_all_1.json", "symlink-out", "resolves outside"),
+    ("ckpt/checkpoint_version.txt", "symlink-out", "resolves outside"),
+    ("ckpt/model.v2.h5", "symlink-out", "resolves outside"),
+    ("data/dynamic_rel_count.txt", "large", "more than the 4,096 such a file may hold"),
+])
+def test_hostile_pbg_files_are_refused_unread(clean, kg1, tmp_path, rel, how, says):
+    """The PBG entity files and the checkpoint's files were read with plain reads: a FIFO
+    blocked the import for ever, /dev/zero was read without end, a symlink out of the
+    directory was followed, a count file was read whatever its size. They follow the
+    project's file rules now (regular files inside their directory, sizes first)."""
+    import os
+
+    src = clean["ckpt"].parent
+    work = shutil.copytree(src, tmp_path / "pbg", symlinks=True)
+    target = work / rel
+    raw = target.read_bytes()
+    target.unlink()
+    if how == "fifo":
+        os.mkfifo(target)
+    elif how == "dev-zero":
+        target.symlink_to("/dev/zero")
+    elif how == "symlink-out":
+        (tmp_path / "outside").write_bytes(raw)
+        target.symlink_to(tmp_path / "outside")
+    else:
+        target.write_bytes(raw + b" " * 5000)
+    with pytest.raises(FormatError, match=says) as exc:
+        import_pbg_checkpoint(work / "ckpt", work / "data", kg1, tmp_path / "out")
+    assert "\n" not in str(exc.value)

@@ -108,7 +108,7 @@ def test_missing_checksums_are_refused(trained, tmp_path):
 
 @pytest.mark.parametrize("edit, match", [
     (lambda m: m.pop("epochs_done"), "field 'epochs_done' must be a JSON integer"),
-    (lambda m: m.update(dimension=m["dimension"] + 1), "do not match a model"),
+    (lambda m: m.update(dimension=m["dimension"] + 1), r"part-00000.*float32 \(\d+, \d+\)"),
     (lambda m: m.update(dimension=m["dimension"] + 2), "do not match a model|"
                                                        r"part-00000.*float32 \(\d+, \d+\)"),
     (lambda m: m["stats"][0]["ranks"][0].update(bytes_writuen=1), "field 'stats' is malformed"),
@@ -116,6 +116,16 @@ def test_missing_checksums_are_refused(trained, tmp_path):
      "field 'entity_types.node.partition_sizes' must be a list of node counts"),
     (lambda m: m.update(relations=[{"name": 3}]), r"field 'relations\[0\]'"),
     (lambda m: m.pop("relations"), "checkpoint.json: its model fields.*'relations'"),
+    # found by a field-by-field sweep: a KeyError, NumPy's 'negative dimensions' error and
+    # a 3.6 TiB allocation from the claimed dimension, each before any check
+    (lambda m: m.pop("graph"), "checkpoint.json: field 'graph' is missing"),
+    (lambda m: m.update(dimension=-1), "field 'dimension' must be a positive integer"),
+    (lambda m: m.update(dimension=10 ** 12), r"part-00000.*float32 \(\d+, 1000000000000\)"),
+    # read by a resumed run only, and unchecked: TypeError or ValueError there
+    (lambda m: m.update(progress={"stats": m["stats"][0], "buckets_done": [[0, 0, 1]]}),
+     r"field 'progress' is malformed \(buckets_done must be a list of \[i, j\] buckets\)"),
+    (lambda m: m.update(progress=3), "field 'progress' is malformed"),
+    (lambda m: m.update(grown_from={"version": 1}), "field 'grown_from' must give"),
 ])
 def test_edited_checkpoint_json_is_refused_in_one_line(trained, tmp_path, edit, match):
     """checkpoint.json has no checksum of its own: an edited (or fuzzed) field a reader
@@ -127,6 +137,30 @@ def test_edited_checkpoint_json_is_refused_in_one_line(trained, tmp_path, edit, 
     (ck / "checkpoint.json").write_text(json.dumps(meta))
     with pytest.raises(FormatError, match=match) as exc:
         Embeddings.load(ck).nearest("e1", k=3)
+    assert "\n" not in str(exc.value)
+
+
+@pytest.mark.parametrize("edit, match", [
+    (lambda m: m["stats"][0].update(seconds="x"), r"field 'stats' is malformed \(seconds is"),
+    (lambda m: m["stats"][0]["ranks"][0].update(wait_seconds=None),
+     r"field 'stats' is malformed \(wait_seconds is None, not a number\)"),
+    (lambda m: m.update(stats=None), None),
+    (lambda m: m.update(history=None), None),
+])
+def test_edited_stats_and_history_resume_or_are_refused_in_one_line(trained, kg1, small,
+                                                                    tmp_path, edit, match):
+    """A figure of ``stats`` that is not a number passed the load checks and broke the
+    resumed run's commit (TypeError in round()); ``stats`` or ``history`` null broke its
+    start (TypeError: not iterable). A field-by-field sweep found both."""
+    ck = _copy(trained, tmp_path / "ck")
+    meta = json.loads((ck / "checkpoint.json").read_text())
+    edit(meta)
+    (ck / "checkpoint.json").write_text(json.dumps(meta))
+    if match is None:       # null: read as absent
+        _train(kg1, small, ck, epochs=3)
+        return
+    with pytest.raises(FormatError, match=match) as exc:
+        _train(kg1, small, ck, epochs=3)
     assert "\n" not in str(exc.value)
 
 

@@ -152,6 +152,9 @@ def test_full_disk_during_save_is_one_line_and_leaves_the_old_save(tmp_path, mon
      "meta.train_config.weight_decay must be a finite number >= 0, got -1.0"),
     ("meta.train_config.lr", "fast", "meta.train_config.lr must be a finite number > 0"),
     ("meta.train_config.bogus", 3, "meta.train_config.bogus: not a training setting"),
+    ("config.num_layers", 10 ** 5, "config.num_layers is 100000, more than the 2 tensors"),
+    ("meta.train_config.model", "gat", "meta.train_config.model is 'gat', config.model "
+                                       "'sage'"),
 ])
 def test_hand_edited_model_json_is_refused_naming_the_field(tmp_path, field, value, says):
     """model.json's config and training settings are checked field by field on load: a
@@ -172,6 +175,57 @@ def test_hand_edited_model_json_is_refused_naming_the_field(tmp_path, field, val
         load_checkpoint(ck)
     assert str(err.value).startswith(f"{ck / 'model.json'}: ") and says in str(err.value)
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("field", ["hidden_dim", "in_dim"])
+def test_dimensions_the_tensors_lack_are_refused_before_the_model_is_built(field):
+    """An edited ``hidden_dim`` of 10**8 (model.json carries no checksum) had the readers
+    build the model at that size (gigabytes, tens of seconds) before comparing it with the
+    stored tensors; :func:`build_to_fit` compares a shape-only (``meta``) build first."""
+    from graphsys.gnn.checkpoint import build_to_fit
+    from graphsys.gnn.model import GNN
+
+    state = {f"model.{k}": v for k, v in GNN(**CFG).state_dict().items()}
+    assert build_to_fit(lambda: GNN(**CFG), state, "model.", "ck").config() == CFG
+    built = []
+
+    def big():
+        built.append(torch.empty(0).device.type)
+        return GNN(**{**CFG, field: 10 ** 8})
+    with pytest.raises(FormatError, match=f"the model rebuilt from its config has .*{10 ** 8}"):
+        build_to_fit(big, state, "model.", "ck")
+    assert built == ["meta"]      # never built with memory
+    with pytest.raises(FormatError, match="ck: the model cannot be built from its config"):
+        build_to_fit(lambda: GNN(**{**CFG, field: 10 ** 19}), state, "model.", "ck")
+
+
+def test_training_settings_the_tensors_lack_are_refused_before_a_task_is_built():
+    """A link checkpoint's meta.train_config.hidden of 3*10**7 sized the LinkTask that
+    recommend and evaluate rebuild (8 GB of RSS, then torch's raw allocation error): the
+    settings must now agree with config.hidden_dim, and the config with the tensors."""
+    from graphsys.gnn.checkpoint import check_task_dimensions
+    from graphsys.gnn.model import GNN
+
+    state = {f"model.{k}": v for k, v in GNN(**CFG).state_dict().items()}
+    check_task_dimensions("ck", CFG, TrainConfig(hidden=8), state)
+    big = 3 * 10 ** 7
+    with pytest.raises(FormatError, match=f"hidden is {big}, config.hidden_dim 8"):
+        check_task_dimensions("ck", CFG, TrainConfig(hidden=big), state)
+    with pytest.raises(FormatError, match="the model rebuilt from its config has"):
+        check_task_dimensions("ck", {**CFG, "hidden_dim": big}, TrainConfig(hidden=big), state)
+
+
+def test_an_rgcn_checkpoint_without_its_graph_is_one_line(tmp_path):
+    """meta.graph missing (or not a path) was a KeyError or AttributeError in load_rgcn."""
+    from graphsys.gnn.rgcn_link import load_rgcn
+
+    config = {"model": "rgcn", "num_nodes": {"node": 4}, "num_relations": 1, "hidden": 8,
+              "num_layers": 1, "num_blocks": 0, "num_bases": 0, "dropout": 0.0}
+    for meta in ({}, {"graph": 3}):
+        save_checkpoint(tmp_path / "ck", _state(1.0), config, meta)
+        with pytest.raises(FormatError, match="model.json: meta.graph is (missing|3), not a "
+                                              "string"):
+            load_rgcn(tmp_path / "ck")
 
 
 # -- which graph a checkpoint's rows belong to ---------------------------------------------

@@ -286,3 +286,38 @@ def test_scoring_new_events_of_a_weighted_graph_takes_their_weights(tgn_run):
     mem = scorer.stream.model.memory
     assert bool(mem.has_msg[a]) and int(mem.msg_other[a]) == b
     assert float(mem.msg_raw[a, 0]) == pytest.approx(5.0 / scorer.stream.ev.scales[0])
+
+
+_EDITS = [
+    (dict(config={"dim": 10 ** 9}), "model cannot be built from its config|model rebuilt "
+                                     "from its config has"),
+    (dict(config={"num_nodes": 10 ** 12}), "the model rebuilt from its config has "
+                                           r"\(1000000000000, 4\)"),
+    (dict(hidden=10 ** 9), "meta.train_config.hidden is 1000000000, config.dim 4"),
+]
+
+
+# TGAT holds no per-node tensor: its node count is compared with the graph's later
+@pytest.mark.parametrize("model, edit, says", [
+    (m, e, s) for m in ("tgn", "tgat", "jodie") for e, s in _EDITS
+    if not (m == "tgat" and "num_nodes" in e.get("config", {}))])
+def test_temporal_dimensions_are_checked_before_the_model_is_built(model, edit, says):
+    """model.json's dimensions (no checksum) were the size of the TGN, TGAT or JODIE
+    load_temporal built for the graph before any check: a train_config hidden of 10**9 ran
+    past a minute allocating; now they are checked against the stored tensors on torch's
+    meta device, and the settings against the config, first."""
+    from graphsys.gnn.jodie import JODIE
+    from graphsys.gnn.temporal import TGN
+    from graphsys.gnn.temporal_checkpoint import _check_dimensions
+    from graphsys.gnn.tgat import TGAT
+
+    net = {"tgn": TGN, "tgat": TGAT, "jodie": JODIE}[model](6, 4, 2)
+    config = {**net.config(), **edit.get("config", {})}
+    fanouts = {"tgat": [10, 10], "tgn": [10], "jodie": None}[model]
+
+    def settings(hidden):
+        return TrainConfig(task="temporal-link", model=model, hidden=hidden, fanouts=fanouts)
+    _check_dimensions("ck", net.config(), settings(4), net.state_dict())
+    cfg = settings(edit.get("hidden", 4))
+    with pytest.raises(FormatError, match=says):
+        _check_dimensions("ck", config, cfg, net.state_dict())

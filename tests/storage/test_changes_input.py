@@ -283,6 +283,28 @@ def test_verify_recounts_what_a_delete_set_removes(tmp_path):
         verify_graph(g.path)
 
 
+@pytest.mark.parametrize("removed, match", [
+    (1, "bucket 0-0 of .* holds 2 edges after its delete sets, their records give 3"),
+    (0, "bucket 0-0 of .* holds 2 edges after its delete sets, their records give 4"),
+    (2 ** 40, "delete set 'delete-1' records more edges removed from bucket 0-0 than"),
+])
+def test_readers_refuse_a_delete_set_whose_counts_were_edited(tmp_path, removed, match):
+    """An edited ``removed`` count (manifest.json has no checksum) made the view's counts
+    wrong: a CSR with stale trailing indices and a wrong edge count returned as valid, or
+    NumPy's ``negative dimensions`` error; every edge reader now refuses it in one line."""
+    import json
+
+    from graphsys.errors import FormatError
+
+    g = graphsys.from_numpy([1, 2, 3, 1], [2, 3, 1, 2], tmp_path / "g")
+    delete_edges(g.path, [1], [2])
+    data = json.loads((g.path / "manifest.json").read_text())
+    data["edge_sets"]["delete-1"]["change"]["removed"] = {"0-0": removed}
+    (g.path / "manifest.json").write_text(json.dumps(data))
+    with pytest.raises(FormatError, match=match):
+        graphsys.open_graph(g.path).csr()
+
+
 def test_relations_of_a_deleted_pair_all_go(tmp_path):
     from graphsys.storage.ingest import IngestOptions, ingest_sources
     from graphsys.storage.verify import verify_graph

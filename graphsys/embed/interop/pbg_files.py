@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from graphsys.errors import FormatError, GraphsysError
+from graphsys.storage import file_rules
 
 _MODEL_PARAM = re.compile(r"relations/(\d+)/operator/(lhs|rhs)/([^/]+)")
 _GLOBAL_EMB = re.compile(r"entities/([^/]+)/global_embedding")
@@ -40,17 +41,26 @@ def h5py_module():
     return h5py
 
 
-def read_text(path: Path, what: str) -> str:
+#: The largest count or version file read (a number and white space).
+MAX_NUMBER_BYTES = 4096
+
+
+def read_text(path: Path, what: str, *, max_bytes: int = 1 << 40) -> str:
+    """The UTF-8 text of ``path``, read by the rules of :mod:`graphsys.storage.
+    file_rules` for its directory: a regular file (never a FIFO or a device), inside the
+    directory (no symlink out of it), of at most ``max_bytes`` (checked before reading)."""
     try:
-        return path.read_text()
-    except FileNotFoundError:
+        data = file_rules.read_bytes(path.parent, path.name, max_bytes=max_bytes)
+    except file_rules.MissingFile:
         raise FormatError(f"{path}: missing ({what})") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise FormatError(f"{path}: unreadable ({exc})") from None
 
 
 def read_count(path: Path) -> int:
-    text = read_text(path, "PBG entity/relation count").strip()
+    text = read_text(path, "PBG entity/relation count", max_bytes=MAX_NUMBER_BYTES).strip()
     if not text.isdigit():
         raise FormatError(f"{path}: expected a non-negative integer, got {text[:40]!r}")
     return int(text)
@@ -71,7 +81,7 @@ def read_pbg_version(pbg_ckpt: Path) -> int:
     path = pbg_ckpt / "checkpoint_version.txt"
     if not path.is_file():
         raise FormatError(f"{pbg_ckpt}: not a PBG checkpoint (no checkpoint_version.txt)")
-    text = read_text(path, "PBG checkpoint version").strip()
+    text = read_text(path, "PBG checkpoint version", max_bytes=MAX_NUMBER_BYTES).strip()
     if not text.isdigit():
         raise FormatError(f"{path}: expected a version number, got {text[:40]!r}")
     return int(text)
@@ -96,8 +106,10 @@ def h5_errors(path: Path) -> Iterator[None]:
 
 
 def open_h5(h5py, path: Path):
-    if not path.is_file():
-        raise FormatError(f"{path}: missing (PBG checkpoint file)")
+    try:   # a regular file inside its directory (file_rules), before HDF5 opens it
+        file_rules.file_size(path.parent, path.name)
+    except file_rules.MissingFile:
+        raise FormatError(f"{path}: missing (PBG checkpoint file)") from None
     try:
         hf = h5py.File(path, "r")
     except H5_ERRORS as exc:
