@@ -156,7 +156,8 @@ def hits(graph, *, tol: float = 1e-8, max_iters: int | None = None,
     -------
     Result
         ``values``: float64 (N, 2) by internal node id: column 0 the hub scores, column 1
-        the authority scores, each summing to 1. ``result.to_dict()`` maps each original
+        the authority scores, each summing to 1 (all 0 on a graph without edges, where no
+        node is a hub or an authority). ``result.to_dict()`` maps each original
         id to ``[hub, authority]``; ``result.top(k)`` ranks the authorities,
         ``result.top(k, column="hub")`` the hubs (``result.columns``).
 
