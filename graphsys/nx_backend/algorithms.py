@@ -219,13 +219,21 @@ def distances(G, s: int, weight=None) -> np.ndarray:
         return _hops(G, s)
     if G.weight is None or weight is None:
         return _bsp().bfs(G.graph, G.graph.to_original(s)).values
-    if not G.exact_weights:
-        raise NotImplementedError("graphsys: these weights need float64 sums (graphsys "
-                                  "stores float32 weights)")
+    check_exact(G, weight)
     for _, _, _, w in G.graph.iter_edges():
         if w is not None and (w < 0).any():
             raise ValueError("Contradictory paths found: negative weights?")
     return _bsp().sssp(G.graph, G.graph.to_original(s)).values
+
+
+def check_exact(G, weight) -> None:
+    """Decline (``NotImplementedError``: NetworkX runs the call) path lengths over weights
+    float32 does not hold exactly: their sums would not be NetworkX's float64 ones. A
+    function returning a generator calls it before it returns one, so that the decline
+    reaches NetworkX's dispatcher and not the loop reading the generator."""
+    if G.weight is not None and weight is not None and not G.exact_weights:
+        raise NotImplementedError("graphsys: these weights need float64 sums (graphsys "
+                                  "stores float32 weights)")
 
 
 def _hops(G, s: int) -> np.ndarray:

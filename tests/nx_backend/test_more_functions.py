@@ -205,6 +205,20 @@ def test_weighted_cut_ratios_read_the_weights():
             getattr(nx, name)(G, [0, 1], [2, 3], weight=None)
 
 
+def test_all_pairs_lengths_decline_before_their_generator():
+    """Weights float32 does not hold (0.1) are declined when the call is made, so that
+    NetworkX runs it: declined while the generator was read, the NotImplementedError
+    reached the loop reading it under automatic dispatch."""
+    G = nx.DiGraph()
+    G.add_weighted_edges_from([(0, 1, 0.1), (1, 2, 0.2), (2, 0, 0.3)])
+    for name in ("all_pairs_dijkstra_path_length", "all_pairs_bellman_ford_path_length",
+                 "shortest_path_length"):
+        with pytest.raises(NotImplementedError):
+            getattr(B, name)(convert(G), weight="weight")  # not a generator first
+    assert dict(B.all_pairs_dijkstra_path_length(convert(G), weight=None)) == \
+        dict(nx.all_pairs_dijkstra_path_length(G, weight=None))
+
+
 def test_declined_arguments():
     U, D = GRAPHS["karate"], GRAPHS["directed"]
     for name, G, args, kwargs in [
