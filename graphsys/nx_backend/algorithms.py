@@ -218,12 +218,12 @@ def distances(G, s: int, weight=None) -> np.ndarray:
     if (G.weight is None or weight is None) and not G.directed:
         return _hops(G, s)
     if G.weight is None or weight is None:
-        return _bsp().bfs(G.graph, G.graph.to_original(s)).values
+        return _bsp().bfs(G.graph, _stored_id(G, s)).values
     check_exact(G, weight)
     for _, _, _, w in G.graph.iter_edges():
         if w is not None and (w < 0).any():
             raise ValueError("Contradictory paths found: negative weights?")
-    return _bsp().sssp(G.graph, G.graph.to_original(s)).values
+    return _bsp().sssp(G.graph, _stored_id(G, s)).values
 
 
 def check_exact(G, weight) -> None:
@@ -234,6 +234,13 @@ def check_exact(G, weight) -> None:
     if G.weight is not None and weight is not None and not G.exact_weights:
         raise NotImplementedError("graphsys: these weights need float64 sums (graphsys "
                                   "stores float32 weights)")
+
+
+def _stored_id(G, s: int):
+    """The stored graph's original id of internal id ``s``, as one value (an int, or a
+    str for a graph with string ids, where ``to_original`` gives an Arrow array)."""
+    ids = G.graph.to_original([s])
+    return ids[0].item() if isinstance(ids, np.ndarray) else ids[0].as_py()
 
 
 def _hops(G, s: int) -> np.ndarray:

@@ -219,6 +219,22 @@ def test_all_pairs_lengths_decline_before_their_generator():
         dict(nx.all_pairs_dijkstra_path_length(G, weight=None))
 
 
+def test_directed_searches_of_a_stored_graph_with_string_ids(tmp_path):
+    """A directed stored graph with string ids (``from_graph``): its searches name their
+    source by its id, not by a one-item Arrow array (a GraphsysError escaped)."""
+    import pyarrow as pa
+
+    import graphsys
+    from graphsys.nx_backend import from_graph
+
+    g = graphsys.from_arrow(pa.table({"src": ["a", "b", "c"], "dst": ["b", "c", "a"]}),
+                            tmp_path / "g")
+    want = dict(nx.all_pairs_shortest_path_length(nx.DiGraph([("a", "b"), ("b", "c"),
+                                                              ("c", "a")])))
+    assert dict(B.all_pairs_shortest_path_length(from_graph(g))) == want
+    assert B.single_source_shortest_path_length(from_graph(g), "c") == want["c"]
+
+
 def test_declined_arguments():
     U, D = GRAPHS["karate"], GRAPHS["directed"]
     for name, G, args, kwargs in [
