@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import graphsys
-from graphsys.errors import ConvergenceWarning
+from graphsys.errors import ConvergenceWarning, ParameterError
 from graphsys.nx_backend import BackendGraph, BackendInterface, from_graph
 
 B = BackendInterface
@@ -150,6 +150,10 @@ def test_stored_graphs_and_checks(tmp_path, graphs):
     back = B.convert_to_nx(convert(D))
     assert sorted(back.edges(data="weight")) == sorted(D.edges(data="weight"))
     assert B.pagerank(convert(nx.DiGraph())) == {}
+    assert list(from_graph(tmp_path / "d")) == list(bg)  # a directory: opened
+    for bad in (None, D):  # was AttributeError: 'NoneType' object has no attribute ...
+        with pytest.raises(ParameterError, match="must be a graphsys Graph"):
+            from_graph(bad)
 
 
 def test_hits_converges_where_its_tolerance_meets_rounding():
