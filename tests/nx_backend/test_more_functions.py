@@ -162,6 +162,24 @@ def test_modularity_directed_and_self_loops_equal_networkx():
     assert B.is_partition(convert(U, None), [set(range(49))]) is False
 
 
+def test_modularity_declines_weights_float32_rounds():
+    """Weights float32 rounds (0.1, 0.3) are declined: the kernel's float32 weights gave
+    0.38194444069 where NetworkX gives 0.38194444444; exact ones (0.5, 0.25) equal
+    NetworkX's."""
+    parts = [{0, 1}, {2}]
+    for a, b, exact in ((0.1, 0.3, False), (0.5, 0.25, True)):
+        G = nx.DiGraph()
+        G.add_weighted_edges_from([(0, 1, a), (1, 0, 1.0), (1, 2, b), (2, 2, 1.0)])
+        if not exact:
+            with pytest.raises(NotImplementedError):
+                B.modularity(convert(G), parts)
+            continue
+        assert B.modularity(convert(G), parts) == pytest.approx(
+            nx.community.modularity(G, parts), abs=1e-15)
+    assert B.modularity(convert(G), parts, weight=None) == pytest.approx(
+        nx.community.modularity(G, parts, weight=None), abs=1e-15)
+
+
 def test_bipartite_density_equals_networkx():
     """NetworkX dispatches ``bipartite.density(B, nodes)`` by the name ``density``."""
     for G in (nx.complete_bipartite_graph(3, 4), nx.DiGraph([(0, 3), (1, 3), (3, 2)]),
