@@ -155,11 +155,14 @@ def hits(G, max_iter=100, tol=1.0e-8, nstart=None, normalized=True):
     one-node graphs are declined by the checks: NetworkX runs them). Unconverged on a
     converted NetworkX graph, the call is declined too (NetworkX's ARPACK, a Krylov
     method, may converge where power iteration did not); on a stored graph
-    ``PowerIterationFailedConvergence``."""
+    ``PowerIterationFailedConvergence``. Weights float32 does not hold exactly (0.1) are
+    declined (:func:`check_exact`): the stored graph's float32 weights moved the scores by
+    about 1e-7 of their value, where NetworkX's ARPACK answer is exact to 1e-15."""
     nx = _nx()
     n = len(G)
     if n == 0:
         return {}, {}
+    check_exact(G, "weight")  # NetworkX's HITS reads the "weight" attribute
     if max_iter <= 0:
         raise nx.PowerIterationFailedConvergence(max_iter)
     # NetworkX's max_iter counts ARPACK restarts, each up to ncv = 20 products with A and

@@ -156,6 +156,20 @@ def test_stored_graphs_and_checks(tmp_path, graphs):
             from_graph(bad)
 
 
+def test_hits_declines_weights_float32_rounds():
+    """HITS reads the stored float32 weights: with 0.1, 0.3, 0.7, 1.1 its hubs were 1e-9
+    from NetworkX's (exact to 1e-16 at its default tolerance), so such weights are
+    declined; exact ones still give NetworkX's values."""
+    G = nx.gnp_random_graph(40, 0.1, seed=0, directed=True)
+    for i, (u, v) in enumerate(G.edges):
+        G[u][v]["weight"] = (0.1, 0.7, 0.3, 1.1)[i % 4]
+    with pytest.raises(NotImplementedError):
+        B.hits(convert(G))
+    for i, (u, v) in enumerate(G.edges):
+        G[u][v]["weight"] = (0.5, 0.25, 2.0, 1.5)[i % 4]
+    close(B.hits(convert(G))[0], nx.hits(G)[0], 1e-12)
+
+
 def test_hits_converges_where_its_tolerance_meets_rounding():
     """On a 20,000-node preferential-attachment graph ``1e-10 / n`` (5e-15) lies below one
     product's rounding noise (it never converged there): the iteration stops at that noise
