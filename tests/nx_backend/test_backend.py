@@ -156,6 +156,20 @@ def test_stored_graphs_and_checks(tmp_path, graphs):
             from_graph(bad)
 
 
+def test_min_edges_that_is_no_number_is_one_line(monkeypatch):
+    """``nx.config.backends.graphsys.min_edges = "x"`` made every automatically
+    dispatched call raise TypeError ('<' not supported between int and str)."""
+    G = nx.path_graph(3)
+    for bad in ("x", None, float("nan"), True):
+        monkeypatch.setitem(nx.config.backends.graphsys, "min_edges", bad)
+        with pytest.raises(ParameterError, match="min_edges must be a number of edges"):
+            B.should_run("pagerank", (G,), {})
+    monkeypatch.setitem(nx.config.backends.graphsys, "min_edges", 2.5)
+    assert B.should_run("pagerank", (G,), {}) is not True  # 2 edges: NetworkX's
+    monkeypatch.setitem(nx.config.backends.graphsys, "min_edges", 2)
+    assert B.should_run("pagerank", (G,), {}) is True
+
+
 def test_hits_declines_weights_float32_rounds():
     """HITS reads the stored float32 weights: with 0.1, 0.3, 0.7, 1.1 its hubs were 1e-9
     from NetworkX's (exact to 1e-16 at its default tolerance), so such weights are
