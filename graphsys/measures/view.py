@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from graphsys import openmp, views
-from graphsys.errors import ParameterError
+from graphsys.errors import GraphsysError, ParameterError
 from graphsys.kernels.arrays import read_only
 from graphsys.measures.kernels_view import DIRECTED, SYMMETRIC, UNIQUE, max_row_bound
+from graphsys.storage.node_reads import integer_ids
 
 
 @dataclass
@@ -131,10 +132,10 @@ def internal_ids(graph, ids, name: str, *, internal: bool) -> np.ndarray:
     """``ids`` (original ids, or internal ids when ``internal``) as int64 internal ids;
     one-line errors name ``name``."""
     if internal:
-        try:
-            arr = np.asarray(ids, dtype=np.int64).reshape(-1)
-        except (TypeError, ValueError):
-            raise ParameterError(name, "must hold integer internal ids") from None
+        try:  # not an int64 cast: that truncated 0.5 to node 0 and read True as 1
+            arr = integer_ids(ids, "internal ids are integers").reshape(-1)
+        except GraphsysError as exc:
+            raise ParameterError(name, f"must hold integer internal ids ({exc})") from None
         n = graph.num_nodes()
         if len(arr) and (arr.min() < 0 or arr.max() >= n):
             bad = arr[(arr < 0) | (arr >= n)][0]

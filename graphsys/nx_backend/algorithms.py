@@ -155,11 +155,14 @@ def hits(G, max_iter=100, tol=1.0e-8, nstart=None, normalized=True):
     one-node graphs are declined by the checks: NetworkX runs them). Unconverged on a
     converted NetworkX graph, the call is declined too (NetworkX's ARPACK, a Krylov
     method, may converge where power iteration did not); on a stored graph
-    ``PowerIterationFailedConvergence``."""
+    ``PowerIterationFailedConvergence``. Weights float32 does not hold exactly (0.1) are
+    declined (:func:`check_exact`): the stored graph's float32 weights moved the scores by
+    about 1e-7 of their value, where NetworkX's ARPACK answer is exact to 1e-15."""
     nx = _nx()
     n = len(G)
     if n == 0:
         return {}, {}
+    check_exact(G, "weight")  # NetworkX's HITS reads the "weight" attribute
     if max_iter <= 0:
         raise nx.PowerIterationFailedConvergence(max_iter)
     # NetworkX's max_iter counts ARPACK restarts, each up to ncv = 20 products with A and
@@ -218,14 +221,30 @@ def distances(G, s: int, weight=None) -> np.ndarray:
     if (G.weight is None or weight is None) and not G.directed:
         return _hops(G, s)
     if G.weight is None or weight is None:
-        return _bsp().bfs(G.graph, G.graph.to_original(s)).values
-    if not G.exact_weights:
-        raise NotImplementedError("graphsys: these weights need float64 sums (graphsys "
-                                  "stores float32 weights)")
+        return _bsp().bfs(G.graph, _stored_id(G, s)).values
+    check_exact(G, weight)
     for _, _, _, w in G.graph.iter_edges():
         if w is not None and (w < 0).any():
             raise ValueError("Contradictory paths found: negative weights?")
-    return _bsp().sssp(G.graph, G.graph.to_original(s)).values
+    return _bsp().sssp(G.graph, _stored_id(G, s)).values
+
+
+def check_exact(G, weight) -> None:
+    """Decline (``NotImplementedError``: NetworkX runs the call) sums over weights float32
+    does not hold exactly (path lengths, modularity): they would not be NetworkX's float64
+    ones. A
+    function returning a generator calls it before it returns one, so that the decline
+    reaches NetworkX's dispatcher and not the loop reading the generator."""
+    if G.weight is not None and weight is not None and not G.exact_weights:
+        raise NotImplementedError("graphsys: these weights need float64 sums (graphsys "
+                                  "stores float32 weights)")
+
+
+def _stored_id(G, s: int):
+    """The stored graph's original id of internal id ``s``, as one value (an int, or a
+    str for a graph with string ids, where ``to_original`` gives an Arrow array)."""
+    ids = G.graph.to_original([s])
+    return ids[0].item() if isinstance(ids, np.ndarray) else ids[0].as_py()
 
 
 def _hops(G, s: int) -> np.ndarray:

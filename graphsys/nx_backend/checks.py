@@ -379,6 +379,11 @@ def should_run(name: str, args, kwargs) -> bool | str:
     if G is None or getattr(G, "__networkx_backend__", None) == "graphsys":
         return True
     least = nx.config.backends.graphsys.get("min_edges", 0)
+    if isinstance(least, bool) or not isinstance(least, numbers.Real) or math.isnan(least):
+        from graphsys.errors import ParameterError
+
+        raise ParameterError("nx.config.backends.graphsys.min_edges",
+                             f"must be a number of edges, got {least!r}")
     if G.number_of_edges() < least:
         return (f"graphsys: a graph of fewer than {least} edges is faster in NetworkX "
                 f"(nx.config.backends.graphsys.min_edges)")

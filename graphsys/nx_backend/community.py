@@ -28,7 +28,12 @@ def is_partition(G, communities):
 
 def modularity(G, communities, weight="weight", resolution=1):
     """``nx.community.modularity`` (``ZeroDivisionError`` without edges or where every
-    weight is 0, as NetworkX's)."""
+    weight is 0, as NetworkX's). Weights float32 does not hold exactly (0.1) are declined
+    (:func:`~graphsys.nx_backend.algorithms.check_exact`): the kernel reads float32
+    weights, and its sums would not be NetworkX's float64 ones."""
+    from graphsys.nx_backend.algorithms import check_exact
+
+    check_exact(G, weight)
     nx = _nx()
     if not isinstance(communities, list):
         communities = list(communities)

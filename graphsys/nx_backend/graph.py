@@ -205,6 +205,18 @@ def from_graph(graph, *, edge_set: str | None = None) -> BackendGraph:
     With graphsys installed as a NetworkX backend, ``nx.pagerank(from_graph(g))`` runs
     graphsys's PageRank on the stored graph, results keyed by original ids.
 
+    Parameters
+    ----------
+    graph : Graph, str or path-like
+        An opened graph, or the directory of one.
+    edge_set : str, optional
+        The edge set (a graph of one edge set only); None: the default view.
+
+    Raises
+    ------
+    ParameterError
+        ``graph`` is neither a graphsys graph nor a path.
+
     Examples
     --------
     >>> import tempfile, graphsys
@@ -216,6 +228,16 @@ def from_graph(graph, *, edge_set: str | None = None) -> BackendGraph:
     >>> {k: round(v, 3) for k, v in BackendInterface.pagerank(G).items()}
     {1: 0.333, 2: 0.333, 3: 0.333}
     """
+    from graphsys.storage.graph import Graph, open_graph
+
+    if not isinstance(graph, Graph):
+        if not (isinstance(graph, str) or hasattr(graph, "__fspath__")):
+            from graphsys.errors import ParameterError
+
+            kind = type(graph)
+            raise ParameterError("graph", f"must be a graphsys Graph or a graph directory, "
+                                          f"got {kind.__module__}.{kind.__qualname__}")
+        graph = open_graph(graph)
     if edge_set is not None and len(graph.edge_sets) > 1:
         raise GraphsysError("from_graph: a graph with several edge sets is not supported")
     es = graph.edge_set(edge_set)

@@ -24,6 +24,7 @@ from graphsys.nx_backend.algorithms import (
     _nx,
     _scc_labels,
     _within,
+    check_exact,
     distances,
     single_source_dijkstra_path_length,
     single_source_shortest_path_length,
@@ -101,9 +102,11 @@ def dijkstra_path_length(G, source, target, weight="weight"):
 
 
 def all_pairs_dijkstra_path_length(G, cutoff=None, weight="weight"):
-    """``nx.all_pairs_dijkstra_path_length``: a generator of ``(node, lengths)``."""
-    for n in G.keys:
-        yield n, single_source_dijkstra_path_length(G, n, cutoff, weight)
+    """``nx.all_pairs_dijkstra_path_length``: a generator of ``(node, lengths)``; weights
+    graphsys declines are declined here, before the generator (NetworkX then runs the
+    call: a decline raised while the generator is read would reach its reader)."""
+    check_exact(G, weight)
+    return ((n, single_source_dijkstra_path_length(G, n, cutoff, weight)) for n in G.keys)
 
 
 def single_source_bellman_ford_path_length(G, source, weight="weight"):

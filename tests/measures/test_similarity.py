@@ -122,6 +122,14 @@ def test_bad_input_is_one_line(tmp_path):
     with pytest.raises(ParameterError, match="k must be"):
         top_links(t.graph, k=-1)
     assert link_scores(t.graph, np.zeros((0, 2), np.int64)).shape == (0,)
+    # internal ids that are no integers: an int64 cast read 0.5 as node 0, True as node 1
+    for bad in (np.array([[0.5, 1.0]]), [(True, 1)], [("0", 1)]):
+        with pytest.raises(ParameterError, match="integer internal ids"):
+            link_scores(t.graph, bad, internal=True)
+    with pytest.raises(ParameterError, match="integer internal ids"):
+        common_neighbors(t.graph, 0.5, 1, internal=True)
+    assert (link_scores(t.graph, good.astype(np.float64), internal=True).tolist()
+            == link_scores(t.graph, good, internal=True).tolist())  # whole floats: ids
 
 
 def brute_scores(sym, method, u, v):

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import graphsys
-from graphsys.errors import ConvergenceWarning
+from graphsys.errors import ConvergenceWarning, ParameterError
 from graphsys.nx_backend import BackendGraph, BackendInterface, from_graph
 
 B = BackendInterface
@@ -150,6 +150,38 @@ def test_stored_graphs_and_checks(tmp_path, graphs):
     back = B.convert_to_nx(convert(D))
     assert sorted(back.edges(data="weight")) == sorted(D.edges(data="weight"))
     assert B.pagerank(convert(nx.DiGraph())) == {}
+    assert list(from_graph(tmp_path / "d")) == list(bg)  # a directory: opened
+    for bad in (None, D):  # was AttributeError: 'NoneType' object has no attribute ...
+        with pytest.raises(ParameterError, match="must be a graphsys Graph"):
+            from_graph(bad)
+
+
+def test_min_edges_that_is_no_number_is_one_line(monkeypatch):
+    """``nx.config.backends.graphsys.min_edges = "x"`` made every automatically
+    dispatched call raise TypeError ('<' not supported between int and str)."""
+    G = nx.path_graph(3)
+    for bad in ("x", None, float("nan"), True):
+        monkeypatch.setitem(nx.config.backends.graphsys, "min_edges", bad)
+        with pytest.raises(ParameterError, match="min_edges must be a number of edges"):
+            B.should_run("pagerank", (G,), {})
+    monkeypatch.setitem(nx.config.backends.graphsys, "min_edges", 2.5)
+    assert B.should_run("pagerank", (G,), {}) is not True  # 2 edges: NetworkX's
+    monkeypatch.setitem(nx.config.backends.graphsys, "min_edges", 2)
+    assert B.should_run("pagerank", (G,), {}) is True
+
+
+def test_hits_declines_weights_float32_rounds():
+    """HITS reads the stored float32 weights: with 0.1, 0.3, 0.7, 1.1 its hubs were 1e-9
+    from NetworkX's (exact to 1e-16 at its default tolerance), so such weights are
+    declined; exact ones still give NetworkX's values."""
+    G = nx.gnp_random_graph(40, 0.1, seed=0, directed=True)
+    for i, (u, v) in enumerate(G.edges):
+        G[u][v]["weight"] = (0.1, 0.7, 0.3, 1.1)[i % 4]
+    with pytest.raises(NotImplementedError):
+        B.hits(convert(G))
+    for i, (u, v) in enumerate(G.edges):
+        G[u][v]["weight"] = (0.5, 0.25, 2.0, 1.5)[i % 4]
+    close(B.hits(convert(G))[0], nx.hits(G)[0], 1e-12)
 
 
 def test_hits_converges_where_its_tolerance_meets_rounding():

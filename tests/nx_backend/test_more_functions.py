@@ -162,6 +162,24 @@ def test_modularity_directed_and_self_loops_equal_networkx():
     assert B.is_partition(convert(U, None), [set(range(49))]) is False
 
 
+def test_modularity_declines_weights_float32_rounds():
+    """Weights float32 rounds (0.1, 0.3) are declined: the kernel's float32 weights gave
+    0.38194444069 where NetworkX gives 0.38194444444; exact ones (0.5, 0.25) equal
+    NetworkX's."""
+    parts = [{0, 1}, {2}]
+    for a, b, exact in ((0.1, 0.3, False), (0.5, 0.25, True)):
+        G = nx.DiGraph()
+        G.add_weighted_edges_from([(0, 1, a), (1, 0, 1.0), (1, 2, b), (2, 2, 1.0)])
+        if not exact:
+            with pytest.raises(NotImplementedError):
+                B.modularity(convert(G), parts)
+            continue
+        assert B.modularity(convert(G), parts) == pytest.approx(
+            nx.community.modularity(G, parts), abs=1e-15)
+    assert B.modularity(convert(G), parts, weight=None) == pytest.approx(
+        nx.community.modularity(G, parts, weight=None), abs=1e-15)
+
+
 def test_bipartite_density_equals_networkx():
     """NetworkX dispatches ``bipartite.density(B, nodes)`` by the name ``density``."""
     for G in (nx.complete_bipartite_graph(3, 4), nx.DiGraph([(0, 3), (1, 3), (3, 2)]),
@@ -203,6 +221,36 @@ def test_weighted_cut_ratios_read_the_weights():
             getattr(B, name)(H, [0, 1], [2, 3], weight="weight")
         assert getattr(B, name)(H, [0, 1], [2, 3], weight=None) == \
             getattr(nx, name)(G, [0, 1], [2, 3], weight=None)
+
+
+def test_all_pairs_lengths_decline_before_their_generator():
+    """Weights float32 does not hold (0.1) are declined when the call is made, so that
+    NetworkX runs it: declined while the generator was read, the NotImplementedError
+    reached the loop reading it under automatic dispatch."""
+    G = nx.DiGraph()
+    G.add_weighted_edges_from([(0, 1, 0.1), (1, 2, 0.2), (2, 0, 0.3)])
+    for name in ("all_pairs_dijkstra_path_length", "all_pairs_bellman_ford_path_length",
+                 "shortest_path_length"):
+        with pytest.raises(NotImplementedError):
+            getattr(B, name)(convert(G), weight="weight")  # not a generator first
+    assert dict(B.all_pairs_dijkstra_path_length(convert(G), weight=None)) == \
+        dict(nx.all_pairs_dijkstra_path_length(G, weight=None))
+
+
+def test_directed_searches_of_a_stored_graph_with_string_ids(tmp_path):
+    """A directed stored graph with string ids (``from_graph``): its searches name their
+    source by its id, not by a one-item Arrow array (a GraphsysError escaped)."""
+    import pyarrow as pa
+
+    import graphsys
+    from graphsys.nx_backend import from_graph
+
+    g = graphsys.from_arrow(pa.table({"src": ["a", "b", "c"], "dst": ["b", "c", "a"]}),
+                            tmp_path / "g")
+    want = dict(nx.all_pairs_shortest_path_length(nx.DiGraph([("a", "b"), ("b", "c"),
+                                                              ("c", "a")])))
+    assert dict(B.all_pairs_shortest_path_length(from_graph(g))) == want
+    assert B.single_source_shortest_path_length(from_graph(g), "c") == want["c"]
 
 
 def test_declined_arguments():
