@@ -359,6 +359,9 @@ def _declined(name: str, a: dict) -> str | None:
         return None
     if G.is_multigraph():
         return "multigraphs are not supported"
+    if getattr(G, "parallel_edges", bool)():
+        return ("the stored graph holds a pair more than once, which NetworkX reads as one "
+                "edge (ingest it with dedupe=True)")
     if callable(a.get("weight")):
         return "a weight function is not supported"
     check = CHECKS.get(name) or MORE_CHECKS.get(name)

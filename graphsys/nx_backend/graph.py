@@ -115,6 +115,19 @@ class BackendGraph:
     def is_multigraph(self) -> bool:
         return False
 
+    def parallel_edges(self) -> bool:
+        """Whether a stored graph (:func:`from_graph`) holds some pair more than once, which
+        NetworkX reads as one edge (:meth:`BackendInterface.convert_to_nx
+        <graphsys.nx_backend.BackendInterface.convert_to_nx>` builds a simple graph):
+        graphsys's kernels would count it twice, so its calls are declined. Found once per
+        graph, in one pass over its out-rows, unless its one edge set was ingested with
+        ``dedupe``; a conversion of a NetworkX graph has none."""
+        if self.converted or self.null:
+            return False
+        if "parallel" not in self._cache:
+            self._cache["parallel"] = _has_parallel_edges(self.graph)
+        return self._cache["parallel"]
+
     def number_of_nodes(self) -> int:
         return len(self.keys)
 
@@ -198,9 +211,24 @@ class BackendGraph:
                 f"{'in memory' if self.in_memory else repr(self._graph)})")
 
 
+def _has_parallel_edges(graph) -> bool:
+    """Whether a pair repeats among the stored graph's edges (the default view)."""
+    es = graph.edge_set()
+    if es.dedupe and not es.members:
+        return False
+    c = graph.csr(weights=False)
+    n = graph.num_nodes()
+    keys = np.repeat(np.arange(n, dtype=np.int64), np.diff(c.indptr)) * n + c.indices
+    if len(keys) > 1 and not (keys[1:] >= keys[:-1]).all():
+        keys.sort()
+    return bool(len(keys) > 1 and (keys[1:] == keys[:-1]).any())
+
+
 def from_graph(graph, *, edge_set: str | None = None) -> BackendGraph:
     """A stored graph for NetworkX's dispatcher: keyed by original ids, directed unless
-    its edge set was ingested ``undirected``, weighted when it has weights.
+    its edge set was ingested ``undirected``, weighted when it has weights. NetworkX reads
+    it as a simple graph: where a pair is stored more than once (an ingest without
+    ``dedupe``), graphsys declines its calls (:meth:`BackendGraph.parallel_edges`).
 
     With graphsys installed as a NetworkX backend, ``nx.pagerank(from_graph(g))`` runs
     graphsys's PageRank on the stored graph, results keyed by original ids.
