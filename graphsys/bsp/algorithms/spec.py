@@ -105,10 +105,10 @@ class AlgorithmSpec:
                                                               if k in kwargs})
         self.check_source(source)
         edge_set = kwargs.get("edge_set")
-        graph.edge_set(edge_set)  # refused early: an unknown name, a change set alone
         if init is not None and self.warm_start is None:
             raise ParameterError("init", f"{self.name} does not start from a previous result")
         with numba_threads(ex.threads):
+            graph.edge_set(edge_set)  # refused first: an unknown name, a change set alone
             limit = self.max_iters(graph, max_iters)
             if init is not None:
                 previous = incremental.read_previous(graph, init, self.name, edge_set, source)
