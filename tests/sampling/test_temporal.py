@@ -155,6 +155,26 @@ def test_refusals(tmp_path):
         temporal_adjacency(g, memory_limit=10)
 
 
+def test_times_beyond_the_column_type_keep_their_order(tmp_path):
+    """A query time is read as the least column value at or above it: 1e30 or a uint64
+    past int64 used to wrap to a time before every stamp (no past at all), and a float64
+    time against float32 stamps was rounded down past a stamp before it."""
+    def counts(stamps, times):
+        g = graphsys.from_arrow(pa.table({"src": [0, 1], "dst": [1, 2], "timestamp": stamps}),
+                                tmp_path / f"g{len(list(tmp_path.iterdir()))}",
+                                edge_columns=["timestamp"])
+        return TemporalNeighborSampler(g, 5).sample_hop([1] * len(times), times, 5).count
+    ints = pa.array([10, 20], pa.int64())
+    assert counts(ints, [1e30, 2.0**63, 19.5, 20.0, -1e30]).tolist() == [2, 2, 1, 1, 0]
+    assert counts(ints, np.array([2**64 - 1, 20], np.uint64)).tolist() == [2, 1]
+    assert counts(ints, np.array([2**70, -2**70], object)).tolist() == [2, 0]
+    f32 = pa.array([1.1, 16777216.0], pa.float32())
+    assert counts(f32, [16777217, 16777216.5, 1.10000005, float(np.float32(1.1)),
+                        1e300]).tolist() == [2, 2, 1, 0, 2]
+    with pytest.raises(GraphsysError, match="finite"):
+        counts(ints, np.array(["x"], object))
+
+
 @pytest.mark.parametrize("strategy", ["recent", "uniform"])
 def test_blocks_hold_the_past_of_every_row(tmp_path, strategy):
     """``sample_blocks`` against brute force: every row's picks are edges touching it
