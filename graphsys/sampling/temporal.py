@@ -26,6 +26,7 @@ events as it batches nodes.
 from __future__ import annotations
 
 import math
+import operator
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -129,6 +130,16 @@ def temporal_adjacency(graph: Graph, edge_set: str | None = None, *,
     ([2, 0], [10, 30])
     """
     return views.view(graph, "temporal", edge_set=edge_set, memory_limit=memory_limit)
+
+
+def _fanout(value) -> int:
+    """``value`` as a positive int below 2**63 (no bool, no float); ValueError else."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError
+    k = operator.index(value)
+    if not 1 <= k < 2**63:
+        raise ValueError
+    return k
 
 
 def _integer_times(t: np.ndarray, dtype: np.dtype) -> np.ndarray:
@@ -289,8 +300,13 @@ class TemporalNeighborSampler(Sampler):
     def __init__(self, graph: Graph | TemporalAdjacency, fanouts: int | Sequence[int] = 10,
                  *, strategy: str = "recent", edge_set: str | None = None,
                  memory_limit: int | None = None):
-        self.fanouts = [int(fanouts)] if np.ndim(fanouts) == 0 else [int(f) for f in fanouts]
-        if not self.fanouts or any(f < 1 for f in self.fanouts):
+        # 1.5 was cut to 1 and True read as 1; 'a' or NaN raised a raw ValueError
+        try:
+            values = [fanouts] if np.ndim(fanouts) == 0 else list(fanouts)
+            self.fanouts = [_fanout(f) for f in values]
+        except (TypeError, ValueError):
+            self.fanouts = []
+        if not self.fanouts:
             raise GraphsysError(f"fanouts must be positive integers, one per hop; got "
                                 f"{fanouts!r}")
         if strategy not in STRATEGIES:
@@ -335,6 +351,10 @@ class TemporalNeighborSampler(Sampler):
         numba-parallel over the events for ``parallel=True``, or for None outside
         :func:`~graphsys.sampling._util.serial_kernels` when there are at least
         :data:`PARALLEL_MIN_PICKS` picks; the same picks either way."""
+        try:
+            fanout = _fanout(fanout)
+        except (TypeError, ValueError):
+            raise GraphsysError(f"fanout must be a positive integer, got {fanout!r}") from None
         nodes = np.ascontiguousarray(nodes, dtype=np.int64).reshape(-1)
         t = self.event_times(times).reshape(-1)
         if len(t) != len(nodes):
