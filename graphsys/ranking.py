@@ -354,7 +354,9 @@ def recall_at_k(positions, groups, k: int) -> float:
 def average_precision(pos, neg) -> float:
     """Average precision of positives against negatives: the area under the step-wise
     precision-recall curve over the distinct score thresholds (scikit-learn's
-    ``average_precision_score``; tied scores enter at one threshold); NaN for no positive.
+    ``average_precision_score``; tied scores enter at one threshold, infinite ones too);
+    NaN scores enter together at a last threshold, below every number (this module's
+    NaN-worst rule); NaN for no positive.
 
     Examples
     --------
@@ -367,9 +369,14 @@ def average_precision(pos, neg) -> float:
         return _was("average_precision")
     scores = np.concatenate([pos, neg])
     labels = np.concatenate([np.ones(len(pos)), np.zeros(len(neg))])
-    order = np.argsort(-scores, kind="stable")
-    s, y = scores[order], labels[order]
-    last = np.r_[np.flatnonzero(np.diff(s)), len(s) - 1]     # end of each threshold
+    nan = np.isnan(scores)
+    order = np.lexsort((-np.where(nan, 0.0, scores), nan))   # descending, NaN last
+    s, y, nan = scores[order], labels[order], nan[order]
+    # a threshold ends where the score changes; tied infinities (whose difference is NaN)
+    # and the NaN scores (one bottom threshold, below every number) stay together, so a
+    # tie never puts its positives first (scores all NaN or all inf used to give 1.0)
+    change = (s[1:] != s[:-1]) & ~(nan[1:] & nan[:-1])
+    last = np.r_[np.flatnonzero(change), len(s) - 1]          # end of each threshold
     tp = np.cumsum(y)[last]
     precision = tp / (last + 1)
     recall = tp / len(pos)
