@@ -146,6 +146,7 @@ def evaluate(emb: Embeddings, graph: Graph, edge_set: str, *, filtered: bool = T
             raise ParameterError("candidates", f"must be 'auto', 'all' or a positive "
                                                f"integer, got {candidates!r}")
         candidates = check_count("candidates", candidates)
+    seed = check_count("seed", seed, minimum=0)   # -1 or "x" raised in NumPy's generator
     emb.require_relations("link-prediction evaluation")
     test = triples(graph, graph.edge_set(edge_set).name)
     m = max(graph.num_nodes(t) for t in graph.entity_types) + 1
