@@ -28,6 +28,7 @@ answered 0.0 before warn (``DeprecationWarning``) when they now answer NaN.
 from __future__ import annotations
 
 import warnings
+from numbers import Integral
 
 import numpy as np
 import torch
@@ -201,6 +202,14 @@ def protocol(negatives: int | None = None, *, filtered: bool = True,
     return ", ".join(parts + (["both sides"] if both_sides else []))
 
 
+def _cut_off(k) -> int:
+    """``k`` of a hits@K or recall@K: an integer >= 1 (1.5 counted a tie at rank 1.5 as a
+    hit, True was read as 1, NaN or "3" raised raw errors); ParameterError otherwise."""
+    if isinstance(k, (bool, np.bool_)) or not isinstance(k, Integral) or k < 1:
+        raise ParameterError("k", f"must be >= 1, got {k!r}")
+    return int(k)
+
+
 def mrr(ranks) -> float:
     """Mean reciprocal rank: the mean of ``1 / rank`` (NaN for no ranks, this module's rule).
 
@@ -252,8 +261,7 @@ def hits_at_k(ranks, k: int) -> float:
     >>> hits_at_k([1, 2.5, 4], 3)
     0.6666666666666666
     """
-    if int(k) < 1:
-        raise ParameterError("k", f"must be >= 1, got {k}")
+    k = _cut_off(k)
     r = _flat(ranks)
     return float((r <= k).mean()) if len(r) else float("nan")
 
@@ -334,8 +342,7 @@ def recall_at_k(positions, groups, k: int) -> float:
     >>> recall_at_k([1, 2, 5], [7, 7, 8], 2)              # group 7: 2/2, group 8: 0/1
     0.5
     """
-    if int(k) < 1:
-        raise ParameterError("k", f"must be >= 1, got {k}")
+    k = _cut_off(k)
     pos, groups = _flat(positions), _ints(groups)
     if len(pos) == 0:
         return float("nan")
@@ -347,7 +354,9 @@ def recall_at_k(positions, groups, k: int) -> float:
 def average_precision(pos, neg) -> float:
     """Average precision of positives against negatives: the area under the step-wise
     precision-recall curve over the distinct score thresholds (scikit-learn's
-    ``average_precision_score``; tied scores enter at one threshold); NaN for no positive.
+    ``average_precision_score``; tied scores enter at one threshold, infinite ones too);
+    NaN scores enter together at a last threshold, below every number (this module's
+    NaN-worst rule); NaN for no positive.
 
     Examples
     --------
@@ -360,9 +369,14 @@ def average_precision(pos, neg) -> float:
         return _was("average_precision")
     scores = np.concatenate([pos, neg])
     labels = np.concatenate([np.ones(len(pos)), np.zeros(len(neg))])
-    order = np.argsort(-scores, kind="stable")
-    s, y = scores[order], labels[order]
-    last = np.r_[np.flatnonzero(np.diff(s)), len(s) - 1]     # end of each threshold
+    nan = np.isnan(scores)
+    order = np.lexsort((-np.where(nan, 0.0, scores), nan))   # descending, NaN last
+    s, y, nan = scores[order], labels[order], nan[order]
+    # a threshold ends where the score changes; tied infinities (whose difference is NaN)
+    # and the NaN scores (one bottom threshold, below every number) stay together, so a
+    # tie never puts its positives first (scores all NaN or all inf used to give 1.0)
+    change = (s[1:] != s[:-1]) & ~(nan[1:] & nan[:-1])
+    last = np.r_[np.flatnonzero(change), len(s) - 1]          # end of each threshold
     tp = np.cumsum(y)[last]
     precision = tp / (last + 1)
     recall = tp / len(pos)

@@ -117,6 +117,13 @@ def test_every_engine_summarises_ranks_with_the_one_mrr_and_hits_rule():
     assert rec["users"] == 0 and all(math.isnan(rec[k]) for k in ("mrr", "hits@1", "recall@1"))
     with pytest.raises(ParameterError, match="k"):
         ranking.hits_at_k(r, 0)
+    # 1.5 counted the tie at rank 1.5 as a hit, True read as 1, NaN and "3" raised raw errors
+    for k in (1.5, True, float("nan"), "3"):
+        with pytest.raises(ParameterError, match="^k must be >= 1"):
+            ranking.hits_at_k(r, k)
+        with pytest.raises(ParameterError, match="^k must be >= 1"):
+            ranking.recall_at_k(r, [0, 0, 1, 1], k)
+    assert ranking.hits_at_k(r, np.int64(3)) == 0.5
 
 
 EMPTY = np.zeros(0)
@@ -182,3 +189,13 @@ def test_gnn_metrics_is_deprecated_with_its_figures():
     assert mod.ranking_metrics(r, r, [0, 0], [1]) == {
         "mrr": ranking.mrr(r), "hits@1": 0.5, "recall@1": 0.5}
     assert mod.macro_f1 is ranking.macro_f1
+
+
+def test_average_precision_ties_infinities_and_nan_at_one_threshold():
+    # tied infinities and all-NaN scores gave 1.0 (the positives first), a perfect score
+    # for a diverged model; a tie is one threshold, NaN one last threshold below every number
+    inf, nan = float("inf"), float("nan")
+    from graphsys.ranking import average_precision as ap
+    assert ap([inf], [inf]) == ap([-inf], [-inf]) == ap([1.0], [1.0]) == 0.5
+    assert ap([nan], [nan]) == 0.5 and ap([nan, nan], [nan, nan, 0.5]) == pytest.approx(0.4)
+    assert ap([nan], [0.1]) == 0.5 and ap([-inf], [nan]) == 1.0

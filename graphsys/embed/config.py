@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import re
 import textwrap
 import tomllib
@@ -266,8 +267,9 @@ class EmbedConfig:
 
     def validate(self) -> None:
         def positive(key: str, value: Any, *, allow_zero: bool = False) -> None:
+            # infinity too: lr or margin inf diverged in the first batch, not here
             if not isinstance(value, (int, float)) or isinstance(value, bool) or not (
-                    value >= 0 if allow_zero else value > 0):
+                    value >= 0 if allow_zero else value > 0) or not math.isfinite(value):
                 need = "a non-negative" if allow_zero else "a positive"
                 raise ConfigError(f"{key}: must be {need} number, got {value!r}")
 
@@ -298,7 +300,7 @@ class EmbedConfig:
         for key, reg in (("operator", OPERATORS), ("comparator", COMPARATORS),
                          ("loss_fn", LOSSES)):
             value = getattr(self, key)
-            if value not in reg:
+            if not isinstance(value, str) or value not in reg:   # a list: raw TypeError
                 raise ConfigError(f"{key}: unknown {reg.kind} {value!r} (known: "
                                   f"{', '.join(reg.names())})")
         for key, choices in (("bucket_order", BUCKET_ORDERS), ("device", DEVICES),
@@ -308,7 +310,7 @@ class EmbedConfig:
             if getattr(self, key) not in choices:
                 raise ConfigError(f"{key}: must be one of {', '.join(choices)}, got "
                                   f"{getattr(self, key)!r}")
-        for key in ("prefetch", "checkpoint_buckets", "all_negs", "cuda_graphs"):
+        for key in ("prefetch", "checkpoint_buckets", "all_negs", "cuda_graphs", "freeze_old"):
             if not isinstance(getattr(self, key), bool) and not (
                     key == "cuda_graphs" and self.cuda_graphs is None):
                 raise ConfigError(f"{key}: must be true or false, got {getattr(self, key)!r}")

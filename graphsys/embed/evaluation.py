@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from graphsys.embed.embeddings import Embeddings
+from graphsys.errors import ParameterError, check_count
 from graphsys.ranking import protocol, rank_metrics, ranks
 from graphsys.storage.graph import Graph
 from graphsys.storage.triples import KnownAnswers, triples
@@ -111,6 +112,8 @@ def evaluate(emb: Embeddings, graph: Graph, edge_set: str, *, filtered: bool = T
     ------
     GraphsysError
         Embeddings without relation operators, or an unknown edge set.
+    ParameterError
+        ``candidates`` neither ``"auto"``, ``"all"`` nor a positive integer.
 
     Examples
     --------
@@ -138,6 +141,12 @@ def evaluate(emb: Embeddings, graph: Graph, edge_set: str, *, filtered: bool = T
     .. [3] A. Lerer et al., "PyTorch-BigGraph: A Large-scale Graph Embedding System",
        SysML 2019.
     """
+    if candidates not in ("auto", "all"):   # 2.5 was cut to 2, True read as 1, -3 crashed
+        if isinstance(candidates, str):
+            raise ParameterError("candidates", f"must be 'auto', 'all' or a positive "
+                                               f"integer, got {candidates!r}")
+        candidates = check_count("candidates", candidates)
+    seed = check_count("seed", seed, minimum=0)   # -1 or "x" raised in NumPy's generator
     emb.require_relations("link-prediction evaluation")
     test = triples(graph, graph.edge_set(edge_set).name)
     m = max(graph.num_nodes(t) for t in graph.entity_types) + 1

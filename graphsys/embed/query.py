@@ -391,9 +391,9 @@ class EmbeddingQueries:
         a = self.internal(anchors, at)
         q = self._query(side, self.rows(a, at), r)
         rows, ids = [], []
-        if filter is not None and filter is not False:
-            known_rows, known_ids = self._known(filter, side).answers(
-                r * self._filter_base() + a)
+        known = None if filter is None or filter is False else self._known(filter, side)
+        if known is not None:
+            known_rows, known_ids = known.answers(r * self._filter_base() + a)
             rows.append(known_rows)
             ids.append(known_ids)
         own = exclude_self and at == ct  # the anchor is one of the candidates
@@ -413,11 +413,19 @@ class EmbeddingQueries:
 
     def _known(self, edge_sets, side: str):
         """The known answers on ``side`` of the triples of ``edge_sets`` (``True``: all), as
-        :class:`graphsys.storage.triples.KnownAnswers` keyed by ``rel * M + anchor``; cached."""
+        :class:`graphsys.storage.triples.KnownAnswers` keyed by ``rel * M + anchor``; cached.
+        None for no edge set (``[]``)."""
         g = self.graph
         names = (tuple(g.edge_sets) if edge_sets is True else
-                 (edge_sets,) if isinstance(edge_sets, str) else tuple(edge_sets))
+                 (edge_sets,) if isinstance(edge_sets, str) else
+                 tuple(edge_sets) if isinstance(edge_sets, (list, tuple)) else None)
+        if names is None or not all(isinstance(n, str) for n in names):
+            # filter=5 raised a raw TypeError ('int' object is not iterable)
+            raise ParameterError("filter", f"must be True, an edge set name or a list of "
+                                           f"them, got {edge_sets!r}")
         names = tuple(g.edge_set(n).name for n in names)
+        if not names:                             # filter=[]: no known answer to leave out
+            return None
         key = (names, side)
         if key not in self._filters:
             every = [triples(g, n) for n in names]

@@ -90,6 +90,14 @@ FLOAT_FIELDS = {"lr": (0.0, math.inf, False), "weight_decay": (0.0, math.inf, Fa
                 "margin": (0.0, math.inf, False)}
 
 
+def _fanout_list(values) -> bool:
+    """Whether ``values`` is a non-empty list or tuple of integers >= 1 or -1 (no bool, no
+    float: 1.5 is not cut to 1)."""
+    return isinstance(values, (list, tuple)) and len(values) > 0 and all(
+        isinstance(f, Integral) and not isinstance(f, bool) and (f >= 1 or f == -1)
+        for f in values)
+
+
 def check_choice(name: str, value, choices) -> None:
     """ParameterError unless ``value`` is one of ``choices``."""
     if value not in choices:
@@ -509,9 +517,7 @@ class TrainConfig:
             if value is not None or name not in ("batch_size", "patience",
                                                  "batches_per_epoch", "num_negatives"):
                 _check_number(name, value)
-        if self.fanouts is not None and (not isinstance(self.fanouts, (list, tuple)) or not all(
-                isinstance(f, Integral) and not isinstance(f, bool) and (f >= 1 or f == -1)
-                for f in self.fanouts)):
+        if self.fanouts is not None and not _fanout_list(self.fanouts):
             raise ParameterError("fanouts", f"must be a list of positive integers (-1: every "
                                             f"neighbour), got {self.fanouts!r}")
         band = self.hard_band
@@ -529,16 +535,19 @@ class TrainConfig:
             raise ParameterError("sampler", "applies to the node task only (the other tasks "
                                             "draw their batches on the CPU)")
         check_choice("inputs", self.inputs, INPUTS)
+        given = self.eval_fanouts
         if self.eval_fanouts is not None:
-            self.eval_fanouts = [int(f) for f in self.eval_fanouts]
             layers = len(self.fanouts) if self.fanouts else 2
-            if (not self.eval_fanouts or any(f == 0 or f < -1 for f in self.eval_fanouts)
+            # 1.5 was cut to 1, a NaN, a string or a bare number raised a raw Python error
+            good = _fanout_list(self.eval_fanouts)
+            self.eval_fanouts = [int(f) for f in self.eval_fanouts] if good else []
+            if (not good or any(f == 0 or f < -1 for f in self.eval_fanouts)
                     or len(self.eval_fanouts) not in (1, layers)
                     or len(self.eval_fanouts) == 1 and layers > 1
                     and self.eval_fanouts != [-1]):
                 raise ParameterError("eval_fanouts", f"must be {layers} positive integers or "
                                      f"-1 (one per layer, like fanouts), or [-1]; got "
-                                     f"{self.eval_fanouts}")
+                                     f"{self.eval_fanouts if good else given!r}")
         if self.task != "node" and (self.eval_fanouts is not None or self.layerwise_inference):
             raise ParameterError("eval_fanouts" if self.eval_fanouts is not None else
                                  "layerwise_inference", "applies to the node task only")
@@ -658,7 +667,8 @@ class TrainConfig:
         """The link task's held-out-edge keys."""
         check_choice("link_split", self.link_split, LINK_SPLITS)
         for name in ("link_val_fraction", "link_test_fraction"):
-            if not 0 <= getattr(self, name) < 1:
+            value = getattr(self, name)     # a string or None raised a raw TypeError
+            if isinstance(value, bool) or not isinstance(value, Real) or not 0 <= value < 1:
                 raise ParameterError(name, f"must be in [0, 1), got {getattr(self, name)}")
         if self.link_val_fraction + self.link_test_fraction >= 1:
             raise ParameterError("link_test_fraction", "plus link_val_fraction must be < 1, "
@@ -674,8 +684,12 @@ class TrainConfig:
             raise ParameterError("link_eval_negatives", f"must be an integer >= 1 or -1 (every "
                                                         f"candidate), got "
                                                         f"{self.link_eval_negatives!r}")
-        ks = (self.metrics_k,) if isinstance(self.metrics_k, int) else self.metrics_k
-        if not ks or any(int(k) != k or k < 1 for k in ks):
+        ks = self.metrics_k
+        ks = ((ks,) if isinstance(ks, Real) else
+              tuple(ks.tolist()) if hasattr(ks, "tolist") else ks)   # a NumPy array
+        # NaN and a float raised a raw TypeError or ValueError, True was read as hits@1
+        if not isinstance(ks, (list, tuple)) or not ks or not all(
+                isinstance(k, Integral) and not isinstance(k, bool) and k >= 1 for k in ks):
             raise ParameterError("metrics_k", f"must be integers >= 1, got {self.metrics_k}")
         self.metrics_k = tuple(sorted({int(k) for k in ks}))
 

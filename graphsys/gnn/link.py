@@ -79,8 +79,10 @@ def split_edges(num_edges: int, val_fraction: float, test_fraction: float, seed:
     ([0, 2, 4, 5], [3], [1])
     """
     for name, f in (("link_val_fraction", val_fraction), ("link_test_fraction", test_fraction)):
-        if not 0 <= f < 1:
-            raise ParameterError(name, f"must be in [0, 1), got {f}")
+        # a string or None raised a raw TypeError, True was read as a fraction 1
+        if isinstance(f, (bool, np.bool_)) or not isinstance(f, (int, float, np.number)) \
+                or not 0 <= f < 1:
+            raise ParameterError(name, f"must be in [0, 1), got {f!r}")
     n_test, n_val = round(test_fraction * num_edges), round(val_fraction * num_edges)
     if n_test + n_val >= num_edges:
         raise ParameterError("link_test_fraction", f"and link_val_fraction leave no training "

@@ -539,7 +539,8 @@ class NodeLoader:
                                 ("rank", rank, 0),
                                 ("negatives", 0 if callable(negatives) or fixed else negatives,
                                  0)):
-            if not isinstance(value, (int, np.integer)) or value < lo:
+            if (not isinstance(value, (int, np.integer)) or isinstance(value, bool)
+                    or value < lo):       # True was read as 1 (batch_size, negatives)
                 raise ParameterError(name, f"must be an integer >= {lo}, got {value!r}")
         self.sampler = sampler
         self.num_nodes = self.graph.num_nodes() if sampler is None else sampler.num_nodes

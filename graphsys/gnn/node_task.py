@@ -111,6 +111,12 @@ class NodeTask(Task):
         # loader's workers gather each batch's rows from it
         data = self.data = node_task_data(graph, cfg.entity_type, cfg.seed, features,
                                           mapped=True)
+        if len(data["split"]["val"]) == 0:
+            # val_accuracy read 0.0 at every epoch, so the model of the first evaluation
+            # was kept and the later epochs' training silently dropped
+            raise GraphsysError(f"entity type {data['entity_type']!r}: empty validation "
+                                f"split (no labelled node in val_mask); the run selects "
+                                f"its model on it")
         self.features, self.labels = data["x"], data["labels"]
         self.adj = homogeneous_adjacency(graph, data["entity_type"], symmetric=True)
         self.sampler = node_sampler(cfg, self.adj)

@@ -128,9 +128,11 @@ class DeviceFeatureCache:
         hot = as_seed_array(hot, n, "hot node")
         if len(np.unique(hot)) != len(hot):
             raise GraphsysError("hot node ids must be unique")
+        if capacity is not None and (isinstance(capacity, (bool, np.bool_)) or not
+                                     isinstance(capacity, (int, np.integer)) or capacity < 0):
+            # 1.5 was cut to 1, True read as 1, NaN raised a raw ValueError
+            raise GraphsysError(f"capacity must be an integer >= 0, got {capacity!r}")
         capacity = len(hot) if capacity is None else int(capacity)
-        if capacity < 0:
-            raise GraphsysError(f"capacity must be >= 0, got {capacity}")
         self.device = torch.device(device if device is not None else
                                    "cuda" if torch.cuda.is_available() else "cpu")
         self.table = table
@@ -150,7 +152,10 @@ class DeviceFeatureCache:
         device) of the table. An id outside the table raises
         :class:`~graphsys.errors.GraphsysError` (it is read as a miss and checked on the
         host)."""
-        ids = torch.as_tensor(ids).reshape(-1).to(self.device, torch.int64)
+        ids = torch.as_tensor(ids).reshape(-1)
+        if len(ids) and (ids.is_floating_point() or ids.dtype == torch.bool):  # 1.7: row 1
+            raise GraphsysError(f"feature row ids must be integers, got dtype {ids.dtype}")
+        ids = ids.to(self.device, torch.int64)
         inside = ids.clamp(0, len(self.table) - 1)
         slot = self.slot.index_select(0, inside)
         out = self.cached.index_select(0, slot.clamp(min=0).to(torch.int64)) \

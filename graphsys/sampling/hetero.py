@@ -18,6 +18,7 @@ Two forms of the same message-flow graph:
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -153,6 +154,20 @@ class HeteroBlock:
                            {r: (mv(a), mv(b)) for r, (a, b) in self.edges.items()})
 
 
+def _relation_fanout(rel: Relation, v) -> list[int]:
+    """One relation's fanouts as ints: ``"2,0"`` or a sequence of integers (1.5 is not cut
+    to 1, nor True read as 1); a one-line ParameterError otherwise."""
+    try:
+        if isinstance(v, str):
+            return [int(x) for x in v.split(",")]
+        if any(isinstance(x, (bool, np.bool_)) for x in v):
+            raise TypeError
+        return [operator.index(x) for x in v]
+    except (TypeError, ValueError):
+        raise ParameterError("fanouts", f"relation {rel!r}: fanouts must be integers >= -1 "
+                                        f"(-1: every neighbour, 0: none), got {v!r}") from None
+
+
 def _relation_fanouts(fanouts, relations: list[Relation]) -> list[list[int]]:
     """One fanout list per relation (input layer first): a list for every relation, or a
     mapping by canonical relation or relation name (every relation listed; 0 = none)."""
@@ -164,8 +179,8 @@ def _relation_fanouts(fanouts, relations: list[Relation]) -> list[list[int]]:
         if v is None:
             raise ParameterError("fanouts", f"no fanouts for relation {rel!r} (give every "
                                  f"relation, by (src, name, dst) or name; 0 samples none)")
-        vals = [int(x) for x in (v.split(",") if isinstance(v, str) else v)]
-        if not vals or any(x < -1 for x in vals):
+        vals = _relation_fanout(rel, v)
+        if not vals or any(x < -1 or x >= 2**63 for x in vals):
             raise ParameterError("fanouts", f"relation {rel!r}: fanouts must be integers >= "
                                  f"-1 (-1: every neighbour, 0: none), got {v!r}")
         out.append(vals)

@@ -21,7 +21,7 @@ import numba
 import numpy as np
 import torch
 
-from graphsys.errors import GraphsysError, ParameterError
+from graphsys.errors import GraphsysError, ParameterError, check_count
 from graphsys.memory import available_memory
 from graphsys.sampling._util import as_seed_array
 from graphsys.sampling.adjacency import Adjacency
@@ -36,6 +36,10 @@ class UniformNegativeSampler:
     (``low``: the first node of the candidates' type, default 0)."""
 
     def __init__(self, num_nodes: int, num_negatives: int = 1, *, low: int = 0):
+        # 1.5 was cut to 1, True read as 1, NaN raised a raw ValueError
+        num_nodes, num_negatives = check_count("num_nodes", num_nodes), check_count(
+            "num_negatives", num_negatives)
+        low = check_count("low", low, minimum=0)
         if not 0 <= low < num_nodes or num_negatives < 1:
             raise GraphsysError("num_nodes and num_negatives must be >= 1, and low in "
                                 "[0, num_nodes)")
@@ -152,6 +156,10 @@ class PPRHardNegativeSampler:
                  memory_limit: int | None = None):
         n = fw.num_rows
         damping, num_iters = _check_walk(damping, num_iters)
+        # -1 raised a raw ValueError at the first draw, 1.5 was cut to 1, 0.5 to 0
+        num_negatives = check_count("num_negatives", num_negatives)
+        rank_lo, rank_hi = (check_count("rank_lo", rank_lo, minimum=0),
+                            check_count("rank_hi", rank_hi))
         if not 0 <= rank_lo < rank_hi:
             raise GraphsysError(f"hard-negative band must satisfy 0 <= lo < hi, got "
                                 f"[{rank_lo}, {rank_hi})")

@@ -29,7 +29,10 @@ from graphsys.storage.graph import Graph
 def _check(name: str, value, lo, hi=None, integer=True):
     ok = isinstance(value, (int, np.integer)) if integer else isinstance(
         value, (int, float, np.floating, np.integer))
-    if not ok or value < lo or (hi is not None and value > hi):
+    # not a bool (True walked once), nor NaN (every comparison false: termination_prob
+    # nan passed, and every walk stopped after its first hop, as with 1)
+    if (not ok or isinstance(value, (bool, np.bool_)) or not value >= lo
+            or (hi is not None and not value <= hi)):
         rng = f">= {lo}" if hi is None else f"in [{lo}, {hi}]"
         raise GraphsysError(f"{name} must be {'an integer' if integer else 'a number'} {rng}, "
                             f"got {value!r}")

@@ -25,6 +25,8 @@ events as it batches nodes.
 
 from __future__ import annotations
 
+import math
+import operator
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -128,6 +130,40 @@ def temporal_adjacency(graph: Graph, edge_set: str | None = None, *,
     ([2, 0], [10, 30])
     """
     return views.view(graph, "temporal", edge_set=edge_set, memory_limit=memory_limit)
+
+
+def _fanout(value) -> int:
+    """``value`` as a positive int below 2**63 (no bool, no float); ValueError else."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError
+    k = operator.index(value)
+    if not 1 <= k < 2**63:
+        raise ValueError
+    return k
+
+
+def _integer_times(t: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Event times ``t`` against an integer time column of ``dtype``: rounded up, and held
+    to the dtype's range (a float 1e30 or a uint64 above it used to wrap to a negative
+    time before every stamp); GraphsysError for a time that is not a finite number."""
+    info = np.iinfo(dtype)
+    if t.dtype.kind == "f":
+        if not np.isfinite(t).all():
+            raise GraphsysError("event times must be finite")
+        t = np.ceil(t)
+        above, below = t >= -float(info.min), t < info.min   # powers of two: exact
+    elif t.dtype.kind in "iu":
+        above = t > info.max
+        below = t < info.min if t.dtype.kind == "i" else np.zeros(t.shape, bool)
+    else:                                     # Python ints beyond int64, mixed objects
+        try:
+            return np.array([min(max(math.ceil(x), info.min), info.max) for x in t.ravel()],
+                            dtype).reshape(t.shape)
+        except (TypeError, ValueError, OverflowError):
+            raise GraphsysError("event times must be finite numbers") from None
+    out = np.where(above | below, 0, t).astype(dtype)
+    out[above], out[below] = info.max, info.min
+    return np.ascontiguousarray(out)
 
 
 _pick_par = njit(parallel=True, cache=True)(_pick)
@@ -264,8 +300,13 @@ class TemporalNeighborSampler(Sampler):
     def __init__(self, graph: Graph | TemporalAdjacency, fanouts: int | Sequence[int] = 10,
                  *, strategy: str = "recent", edge_set: str | None = None,
                  memory_limit: int | None = None):
-        self.fanouts = [int(fanouts)] if np.ndim(fanouts) == 0 else [int(f) for f in fanouts]
-        if not self.fanouts or any(f < 1 for f in self.fanouts):
+        # 1.5 was cut to 1 and True read as 1; 'a' or NaN raised a raw ValueError
+        try:
+            values = [fanouts] if np.ndim(fanouts) == 0 else list(fanouts)
+            self.fanouts = [_fanout(f) for f in values]
+        except (TypeError, ValueError):
+            self.fanouts = []
+        if not self.fanouts:
             raise GraphsysError(f"fanouts must be positive integers, one per hop; got "
                                 f"{fanouts!r}")
         if strategy not in STRATEGIES:
@@ -286,15 +327,23 @@ class TemporalNeighborSampler(Sampler):
         return len(self.fanouts)
 
     def event_times(self, times) -> np.ndarray:
-        """``times`` in the time column's dtype, so that ``edge < t`` holds exactly (a
-        fractional time against an integer column is rounded up)."""
+        """``times`` in the time column's dtype, so that ``edge < t`` holds exactly: each
+        time becomes the least value of that dtype at or above it (a fractional time
+        against an integer column is rounded up, a float64 time against a float32 column
+        is rounded up to a float32), and a time beyond an integer column's range becomes
+        its largest (or least) value, so a time after every stamp still sees them all."""
         t = np.asarray(times)
         dtype = self.adj.time.dtype
-        if dtype.kind in "iu" and t.dtype.kind == "f":
-            if not np.isfinite(t).all():
-                raise GraphsysError("event times must be finite")
-            t = np.ceil(t)
-        return np.ascontiguousarray(t, dtype=dtype)
+        if t.dtype == dtype:
+            return np.ascontiguousarray(t)
+        if dtype.kind in "iu":
+            return _integer_times(t, dtype)
+        with np.errstate(over="ignore"):      # beyond float32: +-inf, still ordered
+            out = np.ascontiguousarray(t, dtype=dtype)
+        if t.dtype.kind in "iuf":
+            low = out < t                     # rounded down: the next value up
+            out[low] = np.nextafter(out[low], np.inf, dtype=dtype)
+        return out
 
     def sample_hop(self, nodes, times, fanout: int, rng_seed: int = 0, *,
                    parallel: bool | None = None) -> TemporalNeighbors:
@@ -302,6 +351,10 @@ class TemporalNeighborSampler(Sampler):
         numba-parallel over the events for ``parallel=True``, or for None outside
         :func:`~graphsys.sampling._util.serial_kernels` when there are at least
         :data:`PARALLEL_MIN_PICKS` picks; the same picks either way."""
+        try:
+            fanout = _fanout(fanout)
+        except (TypeError, ValueError):
+            raise GraphsysError(f"fanout must be a positive integer, got {fanout!r}") from None
         nodes = np.ascontiguousarray(nodes, dtype=np.int64).reshape(-1)
         t = self.event_times(times).reshape(-1)
         if len(t) != len(nodes):

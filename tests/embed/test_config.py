@@ -56,6 +56,20 @@ def test_errors_name_the_key(raw, key):
         config_from_dict(raw)
 
 
+@pytest.mark.parametrize("kw, key", [
+    ({"lr": float("inf")}, "lr"),                     # diverged in the first batch
+    ({"margin": float("inf")}, "margin"),
+    ({"relation_lr": float("inf")}, "relation_lr"),
+    ({"max_norm": float("nan")}, "max_norm"),
+    ({"freeze_old": "no"}, "freeze_old"),             # was read as True
+    ({"operator": ["diagonal"]}, "operator"),         # raw TypeError: unhashable
+])
+def test_direct_config_refuses_in_one_line(kw, key):
+    from graphsys.embed.config import EmbedConfig
+    with pytest.raises(ConfigError, match=f"^{key}"):
+        EmbedConfig(**kw)
+
+
 def test_bad_override_and_file(tmp_path):
     with pytest.raises(ParameterError, match="^overrides 'lr': expected key=value"):
         load_config(None, ["lr"])

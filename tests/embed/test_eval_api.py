@@ -156,3 +156,24 @@ def test_relation_tsv_has_pbg_sides_and_names(trained, tmp_path):
     q = np.concatenate([h[:8] * wr - h[8:] * wi, h[:8] * wi + h[8:] * wr])
     for t in ids:
         assert q @ vec[t] == pytest.approx(float(trained.score("e0", "r1", t)), abs=1e-5)
+
+
+@pytest.mark.parametrize("bad", [0, -3, 2.5, True, "x", None])
+def test_bad_candidate_counts_are_refused_in_one_line(trained, kg4, bad):
+    # -3 and "x" crashed in NumPy, 2.5 was cut to 2 and True read as 1 (sampled@1)
+    from graphsys.errors import ParameterError
+    with pytest.raises(ParameterError, match="candidates"):
+        evaluate(trained, open_graph(kg4), "test", candidates=bad)
+
+
+def test_bad_filter_and_seed_are_refused_in_one_line(trained, kg4):
+    from graphsys.errors import ParameterError
+    for bad in (5, [5], {"test"}):         # 5 raised a raw TypeError: not iterable
+        with pytest.raises(ParameterError, match="^filter must be True, an edge set name"):
+            trained.predict_tails("e0", "r0", k=3, filter=bad)
+    # an empty list filters nothing (it raised a raw ValueError: nothing to concatenate)
+    assert trained.predict_tails("e0", "r0", k=3, filter=[])[0] == \
+        trained.predict_tails("e0", "r0", k=3)[0]
+    for bad in (-1, "x"):                  # raised inside NumPy's generator
+        with pytest.raises(ParameterError, match="^seed"):
+            evaluate(trained, open_graph(kg4), "test", candidates=5, seed=bad)

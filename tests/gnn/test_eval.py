@@ -165,6 +165,13 @@ def test_evaluation_is_traced(tmp_path):
     ({"fanouts": [5, 5, 5], "eval_fanouts": [5, 5]}, "eval_fanouts"),
     ({"layerwise_inference": True, "eval_fanouts": [5, 5]}, "layerwise_inference"),
     ({"task": "link", "eval_fanouts": [-1]}, "eval_fanouts"),
+    # these were cut ([1.5, 2.7] to [1, 2]) or raised raw TypeError / ValueError
+    ({"eval_fanouts": [1.5, 2.7]}, "eval_fanouts"),
+    ({"eval_fanouts": ["a", 2]}, "eval_fanouts"),
+    ({"eval_fanouts": [float("nan"), 2]}, "eval_fanouts"),
+    ({"eval_fanouts": 5}, "eval_fanouts"),
+    ({"eval_fanouts": "5,5"}, "eval_fanouts"),
+    ({"fanouts": []}, "fanouts"),
 ])
 def test_eval_settings_are_checked(kw, param):
     with pytest.raises(ParameterError) as exc:

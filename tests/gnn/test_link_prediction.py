@@ -214,6 +214,13 @@ def test_time_split_trains_on_movielens(mirror, tmp_path, device):
     ({"link_exclude_targets": 1}, "^link_exclude_targets must be True or False"),
     ({"num_negatives": 0}, "^num_negatives must be"),
     ({"metrics_k": [0, 3]}, "^metrics_k must be integers >= 1"),
+    # these raised a raw TypeError / ValueError, or read True as hits@1
+    ({"metrics_k": float("nan")}, "^metrics_k must be integers >= 1"),
+    ({"metrics_k": [2.5]}, "^metrics_k must be integers >= 1"),
+    ({"metrics_k": [True]}, "^metrics_k must be integers >= 1"),
+    ({"metrics_k": "3"}, "^metrics_k must be integers >= 1"),
+    ({"link_val_fraction": "0.1"}, r"^link_val_fraction must be in \[0, 1\)"),
+    ({"link_test_fraction": None}, r"^link_test_fraction must be in \[0, 1\)"),
 ])
 def test_config_checks(kw, message):
     with pytest.raises(ParameterError, match=message):

@@ -90,6 +90,14 @@ def test_tie_rule_matches_reference(stamps, val_fraction, test_fraction, kind):
         round(test_fraction * e) - test.sum())
 
 
+def test_fractions_are_numbers():
+    # "0.1" and None raised a raw TypeError
+    from graphsys.errors import ParameterError
+    for bad in ("0.1", None, True, float("nan")):
+        with pytest.raises(ParameterError, match="^link_val_fraction must be in"):
+            split_edges(10, bad, 0.2, seed=0)
+
+
 def test_ties_at_the_cut_stay_together():
     # sorted: 1 2 3 3 4 5; validation's second edge ties with a training edge at 3
     train, val, test = split_edges(6, 0.34, 0.17, seed=0, time=[3, 5, 1, 4, 3, 2])

@@ -181,6 +181,8 @@ def test_bad_input(graph):
         NodeLoader(g, s, [1], features=np.zeros((3, 2), np.float32))
     with pytest.raises(ParameterError, match="batch_size"):
         NodeLoader(g, s, [1], batch_size=0)
+    with pytest.raises(ParameterError, match="batch_size"):      # was a batch of 1
+        NodeLoader(g, s, [1], batch_size=True)
     with pytest.raises(ParameterError, match="Sampler"):
         NodeLoader(g, object(), [1])
 

@@ -134,6 +134,24 @@ def test_node_task_without_labels(tmp_path, device):
         train(g, TrainConfig(epochs=1), device=device)
 
 
+def test_node_task_with_an_empty_validation_split_is_refused(tmp_path):
+    # val_accuracy read 0.0 every epoch, so the first epoch's model was kept and the
+    # later epochs' training dropped without a word
+    import pyarrow as pa
+
+    from graphsys.storage.graph import open_graph
+    from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest_sources
+    n = 12
+    (tmp_path / "e.tsv").write_text("".join(f"{i}\t{(i + 1) % n}\n" for i in range(n)))
+    ids = np.arange(n)
+    ingest_sources([EdgeSource([tmp_path / "e.tsv"], header=False)], tmp_path / "g",
+                   IngestOptions(), nodes=[NodeSource(pa.table({
+                       "id": ids, "label": ids % 2, "train_mask": ids < 6,
+                       "val_mask": np.zeros(n, bool), "test_mask": ids >= 6}))])
+    with pytest.raises(GraphsysError, match="empty validation split"):
+        train(open_graph(tmp_path / "g"), TrainConfig(epochs=2, hidden=4, fanouts=[2]))
+
+
 def _ingest(mirror, tmp_path, name):
     from graphsys.gnn.data import open_source
     return open_source(name, mirror=mirror, cache=tmp_path / "cache")

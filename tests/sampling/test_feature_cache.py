@@ -82,9 +82,15 @@ def test_errors(table):
         DeviceFeatureCache(table, [N], device="cpu")
     with pytest.raises(GraphsysError, match="capacity"):
         DeviceFeatureCache(table, [1], -1, device="cpu")
+    for bad in (1.5, True, float("nan")):              # cut to 1, read as 1, raw error
+        with pytest.raises(GraphsysError, match="capacity"):
+            DeviceFeatureCache(table, [1], bad, device="cpu")
     cache = DeviceFeatureCache(table, [1, 2], device="cpu")
     for bad in ([3, N], torch.tensor([-1, 2])):
         with pytest.raises(GraphsysError, match="outside"):
+            cache.rows(bad)
+    for bad in (torch.tensor([1.7]), [1.5, 2.0], torch.tensor([True])):  # were truncated
+        with pytest.raises(GraphsysError, match="integers"):
             cache.rows(bad)
     with pytest.raises(GraphsysError, match="batch_size"):
         presample_hot_nodes(NeighborSampler(from_coo([0], [1], 2, 2), [1]), [0],

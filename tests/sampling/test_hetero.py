@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 import torch
 
-from graphsys.errors import GraphsysError
+from graphsys.errors import GraphsysError, ParameterError
 from graphsys.sampling import HeteroNeighborSampler, TypedBlock
 from graphsys.storage.format import RelationType
 from graphsys.storage.graph import open_graph
@@ -132,6 +132,11 @@ def test_per_relation_fanouts(graph):
             assert per[(k, d)] == sum(cnt.values())
     with pytest.raises(GraphsysError, match="no fanouts for relation"):
         HeteroNeighborSampler(graph, {"rates": [1]})
+    # 1.5 was cut to 1 and True read as 1; 'a', NaN and a bare 3 raised raw errors
+    for bad in ([1.5], [True], ["a"], [float("nan")], 3, [2**64]):
+        with pytest.raises(ParameterError, match="^fanouts relation .*rates"):
+            HeteroNeighborSampler(graph, {**fan, "rates": bad})
+    assert HeteroNeighborSampler(graph, {**fan, "rates": "2"}).fanouts[0] == [2]
 
 
 def test_hetero_blocks(graph):

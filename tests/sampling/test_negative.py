@@ -80,3 +80,19 @@ def test_walk_parameters_are_checked(kw, match):
         metapath_ppr(fw, bw, np.array([0]), **kw)
     with pytest.raises(ParameterError, match=match):
         PPRHardNegativeSampler(fw, bw, 3, 6, **kw)
+
+
+def test_counts_are_integers():
+    # 1.5 was cut to 1 and True read as 1; NaN and PPR's -1 raised raw ValueErrors
+    fw, bw = _chain_bipartite()
+    for bad in (1.5, True, float("nan"), 0):
+        with pytest.raises(ParameterError, match="^num_negatives"):
+            UniformNegativeSampler(10, bad)
+    for bad in (-1, 0, 1.5, True):
+        with pytest.raises(ParameterError, match="^num_negatives"):
+            PPRHardNegativeSampler(fw, bw, 0, 2, bad)
+    with pytest.raises(ParameterError, match="^rank_lo"):
+        PPRHardNegativeSampler(fw, bw, 0.5, 2)
+    with pytest.raises(ParameterError, match="^num_nodes"):
+        UniformNegativeSampler(10.5, 1)
+    assert UniformNegativeSampler(np.int64(10), np.int64(2), low=np.int64(3)).low == 3

@@ -161,6 +161,10 @@ def test_bad_input(bipartite_graph):
         s.sample_blocks(torch.tensor([1, 1]))
     with pytest.raises(GraphsysError, match="termination_prob"):
         PinSAGESampler(g, "item", "user", 3, 1.5, 10, 3)
+    with pytest.raises(GraphsysError, match="termination_prob"):   # walked as 1
+        PinSAGESampler(g, "item", "user", 3, float("nan"), 10, 3)
+    with pytest.raises(GraphsysError, match="num_random_walks"):      # one walk
+        PinSAGESampler(g, "item", "user", 3, 0.5, True, 3)
     with pytest.raises(GraphsysError, match="num_neighbors"):
         PinSAGESampler(g, "item", "user", 3, 0.5, 10, 0)
     with pytest.raises(GraphsysError, match="num_neighbors"):

@@ -148,11 +148,37 @@ def test_refusals(tmp_path):
         TemporalNeighborSampler(g, 3, strategy="last")
     with pytest.raises(GraphsysError, match="outside the graph"):
         TemporalNeighborSampler(g, 3).sample_hop([99], [1], 3)
+    for bad in ([1.5], [True], 2.5, ["a"], [float("nan")], [2**64], 0):  # cut or raw errors
+        with pytest.raises(GraphsysError, match="^fanouts must be positive integers"):
+            TemporalNeighborSampler(g, bad)
+    for bad in (0, -1, 1.5, True):          # -1 and 1.5 raised raw errors, 0 sampled nothing
+        with pytest.raises(GraphsysError, match="^fanout must be a positive integer"):
+            TemporalNeighborSampler(g, 3).sample_hop([1], [1], bad)
     plain = graphsys.from_numpy([0, 1], [1, 0], tmp_path / "plain")
     with pytest.raises(GraphsysError, match="no 'timestamp' edge column"):
         TemporalNeighborSampler(plain, 3)
     with pytest.raises(GraphsysError, match="graphsys index .* --temporal"):
         temporal_adjacency(g, memory_limit=10)
+
+
+def test_times_beyond_the_column_type_keep_their_order(tmp_path):
+    """A query time is read as the least column value at or above it: 1e30 or a uint64
+    past int64 used to wrap to a time before every stamp (no past at all), and a float64
+    time against float32 stamps was rounded down past a stamp before it."""
+    def counts(stamps, times):
+        g = graphsys.from_arrow(pa.table({"src": [0, 1], "dst": [1, 2], "timestamp": stamps}),
+                                tmp_path / f"g{len(list(tmp_path.iterdir()))}",
+                                edge_columns=["timestamp"])
+        return TemporalNeighborSampler(g, 5).sample_hop([1] * len(times), times, 5).count
+    ints = pa.array([10, 20], pa.int64())
+    assert counts(ints, [1e30, 2.0**63, 19.5, 20.0, -1e30]).tolist() == [2, 2, 1, 1, 0]
+    assert counts(ints, np.array([2**64 - 1, 20], np.uint64)).tolist() == [2, 1]
+    assert counts(ints, np.array([2**70, -2**70], object)).tolist() == [2, 0]
+    f32 = pa.array([1.1, 16777216.0], pa.float32())
+    assert counts(f32, [16777217, 16777216.5, 1.10000005, float(np.float32(1.1)),
+                        1e300]).tolist() == [2, 2, 1, 0, 2]
+    with pytest.raises(GraphsysError, match="finite"):
+        counts(ints, np.array(["x"], object))
 
 
 @pytest.mark.parametrize("strategy", ["recent", "uniform"])
