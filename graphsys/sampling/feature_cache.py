@@ -17,7 +17,7 @@ import threading
 import numpy as np
 import torch
 
-from graphsys.errors import GraphsysError
+from graphsys.errors import GraphsysError, check_count
 from graphsys.sampling._util import as_seed_array, derive_seed
 from graphsys.sampling.base import Sampler
 from graphsys.sampling.features import checked_ids, feature_rows
@@ -60,9 +60,8 @@ def presample_hot_nodes(sampler: Sampler, seeds, *, batch_size: int = 1024,
     ...                     num_batches=3)[0]          # the hub is in every batch
     np.int64(0)
     """
-    if batch_size < 1 or num_batches < 1:
-        raise GraphsysError(f"batch_size and num_batches must be >= 1, got {batch_size} "
-                            f"and {num_batches}")
+    batch_size, num_batches = (check_count("batch_size", batch_size),
+                               check_count("num_batches", num_batches))
     n = sampler.num_nodes
     order = np.random.default_rng(rng_seed).permutation(as_seed_array(seeds, n))
     counts = np.zeros(n, np.int64)

@@ -92,9 +92,9 @@ def test_errors(table):
     for bad in (torch.tensor([1.7]), [1.5, 2.0], torch.tensor([True])):  # were truncated
         with pytest.raises(GraphsysError, match="integers"):
             cache.rows(bad)
-    with pytest.raises(GraphsysError, match="batch_size"):
-        presample_hot_nodes(NeighborSampler(from_coo([0], [1], 2, 2), [1]), [0],
-                            batch_size=0)
+    for bad in ({"batch_size": 0}, {"batch_size": 2.5}, {"num_batches": True}):
+        with pytest.raises(GraphsysError, match="must be a positive integer"):
+            presample_hot_nodes(NeighborSampler(from_coo([0], [1], 2, 2), [1]), [0], **bad)
 
 
 @pytest.mark.parametrize("device_sampling", [False, True])
