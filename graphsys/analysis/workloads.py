@@ -363,6 +363,8 @@ def _profiled_run(graph, prog, log: FrontierLog | None, *, device: str, trace, *
                               trace=trace)
     stats.finish_invocations += sum(stats.per_step[run.num_supersteps:])
     stats.per_step = stats.per_step[:run.num_supersteps]
+    # the marker's last step (after the last superstep) is the finish's, not a step
+    stats.total_steps = min(stats.num_steps, run.num_supersteps)
     trim_heap()  # the run's freed batch temporaries: not part of the next phases' peak
     return run, stats
 

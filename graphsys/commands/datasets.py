@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from graphsys.commands._common import emit_json, show_progress
+from graphsys.commands._common import add_quiet_arg, emit_json, show_progress
 from graphsys.outputs import check_output_directory
 from graphsys.plugins import DEFAULT_PARTITIONER, PARTITIONERS
 
@@ -53,6 +53,7 @@ def register(subparsers) -> None:
                      help="memory budget of the ingest, e.g. 1GB, 512MiB (default 2GB; at least "
                           "64KiB)")
     ing.add_argument("--json", action="store_true", help="print one JSON line")
+    add_quiet_arg(ing)
     ing.set_defaults(func=run)
 
 

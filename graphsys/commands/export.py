@@ -1,4 +1,4 @@
-"""``graphsys export``: write an edge set back with original ids (Parquet or TSV)."""
+"""``graphsys export``: write an edge set back with original ids (Parquet, TSV or CSV)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from graphsys.commands._common import add_time_args, emit_json, graph_arg
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("export", help="export an edge set as Parquet or TSV",
+    p = subparsers.add_parser("export", help="export an edge set as Parquet, TSV or CSV",
                               description=__doc__)
     p.add_argument("graph", type=graph_arg, metavar="DIR|URI")
     p.add_argument("--edges", metavar="SET",
@@ -16,7 +16,9 @@ def register(subparsers) -> None:
                         "or all (default: the graph's default view, which includes the edge "
                         "sets appended to it)")
     add_time_args(p, "export", "the edge set")
-    p.add_argument("--out", required=True, type=Path, help="FILE.parquet, FILE.tsv or FILE.tsv.gz")
+    p.add_argument("--out", required=True, type=Path,
+                   help="FILE.parquet, FILE.tsv or FILE.csv (text gzipped when the name ends "
+                        "in .gz)")
     p.add_argument("--overwrite", action="store_true")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)

@@ -63,9 +63,13 @@ def _write(table, out: Path, overwrite: bool) -> None:
     with atomic_path(out, overwrite=overwrite) as tmp:
         if name.endswith(".parquet"):
             pq.write_table(table, tmp)
-        else:
-            pacsv.write_csv(table, tmp, pacsv.WriteOptions(delimiter="\t",
-                                                           quoting_style="none"))
+        else:  # the header as stdout's, unquoted (Arrow's CSV writer quotes the names)
+            import pyarrow as pa
+
+            with pa.OSFile(str(tmp), "wb") as sink:
+                sink.write(("\t".join(table.column_names) + "\n").encode())
+                pacsv.write_csv(table, sink, pacsv.WriteOptions(
+                    include_header=False, delimiter="\t", quoting_style="none"))
 
 
 def run(args) -> int:

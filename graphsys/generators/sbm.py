@@ -169,7 +169,10 @@ class SBM:
                                 "ratio > 0 when blocks = 1")
         self.p_out = num_edges / total
         self.p_in = ratio * self.p_out
-        if max(self.p_in, self.p_out if k > 1 else 0.0) > 1.0:
+        # A probability only binds where its pairs exist: no p_out with one block, no p_in
+        # when every block is a single node.
+        has_intra, has_inter = bool((slots[i == j] > 0).any()), k > 1
+        if max(self.p_in if has_intra else 0.0, self.p_out if has_inter else 0.0) > 1.0:
             raise GraphsysError(
                 f"num_edges ({num_edges}) too large for {num_nodes} nodes in {k} blocks at "
                 f"ratio {ratio:g}: p_in = {self.p_in:.3g}, p_out = {self.p_out:.3g}; link "

@@ -397,16 +397,21 @@ def _prefetch(items: Iterable, depth: int = 2) -> Iterator:
 
     def consume() -> Iterator:
         thread.start()
+        finished = False
         try:
             while True:
                 item, exc = slots.get()
                 if item is _DONE:
+                    finished = exc is None
                     if exc is not None:
                         raise exc
                     return
                 yield item
         finally:
             stop.set()
-            thread.join()
+            # Stopped early (an error, Ctrl-C, SIGTERM): the producer may be inside a long
+            # draw and sees ``stop`` only before its next put; it hands nothing more over, so
+            # it is left to end on its own (a daemon) instead of holding up the error.
+            thread.join(None if finished else 0.1)
 
     return consume()

@@ -126,3 +126,6 @@ def test_every_cli_algorithm_has_its_program(graph):
     assert isinstance(prog, A.HITS)
     out = W.profile_bsp(graph, "hits", recorder=_recorder(), max_iters=4)
     assert out["steps"] == 4
+    # the report's step count is the supersteps', not the marker's (one more: the finish)
+    kernels = out["stats"].to_dict()["kernels"]
+    assert kernels["steps"] == len(kernels["per_step"]) == 4

@@ -126,6 +126,25 @@ def test_ingest_cora_json(capsys, tmp_path, mirror):
     assert result["metadata"]["split"]["method"] == "public"
 
 
+@pytest.mark.parametrize("quiet", [False, True])
+def test_ingest_quiet_turns_progress_off(capsys, tmp_path, mirror, monkeypatch, quiet):
+    """--quiet, as on graphsys ingest: no progress lines on a stderr that is no terminal."""
+    from graphsys.datasets import loaders
+
+    seen = {}
+
+    def fake_ingest(fetched, out, opts, split):
+        seen["progress"] = opts.progress
+        raise SystemExit(0)
+
+    monkeypatch.setattr(loaders, "ingest_dataset", fake_ingest)
+    with pytest.raises(SystemExit):
+        cli.main(["datasets", "ingest", "ca-grqc", "--out", str(tmp_path / "g"), "--mirror",
+                  str(mirror), "--cache", str(tmp_path / "cache"),
+                  *(["--quiet"] if quiet else [])])
+    assert seen["progress"] is not quiet
+
+
 def test_ingest_text_and_bad_options(capsys, tmp_path, mirror):
     cache = ["--mirror", str(mirror), "--cache", str(tmp_path / "cache")]
     code, out, _ = run(capsys, "ingest", "wiki-vote", "--out", str(tmp_path / "g"), *cache)

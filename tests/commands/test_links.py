@@ -37,6 +37,15 @@ def test_pairs_and_top(stored, capsys):
     assert out["rows"] == 4 and [r[:2] for r in out["links"]] == [list(p) for p in pairs]
     assert all(abs(r[2] - s) < 1e-12 for r, (_, _, s) in zip(out["links"], want))
 
+    # --out FILE.tsv: the rows of stdout under the same header, unquoted
+    assert main(["links", str(tmp / "g"), "--pairs", str(tmp / "pairs.txt"), "--out",
+                 str(tmp / "scores.tsv")]) == 0
+    capsys.readouterr()
+    written = (tmp / "scores.tsv").read_text().splitlines()
+    assert written[0] == "source\ttarget\tscore"
+    assert [[float(x) for x in ln.split("\t")] for ln in written[1:]] == \
+        [[float(x) for x in ln.split("\t")] for ln in lines[1:]]
+
     (tmp / "nodes.txt").write_text("3\n8\n")
     assert main(["links", str(tmp / "g"), "--top", "3", "--nodes", str(tmp / "nodes.txt"),
                  "--method", "common", "--out", str(tmp / "top.parquet")]) == 0

@@ -116,3 +116,14 @@ def test_bad_arguments(kwargs, match):
     args = {"num_nodes": 100, "num_edges": 100, **kwargs}
     with pytest.raises(GraphsysError, match=match):
         sbm(args.pop("num_nodes"), args.pop("num_edges"), **args)
+
+
+def test_single_node_blocks_are_limited_by_p_out_only():
+    # 10 blocks of one node: no intra-block pair, so p_in (ratio x p_out) binds nothing;
+    # 45 inter pairs take 5 edges at p_out = 1/9
+    model = sbm(10, 5, blocks=10, seed=0)
+    edges = _collect(model.edges())
+    assert len(edges["src"]) == 5 and model.intra_fraction == 0.0
+    assert (model.labels(edges["src"]) != model.labels(edges["dst"])).all()
+    with pytest.raises(GraphsysError, match="p_out = 1.02"):
+        sbm(10, 46, blocks=10)

@@ -132,6 +132,32 @@ def test_failure_leaves_no_file(tmp_path, ext):
     assert os.listdir(tmp_path) == []
 
 
+def test_interrupt_does_not_wait_for_a_slow_generator(tmp_path):
+    # Ctrl-C while the generator is inside a long draw (a grid over many sparse RNG blocks):
+    # the write is abandoned at once, not after the generator's next chunk
+    import threading
+    import time
+
+    release = threading.Event()
+
+    def slow():
+        yield _grid_chunks()[0]
+        release.wait(30)
+        yield _grid_chunks()[1]
+
+    def interrupt(_rows):
+        raise KeyboardInterrupt
+
+    t0 = time.perf_counter()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            write_edges(slow(), tmp_path / "g.parquet", progress=interrupt)
+        assert time.perf_counter() - t0 < 5
+        assert os.listdir(tmp_path) == []
+    finally:
+        release.set()
+
+
 def test_failure_keeps_the_previous_file(tmp_path):
     path = tmp_path / "g.parquet"
     write_edges(iter(_grid_chunks()), path)
