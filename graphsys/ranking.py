@@ -206,7 +206,7 @@ def _cut_off(k) -> int:
     """``k`` of a hits@K or recall@K: an integer >= 1 (1.5 counted a tie at rank 1.5 as a
     hit, True was read as 1, NaN or "3" raised raw errors); ParameterError otherwise."""
     if isinstance(k, (bool, np.bool_)) or not isinstance(k, Integral) or k < 1:
-        raise ParameterError("k", f"must be >= 1, got {k!r}")
+        raise ParameterError("k", f"must be an integer >= 1, got {k!r}")
     return int(k)
 
 

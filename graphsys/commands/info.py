@@ -55,7 +55,7 @@ def run(args) -> int:
 def _measures(graph, name: str, args) -> dict:
     from graphsys import measures
 
-    es = graph._stored(name)
+    es = graph.edge_set(name)
     out: dict = {}
     if args.degrees:
         directions = ("both",) if es.undirected else ("both", "out", "in")

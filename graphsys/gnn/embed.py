@@ -173,7 +173,8 @@ def embed_checkpoint(checkpoint: str | Path, out: str | Path, *, graph: Graph | 
                             f"inference embeds the builtin models "
                             f"({', '.join(GNN_MODELS.names())}) only")
     check_task_dimensions(checkpoint, config, cfg, state)  # before anything is sized
-    model = build_to_fit(lambda: GNN(**config), state, "model.", checkpoint).to(device)
+    model = GNN(**config).to(device)
+    load_module_state(model, state, "model.", checkpoint)
     n = graph.num_nodes(et)
     if task == "node":
         x = node_task_data(graph, et, cfg.seed)["x"]

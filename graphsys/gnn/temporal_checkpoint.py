@@ -54,6 +54,7 @@ from graphsys.gnn.temporal_task import (
     held_out_negatives,
     protocol_name,
     stream_held_out,
+    temporal_fanouts,
 )
 from graphsys.storage.graph import Graph, open_graph
 
@@ -117,9 +118,10 @@ def _check_dimensions(checkpoint, config: dict[str, Any], cfg: TrainConfig,
     if cfg.hidden != config["dim"]:
         raise FormatError(f"{where}: meta.train_config.hidden is {cfg.hidden}, config.dim "
                           f"{config['dim']}")
-    if config["model"] == TGAT and len(cfg.fanouts or [10]) != config["num_layers"]:
-        raise FormatError(f"{where}: meta.train_config.fanouts gives "
-                          f"{len(cfg.fanouts or [10])} layers, config.num_layers "
+    layers = len(temporal_fanouts(cfg))
+    if config["model"] == TGAT and layers != config["num_layers"]:
+        raise FormatError(f"{where}: meta.train_config.fanouts gives {layers} layers, "
+                          f"config.num_layers "
                           f"{config['num_layers']}")
 
 

@@ -412,6 +412,12 @@ def build_model(cfg: TrainConfig, ev: Events, train: np.ndarray, layers: int
     return TGN(n, cfg.hidden, raw_dim, heads=HEADS, dropout=cfg.dropout)
 
 
+def temporal_fanouts(cfg: TrainConfig) -> list[int]:
+    """The temporal sampler's fanouts, one per layer of the model (default one layer of
+    10 most recent or sampled neighbours)."""
+    return list(cfg.fanouts or [10])
+
+
 class TemporalTask(Task):
     """TGN, TGAT or JODIE for temporal link prediction (see the module docstring), for
     :func:`~graphsys.gnn.fit.fit`."""
@@ -422,7 +428,7 @@ class TemporalTask(Task):
         self.cfg = cfg
         ev = self.ev = Events(graph, cfg.edge_features)
         self.split = event_split(ev, cfg)
-        fanouts = cfg.fanouts or [10]
+        fanouts = temporal_fanouts(cfg)
         k = fanouts[0]
         self.sampler = TemporalNeighborSampler(graph, fanouts, strategy=cfg.temporal_strategy)
         self.model = build_model(cfg, ev, self.split[0], len(fanouts)).to(device)

@@ -53,6 +53,9 @@ from graphsys.mining.results import as_graph, original_ids
 #: The most nodes a pattern may have.
 MAX_NODES = 8
 
+#: Rows :func:`matches` returns when no ``limit`` is given.
+DEFAULT_LIMIT = 10_000
+
 
 def _whole(x, none: bool = False) -> int:
     """``x`` as an int: an integer, or a float with no fractional part (None as -1 where
@@ -66,8 +69,7 @@ def _whole(x, none: bool = False) -> int:
     if isinstance(x, (float, np.floating)) and not float(x).is_integer():
         raise ValueError(f"not an integer: {x!r}")
     return int(x)
-#: Rows :func:`matches` returns when no ``limit`` is given.
-DEFAULT_LIMIT = 10_000
+
 
 #: Named patterns: edge lists over ``0..k-1``.
 NAMED = {

@@ -232,9 +232,8 @@ def distances(G, s: int, weight=None) -> np.ndarray:
 def check_exact(G, weight) -> None:
     """Decline (``NotImplementedError``: NetworkX runs the call) sums over weights float32
     does not hold exactly (path lengths, modularity): they would not be NetworkX's float64
-    ones. A
-    function returning a generator calls it before it returns one, so that the decline
-    reaches NetworkX's dispatcher and not the loop reading the generator."""
+    ones. A function returning a generator calls it before it returns one, so that the
+    decline reaches NetworkX's dispatcher and not the loop reading the generator."""
     if G.weight is not None and weight is not None and not G.exact_weights:
         raise NotImplementedError("graphsys: these weights need float64 sums (graphsys "
                                   "stores float32 weights)")

@@ -230,7 +230,7 @@ class Graph(GraphSchema, SubgraphMethods):
         >>> [(b.i, b.j) for b in g.buckets("col-major", skip_empty=False)]
         [(0, 0), (1, 0), (0, 1), (1, 1)]
         """
-        es = self.edge_set(edge_set)
+        es = self._stored(edge_set)  # as Graph.bucket: a change set's buckets too
         for i, j in edges.bucket_pairs(order, self.num_partitions):
             b = self.bucket(i, j, es.name)
             if b.num_edges or not skip_empty:

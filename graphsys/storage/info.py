@@ -85,7 +85,7 @@ def edge_set_stats(graph: Graph, edge_set: str | None) -> dict[str, Any]:
     read as one (a view, :mod:`graphsys.storage.edge_views`: its members' buckets summed,
     no stored index of its own)."""
     m = graph.manifest
-    es = graph.edge_set(edge_set)
+    es = graph._stored(edge_set)  # a change set's own record and buckets too
     counts = graph.bucket_counts(es.name)
     total = int(counts.sum())
     rows = counts.sum(axis=1)

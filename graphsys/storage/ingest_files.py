@@ -25,7 +25,7 @@ from graphsys.storage.ingest import (
     NodeSource,
     ingest_sources,
 )
-from graphsys.storage.ingest_inputs import check_delimiter, check_memory_limit
+from graphsys.storage.ingest_inputs import check_memory_limit
 from graphsys.units import parse_size
 
 __all__ = ["ingest", "index_kinds", "read_node_table"]
@@ -192,7 +192,6 @@ def ingest(inputs: str | Path | Sequence[str | Path], out: str | Path, *,
                                              f"as 2GB, 512MiB or a byte count, got "
                                              f"{memory_limit!r}") from None
     check_memory_limit(limit)
-    check_delimiter(delimiter)
     paths = [inputs] if isinstance(inputs, (str, Path)) else list(inputs)
     metadata = {}
     if format == "jodie":

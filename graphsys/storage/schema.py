@@ -274,6 +274,6 @@ class GraphSchema:
         """
         p = self.num_partitions
         counts = np.zeros((p, p), np.int64)
-        for (i, j), n in self.edge_set(edge_set).buckets.items():
+        for (i, j), n in self._stored(edge_set).buckets.items():  # a change set's too
             counts[i, j] = n
         return counts

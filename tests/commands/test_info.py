@@ -74,3 +74,16 @@ def test_degrees_describe_the_view_the_engines_read(tmp_path, capsys):
     text = capsys.readouterr().out
     assert text.index("measures of the default view (default, day2):") < text.index(
         "measures of edge set default:") < text.index("measures of edge set day2:")
+
+
+def test_info_of_a_changed_graph_lists_its_change_sets(tmp_path, capsys):
+    """A change set is listed by its own record and buckets (info read it through
+    Graph.edge_set, which refuses a change set named alone as edges)."""
+    from graphsys.storage.changes import delete_edges
+
+    g = graphsys.from_numpy([0, 1, 2, 0], [1, 2, 0, 2], tmp_path / "g")
+    delete_edges(g.path, [0], [1])
+    assert main(["info", str(g.path), "--degrees", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["edge_sets"]["delete-1"]["edges"] == 1 and info["edges"] == 3
+    assert [b.num_edges for b in graphsys.open_graph(g.path).buckets(edge_set="delete-1")] == [1]
