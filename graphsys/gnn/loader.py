@@ -105,7 +105,7 @@ def on_device(sampler: Sampler, device: torch.device, device_sampling: bool | No
     """The sampler a loader on ``device`` draws from: ``sampler``, or for
     ``device_sampling`` (None: on CUDA) a NeighborSampler's
     :class:`~graphsys.sampling.device.DeviceNeighborSampler` on ``device``, made once per
-    sampler and device (its CSR copied there once)."""
+    sampler and device (its CSR copied there once), replaying CUDA graphs where it can."""
     if device_sampling is None:
         device_sampling = device.type == "cuda" and type(sampler) is NeighborSampler
     if not device_sampling or isinstance(sampler, DeviceNeighborSampler):
@@ -115,7 +115,7 @@ def on_device(sampler: Sampler, device: torch.device, device_sampling: bool | No
                                                 f"device, not a {type(sampler).__name__}'s")
     made = sampler.__dict__.setdefault("_device_copies", {})
     if device not in made:
-        made[device] = DeviceNeighborSampler(sampler, device=device)
+        made[device] = DeviceNeighborSampler(sampler, device=device, cuda_graphs=None)
     return made[device]
 
 
@@ -424,7 +424,8 @@ class NodeLoader:
         host) or None (default): on a CUDA ``device`` when ``sampler`` is a
         NeighborSampler. Sampling on the device, a feature table or label column that
         takes at most half the device's free memory is copied there once and gathered
-        there; a larger one is gathered on the host and copied per batch.
+        there; a larger one is gathered on the host and copied per batch. Each batch is
+        then one CUDA graph replay where the sampler allows it (its ``cuda_graphs=None``).
     input_dropout : float, optional
         Dropout probability applied to ``x`` as the worker gathers it (default 0: none), in
         the same pass (:func:`~graphsys.gnn.dropout.feature_dropout`): the input dropout of
