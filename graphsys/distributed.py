@@ -151,6 +151,20 @@ def launch_environment() -> tuple[int, int, int | None]:
     return rank, world, local
 
 
+def this_rank() -> int:
+    """This process's rank: in the initialised default process group, else the one the
+    ``torchrun`` environment names (:func:`launch_environment`; 0 in a process of its own).
+
+    Examples
+    --------
+    >>> import os
+    >>> from graphsys.distributed import this_rank
+    >>> "RANK" in os.environ or this_rank() == 0
+    True
+    """
+    return rank_and_world_size()[0] if initialized() else launch_environment()[0]
+
+
 def init_from_env(device: torch.device) -> bool:
     """Initialise the default process group from the ``torchrun`` environment
     (:func:`launch_environment`: ``WORLD_SIZE``, ``RANK``, ``MASTER_ADDR``/``MASTER_PORT``,

@@ -71,9 +71,9 @@ def add_trace_arg(parser) -> None:
     parser.add_argument("--trace", type=Path, metavar="FILE.json",
                         help="write a Chrome trace (torch.profiler; opens in Perfetto) with "
                              "named ranges per superstep, bucket, minibatch and pipeline "
-                             "stage; the path is checked before the run starts (an existing "
-                             "file only with --overwrite, never inside a graph or checkpoint "
-                             "directory)")
+                             "stage (under torchrun, rank 0's); the path is checked before "
+                             "the run starts (an existing file only with --overwrite, never "
+                             "inside a graph or checkpoint directory)")
     if "--overwrite" not in parser._option_string_actions:
         parser.add_argument("--overwrite", action="store_true",
                             help="replace an existing --trace file")
