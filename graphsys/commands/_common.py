@@ -111,8 +111,11 @@ def add_quiet_arg(parser) -> None:
 def show_progress(args) -> bool:
     """Progress on stderr unless --quiet: a tqdm bar on a terminal (not with --json, whose
     line the bar's redraws would interleave), else a line (done/total, rate, ETA) every
-    ``GRAPHSYS_PROGRESS_SECONDS`` seconds (:mod:`graphsys.progress`), --json or not."""
-    if getattr(args, "quiet", False):
+    ``GRAPHSYS_PROGRESS_SECONDS`` seconds (:mod:`graphsys.progress`), --json or not. Under
+    torchrun, on rank 0 only (:func:`graphsys.distributed.this_rank`)."""
+    from graphsys.distributed import this_rank
+
+    if getattr(args, "quiet", False) or this_rank() != 0:
         return False
     return not (getattr(args, "json", False) and sys.stderr.isatty())
 
