@@ -3,7 +3,8 @@
 A run of several processes is launched by ``torchrun`` (or initialised by the caller) as
 ``torch.distributed``'s default process group: gloo on CPU, NCCL on GPUs. This module holds
 what every engine needs of it and nothing engine-specific: initialising the group from the
-``torchrun`` environment (:func:`init_from_env`) with one timeout (:func:`process_group_timeout`),
+``torchrun`` environment, read and checked in one place (:func:`launch_environment`,
+:func:`init_from_env`), with one timeout (:func:`process_group_timeout`),
 this process's place in it (:func:`rank_and_world_size`, :func:`local_cuda_device`) and the
 share of a run's items it owns (:func:`rank_share`: partitions, ids, roots, draws), the
 rendezvous of ranks launched on this machine (:func:`local_store`, :func:`rank_environment`,
@@ -104,14 +105,76 @@ def process_group_timeout() -> float:
     return seconds
 
 
+def launch_environment() -> tuple[int, int, int | None]:
+    """``(RANK, WORLD_SIZE, LOCAL_RANK)`` of the ``torchrun`` environment, checked: the one
+    place it is read. ``WORLD_SIZE`` unset is one process, ``(0, 1, None)``; ``LOCAL_RANK``
+    unset is None.
+
+    Raises
+    ------
+    GraphsysError
+        In one line, naming the variable: ``WORLD_SIZE`` not a positive integer; with
+        ``WORLD_SIZE`` > 1, ``RANK`` unset or outside ``[0, WORLD_SIZE)``, ``LOCAL_RANK`` not
+        a non-negative integer, ``MASTER_ADDR`` unset or empty, ``MASTER_PORT`` not a port
+        (1 to 65535).
+
+    Examples
+    --------
+    >>> import os
+    >>> from graphsys.distributed import launch_environment
+    >>> "WORLD_SIZE" in os.environ or launch_environment() == (0, 1, None)
+    True
+    """
+    def number(name: str, lo: int, hi: int | None, default: str | None, rule: str) -> int:
+        text = os.environ.get(name, default)
+        try:
+            value = int(text) if text is not None and text.strip().lstrip("+-").isdigit() \
+                else None
+        except ValueError:
+            value = None
+        if value is None or value < lo or (hi is not None and value > hi):
+            shown = f"{name} unset" if text is None else f"{name}={text!r}"
+            raise GraphsysError(f"{shown}: must be {rule} (the torchrun environment)")
+        return value
+
+    world = number("WORLD_SIZE", 1, None, "1", "a positive integer, the number of ranks")
+    if world == 1:
+        return 0, 1, None
+    rank = number("RANK", 0, world - 1, None, f"an integer from 0 to {world - 1} "
+                                               f"(WORLD_SIZE={world})")
+    local = (number("LOCAL_RANK", 0, None, None, "a non-negative integer")
+             if "LOCAL_RANK" in os.environ else None)
+    if not os.environ.get("MASTER_ADDR", "").strip():
+        raise GraphsysError("MASTER_ADDR unset or empty: must name the host of rank 0's "
+                            "store (the torchrun environment)")
+    number("MASTER_PORT", 1, 65535, None, "a port, 1 to 65535")
+    return rank, world, local
+
+
+def this_rank() -> int:
+    """This process's rank: in the initialised default process group, else the one the
+    ``torchrun`` environment names (:func:`launch_environment`; 0 in a process of its own).
+
+    Examples
+    --------
+    >>> import os
+    >>> from graphsys.distributed import this_rank
+    >>> "RANK" in os.environ or this_rank() == 0
+    True
+    """
+    return rank_and_world_size()[0] if initialized() else launch_environment()[0]
+
+
 def init_from_env(device: torch.device) -> bool:
     """Initialise the default process group from the ``torchrun`` environment
-    (``WORLD_SIZE``, ``RANK``, ``MASTER_ADDR``/``MASTER_PORT``) when ``WORLD_SIZE`` > 1 and
-    it is not initialised yet; NCCL for CUDA devices, gloo otherwise, with the
-    :func:`process_group_timeout`. Returns whether the run is distributed."""
+    (:func:`launch_environment`: ``WORLD_SIZE``, ``RANK``, ``MASTER_ADDR``/``MASTER_PORT``,
+    checked) when ``WORLD_SIZE`` > 1 and it is not initialised yet; NCCL for CUDA devices,
+    gloo otherwise, with the :func:`process_group_timeout`. Returns whether the run is
+    distributed."""
     if initialized():
         return rank_and_world_size()[1] > 1
-    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+    rank, world, _ = launch_environment()
+    if world <= 1:
         return False
     import torch.distributed as dist
 
@@ -119,7 +182,7 @@ def init_from_env(device: torch.device) -> bool:
     try:
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo", timeout=timeout)
     except RuntimeError as exc:   # a peer gone or frozen while the ranks connect
-        raise _peer_error(exc, os.environ.get("RANK", "?")) from None
+        raise _peer_error(exc, rank) from None
     return True
 
 
@@ -129,7 +192,8 @@ def local_cuda_device() -> torch.device:
     import torch
     import torch.distributed as dist
 
-    local = int(os.environ.get("LOCAL_RANK", dist.get_rank() % torch.cuda.device_count()))
+    local = launch_environment()[2]
+    local = dist.get_rank() % torch.cuda.device_count() if local is None else local
     torch.cuda.set_device(local)
     return torch.device("cuda", local)
 

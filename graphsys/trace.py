@@ -355,7 +355,9 @@ def recording(path: str | Path | None, device: Any = "cpu") -> Iterator[None]:
     path : str or path-like or None
         The trace file (``.json``: Chrome trace events, microseconds); ``None`` records
         nothing and starts no profiler, so callers can pass a ``trace=None`` option
-        straight through.
+        straight through. In a run of several ranks, rank 0 records (in the process group,
+        or the one ``torchrun``'s environment names where none is initialised yet); the
+        others record nothing.
     device : str or torch.device, default "cpu"
         ``"cuda..."`` also records CUDA activity.
 
@@ -380,7 +382,9 @@ def recording(path: str | Path | None, device: Any = "cpu") -> Iterator[None]:
     >>> with recording(None):  # no trace
     ...     pass
     """
-    if path is None:
+    from graphsys.distributed import this_rank
+
+    if path is None or this_rank() != 0:  # across ranks, rank 0 records: one writer
         yield
         return
     path = check_trace_path(path)

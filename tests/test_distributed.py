@@ -106,8 +106,59 @@ def test_a_peer_gone_while_the_ranks_connect_is_one_line(monkeypatch):
     monkeypatch.setattr(dist, "init_process_group", fail)
     monkeypatch.setenv("WORLD_SIZE", "2")
     monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("MASTER_ADDR", LOCALHOST)
+    monkeypatch.setenv("MASTER_PORT", "29500")
     with pytest.raises(GraphsysError) as err:
         distributed.init_from_env(torch.device("cpu"))
     message = str(err.value)
     assert message.startswith("rank 0: a peer rank died") and "\n" not in message
     assert "Connection closed by peer" in message
+
+
+@pytest.mark.parametrize("env, message", [
+    ({"WORLD_SIZE": "abc"}, "WORLD_SIZE='abc': must be a positive integer"),
+    ({"WORLD_SIZE": "0"}, "WORLD_SIZE='0': must be a positive integer"),
+    ({"WORLD_SIZE": "2"}, "RANK unset: must be an integer from 0 to 1"),
+    ({"WORLD_SIZE": "2", "RANK": "x"}, "RANK='x': must be an integer from 0 to 1"),
+    ({"WORLD_SIZE": "2", "RANK": "2"}, "RANK='2': must be an integer from 0 to 1"),
+    ({"WORLD_SIZE": "2", "RANK": "-1"}, "RANK='-1': must be an integer from 0 to 1"),
+    ({"WORLD_SIZE": "2", "RANK": "1", "LOCAL_RANK": "-1"}, "LOCAL_RANK='-1': must be a non"),
+    ({"WORLD_SIZE": "2", "RANK": "1", "MASTER_ADDR": ""}, "MASTER_ADDR unset or empty"),
+    ({"WORLD_SIZE": "2", "RANK": "1", "MASTER_PORT": "port"}, "MASTER_PORT='port': must be a "
+                                                             "port, 1 to 65535"),
+    ({"WORLD_SIZE": "2", "RANK": "1", "MASTER_PORT": "65536"}, "MASTER_PORT='65536'"),
+])
+def test_a_bad_launch_environment_is_refused_in_one_line(monkeypatch, env, message):
+    """WORLD_SIZE=abc was a ValueError traceback, RANK=5 of 2 waited for the store's
+    timeout, WORLD_SIZE=0 ran as one process: every variable is checked where it is read,
+    before any connection, and refused in one line naming it."""
+    import torch
+
+    from graphsys import distributed
+    from graphsys.errors import GraphsysError
+
+    base = {"MASTER_ADDR": LOCALHOST, "MASTER_PORT": "29500"}
+    for name in ("WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in {**base, **env}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(distributed, "initialized", lambda: False)
+    with pytest.raises(GraphsysError) as err:
+        distributed.init_from_env(torch.device("cpu"))
+    assert str(err.value).startswith(message) and "\n" not in str(err.value)
+
+
+def test_the_launch_environment_read_once(monkeypatch):
+    from graphsys.distributed import launch_environment
+
+    for name in ("WORLD_SIZE", "RANK", "LOCAL_RANK"):
+        monkeypatch.delenv(name, raising=False)
+    assert launch_environment() == (0, 1, None)
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    monkeypatch.setenv("RANK", "7")   # one process: the other variables are not read
+    assert launch_environment() == (0, 1, None)
+    env = {"WORLD_SIZE": "3", "RANK": "2", "LOCAL_RANK": "0", "MASTER_ADDR": "node0",
+           "MASTER_PORT": "29500"}
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert launch_environment() == (2, 3, 0)

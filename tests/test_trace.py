@@ -55,6 +55,23 @@ def test_trace_written_when_the_block_fails(tmp_path):
     assert "traceEvents" in json.loads(path.read_text())
 
 
+def test_only_rank_0_of_several_records(tmp_path, monkeypatch):
+    """Under torchrun every rank of graphsys run/gnn train/embed train --trace T wrote T,
+    the last rename winning (one rank's trace, which one by chance): rank 0 alone records
+    now, the others start no profiler."""
+    env = {"WORLD_SIZE": "2", "RANK": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    path = tmp_path / "t.json"
+    with trace.recording(path):
+        assert not trace.active()
+    assert not path.exists()
+    monkeypatch.setenv("RANK", "0")
+    with trace.recording(path):
+        assert trace.active()
+    assert "traceEvents" in json.loads(path.read_text())
+
+
 def test_check_trace_path(tmp_path):
     assert trace.check_trace_path(tmp_path / "a.json") == tmp_path / "a.json"
     for bad, msg in ((tmp_path / "no" / "a.json", "does not exist"),

@@ -108,11 +108,19 @@ class TorchComm(Collectives):
 
 
 def program_digest(program) -> str:
-    """sha256 (hex) of a vertex program's class and its scalar settings (numbers, strings,
-    booleans, None): what two ranks of one run must agree on."""
+    """sha256 (hex) of a vertex program's class and its settings: numbers, strings,
+    booleans, None, and arrays (NumPy or torch: the sampled sources of a centrality, the
+    sources of a personalized PageRank, a warm start's values, by dtype, shape and
+    bytes): what two ranks of one run must agree on."""
     cls = type(program)
-    settings = {k: v for k, v in sorted(vars(program).items())
-                if isinstance(v, (int, float, str, bool, type(None)))}
+    settings = {}
+    for k, v in sorted(vars(program).items()):
+        if isinstance(v, (int, float, str, bool, type(None))):
+            settings[k] = v
+        elif isinstance(v, np.ndarray) or type(v).__name__ == "Tensor":
+            a = np.asarray(v.detach().cpu() if hasattr(v, "detach") else v)
+            if a.dtype != object:
+                settings[k] = [str(a.dtype), a.shape, hashlib.sha256(a.tobytes()).hexdigest()]
     text = json.dumps([cls.__module__, cls.__qualname__, settings], sort_keys=True,
                       default=str)
     return hashlib.sha256(text.encode()).hexdigest()

@@ -71,9 +71,9 @@ def add_trace_arg(parser) -> None:
     parser.add_argument("--trace", type=Path, metavar="FILE.json",
                         help="write a Chrome trace (torch.profiler; opens in Perfetto) with "
                              "named ranges per superstep, bucket, minibatch and pipeline "
-                             "stage; the path is checked before the run starts (an existing "
-                             "file only with --overwrite, never inside a graph or checkpoint "
-                             "directory)")
+                             "stage (under torchrun, rank 0's); the path is checked before "
+                             "the run starts (an existing file only with --overwrite, never "
+                             "inside a graph or checkpoint directory)")
     if "--overwrite" not in parser._option_string_actions:
         parser.add_argument("--overwrite", action="store_true",
                             help="replace an existing --trace file")
@@ -111,8 +111,11 @@ def add_quiet_arg(parser) -> None:
 def show_progress(args) -> bool:
     """Progress on stderr unless --quiet: a tqdm bar on a terminal (not with --json, whose
     line the bar's redraws would interleave), else a line (done/total, rate, ETA) every
-    ``GRAPHSYS_PROGRESS_SECONDS`` seconds (:mod:`graphsys.progress`), --json or not."""
-    if getattr(args, "quiet", False):
+    ``GRAPHSYS_PROGRESS_SECONDS`` seconds (:mod:`graphsys.progress`), --json or not. Under
+    torchrun, on rank 0 only (:func:`graphsys.distributed.this_rank`)."""
+    from graphsys.distributed import this_rank
+
+    if getattr(args, "quiet", False) or this_rank() != 0:
         return False
     return not (getattr(args, "json", False) and sys.stderr.isatty())
 

@@ -552,9 +552,11 @@ def _recommend(args) -> int:
 
 
 def _say(args):
-    """Progress lines on stderr, printed above any progress bar."""
+    """Progress lines on stderr, printed above any progress bar (under torchrun, rank 0's)."""
     from tqdm import tqdm
 
-    if args.json or args.quiet:
+    from graphsys.distributed import this_rank
+
+    if args.json or args.quiet or this_rank() != 0:
         return lambda *a: None
     return lambda line: tqdm.write(line, file=sys.stderr)

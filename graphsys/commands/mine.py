@@ -23,7 +23,6 @@ rank counts its share of the vertices and rank 0 prints the sums. See docs/minin
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from pathlib import Path
 
@@ -152,15 +151,11 @@ def register(subparsers) -> None:
 def _setup(args):
     """``(graph, options for the mining call, distributed, rank 0?)``."""
     from graphsys import open_graph
+    from graphsys.device import HOST
+    from graphsys.distributed import init_from_env
     from graphsys.units import parse_size
 
-    distributed = False
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
-        import torch
-
-        from graphsys.distributed import init_from_env
-
-        distributed = init_from_env(torch.device("cpu"))
+    distributed = init_from_env(HOST)
     graph = open_graph(args.graph)
     graph.verify_hashes = not args.no_verify
     limit = (parse_size(args.memory_limit, field="--memory-limit")

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -47,7 +46,7 @@ import numpy as np
 import torch
 
 from graphsys.device import resolve_device
-from graphsys.distributed import graph_digest
+from graphsys.distributed import graph_digest, local_cuda_device
 from graphsys.embed.config import EmbedConfig
 from graphsys.embed.relations import SIDES
 from graphsys.embed.schedule import Bucket, plan_rounds
@@ -74,8 +73,7 @@ class DistributedTrainer(Trainer):
         rank = dist.get_rank()
         nccl = dist.get_backend() == "nccl"
         if resolve_device(config.device).type == "cuda":
-            local = int(os.environ.get("LOCAL_RANK", rank % torch.cuda.device_count()))
-            torch.cuda.set_device(local)
+            local_cuda_device()
         super().__init__(config, graph, out, progress=progress and rank == 0,
                          log=log if rank == 0 else None)
         self.rank, self.world_size = rank, dist.get_world_size()

@@ -87,7 +87,9 @@ def small_census(g, size: int, method: str, samples: int, seed: int, edge_set,
                  ex: Execution) -> MotifCensus:
     """The undirected census of ``size`` (3 or 4) nodes of an opened graph (parameters
     checked by the caller, :func:`graphsys.mining.motifs`), run as ``ex`` says."""
-    ranks, progress = Ranks.of(ex.distributed, g), ex.progress
+    ranks = Ranks.of(ex.distributed, g, ("motifs", size, method, samples, seed,
+                                         g.edge_set(edge_set).name))
+    progress = ex.progress
     with scheduled(ex.threads) as nthreads:
         view = views.view(g, "oriented", edge_set=edge_set, memory_limit=ex.memory_limit)
         n, m = view.num_nodes, view.num_edges
@@ -217,7 +219,7 @@ def five_codes(g, edge_set, ex: Execution) -> np.ndarray:
     """The connected induced 5-node subsets of an opened graph, by one enumeration
     (:func:`graphsys.mining.motif_kernels.esu5`), run as ``ex`` says: int64 (1024,)
     counts by adjacency code (summed over the ranks)."""
-    ranks = Ranks.of(ex.distributed, g)
+    ranks = Ranks.of(ex.distributed, g, ("5-node motifs", g.edge_set(edge_set).name))
     with scheduled(ex.threads) as nthreads:
         view = views.view(g, "oriented", edge_set=edge_set, memory_limit=ex.memory_limit)
         ptr, idx = _descending(view)

@@ -82,7 +82,7 @@ def _count(graph, k, edge_set, per_vertex, execution, **given):
     ex = Execution.of(execution, **given).in_memory("clique counting")
     g = as_graph(graph)
     k = check_k(k)
-    ranks = Ranks.of(ex.distributed, g)
+    ranks = Ranks.of(ex.distributed, g, ("cliques", k, g.edge_set(edge_set).name, per_vertex))
     with scheduled(ex.threads) as count:
         view, _ = _clique_view(g, edge_set, ex.memory_limit)
         counts = np.zeros(view.num_nodes if per_vertex else 0, np.int64)

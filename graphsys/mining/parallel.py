@@ -18,6 +18,7 @@ kernels on its roots only, and the counts (integers: exact) are summed over the 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -129,16 +130,17 @@ class Ranks:
     world_size: int = 1
 
     @staticmethod
-    def of(distributed: bool, graph=None) -> Ranks:
+    def of(distributed: bool, graph=None, call: tuple = ()) -> Ranks:
         """This process alone, or (``distributed``) its rank in the default process group;
-        with ``graph``, every rank is first checked to hold the same graph (one line on
-        every rank otherwise).
+        with ``graph``, every rank is first checked to hold the same graph and to make the
+        same ``call`` (the function's name and the settings that decide its answer and its
+        collectives: one line on every rank otherwise).
 
         Raises
         ------
         GraphsysError
             ``distributed`` while torch.distributed is not initialised, or ranks holding
-            different graphs.
+            different graphs or making different calls.
         """
         if not distributed:
             return Ranks()
@@ -149,7 +151,8 @@ class Ranks:
                                 "(launch with torchrun, or call init_process_group first)")
         rank, world = dist.rank_and_world_size()
         if graph is not None and world > 1:
-            dist.check_same_inputs({"graph": dist.graph_digest(graph)})
+            settings = hashlib.sha256(repr(call).encode()).hexdigest()
+            dist.check_same_inputs({"graph": dist.graph_digest(graph), "call": settings})
         return Ranks(rank, world)
 
     def share(self, n: int, work=None) -> slice:
@@ -160,6 +163,17 @@ class Ranks:
 
         return rank_share(n, self.rank, self.world_size, work)
 
+    def budget(self, memory_limit) -> int | None:
+        """``memory_limit`` as every rank reads it: unchanged in one process; across ranks,
+        the smallest of the ranks' budgets (:func:`graphsys.views.budget`: the RAM available
+        now where None), so that the choices it decides (in memory or out of core, the
+        row blocks each rank takes a share of) are the same on every rank."""
+        if self.world_size == 1:
+            return memory_limit
+        from graphsys.views import budget
+
+        return int(self._reduce(np.array([budget(memory_limit)], np.int64), "MIN")[0])
+
     def roots(self, work: np.ndarray) -> tuple[int, int]:
         """This rank's roots ``[lo, hi)``: its share of about equal ``work``."""
         share = self.share(len(work), work)
@@ -168,13 +182,16 @@ class Ranks:
     def sum(self, values: np.ndarray) -> np.ndarray:
         """``values`` (int64 or float64) summed over the ranks, elementwise; returned as
         is by one process."""
-        if self.world_size == 1:
-            return values
+        return values if self.world_size == 1 else self._reduce(values, "SUM")
+
+    @staticmethod
+    def _reduce(values: np.ndarray, op: str) -> np.ndarray:
+        """``values`` reduced elementwise over the ranks by ``op`` (a ``ReduceOp`` name)."""
         import torch
         import torch.distributed as dist
 
         t = torch.from_numpy(np.ascontiguousarray(values))
         if dist.get_backend() == "nccl":
             t = t.cuda()
-        dist.all_reduce(t, op=dist.ReduceOp.SUM)
+        dist.all_reduce(t, op=getattr(dist.ReduceOp, op))
         return t.cpu().numpy()

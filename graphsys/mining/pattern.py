@@ -650,7 +650,8 @@ def count(graph, pattern, *, induced: bool = False, labels=None, edge_labels=Non
     census = census_class(p) if induced else None
     if census is not None:
         return int(small_census(g, p.num_nodes, "exact", 0, 0, edge_set, ex)[census])
-    ranks = Ranks.of(ex.distributed, g)
+    ranks = Ranks.of(ex.distributed, g, ("pattern", repr(p), bool(induced), labels,
+                                         edge_labels, g.edge_set(edge_set).name))
     if p.is_clique and not (p.labelled or p.edge_labelled or p.directed):
         if p.num_nodes == 2:
             return view.num_edges

@@ -314,9 +314,11 @@ def triangle_stats(graph, *, per_node: bool = False, edge_set: str | None = None
                       distributed=distributed, progress=progress).on_cpu("triangle counting")
     g = as_graph(graph)
     es = g.edge_set(edge_set)
-    ranks = Ranks.of(ex.distributed, g)
+    ranks = Ranks.of(ex.distributed, g, ("triangles", es.name, ex.mode, per_node,
+                                         init is None))
+    limit = ranks.budget(ex.memory_limit)  # one budget: the same mode and blocks on all
     with scheduled(ex.threads) as count:
-        mode = _mode(ex.mode, g, es.name, ex.memory_limit)
+        mode = _mode(ex.mode, g, es.name, limit)
         method = "counted in memory" if mode == "memory" else "counted out of core"
         found = None if init is None else updated(
             g, es.name, init, None if mode == "memory" and ranks.world_size == 1
@@ -326,15 +328,13 @@ def triangle_stats(graph, *, per_node: bool = False, edge_set: str | None = None
             triples = _triples(degree)
         elif mode == "memory":
             total, counts, degree, triples = _in_memory(
-                g, es.name, per_node or init is not None, ex.memory_limit, count, ranks,
-                ex.progress)
+                g, es.name, per_node or init is not None, limit, count, ranks, ex.progress)
         else:
             from graphsys.mining.outofcore import triangles_by_blocks
 
             total, counts, degree = triangles_by_blocks(
                 g, es.name, per_vertex=per_node or init is not None,
-                memory_limit=ex.memory_limit, threads=count, ranks=ranks,
-                progress=ex.progress)
+                memory_limit=limit, threads=count, ranks=ranks, progress=ex.progress)
             triples = _triples(degree)
     if isinstance(found, str):
         method += f" (from scratch: {found})"
@@ -644,7 +644,7 @@ def triad_census(graph, *, edge_set: str | None = None, threads: int | None = No
     ex = Execution.of(execution, threads=threads, memory_limit=memory_limit,
                       distributed=distributed, progress=progress).in_memory("the triad census")
     g = as_graph(graph)
-    ranks = Ranks.of(ex.distributed, g)
+    ranks = Ranks.of(ex.distributed, g, ("triads", g.edge_set(edge_set).name))
     with scheduled(ex.threads) as count:
         view = views.view(g, "oriented", edge_set=edge_set, directions=True,
                           memory_limit=ex.memory_limit)

@@ -52,6 +52,25 @@ def test_digests_tell_partitionings_apart(tmp_path):
     assert program_digest(p1) != program_digest(p2)
 
 
+def test_digests_tell_sampled_sources_apart(tmp_path):
+    """Two ranks running betweenness(k=6) with seeds 1 and 2 sampled other sources and
+    summed the columns of both: rank 0 returned values equal to neither seed's run, as a
+    success. The programs differ only in an array (the sources), which the digest left
+    out; it hashes arrays now, so the ranks refuse in one line."""
+    import torch
+
+    from graphsys.bsp.algorithms.centrality import BETWEENNESS_SPEC
+
+    g = open_graph(_graph(tmp_path / "a", 0))
+    one, two = (BETWEENNESS_SPEC.make(g, k=6, seed=s) for s in (1, 2))
+    assert not np.array_equal(one.sources, two.sources)
+    assert program_digest(one) != program_digest(two)
+    assert program_digest(one) == program_digest(BETWEENNESS_SPEC.make(g, k=6, seed=1))
+    # tensors of the same values: the same digest
+    two.sources, two.sampled = torch.from_numpy(one.sources), torch.from_numpy(one.sampled)
+    assert program_digest(one) == program_digest(two)
+
+
 def test_ranks_on_different_graphs_fail_in_one_line(tmp_path):
     a, b = _graph(tmp_path / "a", 0), _graph(tmp_path / "b", 1)
     results = _ranks([["run", "pagerank", str(a)], ["run", "pagerank", str(b)]])

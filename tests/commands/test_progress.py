@@ -91,3 +91,25 @@ def test_embed_train_prints_progress_lines_off_a_terminal(big_graph, tmp_path):
     assert "(100%)" in progress[-1][1]  # the last line when the epoch ends
     quiet = _train(big_graph, tmp_path / "ckpt2", "--quiet")
     assert not [x for _, x in quiet if LINE.match(x)]
+
+
+def test_progress_and_progress_lines_on_rank_0_only(monkeypatch):
+    """Under torchrun, graphsys mine (its progress lines) and gnn train ("training ...", its
+    progress) printed once per rank on stderr: rank 0 alone prints them now."""
+    import argparse
+
+    from graphsys.commands._common import show_progress
+    from graphsys.commands.gnn import _say
+
+    args = argparse.Namespace(quiet=False, json=False)
+    env = {"WORLD_SIZE": "2", "RANK": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    said = []
+    monkeypatch.setattr("tqdm.tqdm.write", lambda line, file=None: said.append(line))
+    assert not show_progress(args)
+    _say(args)("training")
+    monkeypatch.setenv("RANK", "0")
+    assert show_progress(args)
+    _say(args)("training")
+    assert said == ["training"]

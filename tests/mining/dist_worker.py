@@ -14,6 +14,7 @@ def worker(rank: int, world_size: int, port: int, graph_dir: str, out_dir: str) 
 
     from graphsys import mining, open_graph
     from graphsys.distributed import join_local_store
+    from graphsys.errors import GraphsysError
     from graphsys.mining.outofcore import triangles_by_blocks
     from graphsys.mining.parallel import Ranks
 
@@ -37,6 +38,13 @@ def worker(rank: int, world_size: int, port: int, graph_dir: str, out_dir: str) 
                                          **opts).counts,
                "triads": mining.triad_census(g, **opts),
                "pattern": mining.count(g, "4-cycle", induced=True, **opts)}
+        # ranks given other budgets (or, with none, seeing other free RAM) agree on one, the
+        # smallest: the same mode and row blocks on every rank
+        out["budget"] = Ranks.of(True).budget([5 << 20, 3 << 20][rank])
+        try:  # ranks making other calls: refused on every rank, nothing summed
+            mining.clique_count(g, 3 + rank, **opts)
+        except GraphsysError as exc:
+            out["other_call"] = str(exc)
         Path(out_dir, f"{rank}.json").write_text(json.dumps(out, default=_plain))
     finally:
         dist.destroy_process_group()
