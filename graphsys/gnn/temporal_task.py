@@ -4,7 +4,8 @@
 timestamped edges of a one-type graph.
 
 Data. Every stored edge of the default edge set is an event ``(src, dst, t)`` (a pair seen
-several times is several events), ordered by ``(timestamp, edge id)``. Its features (TGN's
+several times is several events; of an undirected edge set, stored in both directions, the
+copy with ``src <= dst``), ordered by ``(timestamp, edge id)``. Its features (TGN's
 messages, and the edge input of both models' attention) are the edge columns
 ``edge_features`` names, or by default every ``feature_*`` column (the JODIE format's
 ``feature_0``..., :mod:`graphsys.storage.jodie`), else the edge weight when the edge set has
@@ -109,15 +110,17 @@ class Events:
         parts = [(s, d, w, t) for (s, d, _, w), t in zip(graph.iter_edges(es.name),
                                                          graph.edge_column(TIME_COLUMN,
                                                                            es.name))]
-        if not parts or sum(len(p[0]) for p in parts) < 3:
-            raise GraphsysError(f"the temporal link task needs at least 3 events, "
-                                f"{graph.path} has {sum(len(p[0]) for p in parts)}")
-        src = np.concatenate([p[0] for p in parts])
-        dst = np.concatenate([p[1] for p in parts])
-        t = np.concatenate([p[3] for p in parts])
+        src = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.int64)
+        dst = np.concatenate([p[1] for p in parts]) if parts else src
+        t = np.concatenate([p[3] for p in parts]) if parts else src
         eid = np.arange(len(src), dtype=np.int64)
-        order = np.lexsort((eid, t))
-        self.src, self.dst, self.time, self.eid = src[order], dst[order], t[order], eid[order]
+        if es.undirected:  # stored in both directions: one event per edge (TGL's reading)
+            eid = eid[src <= dst]
+        if len(eid) < 3:
+            raise GraphsysError(f"the temporal link task needs at least 3 events, "
+                                f"{graph.path} has {len(eid)}")
+        eid = eid[np.lexsort((eid, t[eid]))]
+        self.src, self.dst, self.time, self.eid = src[eid], dst[eid], t[eid], eid
         self.columns = feature_columns(graph, es, edge_features)
         if self.columns == [WEIGHT]:
             cols = [np.concatenate([p[2] for p in parts])]

@@ -93,6 +93,25 @@ def test_split_at_times_and_until(tmp_path):
     assert (ev.time[split["train"]] < lo).all() and (ev.time[split["test"]] >= hi).all()
 
 
+def test_an_undirected_edge_is_one_event(tmp_path):
+    """An undirected edge set stores each edge in both directions: 4 edges were 7 events
+    (a self-loop is stored once), so the reverse copy of an event could be scored after
+    the memory had taken the event itself. Each edge is one event (TGL's reading)."""
+    from graphsys.gnn.temporal_task import Events
+
+    g = graphsys.from_arrow(pa.table({"src": [0, 1, 2, 3], "dst": [1, 2, 3, 3],
+                                      "timestamp": [5, 7, 8, 9]}), tmp_path / "u",
+                            edge_columns=["timestamp"], undirected=True, partitions=2)
+    ev = Events(g)
+    ends = sorted(zip(g.to_original(ev.src).tolist(), g.to_original(ev.dst).tolist()))
+    assert [sorted(p) for p in ends] == [[0, 1], [1, 2], [2, 3], [3, 3]]
+    assert ev.time.tolist() == [5, 7, 8, 9]
+    with pytest.raises(GraphsysError, match="at least 3 events, .* has 2"):
+        Events(graphsys.from_arrow(pa.table({"src": [0, 1], "dst": [1, 2],
+                                             "timestamp": [1, 2]}), tmp_path / "two",
+                                   edge_columns=["timestamp"], undirected=True))
+
+
 def test_refusals(tmp_path):
     with pytest.raises(ParameterError, match="tgn"):
         TrainConfig(task="temporal-link", model="gcn")

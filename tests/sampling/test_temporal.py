@@ -129,6 +129,32 @@ def test_stored_index_equals_ram_build_and_is_checked(tmp_path):
         map_temporal(graphsys.open_graph(g.path))
 
 
+def test_undirected_edge_set_holds_each_event_once(tmp_path):
+    """An undirected edge set stores 0-1 at 5 as 0 -> 1 and 1 -> 0: node 1's latest three
+    events before 100 were [0, 2, 2] (0-1 once, 1-2 twice), its events 0 and 2 once each."""
+    rng = np.random.default_rng(3)
+    src, dst, ts = rng.integers(0, 9, 60), rng.integers(0, 9, 60), rng.integers(-5, 5, 60)
+    path = tmp_path / "u"
+    g = graphsys.from_arrow(pa.table({"src": src, "dst": dst, "timestamp": ts}), path,
+                            edge_columns=["timestamp"], undirected=True, partitions=2)
+    ids = g.to_internal(np.arange(9))
+    for adj in (temporal_adjacency(g), None):
+        if adj is None:
+            build_index(g, ("temporal",))
+            adj = map_temporal(graphsys.open_graph(path))
+        for v in range(9):
+            row = slice(adj.indptr[ids[v]], adj.indptr[ids[v] + 1])
+            got = sorted(zip(adj.time[row].tolist(), ids.argsort()[adj.indices[row]].tolist()))
+            want = sorted([(int(t), int(b)) for a, b, t in zip(src, dst, ts) if a == v]
+                          + [(int(t), int(a)) for a, b, t in zip(src, dst, ts)
+                             if b == v and a != b])
+            assert got == want
+    small = graphsys.from_arrow(pa.table({"src": [0, 1], "dst": [1, 2], "timestamp": [5, 7]}),
+                                tmp_path / "s", edge_columns=["timestamp"], undirected=True)
+    hop = TemporalNeighborSampler(small, 3).sample_hop([1], [100], 3)
+    assert hop.nbr.tolist() == [[0, 2, -1]] and hop.time.tolist() == [[5, 7, 0]]
+
+
 def test_hops_and_views(tmp_path):
     g, s, d, t = _graph(tmp_path, 5)
     block = TemporalNeighborSampler(g, [4, 3]).sample_blocks(
