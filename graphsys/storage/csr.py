@@ -186,8 +186,10 @@ def index_state(manifest: Manifest, edge_set: str, kind: str) -> str:
         return "missing"
     if kind == "push" and info.index_dtype != PUSH_STEP_DTYPE:
         return "outdated"
-    if info.edges_digest != edges_digest(manifest, edge_set):
-        return "stale"
+    es = manifest.edge_sets[edge_set]
+    if info.edges_digest != edges_digest(manifest, edge_set) or (
+            kind == "temporal" and es.undirected and info.num_edges != es.num_edges):
+        return "stale"  # (the latter: built with each undirected edge twice in a row)
     now = index_merge.layout(manifest)
     if not info.layout or tuple(info.layout) == now:
         return "current" if info.num_nodes == sum(now) else "stale"
@@ -209,10 +211,8 @@ def _current(graph, edge_set: str, kind: str) -> IndexInfo | None:
         return None  # PageRank says so (adjacency_index.warn_outdated_push) and rebuilds it
     if kind == "temporal" and state == "grown":
         state = "stale"  # a temporal index is not read renumbered: built again after an append
-    # a sym (temporal) index holds each stored edge at most twice (once per direction) after
-    # dedupe; a temporal one of an undirected edge set each once (one built before held two)
-    entries_ok = (info.num_edges == es.num_edges if kind == "temporal" and es.undirected
-                  else info.num_edges <= 2 * es.num_edges if kind in ("sym", "temporal")
+    # a sym (temporal) index holds each stored edge at most twice (once per direction) after dedupe
+    entries_ok = (info.num_edges <= 2 * es.num_edges if kind in ("sym", "temporal")
                   else info.num_edges == es.num_edges)
     if state == "stale" or not entries_ok:
         first = graph.location.file(index_file(edge_set, kind, info.columns()[0]))

@@ -153,6 +153,21 @@ def test_undirected_edge_set_holds_each_event_once(tmp_path):
                                 tmp_path / "s", edge_columns=["timestamp"], undirected=True)
     hop = TemporalNeighborSampler(small, 3).sample_hop([1], [100], 3)
     assert hop.nbr.tolist() == [[0, 2, -1]] and hop.time.tolist() == [[5, 7, 0]]
+    # an index built with each edge twice a row is stale: refused, and built again
+    import dataclasses
+
+    from graphsys.errors import FormatError
+    from graphsys.storage.format import write_manifest
+
+    build_index(g, ("temporal",))
+    m = graphsys.open_graph(path).manifest
+    info = m.indexes["default"]["temporal"]
+    m.indexes["default"]["temporal"] = dataclasses.replace(info, num_edges=2 * info.num_edges)
+    write_manifest(path, m)
+    with pytest.raises(FormatError, match="stale index"):
+        map_temporal(graphsys.open_graph(path))
+    assert build_index(graphsys.open_graph(path), ("temporal",))   # not kept as current
+    assert map_temporal(graphsys.open_graph(path)).num_entries == info.num_edges
 
 
 def test_hops_and_views(tmp_path):
