@@ -141,8 +141,15 @@ class Events:
         self.graph, self.num_nodes = graph, graph.num_nodes()
 
     def seconds(self, t: np.ndarray) -> np.ndarray:
-        """Times as float64 offsets from the first event (what the time encodings see)."""
-        return (np.asarray(t) - self.origin).astype(np.float64)
+        """Times as float64 offsets from the first event (what the time encodings see),
+        each rounded once: an integer offset is taken in two 32-bit halves, as stamps
+        ``2**63`` apart overflowed the int64 difference (and wrapped to a negative gap)."""
+        t = np.asarray(t)
+        if t.dtype.kind not in "iu":
+            return t.astype(np.float64) - float(self.origin)
+        t, o = t.astype(np.int64), np.int64(self.origin)
+        return ((t >> 32) - (o >> 32)).astype(np.float64) * 2.0**32 \
+            + ((t & 0xFFFFFFFF) - (o & 0xFFFFFFFF))
 
 
 #: :attr:`Events.columns` of the events whose feature is the edge weight.
@@ -278,7 +285,8 @@ class EventStream:
         row's events before the time of the event that reached it), as :meth:`TGAT.embed
         <graphsys.gnn.tgat.TGAT.embed>` reads them."""
         b, device = blocks[0], self.device
-        gap = (b.src_times[b.edge_dst] - b.edge_times).to(torch.float64)   # t - t_j
+        gap = torch.from_numpy(self.ev.seconds(b.src_times[b.edge_dst].numpy())
+                               - self.ev.seconds(b.edge_times.numpy()))   # t - t_j
         k = max(self.sampler.fanouts)
         return self.model.embed([slots(x, k, device) for x in blocks], gap.to(device),
                                 self.raw_by_eid[b.edge_ids.to(device)])

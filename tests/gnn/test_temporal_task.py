@@ -112,6 +112,27 @@ def test_an_undirected_edge_is_one_event(tmp_path):
                                    edge_columns=["timestamp"], undirected=True))
 
 
+def test_stamps_further_apart_than_int64_keep_their_gaps(tmp_path, monkeypatch):
+    """Stamps from -1.9 * 2**62 to 1.9 * 2**62: the offsets from the first event (and
+    TGAT's gaps t - t_j) were int64 differences, which wrapped to negative numbers."""
+    from graphsys.gnn.temporal_task import Events
+    from graphsys.gnn.tgat import TGAT
+
+    rng = np.random.default_rng(0)
+    ts = np.linspace(-1.9 * 2**62, 1.9 * 2**62, 60).astype(np.int64)
+    g = graphsys.from_arrow(pa.table({"src": rng.integers(0, 8, 60),
+                                      "dst": rng.integers(0, 8, 60), "timestamp": ts}),
+                            tmp_path / "g", edge_columns=["timestamp"])
+    ev = Events(g)
+    assert ev.seconds(ev.time).tolist() == [float(int(t) - int(ts[0])) for t in ev.time]
+    gaps, real = [], TGAT.embed
+    monkeypatch.setattr(TGAT, "embed", lambda self, blocks, gap, raw: (
+        gaps.append(gap), real(self, blocks, gap, raw))[1])
+    train(g, TrainConfig(task="temporal-link", model="tgat", hidden=8, epochs=1,
+                         batch_size=20, link_eval_negatives=5))
+    assert gaps and all((gap > 0).all() for gap in gaps)
+
+
 def test_refusals(tmp_path):
     with pytest.raises(ParameterError, match="tgn"):
         TrainConfig(task="temporal-link", model="gcn")
