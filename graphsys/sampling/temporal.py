@@ -43,6 +43,7 @@ from graphsys.sampling.base import Sampler, SamplerInput
 from graphsys.sampling.block import Block
 from graphsys.storage.graph import Graph
 from graphsys.storage.temporal_index import TemporalAdjacency
+from graphsys.storage.time_view import as_float
 from graphsys.threads import apply_thread_policy
 
 #: ``TemporalNeighborSampler(strategy=...)`` choices.
@@ -331,18 +332,25 @@ class TemporalNeighborSampler(Sampler):
         time becomes the least value of that dtype at or above it (a fractional time
         against an integer column is rounded up, a float64 time against a float32 column
         is rounded up to a float32), and a time beyond an integer column's range becomes
-        its largest (or least) value, so a time after every stamp still sees them all."""
+        its largest (or least) value, so a time after every stamp still sees them all
+        (against a float column, beyond the float range: infinite). A NaN or a time that
+        is no number is refused in one line (against a float column, NaN sampled nothing,
+        and None or a string was read as NaN or parsed)."""
         t = np.asarray(times)
         dtype = self.adj.time.dtype
-        if t.dtype == dtype:
-            return np.ascontiguousarray(t)
         if dtype.kind in "iu":
-            return _integer_times(t, dtype)
+            return np.ascontiguousarray(t) if t.dtype == dtype else _integer_times(t, dtype)
+        if t.dtype.kind == "O":               # Python ints beyond int64, mixed objects
+            try:
+                t = np.array([as_float(x) for x in t.ravel()], float).reshape(t.shape)
+            except (TypeError, ValueError):
+                t = t.astype(str)
+        if t.dtype.kind not in "iuf" or (t.dtype.kind == "f" and np.isnan(t).any()):
+            raise GraphsysError("event times must be numbers, not NaN")
         with np.errstate(over="ignore"):      # beyond float32: +-inf, still ordered
             out = np.ascontiguousarray(t, dtype=dtype)
-        if t.dtype.kind in "iuf":
-            low = out < t                     # rounded down: the next value up
-            out[low] = np.nextafter(out[low], np.inf, dtype=dtype)
+        low = out < t                         # rounded down: the next value up
+        out[low] = np.nextafter(out[low], np.inf, dtype=dtype)
         return out
 
     def sample_hop(self, nodes, times, fanout: int, rng_seed: int = 0, *,

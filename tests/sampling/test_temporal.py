@@ -220,6 +220,15 @@ def test_times_beyond_the_column_type_keep_their_order(tmp_path):
                         1e300]).tolist() == [2, 2, 1, 0, 2]
     with pytest.raises(GraphsysError, match="finite"):
         counts(ints, np.array(["x"], object))
+    # against float stamps: an integer past the float range is infinite (it raised a raw
+    # OverflowError), and NaN, None or a string is refused (NaN sampled nothing, "5" was
+    # parsed), as against integer stamps
+    f64 = pa.array([1.0, 2.0], pa.float64())
+    assert counts(f64, np.array([10**400, -10**400], object)).tolist() == [2, 0]
+    assert counts(f32, [10**400]).tolist() == [2]
+    for bad in ([np.nan], [None], ["5"], np.array([np.nan], np.float32)):
+        with pytest.raises(GraphsysError, match="numbers, not NaN"):
+            counts(f32, bad)
 
 
 @pytest.mark.parametrize("strategy", ["recent", "uniform"])
