@@ -96,7 +96,8 @@ class Events:
     """The events of a graph in time order: ``src``, ``dst`` (int64), ``time`` (the
     column's dtype), ``eid`` (int64 edge ids), ``raw`` float32 (E, r) features (the
     columns :func:`feature_columns` picks, each scaled by its largest magnitude; ``columns``
-    names them), and the ``graph`` they come from."""
+    names them), the ``graph`` they come from, and whether its edge set is ``undirected``
+    (each edge one event)."""
 
     def __init__(self, graph: Graph, edge_features: list[str] | None = None):
         if len(graph.entity_types) != 1:
@@ -138,7 +139,7 @@ class Events:
             self.raw_by_eid[:, j] = col / self.scales[j]
         self.raw = self.raw_by_eid[self.eid]
         self.origin = self.time[0]
-        self.graph, self.num_nodes = graph, graph.num_nodes()
+        self.graph, self.num_nodes, self.undirected = graph, graph.num_nodes(), es.undirected
 
     def seconds(self, t: np.ndarray) -> np.ndarray:
         """Times as float64 offsets from the first event (what the time encodings see),
@@ -380,13 +381,18 @@ class EventStream:
 def held_out_negatives(ev: Events, split, cfg: TrainConfig) -> dict[str, np.ndarray]:
     """TGB's fixed negatives (:func:`~graphsys.gnn.temporal_eval.tgb_negatives`) of the
     validation and the test events, ``{"valid": (V, M), "test": (T, M)}``, drawn from
-    seeds derived from ``cfg.seed``; ``{}`` under the sampled protocol."""
+    seeds derived from ``cfg.seed``; ``{}`` under the sampled protocol. Of an undirected
+    edge set's events (each edge once, :class:`Events`) the history and the candidates
+    read each event both ways: a node's training partners, and every end of an event."""
     if cfg.eval_protocol != "tgb":
         return {}
-    train = split[0]
-    return {name: tgb_negatives(ev.src, ev.dst, ev.time, train, mask, cfg.link_eval_negatives,
+    src, dst, time, (train, *held) = ev.src, ev.dst, ev.time, split
+    if ev.undirected:
+        src, dst, time = np.r_[ev.src, ev.dst], np.r_[ev.dst, ev.src], np.r_[time, time]
+        train, held = np.r_[train, train], [np.r_[m, np.zeros_like(m)] for m in held]
+    return {name: tgb_negatives(src, dst, time, train, mask, cfg.link_eval_negatives,
                                 derive_seed(cfg.seed, 104729, which))
-            for name, which, mask in (("valid", 1, split[1]), ("test", 2, split[2]))}
+            for name, which, mask in (("valid", 1, held[0]), ("test", 2, held[1]))}
 
 
 def stream_held_out(stream: EventStream, split, cfg: TrainConfig,

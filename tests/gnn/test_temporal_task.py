@@ -106,6 +106,21 @@ def test_an_undirected_edge_is_one_event(tmp_path):
     ends = sorted(zip(g.to_original(ev.src).tolist(), g.to_original(ev.dst).tolist()))
     assert [sorted(p) for p in ends] == [[0, 1], [1, 2], [2, 3], [3, 3]]
     assert ev.time.tolist() == [5, 7, 8, 9]
+    # TGB's candidates and history read each event both ways: on a star around node 9 every
+    # kept copy is (leaf, 9), so a pool of its destinations was {9}, the true answer, and
+    # every negative slot empty (a rank of 1 for any model)
+    from graphsys.gnn.temporal_task import event_split, held_out_negatives
+
+    leaves = np.arange(18) % 9
+    star = graphsys.from_arrow(pa.table({"src": leaves, "dst": np.full(18, 9),
+                                         "timestamp": np.arange(18)}), tmp_path / "star",
+                               edge_columns=["timestamp"], undirected=True)
+    ev = Events(star)
+    cfg = TrainConfig(task="temporal-link", eval_protocol="tgb", link_eval_negatives=4,
+                      link_val_fraction=0.2, link_test_fraction=0.2)
+    neg = held_out_negatives(ev, event_split(ev, cfg), cfg)
+    for name, rows in neg.items():
+        assert rows.shape[1] == 4 and (rows >= 0).all(), name
     with pytest.raises(GraphsysError, match="at least 3 events, .* has 2"):
         Events(graphsys.from_arrow(pa.table({"src": [0, 1], "dst": [1, 2],
                                              "timestamp": [1, 2]}), tmp_path / "two",
