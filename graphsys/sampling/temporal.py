@@ -12,8 +12,8 @@ binary search. Two strategies, as PyG's ``temporal_strategy``:
 * ``"recent"``: the ``k`` latest candidates (ties in time broken by edge id, later first),
   what TGN's ``LastNeighborLoader`` keeps;
 * ``"uniform"``: ``k`` distinct candidates drawn uniformly (Floyd's algorithm), from a
-  random stream keyed by ``(rng_seed, node, t)``: an event's draw does not depend on the
-  other events of its batch.
+  random stream keyed by ``(rng_seed, node, t)`` (a float ``t`` by its bits): an event's
+  draw does not depend on the other events of its batch.
 
 Numba-parallel over the events (``prange``), or serial for a loader's worker threads.
 
@@ -50,10 +50,11 @@ from graphsys.threads import apply_thread_policy
 STRATEGIES = ("recent", "uniform")
 
 
-def _pick(indptr, indices, time, eid, nodes, times, k, recent, rng_seed, out_nbr, out_t,
-          out_eid, out_count):
+def _pick(indptr, indices, time, eid, nodes, times, keys, k, recent, rng_seed, out_nbr,
+          out_t, out_eid, out_count):
     """Row ``i`` of the outputs: up to ``k`` events of ``nodes[i]`` stamped before
-    ``times[i]``, oldest first; unused slots hold -1 (``out_t``: 0)."""
+    ``times[i]``, oldest first, a uniform draw from the stream of ``(rng_seed, keys[i],
+    node)``; unused slots hold -1 (``out_t``: 0)."""
     for i in prange(nodes.shape[0]):
         v = nodes[i]
         lo, hi = indptr[v], indptr[v + 1]
@@ -81,7 +82,7 @@ def _pick(indptr, indices, time, eid, nodes, times, k, recent, rng_seed, out_nbr
                 out_t[i, j] = time[p]
                 out_eid[i, j] = eid[p]
             continue
-        state = K._stream_j(rng_seed ^ np.int64(t), v)
+        state = K._stream_j(rng_seed ^ keys[i], v)
         chosen = out_eid[i]               # Floyd: c distinct offsets in [0, avail)
         for q in range(c):
             state, u = K._uniform_j(state)
@@ -131,6 +132,16 @@ def temporal_adjacency(graph: Graph, edge_set: str | None = None, *,
     ([2, 0], [10, 30])
     """
     return views.view(graph, "temporal", edge_set=edge_set, memory_limit=memory_limit)
+
+
+def _time_keys(t: np.ndarray) -> np.ndarray:
+    """int64 (S,) stream keys of event times, one per distinct time: an integer time
+    itself, a float time's float64 bits (-0.0 read as 0.0). A float time cut to an integer
+    keyed every event of a node at times in [0, 1) to one stream: their uniform draws
+    were the same offsets."""
+    if t.dtype.kind in "iu":
+        return t.astype(np.int64)
+    return np.ascontiguousarray(t.astype(np.float64) + 0.0).view(np.int64)
 
 
 def _fanout(value) -> int:
@@ -380,8 +391,8 @@ class TemporalNeighborSampler(Sampler):
         kernel = _pick_par if run_parallel(parallel) and (
             parallel or s * fanout >= PARALLEL_MIN_PICKS) else _pick_ser
         kernel(self.adj.indptr, self.adj.indices, self.adj.time, self.adj.eid, nodes, t,
-               fanout, self.strategy == "recent", np.int64(rng_seed & ((1 << 63) - 1)),
-               nbr, et, eid, count)
+               _time_keys(t), fanout, self.strategy == "recent",
+               np.int64(rng_seed & ((1 << 63) - 1)), nbr, et, eid, count)
         return TemporalNeighbors(nodes, t, nbr, et, eid, count)
 
     def sample(self, nodes, times, rng_seed: int = 0, *, parallel: bool | None = None

@@ -100,6 +100,23 @@ def test_uniform_is_uniform_and_keyed_by_event(tmp_path):
     assert counts.sum() == 1200 and np.abs(freq - 1 / len(want)).max() < 0.06
 
 
+def test_uniform_draws_of_float_times_differ_by_time(tmp_path):
+    """A float time was cut to an integer for the stream key: every event of node 0 at
+    times in [0, 1), over the same 100 earlier events, drew the same 5 of them."""
+    g = graphsys.from_arrow(pa.table({"src": np.zeros(100, np.int64),
+                                      "dst": np.arange(1, 101),
+                                      "timestamp": -np.arange(1.0, 101.0)}),
+                            tmp_path / "f", edge_columns=["timestamp"])
+    sampler = TemporalNeighborSampler(g, 5, strategy="uniform")
+    times = np.arange(1, 10) / 10
+    hop = sampler.sample_hop(np.zeros(9, np.int64), times, 5, rng_seed=3)
+    assert len({tuple(r) for r in hop.eid.tolist()}) == 9
+    again = sampler.sample_hop([0, 0], [times[4], -0.0], 5, rng_seed=3)
+    assert (again.eid[0] == hop.eid[4]).all()                 # keyed by the event alone
+    zero = sampler.sample_hop([0], [0.0], 5, rng_seed=3)
+    assert (again.eid[1] == zero.eid[0]).all()                # -0.0 is 0.0
+
+
 def test_stored_index_equals_ram_build_and_is_checked(tmp_path):
     g, *_ = _graph(tmp_path, 4)
     ram = temporal_adjacency(g)
