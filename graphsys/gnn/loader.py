@@ -380,9 +380,10 @@ class NodeLoader:
         its seeds and their times, and ``batch.extra["time"]`` holds the times.
     batch_time : bool, optional
         With ``links`` and ``times``: a batch's seeds are its distinct nodes, each sampled
-        once at the batch's first link's time (a time-ordered stream's batch, read as of
-        its first event: :func:`pair_seeds`' ``query_time``); default False: each end at
-        its own link's time.
+        once at the batch's earliest link's time (a time-ordered stream's batch, read as
+        of its first event: :func:`pair_seeds`' ``query_time``; shuffled or not, no link
+        sees an edge at or after its own time); default False: each end at its own link's
+        time.
     batch_size : int, optional
         Seeds per batch (default 512); the last batch of an epoch may be smaller.
     shuffle : bool, optional
@@ -699,7 +700,7 @@ class NodeLoader:
         if neg is None:
             return seeds, times, {} if times is None else {"time": times}
         seeds, times, extra = pair_seeds(seeds[:, 0], seeds[:, 1], neg, times,
-                                         times[0] if self.batch_time and len(at) else None)
+                                         times.min() if self.batch_time and len(at) else None)
         return seeds, times, dict(extra, link=at)
 
     def _batch(self, order, epoch: int, i: int, key: int = 0) -> MiniBatch:
