@@ -7,7 +7,8 @@ Every test triple ``(h, r, t)`` is ranked on both sides, by tail prediction of
 of :mod:`graphsys.ranking` (ties half, NaN worst; NaN metrics for no triple). Candidates
 are every entity of the type, or ``N`` entities sampled uniformly and shared by a batch of
 :data:`EVAL_BATCH` triples; *filtered* removes every other candidate that forms a true
-triple in any edge set of the graph. The protocols and when each applies: ``docs/embed.md``.
+triple in any edge set of the graph (as the graph now holds it: a deleted triple is
+none). The protocols and when each applies: ``docs/embed.md``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from graphsys.embed.embeddings import Embeddings
 from graphsys.errors import ParameterError, check_count
 from graphsys.ranking import protocol, rank_metrics, ranks
 from graphsys.storage.graph import Graph
-from graphsys.storage.triples import KnownAnswers, triples
+from graphsys.storage.triples import KnownAnswers, known_triples, triples
 
 EVAL_BATCH = 500
 KS = (1, 3, 10)  # the k of the hits@k that evaluate reports
@@ -152,12 +153,9 @@ def evaluate(emb: Embeddings, graph: Graph, edge_set: str, *, filtered: bool = T
     m = max(graph.num_nodes(t) for t in graph.entity_types) + 1
     filt_tail = filt_head = None
     if filtered:
-        every = [triples(graph, name) for name in graph.edge_sets]
-        h = np.concatenate([x.h for x in every])
-        r = np.concatenate([x.r for x in every])
-        t = np.concatenate([x.t for x in every])
-        filt_tail = KnownAnswers(r * m + h, t, m)
-        filt_head = KnownAnswers(r * m + t, h, m)
+        known = known_triples(graph)
+        filt_tail = KnownAnswers(known.r * m + known.h, known.t, m)
+        filt_head = KnownAnswers(known.r * m + known.t, known.h, m)
     rels = emb.relations
     lhs_of = np.array([emb.entity_types.index(x["lhs"]) for x in rels])
     rhs_of = np.array([emb.entity_types.index(x["rhs"]) for x in rels])

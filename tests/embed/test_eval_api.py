@@ -177,3 +177,19 @@ def test_bad_filter_and_seed_are_refused_in_one_line(trained, kg4):
     for bad in (-1, "x"):                  # raised inside NumPy's generator
         with pytest.raises(ParameterError, match="^seed"):
             evaluate(trained, open_graph(kg4), "test", candidates=5, seed=bad)
+
+
+def test_a_deleted_triple_is_not_filtered_as_known(tmp_path):
+    # the filters read every edge set as stored: after delete_edges(0 -> 2), tail 2 of
+    # (0, r, ?) was still left out as a known fact (scored -inf, ranked last); it is none
+    import graphsys
+    from graphsys.embed import train
+    from graphsys.storage.changes import delete_edges
+    graphsys.from_numpy([0, 1, 2, 3, 0], [1, 2, 3, 0, 2], tmp_path / "g")
+    delete_edges(tmp_path / "g", [0], [2])
+    g = open_graph(tmp_path / "g")
+    emb = train(g, {"dimension": 4, "num_epochs": 1}, out=tmp_path / "ck").embeddings
+    ids, scores = emb.predict_tails(0, 0, k=3, filter=True)
+    assert set(ids[:2]) == {2, 3} and np.isfinite(scores[:2]).all() and ids[2] == 1
+    for side, anchor in (("rhs", 0), ("lhs", 2)):   # what evaluate's filter reads too
+        assert emb._known(True, side).answers(np.array([anchor]))[1].tolist() == [1]
