@@ -29,12 +29,11 @@ import json
 import math
 import re
 import textwrap
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from graphsys.config_values import check_type, parse_value
+from graphsys.config_values import check_type, parse_value, read_config_file
 from graphsys.device import DEVICES
 from graphsys.embed.model import COMPARATORS, LOSSES, OPERATORS
 from graphsys.errors import ConfigError, GraphsysError, ParameterError
@@ -434,9 +433,13 @@ def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]
         if len(parts) == 1:
             out[key] = value
         elif parts[0] == "entities" and len(parts) == 3:
-            out.setdefault("entities", {}).setdefault(parts[1], {})[parts[2]] = value
+            ents = _table_of(out, "entities", dict)
+            _table_of(ents, parts[1], dict, f"entities.{parts[1]}")[parts[2]] = value
         elif parts[0] == "relations" and len(parts) == 3:
-            rels = out.setdefault("relations", [])
+            rels = _table_of(out, "relations", list)
+            for k, entry in enumerate(rels):   # a string entry raised a raw AttributeError
+                if not isinstance(entry, dict):
+                    raise ConfigError(f"relations[{k}]: must be a table/object, got {entry!r}")
             if parts[1].isdigit():
                 k = int(parts[1])
                 if k >= len(rels):
@@ -453,19 +456,14 @@ def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]
     return out
 
 
-def load_raw(path: str | Path) -> dict[str, Any]:
-    """Read a ``.toml`` or ``.json`` config file into plain data."""
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read config ({exc.strerror})") from None
-    try:
-        if path.suffix.lower() == ".json":
-            return json.loads(text)
-        return tomllib.loads(text)
-    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"{path}: invalid {path.suffix.lstrip('.') or 'toml'}: {exc}") from None
+def _table_of(raw: dict[str, Any], key: str, kind: type, where: str | None = None):
+    """``raw[key]``, made an empty ``kind`` (dict or list) when missing, refused in one
+    line when it is something else (an override reaching into it raised a raw error)."""
+    value = raw.setdefault(key, kind())
+    if not isinstance(value, kind):
+        raise ConfigError(f"{where or key}: must be a {'table' if kind is dict else 'list'}, "
+                          f"got {value!r}")
+    return value
 
 
 def load_config(path: str | Path | None = None, overrides: list[str] | None = None, *,
@@ -480,7 +478,7 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
     if path is not None and Path(path).suffix.lower() == ".py":
         raise ConfigError(f"{path}: a PyTorch-BigGraph config; read it with "
                           f"graphsys.embed.load_config (it is matched to the graph)")
-    base = dict(raw) if raw is not None else load_raw(path) if path is not None else {}
+    base = dict(raw) if raw is not None else read_config_file(path) if path is not None else {}
     base.update({k: v for k, v in values.items() if v is not None})
     return config_from_dict(apply_overrides(base, overrides or []))
 

@@ -80,6 +80,27 @@ def test_bad_override_and_file(tmp_path):
     with pytest.raises(ConfigError, match="cannot read"):
         load_config(tmp_path / "missing.toml")
 
+    # raw UnicodeDecodeError / AttributeError before: a non-UTF-8 file, a JSON list
+    (tmp_path / "latin.toml").write_bytes(b'operator = "caf\xe9"\n')
+    with pytest.raises(ConfigError, match="latin.toml: cannot read the config"):
+        load_config(tmp_path / "latin.toml")
+    (tmp_path / "list.json").write_text("[1, 2]")
+    with pytest.raises(ConfigError, match="list.json: a config is a table of settings"):
+        load_config(tmp_path / "list.json")
+
+
+@pytest.mark.parametrize("raw, override, message", [
+    ({"relations": "x"}, "relations.0.weight=2", "^relations: must be a list"),
+    ({"relations": ["x"]}, "relations.r0.weight=2", r"^relations\[0\]: must be a table"),
+    ({"entities": "x"}, "entities.node.num_partitions=2", "^entities: must be a table"),
+    ({"entities": {"node": 4}}, "entities.node.num_partitions=2",
+     "^entities.node: must be a table"),
+])
+def test_an_override_into_a_malformed_table_is_refused_in_one_line(raw, override, message):
+    # each raised a raw TypeError or AttributeError while the override was applied
+    with pytest.raises(ConfigError, match=message):
+        load_config(raw=raw, overrides=[override])
+
 
 def test_graph_mismatch_names_the_key(kg4, tmp_path):
     from graphsys.embed import train
