@@ -89,6 +89,17 @@ def test_changed_config_refuses_to_resume(kg1, small, tmp_path):
               out=tmp_path / "c")  # test_resume_tuning.py), the model may not
 
 
+def test_a_model_larger_than_memory_is_refused_before_any_allocation(kg1, tmp_path):
+    # dimension or num_uniform_negs 10**12 raised the allocator's raw RuntimeError
+    # ("can't allocate memory: you tried to allocate 12000000000000 bytes")
+    for key in ("dimension", "num_uniform_negs"):
+        with pytest.raises(ConfigError, match="^dimension: .* needs at least .* of RAM"):
+            train(kg1, {"dimension": 4, key: 10 ** 12}, out=tmp_path / key)
+        assert not (tmp_path / key).exists()
+    # a batch larger than the edge set is not counted as such: it trains
+    train(kg1, {"dimension": 4, "batch_size": 10 ** 15}, out=tmp_path / "b")
+
+
 _CHILD = """
 import os, sys, torch
 torch.set_num_threads(int(os.environ.get("GRAPHSYS_TEST_THREADS", "1")))
