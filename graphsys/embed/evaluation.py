@@ -16,8 +16,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from graphsys.embed.checkpoint_files import check_graph
 from graphsys.embed.embeddings import Embeddings
-from graphsys.errors import ParameterError, check_count
+from graphsys.errors import GraphsysError, ParameterError, check_count
 from graphsys.ranking import protocol, rank_metrics, ranks
 from graphsys.storage.graph import Graph
 from graphsys.storage.triples import KnownAnswers, known_triples, triples
@@ -62,6 +63,26 @@ def protocol_name(filtered: bool, candidates: str | int | list) -> str:
         return " + ".join(protocol_name(filtered, c) for c in candidates)
     return protocol(None if candidates == "all" else int(candidates), filtered=filtered,
                     both_sides=True)
+
+
+def _require_graph_of(emb: Embeddings, graph: Graph) -> None:
+    """Refuse, in one line, a ``graph`` whose ids do not index ``emb``'s rows: one that
+    is not the graph the embeddings map ids with, nor a copy of it (the same entities in
+    the same partitions, :func:`~graphsys.embed.checkpoint_files.check_graph`). Another
+    ingest of the same triples was ranked with the wrong rows, reported as success.
+    Embeddings whose recorded graph is gone take ``graph``, as ``Embeddings.load(graph=)``."""
+    try:
+        if graph is emb.graph:
+            return
+    except GraphsysError:   # the recorded graph is gone (or not recorded): map with this one
+        emb._set_graph(graph)
+        return
+    grown = check_graph(emb.meta, graph, emb.path, grown=True)
+    if grown != emb._grown or any(graph.num_nodes(t) != emb.num_entities(t)
+                                  for t in emb.entity_types):
+        raise GraphsysError(f"{emb.path}: the graph {graph.path} has other entities than the "
+                            f"graph {emb.graph.path} these embeddings map ids with; load "
+                            f"them with graph={graph.path} (Embeddings.load)")
 
 
 def evaluate(emb: Embeddings, graph: Graph, edge_set: str, *, filtered: bool = True,
@@ -112,7 +133,8 @@ def evaluate(emb: Embeddings, graph: Graph, edge_set: str, *, filtered: bool = T
     Raises
     ------
     GraphsysError
-        Embeddings without relation operators, or an unknown edge set.
+        Embeddings without relation operators, an unknown edge set, or a graph whose
+        entities are not those the embeddings were loaded with.
     ParameterError
         ``candidates`` neither ``"auto"``, ``"all"`` nor a positive integer.
 
@@ -149,6 +171,7 @@ def evaluate(emb: Embeddings, graph: Graph, edge_set: str, *, filtered: bool = T
         candidates = check_count("candidates", candidates)
     seed = check_count("seed", seed, minimum=0)   # -1 or "x" raised in NumPy's generator
     emb.require_relations("link-prediction evaluation")
+    _require_graph_of(emb, graph)
     test = triples(graph, graph.edge_set(edge_set).name)
     m = max(graph.num_nodes(t) for t in graph.entity_types) + 1
     filt_tail = filt_head = None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -193,3 +195,23 @@ def test_a_deleted_triple_is_not_filtered_as_known(tmp_path):
     assert set(ids[:2]) == {2, 3} and np.isfinite(scores[:2]).all() and ids[2] == 1
     for side, anchor in (("rhs", 0), ("lhs", 2)):   # what evaluate's filter reads too
         assert emb._known(True, side).answers(np.array([anchor]))[1].tolist() == [1]
+
+
+def test_a_graph_other_than_the_embeddings_is_refused(trained, kg1, kg4, tmp_path):
+    # the same triples ingested into 1 partition instead of 4 have other internal ids:
+    # evaluate ranked them with the wrong rows and reported MRR 0.03 for a 0.95 model
+    from graphsys.errors import GraphsysError
+    with pytest.raises(GraphsysError, match="had 200 nodes in 4 partitions"):
+        evaluate(trained, open_graph(kg1), "test")
+    # the training graph opened again is fine, and so is a copy of it once the
+    # recorded one is gone (the embeddings then map ids with the graph given)
+    want = evaluate(trained, open_graph(kg4), "test", candidates=7)
+    import shutil
+    shutil.copytree(kg4, tmp_path / "kg")
+    shutil.copytree(trained.path, tmp_path / "ck")
+    meta = json.loads((tmp_path / "ck" / "checkpoint.json").read_text())
+    meta["graph"] = str(tmp_path / "gone")
+    (tmp_path / "ck" / "checkpoint.json").write_text(json.dumps(meta))
+    got = evaluate(Embeddings.load(tmp_path / "ck"), open_graph(tmp_path / "kg"), "test",
+                   candidates=7)
+    assert got == want
