@@ -215,3 +215,11 @@ def test_a_graph_other_than_the_embeddings_is_refused(trained, kg1, kg4, tmp_pat
     got = evaluate(Embeddings.load(tmp_path / "ck"), open_graph(tmp_path / "kg"), "test",
                    candidates=7)
     assert got == want
+
+
+def test_export_tsv_refuses_one_path_for_both_files(trained, tmp_path):
+    # entities written, then replaced by the relations: the entities were lost silently
+    from graphsys.errors import GraphsysError
+    with pytest.raises(GraphsysError, match="both name .*same.tsv"):
+        trained.export_tsv(tmp_path / "same.tsv", tmp_path / "./same.tsv")
+    assert not (tmp_path / "same.tsv").exists()
