@@ -249,6 +249,18 @@ class EmbedConfig:
 
     # -- validation -------------------------------------------------------------------------
     def __post_init__(self) -> None:
+        # nested entries given as tables (EmbedConfig(relations=[{"name": "r0"}])) are read
+        # as config_from_dict reads them; they raised a raw AttributeError in validate
+        if not isinstance(self.relations, list):
+            raise ConfigError(f"relations: must be a list of tables, got {self.relations!r}")
+        if not isinstance(self.entities, dict):
+            raise ConfigError(f"entities: must be a table, got {self.entities!r}")
+        self.relations = [r if isinstance(r, RelationConfig) else
+                          _sub(RelationConfig, f"relations[{k}]", r)
+                          for k, r in enumerate(self.relations)]
+        self.entities = {n: e if isinstance(e, EntityConfig) else
+                         _sub(EntityConfig, f"entities.{n}", e)
+                         for n, e in self.entities.items()}
         self.validate()
 
     def _check_grouping(self) -> None:
@@ -313,7 +325,7 @@ class EmbedConfig:
             if not isinstance(getattr(self, key), bool) and not (
                     key == "cuda_graphs" and self.cuda_graphs is None):
                 raise ConfigError(f"{key}: must be true or false, got {getattr(self, key)!r}")
-        for key in ("graph", "edges", "checkpoint_path"):
+        for key in ("graph", "edges", "checkpoint_path", "init_from"):
             if getattr(self, key) is not None and not isinstance(getattr(self, key), str):
                 raise ConfigError(f"{key}: must be a string, got {getattr(self, key)!r}")
         self._check_grouping()
@@ -406,16 +418,7 @@ def config_from_dict(raw: dict[str, Any]) -> EmbedConfig:
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise ConfigError(f"{key}: unknown key{hint}; the keys are listed by "
                               f"`graphsys embed train -h`")
-        if key == "relations":
-            if not isinstance(value, list):
-                raise ConfigError(f"relations: must be a list of tables, got {value!r}")
-            kwargs[key] = [_sub(RelationConfig, f"relations[{k}]", v) for k, v in enumerate(value)]
-        elif key == "entities":
-            if not isinstance(value, dict):
-                raise ConfigError(f"entities: must be a table, got {value!r}")
-            kwargs[key] = {n: _sub(EntityConfig, f"entities.{n}", v) for n, v in value.items()}
-        else:
-            kwargs[key] = check_type(key, value, str(fields[key].type))
+        kwargs[key] = check_type(key, value, str(fields[key].type))  # nested: __post_init__
     return EmbedConfig(**kwargs)
 
 

@@ -213,3 +213,22 @@ def test_shipped_fb15k_237_config_loads():
     assert cfg.operator == "complex_diagonal" and cfg.regularization_coef > 0
     assert cfg.comparator == "dot" and cfg.loss_fn == "softmax"
     assert cfg.all_negs and cfg.embedding_adagrad == "element"
+
+
+def test_nested_entries_given_as_tables_to_the_dataclass():
+    # EmbedConfig(relations=[{...}]) raised a raw AttributeError ('dict' object has no
+    # attribute 'name'); it now reads them as config_from_dict does, and round-trips
+    from graphsys.embed import EmbedConfig
+    from graphsys.embed.config import EntityConfig, RelationConfig
+    cfg = EmbedConfig(relations=[{"name": "r0", "weight": 2}],
+                      entities={"node": {"num_partitions": 4}})
+    assert cfg.relations == [RelationConfig(name="r0", weight=2.0)]
+    assert cfg.entities == {"node": EntityConfig(num_partitions=4)}
+    assert EmbedConfig(**cfg.to_json()) == cfg
+    for kw, message in ((dict(relations="r0"), "^relations: must be a list"),
+                        (dict(entities={"node": 4}), "^entities.node: must be a table"),
+                        (dict(entities=["node"]), "^entities: must be a table"),
+                        (dict(relations=[{"name": "r0", "zz": 1}]), r"^relations\[0\].zz"),
+                        (dict(init_from=3), "^init_from: must be a string")):  # was accepted
+        with pytest.raises(ConfigError, match=message):
+            EmbedConfig(**kw)
