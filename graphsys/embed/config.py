@@ -183,9 +183,9 @@ class EmbedConfig:
                                     "to training degree (0 = uniform, as PBG)", default=0.0)
     # -- scheduling -------------------------------------------------------------------------
     bucket_order: str = _h("bucket order: " + ", ".join(BUCKET_ORDERS), default="inside_out")
-    buffer_partitions: int | None = _h("partitions held in memory (default: all, or what "
-                                       "memory_budget allows); others are swapped to disk",
-                                       default=None)
+    buffer_partitions: int | None = _h("partitions held in memory (default: all; never more "
+                                       "than memory_budget allows); others are swapped to "
+                                       "disk", default=None)
     memory_budget: str | int | None = _h("bytes for resident embeddings + Adagrad state, "
                                          "e.g. '2GB'", default=None)
     prefetch: bool = _h("load the next bucket's partitions and write back evicted ones in the "

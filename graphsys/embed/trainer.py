@@ -226,16 +226,14 @@ class Trainer(MinibatchStep):
                               f"needs at least {format_size(need)} of RAM, {format_size(have)} "
                               f"is available (lower dimension, num_uniform_negs or batch_size,"
                               f" or ingest the graph into more partitions)")
-        if cfg.buffer_partitions is not None:
-            cap = cfg.buffer_partitions
-        elif cfg.memory_budget is not None:
-            cap = cfg.budget_bytes() // max(per, 1)
-            if cap < min(2, self.P):
-                raise ConfigError(f"memory_budget: {cfg.memory_budget} holds {cap} partitions "
+        cap = self.P if cfg.buffer_partitions is None else cfg.buffer_partitions
+        if cfg.memory_budget is not None:   # both given: both hold (the budget was ignored)
+            fits = cfg.budget_bytes() // max(per, 1)
+            if fits < min(2, self.P):
+                raise ConfigError(f"memory_budget: {cfg.memory_budget} holds {fits} partitions "
                                   f"of {per} bytes; 2 are needed (raise it or use more "
                                   f"partitions)")
-        else:
-            cap = self.P
+            cap = min(cap, fits)
         return max(min(cap, self.P), min(2, self.P))
 
     def _prepare(self) -> tuple[int, dict[str, Any] | None]:

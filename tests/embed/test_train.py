@@ -72,6 +72,17 @@ def test_memory_budget_too_small_is_an_error(kg4, small, tmp_path):
         train(kg4, cfg, out=tmp_path / "m")
 
 
+def test_buffer_partitions_never_exceed_the_memory_budget(kg4, small, tmp_path):
+    # with both keys, buffer_partitions won and the budget was ignored: 4 resident
+    # partitions where the budget holds 2
+    from graphsys.embed.trainer import Trainer
+    per = 55 * (32 + 1) * 4          # the largest partition of kg4, d = 32, row Adagrad
+    cfg = load_config(None, small + [f"memory_budget={2 * per + 10}", "buffer_partitions=4"])
+    assert Trainer(cfg, open_graph(kg4), tmp_path / "b").capacity == 2
+    cfg = load_config(None, small + ["memory_budget=\"1GB\"", "buffer_partitions=3"])
+    assert Trainer(cfg, open_graph(kg4), tmp_path / "c").capacity == 3
+
+
 def test_cuda_without_gpu_is_a_clear_error(kg1, small, tmp_path):
     import torch
 
