@@ -62,9 +62,10 @@ class ChangeReport:
     kind : str
         ``delete``, ``update`` or ``compact``.
     pairs : int
-        The pairs asked for that the default view has (:func:`delete_nodes`: the distinct
-        pairs of the nodes' edges; :func:`~graphsys.storage.compact.compact`: the edge sets
-        folded).
+        The distinct pairs asked for that the default view has (a pair listed twice is one,
+        and so are both directions of an undirected one; :func:`delete_nodes`: the
+        distinct pairs of the nodes' edges; :func:`~graphsys.storage.compact.compact`: the
+        edge sets folded).
     edges : int
         Edges of the default view deleted or re-weighted (parallel edges each count; an
         undirected edge's two directions count two); compaction's: the edges it wrote.
@@ -149,9 +150,9 @@ def _present(g: Graph, es: EdgeSet, buckets: dict) -> tuple[dict, dict]:
 
 
 def _missing(g: Graph, src, s: np.ndarray, d: np.ndarray, found: dict, allow: bool,
-             what: str) -> int:
-    """How many requested pairs (the first ``len(src)`` of ``s``, ``d``) the view lacks;
-    refused in one line unless ``allow`` (then a warning)."""
+             what: str) -> np.ndarray:
+    """Which requested pairs (the first ``len(src)`` of ``s``, ``d``) the view lacks (bool
+    per pair); refused in one line unless ``allow`` (then a warning)."""
     n = len(src)
     bucket, keys = _locate(g, s[:n], d[:n])
     lacks = np.ones(n, bool)
@@ -170,7 +171,7 @@ def _missing(g: Graph, src, s: np.ndarray, d: np.ndarray, found: dict, allow: bo
                                                   f"(turn it on to {what} the others)")
         warnings.warn(f"{text}; " + ("the others were written" if count < n else
                                      "nothing was written"), stacklevel=3)
-    return count
+    return lacks
 
 
 def delete_edges(graph, src: Sequence, dst: Sequence, *, edge_set: str | None = None,
@@ -230,14 +231,23 @@ def _change_pairs(g: Graph, es: EdgeSet, kind: str, src, dst, weight, edge_set: 
         weight = None if weight is None else np.concatenate([weight, weight])
     buckets = _by_bucket(g, s, d, weight, line)
     found, matched = _present(g, es, buckets)
-    missing = _missing(g, src, s, d, found, allow_missing, kind)
+    lacks = _missing(g, src, s, d, found, allow_missing, kind)
+    missing = int(np.count_nonzero(lacks))
     kept = {b: (found[b], None if v is None else v[np.isin(k, found[b])])
             for b, (k, v) in buckets.items() if len(found[b])}
     if not kept:
         return ChangeReport(str(g.path), "", kind, 0, 0, missing)
     name = _write(g, es, kind, kept, matched, edge_set)
-    return ChangeReport(str(g.path), name, kind, len(src) - missing, sum(matched.values()),
-                        missing)
+    return ChangeReport(str(g.path), name, kind, _distinct_pairs(
+        g, es, s[:len(src)][~lacks], d[:len(src)][~lacks]), sum(matched.values()), missing)
+
+
+def _distinct_pairs(g: Graph, es: EdgeSet, s: np.ndarray, d: np.ndarray) -> int:
+    """The distinct pairs among ``s``, ``d``: a pair listed twice is one, and so are ``(1,
+    2)`` and ``(2, 1)`` on an undirected edge set."""
+    if es.undirected:
+        s, d = np.minimum(s, d), np.maximum(s, d)
+    return len(np.unique(s * g.num_nodes() + d))
 
 
 def delete_nodes(graph, nodes: Sequence, *, edge_set: str | None = None) -> ChangeReport:
@@ -256,8 +266,8 @@ def delete_nodes(graph, nodes: Sequence, *, edge_set: str | None = None) -> Chan
     Returns
     -------
     ChangeReport
-        ``pairs``: the distinct ``(src, dst)`` pairs of the nodes' edges; nothing is written
-        when they have none.
+        ``pairs``: the distinct pairs of the nodes' edges (counted as by
+        :func:`delete_edges`); nothing is written when they have none.
 
     Examples
     --------
@@ -287,7 +297,7 @@ def delete_nodes(graph, nodes: Sequence, *, edge_set: str | None = None) -> Chan
     if not buckets:
         return ChangeReport(str(g.path), "", "delete", 0, 0)
     name = _write(g, es, "delete", {b: (found[b], None) for b in buckets}, matched, edge_set)
-    return ChangeReport(str(g.path), name, "delete", sum(len(k) for k, _ in buckets.values()),
+    return ChangeReport(str(g.path), name, "delete", _distinct_pairs(g, es, s, d),
                         sum(matched.values()))
 
 

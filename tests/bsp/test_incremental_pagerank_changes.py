@@ -137,6 +137,24 @@ def test_personalized_pagerank_after_a_deletion(tmp_path):
     assert _l1(got, e.reference(False, {source: 1.0})) < 10 * TOL
 
 
+def test_the_python_function_starts_from_a_previous_result(tmp_path):
+    """``bsp.personalized_pagerank(g, [s], init=...)`` starts as ``graphsys run ppr
+    --init`` does (it took no ``init``, and its results recorded no run to start from);
+    several sources or weights, which a result does not record, refuse ``init``."""
+    e = Edges(tmp_path)
+    source = e.live[0][0]
+    before = bsp.personalized_pagerank(e.graph(), [source], tol=TOL, weighted=False)
+    e.delete([(a, b) for a, b, _ in e.live[0:200:25]])
+    got = bsp.personalized_pagerank(e.graph(), source, tol=TOL, weighted=False,
+                                    init=before.to_table())
+    assert got.stats.start == "delta", got.stats.method
+    assert _l1(got, e.reference(False, {source: 1.0})) < 10 * TOL
+    for weights in ([1.0], None):
+        with pytest.raises(graphsys.errors.ParameterError, match="^init starts a person"):
+            bsp.personalized_pagerank(e.graph(), [source] * (1 + (weights is None)),
+                                      weights=weights, init=before)
+
+
 def test_a_chain_of_two_changes(tmp_path):
     """A delta result after a deletion starts the next delta run after an update, a
     deletion and an append."""

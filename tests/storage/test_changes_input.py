@@ -115,6 +115,21 @@ def test_deleted_node_stays_isolated(tmp_path):
         delete_nodes(g.path, [999])
 
 
+@pytest.mark.parametrize("undirected", [False, True])
+def test_a_report_counts_each_pair_once(tmp_path, undirected):
+    """A pair listed twice is one pair (the command line said 'deleted 1 edge(s) (2
+    pair(s))'), and so are its two directions on an undirected graph."""
+    g = graphsys.from_numpy([1, 2, 3, 1, 1], [2, 3, 1, 3, 2], tmp_path / "g",
+                            weight=[1, 2, 3, 4, 5], undirected=undirected)
+    both = 2 if undirected else 1
+    gone = delete_edges(g.path, [1, 1, 2 if undirected else 1], [2, 2, 1 if undirected else 2])
+    assert (gone.pairs, gone.edges) == (1, 2 * both)
+    raised = update_weights(g.path, [3, 3], [1, 1], [5.0, 6.0])
+    assert (raised.pairs, raised.edges) == (1, 4 if undirected else 1)  # 3 -> 1, 1 -> 3
+    cut = delete_nodes(g.path, [3])
+    assert (cut.pairs, cut.edges) == ((2, 6) if undirected else (3, 3))
+
+
 def test_undirected_deletion_removes_both_directions(tmp_path):
     g = graphsys.from_numpy([1, 2, 3], [2, 3, 1], tmp_path / "g", undirected=True)
     delete_edges(g.path, [2], [1])

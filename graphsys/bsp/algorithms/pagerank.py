@@ -670,7 +670,7 @@ def pagerank(graph, *, damping: float = 0.85, tol: float = 1e-6, max_iters: int 
                              device_budget=device_budget)
 
 
-@document_options()
+@document_options(*ENGINE_OPTIONS, "init")
 @fill_doc(pagerank_parameters=_PAGERANK_PARAMETERS,
           references=cite("pagerank", "ligra"))
 def personalized_pagerank(graph, sources, *, weights=None, damping: float = 0.85,
@@ -681,13 +681,15 @@ def personalized_pagerank(graph, sources, *, weights=None, damping: float = 0.85
                           threads: int | None = None, edge_set: str | None = None,
                           distributed: bool = False, progress: bool | Callable | None = None,
                           readahead: int = 4, dense_divisor: float = DENSE_DIVISOR,
-                          fuse: bool = True) -> Result:
+                          fuse: bool = True, init=None) -> Result:
     """PageRank teleporting to chosen source nodes instead of uniformly.
 
     The same iteration as :func:`pagerank` with the teleport vector :math:`p` put on
     ``sources`` (in proportion to ``weights``); dangling mass follows the same
     distribution, as ``networkx.pagerank(G, personalization=...)`` does; edge weights
-    steer the walk as in :func:`pagerank` (``weighted``).
+    steer the walk as in :func:`pagerank` (``weighted``). A run from one source without
+    ``weights`` is ``graphsys run ppr --source``'s: its result records its run, so that
+    it can start the next (``init``).
 
     Parameters
     ----------
@@ -709,6 +711,7 @@ def personalized_pagerank(graph, sources, *, weights=None, damping: float = 0.85
     ------
     ParameterError
         ``sources`` empty, or a bad ``damping``, ``tol`` or engine option.
+        ``init`` with several sources or with ``weights``.
     GraphsysError
         A source id that is not a node of the graph, or ``weights`` negative, NaN,
         infinite, all zero or not one per source (finite weights of any magnitude are
@@ -733,6 +736,16 @@ def personalized_pagerank(graph, sources, *, weights=None, damping: float = 0.85
     if src.size == 0:
         raise ParameterError("sources", "must hold at least one node id (personalized "
                                         "pagerank)")
+    if src.size == 1 and weights is None:
+        return PPR_SPEC.run(graph, src.tolist()[0], damping=damping, tol=tol,
+                            max_iters=max_iters, sum_dtype=sum_dtype, weighted=weighted,
+                            store_index=store_index, init=init, mode=mode, device=device,
+                            backend=backend, threads=threads, distributed=distributed,
+                            progress=progress, edge_set=edge_set, readahead=readahead,
+                            dense_divisor=dense_divisor, fuse=fuse)
+    if init is not None:
+        raise ParameterError("init", "starts a personalized pagerank of one source without "
+                                     "weights (the runs a result records)")
     idx = graph.to_internal(list(src.tolist()))
     w = teleport_weights(np.ones(len(idx)) if weights is None else weights,
                          "personalization weights")
