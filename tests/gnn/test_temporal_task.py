@@ -155,6 +155,16 @@ def test_refusals(tmp_path):
         TrainConfig(model="tgn")
     with pytest.raises(ParameterError, match="fanouts"):
         TrainConfig(task="temporal-link", fanouts=[10, 5])
+    # options the task would ignore: a random split (its split is by time), a neighbour
+    # strategy where no neighbour is read
+    with pytest.raises(ParameterError, match="link_split random does not apply"):
+        TrainConfig(task="temporal-link", link_split="random")
+    for kw in ({"task": "temporal-link", "model": "jodie"}, {"task": "node"},
+               {"task": "link"}):
+        with pytest.raises(ParameterError, match="temporal_strategy applies to task"):
+            TrainConfig(temporal_strategy="uniform", **kw)
+    assert TrainConfig(task="temporal-link", model="tgat", temporal_strategy="uniform",
+                       link_split="time").link_split == "time"
     plain = graphsys.from_numpy([0, 1, 2], [1, 2, 0], tmp_path / "plain")
     with pytest.raises(GraphsysError, match="edge column 'timestamp'"):
         train(plain, TrainConfig(task="temporal-link", epochs=1))
