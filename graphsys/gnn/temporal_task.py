@@ -33,7 +33,8 @@ is ranked against candidate destinations under ``eval_protocol``:
 
 * ``"sampled"`` (default): ``link_eval_negatives`` uniform candidates drawn from a seed
   fixed per split (the same at every evaluation and for every model), protocol
-  ``sampled@N, raw`` (candidates that are true destinations are not filtered out);
+  ``sampled@N, raw`` (candidates that are true destinations are not filtered out), or
+  for -1 every node but the event's own destination, ``full, raw``;
 * ``"tgb"``: TGB's (:mod:`graphsys.gnn.temporal_eval`): ``link_eval_negatives`` fixed
   negatives per event, half historical (the source's training destinations) and half
   random, filtered of the query's true destinations, drawn once and saved in the
@@ -193,17 +194,22 @@ def eval_candidates(num_events: int, num_nodes: int, negatives: int, seed: int, 
 
 
 def held_out_candidates(num_events: int, num_nodes: int, which: int, cfg: TrainConfig,
-                        negatives: np.ndarray | None = None):
+                        negatives: np.ndarray | None = None, dst: np.ndarray | None = None):
     """The candidates of a held-out split's events in :func:`eval_candidates`' layout
     (ranked ones, then one uniform negative for AP / AUC): ``cfg``'s uniform ones, or TGB's
     ``negatives`` (H, M) beside the extra one; and which slots are empty (TGB's ``-1``,
-    given node 0 there, to score and then mask: NaN scores in :func:`event_metrics`)."""
+    given node 0 there, to score and then mask: NaN scores in :func:`event_metrics`). With
+    every node a candidate (``link_eval_negatives=-1``) each event's own destination
+    ``dst`` is an empty slot: a true answer is ranked among the other nodes (it tied with
+    itself, so a perfect model ranked 1.5)."""
     if negatives is None:
         cand = eval_candidates(num_events, num_nodes, cfg.link_eval_negatives, cfg.seed, which)
     else:
         extra = eval_candidates(num_events, num_nodes, 0, cfg.seed, which)
         cand = np.concatenate([negatives, extra], axis=1)
     empty = cand < 0
+    if negatives is None and cfg.link_eval_negatives == -1 and dst is not None:
+        empty[np.arange(num_events), dst] = True
     return np.where(empty, 0, cand), empty
 
 
@@ -361,7 +367,7 @@ class EventStream:
         training events' mask ``train``, the new-node events' figures too."""
         idx_all = np.flatnonzero(mask)
         cand_all, empty = held_out_candidates(len(idx_all), self.ev.num_nodes, which, cfg,
-                                              negatives)
+                                              negatives, self.ev.dst[idx_all])
         pos_all, neg_all = [], []
         self.model.eval()
         with torch.no_grad():

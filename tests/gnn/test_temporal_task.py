@@ -148,6 +148,23 @@ def test_stamps_further_apart_than_int64_keep_their_gaps(tmp_path, monkeypatch):
     assert gaps and all((gap > 0).all() for gap in gaps)
 
 
+def test_full_ranking_leaves_the_true_destination_out():
+    """link_eval_negatives=-1 ranks among every node: the event's own destination was one
+    of them, tying with itself, so a model scoring each true destination highest got rank
+    1.5 and MRR 0.667 (full ranking: 1, the positive among the other nodes)."""
+    from graphsys.gnn.temporal_task import event_metrics, held_out_candidates
+
+    cfg = TrainConfig(task="temporal-link", link_eval_negatives=-1)
+    dst = np.array([1, 2])
+    cand, empty = held_out_candidates(2, 4, 1, cfg, dst=dst)
+    assert cand.shape == (2, 5) and empty[:, :4].tolist() == [[False, True, False, False],
+                                                              [False, False, True, False]]
+    node_score = np.array([[0.0, 3.0, 1.0, 2.0], [0.0, 1.0, 3.0, 2.0]])   # dst highest
+    neg = np.concatenate([node_score, np.zeros((2, 1))], axis=1)
+    neg[empty] = np.nan
+    assert event_metrics(np.array([3.0, 3.0]), neg, [1])["mrr"] == 1.0
+
+
 def test_refusals(tmp_path):
     with pytest.raises(ParameterError, match="tgn"):
         TrainConfig(task="temporal-link", model="gcn")
