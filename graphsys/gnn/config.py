@@ -413,8 +413,9 @@ class TrainConfig:
     edge_features : list of str, optional
         ``task="temporal-link"``: the numeric edge columns that are each event's features
         (TGN's messages, the attention's edge input of TGN and TGAT), each scaled by its
-        largest magnitude. None (default): every ``feature_*`` column when the edge set has
-        any (the JODIE format's), else the edge weight when it has one; ``[]``: none.
+        largest magnitude over the training events. None (default): every ``feature_*``
+        column when the edge set has any (the JODIE format's), else the edge weight when
+        it has one; ``[]``: none.
 
     Examples
     --------
