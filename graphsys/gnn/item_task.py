@@ -120,8 +120,9 @@ def rank_metrics(item_emb: torch.Tensor, user_items: list[np.ndarray],
     ``(user, item)`` rows (int (M, 2); a repeated row counts once). The query of user ``u``
     is the normalised mean of ``user_items[u]``'s unit embeddings, item ``j`` scores
     ``<query, unit(z_j)> + bias[j]``, and the items in ``user_items[u]`` and ``exclude[u]``
-    other than the targets are not ranked; each target ranks by
-    :func:`graphsys.ranking.ranks`, the user's other targets competing. ``hits@k`` and MRR
+    other than the user's targets are not ranked; each target ranks by
+    :func:`graphsys.ranking.ranks`, the user's other targets competing (a target among
+    the known items too). ``hits@k`` and MRR
     are of each user's best-ranked target, ``recall@k`` the share of the user's targets
     within ``k``; each averaged over the users with a target."""
     unit = F.normalize(item_emb.float(), dim=1)
@@ -131,6 +132,7 @@ def rank_metrics(item_emb: torch.Tensor, user_items: list[np.ndarray],
         items = target[users]
     else:
         users, items = np.unique(target.reshape(-1, 2), axis=0).T   # grouped by user
+    lo, hi = np.searchsorted(users, users, "left"), np.searchsorted(users, users, "right")
     parts = []
     for a in range(0, len(users), 512):
         chunk, tchunk = users[a:a + 512], items[a:a + 512]
@@ -142,6 +144,7 @@ def rank_metrics(item_emb: torch.Tensor, user_items: list[np.ndarray],
         valid = torch.ones(scores.shape, dtype=torch.bool)
         for r, u in enumerate(chunk):
             valid[r, torch.from_numpy(np.concatenate([user_items[u], exclude[u]]))] = False
+            valid[r, torch.from_numpy(items[lo[a + r]:hi[a + r]])] = True   # its targets
         rows = torch.arange(len(chunk))
         tgt = torch.from_numpy(tchunk)
         valid[rows, tgt] = False                      # the target is not its own rival
