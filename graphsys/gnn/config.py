@@ -360,7 +360,7 @@ class TrainConfig:
         one entity type or two (:mod:`graphsys.gnn.link`); ``time``: the latest edges by
         the ``timestamp`` edge column (:func:`graphsys.gnn.link.edge_timestamps`). ``auto``
         (default): ``user`` on a graph whose relation joins two entity types, else
-        ``random``.
+        ``random``. Task ``temporal-link`` splits by time: ``auto`` or ``time``.
     link_val_fraction, link_test_fraction : float
         Link task, ``random``/``time`` splits: shares of the distinct edges held out for
         validation and test (defaults 0.05, 0.1).
@@ -402,7 +402,8 @@ class TrainConfig:
     temporal_strategy : {"recent", "uniform"}
         ``task="temporal-link"``: each event's ``fanouts[0]`` neighbours among the edges
         strictly before it, the most recent ones or uniform ones
-        (:class:`~graphsys.sampling.TemporalNeighborSampler`; default ``"recent"``).
+        (:class:`~graphsys.sampling.TemporalNeighborSampler`; default ``"recent"``);
+        ``"uniform"`` is refused where no neighbour is read (another task, model jodie).
     eval_protocol : {"sampled", "tgb"}
         ``task="temporal-link"``: each held-out event's destination ranked among
         ``link_eval_negatives`` uniform candidates, raw (``"sampled"``, default), or among
@@ -411,8 +412,9 @@ class TrainConfig:
     edge_features : list of str, optional
         ``task="temporal-link"``: the numeric edge columns that are each event's features
         (TGN's messages, the attention's edge input of TGN and TGAT), each scaled by its
-        largest magnitude. None (default): every ``feature_*`` column when the edge set has
-        any (the JODIE format's), else the edge weight when it has one; ``[]``: none.
+        largest magnitude over the training events. None (default): every ``feature_*``
+        column when the edge set has any (the JODIE format's), else the edge weight when
+        it has one; ``[]``: none.
 
     Examples
     --------
@@ -624,6 +626,11 @@ class TrainConfig:
             raise ParameterError("fanouts", f"does not apply to model jodie, which reads no "
                                             f"neighbours (its embedding is its memory "
                                             f"projected in time), got {self.fanouts!r}")
+        if self.temporal_strategy != "recent" and (self.task != "temporal-link"
+                                                   or self.model == JODIE):
+            raise ParameterError("temporal_strategy", "applies to task temporal-link with "
+                                                      "model tgn or tgat (jodie reads no "
+                                                      "neighbours)")
 
     def _check_rgcn(self) -> None:
         """The R-GCN settings: only with ``model="rgcn"``, which takes them (default
@@ -665,6 +672,11 @@ class TrainConfig:
     def _check_link_keys(self) -> None:
         """The link task's held-out-edge keys."""
         check_choice("link_split", self.link_split, LINK_SPLITS)
+        if self.task == "temporal-link" and self.link_split not in ("auto", "time"):
+            raise ParameterError("link_split", f"{self.link_split} does not apply to task "
+                                               f"temporal-link, whose split is by time "
+                                               f"(link_val_fraction and link_test_fraction, "
+                                               f"or valid_from and test_from)")
         for name in ("link_val_fraction", "link_test_fraction"):
             value = getattr(self, name)     # a string or None raised a raw TypeError
             if isinstance(value, bool) or not isinstance(value, Real) or not 0 <= value < 1:

@@ -112,21 +112,27 @@ def per_user(users: np.ndarray, items: np.ndarray, n_users: int) -> list[np.ndar
 def rank_metrics(item_emb: torch.Tensor, user_items: list[np.ndarray],
                  exclude: list[np.ndarray], target: np.ndarray, ks=(10,),
                  bias: torch.Tensor | None = None) -> dict[str, float]:
-    """``hits@k`` for each ``k`` in ``ks`` and MRR of held-out items among all items.
+    """``hits@k`` and ``recall@k`` for each ``k`` in ``ks`` and MRR of held-out items among
+    all items, per user as :func:`graphsys.gnn.recommendation.ranking_metrics` defines
+    them (what evaluating the checkpoint reports).
 
     ``target``: one item per user (int (n_users,), -1 for none), or held-out
-    ``(user, item)`` rows (int (M, 2)), each ranked on its own. The query of user ``u`` is
-    the normalised mean of ``user_items[u]``'s unit embeddings, item ``j`` scores
+    ``(user, item)`` rows (int (M, 2); a repeated row counts once). The query of user ``u``
+    is the normalised mean of ``user_items[u]``'s unit embeddings, item ``j`` scores
     ``<query, unit(z_j)> + bias[j]``, and the items in ``user_items[u]`` and ``exclude[u]``
-    other than the target are not ranked; the target ranks by :func:`graphsys.ranking.ranks`.
-    Averages are over the rows; ``recall@k`` (also returned) equals ``hits@k``."""
+    other than the user's targets are not ranked; each target ranks by
+    :func:`graphsys.ranking.ranks`, the user's other targets competing (a target among
+    the known items too). ``hits@k`` and MRR
+    are of each user's best-ranked target, ``recall@k`` the share of the user's targets
+    within ``k``; each averaged over the users with a target."""
     unit = F.normalize(item_emb.float(), dim=1)
     target = np.asarray(target, np.int64)
     if target.ndim == 1:
         users = np.flatnonzero(target >= 0)
         items = target[users]
     else:
-        users, items = target[:, 0], target[:, 1]
+        users, items = np.unique(target.reshape(-1, 2), axis=0).T   # grouped by user
+    lo, hi = np.searchsorted(users, users, "left"), np.searchsorted(users, users, "right")
     parts = []
     for a in range(0, len(users), 512):
         chunk, tchunk = users[a:a + 512], items[a:a + 512]
@@ -138,6 +144,7 @@ def rank_metrics(item_emb: torch.Tensor, user_items: list[np.ndarray],
         valid = torch.ones(scores.shape, dtype=torch.bool)
         for r, u in enumerate(chunk):
             valid[r, torch.from_numpy(np.concatenate([user_items[u], exclude[u]]))] = False
+            valid[r, torch.from_numpy(items[lo[a + r]:hi[a + r]])] = True   # its targets
         rows = torch.arange(len(chunk))
         tgt = torch.from_numpy(tchunk)
         valid[rows, tgt] = False                      # the target is not its own rival
@@ -145,8 +152,10 @@ def rank_metrics(item_emb: torch.Tensor, user_items: list[np.ndarray],
     if not parts:
         raise GraphsysError("no held-out interaction to rank (every user's held-out edge "
                             "sets are empty)")
-    out = ranking.rank_metrics(np.concatenate(parts), ks)
-    return {**out, **{f"recall@{k}": out[f"hits@{k}"] for k in ks}}
+    rank = np.concatenate(parts)
+    best = np.minimum.reduceat(rank, np.flatnonzero(np.r_[True, users[1:] != users[:-1]]))
+    return {**ranking.rank_metrics(best, ks),
+            **{f"recall@{k}": ranking.recall_at_k(rank, users, k) for k in ks}}
 
 
 class ItemTask(Task):

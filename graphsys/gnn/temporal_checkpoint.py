@@ -88,7 +88,8 @@ def load_temporal(checkpoint: str | Path, graph: Graph | None = None, *, device=
     if "edge_features" not in meta and not graph.edge_set(None).has_weight:
         cfg.edge_features = []   # a run from before feature columns were read: no features
     _check_dimensions(checkpoint, config, cfg, state)
-    task = TemporalTask(graph, cfg, torch.device(device))
+    task = TemporalTask(graph, cfg, torch.device(device),
+                        scales=_feature_scales(checkpoint, meta, config["raw_dim"]))
     ev = task.ev
     if (config["num_nodes"], config["raw_dim"]) != (ev.num_nodes, ev.raw.shape[1]):
         raise GraphsysError(f"{checkpoint}: trained on {config['num_nodes']:,} nodes with "
@@ -98,6 +99,20 @@ def load_temporal(checkpoint: str | Path, graph: Graph | None = None, *, device=
     load_module_state(task.model, own, "", checkpoint)
     task.model.eval()
     return task.stream, cfg, state, graph
+
+
+def _feature_scales(checkpoint, meta: dict[str, Any], raw_dim: int) -> list[float] | str:
+    """The events' feature divisors the run recorded (``meta.feature_scales``, one positive
+    finite number per feature, else refused in one line), or ``"all"`` for a run from
+    before they were recorded (which divided by the largest magnitude over all events)."""
+    if "feature_scales" not in meta:
+        return "all"
+    scales = meta["feature_scales"]
+    if not (isinstance(scales, list) and len(scales) == raw_dim and all(
+            type(x) in (int, float) and 0 < x < float("inf") for x in scales)):
+        raise FormatError(f"{Path(checkpoint) / 'model.json'}: meta.feature_scales must be "
+                          f"{raw_dim} positive finite numbers")
+    return scales
 
 
 def _check_dimensions(checkpoint, config: dict[str, Any], cfg: TrainConfig,

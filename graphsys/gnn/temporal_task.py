@@ -9,7 +9,8 @@ copy with ``src <= dst``), ordered by ``(timestamp, edge id)``. Its features (TG
 messages, and the edge input of both models' attention) are the edge columns
 ``edge_features`` names, or by default every ``feature_*`` column (the JODIE format's
 ``feature_0``..., :mod:`graphsys.storage.jodie`), else the edge weight when the edge set has
-one, else none; each column scaled by its largest magnitude (:func:`feature_columns`). The
+one, else none (:func:`feature_columns`); each column divided by its largest magnitude over
+the training events (recorded in the checkpoint's meta as ``feature_scales``). The
 split is chronological (:mod:`graphsys.gnn.time_split`): the latest ``link_test_fraction``
 of the events are test and the ``link_val_fraction`` before them validation, or the events
 from ``valid_from`` / ``test_from`` on; ties never straddle a cut. ``until`` first restricts
@@ -33,7 +34,8 @@ is ranked against candidate destinations under ``eval_protocol``:
 
 * ``"sampled"`` (default): ``link_eval_negatives`` uniform candidates drawn from a seed
   fixed per split (the same at every evaluation and for every model), protocol
-  ``sampled@N, raw`` (candidates that are true destinations are not filtered out);
+  ``sampled@N, raw`` (candidates that are true destinations are not filtered out), or
+  for -1 every node but the event's own destination, ``full, raw``;
 * ``"tgb"``: TGB's (:mod:`graphsys.gnn.temporal_eval`): ``link_eval_negatives`` fixed
   negatives per event, half historical (the source's training destinations) and half
   random, filtered of the query's true destinations, drawn once and saved in the
@@ -95,11 +97,13 @@ HEADS = 2
 class Events:
     """The events of a graph in time order: ``src``, ``dst`` (int64), ``time`` (the
     column's dtype), ``eid`` (int64 edge ids), ``raw`` float32 (E, r) features (the
-    columns :func:`feature_columns` picks, each scaled by its largest magnitude; ``columns``
-    names them), the ``graph`` they come from, and whether its edge set is ``undirected``
-    (each edge one event)."""
+    columns :func:`feature_columns` picks, each divided by ``scales`` (:meth:`scale`: by
+    default its largest magnitude over all events; ``scale=False`` leaves that to the
+    caller, after the split); ``columns`` names them), the ``graph`` they come from, and
+    whether its edge set is ``undirected`` (each edge one event)."""
 
-    def __init__(self, graph: Graph, edge_features: list[str] | None = None):
+    def __init__(self, graph: Graph, edge_features: list[str] | None = None,
+                 scale: bool = True):
         if len(graph.entity_types) != 1:
             raise GraphsysError(f"the temporal link task reads a graph of one entity type; "
                                 f"{graph.path} has {', '.join(graph.entity_types)}")
@@ -127,19 +131,33 @@ class Events:
             cols = [np.concatenate([p[2] for p in parts])]
         else:
             cols = [np.concatenate(list(graph.edge_column(c, es.name))) for c in self.columns]
-        self.raw_by_eid = np.zeros((len(src), len(cols)), np.float32)
-        #: each column's divisor (its largest magnitude), for new events' features
-        self.scales = np.ones(len(cols), np.float64)
+        self._unscaled = np.zeros((len(src), len(cols)), np.float64)
         for j, (name, col) in enumerate(zip(self.columns, cols)):
-            col = col.astype(np.float64)
-            if not np.isfinite(col).all():
+            self._unscaled[:, j] = col
+            if not np.isfinite(self._unscaled[:, j]).all():
                 raise GraphsysError(f"edge column {name!r} of {graph.path} holds NaN or "
                                     f"infinity; an event's features must be finite")
-            self.scales[j] = float(np.abs(col).max()) or 1.0
-            self.raw_by_eid[:, j] = col / self.scales[j]
-        self.raw = self.raw_by_eid[self.eid]
         self.origin = self.time[0]
         self.graph, self.num_nodes, self.undirected = graph, graph.num_nodes(), es.undirected
+        if scale:
+            self.scale()
+
+    def scale(self, train: np.ndarray | None = None, scales=None) -> None:
+        """Sets ``raw`` and ``raw_by_eid``: each feature column divided by ``scales[j]``
+        (a checkpoint's record), else by its largest magnitude over the events of mask
+        ``train`` (positions in time order: the training events, so that no held-out
+        event's value shapes the training inputs), else over all events (the rule of a
+        checkpoint that recorded no scale); a column of zeros by 1. Once."""
+        cols = self._unscaled
+        if scales is None:
+            scales = np.abs(cols if train is None else cols[self.eid[train]]).max(
+                axis=0, initial=0.0)
+            scales[scales == 0] = 1.0
+        #: each column's divisor, for new events' features too
+        self.scales = np.asarray(scales, np.float64)
+        self.raw_by_eid = (cols / self.scales).astype(np.float32)
+        self.raw = self.raw_by_eid[self.eid]
+        del self._unscaled
 
     def seconds(self, t: np.ndarray) -> np.ndarray:
         """Times as float64 offsets from the first event (what the time encodings see),
@@ -193,17 +211,22 @@ def eval_candidates(num_events: int, num_nodes: int, negatives: int, seed: int, 
 
 
 def held_out_candidates(num_events: int, num_nodes: int, which: int, cfg: TrainConfig,
-                        negatives: np.ndarray | None = None):
+                        negatives: np.ndarray | None = None, dst: np.ndarray | None = None):
     """The candidates of a held-out split's events in :func:`eval_candidates`' layout
     (ranked ones, then one uniform negative for AP / AUC): ``cfg``'s uniform ones, or TGB's
     ``negatives`` (H, M) beside the extra one; and which slots are empty (TGB's ``-1``,
-    given node 0 there, to score and then mask: NaN scores in :func:`event_metrics`)."""
+    given node 0 there, to score and then mask: NaN scores in :func:`event_metrics`). With
+    every node a candidate (``link_eval_negatives=-1``) each event's own destination
+    ``dst`` is an empty slot: a true answer is ranked among the other nodes (it tied with
+    itself, so a perfect model ranked 1.5)."""
     if negatives is None:
         cand = eval_candidates(num_events, num_nodes, cfg.link_eval_negatives, cfg.seed, which)
     else:
         extra = eval_candidates(num_events, num_nodes, 0, cfg.seed, which)
         cand = np.concatenate([negatives, extra], axis=1)
     empty = cand < 0
+    if negatives is None and cfg.link_eval_negatives == -1 and dst is not None:
+        empty[np.arange(num_events), dst] = True
     return np.where(empty, 0, cand), empty
 
 
@@ -361,7 +384,7 @@ class EventStream:
         training events' mask ``train``, the new-node events' figures too."""
         idx_all = np.flatnonzero(mask)
         cand_all, empty = held_out_candidates(len(idx_all), self.ev.num_nodes, which, cfg,
-                                              negatives)
+                                              negatives, self.ev.dst[idx_all])
         pos_all, neg_all = [], []
         self.model.eval()
         with torch.no_grad():
@@ -441,10 +464,16 @@ class TemporalTask(Task):
 
     extras = (TRAIN_END, NEGATIVES)
 
-    def __init__(self, graph: Graph, cfg: TrainConfig, device: torch.device):
+    def __init__(self, graph: Graph, cfg: TrainConfig, device: torch.device,
+                 scales: list[float] | str | None = None):
+        """``scales``: the features' divisors (a checkpoint's ``feature_scales``), or
+        ``"all"`` for the largest magnitudes over all events (a checkpoint that recorded
+        none), or None for those over the training events (a new run)."""
         self.cfg = cfg
-        ev = self.ev = Events(graph, cfg.edge_features)
+        ev = self.ev = Events(graph, cfg.edge_features, scale=False)
         self.split = event_split(ev, cfg)
+        ev.scale(None if scales == "all" else self.split[0],
+                 None if scales in (None, "all") else scales)
         fanouts = temporal_fanouts(cfg)
         k = fanouts[0]
         self.sampler = TemporalNeighborSampler(graph, fanouts, strategy=cfg.temporal_strategy)
@@ -463,6 +492,7 @@ class TemporalTask(Task):
         self.per_epoch = len(self.loader)
         self.meta = {"task": "temporal-link", "num_nodes": ev.num_nodes,
                      "entity_type": graph.entity_types[0], "edge_features": ev.columns,
+                     "feature_scales": ev.scales.tolist(),
                      "events": {name: int(m.sum()) for name, m in
                                 zip(("train", "valid", "test"), self.split)},
                      "memory_at_train_end": TRAIN_END}

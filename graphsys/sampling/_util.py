@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 import threading
 from contextlib import contextmanager
 
@@ -39,10 +40,17 @@ def as_seed_array(seed_nodes, num_nodes: int, what: str = "seed") -> np.ndarray:
 
 def derive_seed(*parts: int) -> int:
     """A 63-bit seed from integers (e.g. base seed, epoch, batch, layer); stable across runs
-    and platforms."""
+    and platforms. A part that is not an integer (a float, a bool, a string: ``rng_seed=1.5``
+    drew seed 1's sample) is refused in one line."""
     h = 0x243F6A8885A308D3
     for p in parts:
-        h = (h ^ (int(p) & ((1 << 64) - 1))) * 0x100000001B3 & ((1 << 64) - 1)
+        try:
+            if isinstance(p, (bool, np.bool_)):
+                raise TypeError
+            p = operator.index(p)
+        except TypeError:
+            raise GraphsysError(f"a random seed must be an integer, got {p!r}") from None
+        h = (h ^ (p & ((1 << 64) - 1))) * 0x100000001B3 & ((1 << 64) - 1)
         h ^= h >> 29
         h = h * 0xBF58476D1CE4E5B9 & ((1 << 64) - 1)
         h ^= h >> 32

@@ -73,14 +73,21 @@ class Adjacency:
 
 
 def from_coo(rows: np.ndarray, cols: np.ndarray, num_rows: int, num_cols: int,
-             weight: np.ndarray | None = None) -> Adjacency:
+             weight: np.ndarray | None = None, *, merge: bool = True) -> Adjacency:
     """Build an :class:`Adjacency` from edge arrays (int64 (E,)); parallel edges merge
-    (weights add up)."""
+    (weights add up), or with ``merge=False`` each stays an entry of its row (side by
+    side, the row ascending)."""
     rows = np.asarray(rows, np.int64)
     cols = np.asarray(cols, np.int64)
     if len(rows) and (rows.min() < 0 or rows.max() >= num_rows or cols.min() < 0
                       or cols.max() >= num_cols):
         raise GraphsysError(f"edge endpoint outside the {num_rows} x {num_cols} node range")
+    if not merge:
+        order = np.lexsort((cols, rows))
+        indptr = np.zeros(num_rows + 1, np.int64)
+        np.cumsum(np.bincount(rows, minlength=num_rows), out=indptr[1:])
+        return Adjacency(indptr, cols[order], num_cols, None if weight is None else
+                         np.asarray(weight, np.float32)[order])
     data = np.ones(len(rows), np.float32) if weight is None else np.asarray(weight, np.float32)
     m = sp.csr_matrix((data, (rows, cols)), shape=(num_rows, num_cols))
     m.sum_duplicates()
@@ -242,7 +249,7 @@ def mapped_bipartite(graph: Graph, ntype: str, other_type: str, *,
     goes one way between them: with all ``ntype -> other_type`` relations (and no other
     relation out of ``ntype`` or into ``other_type``), ``fw`` is the CSR and ``bw`` the CSC;
     the other way round, ``fw`` is the CSC and ``bw`` the CSR. Parallel edges stay (a
-    neighbour is walked to in proportion to its stored edges; the RAM build merges them).
+    neighbour is walked to in proportion to its stored edges), as in the RAM build.
 
     Parameters
     ----------
@@ -283,9 +290,12 @@ def bipartite_adjacency(graph: Graph, ntype: str, other_type: str, *,
                         edge_set: str | None = None, memory_limit: int | None = None
                         ) -> tuple[Adjacency, Adjacency]:
     """``(fw, bw)``: ``fw`` from ``ntype`` nodes to their ``other_type`` neighbours and
-    ``bw`` back, over the edges between the two types in either stored direction.
+    ``bw`` back, over the edges between the two types in either stored direction, parallel
+    edges kept (as :func:`mapped_bipartite` keeps them: a walk reaches a neighbour in
+    proportion to its edges, as DGL's).
 
-    With ``ntype == other_type`` both are the symmetric adjacency of that type. Built in RAM
+    With ``ntype == other_type`` both are the symmetric adjacency of that type (parallel
+    edges merged, :func:`homogeneous_adjacency`). Built in RAM
     (type-local ids; :func:`mapped_bipartite` maps the stored indexes instead) unless that
     needs more than ``memory_limit`` bytes (None: the RAM available), which is refused in
     one line (:func:`graphsys.views.check`).
@@ -310,5 +320,5 @@ def bipartite_adjacency(graph: Graph, ntype: str, other_type: str, *,
     cols = np.concatenate([d1, s2])
     w = None if (w1 is None and len(s1)) or (w2 is None and len(s2)) else np.concatenate(
         [x for x in (w1, w2) if x is not None])
-    fw = from_coo(rows, cols, n, m, w)
-    return fw, fw.transpose()
+    return (from_coo(rows, cols, n, m, w, merge=False),
+            from_coo(cols, rows, m, n, w, merge=False))

@@ -42,7 +42,8 @@ class RandomWalkNeighborSampler(LayerwiseSampler):
     """PinSage random-walk importance neighbourhoods over a meta-path, a :class:`Sampler`.
 
     From each destination node ``num_random_walks`` walks make up to ``num_traversals``
-    meta-path hops ``ntype -> other_type -> ntype``, choosing uniformly among neighbours;
+    meta-path hops ``ntype -> other_type -> ntype``, choosing uniformly among a row's
+    entries (a neighbour held twice, by parallel edges, twice as likely, as DGL's);
     a walk stops before every hop after the first with probability ``termination_prob``,
     and at a node without neighbours. The ``ntype`` node reached by each hop is one visit
     (the start node itself can be visited). The most visited nodes (ties: smaller id
@@ -168,7 +169,8 @@ class PinSAGESampler(RandomWalkNeighborSampler):
 
     :class:`RandomWalkNeighborSampler` over the meta-path ``ntype -> other_type ->
     ntype`` of ``graph`` (edges between the two types are walked both ways, whichever
-    direction they are stored in). Where DGL's sampler returns a DGLGraph of one layer,
+    direction they are stored in; parallel edges kept, whether the adjacency is built in
+    RAM or mapped from the indexes). Where DGL's sampler returns a DGLGraph of one layer,
     :meth:`sample_blocks` returns blocks; a block's ``(src, dst, weight)`` edge list is
     ``block.src_nodes[block.edge_src]``, ``block.dst_nodes[block.edge_dst]``,
     ``block.edge_weight``.

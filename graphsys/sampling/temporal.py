@@ -2,9 +2,9 @@
 before ``t`` (TGAT, Xu et al. 2020; TGN, Rossi et al. 2020).
 
 A seed is an event: a node and a time. Its candidates are the edges that touch the node
-(either direction) stamped strictly earlier than the event, so a sample never holds the
-event itself, an edge at the same time, or any later edge, whatever the batch or thread
-count. They come from the node's row of the temporal adjacency
+(either direction; an undirected edge once) stamped strictly earlier than the event, so a
+sample never holds the event itself, an edge at the same time, or any later edge, whatever
+the batch or thread count. They come from the node's row of the temporal adjacency
 (:mod:`graphsys.storage.temporal_index`: every node's events sorted by time, memory-mapped
 from the stored ``temporal`` index, else built in RAM), where they are a prefix found by one
 binary search. Two strategies, as PyG's ``temporal_strategy``:

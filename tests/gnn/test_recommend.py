@@ -154,6 +154,34 @@ def test_ranking_metrics_agree_with_the_trainers_rank_metrics():
     assert got["recall@10"] == got["hits@10"]                     # one target per user
 
 
+def test_the_trainers_metrics_of_several_targets_per_user_are_evaluates():
+    """Three held-out items per user (one given twice): the item task ranked each row on
+    its own and averaged over rows (hits@3 0.28, MRR 0.30 below, and "recall@3 = hits@3"),
+    where evaluating the checkpoint (ranking_metrics) reports per user hits@3 0.83, MRR
+    0.57: the run's test metrics and ``gnn evaluate``'s disagreed. Both are per user now,
+    and a target among the user's known items competes with the user's other targets in
+    both (the trainer had left it out of their rivals: on a trained run recall@10 0.567,
+    evaluate 0.544)."""
+    rng = np.random.default_rng(1)
+    n_users, n_items = 6, 12
+    emb = torch.from_numpy(rng.normal(size=(n_items, 4)).astype(np.float32))
+    user_items = [rng.choice(n_items, 3, replace=False) for _ in range(n_users)]
+    held = [rng.choice(np.setdiff1d(np.arange(n_items), ui), 3, replace=False)
+            for ui in user_items]
+    held[3][0] = user_items[3][0]          # held out and known: a rival of user 3's others
+    rows = np.array([(u, t) for u in range(n_users) for t in held[u]] + [(2, held[2][0])])
+    none = [np.zeros(0, np.int64)] * n_users
+    ks = list(range(1, n_items))
+    got = rank_metrics(emb, user_items, none, rows[rng.permutation(len(rows))], ks=ks)
+    unit = torch.nn.functional.normalize(emb, dim=1).numpy()
+    q = np.stack([unit[ui].mean(0) for ui in user_items])
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    want = ranking_metrics(q @ unit.T, held, user_items, ks=ks)
+    assert want["hits@3"] != want["recall@3"]
+    for key in want.keys() - {"users"}:
+        assert got[key] == pytest.approx(want[key], abs=1e-6), key
+
+
 def test_a_model_scoring_every_item_the_same_is_not_perfect():
     """Ties count half: constant scores put every held-out item in the middle of the
     ranking (hits@10 = 0 among 60 items, MRR 1 / 30.5), not first (which gave 1.0)."""

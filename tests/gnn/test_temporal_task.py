@@ -148,6 +148,23 @@ def test_stamps_further_apart_than_int64_keep_their_gaps(tmp_path, monkeypatch):
     assert gaps and all((gap > 0).all() for gap in gaps)
 
 
+def test_full_ranking_leaves_the_true_destination_out():
+    """link_eval_negatives=-1 ranks among every node: the event's own destination was one
+    of them, tying with itself, so a model scoring each true destination highest got rank
+    1.5 and MRR 0.667 (full ranking: 1, the positive among the other nodes)."""
+    from graphsys.gnn.temporal_task import event_metrics, held_out_candidates
+
+    cfg = TrainConfig(task="temporal-link", link_eval_negatives=-1)
+    dst = np.array([1, 2])
+    cand, empty = held_out_candidates(2, 4, 1, cfg, dst=dst)
+    assert cand.shape == (2, 5) and empty[:, :4].tolist() == [[False, True, False, False],
+                                                              [False, False, True, False]]
+    node_score = np.array([[0.0, 3.0, 1.0, 2.0], [0.0, 1.0, 3.0, 2.0]])   # dst highest
+    neg = np.concatenate([node_score, np.zeros((2, 1))], axis=1)
+    neg[empty] = np.nan
+    assert event_metrics(np.array([3.0, 3.0]), neg, [1])["mrr"] == 1.0
+
+
 def test_refusals(tmp_path):
     with pytest.raises(ParameterError, match="tgn"):
         TrainConfig(task="temporal-link", model="gcn")
@@ -155,6 +172,16 @@ def test_refusals(tmp_path):
         TrainConfig(model="tgn")
     with pytest.raises(ParameterError, match="fanouts"):
         TrainConfig(task="temporal-link", fanouts=[10, 5])
+    # options the task would ignore: a random split (its split is by time), a neighbour
+    # strategy where no neighbour is read
+    with pytest.raises(ParameterError, match="link_split random does not apply"):
+        TrainConfig(task="temporal-link", link_split="random")
+    for kw in ({"task": "temporal-link", "model": "jodie"}, {"task": "node"},
+               {"task": "link"}):
+        with pytest.raises(ParameterError, match="temporal_strategy applies to task"):
+            TrainConfig(temporal_strategy="uniform", **kw)
+    assert TrainConfig(task="temporal-link", model="tgat", temporal_strategy="uniform",
+                       link_split="time").link_split == "time"
     plain = graphsys.from_numpy([0, 1, 2], [1, 2, 0], tmp_path / "plain")
     with pytest.raises(GraphsysError, match="edge column 'timestamp'"):
         train(plain, TrainConfig(task="temporal-link", epochs=1))
@@ -376,3 +403,52 @@ def test_temporal_dimensions_are_checked_before_the_model_is_built(model, edit, 
     cfg = settings(edit.get("hidden", 4))
     with pytest.raises(FormatError, match=says):
         _check_dimensions("ck", config, cfg, net.state_dict())
+
+
+def test_features_are_scaled_by_the_training_events_alone(tmp_path):
+    """Each feature column was divided by its largest magnitude over all events, test
+    events included: changing only the test events' weights changed every training input
+    and the trained model. The training events' maximum is the divisor now, recorded in the
+    checkpoint (a reload divides by it); one that recorded none keeps the old rule."""
+    import shutil
+
+    from graphsys.gnn.temporal_checkpoint import load_temporal
+    from graphsys.gnn.temporal_task import TemporalTask
+
+    rng = np.random.default_rng(1)
+    m = 300
+    src, dst = rng.integers(0, 20, m), rng.integers(0, 20, m)
+    w = rng.uniform(-3, 3, m).astype(np.float32)     # weights are stored as float32
+    cfg = dict(task="temporal-link", hidden=8, epochs=1, batch_size=50,
+               link_eval_negatives=5, link_val_fraction=0.2, link_test_fraction=0.2)
+    runs = []
+    for name, test_w in (("a", w[240:]), ("b", w[240:] * 50)):
+        g = graphsys.from_arrow(pa.table({"src": src, "dst": dst, "timestamp": np.arange(m),
+                                          "w": np.concatenate([w[:240], test_w])}),
+                                tmp_path / name, edge_columns=["timestamp"], weight_col="w")
+        task = TemporalTask(g, TrainConfig(**cfg), torch.device("cpu"))
+        assert task.ev.scales.tolist() == [np.abs(w[:180]).max()]  # the 180 training ones
+        res = train(g, TrainConfig(**cfg), out=tmp_path / f"run-{name}")
+        runs.append((g, task.ev.raw[task.split[0]], tmp_path / f"run-{name}" / "checkpoint",
+                     res))
+    (ga, raw_a, ckpt_a, _), (_, raw_b, ckpt_b, _) = runs
+    np.testing.assert_array_equal(raw_a, raw_b)
+    sa, sb = load_checkpoint(ckpt_a)[0], load_checkpoint(ckpt_b)[0]
+    stream_end = {f"memory.{b}" for b in ("memory", "last_update", "msg_other", "msg_time",
+                                          "msg_raw", "has_msg")}   # after the test events
+    for key in set(sa) - stream_end:       # parameters, and the memory as training ended
+        assert torch.equal(sa[key], sb[key]), key
+    meta = json.loads((ckpt_a / "model.json").read_text())["meta"]
+    assert meta["feature_scales"] == [np.abs(w[:180]).max()]
+    assert load_temporal(ckpt_a)[0].ev.scales.tolist() == meta["feature_scales"]
+    # a checkpoint from before the scales were recorded: all events' largest magnitude
+    old = tmp_path / "old"
+    shutil.copytree(ckpt_a, old)
+    data = json.loads((old / "model.json").read_text())
+    del data["meta"]["feature_scales"]
+    (old / "model.json").write_text(json.dumps(data))
+    assert load_temporal(old)[0].ev.scales.tolist() == [np.abs(w).max()]
+    data["meta"]["feature_scales"] = [0.0]
+    (old / "model.json").write_text(json.dumps(data))
+    with pytest.raises(FormatError, match="feature_scales must be 1 positive finite"):
+        load_temporal(old)

@@ -114,3 +114,16 @@ def test_block_copies_keep_a_subclass_s_tensors_and_groupings(samplers):
         assert torch.equal(c.dst_offsets[0], offsets[0])
         for a in attrs:
             assert torch.equal(getattr(c, a), getattr(b, a))
+
+
+def test_a_random_seed_that_is_not_an_integer_is_refused():
+    """rng_seed=1.5 drew seed 1's sample (int() cut it) and True seed 1's; None raised a raw
+    TypeError. Each is refused in one line; NumPy and torch integers are integers."""
+    from graphsys.sampling import NeighborSampler, from_coo
+    from graphsys.sampling._util import derive_seed
+
+    s = NeighborSampler(from_coo(np.array([0, 1]), np.array([1, 0]), 2, 2), [1])
+    for bad in (1.5, True, None, "3"):
+        with pytest.raises(GraphsysError, match="random seed must be an integer, got"):
+            s.sample_blocks([0], rng_seed=bad)
+    assert derive_seed(np.uint64(5), torch.tensor(2)) == derive_seed(5, 2)

@@ -171,3 +171,33 @@ def test_bad_input(bipartite_graph):
         PinSAGESampler(g, "item", "user", 3, 0.5, 10, [2, 0])
     with pytest.raises(GraphsysError, match="unknown entity type"):
         PinSAGESampler(g, "pin", "user", 3, 0.5, 10, 3)
+
+
+def test_parallel_edges_walk_the_same_with_or_without_the_indexes(tmp_path):
+    """User 0 rated item 0 five times and item 1 once: the RAM build merged the parallel
+    edges (from item 1, a walk went on to item 0 or item 1 at 1/2 each) while the walk
+    mapped from ``graphsys index``'s CSR/CSC kept them (5/6 to item 0, as DGL's random
+    walk over edges), so indexing the graph changed item 1's neighbours. Both keep them
+    now: the same visits, exactly, and the expected ones."""
+    import subprocess
+    import sys
+
+    from graphsys.storage.graph import open_graph
+
+    from .conftest import write_bipartite
+
+    g = write_bipartite(tmp_path, [(0, 0)] * 5 + [(0, 1), (1, 1), (1, 2)], partitions=1)
+    s = PinSAGESampler(g, "item", "user", 1, 0.5, 6000, 3)
+    assert s._base == 0                                  # built in RAM
+    ram = _visits(s, [1], 3)
+    subprocess.run([sys.executable, "-m", "graphsys", "index", str(g.path)], check=True,
+                   capture_output=True)
+    mapped = PinSAGESampler(open_graph(g.path), "item", "user", 1, 0.5, 6000, 3)
+    assert mapped._base > 0                               # mapped from the indexes
+    for a, b in zip(ram, _visits(mapped, [1], 3)):
+        np.testing.assert_array_equal(a, b)
+    # item 1 -> user 0 (1/2) -> item 0 (5/6) or item 1 (1/6); -> user 1 (1/2) -> item 1, 2
+    want = np.array([5 / 12, 1 / 12 + 1 / 4, 1 / 4]) * 6000
+    got = np.zeros(3)
+    got[ram[0]] = ram[1]
+    assert stats.chisquare(got, want).pvalue > 1e-4, got
