@@ -282,8 +282,8 @@ class LineProgress(CompileAware):
 
     def close(self) -> None:
         """The last line (if any was written), without tqdm's trailing newline."""
-        if self.disable:
-            return
+        if getattr(self, "disable", True):  # closed, or an __init__ that raised (tqdm's
+            return                          # __del__ still closes it)
         self._leave()
         self._closing = True
         self.display()

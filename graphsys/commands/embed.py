@@ -235,10 +235,15 @@ def run_export(args) -> int:
     from graphsys.outputs import check_outputs
     from graphsys.progress import progress_bar
 
+    tsv = args.format == "tsv"
+    if (args.relations_out if not tsv else args.entity_type) is not None:
+        raise GraphsysError(f"{'--entity-type' if tsv else '--relations-out'} does not go "
+                            f"with --format {args.format} (--relations-out: tsv; "
+                            f"--entity-type: parquet, numpy)")
     check_outputs([("--out", args.out, "file"), ("--relations-out", args.relations_out, "file")],
                   overwrite=args.overwrite)
     emb = _load(args)
-    if args.format == "tsv":
+    if tsv:
         types = emb.entity_types
         rows = sum(emb.num_entities(t) for t in types)
         with progress_bar(total=rows, unit="row", unit_scale=True, desc="export",

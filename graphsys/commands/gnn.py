@@ -1,7 +1,7 @@
 """``graphsys gnn``: train GNNs with PinSage-style sampling, and embed every node.
 
 ``graphsys gnn train --dataset cora --task node --model sage --json`` trains and prints
-test metrics; with ``--json`` the last line is one JSON object holding ``test_accuracy``
+test metrics; with ``--json`` stdout is one JSON line holding ``test_accuracy``
 (node task) or ``hits@10`` and ``mrr`` (link task; on held-out edges, ``--link-split
 random``, also ``hits@K`` and ``recall@K`` for each ``--metrics-k`` and ``auc``) with the
 ``protocol`` they were ranked under (``sampled@1000, filtered``, ``full, filtered``, or
@@ -183,7 +183,7 @@ def register(subparsers) -> None:
                         "every event)")
     c.add_argument("--graph", type=Path, default=None,
                    help="graph directory (default: the one the checkpoint was trained on)")
-    c.add_argument("--json", action="store_true", help="last line: one JSON object")
+    c.add_argument("--json", action="store_true", help="print one JSON line")
     c.set_defaults(func=_score)
 
     v = sub.add_parser("evaluate", help="rank an edge set under a checkpoint: R-GCN "
@@ -202,7 +202,7 @@ def register(subparsers) -> None:
     v.add_argument("--eval-protocol", choices=EVAL_PROTOCOLS, default=None,
                    help="a temporal checkpoint: rank its events as the run did (default), among "
                         "uniform candidates (sampled) or TGB's fixed negatives (tgb)")
-    v.add_argument("--json", action="store_true", help="last line: one JSON object")
+    v.add_argument("--json", action="store_true", help="print one JSON line")
     v.set_defaults(func=_evaluate)
 
     r = sub.add_parser("recommend", help="top-k items per user from a link-task checkpoint, "
@@ -227,7 +227,7 @@ def register(subparsers) -> None:
                         "edge set (e.g. test) and print hits@K, recall@K and MRR")
     r.add_argument("--ks", default="10",
                    help="with --evaluate: comma-separated cut-offs K (default 10)")
-    r.add_argument("--json", action="store_true", help="last line: one JSON object")
+    r.add_argument("--json", action="store_true", help="print one JSON line")
     r.set_defaults(func=_recommend)
 
 
@@ -310,7 +310,7 @@ def _source_args(p) -> None:
 def _device_args(p, seed: int = 0) -> None:
     p.add_argument("--device", default="cpu", help="cpu, cuda or auto (default cpu)")
     p.add_argument("--seed", type=int, default=seed, help="seed of every random choice")
-    p.add_argument("--json", action="store_true", help="last line: one JSON object")
+    p.add_argument("--json", action="store_true", help="print one JSON line")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
 
 

@@ -83,8 +83,10 @@ def parse_where(text: str):
 
 def run(args) -> int:
     from graphsys.memory import lifetime_peak_rss
+    from graphsys.outputs import check_output_directory
     from graphsys.storage.graph import open_graph
 
+    check_output_directory(args.out)  # not inside a graph: its rewrites would drop it
     if args.nodes is None and args.where is None and args.center is None:
         raise GraphsysError("give --nodes, --where or --ego to choose the nodes")
     if args.nodes is not None and args.center is not None:

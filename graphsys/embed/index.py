@@ -111,7 +111,17 @@ class IndexParams:
               "hnsw_m": (2, 1024), "ef_construction": (1, 1 << 20), "ef_search": (1, 1 << 20),
               "seed": (0, 2**32 - 1)}
 
-    def check(self) -> None:
+    #: The settings only one kind reads; another kind refuses them away from the default.
+    KIND_FIELDS = {"ivf": ("nlist", "nprobe", "train_rows"),
+                   "hnsw": ("hnsw_m", "ef_construction", "ef_search")}
+
+    def check(self, kind: str | None = None) -> None:
+        """Each value within :data:`LIMITS`; with ``kind``, no other kind's setting set."""
+        for owner, names in self.KIND_FIELDS.items():
+            for name in names if kind is not None and owner != kind else ():
+                if getattr(self, name) != getattr(IndexParams, name):
+                    raise ParameterError(name, f"is a setting of {owner} indexes, not of "
+                                               f"{kind}")
         t = self.target_recall
         if isinstance(t, bool) or not isinstance(t, int | float) or not 0.0 < t <= 1.0:
             raise ParameterError("target_recall", f"must be a number in (0, 1], got {t!r}")
@@ -181,7 +191,7 @@ def build_index(parts: list[np.ndarray], kind: str, by: str = "cos",
     if by not in MEASURES:
         raise GraphsysError(f"by must be cos or dot, got {by!r}")
     params = params or IndexParams()
-    params.check()
+    params.check(kind)
     rows = _Rows(parts)
     n = len(rows)
     if n == 0:

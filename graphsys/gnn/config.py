@@ -31,6 +31,8 @@ TASK_DEFAULTS: dict[str, dict[str, Any]] = {
     "temporal-link": {"epochs": 10, "lr": 0.001, "weight_decay": 0.0, "dropout": 0.1,
                       "batch_size": 200, "patience": 3},
 }
+#: gat's attention heads per hidden layer unless told (:attr:`TrainConfig.heads`).
+HEADS_DEFAULT = 8
 #: Where ``weight_decay`` applies: every layer, or the first (and the layer-0 input) only.
 WEIGHT_DECAY_LAYERS = ("all", "first")
 #: Model selection and early-stopping rules of the node task (:attr:`TrainConfig.selection`)
@@ -459,7 +461,7 @@ class TrainConfig:
     hard_negatives: int = 1
     hard_band: tuple[int, int] = (50, 300)
     entity_type: str | None = None
-    heads: int = 8
+    heads: int = HEADS_DEFAULT
     inputs: str = "blocks"
     link_split: str = "auto"
     link_val_fraction: float = 0.05
@@ -670,7 +672,16 @@ class TrainConfig:
         return cls(**values)
 
     def _check_link_keys(self) -> None:
-        """The link task's held-out-edge keys."""
+        """The link tasks' keys (held-out edges, decoder, metrics), which the node task
+        does not read (one set away from its default is refused there), and ``heads``,
+        which only gat reads."""
+        for f in fields(self) if self.task == "node" else ():
+            value = getattr(self, f.name)
+            if (f.name.startswith("link_") or f.name == "metrics_k") and (
+                    tuple(value) if isinstance(value, list) else value) != f.default:
+                raise ParameterError(f.name, "applies to tasks link and temporal-link only")
+        if self.heads != HEADS_DEFAULT and self.model != "gat":
+            raise ParameterError("heads", f"applies to model gat only, not {self.model!r}")
         check_choice("link_split", self.link_split, LINK_SPLITS)
         if self.task == "temporal-link" and self.link_split not in ("auto", "time"):
             raise ParameterError("link_split", f"{self.link_split} does not apply to task "

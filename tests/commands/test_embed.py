@@ -160,6 +160,14 @@ def test_export_creates_missing_directories(graph, config, tmp_path, capsys):
         rep = json.loads(capsys.readouterr().out)
         assert rep["rows"] == 60 and rep["dimension"] == 16 and rep["out"] == str(out)
     assert len((tmp_path / "d" / "r.tsv").read_text().splitlines()) == 12
+    # --relations-out is tsv's: with parquet it wrote nothing while --json named the file
+    for fmt, extra in (("parquet", ["--relations-out", str(tmp_path / "r2.tsv")]),
+                       ("tsv", ["--entity-type", "node"])):
+        assert cli.main(["embed", "export", str(ck), "--format", fmt, "--out",
+                         str(tmp_path / f"x.{fmt}"), "--json", *extra]) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and err.startswith(f"error: {extra[0]} does not go with --format")
+    assert not list(tmp_path.glob("x.*")) and not (tmp_path / "r2.tsv").exists()
 
 
 def test_out_that_is_a_file_is_a_one_line_error(graph, config, tmp_path, capsys):

@@ -34,6 +34,23 @@ def test_interval_from_the_environment(monkeypatch):
             interval()
 
 
+def test_a_bad_interval_is_one_line_and_nothing_at_collection(tmp_path, monkeypatch, capsys):
+    """'GRAPHSYS_PROGRESS_SECONDS=abc graphsys ingest ...' printed its error line, then an
+    'Exception ignored in tqdm.__del__' traceback: the half-built bar was closed."""
+    import gc
+
+    from graphsys.cli import main
+
+    raised = []
+    monkeypatch.setattr(sys, "unraisablehook", raised.append)
+    monkeypatch.setenv("GRAPHSYS_PROGRESS_SECONDS", "abc")
+    (tmp_path / "e.tsv").write_text("0\t1\n")
+    assert main(["ingest", str(tmp_path / "e.tsv"), "--out", str(tmp_path / "g")]) == 2
+    gc.collect()
+    assert raised == [] and capsys.readouterr().err == (
+        "error: GRAPHSYS_PROGRESS_SECONDS='abc': expected a positive number of seconds\n")
+
+
 def test_lines_not_bars_off_a_terminal(tmp_path, monkeypatch):
     monkeypatch.setenv("GRAPHSYS_PROGRESS_SECONDS", "0.05")
     log = tmp_path / "log.txt"

@@ -123,3 +123,13 @@ def test_where_over_string_ids_and_a_huge_integer(stored, capsys):
     err = capsys.readouterr().err.strip()
     assert err == ("error: --where 99999999999999999999999 is out of the range of column "
                    "label (int64)") and not (tmp / "b").exists()
+
+
+def test_out_inside_the_graph_is_refused(stored, capsys):
+    """'graphsys subgraph G G/sub' wrote the subgraph inside G, and the next compact or
+    append of G (which replace its directory) dropped it without a word."""
+    _, _, tmp = stored
+    assert main(["subgraph", str(tmp / "g"), str(tmp / "g" / "sub"), "--ego", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "inside the graph directory" in err, err
+    assert not (tmp / "g" / "sub").exists()

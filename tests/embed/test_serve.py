@@ -171,7 +171,8 @@ def test_approximate_indexes_recall(ckpt, kind):
     from graphsys.embed.index import IndexParams, build_and_save
 
     emb = Embeddings.load(ckpt)
-    build_and_save(emb, kind, "dot", params=IndexParams(nlist=4, nprobe=2))
+    build_and_save(emb, kind, "dot", params=IndexParams(nlist=4, nprobe=2) if kind == "ivf"
+                   else IndexParams())
     ids = [f"e{i}" for i in range(200)]
     got, _ = Embeddings.load(ckpt).nearest(ids, 10, by="dot")
     want, _ = emb.nearest(ids, 10, by="dot", exact=True)
@@ -317,6 +318,21 @@ def test_target_recall_is_checked():
     for bad in (0.0, 1.5, True, "high"):
         with pytest.raises(ParameterError, match="target_recall"):
             IndexParams(target_recall=bad).check()
+
+
+@pytest.mark.parametrize("kind, params, name", [
+    ("flat", {"nprobe": 3}, "nprobe"), ("hnsw", {"nlist": 3}, "nlist"),
+    ("ivf", {"hnsw_m": 8}, "hnsw_m"), ("flat", {"ef_search": 20}, "ef_search"),
+])
+def test_a_setting_of_another_kind_is_refused(kind, params, name):
+    """'graphsys embed index CKPT --kind flat --nprobe 3' built the index as if unset."""
+    from graphsys.embed.index import IndexParams
+    from graphsys.errors import ParameterError
+
+    with pytest.raises(ParameterError, match=f"^{name} is a setting of .* indexes, not of "
+                                             f"{kind}$"):
+        IndexParams(**params).check(kind)
+    IndexParams(**params).check()  # no kind: the limits only
 
 
 def test_embed_index_cli(ckpt, capsys):

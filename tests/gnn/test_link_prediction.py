@@ -225,7 +225,22 @@ def test_time_split_trains_on_movielens(mirror, tmp_path, device):
 def test_config_checks(kw, message):
     with pytest.raises(ParameterError, match=message):
         TrainConfig(task="link", **kw)
-    assert TrainConfig(metrics_k=[10, 1, 10]).metrics_k == (1, 10)
+    assert TrainConfig(task="link", metrics_k=[10, 1, 10]).metrics_k == (1, 10)
+
+
+@pytest.mark.parametrize("kw,message", [
+    ({"link_val_fraction": 0.5}, "^link_val_fraction applies to tasks link and temporal-link"),
+    ({"metrics_k": [1]}, "^metrics_k applies to tasks link and temporal-link"),
+    ({"heads": 4}, "^heads applies to model gat only, not 'sage'"),
+    ({"heads": 4, "task": "link", "model": "gcn"}, "^heads applies to model gat only"),
+])
+def test_a_setting_the_run_would_not_read_is_refused(kw, message):
+    """The node task reads no link setting and only gat reads heads: 'gnn train
+    --link-val-fraction 0.5' (node task) and '--heads 4 --model sage' trained as if unset."""
+    with pytest.raises(ParameterError, match=message):
+        TrainConfig(**kw)
+    assert TrainConfig(heads=4, model="gat").heads == 4
+    assert TrainConfig(metrics_k=[1, 3, 10, 20]).task == "node"  # the default, as a list
 
 
 def test_distmult_and_every_candidate(tmp_path, device):
