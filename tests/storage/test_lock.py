@@ -275,3 +275,22 @@ def test_current_indexes_need_no_lock(graph_dir):
         assert build_index(open_graph(graph_dir), ("csr",)) == {}
         with pytest.raises(GraphsysError, match="another writer holds"):
             build_index(open_graph(graph_dir), ("csr",), force=True)
+
+
+def test_a_ctrl_c_while_releasing_still_releases_the_lock(graph_dir, monkeypatch):
+    """A KeyboardInterrupt landing in the release's unlink once left the lock's descriptor
+    open: every later write of the process (a notebook's) was refused naming itself."""
+    real_unlink = os.unlink
+
+    def interrupted(path, *a, **kw):
+        if str(path).endswith(LOCK_FILE):
+            raise KeyboardInterrupt
+        return real_unlink(path, *a, **kw)
+
+    monkeypatch.setattr(os, "unlink", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        with writer_lock(graph_dir):
+            pass
+    monkeypatch.setattr(os, "unlink", real_unlink)
+    with writer_lock(graph_dir):  # refused "another writer holds ... (pid <this one>)"
+        pass
