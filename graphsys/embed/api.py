@@ -38,9 +38,10 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
         never run), whose entity types and relations are matched to ``graph`` (see
         :func:`graphsys.embed.interop.pbg_config.pbg_training_settings`). ``None``: start
         from the defaults of :class:`EmbedConfig`.
-    overrides : list of str, optional
+    overrides : list of str, or str, optional
         ``"key=value"`` strings applied last, values in TOML syntax (``"lr=0.1"``,
-        ``'operator="complex_diagonal"'``, ``"relations[0].weight=2"``).
+        ``'operator="complex_diagonal"'``, ``"relations[0].weight=2"`` or
+        ``"relations.0.weight=2"``, ``"relations.r0.weight=2"`` by name).
     graph : str, Path or Graph, optional
         The graph a PyTorch-BigGraph config is matched to (required for one; unused
         otherwise).

@@ -423,14 +423,21 @@ def config_from_dict(raw: dict[str, Any]) -> EmbedConfig:
 
 
 def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
-    """Apply ``key=value`` overrides; dotted keys reach into ``entities.T.num_partitions`` and
-    ``relations.K.field`` (K = list index or relation name)."""
+    """Apply ``key=value`` overrides (a list of them, or one string); dotted keys reach into
+    ``entities.T.num_partitions`` and ``relations.K.field`` or ``relations[K].field`` (K = list
+    index or relation name)."""
+    if isinstance(overrides, str):   # one override: it was read character by character
+        overrides = [overrides]
+    if not isinstance(overrides, (list, tuple)) or not all(isinstance(x, str) for x in overrides):
+        raise ParameterError("overrides", f"must be a list of 'key=value' strings, got "
+                                          f"{overrides!r}")
     out = json.loads(json.dumps(raw))
     for item in overrides:
         if "=" not in item:
             raise ParameterError("overrides", f"{item!r}: expected key=value")
         key, text = item.split("=", 1)
-        key = key.strip()
+        # relations[K].field, as the errors name the key, reads as relations.K.field
+        key = re.sub(r"^relations\[([^\]]+)\]\.", r"relations.\1.", key.strip())
         value = parse_value(text.strip())
         parts = key.split(".")
         if len(parts) == 1:

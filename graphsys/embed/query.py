@@ -236,8 +236,9 @@ class EmbeddingQueries:
             raise GraphsysError(f"score: {len(heads)} heads, {len(rels)} relations and "
                                 f"{len(tails)} tails; give equal lengths")
         r = np.array([self._relation(x) for x in rels], np.int64)
-        lt = {self.relations[x]["lhs"] for x in r}
-        rt = {self.relations[x]["rhs"] for x in r}
+        typed = _typed(self, r, rel)
+        lt = {self.relations[x]["lhs"] for x in typed}
+        rt = {self.relations[x]["rhs"] for x in typed}
         if len(lt) != 1 or len(rt) != 1:
             raise GraphsysError("score: give triples of relations with one lhs/rhs type")
         lt, rt = lt.pop(), rt.pop()
@@ -384,7 +385,7 @@ class EmbeddingQueries:
                                 f"relation or one per id")
         r = np.array([self._relation(x) for x in rels], np.int64)
         given, want = ("lhs", "rhs") if side == "rhs" else ("rhs", "lhs")
-        pairs = {(self.relations[x][given], self.relations[x][want]) for x in r}
+        pairs = {(self.relations[x][given], self.relations[x][want]) for x in _typed(self, r, rel)}
         if len(pairs) != 1:
             raise GraphsysError(f"give relations whose {given} and {want} types agree in one "
                                 f"call (got {sorted(pairs)})")
@@ -478,6 +479,13 @@ class EmbeddingQueries:
             return names.reshape(found.shape), scores
         k = found.shape[1]
         return [names[i * k:(i + 1) * k] for i in range(len(found))], scores
+
+
+def _typed(emb, r: np.ndarray, rel) -> np.ndarray:
+    """The relation indices whose entity types a batch has: ``r``, or for an empty batch
+    the one relation given (an empty batch is answered empty, as :meth:`nearest` does; it
+    was refused as relations of different types)."""
+    return np.array([emb._relation(rel)]) if len(r) == 0 and _is_one(rel) else r
 
 
 def _is_one(x) -> bool:

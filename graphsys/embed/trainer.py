@@ -443,9 +443,11 @@ class Trainer(MinibatchStep):
                 self.stats.append(self._epoch(epoch, counts, io,
                                               progress if epoch == done else None))
         except BaseException:
-            if self.rank == 0:  # a failed run (diverged, disk full) leaves only its commits
-                with contextlib.suppress(OSError):
-                    self.storage.drop_versions(self.buffer.committed, below=False)
+            if self.rank == 0:  # a failed run (diverged, disk full) leaves only its commits:
+                # the version checkpoint.json names (a commit can fail after its rename)
+                with contextlib.suppress(OSError, GraphsysError):
+                    committed = int(self.storage.read_meta(check_files=False)["version"])
+                    self.storage.drop_versions(committed, below=False)
             raise
         finally:
             io.shutdown(wait=True)

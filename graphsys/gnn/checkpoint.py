@@ -200,7 +200,7 @@ def save_checkpoint(path: str | Path, state: dict[str, torch.Tensor], config: di
 
 def _save(path: Path, arrays: dict[str, np.ndarray], config: dict[str, Any],
           meta: dict[str, Any] | None) -> Path:
-    vdir = None
+    vdir, committing = None, False
     try:
         old = sorted((int(m.group(1)), d) for d in (path.iterdir() if path.is_dir() else ())
                      if (m := _VERSION_DIR.match(d.name)) and d.is_dir())  # the versions
@@ -220,12 +220,16 @@ def _save(path: Path, arrays: dict[str, np.ndarray], config: dict[str, Any],
         fsync_path(vdir)
         header = {"format": FORMAT, "version": VERSION, "config": config, "tensors": index,
                   "meta": meta or {}}
+        # from here model.json may name vdir (a failed flush after the rename): vdir is
+        # kept; unnamed, it is an older version to the next save, which deletes it
+        vdir, committing = None, True
         write_bytes_atomic(path / "model.json", json.dumps(header, indent=1).encode())
     except OSError as exc:
         if vdir is not None:
             shutil.rmtree(vdir, ignore_errors=True)
         raise GraphsysError(f"{path}: cannot write the checkpoint ({exc.strerror or exc}); "
-                            f"the previous one, if any, is intact") from None
+                            + ("it holds the previous save or this one, complete" if committing
+                               else "the previous one, if any, is intact")) from None
     for _, d in old:
         shutil.rmtree(d, ignore_errors=True)
     shutil.rmtree(path / "tensors", ignore_errors=True)  # a pre-versioned layout

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import glob
 import hashlib
 import os
 import secrets
@@ -103,7 +104,7 @@ def make_directory(path: Path, what: str) -> None:
 def write_bytes_atomic(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` via a temp file in the same directory, fsync, rename."""
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
+    tmp = temp_beside(path)
     try:
         with open(tmp, "wb") as f:
             f.write(data)
@@ -137,7 +138,7 @@ def atomic_path(path: Path, *, overwrite: bool = False) -> Iterator[Path]:
         raise GraphsysError(f"{path}: already exists (remove it or choose another name)")
     if not path.parent.is_dir():
         raise GraphsysError(f"{path}: cannot write in {path.parent} (no such directory)")
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
+    tmp = temp_beside(path)
     try:
         yield tmp
         fsync_path(tmp)
@@ -211,14 +212,18 @@ def staging_directory(out: Path) -> Iterator[Path]:
         yield staging
 
 
-def _new_staging_name(out: Path) -> Path:
-    """A fresh staging path beside ``out`` (holding this pid), after removing the staging
-    directories of dead processes."""
-    prefix = f".{out.name}{STAGING_MARK}"
-    for stale in out.parent.glob(prefix + "*"):
+def temp_beside(out: Path, mark: str = ".tmp-") -> Path:
+    """A fresh temporary path ``.NAME{mark}PID-HEX`` beside ``out`` (holding this pid),
+    after removing those of dead processes (a killed writer's temp file or staging
+    directory), so that crashes do not pile them up."""
+    prefix = f".{out.name}{mark}"
+    for stale in out.parent.glob(glob.escape(prefix) + "*"):
         pid = stale.name[len(prefix):].split("-")[0]
         if pid.isdigit() and not pid_alive(int(pid)):
-            shutil.rmtree(stale, ignore_errors=True)
+            if stale.is_dir() and not stale.is_symlink():
+                shutil.rmtree(stale, ignore_errors=True)
+            else:
+                stale.unlink(missing_ok=True)
     return out.parent / f"{prefix}{os.getpid()}-{secrets.token_hex(4)}"
 
 
@@ -243,7 +248,7 @@ def _staged(out: Path, commit, nothing: str) -> Iterator[Path]:
     """Yield a fresh staging directory beside ``out``; on success fsync it, ``commit`` it
     (a callable taking the staging path) and fsync ``out``'s parent. On failure the staging
     directory is removed; an ``OSError`` becomes one line ending in ``nothing``."""
-    staging = _new_staging_name(out)
+    staging = temp_beside(out, STAGING_MARK)
     try:
         staging.mkdir()
     except OSError as exc:

@@ -9,7 +9,6 @@ node features), so pyarrow, Polars and DuckDB read it as it is.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +16,7 @@ import pyarrow as pa
 import pyarrow.ipc as paipc
 
 from graphsys.errors import FormatError
+from graphsys.storage.atomic import temp_beside
 
 
 def _arrow_type(dtype: np.dtype, width: int) -> pa.DataType:
@@ -32,7 +32,7 @@ def allocate_column(path: Path, name: str, dtype: np.dtype, length: int, width: 
     dtype = np.dtype(dtype)
     values = length * max(width, 1)
     nbytes = values * dtype.itemsize
-    zeros = path.with_name(f".{path.name}.zeros-{os.getpid()}")
+    zeros = temp_beside(path, ".zeros-")
     schema = pa.schema([pa.field(name, _arrow_type(dtype, width), nullable=False)])
     try:
         with open(zeros, "wb") as f:

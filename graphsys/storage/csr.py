@@ -87,12 +87,17 @@ class CSR:
                    if a is not None)
 
     def to_scipy(self):
-        """The rows as a ``scipy.sparse.csr_matrix`` (N, N): entries are the weights, or 1."""
+        """The rows as a ``scipy.sparse.csr_matrix`` (N, N): entries are the weights, or 1.
+
+        A matrix of a mapped index gets copies of its read-only arrays: scipy changes a
+        matrix's arrays in place, even to sum it (merging parallel edges)."""
         import scipy.sparse as sp
 
         data = self.weight if self.weight is not None else np.ones(len(self.indices), np.float32)
         n = self.num_nodes
-        return sp.csr_matrix((data, self.indices, self.indptr), shape=(n, n))
+        arrays = (data, self.indices, self.indptr)
+        return sp.csr_matrix(arrays, shape=(n, n),
+                             copy=not all(a.flags.writeable for a in arrays))
 
 
 @dataclass(frozen=True)

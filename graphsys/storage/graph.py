@@ -40,6 +40,7 @@ from graphsys.storage.edge_views import EdgeSets, UnionBucket
 from graphsys.storage.edges import Bucket
 from graphsys.storage.format import Manifest, read_manifest
 from graphsys.storage.location import GraphLocation
+from graphsys.storage.lock import describe_change, manifest_digest
 from graphsys.storage.schema import GraphSchema
 from graphsys.storage.structure import BucketBounds, check_listed, check_node_rows
 from graphsys.storage.subgraph_methods import SubgraphMethods
@@ -137,7 +138,9 @@ class Graph(GraphSchema, SubgraphMethods):
         return self._bounds[(i, j)]
 
     def check_hash(self, rel: str) -> None:
-        """Check one file against its manifest sha256 when :attr:`verify_hashes` is set.
+        """Check one file against the manifest before it is read: its size (a stat on each
+        read of a local graph, which tells a graph another writer has since replaced from a
+        damaged one) and, when :attr:`verify_hashes` is set, its sha256.
 
         Each file is hashed once (the read also brings it into the page cache for the mapping
         that follows).
@@ -150,8 +153,22 @@ class Graph(GraphSchema, SubgraphMethods):
         Raises
         ------
         FormatError
-            The file's sha256 is not the manifest's.
+            The file's sha256 (or, checked on every graph, its size) is not the manifest's.
+        GraphsysError
+            The file is not the manifest's because another writer committed a new version
+            of the graph since it was opened.
         """
+        if rel in self.manifest.files and self.location.local:  # a stat: every read
+            try:
+                check_size(self.location, rel, self.manifest.files[rel])
+            except FormatError:
+                current = read_manifest(self.location)
+                if manifest_digest(current) != manifest_digest(self.manifest):
+                    raise GraphsysError(
+                        f"{self.path}: changed by another writer since it was opened "
+                        f"({describe_change(self.manifest, current)}); open it again"
+                    ) from None
+                raise
         if not self.verify_hashes or rel in self._hashed:
             return
         if self.location.sha256(rel) != self.manifest.files.get(rel, {}).get("sha256"):
@@ -684,6 +701,17 @@ class Graph(GraphSchema, SubgraphMethods):
         return open_graph(path)
 
 
+def check_size(loc: GraphLocation, rel: str, entry: dict) -> None:
+    """Raise a one-line :class:`FormatError` unless the file ``rel`` of ``loc`` exists with
+    the size its manifest ``entry`` lists."""
+    size = loc.size(rel)
+    if size is None:
+        raise FormatError(f"{loc.file(rel)}: {loc.not_a_file(rel)} (listed in the manifest)")
+    if size != entry.get("bytes"):
+        raise FormatError(f"{loc.file(rel)}: size {size} bytes, manifest says "
+                          f"{entry.get('bytes')} (truncated or modified)")
+
+
 def open_graph(path: str | Path, *, filesystem: pafs.FileSystem | None = None,
                until=None, time_column: str = "timestamp", since=None) -> Graph:
     """Open a stored graph directory.
@@ -740,13 +768,7 @@ def open_graph(path: str | Path, *, filesystem: pafs.FileSystem | None = None,
     manifest = read_manifest(loc)
     check_listed(manifest, loc)
     for rel, entry in manifest.files.items():
-        size = loc.size(rel)
-        if size is None:
-            raise FormatError(f"{loc.file(rel)}: {loc.not_a_file(rel)} (listed in the "
-                              f"manifest)")
-        if size != entry.get("bytes"):
-            raise FormatError(f"{loc.file(rel)}: size {size} bytes, manifest says "
-                              f"{entry.get('bytes')} (truncated or modified)")
+        check_size(loc, rel, entry)
     graph = Graph(loc.root, manifest, loc)
     check_node_rows(graph)
     if until is not None or since is not None:

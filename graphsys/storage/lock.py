@@ -140,7 +140,9 @@ def writer_lock(directory: str | Path, manifest: Manifest | None = None) -> Iter
         # remove the file while still holding it (a writer that opened it meanwhile finds
         # that the path no longer names its file, and locks again); a replaced directory
         # has a new file at the path, of another writer: left alone
-        with contextlib.suppress(OSError):
-            if _same_file(fd, path):
-                os.unlink(path)
-        os.close(fd)  # releases the lock
+        try:
+            with contextlib.suppress(OSError):
+                if _same_file(fd, path):
+                    os.unlink(path)
+        finally:  # even when interrupted (Ctrl-C) while unlinking
+            os.close(fd)  # releases the lock

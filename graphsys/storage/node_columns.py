@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from graphsys.errors import GraphsysError
-from graphsys.storage.atomic import fsync_path, sha256_file
+from graphsys.storage.atomic import fsync_path, sha256_file, temp_beside
 from graphsys.storage.column_file import allocate_column
 from graphsys.storage.format import (
     MAPPED_COLUMN_DTYPES,
@@ -110,7 +110,7 @@ def write_node_column(path: str | Path, name: str, kind: str,
         n = et.num_nodes
         rel = node_column_file(et.name, name)
         final = graph.path / rel
-        tmp = final.with_name(f".{final.name}.tmp")
+        tmp = temp_beside(final)
         try:
             if kind == "string":
                 _write_strings(tmp, name, fill, n, chunk_rows)

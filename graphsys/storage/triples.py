@@ -67,11 +67,19 @@ class KnownAnswers:
         self.answer, self.first, self.m = answer, first, m
         self.count = np.diff(np.append(first, len(key)))
 
+    def _group(self, key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Index of each query key among the distinct keys, and whether it is one of them
+        (none is when there are no known answers: every triple of the filter deleted)."""
+        if not len(self.keys):
+            return np.zeros(len(key), np.int64), np.zeros(len(key), bool)
+        g = np.minimum(np.searchsorted(self.keys, key), len(self.keys) - 1)
+        return g, self.keys[g] == key
+
     def answers(self, key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(query row, answer) pairs of every true answer of each query key."""
-        g = np.searchsorted(self.keys, key)
-        g = np.minimum(g, len(self.keys) - 1)
-        ok = self.keys[g] == key
+        g, ok = self._group(key)
+        if not ok.any():
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
         lengths = np.where(ok, self.count[g], 0)
         starts = self.first[g]
         rows = np.repeat(np.arange(len(key)), lengths)
@@ -80,9 +88,9 @@ class KnownAnswers:
 
     def contains(self, key: np.ndarray, cand: np.ndarray) -> np.ndarray:
         """bool ``(Q, C)``: is ``cand[c]`` a true answer of query ``key[q]``."""
-        g = np.searchsorted(self.keys, key)
-        g = np.minimum(g, len(self.keys) - 1)
-        ok = self.keys[g] == key
+        g, ok = self._group(key)
+        if not ok.any():
+            return np.zeros((len(key), len(cand)), bool)
         comp = g[:, None] * self.m + cand[None, :]
         pos = np.searchsorted(self.compound, comp).clip(max=len(self.compound) - 1)
         return ok[:, None] & (self.compound[pos] == comp)

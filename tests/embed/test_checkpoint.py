@@ -128,3 +128,27 @@ def test_partition_writes_are_fsynced_file_by_file_before_the_commit(kg4, tmp_pa
     synced = [p.relative_to(root).as_posix() for p in fsynced if root in p.parents]
     commit = max(k for k, rel in enumerate(synced) if rel.startswith(".checkpoint.json.tmp"))
     assert partitions <= set(synced[:commit]), partitions - set(synced[:commit])
+
+
+def test_a_failure_after_a_commit_keeps_the_version_it_committed(kg1, tmp_path, monkeypatch):
+    """An error after checkpoint.json was renamed (here: removing the older version's files
+    fails) made the failed run's cleanup delete the files of the version it had just
+    committed: the checkpoint then failed every load ('part-00000.v000002.npy: missing')."""
+    from graphsys.embed.checkpoint_files import CheckpointStorage
+
+    out = tmp_path / "ck"
+    train(kg1, load_config(None, SMALL + ["num_epochs=1"]), out=out)
+    real = CheckpointStorage.drop_versions
+
+    def fail_after_the_commit(self, keep, *, above=True, below=True):
+        if not above:
+            raise OSError(5, "Input/output error")
+        real(self, keep, above=above, below=below)
+
+    monkeypatch.setattr(CheckpointStorage, "drop_versions", fail_after_the_commit)
+    with pytest.raises(OSError):
+        train(kg1, load_config(None, SMALL + ["num_epochs=2"]), out=out)
+    monkeypatch.undo()
+    assert CheckpointStorage(out).read_meta()["epochs_done"] == 2  # its files are checked
+    assert Embeddings.load(out, kg1).vectors(["e0"]).shape == (1, 32)
+    train(kg1, load_config(None, SMALL + ["num_epochs=2"]), out=out)  # finished: resumes

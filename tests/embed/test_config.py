@@ -232,3 +232,16 @@ def test_nested_entries_given_as_tables_to_the_dataclass():
                         (dict(init_from=3), "^init_from: must be a string")):  # was accepted
         with pytest.raises(ConfigError, match=message):
             EmbedConfig(**kw)
+
+
+def test_override_forms():
+    # the documented 'relations[0].weight=2' (the form errors name keys in) was refused as an
+    # unknown key; one string was read character by character ("overrides 'l': expected
+    # key=value"); a list of ints raised a raw TypeError
+    raw = {"relations": [{"name": "r0"}]}
+    assert load_config(raw=raw, overrides=["relations[0].weight=2"]).relations[0].weight == 2
+    assert load_config(raw=raw, overrides=["relations.0.weight=3"]).relations[0].weight == 3
+    assert load_config(None, "lr=0.5").lr == 0.5
+    for bad in ([1], {"lr": 1}):
+        with pytest.raises(ParameterError, match="^overrides must be a list of 'key=value'"):
+            load_config(None, bad)

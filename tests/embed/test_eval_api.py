@@ -223,3 +223,21 @@ def test_export_tsv_refuses_one_path_for_both_files(trained, tmp_path):
     with pytest.raises(GraphsysError, match="both name .*same.tsv"):
         trained.export_tsv(tmp_path / "same.tsv", tmp_path / "./same.tsv")
     assert not (tmp_path / "same.tsv").exists()
+
+
+def test_filters_with_every_triple_deleted(tmp_path):
+    # once every edge is deleted the filter has no known answer: KnownAnswers indexed its
+    # empty key array at -1 and raised a raw IndexError in predict_* and evaluate
+    import graphsys
+    from graphsys.embed import train
+    from graphsys.storage.changes import delete_edges
+    graphsys.from_numpy([0, 1, 2], [1, 2, 0], tmp_path / "g")
+    train(open_graph(tmp_path / "g"), {"dimension": 4}, out=tmp_path / "ck")
+    delete_edges(tmp_path / "g", [0, 1, 2], [1, 2, 0])
+    g, emb = open_graph(tmp_path / "g"), Embeddings.load(tmp_path / "ck")
+    assert emb.predict_tails(0, 0, k=2, filter=True)[0] == emb.predict_tails(0, 0, k=2)[0]
+    assert emb.predict_heads(0, 0, k=2, filter=True)[0] == emb.predict_heads(0, 0, k=2)[0]
+    for candidates in ("all", 2):        # as raw: nothing is known to leave out
+        got = evaluate(emb, g, "default", candidates=candidates)
+        raw = evaluate(emb, g, "default", candidates=candidates, filtered=False)
+        assert got["mrr"] == raw["mrr"] and got["count"] == 3

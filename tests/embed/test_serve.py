@@ -131,6 +131,15 @@ def test_predictions_leave_out_the_query_entity(emb, side):
     assert batch[0] == predict("e1", 5)[0]
 
 
+def test_empty_batches_are_answered_empty(emb):
+    # nearest([]) answered empty while predict_tails([], "r0") and score([], "r0", [])
+    # were refused as "relations whose types" differ (got [])
+    for ids, scores in (emb.nearest([], k=2), emb.predict_tails([], "r0", k=2),
+                        emb.predict_heads("r0", [], k=2, filter=True)):
+        assert len(ids) == 0 and scores.shape == (0, 2)
+    assert emb.score([], "r0", []).shape == (0,)
+
+
 def test_score_arrays_agree_with_predict(emb):
     ids, scores = emb.predict_tails(["e0", "e3"], "r1", 4)
     heads = ["e0"] * 4 + ["e3"] * 4

@@ -313,3 +313,27 @@ def test_losses_held_on_the_device_read_the_same_and_name_the_diverged_batch(tmp
                                             r"batch \d+.* keeps the"):
         train(g, TrainConfig(model="sage", fanouts=[3, 3], hidden=8, epochs=3, lr=1e30,
                              seed=0), out=tmp_path / "run")
+
+
+def test_a_failed_flush_after_the_commit_keeps_the_tensors_model_json_names(tmp_path,
+                                                                             monkeypatch):
+    """The directory fsync after model.json's rename failing once made the save delete the
+    tensors the new model.json already named: the checkpoint no longer loaded."""
+    from graphsys.storage import atomic
+
+    ck = tmp_path / "ck"
+    save_checkpoint(ck, _state(1.0), CFG)
+    real = atomic.fsync_path
+
+    def fail_on_the_checkpoint_directory(path):
+        if path == ck:
+            raise OSError(5, "Input/output error")
+        real(path)
+
+    monkeypatch.setattr(atomic, "fsync_path", fail_on_the_checkpoint_directory)
+    with pytest.raises(GraphsysError, match="it holds the previous save or this one"):
+        save_checkpoint(ck, _state(2.0), CFG)
+    monkeypatch.setattr(atomic, "fsync_path", real)
+    assert float(load_checkpoint(ck)[0]["w"][0, 0]) == 2.0
+    save_checkpoint(ck, _state(3.0), CFG)  # the next save removes the older versions
+    assert sorted(p.name for p in ck.iterdir()) == ["model.json", "tensors.v000003"]

@@ -385,3 +385,19 @@ def test_a_real_full_disk(tmp_path, capsys):
             assert verify_graph(mnt / "g") == verify_graph(g0)
     finally:
         subprocess.run(["umount", str(mnt)], check=False)
+
+
+def test_scipy_matrix_of_a_mapped_index_can_be_summed_and_changed(tmp_path):
+    """``csr().to_scipy()`` of an indexed weighted graph with parallel edges raised
+    'ValueError: WRITEBACKIFCOPY base is read-only' on ``.sum()`` (scipy merges duplicates
+    in place, into the mapped read-only weights); without the index it summed."""
+    import graphsys
+
+    g = graphsys.from_numpy([0, 0, 1, 2], [1, 1, 2, 0], tmp_path / "g",
+                            weight=np.array([1, 2, 3, 4], np.float32))
+    build_index(g, ("csr",))
+    g = open_graph(g.path)
+    m = g.csr().to_scipy()
+    assert m.sum() == 10.0 and m[0, 1] == 3.0
+    m.data *= 2  # a copy: the mapped index is unchanged
+    assert open_graph(g.path).csr().weight.tolist() == [1, 2, 3, 4]

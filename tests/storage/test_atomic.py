@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 
@@ -36,3 +38,25 @@ def test_atomic_path_refuses_a_missing_directory_in_one_line(tmp_path, parent):
         with atomic_path(tmp_path / parent / "out.parquet"):
             pass
     assert sorted(p.name for p in tmp_path.iterdir()) == ["FILE"]
+
+
+def test_temp_files_of_killed_writers_are_removed_by_the_next_write(tmp_path):
+    """A writer killed between writing its temp file and the rename left
+    ``.NAME.tmp-PID-HEX`` beside the file for good: one more per crash."""
+    import subprocess
+    import sys
+
+    from graphsys.storage.atomic import write_bytes_atomic
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    stale = tmp_path / f".model.json.tmp-{dead}-0a1b2c3d"
+    live = tmp_path / f".model.json.tmp-{os.getpid()}-0a1b2c3d"  # a writer still at work
+    other = tmp_path / f".other.json.tmp-{dead}-0a1b2c3d"  # another file's: left alone
+    for p in (stale, live, other):
+        p.write_bytes(b"partial")
+    write_bytes_atomic(tmp_path / "model.json", b"{}")
+    assert not stale.exists() and live.exists() and other.exists()
+    with atomic_path(tmp_path / "other.json") as tmp:
+        tmp.write_bytes(b"{}")
+    assert not other.exists() and (tmp_path / "other.json").read_bytes() == b"{}"

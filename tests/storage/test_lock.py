@@ -151,6 +151,26 @@ def test_index_of_a_graph_opened_before_an_append_is_refused(graph_dir, tmp_path
     verify_graph(graph_dir)
 
 
+def test_a_reader_opened_before_a_commit_is_told_the_graph_changed(graph_dir, tmp_path):
+    """A graph opened before an append (grown node partitions) or a compaction (change
+    sets' files gone) once failed its next read with what looked like damage ('part-00000.
+    arrow: 51 nodes, manifest says 50', 'cannot open bucket (No such file)'); it now says
+    that the graph changed and to open it again."""
+    from graphsys.storage.compact import compact
+
+    before = open_graph(graph_dir)
+    append_edges(graph_dir, [EdgeSource([_edge_file(tmp_path / "x.tsv", 3, True)],
+                                        edge_set="extra")])
+    with pytest.raises(GraphsysError, match=r"^\S+: changed by another writer since it was "
+                                            r"opened \(edge set 'extra' added, nodes of "
+                                            r"'node' added\); open it again$"):
+        before.to_original(np.arange(before.num_nodes()))
+    changed = open_graph(graph_dir)
+    compact(graph_dir)  # folds 'extra' into 'default': its files are gone
+    with pytest.raises(GraphsysError, match="changed by another writer since it was opened"):
+        changed.degrees()
+
+
 def test_node_column_write_refused_after_another_commit(graph_dir, monkeypatch):
     """A column writer that opened the graph before another writer's commit is refused."""
     import graphsys.storage.graph as graph_module
@@ -275,3 +295,22 @@ def test_current_indexes_need_no_lock(graph_dir):
         assert build_index(open_graph(graph_dir), ("csr",)) == {}
         with pytest.raises(GraphsysError, match="another writer holds"):
             build_index(open_graph(graph_dir), ("csr",), force=True)
+
+
+def test_a_ctrl_c_while_releasing_still_releases_the_lock(graph_dir, monkeypatch):
+    """A KeyboardInterrupt landing in the release's unlink once left the lock's descriptor
+    open: every later write of the process (a notebook's) was refused naming itself."""
+    real_unlink = os.unlink
+
+    def interrupted(path, *a, **kw):
+        if str(path).endswith(LOCK_FILE):
+            raise KeyboardInterrupt
+        return real_unlink(path, *a, **kw)
+
+    monkeypatch.setattr(os, "unlink", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        with writer_lock(graph_dir):
+            pass
+    monkeypatch.setattr(os, "unlink", real_unlink)
+    with writer_lock(graph_dir):  # refused "another writer holds ... (pid <this one>)"
+        pass
