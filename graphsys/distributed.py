@@ -125,30 +125,39 @@ def launch_environment() -> tuple[int, int, int | None]:
     >>> "WORLD_SIZE" in os.environ or launch_environment() == (0, 1, None)
     True
     """
-    def number(name: str, lo: int, hi: int | None, default: str | None, rule: str) -> int:
-        text = os.environ.get(name, default)
-        try:
-            value = int(text) if text is not None and text.strip().lstrip("+-").isdigit() \
-                else None
-        except ValueError:
-            value = None
-        if value is None or value < lo or (hi is not None and value > hi):
-            shown = f"{name} unset" if text is None else f"{name}={text!r}"
-            raise GraphsysError(f"{shown}: must be {rule} (the torchrun environment)")
-        return value
-
-    world = number("WORLD_SIZE", 1, None, "1", "a positive integer, the number of ranks")
+    world = _number("WORLD_SIZE", 1, None, "1", "a positive integer, the number of ranks")
     if world == 1:
         return 0, 1, None
-    rank = number("RANK", 0, world - 1, None, f"an integer from 0 to {world - 1} "
-                                               f"(WORLD_SIZE={world})")
-    local = (number("LOCAL_RANK", 0, None, None, "a non-negative integer")
-             if "LOCAL_RANK" in os.environ else None)
+    rank = _number("RANK", 0, world - 1, None, f"an integer from 0 to {world - 1} "
+                                                f"(WORLD_SIZE={world})")
+    local = _local_rank()
     if not os.environ.get("MASTER_ADDR", "").strip():
         raise GraphsysError("MASTER_ADDR unset or empty: must name the host of rank 0's "
                             "store (the torchrun environment)")
-    number("MASTER_PORT", 1, 65535, None, "a port, 1 to 65535")
+    _number("MASTER_PORT", 1, 65535, None, "a port, 1 to 65535")
     return rank, world, local
+
+
+def _local_rank() -> int | None:
+    """``LOCAL_RANK``, checked (None when unset)."""
+    if "LOCAL_RANK" not in os.environ:
+        return None
+    return _number("LOCAL_RANK", 0, None, None, "a non-negative integer")
+
+
+def _number(name: str, lo: int, hi: int | None, default: str | None, rule: str) -> int:
+    """The environment variable ``name`` (``default`` when unset) as an integer in
+    ``[lo, hi]``, else a one-line :class:`GraphsysError` saying it must be ``rule``."""
+    text = os.environ.get(name, default)
+    try:
+        value = int(text) if text is not None and text.strip().lstrip("+-").isdigit() \
+            else None
+    except ValueError:
+        value = None
+    if value is None or value < lo or (hi is not None and value > hi):
+        shown = f"{name} unset" if text is None else f"{name}={text!r}"
+        raise GraphsysError(f"{shown}: must be {rule} (the torchrun environment)")
+    return value
 
 
 def this_rank() -> int:
@@ -192,7 +201,7 @@ def local_cuda_device() -> torch.device:
     import torch
     import torch.distributed as dist
 
-    local = launch_environment()[2]
+    local = _local_rank()  # a group initialised by the caller needs no MASTER_ADDR
     local = dist.get_rank() % torch.cuda.device_count() if local is None else local
     torch.cuda.set_device(local)
     return torch.device("cuda", local)
