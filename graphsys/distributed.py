@@ -162,7 +162,10 @@ def _number(name: str, lo: int, hi: int | None, default: str | None, rule: str) 
 
 def this_rank() -> int:
     """This process's rank: in the initialised default process group, else the one the
-    ``torchrun`` environment names (:func:`launch_environment`; 0 in a process of its own).
+    ``torchrun`` environment names (:func:`launch_environment`; 0 in a process of its own,
+    and 0 where that environment is refused: a command that forms no group, ``graphsys
+    ingest`` under a stray ``WORLD_SIZE``, still runs, and one that forms it refuses it in
+    :func:`init_from_env`).
 
     Examples
     --------
@@ -171,7 +174,12 @@ def this_rank() -> int:
     >>> "RANK" in os.environ or this_rank() == 0
     True
     """
-    return rank_and_world_size()[0] if initialized() else launch_environment()[0]
+    if initialized():
+        return rank_and_world_size()[0]
+    try:
+        return launch_environment()[0]
+    except GraphsysError:
+        return 0
 
 
 def init_from_env(device: torch.device) -> bool:
