@@ -11,6 +11,11 @@ command line could not be parsed (argparse's usage dump is replaced by a pointer
 flag of the command that set it (:func:`flag_for`, with :data:`PARAMETER_DESTS` for the
 parameters whose flag has another name).
 
+A reader that leaves early (``graphsys run pagerank G --out pr.parquet | head -3``) does
+not end the command: once a write to stdout or stderr finds its pipe closed, that stream
+goes to ``/dev/null`` (:class:`ReaderMayLeave`), so the command still does its work (writes
+``--out``) and exits with its own code, printing no ``Broken pipe``.
+
 SIGTERM (what ``timeout``, Slurm, systemd and Kubernetes send) is handled as Ctrl-C is: it
 raises :class:`Terminated`, a :class:`KeyboardInterrupt`, in the command, so every writer's
 cleanup runs (a staging directory, an index build directory, a temporary file is removed;
@@ -250,7 +255,55 @@ def _run(argv: list[str] | None, program: bool = False
         command_parser(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
     if program and getattr(args, "fast_exit", False):
         freeze_long_lived()  # the process exits without teardown once the command returns
-    return _command(parser, args), args
+    with readers_may_leave():
+        return _command(parser, args), args
+
+
+class ReaderMayLeave:
+    """A standard stream whose reader may close its pipe (``| head -1``): a write or flush
+    that finds it closed points the stream's descriptor at ``/dev/null`` instead of
+    raising, and the stream takes every later line there. Everything else is the
+    stream's."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+    def write(self, text: str) -> int:
+        try:
+            return self.stream.write(text)
+        except BrokenPipeError:
+            self._to_devnull()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except BrokenPipeError:
+            self._to_devnull()
+
+    def _to_devnull(self) -> None:
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, self.stream.fileno())
+        finally:
+            os.close(null)
+
+
+@contextlib.contextmanager
+def readers_may_leave():
+    """Within the block, ``sys.stdout`` and ``sys.stderr`` are :class:`ReaderMayLeave`
+    (flushed at its end, so that the interpreter's own last flush finds nothing left)."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = ReaderMayLeave(saved[0]), ReaderMayLeave(saved[1])
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        sys.stdout, sys.stderr = saved
 
 
 def _command(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:

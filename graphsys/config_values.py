@@ -1,9 +1,12 @@
 """Typed values for the config dataclasses (embedding and GNN training): ``key=value``
-overrides parsed as TOML literals and checked against the field's annotation."""
+overrides parsed as TOML literals and checked against the field's annotation, and the
+config files both read (:func:`read_config_file`)."""
 
 from __future__ import annotations
 
+import json
 import tomllib
+from pathlib import Path
 from typing import Any
 
 from graphsys.errors import ConfigError
@@ -46,3 +49,23 @@ def parse_value(text: str) -> Any:
         return tomllib.loads(f"v = {text}")["v"]
     except tomllib.TOMLDecodeError:
         return text
+
+
+def read_config_file(path: str | Path) -> dict[str, Any]:
+    """The table of settings in a ``.json`` (by its suffix) or TOML (any other) config
+    file; a file that cannot be read, is not UTF-8, does not parse or holds no table raises
+    a one-line :class:`ConfigError` naming it."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:   # a non-UTF-8 file raised a raw error
+        raise ConfigError(f"{path}: cannot read the config ({exc})") from None
+    try:
+        values = json.loads(text) if path.suffix.lower() == ".json" else tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{path}: invalid {path.suffix.lstrip('.') or 'toml'}: {exc}"
+                          ) from None
+    if not isinstance(values, dict):              # a JSON list raised a raw AttributeError
+        raise ConfigError(f"{path}: a config is a table of settings, got "
+                          f"{type(values).__name__}")
+    return values

@@ -6,6 +6,7 @@ imported as Python imports it, from ``sys.path`` and the current working directo
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
 import sys
 from typing import Any
@@ -52,6 +53,31 @@ def load_object(spec: str, what: str) -> Any:
     if not callable(obj):
         raise GraphsysError(f"{what} {spec!r}: {attr!r} is not callable")
     return obj
+
+
+def build(spec: str, what: str, **kwargs) -> Any:
+    """``load_object(spec, what)(**kwargs)``, the call checked first: an abstract class, or
+    a callable whose signature does not take ``kwargs`` (a class that needs arguments
+    where the command passes none), is one line rather than a ``TypeError``. Errors raised
+    inside the user's code are the user's, as they are.
+
+    Raises
+    ------
+    GraphsysError
+        As :func:`load_object`, and when ``spec`` cannot be called with ``kwargs``.
+    """
+    obj = load_object(spec, what)
+    if inspect.isabstract(obj):
+        raise GraphsysError(f"{what} {spec!r}: {obj.__name__} is abstract (it leaves "
+                            f"{', '.join(sorted(obj.__abstractmethods__))} undefined)")
+    try:
+        inspect.signature(obj).bind(**kwargs)
+    except TypeError as exc:
+        raise GraphsysError(f"{what} {spec!r} cannot be called with "
+                            f"{', '.join(kwargs) or 'no arguments'} ({exc})") from None
+    except ValueError:  # no signature to read (some builtins): the call itself tells
+        pass
+    return obj(**kwargs)
 
 
 def _import_from_cwd(module: str):

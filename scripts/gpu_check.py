@@ -39,10 +39,12 @@ gnn       55    30    GraphSAGE minibatch epoch, the CPU benchmark's shape (SBM 
                       50 ms (NVML); the same epoch with its batches sampled on the device
                       (DeviceNeighborSampler) beside the CPU sampler, one row (the PyG row
                       compares NodeLoader's default on the device: the device sampler on
-                      CUDA); the device sampler with its neighbour ids in pinned host
-                      memory read through UVA (staged on the host in the dry run), its
-                      first batch checked against the CPU sampler's; one batch's launches,
-                      transfers and syncs (picks fused into a jiterator kernel on CUDA)
+                      CUDA, each batch a CUDA graph replay); the device sampler with its
+                      neighbour ids in pinned host memory read through UVA (staged on the
+                      host in the dry run), its first batch checked against the CPU
+                      sampler's; one batch's launches, transfers and syncs, eager (picks
+                      fused into a jiterator kernel on CUDA) and replayed; last, the
+                      device sampler's epoch without CUDA graphs
 embed     120   35    FB15k-237 with PyTorch-BigGraph's settings (ComplEx d = 400, softmax,
                       1000 uniform + 50 batch negatives, batch 1000, lr 0.1, 3 epochs):
                       edges/s and filtered test MRR on the GPU by default (CUDA graphs),
@@ -1027,14 +1029,16 @@ def gnn_graphsys(ctx: Ctx, d: dict, steps: int | None, workers: int,
                  device_sampling: bool | str = False) -> dict:
     """graphsys's GraphSAGE epoch: batches from the CPU sampler (``workers`` threads) or,
     with ``device_sampling``, drawn on the check's device (DeviceNeighborSampler: the same
-    blocks; on CUDA the features and labels gathered there); ``"graphs"``: the device
-    sampler replaying each batch as a CUDA graph; ``"uva"`` or ``"staged"``: its neighbour
+    blocks; on CUDA the features and labels gathered there, each batch a CUDA graph
+    replay, NodeLoader's default); ``"eager"``: the device sampler without CUDA graphs,
+    one launch per operator; ``"uva"`` or ``"staged"``: its neighbour
     ids left in host memory (read through UVA, or gathered on the host and staged), the
     first batch's blocks compared with the CPU sampler's (``same_blocks``)."""
     import torch
     import torch.nn.functional as F
 
     from graphsys.gnn import GNN, NodeLoader
+    from graphsys.gnn.loader import on_device
     from graphsys.gnn.optim import fused_adam
     from graphsys.sampling import Adjacency, NeighborSampler
 
@@ -1043,11 +1047,11 @@ def gnn_graphsys(ctx: Ctx, d: dict, steps: int | None, workers: int,
     adj = Adjacency(d["indptr"], d["indices"], len(d["indptr"]) - 1)
     sampler = NeighborSampler(adj, list(FANOUTS))
     cpu_sampler = sampler
-    if device_sampling in ("graphs", "uva", "staged"):
+    if device_sampling in ("eager", "uva", "staged"):
         from graphsys.sampling import DeviceNeighborSampler
 
-        sampler = (DeviceNeighborSampler(sampler, device=dev, cuda_graphs=True)
-                   if device_sampling == "graphs" else
+        sampler = (DeviceNeighborSampler(sampler, device=dev, cuda_graphs=False)
+                   if device_sampling == "eager" else
                    DeviceNeighborSampler(sampler, device=dev, csr=device_sampling))
     label = torch.from_numpy(d["label"])
     model = GNN("sage", d["feat"].shape[1], HIDDEN, d["classes"], num_layers=2,
@@ -1083,8 +1087,9 @@ def gnn_graphsys(ctx: Ctx, d: dict, steps: int | None, workers: int,
             right += int((model(batch.blocks, batch.x).argmax(1) == batch.y).sum())
     out["test_accuracy"] = round(right / len(d["test"]), 4)
     out["sampler_workers"] = workers
+    graphs = getattr(on_device(sampler, dev, bool(device_sampling)), "cuda_graphs", False)
     out["sampler"] = (f"DeviceNeighborSampler on {ctx.device}" + (
-        ", CUDA graphs" if device_sampling == "graphs" else "") if device_sampling else
+        ", CUDA graphs" if graphs else ", eager") if device_sampling else
                       f"NeighborSampler (numba, {workers} threads)")
     if device_sampling in ("uva", "staged"):
         out["sampler"] += f", neighbour ids in host memory (csr={sampler.csr})"
@@ -1096,7 +1101,8 @@ def gnn_graphsys(ctx: Ctx, d: dict, steps: int | None, workers: int,
 def device_sampler_counts(ctx: Ctx, d: dict) -> None:
     """One GraphSAGE batch of the device sampler on the check's device, counted
     (DeviceWorkCounter: launches, transfers, syncs; on the CPU the device emulated), with
-    its picks fused into one kernel a layer where that kernel was made (CUDA)."""
+    its picks fused into one kernel a layer where that kernel was made (CUDA); then, as
+    NodeLoader makes it (``cuda_graphs=None``: on CUDA a graph replay), from host seeds."""
     import torch
 
     from graphsys.analysis.device_counts import DeviceWorkCounter
@@ -1111,6 +1117,12 @@ def device_sampler_counts(ctx: Ctx, d: dict) -> None:
         dev.sample_blocks(seeds, 1)
     ctx.record("device-sampler-counts", fused=dev.fused, csr=dev.csr, **c.summary(),
                ops=dict(c.ops), same_blocks=same_blocks(dev, cpu, seeds))
+    dev = DeviceNeighborSampler(cpu, device=torch.device(ctx.device), cuda_graphs=None)
+    dev.sample_blocks(seeds, 0)                  # records the graph of this batch size
+    with DeviceWorkCounter(ctx.device, device_tensors=[dev.table, dev.indices]) as c:
+        dev.sample_blocks(seeds, 1)
+    ctx.record("device-sampler-loader-counts", cuda_graphs=dev.cuda_graphs, **c.summary(),
+               ops=dict(c.ops))
 
 
 def same_blocks(dev_sampler, cpu_sampler, seeds) -> bool:
@@ -1278,16 +1290,15 @@ def part_gnn(ctx: Ctx) -> None:
     if ctx.left() < (5 if ctx.tiny else 20):
         raise SystemExit("out of time before the PyG side")
     gnn_pyg_row(ctx, d, steps, workers, ours, shape)
-    # last: a failed capture leaves torch's CUDA generator unusable for what follows
-    if ctx.cuda:    # the same sampler, each batch one CUDA graph replay
-        graphs = ctx.attempt("graphsys-device-graphs", gnn_graphsys, ctx, d, steps, 1,
-                             "graphs")
-        if graphs is not None:
-            ctx.record("graphsys-device-graphs", model="graphsys GNN('sage'), NodeLoader("
-                       "DeviceNeighborSampler(cuda_graphs=True))", **graphs)
+    if ctx.cuda:    # the same sampler without CUDA graphs: an operator a launch
+        eager = ctx.attempt("graphsys-device-eager", gnn_graphsys, ctx, d, steps, 1,
+                            "eager")
+        if eager is not None:
+            ctx.record("graphsys-device-eager", model="graphsys GNN('sage'), NodeLoader("
+                       "DeviceNeighborSampler(cuda_graphs=False))", **eager)
     else:
-        ctx.record("graphsys-device-graphs", status="skipped",
-                   reason="CUDA graphs need a CUDA device")
+        ctx.record("graphsys-device-eager", status="skipped",
+                   reason="the default is eager off CUDA")
 
 
 def gnn_pyg_row(ctx: Ctx, d: dict, steps, workers: int, ours: dict | None, shape: str

@@ -162,3 +162,24 @@ def test_program_ends_the_process_after_a_fast_exit_command(tmp_path):
                          timeout=300)
     assert bad.returncode != 0 and bad.stderr.startswith("error: ")
     assert len(bad.stderr.splitlines()) == 1
+
+
+def test_a_reader_that_leaves_does_not_end_the_command(tmp_path, capsys, monkeypatch):
+    """``graphsys run ... --out F | head -1``: stdout's reader is gone before the first
+    superstep line; the run still writes F, exits 0 and prints no 'Broken pipe'."""
+    import os
+    import sys
+
+    edges = tmp_path / "e.tsv"
+    edges.write_text("0\t1\n1\t2\n2\t0\n")
+    ingest_sources([EdgeSource([edges])], tmp_path / "g", IngestOptions(partitions=1))
+    read, write = os.pipe()
+    os.close(read)
+    with open(write, "w", buffering=1) as closed:  # line-buffered: every line is written
+        monkeypatch.setattr(sys, "stdout", closed)
+        rc = cli.main(["run", "pagerank", str(tmp_path / "g"), "--out",
+                       str(tmp_path / "pr.parquet")])
+        assert sys.stdout is closed
+    assert rc == 0 and (tmp_path / "pr.parquet").is_file()
+    err = capsys.readouterr().err
+    assert "error" not in err and "Broken pipe" not in err, err

@@ -197,9 +197,13 @@ class DeviceWorkCounter(TransferCounter):
             src, dst = args[0], torch.device(dst)
             if src.device != dst or self.host_run:
                 return self._kind(src, dst)
-        elif name == "copy_" and len(args) > 1 and isinstance(args[1], torch.Tensor) \
-                and args[1].device != args[0].device:
-            return self._kind(args[1], args[0].device)
+        elif name == "copy_" and len(args) > 1 and isinstance(args[1], torch.Tensor):
+            src, dst = args[1], args[0]
+            if src.device != dst.device:
+                return self._kind(src, dst.device)
+            if self.host_run and self._is_device(dst) != self._is_device(src):
+                return ("h2d" if self._is_device(dst) else "d2h",
+                        int(src.numel() * src.element_size()))
         return None
 
     @staticmethod

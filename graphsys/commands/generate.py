@@ -52,6 +52,7 @@ KINDS = ("rmat", "grid", "sbm", "kg")
 #: default so generation (background thread) and encoding overlap: the writer encodes one
 #: block while the generator draws the next.
 CLI_CHUNK_EDGES = RNG_BLOCK_EDGES
+DEFAULT_DROP = "0.2"
 
 
 def register(subparsers) -> None:
@@ -65,24 +66,25 @@ def register(subparsers) -> None:
     p.add_argument("--out", required=True, type=Path, metavar="FILE",
                    help="output file; the extension picks the format")
     p.add_argument("--overwrite", action="store_true", help="replace existing output files")
-    g = p.add_argument_group("rmat")
+    groups = {}
+    g = groups["rmat"] = p.add_argument_group("rmat")
     g.add_argument("--abc", default="0.57,0.19,0.19", metavar="A,B,C",
                    help="quadrant probabilities, a + b + c <= 1 (default 0.57,0.19,0.19)")
     g.add_argument("--no-permute", action="store_true",
                    help="keep raw R-MAT ids (hubs at low ids)")
-    g = p.add_argument_group("grid")
+    g = groups["grid"] = p.add_argument_group("grid")
     g.add_argument("--weight-range", default="1,10", metavar="LOW,HIGH",
                    help="lattice edge lengths, uniform in [LOW, HIGH) (default 1,10)")
-    g.add_argument("--drop", default="0.2", metavar="F",
+    g.add_argument("--drop", default=DEFAULT_DROP, metavar="F",
                    help="lattice fraction removed when --edges is omitted (default 0.2)")
-    g = p.add_argument_group("sbm")
+    g = groups["sbm"] = p.add_argument_group("sbm")
     g.add_argument("--blocks", default="4", metavar="K", help="blocks = classes (default 4)")
     g.add_argument("--ratio", default="10", metavar="R", help="p_in / p_out (default 10)")
     g.add_argument("--features", default="16", metavar="D",
                    help="node feature width, 0 for none (default 16)")
     g.add_argument("--feature-noise", default="2", metavar="SIGMA",
                    help="noise around the class means (default 2)")
-    g = p.add_argument_group("kg")
+    g = groups["kg"] = p.add_argument_group("kg")
     g.add_argument("--relations", default="10", metavar="R", help="relations (default 10)")
     g.add_argument("--cluster-size", default="4", metavar="S",
                    help="entities per cluster = planted tails per (head, rel) (default 4)")
@@ -92,7 +94,10 @@ def register(subparsers) -> None:
                    help=argparse.SUPPRESS)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print one JSON line of results")
-    p.set_defaults(func=run)
+    # each kind's options (flag, dest, default): another kind refuses them when set
+    p.set_defaults(func=run, kind_options={
+        kind: [(a.option_strings[0], a.dest, a.default) for a in g._group_actions]
+        for kind, g in groups.items()})
 
 
 def run(args) -> int:
@@ -101,6 +106,12 @@ def run(args) -> int:
                                                       "--edges")
     seed = check_seed(parse_count(args.seed, "--seed"), "--seed")
     chunk = check_int(parse_count(args.chunk_edges, "--chunk-edges"), "--chunk-edges")
+    for kind, options in args.kind_options.items():
+        for flag, dest, default in options if kind != args.kind else ():
+            if getattr(args, dest) != default:
+                raise GraphsysError(f"{flag} is an option of {kind}, not of {args.kind}")
+    if args.kind == "grid" and edges is not None and args.drop != DEFAULT_DROP:
+        raise GraphsysError("--drop and --edges both set the lattice's edges: give one")
     try:
         output_format(args.out)
     except GraphsysError as exc:

@@ -52,11 +52,13 @@ def register(subparsers) -> None:
                         "to one of type RHS (repeatable; default: one entity type)")
     p.add_argument("--delimiter", help="text delimiter, one character; \\t for a tab "
                                        "(default: sniffed; tab, comma or spaces)")
-    p.add_argument("--header", choices=("auto", "yes", "no"), default="auto",
+    header = p.add_mutually_exclusive_group()
+    header.add_argument("--header", choices=("auto", "yes", "no"), default="auto",
                    help="text header line: auto (default: a header only when the first line "
                         "holds the named columns, or is non-numeric in every field while the "
                         "second line is numeric; said on stderr), yes or no")
-    p.add_argument("--no-header", action="store_true", help="same as --header no")
+    header.add_argument("--no-header", dest="header", action="store_const", const="no",
+                        help="same as --header no")
     p.add_argument("--edge-set", default=DEFAULT_EDGE_SET,
                    help=f"name of the edge set (default {DEFAULT_EDGE_SET!r})")
     joining = p.add_mutually_exclusive_group()
@@ -151,8 +153,7 @@ def _ingest(args, out, appending: bool):
         rel_col=column_arg(args.rel_col), weight_col=column_arg(args.weight_col),
         edge_columns=_edge_columns(args.edge_columns),
         relation=args.relation, delimiter=_escape(args.delimiter),
-        header=False if args.no_header else {"auto": None, "yes": True, "no": False}[
-            args.header],
+        header={"auto": None, "yes": True, "no": False}[args.header],
         edge_set=args.edge_set, nodes=args.nodes, undirected=args.undirected,
         dedupe=args.dedupe, drop_self_loops=args.drop_self_loops,
         memory_limit=args.memory_limit, on_bad_line=args.on_bad_line, index=args.index,

@@ -373,9 +373,9 @@ def _user_program(args):
     from graphsys.bsp.engine import DEFAULT_MAX_ITERS
     from graphsys.bsp.engine import run as run_program
     from graphsys.bsp.program import VertexProgram
-    from graphsys.user_code import load_object
+    from graphsys.user_code import build
 
-    program = load_object(args.program, "--program")()
+    program = build(args.program, "--program")
     if not isinstance(program, VertexProgram):
         raise GraphsysError(f"--program {args.program}: built a {type(program).__name__}, "
                             f"not a graphsys.bsp.program.VertexProgram")

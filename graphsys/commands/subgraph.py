@@ -7,17 +7,18 @@ ids, node columns, weights, relations and edge columns kept (in Python: ``Graph.
 
 from __future__ import annotations
 
-import operator
+import re
 import time
 from pathlib import Path
 
 from graphsys.commands._common import emit_json, graph_arg, read_ids, typed_ids
 from graphsys.errors import GraphsysError, ParameterError
 
-#: The comparisons ``--where`` takes, longest first (``<=`` before ``<``).
-COMPARISONS = {"==": operator.eq, "!=": operator.ne, "<=": operator.le, ">=": operator.ge,
-               "<": operator.lt, ">": operator.gt}
-
+#: The comparisons ``--where`` takes, as pyarrow compute functions; the first operator in
+#: the text is the comparison, the longer of two at one place (``<=`` before ``<``).
+COMPARISONS = {"==": "equal", "!=": "not_equal", "<=": "less_equal", ">=": "greater_equal",
+               "<": "less", ">": "greater"}
+WHERE = re.compile(r"\s*(.+?)\s*(==|!=|<=|>=|<|>)\s*(.*?)\s*", re.DOTALL)
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("subgraph", help="write an induced or ego subgraph as a new graph",
@@ -45,28 +46,40 @@ def register(subparsers) -> None:
 
 
 def parse_where(text: str):
-    """``'COLUMN OP VALUE'`` as a pyarrow compute expression (the value an integer, a float,
-    or else a string, quotes optional)."""
+    """``'COLUMN OP VALUE'`` as a predicate over a table (a callable of it: one bool per
+    row, False where the column is null). VALUE is read as the column's type: a string
+    column's text (quotes optional), a mask's true or false, else a number (an integer,
+    else a float)."""
+    import pyarrow as pa
     import pyarrow.compute as pc
 
-    op = next((op for op in COMPARISONS if op in text), None)
-    if op is None:
+    match = WHERE.fullmatch(text)
+    if match is None or not match.group(3):
         raise ParameterError("where", f"must read 'COLUMN OP VALUE' with OP one of "
                                       f"{' '.join(COMPARISONS)}, got {text!r}")
-    column, _, value = text.partition(op)
-    column, value = column.strip(), value.strip()
-    if not column or not value:
-        raise ParameterError("where", f"must read 'COLUMN OP VALUE', got {text!r}")
-    for cast in (int, float):
-        try:
-            typed = cast(value)
-            break
-        except ValueError:
-            continue
-    else:
-        typed = value.strip("'\"")
-    return COMPARISONS[op](pc.field(column), typed)
+    column, op, value = match.groups()
 
+    def literal(kind):
+        if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+            return value.strip("'\"")
+        if pa.types.is_boolean(kind) and value.lower() in ("true", "false", "1", "0"):
+            return value.lower() in ("true", "1")
+        for cast in (int, float):
+            try:
+                return pa.scalar(cast(value))
+            except OverflowError:  # an integer no Arrow integer holds
+                raise ParameterError("where", f"{value} is out of the range of column "
+                                              f"{column} ({kind})") from None
+            except ValueError:
+                continue
+        raise ParameterError("where", f"{value!r} is not a value of column {column} ({kind})")
+
+    def where(table):
+        kind = table.schema.field(column).type
+        return pc.fill_null(pc.call_function(COMPARISONS[op],
+                                             [table[column], literal(kind)]), False)
+
+    return where
 
 def run(args) -> int:
     from graphsys.memory import lifetime_peak_rss

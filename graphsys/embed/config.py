@@ -29,12 +29,11 @@ import json
 import math
 import re
 import textwrap
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from graphsys.config_values import check_type, parse_value
+from graphsys.config_values import check_type, parse_value, read_config_file
 from graphsys.device import DEVICES
 from graphsys.embed.model import COMPARATORS, LOSSES, OPERATORS
 from graphsys.errors import ConfigError, GraphsysError, ParameterError
@@ -184,9 +183,9 @@ class EmbedConfig:
                                     "to training degree (0 = uniform, as PBG)", default=0.0)
     # -- scheduling -------------------------------------------------------------------------
     bucket_order: str = _h("bucket order: " + ", ".join(BUCKET_ORDERS), default="inside_out")
-    buffer_partitions: int | None = _h("partitions held in memory (default: all, or what "
-                                       "memory_budget allows); others are swapped to disk",
-                                       default=None)
+    buffer_partitions: int | None = _h("partitions held in memory (default: all; never more "
+                                       "than memory_budget allows); others are swapped to "
+                                       "disk", default=None)
     memory_budget: str | int | None = _h("bytes for resident embeddings + Adagrad state, "
                                          "e.g. '2GB'", default=None)
     prefetch: bool = _h("load the next bucket's partitions and write back evicted ones in the "
@@ -250,6 +249,18 @@ class EmbedConfig:
 
     # -- validation -------------------------------------------------------------------------
     def __post_init__(self) -> None:
+        # nested entries given as tables (EmbedConfig(relations=[{"name": "r0"}])) are read
+        # as config_from_dict reads them; they raised a raw AttributeError in validate
+        if not isinstance(self.relations, list):
+            raise ConfigError(f"relations: must be a list of tables, got {self.relations!r}")
+        if not isinstance(self.entities, dict):
+            raise ConfigError(f"entities: must be a table, got {self.entities!r}")
+        self.relations = [r if isinstance(r, RelationConfig) else
+                          _sub(RelationConfig, f"relations[{k}]", r)
+                          for k, r in enumerate(self.relations)]
+        self.entities = {n: e if isinstance(e, EntityConfig) else
+                         _sub(EntityConfig, f"entities.{n}", e)
+                         for n, e in self.entities.items()}
         self.validate()
 
     def _check_grouping(self) -> None:
@@ -314,7 +325,7 @@ class EmbedConfig:
             if not isinstance(getattr(self, key), bool) and not (
                     key == "cuda_graphs" and self.cuda_graphs is None):
                 raise ConfigError(f"{key}: must be true or false, got {getattr(self, key)!r}")
-        for key in ("graph", "edges", "checkpoint_path"):
+        for key in ("graph", "edges", "checkpoint_path", "init_from"):
             if getattr(self, key) is not None and not isinstance(getattr(self, key), str):
                 raise ConfigError(f"{key}: must be a string, got {getattr(self, key)!r}")
         self._check_grouping()
@@ -407,16 +418,7 @@ def config_from_dict(raw: dict[str, Any]) -> EmbedConfig:
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise ConfigError(f"{key}: unknown key{hint}; the keys are listed by "
                               f"`graphsys embed train -h`")
-        if key == "relations":
-            if not isinstance(value, list):
-                raise ConfigError(f"relations: must be a list of tables, got {value!r}")
-            kwargs[key] = [_sub(RelationConfig, f"relations[{k}]", v) for k, v in enumerate(value)]
-        elif key == "entities":
-            if not isinstance(value, dict):
-                raise ConfigError(f"entities: must be a table, got {value!r}")
-            kwargs[key] = {n: _sub(EntityConfig, f"entities.{n}", v) for n, v in value.items()}
-        else:
-            kwargs[key] = check_type(key, value, str(fields[key].type))
+        kwargs[key] = check_type(key, value, str(fields[key].type))  # nested: __post_init__
     return EmbedConfig(**kwargs)
 
 
@@ -434,9 +436,13 @@ def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]
         if len(parts) == 1:
             out[key] = value
         elif parts[0] == "entities" and len(parts) == 3:
-            out.setdefault("entities", {}).setdefault(parts[1], {})[parts[2]] = value
+            ents = _table_of(out, "entities", dict)
+            _table_of(ents, parts[1], dict, f"entities.{parts[1]}")[parts[2]] = value
         elif parts[0] == "relations" and len(parts) == 3:
-            rels = out.setdefault("relations", [])
+            rels = _table_of(out, "relations", list)
+            for k, entry in enumerate(rels):   # a string entry raised a raw AttributeError
+                if not isinstance(entry, dict):
+                    raise ConfigError(f"relations[{k}]: must be a table/object, got {entry!r}")
             if parts[1].isdigit():
                 k = int(parts[1])
                 if k >= len(rels):
@@ -453,19 +459,14 @@ def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]
     return out
 
 
-def load_raw(path: str | Path) -> dict[str, Any]:
-    """Read a ``.toml`` or ``.json`` config file into plain data."""
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read config ({exc.strerror})") from None
-    try:
-        if path.suffix.lower() == ".json":
-            return json.loads(text)
-        return tomllib.loads(text)
-    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"{path}: invalid {path.suffix.lstrip('.') or 'toml'}: {exc}") from None
+def _table_of(raw: dict[str, Any], key: str, kind: type, where: str | None = None):
+    """``raw[key]``, made an empty ``kind`` (dict or list) when missing, refused in one
+    line when it is something else (an override reaching into it raised a raw error)."""
+    value = raw.setdefault(key, kind())
+    if not isinstance(value, kind):
+        raise ConfigError(f"{where or key}: must be a {'table' if kind is dict else 'list'}, "
+                          f"got {value!r}")
+    return value
 
 
 def load_config(path: str | Path | None = None, overrides: list[str] | None = None, *,
@@ -480,7 +481,7 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
     if path is not None and Path(path).suffix.lower() == ".py":
         raise ConfigError(f"{path}: a PyTorch-BigGraph config; read it with "
                           f"graphsys.embed.load_config (it is matched to the graph)")
-    base = dict(raw) if raw is not None else load_raw(path) if path is not None else {}
+    base = dict(raw) if raw is not None else read_config_file(path) if path is not None else {}
     base.update({k: v for k, v in values.items() if v is not None})
     return config_from_dict(apply_overrides(base, overrides or []))
 

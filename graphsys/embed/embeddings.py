@@ -20,7 +20,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import torch
 
 from graphsys.embed import grow
 from graphsys.embed.checkpoint_files import CheckpointStorage, check_graph, load_npy
@@ -122,10 +121,6 @@ class Embeddings(EmbeddingQueries, EmbeddingExports):
             raise FormatError(f"{path / 'checkpoint.json'}: its model fields (dimension, "
                               f"relations, comparator, operators) do not match a model "
                               f"({exc})") from None
-        for side, g, k in self.relmodel.keys():
-            if not bool(torch.isfinite(self.relmodel.params[side][g][k]).all()):
-                raise FormatError(f"{self.storage.model_path(f'{side}.g{g}.{k}', self.version)}"
-                                  f": non-finite relation parameter (NaN or infinity)")
         self._filters: dict[tuple[tuple[str, ...], str], Any] = {}
 
     @classmethod

@@ -7,7 +7,8 @@ Every test triple ``(h, r, t)`` is ranked on both sides, by tail prediction of
 of :mod:`graphsys.ranking` (ties half, NaN worst; NaN metrics for no triple). Candidates
 are every entity of the type, or ``N`` entities sampled uniformly and shared by a batch of
 :data:`EVAL_BATCH` triples; *filtered* removes every other candidate that forms a true
-triple in any edge set of the graph. The protocols and when each applies: ``docs/embed.md``.
+triple in any edge set of the graph (as the graph now holds it: a deleted triple is
+none). The protocols and when each applies: ``docs/embed.md``.
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from graphsys.embed.checkpoint_files import check_graph
 from graphsys.embed.embeddings import Embeddings
-from graphsys.errors import ParameterError, check_count
+from graphsys.errors import GraphsysError, ParameterError, check_count
 from graphsys.ranking import protocol, rank_metrics, ranks
 from graphsys.storage.graph import Graph
-from graphsys.storage.triples import KnownAnswers, triples
+from graphsys.storage.triples import KnownAnswers, known_triples, triples
 
 EVAL_BATCH = 500
 KS = (1, 3, 10)  # the k of the hits@k that evaluate reports
@@ -61,6 +63,26 @@ def protocol_name(filtered: bool, candidates: str | int | list) -> str:
         return " + ".join(protocol_name(filtered, c) for c in candidates)
     return protocol(None if candidates == "all" else int(candidates), filtered=filtered,
                     both_sides=True)
+
+
+def _require_graph_of(emb: Embeddings, graph: Graph) -> None:
+    """Refuse, in one line, a ``graph`` whose ids do not index ``emb``'s rows: one that
+    is not the graph the embeddings map ids with, nor a copy of it (the same entities in
+    the same partitions, :func:`~graphsys.embed.checkpoint_files.check_graph`). Another
+    ingest of the same triples was ranked with the wrong rows, reported as success.
+    Embeddings whose recorded graph is gone take ``graph``, as ``Embeddings.load(graph=)``."""
+    try:
+        if graph is emb.graph:
+            return
+    except GraphsysError:   # the recorded graph is gone (or not recorded): map with this one
+        emb._set_graph(graph)
+        return
+    grown = check_graph(emb.meta, graph, emb.path, grown=True)
+    if grown != emb._grown or any(graph.num_nodes(t) != emb.num_entities(t)
+                                  for t in emb.entity_types):
+        raise GraphsysError(f"{emb.path}: the graph {graph.path} has other entities than the "
+                            f"graph {emb.graph.path} these embeddings map ids with; load "
+                            f"them with graph={graph.path} (Embeddings.load)")
 
 
 def evaluate(emb: Embeddings, graph: Graph, edge_set: str, *, filtered: bool = True,
@@ -111,7 +133,8 @@ def evaluate(emb: Embeddings, graph: Graph, edge_set: str, *, filtered: bool = T
     Raises
     ------
     GraphsysError
-        Embeddings without relation operators, or an unknown edge set.
+        Embeddings without relation operators, an unknown edge set, or a graph whose
+        entities are not those the embeddings were loaded with.
     ParameterError
         ``candidates`` neither ``"auto"``, ``"all"`` nor a positive integer.
 
@@ -148,16 +171,14 @@ def evaluate(emb: Embeddings, graph: Graph, edge_set: str, *, filtered: bool = T
         candidates = check_count("candidates", candidates)
     seed = check_count("seed", seed, minimum=0)   # -1 or "x" raised in NumPy's generator
     emb.require_relations("link-prediction evaluation")
+    _require_graph_of(emb, graph)
     test = triples(graph, graph.edge_set(edge_set).name)
     m = max(graph.num_nodes(t) for t in graph.entity_types) + 1
     filt_tail = filt_head = None
     if filtered:
-        every = [triples(graph, name) for name in graph.edge_sets]
-        h = np.concatenate([x.h for x in every])
-        r = np.concatenate([x.r for x in every])
-        t = np.concatenate([x.t for x in every])
-        filt_tail = KnownAnswers(r * m + h, t, m)
-        filt_head = KnownAnswers(r * m + t, h, m)
+        known = known_triples(graph)
+        filt_tail = KnownAnswers(known.r * m + known.h, known.t, m)
+        filt_head = KnownAnswers(known.r * m + known.t, known.h, m)
     rels = emb.relations
     lhs_of = np.array([emb.entity_types.index(x["lhs"]) for x in rels])
     rhs_of = np.array([emb.entity_types.index(x["rhs"]) for x in rels])

@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from graphsys.embed.relations import PBG_DYNAMIC_NAME, pbg_side
 from graphsys.errors import GraphsysError
+from graphsys.outputs import check_outputs
 from graphsys.storage.atomic import atomic_path
 
 #: Entity rows formatted per step of export_tsv() (one progress update each).
@@ -57,8 +58,9 @@ class EmbeddingExports:
         Raises
         ------
         GraphsysError
-            A file that cannot be written (no space, no permission), or an id holding a tab,
-            newline or carriage return (TSV has no escape for them: export to Parquet).
+            A file that cannot be written (no space, no permission), an id holding a tab,
+            newline or carriage return (TSV has no escape for them: export to Parquet), both
+            paths naming one file, or a path inside a graph or checkpoint directory.
 
         Notes
         -----
@@ -87,6 +89,9 @@ class EmbeddingExports:
         .. [1] A. Lerer et al., "PyTorch-BigGraph: A Large-scale Graph Embedding System",
            SysML 2019.
         """
+        # the same path twice kept only the relations: the entities were lost
+        check_outputs([("entities_out", entities_out, "file"),
+                       ("relations_out", relations_out, "file")], overwrite=True)
         with _export_file(entities_out) as tmp, open(tmp, "w") as f:
             for t in self.entity_types:
                 offs = self._offsets[t]

@@ -429,8 +429,15 @@ def open_index(ckpt: str | Path, entity_type: str, by: str, *, version: int,
         raise FormatError(f"{data}: holds {index.ntotal} x {index.d} rows, its record says "
                           f"{num_entities} x {dimension}")
     fields = IndexParams.__dataclass_fields__
-    params = IndexParams(**{k: v for k, v in (meta.get("params") or {}).items()
-                            if k in fields})
+    recorded = meta.get("params") or {}
+    params = IndexParams(**{k: v for k, v in recorded.items() if k in fields}) \
+        if isinstance(recorded, dict) else None
+    try:   # the record has no checksum: nprobe "x" or 10**20 raised raw faiss/SWIG errors
+        if params is None:
+            raise ParameterError("params", f"must be a table, got {recorded!r}")
+        params.check()
+    except ParameterError as exc:
+        raise FormatError(f"{meta_path}: search settings: {exc}") from None
     if meta["kind"] == "ivf" and params.nprobe is not None:
         index.nprobe = params.nprobe
     elif meta["kind"] == "hnsw" and params.ef_search is not None:

@@ -18,7 +18,7 @@ import torch
 
 from graphsys.embed.model import COMPARATORS
 from graphsys.errors import GraphsysError, ParameterError, check_count
-from graphsys.storage.triples import KnownAnswers, triples
+from graphsys.storage.triples import KnownAnswers, known_triples
 
 #: Rows per block of the blocked matmuls in nearest() / predict_tails().
 BLOCK_ROWS = 1 << 16
@@ -262,8 +262,9 @@ class EmbeddingQueries:
             How many tails to return (default 10).
         filter : bool, str or list of str, optional
             Leave out known facts: tails that form a triple with ``(head, rel)`` in every
-            edge set of the graph (``True``), in the edge set named, or in those listed.
-            Default ``None``: no filtering.
+            edge set of the graph (``True``), in the edge set named, or in those listed, as
+            the graph now holds them (a deleted triple is none). Default ``None``: no
+            filtering.
         exclude_self : bool, optional
             Leave out the head itself (default True); False ranks it too (relations that
             hold between an entity and itself).
@@ -428,10 +429,8 @@ class EmbeddingQueries:
             return None
         key = (names, side)
         if key not in self._filters:
-            every = [triples(g, n) for n in names]
-            h = np.concatenate([x.h for x in every])
-            r = np.concatenate([x.r for x in every])
-            t = np.concatenate([x.t for x in every])
+            known = known_triples(g, names)
+            h, r, t = known.h, known.r, known.t
             m = self._filter_base()
             self._filters[key] = (KnownAnswers(r * m + h, t, m) if side == "rhs"
                                   else KnownAnswers(r * m + t, h, m))

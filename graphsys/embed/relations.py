@@ -15,6 +15,7 @@ import torch
 
 from graphsys.embed.checkpoint_files import CheckpointStorage, load_npy, save_npy
 from graphsys.embed.model import OPERATORS, Operator
+from graphsys.errors import FormatError
 
 SIDES = ("lhs", "rhs")
 ADAGRAD_EPS = 1e-10
@@ -256,13 +257,24 @@ class RelationModel:
         return written
 
     def load(self, storage: CheckpointStorage, version: int, *, with_state: bool = True) -> None:
+        """Read every table (and with ``with_state`` its Adagrad sums) of checkpoint
+        ``version``; a file that is not float32 of the table's shape (its operator's, for
+        the relations of its group and the dimension), or that holds a non-finite value or
+        a negative Adagrad sum, is refused in one :class:`FormatError` naming it (a wider,
+        shorter or float64 table failed later in torch, an extra row was read silently)."""
         for side, g, k in self.keys():
-            arr = load_npy(storage.model_path(f"{side}.g{g}.{k}", version), root=storage.root)
-            self.params[side][g][k] = torch.from_numpy(np.array(arr)).to(self.device)
-            if with_state:
-                st = load_npy(storage.model_path(f"{side}.g{g}.{k}.adagrad", version),
-                              root=storage.root)
-                self.state[side][g][k] = torch.from_numpy(np.array(st)).to(self.device)
+            shape = tuple(self.params[side][g][k].shape)
+            for key, table in ((k, self.params), (f"{k}.adagrad", self.state))[:1 + with_state]:
+                path = storage.model_path(f"{side}.g{g}.{key}", version)
+                arr = load_npy(path, root=storage.root)
+                if arr.dtype != np.float32 or arr.shape != shape:
+                    raise FormatError(f"{path}: {arr.dtype} {arr.shape}, expected float32 "
+                                      f"{shape}")
+                if not np.isfinite(arr).all() or (table is self.state and (arr < 0).any()):
+                    raise FormatError(f"{path}: a non-finite value (NaN or infinity)"
+                                      + (" or a negative Adagrad sum" if table is self.state
+                                         else ""))
+                table[side][g][k] = torch.from_numpy(np.array(arr)).to(self.device)
 
     def relation_params(self, rel: int) -> dict[str, dict[str, np.ndarray]]:
         """``{side: {param: array}}`` of one relation (for export)."""

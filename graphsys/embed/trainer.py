@@ -64,12 +64,14 @@ from graphsys.embed.schedule import bucket_order, plan_buffer
 from graphsys.embed.stats import EpochStats, RankStats
 from graphsys.embed.step import MinibatchStep
 from graphsys.errors import ConfigError, GraphsysError
+from graphsys.memory import available_memory
 from graphsys.progress import progress_bar
 from graphsys.storage import file_rules
 from graphsys.storage.atomic import make_directory
 from graphsys.storage.graph import Graph
 from graphsys.storage.lock import writer_lock
 from graphsys.trace import traced
+from graphsys.units import format_size
 
 __all__ = ["Trainer"]
 
@@ -210,19 +212,28 @@ class Trainer(MinibatchStep):
         return why is None
 
     def _capacity(self) -> int:
+        """Partitions held in memory; refuses a model whose fewest resident partitions (of
+        one bucket) and one batch's negatives already exceed the RAM available (a dimension
+        or ``num_uniform_negs`` of 10**12 failed in the allocator)."""
         cfg = self.cfg
-        if cfg.buffer_partitions is not None:
-            cap = cfg.buffer_partitions
-        elif cfg.memory_budget is not None:
-            rows = max(sum(s[p] for s in self.sizes.values()) for p in range(self.P))
-            per = rows * (cfg.dimension + math.prod(cfg.adagrad_state_shape(1))) * 4
-            cap = cfg.budget_bytes() // max(per, 1)
-            if cap < min(2, self.P):
-                raise ConfigError(f"memory_budget: {cfg.memory_budget} holds {cap} partitions "
+        rows = max(sum(s[p] for s in self.sizes.values()) for p in range(self.P))
+        per = rows * (cfg.dimension + math.prod(cfg.adagrad_state_shape(1))) * 4
+        negs = 0 if cfg.all_negs else cfg.num_uniform_negs
+        batch = min(cfg.batch_size, self.graph.num_edges(self.edge_set))
+        need = per * min(2, self.P) + 8 * negs * (cfg.dimension + batch)
+        if need > (have := available_memory()):
+            raise ConfigError(f"dimension: {cfg.dimension} with {negs} uniform negatives "
+                              f"needs at least {format_size(need)} of RAM, {format_size(have)} "
+                              f"is available (lower dimension, num_uniform_negs or batch_size,"
+                              f" or ingest the graph into more partitions)")
+        cap = self.P if cfg.buffer_partitions is None else cfg.buffer_partitions
+        if cfg.memory_budget is not None:   # both given: both hold (the budget was ignored)
+            fits = cfg.budget_bytes() // max(per, 1)
+            if fits < min(2, self.P):
+                raise ConfigError(f"memory_budget: {cfg.memory_budget} holds {fits} partitions "
                                   f"of {per} bytes; 2 are needed (raise it or use more "
                                   f"partitions)")
-        else:
-            cap = self.P
+            cap = min(cap, fits)
         return max(min(cap, self.P), min(2, self.P))
 
     def _prepare(self) -> tuple[int, dict[str, Any] | None]:

@@ -6,15 +6,14 @@ style); :func:`load_train_config` reads one from a TOML or JSON file."""
 
 from __future__ import annotations
 
-import json
 import math
-import tomllib
 from dataclasses import dataclass, fields, replace
 from numbers import Integral, Real
 from pathlib import Path
 from typing import Any
 
-from graphsys.errors import ConfigError, ParameterError
+from graphsys.config_values import read_config_file
+from graphsys.errors import ParameterError
 from graphsys.gnn.full_graph import check_full_graph
 from graphsys.plugins import GNN_MODELS
 
@@ -744,18 +743,7 @@ def load_train_config(path: str | Path, overrides: dict[str, Any] | None = None
     >>> cfg.epochs, cfg.rgcn.num_layers, cfg.rgcn.num_blocks, cfg.rgcn.max_seconds
     (2, 1, 4, 30)
     """
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read the config ({exc})") from None
-    try:
-        values = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
-    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"{path}: invalid {path.suffix.lstrip('.') or 'toml'}: {exc}"
-                          ) from None
-    if not isinstance(values, dict):
-        raise ConfigError(f"{path}: a config is a table of settings")
+    values = read_config_file(path)
     for key, value in (overrides or {}).items():
         if key == "rgcn" and isinstance(values.get("rgcn"), dict) and isinstance(value, dict):
             values["rgcn"] = {**values["rgcn"], **value}

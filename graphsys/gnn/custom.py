@@ -11,7 +11,8 @@ A model is called in one of two conventions (``TrainConfig.inputs``):
             what PyG's ``NeighborSampler`` yielded, so models written for it run unchanged.
 
 ``--model module:Factory`` (CLI) names a callable ``Factory(in_dim=, hidden_dim=, out_dim=,
-num_layers=, dropout=)`` returning such a module; :func:`load_factory` imports it.
+num_layers=, dropout=)`` returning such a module; :func:`graphsys.user_code.build` imports
+and calls it.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ from graphsys.gnn.config import INPUTS
 from graphsys.sampling.adjacency import Adjacency
 from graphsys.sampling.block import Block
 from graphsys.sampling.neighbor import NeighborSampler
-from graphsys.user_code import load_object
 
 #: Destination nodes per step of :func:`full_neighbourhood_outputs`.
 EVAL_CHUNK = 1 << 12
@@ -41,12 +41,6 @@ class Adj(NamedTuple):
     edge_index: torch.Tensor
     e_id: torch.Tensor | None
     size: tuple[int, int]
-
-
-def load_factory(spec: str) -> Callable[..., nn.Module]:
-    """The model factory named ``module:Factory``; one-line errors (see
-    :func:`graphsys.user_code.load_object`)."""
-    return load_object(spec, "model")
 
 
 def caller(model: nn.Module, inputs: str) -> Callable[[list[Block], torch.Tensor], torch.Tensor]:

@@ -105,7 +105,7 @@ def on_device(sampler: Sampler, device: torch.device, device_sampling: bool | No
     """The sampler a loader on ``device`` draws from: ``sampler``, or for
     ``device_sampling`` (None: on CUDA) a NeighborSampler's
     :class:`~graphsys.sampling.device.DeviceNeighborSampler` on ``device``, made once per
-    sampler and device (its CSR copied there once)."""
+    sampler and device (its CSR copied there once), replaying CUDA graphs where it can."""
     if device_sampling is None:
         device_sampling = device.type == "cuda" and type(sampler) is NeighborSampler
     if not device_sampling or isinstance(sampler, DeviceNeighborSampler):
@@ -115,7 +115,7 @@ def on_device(sampler: Sampler, device: torch.device, device_sampling: bool | No
                                                 f"device, not a {type(sampler).__name__}'s")
     made = sampler.__dict__.setdefault("_device_copies", {})
     if device not in made:
-        made[device] = DeviceNeighborSampler(sampler, device=device)
+        made[device] = DeviceNeighborSampler(sampler, device=device, cuda_graphs=None)
     return made[device]
 
 
@@ -380,9 +380,10 @@ class NodeLoader:
         its seeds and their times, and ``batch.extra["time"]`` holds the times.
     batch_time : bool, optional
         With ``links`` and ``times``: a batch's seeds are its distinct nodes, each sampled
-        once at the batch's first link's time (a time-ordered stream's batch, read as of
-        its first event: :func:`pair_seeds`' ``query_time``); default False: each end at
-        its own link's time.
+        once at the batch's earliest link's time (a time-ordered stream's batch, read as
+        of its first event: :func:`pair_seeds`' ``query_time``; shuffled or not, no link
+        sees an edge at or after its own time); default False: each end at its own link's
+        time.
     batch_size : int, optional
         Seeds per batch (default 512); the last batch of an epoch may be smaller.
     shuffle : bool, optional
@@ -424,7 +425,8 @@ class NodeLoader:
         host) or None (default): on a CUDA ``device`` when ``sampler`` is a
         NeighborSampler. Sampling on the device, a feature table or label column that
         takes at most half the device's free memory is copied there once and gathered
-        there; a larger one is gathered on the host and copied per batch.
+        there; a larger one is gathered on the host and copied per batch. Each batch is
+        then one CUDA graph replay where the sampler allows it (its ``cuda_graphs=None``).
     input_dropout : float, optional
         Dropout probability applied to ``x`` as the worker gathers it (default 0: none), in
         the same pass (:func:`~graphsys.gnn.dropout.feature_dropout`): the input dropout of
@@ -698,7 +700,7 @@ class NodeLoader:
         if neg is None:
             return seeds, times, {} if times is None else {"time": times}
         seeds, times, extra = pair_seeds(seeds[:, 0], seeds[:, 1], neg, times,
-                                         times[0] if self.batch_time and len(at) else None)
+                                         times.min() if self.batch_time and len(at) else None)
         return seeds, times, dict(extra, link=at)
 
     def _batch(self, order, epoch: int, i: int, key: int = 0) -> MiniBatch:

@@ -30,7 +30,7 @@ from torch.nn import functional as F
 from graphsys.errors import GraphsysError
 from graphsys.gnn.batches import eval_blocks, fixed_blocks, node_eval_sampler, node_sampler
 from graphsys.gnn.config import TrainConfig
-from graphsys.gnn.custom import EVAL_CHUNK, caller, full_neighbourhood_outputs, load_factory
+from graphsys.gnn.custom import EVAL_CHUNK, caller, full_neighbourhood_outputs
 from graphsys.gnn.fit import Clock, Evaluation, Step, Task
 from graphsys.gnn.full_graph import full_graph_blocks
 from graphsys.gnn.inference import layerwise_inference, layerwise_inference_on, partition_ranges
@@ -47,6 +47,7 @@ from graphsys.sampling.adjacency import homogeneous_adjacency
 from graphsys.sampling.block import Block, MiniBatch
 from graphsys.storage.graph import Graph
 from graphsys.trace import trace_range
+from graphsys.user_code import build
 
 #: Bytes of sampled blocks a node-task run keeps between its validation passes (each pass
 #: evaluates the same fixed sample); larger samples are drawn again at every evaluation.
@@ -69,7 +70,7 @@ def build_node_model(cfg: TrainConfig, dims: dict[str, Any]) -> nn.Module:
     (:func:`node_model_dims`)."""
     if cfg.model in GNN_MODELS:
         return GNN(cfg.model, heads=cfg.heads, **dims)
-    model = load_factory(cfg.model)(**dims)
+    model = build(cfg.model, "model", **dims)
     if not isinstance(model, nn.Module):
         raise GraphsysError(f"model {cfg.model!r} returned {type(model).__name__}, not "
                             f"a torch.nn.Module")

@@ -53,7 +53,7 @@ from graphsys.gnn.optim import fused_adam
 from graphsys.sampling._util import derive_seed
 from graphsys.sampling.hetero import TypedBlock
 from graphsys.storage.graph import Graph, open_graph
-from graphsys.storage.triples import KnownAnswers, triples
+from graphsys.storage.triples import KnownAnswers, known_triples, triples
 
 EVAL_BATCH = 256
 #: How a triple is ranked: its tail among every entity, then its head, true triples left out
@@ -152,9 +152,11 @@ def _graph_block(nodes: np.ndarray, s: np.ndarray, r: np.ndarray, o: np.ndarray,
                       torch.from_numpy(dst), None, torch.from_numpy(et))
 
 
-def global_triples(graph: Graph, edge_set: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(h, r, t)`` int64 of an edge set in global node ids."""
-    tr = triples(graph, edge_set)
+def global_triples(graph: Graph, edge_set: str | None) -> tuple[np.ndarray, np.ndarray,
+                                                                  np.ndarray]:
+    """``(h, r, t)`` int64 of an edge set in global node ids; None: every true triple of
+    the graph (:func:`~graphsys.storage.triples.known_triples`)."""
+    tr = known_triples(graph) if edge_set is None else triples(graph, edge_set)
     toff = graph.type_offsets
     lhs = np.array([toff[x.lhs] for x in graph.relation_types], np.int64)
     rhs = np.array([toff[x.rhs] for x in graph.relation_types], np.int64)
@@ -225,7 +227,7 @@ class RGCNData:
                                 f"on {rs.test_edges!r} (rgcn.train_edges, ...); this graph has "
                                 f"{', '.join(graph.edge_sets)}")
         self.train, self.valid, self.test = (global_triples(graph, e) for e in names)
-        self.known = [global_triples(graph, name) for name in graph.edge_sets]
+        self.known = [global_triples(graph, None)]
         self.num_nodes = {t: graph.num_nodes(t) for t in graph.entity_types}
         self.num_relations = len(graph.relation_types)
         self.full = _graph_block(np.arange(sum(self.num_nodes.values()), dtype=np.int64),

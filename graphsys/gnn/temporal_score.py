@@ -146,7 +146,7 @@ class TemporalScorer:
         """The neighbour store: every event held, in RAM."""
         ev = self.stream.ev
         adj = events_adjacency(ev.src, ev.dst, ev.time, ev.eid, ev.num_nodes)
-        self.stream.sampler = TemporalNeighborSampler(adj, self.k,
+        self.stream.sampler = TemporalNeighborSampler(adj, self.stream.sampler.fanouts,
                                                       strategy=self.cfg.temporal_strategy)
 
     def _nodes(self, ids, internal: bool, name: str) -> np.ndarray:

@@ -4,7 +4,8 @@
 timestamped edges of a one-type graph.
 
 Data. Every stored edge of the default edge set is an event ``(src, dst, t)`` (a pair seen
-several times is several events), ordered by ``(timestamp, edge id)``. Its features (TGN's
+several times is several events; of an undirected edge set, stored in both directions, the
+copy with ``src <= dst``), ordered by ``(timestamp, edge id)``. Its features (TGN's
 messages, and the edge input of both models' attention) are the edge columns
 ``edge_features`` names, or by default every ``feature_*`` column (the JODIE format's
 ``feature_0``..., :mod:`graphsys.storage.jodie`), else the edge weight when the edge set has
@@ -95,7 +96,8 @@ class Events:
     """The events of a graph in time order: ``src``, ``dst`` (int64), ``time`` (the
     column's dtype), ``eid`` (int64 edge ids), ``raw`` float32 (E, r) features (the
     columns :func:`feature_columns` picks, each scaled by its largest magnitude; ``columns``
-    names them), and the ``graph`` they come from."""
+    names them), the ``graph`` they come from, and whether its edge set is ``undirected``
+    (each edge one event)."""
 
     def __init__(self, graph: Graph, edge_features: list[str] | None = None):
         if len(graph.entity_types) != 1:
@@ -109,15 +111,17 @@ class Events:
         parts = [(s, d, w, t) for (s, d, _, w), t in zip(graph.iter_edges(es.name),
                                                          graph.edge_column(TIME_COLUMN,
                                                                            es.name))]
-        if not parts or sum(len(p[0]) for p in parts) < 3:
-            raise GraphsysError(f"the temporal link task needs at least 3 events, "
-                                f"{graph.path} has {sum(len(p[0]) for p in parts)}")
-        src = np.concatenate([p[0] for p in parts])
-        dst = np.concatenate([p[1] for p in parts])
-        t = np.concatenate([p[3] for p in parts])
+        src = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.int64)
+        dst = np.concatenate([p[1] for p in parts]) if parts else src
+        t = np.concatenate([p[3] for p in parts]) if parts else src
         eid = np.arange(len(src), dtype=np.int64)
-        order = np.lexsort((eid, t))
-        self.src, self.dst, self.time, self.eid = src[order], dst[order], t[order], eid[order]
+        if es.undirected:  # stored in both directions: one event per edge (TGL's reading)
+            eid = eid[src <= dst]
+        if len(eid) < 3:
+            raise GraphsysError(f"the temporal link task needs at least 3 events, "
+                                f"{graph.path} has {len(eid)}")
+        eid = eid[np.lexsort((eid, t[eid]))]
+        self.src, self.dst, self.time, self.eid = src[eid], dst[eid], t[eid], eid
         self.columns = feature_columns(graph, es, edge_features)
         if self.columns == [WEIGHT]:
             cols = [np.concatenate([p[2] for p in parts])]
@@ -135,11 +139,18 @@ class Events:
             self.raw_by_eid[:, j] = col / self.scales[j]
         self.raw = self.raw_by_eid[self.eid]
         self.origin = self.time[0]
-        self.graph, self.num_nodes = graph, graph.num_nodes()
+        self.graph, self.num_nodes, self.undirected = graph, graph.num_nodes(), es.undirected
 
     def seconds(self, t: np.ndarray) -> np.ndarray:
-        """Times as float64 offsets from the first event (what the time encodings see)."""
-        return (np.asarray(t) - self.origin).astype(np.float64)
+        """Times as float64 offsets from the first event (what the time encodings see),
+        each rounded once: an integer offset is taken in two 32-bit halves, as stamps
+        ``2**63`` apart overflowed the int64 difference (and wrapped to a negative gap)."""
+        t = np.asarray(t)
+        if t.dtype.kind not in "iu":
+            return t.astype(np.float64) - float(self.origin)
+        t, o = t.astype(np.int64), np.int64(self.origin)
+        return ((t >> 32) - (o >> 32)).astype(np.float64) * 2.0**32 \
+            + ((t & 0xFFFFFFFF) - (o & 0xFFFFFFFF))
 
 
 #: :attr:`Events.columns` of the events whose feature is the edge weight.
@@ -275,7 +286,8 @@ class EventStream:
         row's events before the time of the event that reached it), as :meth:`TGAT.embed
         <graphsys.gnn.tgat.TGAT.embed>` reads them."""
         b, device = blocks[0], self.device
-        gap = (b.src_times[b.edge_dst] - b.edge_times).to(torch.float64)   # t - t_j
+        gap = torch.from_numpy(self.ev.seconds(b.src_times[b.edge_dst].numpy())
+                               - self.ev.seconds(b.edge_times.numpy()))   # t - t_j
         k = max(self.sampler.fanouts)
         return self.model.embed([slots(x, k, device) for x in blocks], gap.to(device),
                                 self.raw_by_eid[b.edge_ids.to(device)])
@@ -369,13 +381,18 @@ class EventStream:
 def held_out_negatives(ev: Events, split, cfg: TrainConfig) -> dict[str, np.ndarray]:
     """TGB's fixed negatives (:func:`~graphsys.gnn.temporal_eval.tgb_negatives`) of the
     validation and the test events, ``{"valid": (V, M), "test": (T, M)}``, drawn from
-    seeds derived from ``cfg.seed``; ``{}`` under the sampled protocol."""
+    seeds derived from ``cfg.seed``; ``{}`` under the sampled protocol. Of an undirected
+    edge set's events (each edge once, :class:`Events`) the history and the candidates
+    read each event both ways: a node's training partners, and every end of an event."""
     if cfg.eval_protocol != "tgb":
         return {}
-    train = split[0]
-    return {name: tgb_negatives(ev.src, ev.dst, ev.time, train, mask, cfg.link_eval_negatives,
+    src, dst, time, (train, *held) = ev.src, ev.dst, ev.time, split
+    if ev.undirected:
+        src, dst, time = np.r_[ev.src, ev.dst], np.r_[ev.dst, ev.src], np.r_[time, time]
+        train, held = np.r_[train, train], [np.r_[m, np.zeros_like(m)] for m in held]
+    return {name: tgb_negatives(src, dst, time, train, mask, cfg.link_eval_negatives,
                                 derive_seed(cfg.seed, 104729, which))
-            for name, which, mask in (("valid", 1, split[1]), ("test", 2, split[2]))}
+            for name, which, mask in (("valid", 1, held[0]), ("test", 2, held[1]))}
 
 
 def stream_held_out(stream: EventStream, split, cfg: TrainConfig,

@@ -36,7 +36,9 @@ def from_networkx(G, out: str | Path, *, node_attrs: tuple[str, ...] | None = No
         column can hold; ``id``, which names the ids' own column, and attributes of other
         kinds, such as tuples of ints or dicts, are left out).
     weight : str or None, default "weight"
-        The edge attribute read as edge weight when every edge has it (None: no weights).
+        The edge attribute read as edge weight when every edge has it (None: no weights);
+        stored as float32, the format's weight type (``to_networkx`` gives 0.1 back as
+        0.10000000149011612); a value that float32 cannot hold is refused.
     %(ingest)s
 
     Raises

@@ -234,6 +234,13 @@ def fused_draw(k: int, replace: bool, pad: int, device: torch.device):
     return _create_multi_output_jit_fn(code, num_outputs=2)
 
 
+def _in_process_group() -> bool:
+    """Whether this process is in an initialised ``torch.distributed`` group."""
+    import torch.distributed as dist
+
+    return dist.is_available() and dist.is_initialized()
+
+
 def _note_launch(name: str) -> None:
     """Report a kernel launched outside torch's dispatcher to the active dispatch modes
     that count launches (:class:`graphsys.analysis.device_counts.DeviceWorkCounter`)."""
@@ -345,13 +352,17 @@ class DeviceNeighborSampler(Sampler):
         dtype of the device CSR's neighbour ids: ``torch.int32`` (half the memory; default
         when the node and edge counts fit) or ``torch.int64``. The picks do not depend on
         it.
-    cuda_graphs : bool, optional
+    cuda_graphs : bool or None, optional
         Replay a batch's operators as one CUDA graph (default False): one launch instead
-        of about 80 a layer, then one copy of the output buffers (which the graph joins
-        into one). A graph is recorded by :meth:`record_graphs` (``NodeLoader`` calls it
-        for its batch sizes before its sampling threads start), or on the first batch of
-        a size sampled on the main thread; a batch of an unrecorded size on another
-        thread is drawn without one.
+        of 18 to 64 a layer, then one copy of the output buffers (which the graph joins
+        into one). None: on where it can be (``NodeLoader``'s choice): on CUDA,
+        with every fanout fixed, the CSR on the device (``csr`` ``"device"``; a graph too
+        large for it is sampled eagerly) and no ``torch.distributed`` process group (a
+        capture forbids other threads' CUDA calls, which a group's watchdog makes). A
+        graph is recorded by :meth:`record_graphs` (``NodeLoader`` calls it for its batch
+        sizes before its sampling threads start), or with True on the first batch of a
+        size sampled on the main thread; a batch of an unrecorded size is otherwise drawn
+        without one.
         Host seeds only (seeds already on the device run eagerly); not with fanout -1.
         Elsewhere than on CUDA the recorded draw is run again on the same buffers (how
         the tests check their handling).
@@ -423,7 +434,7 @@ class DeviceNeighborSampler(Sampler):
     def __init__(self, graph, fanouts: Sequence[int] | str | None = None, *,
                  replace: bool | None = None, device: str | torch.device | None = None,
                  pin_memory: bool = False, index_dtype: torch.dtype | None = None,
-                 cuda_graphs: bool = False, csr: str = "auto",
+                 cuda_graphs: bool | None = False, csr: str = "auto",
                  device_memory_budget: int | None = None, fused: bool | None = None,
                  **graph_options):
         if isinstance(graph, NeighborSampler):
@@ -452,6 +463,12 @@ class DeviceNeighborSampler(Sampler):
         self._graph_lock = threading.Lock()
         index_dtype = self._index_dtype(index_dtype)
         self.csr = self._placement(csr, device_memory_budget, index_dtype)
+        if cuda_graphs is None:
+            self.cuda_graphs = (self.device.type == "cuda" and self.csr == "device"
+                                and min(self.fanouts) > 0 and not _in_process_group())
+        # recorded on a batch of a new size, or only ahead (record_graphs): a link
+        # loader's batches, of many seed counts, would each record one
+        self._record_on_demand = cuda_graphs is True
         if self.cuda_graphs and self.csr == "staged":
             raise GraphsysError("cuda_graphs needs the CSR on the device or read through UVA "
                                 "(csr='staged' reads positions on the host every layer)")
@@ -576,7 +593,7 @@ class DeviceNeighborSampler(Sampler):
             kept = torch.arange(size, dtype=dtype, device=self.sample_device)
             if lead:
                 kept -= 1
-                kept[0] = lead
+                kept[:1].fill_(lead)                # a fill: no copy of a host scalar
             self._ranges[key] = kept
         return kept[:n]
 
@@ -682,19 +699,27 @@ class DeviceNeighborSampler(Sampler):
         tests) the recorded draw is run again on the input buffer."""
         with self._graph_lock:
             entry = self._graphs.get(len(packed))
-            if entry is None and threading.current_thread() is not threading.main_thread():
+            if entry is None and (not self._record_on_demand or threading.current_thread()
+                                  is not threading.main_thread()):
                 return self._draw_packed(self._upload_packed(packed))
             if entry is None:
                 entry = self._record(packed)
-            static_in, graph, flat, layout = entry[0], entry[1], entry[5], entry[6]
+            static_in = entry[0]
             if static_in.device.type == "cuda":
                 static_in.copy_(packed.pin_memory(), non_blocking=True)
-                graph.replay()
-                flat = flat.clone()
             else:
                 static_in.copy_(packed)
-                flat, _ = self._flatten(*self._draw_packed(static_in))
-            return self._unflatten(flat, layout)
+            return self._unflatten(self._run_graph(entry).clone(), entry[6])
+
+    def _run_graph(self, entry: tuple) -> torch.Tensor:
+        """Replay a recorded graph (one launch) and return its joined output buffer, which
+        the next replay overwrites; without CUDA, the recorded draw run again on the
+        graph's input buffer."""
+        if entry[1] is None:
+            return self._flatten(*self._draw_packed(entry[0]))[0]
+        entry[1].replay()
+        _note_launch("cuda_graph")
+        return entry[5]
 
     @staticmethod
     def _flatten(layers: list[dict], sizes: torch.Tensor) -> tuple[torch.Tensor, list]:

@@ -12,8 +12,8 @@ binary search. Two strategies, as PyG's ``temporal_strategy``:
 * ``"recent"``: the ``k`` latest candidates (ties in time broken by edge id, later first),
   what TGN's ``LastNeighborLoader`` keeps;
 * ``"uniform"``: ``k`` distinct candidates drawn uniformly (Floyd's algorithm), from a
-  random stream keyed by ``(rng_seed, node, t)``: an event's draw does not depend on the
-  other events of its batch.
+  random stream keyed by ``(rng_seed, node, t)`` (a float ``t`` by its bits): an event's
+  draw does not depend on the other events of its batch.
 
 Numba-parallel over the events (``prange``), or serial for a loader's worker threads.
 
@@ -43,16 +43,18 @@ from graphsys.sampling.base import Sampler, SamplerInput
 from graphsys.sampling.block import Block
 from graphsys.storage.graph import Graph
 from graphsys.storage.temporal_index import TemporalAdjacency
+from graphsys.storage.time_view import as_float
 from graphsys.threads import apply_thread_policy
 
 #: ``TemporalNeighborSampler(strategy=...)`` choices.
 STRATEGIES = ("recent", "uniform")
 
 
-def _pick(indptr, indices, time, eid, nodes, times, k, recent, rng_seed, out_nbr, out_t,
-          out_eid, out_count):
+def _pick(indptr, indices, time, eid, nodes, times, keys, k, recent, rng_seed, out_nbr,
+          out_t, out_eid, out_count):
     """Row ``i`` of the outputs: up to ``k`` events of ``nodes[i]`` stamped before
-    ``times[i]``, oldest first; unused slots hold -1 (``out_t``: 0)."""
+    ``times[i]``, oldest first, a uniform draw from the stream of ``(rng_seed, keys[i],
+    node)``; unused slots hold -1 (``out_t``: 0)."""
     for i in prange(nodes.shape[0]):
         v = nodes[i]
         lo, hi = indptr[v], indptr[v + 1]
@@ -80,7 +82,7 @@ def _pick(indptr, indices, time, eid, nodes, times, k, recent, rng_seed, out_nbr
                 out_t[i, j] = time[p]
                 out_eid[i, j] = eid[p]
             continue
-        state = K._stream_j(rng_seed ^ np.int64(t), v)
+        state = K._stream_j(rng_seed ^ keys[i], v)
         chosen = out_eid[i]               # Floyd: c distinct offsets in [0, avail)
         for q in range(c):
             state, u = K._uniform_j(state)
@@ -130,6 +132,16 @@ def temporal_adjacency(graph: Graph, edge_set: str | None = None, *,
     ([2, 0], [10, 30])
     """
     return views.view(graph, "temporal", edge_set=edge_set, memory_limit=memory_limit)
+
+
+def _time_keys(t: np.ndarray) -> np.ndarray:
+    """int64 (S,) stream keys of event times, one per distinct time: an integer time
+    itself, a float time's float64 bits (-0.0 read as 0.0). A float time cut to an integer
+    keyed every event of a node at times in [0, 1) to one stream: their uniform draws
+    were the same offsets."""
+    if t.dtype.kind in "iu":
+        return t.astype(np.int64)
+    return np.ascontiguousarray(t.astype(np.float64) + 0.0).view(np.int64)
 
 
 def _fanout(value) -> int:
@@ -331,18 +343,25 @@ class TemporalNeighborSampler(Sampler):
         time becomes the least value of that dtype at or above it (a fractional time
         against an integer column is rounded up, a float64 time against a float32 column
         is rounded up to a float32), and a time beyond an integer column's range becomes
-        its largest (or least) value, so a time after every stamp still sees them all."""
+        its largest (or least) value, so a time after every stamp still sees them all
+        (against a float column, beyond the float range: infinite). A NaN or a time that
+        is no number is refused in one line (against a float column, NaN sampled nothing,
+        and None or a string was read as NaN or parsed)."""
         t = np.asarray(times)
         dtype = self.adj.time.dtype
-        if t.dtype == dtype:
-            return np.ascontiguousarray(t)
         if dtype.kind in "iu":
-            return _integer_times(t, dtype)
+            return np.ascontiguousarray(t) if t.dtype == dtype else _integer_times(t, dtype)
+        if t.dtype.kind == "O":               # Python ints beyond int64, mixed objects
+            try:
+                t = np.array([as_float(x) for x in t.ravel()], float).reshape(t.shape)
+            except (TypeError, ValueError):
+                t = t.astype(str)
+        if t.dtype.kind not in "iuf" or (t.dtype.kind == "f" and np.isnan(t).any()):
+            raise GraphsysError("event times must be numbers, not NaN")
         with np.errstate(over="ignore"):      # beyond float32: +-inf, still ordered
             out = np.ascontiguousarray(t, dtype=dtype)
-        if t.dtype.kind in "iuf":
-            low = out < t                     # rounded down: the next value up
-            out[low] = np.nextafter(out[low], np.inf, dtype=dtype)
+        low = out < t                         # rounded down: the next value up
+        out[low] = np.nextafter(out[low], np.inf, dtype=dtype)
         return out
 
     def sample_hop(self, nodes, times, fanout: int, rng_seed: int = 0, *,
@@ -372,8 +391,8 @@ class TemporalNeighborSampler(Sampler):
         kernel = _pick_par if run_parallel(parallel) and (
             parallel or s * fanout >= PARALLEL_MIN_PICKS) else _pick_ser
         kernel(self.adj.indptr, self.adj.indices, self.adj.time, self.adj.eid, nodes, t,
-               fanout, self.strategy == "recent", np.int64(rng_seed & ((1 << 63) - 1)),
-               nbr, et, eid, count)
+               _time_keys(t), fanout, self.strategy == "recent",
+               np.int64(rng_seed & ((1 << 63) - 1)), nbr, et, eid, count)
         return TemporalNeighbors(nodes, t, nbr, et, eid, count)
 
     def sample(self, nodes, times, rng_seed: int = 0, *, parallel: bool | None = None

@@ -92,6 +92,7 @@ def _open(graph) -> tuple[Graph, EdgeSet]:
 
 def _pairs(g: Graph, es: EdgeSet, src, dst) -> tuple[np.ndarray, np.ndarray]:
     """Original-id pairs as internal ids, with the reverse of each on an undirected graph."""
+    _one_dimensional(src=src, dst=dst)
     if len(src) != len(dst):
         raise InputError(f"{len(src)} sources and {len(dst)} destinations")
     s, d = (g.to_internal(np.asarray(x) if not isinstance(x, list) else x) if len(x) else
@@ -99,6 +100,13 @@ def _pairs(g: Graph, es: EdgeSet, src, dst) -> tuple[np.ndarray, np.ndarray]:
     if es.undirected:
         s, d = np.concatenate([s, d]), np.concatenate([d, s])
     return np.asarray(s, np.int64), np.asarray(d, np.int64)
+
+
+def _one_dimensional(**arrays) -> None:
+    """Refuse, in one line, an argument that is not a sequence of values."""
+    for name, x in arrays.items():
+        if np.ndim(x) != 1:
+            raise InputError(f"{name} must be one-dimensional, got shape {np.shape(x)}")
 
 
 def _locate(g: Graph, s: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -264,6 +272,7 @@ def delete_nodes(graph, nodes: Sequence, *, edge_set: str | None = None) -> Chan
     (3, 1)
     """
     g, es = _open(graph)
+    _one_dimensional(nodes=nodes)
     wanted = np.unique(np.asarray(g.to_internal(nodes if isinstance(nodes, list)
                                                else np.asarray(nodes)), np.int64))
     s_parts, d_parts = [], []
@@ -322,7 +331,11 @@ def update_weights(graph, src: Sequence, dst: Sequence, weight: Sequence, *,
     g, es = _open(graph)
     if not es.has_weight:
         raise GraphsysError(f"{g.path}: edge set {es.name!r} has no weights to update")
-    w = np.asarray(weight, np.float64)
+    _one_dimensional(weight=weight)
+    try:
+        w = np.asarray(weight, np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"weights must be numbers ({exc})") from None
     if len(w) != len(src):
         raise InputError(f"{len(src)} pairs and {len(w)} weights")
     w32, infinite, tiny = float32_weights(w)

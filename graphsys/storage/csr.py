@@ -186,8 +186,10 @@ def index_state(manifest: Manifest, edge_set: str, kind: str) -> str:
         return "missing"
     if kind == "push" and info.index_dtype != PUSH_STEP_DTYPE:
         return "outdated"
-    if info.edges_digest != edges_digest(manifest, edge_set):
-        return "stale"
+    es = manifest.edge_sets[edge_set]
+    if info.edges_digest != edges_digest(manifest, edge_set) or (
+            kind == "temporal" and es.undirected and info.num_edges != es.num_edges):
+        return "stale"  # (the latter: built with each undirected edge twice in a row)
     now = index_merge.layout(manifest)
     if not info.layout or tuple(info.layout) == now:
         return "current" if info.num_nodes == sum(now) else "stale"

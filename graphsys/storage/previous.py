@@ -427,6 +427,9 @@ class Change:
         through them lacks these edges or gives them another weight, and they are added
         back as if appended; exact for a repair, not for a reader counting edges:
         :func:`read_edges_as_stored`).
+    readded_before : int
+        Those edges as the previous result read them: ``readded`` and the ones a change
+        set since has deleted (an edge re-added, then deleted again).
     """
 
     old: list
@@ -446,6 +449,7 @@ class Change:
     before_deleted: np.ndarray = dataclasses.field(
         default_factory=lambda: np.zeros(0, np.int64))
     readded: int = 0
+    readded_before: int = 0
 
 
 def _appended(graph, names: list, changes: list) -> tuple[np.ndarray, ...]:
@@ -513,7 +517,8 @@ def read_change(graph, previous, edge_set=None) -> Change | str:
     return Change(old, src, dst, weight, dk, *_last_weights(*every),
                   dk if len(since["delete"]) == len(deleted) else _distinct(since["delete"]),
                   _distinct(since["update"]), pairs, *_last_weights(*before),
-                  _distinct(gone), 0 if readded is None else len(readded[0]))
+                  _distinct(gone), *((0, 0) if readded is None else (len(readded[0]),
+                                                                      readded[3])))
 
 
 def _distinct(arrays: list) -> np.ndarray:
@@ -529,14 +534,17 @@ def _readded(graph, old: list, changes: list, new: set) -> tuple | None:
     """The edges of the edge sets ``old`` appended after a change set the previous result
     read (so not among its targets) whose pairs that change set lists (an edge re-added
     after its deletion, or of a pair re-weighted before): (src, dst, weight or None), read
-    through the change sets that target them; None where no such change set precedes an
-    edge set of ``old``. The adjacency of ``old`` is read through the change pair by pair,
-    so these edges are read from it deleted or re-weighted as their pair is; they join the
-    appended edges, which restores them."""
+    through the change sets that target them, and how many the previous result read
+    (through the change sets it read: a change set since may have deleted some); None
+    where no such change set precedes an edge set of ``old``. The adjacency of ``old`` is
+    read through the change pair by pair, so these edges are read from it deleted or
+    re-weighted as their pair is; they join the appended edges, which restores them."""
     sets, n = graph.manifest.edge_sets, graph.num_nodes()
     found = [], [], []
+    before = 0
+    read = [c for c in changes if c not in new]
     for m in old:
-        missed = [c for c in changes if c not in new and m not in sets[c].change.targets]
+        missed = [c for c in read if m not in sets[c].change.targets]
         if not missed:
             continue
         keys = np.unique(np.concatenate([global_keys(graph, c)[0] for c in missed]))
@@ -544,20 +552,23 @@ def _readded(graph, old: list, changes: list, new: set) -> tuple | None:
         hit = np.isin(s * n + d, keys)
         for into, x in zip(found, (s, d, w)):
             into.append(None if x is None else x[hit])
+        s, d, _ = _appended(graph, [m], read)
+        before += int(np.count_nonzero(np.isin(s * n + d, keys)))
     if not found[0]:
         return None
     w = None if any(x is None for x in found[2]) else np.concatenate(found[2])
-    return np.concatenate(found[0]), np.concatenate(found[1]), w
+    return np.concatenate(found[0]), np.concatenate(found[1]), w, before
 
 
 def read_edges_as_stored(graph, previous, edge_set=None) -> Change | str:
     """:func:`read_change` for a reader of the adjacency before the change edge by edge (a
     push counting parallel edges, core numbers, triangle counts): a string where edges were
-    re-added after a change set the previous result read (``Change.readded``)."""
+    re-added after a change set the previous result read (``Change.readded_before``: the
+    adjacency before the change lacks them, or gives them their pair's weight)."""
     change = read_change(graph, previous, edge_set)
-    if not isinstance(change, str) and change.readded:
-        return (f"{change.readded:,} edges appended after a change set the previous result "
-                f"read list its pairs")
+    if not isinstance(change, str) and change.readded_before:
+        return (f"{change.readded_before:,} edges appended after a change set the previous "
+                f"result read list its pairs")
     return change
 
 

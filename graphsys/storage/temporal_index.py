@@ -3,10 +3,13 @@
 An index of kind ``temporal`` lists, for every node ``v`` (global ids), the edges that touch
 it, as ``(neighbour, time, edge id)`` rows sorted by ``(time, edge id)``: an edge ``u -> w``
 stamped ``t`` is in row ``u`` (neighbour ``w``) and in row ``w`` (neighbour ``u``), once for
-a self-loop. The edge id is the edge's position in the edge set's bucket stream
-(row-major, as :meth:`Graph.iter_edges <graphsys.storage.graph.Graph.iter_edges>` and
-:meth:`Graph.edge_column <graphsys.storage.graph.Graph.edge_column>` yield them), so an edge
-column's values gather by it. Each column is one Arrow IPC file that memory-maps with no
+a self-loop. An undirected edge set stores each edge in both directions (a self-loop once):
+there each stored edge is in its source's row only, so a node's row holds each of its
+events once, as in a directed edge set. The edge id is the edge's position in the edge
+set's bucket stream (row-major, as
+:meth:`Graph.iter_edges <graphsys.storage.graph.Graph.iter_edges>` and
+:meth:`Graph.edge_column <graphsys.storage.graph.Graph.edge_column>` yield them), so an
+edge column's values gather by it. Each column is one Arrow IPC file that memory-maps with no
 copy, beside the other indexes::
 
     index/{edge_set}/temporal-indptr.arrow    int64 (N+1,)
@@ -14,9 +17,10 @@ copy, beside the other indexes::
     index/{edge_set}/temporal-time.arrow      (M,) the ``timestamp`` column's dtype
     index/{edge_set}/temporal-eid.arrow       int64 (M,)
 
-``M`` is twice the edges less the self-loops. The events of ``v`` strictly before ``t`` are
-then a prefix of its row (one binary search), which is what the temporal samplers
-(:class:`graphsys.sampling.TemporalNeighborSampler`) draw from.
+``M`` is twice the edges less the self-loops (of an undirected edge set: its stored edges).
+The events of ``v`` strictly before ``t`` are then a prefix of its row (one binary search),
+which is what the temporal samplers (:class:`graphsys.sampling.TemporalNeighborSampler`)
+draw from.
 
 Building (``graphsys index DIR --temporal``, or :func:`~graphsys.storage.adjacency_index.
 build_index` with kind ``temporal``): a counting pass over the buckets into the mapped
@@ -87,7 +91,9 @@ class TemporalAdjacency:
 
 
 @njit(cache=True)
-def _scatter(src, dst, t, pos, cursor, indices, time, eid):
+def _scatter(src, dst, t, pos, cursor, indices, time, eid, both):
+    """Each edge ``k`` into its source's row, and for ``both`` into its destination's too
+    (but a self-loop's, once)."""
     for k in range(src.shape[0]):
         s, d = src[k], dst[k]
         c = cursor[s]
@@ -95,7 +101,7 @@ def _scatter(src, dst, t, pos, cursor, indices, time, eid):
         time[c] = t[k]
         eid[c] = pos + k
         cursor[s] = c + 1
-        if d != s:
+        if both and d != s:
             c = cursor[d]
             indices[c] = s
             time[c] = t[k]
@@ -136,9 +142,11 @@ def fill_temporal(graph, edge_set: str, alloc, progress: bool = False):
     tdtype = time_dtype(graph, es.name)
     n = graph.num_nodes()
     deg = np.zeros(n, np.int64)
+    both = not es.undirected      # stored in both directions: each copy in one row
     for s, d, _, _ in graph.iter_edges(es.name):
         count_into(s, deg)
-        count_into(d[d != s], deg)
+        if both:
+            count_into(d[d != s], deg)
     indptr = alloc("indptr", np.dtype(np.int64), n + 1)
     np.cumsum(deg, out=indptr[1:])
     m = int(indptr[-1])
@@ -153,7 +161,7 @@ def fill_temporal(graph, edge_set: str, alloc, progress: bool = False):
     with bar:
         for (s, d, _, _), t in zip(graph.iter_edges(es.name),
                                    graph.edge_column(TIME_COLUMN, es.name)):
-            _scatter(s, d, np.ascontiguousarray(t), pos, cursor, indices, time, eid)
+            _scatter(s, d, np.ascontiguousarray(t), pos, cursor, indices, time, eid, both)
             pos += len(s)
             bar.update(len(s))
     # by time, stably: entries arrive in edge-id order, so equal stamps stay in that order

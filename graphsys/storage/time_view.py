@@ -116,14 +116,24 @@ def time_bound(value, dtype: np.dtype, *, name: str = "until", up: bool = False)
     """``value`` (:func:`parse_time`) as a bound comparable with a column of ``dtype``
     exactly: for an integer column ``floor(value)`` (``up``: ``ceil``) as that integer
     type, so ``t <= bound`` selects what ``t <= value`` does (``up``: ``t >= bound`` what
-    ``t >= value`` does), clipped to the type's range; for a float column the float."""
+    ``t >= value`` does), clipped to the type's range; for a float column the float
+    (infinite beyond its range: an integer of 400 digits raised a raw OverflowError)."""
     t = parse_time(value, name=name)
     dtype = np.dtype(dtype)
     if dtype.kind in "iu":
         info = np.iinfo(dtype)
         whole = t if isinstance(t, int) else (math.ceil(t) if up else math.floor(t))
         return dtype.type(min(max(whole, int(info.min)), int(info.max)))
-    return dtype.type(t)
+    with np.errstate(over="ignore"):
+        return dtype.type(as_float(t))
+
+
+def as_float(t) -> float:
+    """A number as a float, an integer beyond the float range as +-infinity."""
+    try:
+        return float(t)
+    except OverflowError:
+        return math.inf if t > 0 else -math.inf
 
 
 def _column_dtype(graph, edge_set: str, column: str) -> np.dtype | None:

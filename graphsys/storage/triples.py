@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from graphsys.storage import edge_changes
 from graphsys.storage.graph import Graph
 
 
@@ -21,21 +22,36 @@ class Triples:
     t: np.ndarray
 
 
-def triples(graph: Graph, edge_set: str) -> Triples:
-    """All triples of an edge set in type-global ids (memory: 3 x 8 bytes per edge)."""
+def triples(graph: Graph, edge_set: str, *, changed: bool = False) -> Triples:
+    """All triples of an edge set in type-global ids (memory: 3 x 8 bytes per edge);
+    ``changed``: a stored edge set read through every change set that targets it (its
+    deleted triples left out), as the graph now holds it."""
     rels = graph.relation_types
     hs, rs, ts = [], [], []
     offs = {t: graph.partition_offsets(t) for t in graph.entity_types}
     lhs_off = np.stack([offs[r.lhs][:-1] for r in rels])
     rhs_off = np.stack([offs[r.rhs][:-1] for r in rels])
     for b in graph.buckets("row-major", edge_set):
+        changes = [edge_changes.load_bucket(graph, c, b.i, b.j)
+                   for c in (graph.change_sets if changed else ())]
         for eb in b.batches():
+            eb = edge_changes.apply(eb, edge_set, changes)
             rel = np.zeros(len(eb), np.int64) if eb.rel is None else eb.rel.astype(np.int64)
             hs.append(lhs_off[rel, b.i] + eb.src)
             ts.append(rhs_off[rel, b.j] + eb.dst)
             rs.append(rel)
     cat = (lambda x: np.concatenate(x) if x else np.zeros(0, np.int64))
     return Triples(cat(hs), cat(rs), cat(ts))
+
+
+def known_triples(graph: Graph, edge_sets=None) -> Triples:
+    """The true triples of ``edge_sets`` (stored edge set names; default every edge set of
+    the graph) as the graph now holds them (:func:`triples` with ``changed``): what
+    filtered ranking and filtered prediction leave out. A deleted triple is no fact."""
+    every = [triples(graph, n, changed=True)
+             for n in (graph.edge_sets if edge_sets is None else edge_sets)]
+    return Triples(*(np.concatenate([getattr(x, k) for x in every] or [np.zeros(0, np.int64)])
+                     for k in ("h", "r", "t")))
 
 
 class KnownAnswers:

@@ -78,3 +78,15 @@ def test_a_concatenation_of_mixed_dtypes_copies_each_piece():
         torch.cat([a, b, torch.empty(0, dtype=torch.bool), a])     # mixed: 3 pieces
         torch.stack([a[0], b[0].long()])                           # a conversion, one
     assert c.launches == 6 and dict(c.ops) == {"cat": 4, "_to_copy": 1, "stack": 1}
+
+
+def test_a_copy_into_a_device_buffer_is_a_transfer():
+    """On a host-only run ``buffer.copy_(host)`` into a tensor on the emulated device is
+    an upload (as a CUDA graph's input buffer is filled), and back a download; a copy
+    between two device tensors is a launch."""
+    host, buf, other = torch.arange(6), torch.zeros(6, dtype=torch.int64), torch.ones(6)
+    with DeviceWorkCounter(device_tensors=[buf, other]) as c:
+        buf.copy_(host)
+        host.copy_(buf)
+        other.copy_(buf)
+    assert c.records == [("h2d", 48), ("d2h", 48)] and c.launches == 1

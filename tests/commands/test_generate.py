@@ -125,3 +125,18 @@ def test_counts_accept_suffixes(tmp_path, capsys):
     assert code == 0
     assert json.loads(stdout)["nodes"] == 1000 and json.loads(stdout)["edges"] == 2500
     assert np.isfinite(json.loads(stdout)["edges_per_second"])
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["rmat", "--splits", "0.8,0.1,0.1"], "--splits is an option of kg, not of rmat"),
+    (["grid", "--no-permute"], "--no-permute is an option of rmat, not of grid"),
+    (["kg", "--blocks", "3"], "--blocks is an option of sbm, not of kg"),
+    (["sbm", "--weight-range", "1,2"], "--weight-range is an option of grid, not of sbm"),
+    (["grid", "--edges", "10", "--drop", "0.5"], "--drop and --edges both set"),
+])
+def test_an_option_the_kind_does_not_read_is_refused(tmp_path, capsys, argv, message):
+    """Another kind's option (rmat --splits wrote no split files) is one line, no file."""
+    code, _, err = _run(capsys, *argv[:1], "--nodes", "100", *argv[1:], "--out",
+                        str(tmp_path / "x.tsv"))
+    assert code != 0 and err.startswith(f"error: {message}") and len(err.splitlines()) == 1
+    assert not list(tmp_path.iterdir())

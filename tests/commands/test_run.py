@@ -161,7 +161,8 @@ def test_user_program(main, graph_dir, tmp_path, monkeypatch, capsys):
     (tmp_path / "user_progs.py").write_text(
         "from graphsys.bsp.algorithms import PageRank\n"
         "class MyRank(PageRank):\n    name = 'myrank'\n"
-        "class NotAProgram:\n    pass\n")
+        "class NotAProgram:\n    pass\n"
+        "class Sized(PageRank):\n    def __init__(self, size):\n        super().__init__()\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     g = str(graph_dir / "g")
     # a PageRank subclass built with no arguments ignores weights (weighted=False)
@@ -174,6 +175,9 @@ def test_user_program(main, graph_dir, tmp_path, monkeypatch, capsys):
     capsys.readouterr()
     for argv, msg in [(["--program", "user_progs:NotAProgram", g], "not a graphsys.bsp"),
                       (["--program", "user_progs:Nope", g], "has no 'Nope'"),
+                      (["--program", "user_progs:Sized", g], "cannot be called with no argu"),
+                      (["--program", "graphsys.bsp:VertexProgram", g],
+                       "VertexProgram is abstract (it leaves init, result, send, update"),
                       (["--program", "user_progs:MyRank", "pagerank", g], "not both"),
                       ([g], "give ALGO DIR"),
                       (["--program", "user_progs:MyRank", g, "--damping", "0.5"],

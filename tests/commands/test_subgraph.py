@@ -83,7 +83,43 @@ def test_errors_are_one_line(stored, capsys, argv, message):
 def test_parse_where():
     import pyarrow as pa
 
-    t = pa.table({"label": [1, 2, 3], "name": ["a", "b", "c"], "w": [0.5, 1.5, 2.5]})
-    assert t.filter(parse_where("label<=2")).num_rows == 2
-    assert t.filter(parse_where("name == 'b'")).column("label").to_pylist() == [2]
-    assert t.filter(parse_where("w > 1.0")).num_rows == 2
+    t = pa.table({"label": [1, 2, 3], "name": ["a", "b", "12"], "w": [0.5, 1.5, 2.5],
+                  "m": [True, False, True]})
+
+    def kept(text):
+        return t.filter(parse_where(text)(t)).column("label").to_pylist()
+
+    assert kept("label<=2") == [1, 2] and kept("name == 'b'") == [2] and kept("w > 1.0") == [2, 3]
+    # the value is read as the column's type: digits in a string column, a mask's true
+    assert kept("name == 12") == [3] and kept("m == true") == [1, 3] and kept("m == 0") == [2]
+    assert kept("name != a==b") == [1, 2, 3]  # the first operator compares
+    assert kept("label < 300") == [1, 2, 3] and kept("label != nan") == [1, 2, 3]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("label == 99999999999999999999999", "out of the range of column label"),
+    ("label == x", "'x' is not a value of column label"),
+    ("m == yes", "'yes' is not a value of column m"),
+])
+def test_parse_where_refuses_a_value_of_another_type(text, message):
+    import pyarrow as pa
+
+    from graphsys.errors import ParameterError
+
+    t = pa.table({"label": [1, 2, 3], "m": [True, False, True]})
+    with pytest.raises(ParameterError, match=message):
+        parse_where(text)(t)
+
+
+def test_where_over_string_ids_and_a_huge_integer(stored, capsys):
+    """Digits compare with string ids as text; an integer beyond Arrow's is one line."""
+    _, _, tmp = stored
+    graphsys.from_numpy(np.array(["1", "x"]), np.array(["x", "2"]), tmp / "s")
+    assert main(["subgraph", str(tmp / "s"), str(tmp / "a"), "--where", "id != 2"]) == 0
+    assert graphsys.open_graph(tmp / "a").node_ids().to_pylist() == ["1", "x"]
+    capsys.readouterr()
+    assert main(["subgraph", str(tmp / "g"), str(tmp / "b"),
+                 "--where", "label == 99999999999999999999999"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == ("error: --where 99999999999999999999999 is out of the range of column "
+                   "label (int64)") and not (tmp / "b").exists()

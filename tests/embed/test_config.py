@@ -80,6 +80,27 @@ def test_bad_override_and_file(tmp_path):
     with pytest.raises(ConfigError, match="cannot read"):
         load_config(tmp_path / "missing.toml")
 
+    # raw UnicodeDecodeError / AttributeError before: a non-UTF-8 file, a JSON list
+    (tmp_path / "latin.toml").write_bytes(b'operator = "caf\xe9"\n')
+    with pytest.raises(ConfigError, match="latin.toml: cannot read the config"):
+        load_config(tmp_path / "latin.toml")
+    (tmp_path / "list.json").write_text("[1, 2]")
+    with pytest.raises(ConfigError, match="list.json: a config is a table of settings"):
+        load_config(tmp_path / "list.json")
+
+
+@pytest.mark.parametrize("raw, override, message", [
+    ({"relations": "x"}, "relations.0.weight=2", "^relations: must be a list"),
+    ({"relations": ["x"]}, "relations.r0.weight=2", r"^relations\[0\]: must be a table"),
+    ({"entities": "x"}, "entities.node.num_partitions=2", "^entities: must be a table"),
+    ({"entities": {"node": 4}}, "entities.node.num_partitions=2",
+     "^entities.node: must be a table"),
+])
+def test_an_override_into_a_malformed_table_is_refused_in_one_line(raw, override, message):
+    # each raised a raw TypeError or AttributeError while the override was applied
+    with pytest.raises(ConfigError, match=message):
+        load_config(raw=raw, overrides=[override])
+
 
 def test_graph_mismatch_names_the_key(kg4, tmp_path):
     from graphsys.embed import train
@@ -192,3 +213,22 @@ def test_shipped_fb15k_237_config_loads():
     assert cfg.operator == "complex_diagonal" and cfg.regularization_coef > 0
     assert cfg.comparator == "dot" and cfg.loss_fn == "softmax"
     assert cfg.all_negs and cfg.embedding_adagrad == "element"
+
+
+def test_nested_entries_given_as_tables_to_the_dataclass():
+    # EmbedConfig(relations=[{...}]) raised a raw AttributeError ('dict' object has no
+    # attribute 'name'); it now reads them as config_from_dict does, and round-trips
+    from graphsys.embed import EmbedConfig
+    from graphsys.embed.config import EntityConfig, RelationConfig
+    cfg = EmbedConfig(relations=[{"name": "r0", "weight": 2}],
+                      entities={"node": {"num_partitions": 4}})
+    assert cfg.relations == [RelationConfig(name="r0", weight=2.0)]
+    assert cfg.entities == {"node": EntityConfig(num_partitions=4)}
+    assert EmbedConfig(**cfg.to_json()) == cfg
+    for kw, message in ((dict(relations="r0"), "^relations: must be a list"),
+                        (dict(entities={"node": 4}), "^entities.node: must be a table"),
+                        (dict(entities=["node"]), "^entities: must be a table"),
+                        (dict(relations=[{"name": "r0", "zz": 1}]), r"^relations\[0\].zz"),
+                        (dict(init_from=3), "^init_from: must be a string")):  # was accepted
+        with pytest.raises(ConfigError, match=message):
+            EmbedConfig(**kw)

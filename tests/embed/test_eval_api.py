@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -177,3 +179,47 @@ def test_bad_filter_and_seed_are_refused_in_one_line(trained, kg4):
     for bad in (-1, "x"):                  # raised inside NumPy's generator
         with pytest.raises(ParameterError, match="^seed"):
             evaluate(trained, open_graph(kg4), "test", candidates=5, seed=bad)
+
+
+def test_a_deleted_triple_is_not_filtered_as_known(tmp_path):
+    # the filters read every edge set as stored: after delete_edges(0 -> 2), tail 2 of
+    # (0, r, ?) was still left out as a known fact (scored -inf, ranked last); it is none
+    import graphsys
+    from graphsys.embed import train
+    from graphsys.storage.changes import delete_edges
+    graphsys.from_numpy([0, 1, 2, 3, 0], [1, 2, 3, 0, 2], tmp_path / "g")
+    delete_edges(tmp_path / "g", [0], [2])
+    g = open_graph(tmp_path / "g")
+    emb = train(g, {"dimension": 4, "num_epochs": 1}, out=tmp_path / "ck").embeddings
+    ids, scores = emb.predict_tails(0, 0, k=3, filter=True)
+    assert set(ids[:2]) == {2, 3} and np.isfinite(scores[:2]).all() and ids[2] == 1
+    for side, anchor in (("rhs", 0), ("lhs", 2)):   # what evaluate's filter reads too
+        assert emb._known(True, side).answers(np.array([anchor]))[1].tolist() == [1]
+
+
+def test_a_graph_other_than_the_embeddings_is_refused(trained, kg1, kg4, tmp_path):
+    # the same triples ingested into 1 partition instead of 4 have other internal ids:
+    # evaluate ranked them with the wrong rows and reported MRR 0.03 for a 0.95 model
+    from graphsys.errors import GraphsysError
+    with pytest.raises(GraphsysError, match="had 200 nodes in 4 partitions"):
+        evaluate(trained, open_graph(kg1), "test")
+    # the training graph opened again is fine, and so is a copy of it once the
+    # recorded one is gone (the embeddings then map ids with the graph given)
+    want = evaluate(trained, open_graph(kg4), "test", candidates=7)
+    import shutil
+    shutil.copytree(kg4, tmp_path / "kg")
+    shutil.copytree(trained.path, tmp_path / "ck")
+    meta = json.loads((tmp_path / "ck" / "checkpoint.json").read_text())
+    meta["graph"] = str(tmp_path / "gone")
+    (tmp_path / "ck" / "checkpoint.json").write_text(json.dumps(meta))
+    got = evaluate(Embeddings.load(tmp_path / "ck"), open_graph(tmp_path / "kg"), "test",
+                   candidates=7)
+    assert got == want
+
+
+def test_export_tsv_refuses_one_path_for_both_files(trained, tmp_path):
+    # entities written, then replaced by the relations: the entities were lost silently
+    from graphsys.errors import GraphsysError
+    with pytest.raises(GraphsysError, match="both name .*same.tsv"):
+        trained.export_tsv(tmp_path / "same.tsv", tmp_path / "./same.tsv")
+    assert not (tmp_path / "same.tsv").exists()

@@ -208,6 +208,25 @@ def test_index_of_another_version_is_skipped_and_a_damaged_one_refused(ckpt):
     assert len(Embeddings.load(ckpt).nearest("e0", 3)[0]) == 3
 
 
+def test_edited_search_settings_of_an_index_are_refused_in_one_line(ckpt, tmp_path):
+    # the index record carries no checksum: nprobe "x", 0 or 10**20 raised raw SWIG
+    # TypeError / OverflowError or a faiss RuntimeError at the first search
+    from graphsys.embed.index import build_and_save, index_paths
+    from graphsys.errors import FormatError
+
+    ck = shutil.copytree(ckpt, tmp_path / "ck")
+    build_and_save(Embeddings.load(ck), "ivf", "dot")
+    _, meta_path = index_paths(ck, "node", "dot")
+    meta = json.loads(meta_path.read_text())
+    for params, says in (({**meta["params"], "nprobe": "x"}, "nprobe must be an integer"),
+                         ({**meta["params"], "nprobe": 10 ** 20}, "nprobe must be"),
+                         ({**meta["params"], "ef_search": 0}, "ef_search must be"),
+                         ([1], "params must be a table")):
+        meta_path.write_text(json.dumps({**meta, "params": params}))
+        with pytest.raises(FormatError, match=f"node.dot.json: search settings: {says}"):
+            Embeddings.load(ck).nearest("e0", 3, by="dot")
+
+
 def test_nearest_after_more_training_searches_exactly(ckpt, kg4, tmp_path, capsys):
     """Training on after ``embed index`` leaves the index behind the embeddings: nearest
     says so once and answers exactly (library and CLI); a rebuilt index is used again."""

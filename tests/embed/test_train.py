@@ -72,6 +72,17 @@ def test_memory_budget_too_small_is_an_error(kg4, small, tmp_path):
         train(kg4, cfg, out=tmp_path / "m")
 
 
+def test_buffer_partitions_never_exceed_the_memory_budget(kg4, small, tmp_path):
+    # with both keys, buffer_partitions won and the budget was ignored: 4 resident
+    # partitions where the budget holds 2
+    from graphsys.embed.trainer import Trainer
+    per = 55 * (32 + 1) * 4          # the largest partition of kg4, d = 32, row Adagrad
+    cfg = load_config(None, small + [f"memory_budget={2 * per + 10}", "buffer_partitions=4"])
+    assert Trainer(cfg, open_graph(kg4), tmp_path / "b").capacity == 2
+    cfg = load_config(None, small + ["memory_budget=\"1GB\"", "buffer_partitions=3"])
+    assert Trainer(cfg, open_graph(kg4), tmp_path / "c").capacity == 3
+
+
 def test_cuda_without_gpu_is_a_clear_error(kg1, small, tmp_path):
     import torch
 
@@ -87,6 +98,17 @@ def test_changed_config_refuses_to_resume(kg1, small, tmp_path):
     with pytest.raises(GraphsysError, match="operator"):  # lr may change (see
         train(kg1, load_config(None, small + ["num_epochs=2", "operator=\"diagonal\""]),
               out=tmp_path / "c")  # test_resume_tuning.py), the model may not
+
+
+def test_a_model_larger_than_memory_is_refused_before_any_allocation(kg1, tmp_path):
+    # dimension or num_uniform_negs 10**12 raised the allocator's raw RuntimeError
+    # ("can't allocate memory: you tried to allocate 12000000000000 bytes")
+    for key in ("dimension", "num_uniform_negs"):
+        with pytest.raises(ConfigError, match="^dimension: .* needs at least .* of RAM"):
+            train(kg1, {"dimension": 4, key: 10 ** 12}, out=tmp_path / key)
+        assert not (tmp_path / key).exists()
+    # a batch larger than the edge set is not counted as such: it trains
+    train(kg1, {"dimension": 4, "batch_size": 10 ** 15}, out=tmp_path / "b")
 
 
 _CHILD = """

@@ -97,6 +97,34 @@ def test_non_finite_embeddings_are_refused_even_with_matching_hashes(trained, tm
     assert not (tmp_path / "e.tsv").exists()
 
 
+@pytest.mark.parametrize("table, edit, match", [
+    ("", lambda a: np.zeros((a.shape[0], a.shape[1] + 1), np.float32),
+     r"\(4, 17\), expected float32 \(4, 16\)"),
+    ("", lambda a: np.ones((a.shape[0] + 3, a.shape[1]), np.float32), r"\(7, 16\), expected"),
+    ("", lambda a: a.astype(np.float64), "float64"),
+    ("", lambda a: a.ravel(), r"float32 \(\d+,\), expected"),
+    (".adagrad", lambda a: -np.ones_like(a), "negative Adagrad sum"),
+])
+def test_relation_tables_of_another_shape_are_refused_even_with_matching_hashes(
+        trained, kg1, small, tmp_path, table, edit, match):
+    # a wider, shorter or 1-D table raised raw torch errors when scoring, an extra row was
+    # read silently, float64 failed in training, a negative Adagrad sum made the step NaN
+    ck = _copy(trained, tmp_path / "ck")
+    st = CheckpointStorage(ck)
+    meta = st.read_meta()
+    path = st.model_path(f"lhs.g0.real{table}", meta["version"])
+    arr = edit(np.load(path))
+    path.unlink()
+    np.save(path, arr)
+    st.write_meta({k: v for k, v in meta.items() if k not in ("format", "format_version")})
+    calls = [lambda: _train(kg1, small, ck, epochs=3)]   # resume reads the Adagrad sums
+    if not table:
+        calls.append(lambda: Embeddings.load(ck))
+    for call in calls:
+        with pytest.raises(FormatError, match=f"lhs.g0.real{table}.*{match}"):
+            call()
+
+
 def test_missing_checksums_are_refused(trained, tmp_path):
     ck = _copy(trained, tmp_path / "ck")
     meta = json.loads((ck / "checkpoint.json").read_text())

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import torch
 
 from graphsys.storage.graph import open_graph
 from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest_sources
@@ -89,6 +90,38 @@ def check_temporal_checkpoint(run_dir: Path, metrics: dict, num_nodes: int, dim:
     info = embed_checkpoint(run_dir / "checkpoint", run_dir / "emb")
     assert info["dimension"] == dim
     assert Embeddings.load(run_dir / "emb").to_numpy().shape == (num_nodes, dim)
+
+
+def replay_test_stream(checkpoint: Path):
+    """The test events' scores of a temporal checkpoint two ways: ``(got, want, scorer,
+    state)``, ``got`` from a :class:`~graphsys.gnn.temporal_score.TemporalScorer` rewound
+    to the first test event and fed the test events with ``update=True``, ``want`` from
+    evaluation's stream (validation, then test, batch by batch from the ``train_end``
+    memory)."""
+    from graphsys.gnn.temporal_checkpoint import load_temporal, start_of_validation
+    from graphsys.gnn.temporal_score import TemporalScorer
+    from graphsys.gnn.temporal_task import event_split
+
+    stream, cfg, state, _ = load_temporal(checkpoint)
+    start_of_validation(stream, state, checkpoint)
+    _, val_m, test_m = event_split(stream.ev, cfg)
+    ev = stream.ev
+    want = []
+    with torch.no_grad():
+        for mask in (val_m, test_m):
+            idx_all = np.flatnonzero(mask)
+            for a in range(0, len(idx_all), cfg.batch_size):
+                idx = idx_all[a:a + cfg.batch_size]
+                pos, _ = stream.step(idx, np.zeros((len(idx), 0), np.int64), grad=False)
+                if mask is test_m:
+                    want.append(pos.double().numpy())
+    test = np.flatnonzero(test_m)
+    scorer = TemporalScorer(checkpoint, at=ev.time[test[0]])
+    assert scorer.time == ev.time[test[0]]
+    weight = ev.raw[test] * ev.scales if ev.raw.shape[1] else None    # the events' columns
+    got = scorer.score(ev.src[test], ev.dst[test], ev.time[test], weight=weight, update=True,
+                       internal=True)
+    return got, np.concatenate(want), scorer, state
 
 
 def edit_config(checkpoint: Path, **values) -> None:

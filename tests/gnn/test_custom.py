@@ -11,7 +11,6 @@ from torch import nn
 
 from graphsys.errors import GraphsysError
 from graphsys.gnn import TrainConfig, train
-from graphsys.gnn.custom import load_factory
 
 from .conftest import sbm_graph
 
@@ -85,14 +84,13 @@ def test_factory_spec_in_config_and_errors(tmp_path, monkeypatch):
     g = sbm_graph(tmp_path)
     res = train(g, TrainConfig(**{**CFG, "model": "my_models:Gin"}))
     assert res.metrics["test_accuracy"] >= 0.85
-    with pytest.raises(GraphsysError, match="has no 'Nope'"):
-        load_factory("my_models:Nope")
-    with pytest.raises(GraphsysError, match="is not callable"):
-        load_factory("my_models:NotAModel")
-    with pytest.raises(GraphsysError, match="cannot import"):
-        load_factory("no_such_module_xyz:F")
-    with pytest.raises(GraphsysError, match="builtin name or module:Factory"):
-        load_factory("gatt")
+    for spec, message in [("my_models:Nope", "has no 'Nope'"),
+                          ("my_models:NotAModel", "is not callable"),
+                          ("no_such_module_xyz:F", "cannot import"),
+                          ("gatt", "one of gat, gcn, gin, pinsage, sage or module:Factory"),
+                          ("torch.nn:Linear", r"cannot be called with in_dim, hidden_dim")]:
+        with pytest.raises(GraphsysError, match=message):
+            train(g, TrainConfig(**{**CFG, "model": spec}))
     sys.modules.pop("my_models", None)
 
 

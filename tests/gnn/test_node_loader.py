@@ -337,7 +337,7 @@ def test_link_batches_with_a_negative_sampler_either_end_and_a_transform(graph):
 def test_timed_links_without_a_sampler_with_fixed_negatives_and_one_time_a_batch(tmp_path):
     """Timed links batch without a sampler (no blocks) against fixed negatives, row ``p``
     for link ``p`` whatever the shuffle; with ``batch_time`` a batch's seeds are its
-    distinct nodes, sampled once at its first link's time; bad combinations are refused."""
+    distinct nodes, sampled once at its earliest link's time; bad combinations are refused."""
     import pyarrow as pa
 
     from graphsys.sampling import SamplerInput, TemporalNeighborSampler
@@ -369,6 +369,17 @@ def test_timed_links_without_a_sampler_with_fixed_negatives_and_one_time_a_batch
         want = sampler.sample_blocks(SamplerInput(b.seeds, np.full(len(b.seeds), t0)))[0]
         assert torch.equal(b.blocks[0].src_nodes, want.src_nodes)
         assert torch.equal(b.blocks[0].edge_times, want.edge_times)
+    # shuffled, a batch's first link need not be its earliest: every seed is read as of the
+    # earliest (link (0, 1) at 15 after one at 40 was sampled at 40: edges 20 and 30 seen)
+    small = graphsys.from_arrow(pa.table({"src": [0, 0, 1], "dst": [1, 2, 2],
+                                          "timestamp": [10, 20, 30]}), str(tmp_path / "s"),
+                                edge_columns=["timestamp"])
+    for shuffle in (False, True):
+        b = next(iter(NodeLoader(small, TemporalNeighborSampler(small, [5]),
+                                 links=[[0, 2], [0, 1]], times=[40, 15], batch_time=True,
+                                 shuffle=shuffle, features=None, labels=None)))
+        assert b.blocks[0].dst_times.tolist() == [15, 15, 15]
+        assert b.blocks[0].edge_times.tolist() == [10, 10]
     for kw in ({"graph": None}, {"negatives": fixed[:10]}, {"times": None}):
         args = {"graph": tg, "links": links, "times": times, "negatives": fixed,
                 "batch_time": True, "features": None, "labels": None, **kw}

@@ -23,6 +23,8 @@ from graphsys.gnn.temporal_eval import (
     tgb_negatives,
 )
 
+from .conftest import replay_test_stream
+
 
 def _events(rng, n=40, m=400, pairs=60):
     a, b = rng.integers(0, n, pairs), rng.integers(0, n, pairs)
@@ -182,29 +184,9 @@ def test_tgb_negatives_in_the_checkpoint_are_checked(tgb_run, tmp_path):
 def test_scorer_replays_the_test_stream_of_evaluation(tgb_run):
     """A scorer rewound to the first test event and fed the test events with update=True
     scores them as evaluation's stream does (same memory, neighbours and batches)."""
-    from graphsys.gnn.temporal_checkpoint import load_temporal, start_of_validation
-    from graphsys.gnn.temporal_score import TemporalScorer
-    from graphsys.gnn.temporal_task import event_split
-
     g, res, ckpt = tgb_run
-    stream, cfg, state, _ = load_temporal(ckpt)
-    start_of_validation(stream, state, ckpt)
-    _, val_m, test_m = event_split(stream.ev, cfg)
-    ev = stream.ev
-    want = []
-    with torch.no_grad():
-        for mask in (val_m, test_m):
-            idx_all = np.flatnonzero(mask)
-            for a in range(0, len(idx_all), cfg.batch_size):
-                idx = idx_all[a:a + cfg.batch_size]
-                pos, _ = stream.step(idx, np.zeros((len(idx), 0), np.int64), grad=False)
-                if mask is test_m:
-                    want.append(pos.double().numpy())
-    test = np.flatnonzero(test_m)
-    scorer = TemporalScorer(ckpt, at=ev.time[test[0]])
-    assert scorer.time == ev.time[test[0]]
-    got = scorer.score(ev.src[test], ev.dst[test], ev.time[test], update=True, internal=True)
-    np.testing.assert_allclose(got, np.concatenate(want), rtol=1e-4, atol=1e-5)
+    got, want, scorer, state = replay_test_stream(ckpt)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
     # the memory it leaves is the end-of-stream memory the checkpoint saved
     for name, buf in scorer.stream.model.memory.named_buffers():
         torch.testing.assert_close(buf, state[f"memory.{name}"], rtol=1e-4, atol=1e-5)

@@ -93,6 +93,61 @@ def test_split_at_times_and_until(tmp_path):
     assert (ev.time[split["train"]] < lo).all() and (ev.time[split["test"]] >= hi).all()
 
 
+def test_an_undirected_edge_is_one_event(tmp_path):
+    """An undirected edge set stores each edge in both directions: 4 edges were 7 events
+    (a self-loop is stored once), so the reverse copy of an event could be scored after
+    the memory had taken the event itself. Each edge is one event (TGL's reading)."""
+    from graphsys.gnn.temporal_task import Events
+
+    g = graphsys.from_arrow(pa.table({"src": [0, 1, 2, 3], "dst": [1, 2, 3, 3],
+                                      "timestamp": [5, 7, 8, 9]}), tmp_path / "u",
+                            edge_columns=["timestamp"], undirected=True, partitions=2)
+    ev = Events(g)
+    ends = sorted(zip(g.to_original(ev.src).tolist(), g.to_original(ev.dst).tolist()))
+    assert [sorted(p) for p in ends] == [[0, 1], [1, 2], [2, 3], [3, 3]]
+    assert ev.time.tolist() == [5, 7, 8, 9]
+    # TGB's candidates and history read each event both ways: on a star around node 9 every
+    # kept copy is (leaf, 9), so a pool of its destinations was {9}, the true answer, and
+    # every negative slot empty (a rank of 1 for any model)
+    from graphsys.gnn.temporal_task import event_split, held_out_negatives
+
+    leaves = np.arange(18) % 9
+    star = graphsys.from_arrow(pa.table({"src": leaves, "dst": np.full(18, 9),
+                                         "timestamp": np.arange(18)}), tmp_path / "star",
+                               edge_columns=["timestamp"], undirected=True)
+    ev = Events(star)
+    cfg = TrainConfig(task="temporal-link", eval_protocol="tgb", link_eval_negatives=4,
+                      link_val_fraction=0.2, link_test_fraction=0.2)
+    neg = held_out_negatives(ev, event_split(ev, cfg), cfg)
+    for name, rows in neg.items():
+        assert rows.shape[1] == 4 and (rows >= 0).all(), name
+    with pytest.raises(GraphsysError, match="at least 3 events, .* has 2"):
+        Events(graphsys.from_arrow(pa.table({"src": [0, 1], "dst": [1, 2],
+                                             "timestamp": [1, 2]}), tmp_path / "two",
+                                   edge_columns=["timestamp"], undirected=True))
+
+
+def test_stamps_further_apart_than_int64_keep_their_gaps(tmp_path, monkeypatch):
+    """Stamps from -1.9 * 2**62 to 1.9 * 2**62: the offsets from the first event (and
+    TGAT's gaps t - t_j) were int64 differences, which wrapped to negative numbers."""
+    from graphsys.gnn.temporal_task import Events
+    from graphsys.gnn.tgat import TGAT
+
+    rng = np.random.default_rng(0)
+    ts = np.linspace(-1.9 * 2**62, 1.9 * 2**62, 60).astype(np.int64)
+    g = graphsys.from_arrow(pa.table({"src": rng.integers(0, 8, 60),
+                                      "dst": rng.integers(0, 8, 60), "timestamp": ts}),
+                            tmp_path / "g", edge_columns=["timestamp"])
+    ev = Events(g)
+    assert ev.seconds(ev.time).tolist() == [float(int(t) - int(ts[0])) for t in ev.time]
+    gaps, real = [], TGAT.embed
+    monkeypatch.setattr(TGAT, "embed", lambda self, blocks, gap, raw: (
+        gaps.append(gap), real(self, blocks, gap, raw))[1])
+    train(g, TrainConfig(task="temporal-link", model="tgat", hidden=8, epochs=1,
+                         batch_size=20, link_eval_negatives=5))
+    assert gaps and all((gap > 0).all() for gap in gaps)
+
+
 def test_refusals(tmp_path):
     with pytest.raises(ParameterError, match="tgn"):
         TrainConfig(task="temporal-link", model="gcn")

@@ -14,7 +14,7 @@ from graphsys.gnn import TrainConfig, train
 from graphsys.gnn.conv.temporal_attention import TimeEncoder
 from graphsys.gnn.temporal_task import WEIGHT, Events, EventStream, TemporalTask
 
-from .conftest import check_temporal_checkpoint
+from .conftest import check_temporal_checkpoint, replay_test_stream
 
 #: Settings of the learning runs: blocks of 100 events are batches of 100 events.
 RUN = dict(task="temporal-link", hidden=16, epochs=6, eval_every=3, lr=0.01, batch_size=100,
@@ -65,6 +65,10 @@ def test_tgat_learns_what_the_features_tell_and_evaluates_again(tmp_path):
                                  edge_features=["feature_1"]))
     assert res.metrics["mrr"] > blind.metrics["mrr"] + 0.06, (res.metrics, blind.metrics)
     check_temporal_checkpoint(tmp_path / "run", res.metrics, 200, 16)
+    # a scorer rewound to the test events replays them as evaluation did (its neighbour
+    # store was sampled one hop deep: the two layers failed, "1 blocks for 2 layers")
+    got, want, _, _ = replay_test_stream(tmp_path / "run" / "checkpoint")
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.slow("full")

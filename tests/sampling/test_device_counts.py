@@ -63,45 +63,55 @@ def test_every_neighbour_layer_reads_its_edge_count(adj):
     assert c.syncs == 2 and c.transfers == 3
 
 
-def test_training_step_counts(adj):
-    """A GraphSAGE step (2 layers, fanouts 15,10, batch 1024, Adam as the GNN trainers
-    make it) on batches drawn by the device sampler, the feature and label tables, the
-    parameters and the optimiser's state on the device: sampler, gather, forward,
-    backward and update. Dropout 0: on the CPU the model's dropout runs numba kernels on
-    the host (on CUDA, torch's)."""
+def _training_step(adj, sampler):
+    """A GraphSAGE training step (2 layers, hidden 32, Adam as the GNN trainers make it)
+    on batches of 1024 seeds drawn by ``sampler`` (on the emulated device, as are the
+    feature and label tables, the parameters and the optimiser's state), taken once to
+    warm: ``(step, tensors on the device)``. ``step(c)`` draws a batch, runs the model, the
+    loss, the backward pass and the update, and returns the counter's launches after the
+    batch, the forward pass and the backward pass."""
     rng = np.random.default_rng(4)
     feat = torch.from_numpy(rng.standard_normal((N, 16)).astype(np.float32))
     label = torch.from_numpy(rng.integers(0, 4, N))
     torch.manual_seed(0)
     model = GNN("sage", 16, 32, 4, num_layers=2, dropout=0.0)
     opt = fused_adam(model.parameters(), lr=0.01)
-    loader = NodeLoader(None, NeighborSampler(adj, [15, 10]), np.arange(N), batch_size=1024,
-                        features=feat, labels=label, num_workers=0, device_sampling=True)
+    loader = NodeLoader(None, sampler, np.arange(N), batch_size=1024, features=feat,
+                        labels=label, num_workers=0, device_sampling=True)
     it = iter(loader)
-    phases = []
 
     def step(c=None):
         batch = next(it)
-        phases.append(c and c.launches)
+        phases = [c and c.launches]
         loss = F.cross_entropy(model(batch.blocks, batch.x), batch.y)
         phases.append(c and c.launches)
         opt.zero_grad()
         loss.backward()
         phases.append(c and c.launches)
         opt.step()
+        return phases
 
     step()
-    sampler = loader.sampler
+    dev = loader.sampler
     state = [t for s in opt.state.values() for t in s.values()]   # fused: on the device
-    on_device = [feat, label, sampler.table, sampler.indices, *model.parameters(), *state]
+    recorded = [entry[0] for entry in dev._graphs.values()]       # the graphs' input buffers
+    return step, [feat, label, dev.table, dev.indices, *model.parameters(), *state,
+                  *recorded]
+
+
+def test_training_step_counts(adj):
+    """A step on batches of the device sampler, eager: sampler, gather, forward, backward
+    and update. Dropout 0: on the CPU the model's dropout runs numba kernels on the host
+    (on CUDA, torch's)."""
+    sampler = NeighborSampler(adj, [15, 10])
+    step, on_device = _training_step(adj, sampler)
     with DeviceWorkCounter(device_tensors=on_device) as c:
         step(c)
     assert c.launches <= 159, c.ops        # the sampler's 131 (less the seed checks)
     assert c.transfers <= 2 and c.syncs <= 2, (c.records, c.sync_reasons)
-    _emulate_fused(sampler)                 # CUDA's default: each layer's picks one kernel
-    phases.clear()
+    _emulate_fused(sampler._device_copies[torch.device("cpu")])   # each layer's picks one kernel
     with DeviceWorkCounter(device_tensors=on_device) as c:
-        step(c)
+        phases = step(c)
     # the batch: the sampler's 39, 2 fills of the stream keys (seeds given here on the
     # sampling device; a CUDA loader uploads host seeds with the keys) and the feature
     # rows' gather (the labels are gathered on the host here, on the device on CUDA);
@@ -111,6 +121,62 @@ def test_training_step_counts(adj):
     assert c.launches <= 69 and c.ops["jiterator"] == 2, c.ops
     assert phases == [42, 52, 67] and c.ops["_fused_adam_"] == 1, (phases, c.ops)
     assert c.transfers <= 2 and c.syncs <= 2, (c.records, c.sync_reasons)
+
+
+def test_training_step_with_the_sampler_graph_counts(adj):
+    """The same step as NodeLoader runs it on CUDA by default: each batch one replay of
+    the sampler's CUDA graph (emulated: the recorded draw run unseen and reported as one
+    launch), its host seeds and keys uploaded into the graph's input buffer. The batch is
+    5 launches (the replay, the copy of its outputs, the second block's source grouping:
+    a sort and a search, the features' gather) against 42 eager; the step 32 against
+    69, within issue 69's 40; one upload, one read, one synchronisation."""
+    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+
+    from graphsys.sampling.device import _note_launch
+
+    dev = DeviceNeighborSampler(adj, [15, 10], device="cpu", cuda_graphs=True)
+    run_graph, sample = dev._run_graph, dev.sample_blocks
+
+    def replay(entry):
+        counters = [m for m in _get_current_dispatch_mode_stack()
+                    if isinstance(m, DeviceWorkCounter)]
+        for m in counters:
+            m._quiet = True
+        try:
+            flat = run_graph(entry)
+        finally:
+            for m in counters:
+                m._quiet = False
+                m._on_device[flat] = True
+        _note_launch("cuda_graph")
+        return flat
+
+    dev._run_graph = replay
+    # a CUDA loader's seeds are on the host (here the host is the emulated device)
+    dev.sample_blocks = lambda seeds, *a, **k: sample(np.asarray(seeds), *a, **k)
+    step, on_device = _training_step(adj, dev)
+    with DeviceWorkCounter(device_tensors=on_device) as c:
+        phases = step(c)
+    assert c.launches <= 32 and c.ops["cuda_graph"] == 1, c.ops
+    assert phases == [5, 15, 30], (phases, c.ops)
+    assert [k for k, _ in c.records] == ["h2d", "d2h"] and c.syncs == 1, c.sync_reasons
+
+
+def test_cuda_graphs_none_is_on_only_where_it_can_be(adj, monkeypatch):
+    """``cuda_graphs=None`` (NodeLoader's choice): off on the CPU, with a fanout of -1,
+    with the CSR off the device, and in a torch.distributed process group."""
+    from graphsys.sampling import device as device_mod
+
+    assert not DeviceNeighborSampler(adj, [5], device="cpu", cuda_graphs=None).cuda_graphs
+    monkeypatch.setattr(DeviceNeighborSampler, "_upload",
+                        lambda self, index_dtype: (torch.zeros(1), torch.zeros(1)))
+    monkeypatch.setattr(DeviceNeighborSampler, "_fuse", lambda self, k: None)
+    cuda = dict(device="cuda", cuda_graphs=None, device_memory_budget=1 << 40)
+    assert DeviceNeighborSampler(adj, [5, 3], **cuda).cuda_graphs
+    assert not DeviceNeighborSampler(adj, [-1, 3], **cuda).cuda_graphs
+    assert not DeviceNeighborSampler(adj, [5, 3], **{**cuda, "csr": "uva"}).cuda_graphs
+    monkeypatch.setattr(device_mod, "_in_process_group", lambda: True)
+    assert not DeviceNeighborSampler(adj, [5, 3], **cuda).cuda_graphs
 
 
 def test_staged_csr_reads_positions_once_a_layer(adj):
@@ -169,3 +235,20 @@ def test_fused_picks_leave_39_launches(adj, fanouts, replace, bound):
     got = dev.sample_blocks(seeds, 1)
     assert all(torch.equal(a.src_nodes, b.src_nodes) and torch.equal(a.edge_src, b.edge_src)
                and torch.equal(a.edge_dst, b.edge_dst) for a, b in zip(want, got))
+
+
+def test_cuda_graphs_none_records_only_ahead(adj):
+    """With ``cuda_graphs=None`` turned on, a graph is recorded only by
+    :meth:`record_graphs` (a link loader's batches, of many seed counts, would each record
+    one): a batch of another size is drawn eagerly, the same blocks."""
+    dev = DeviceNeighborSampler(adj, [5, 3], device="cpu", cuda_graphs=None)
+    dev.cuda_graphs = True                          # as on CUDA
+    want = NeighborSampler(adj, [5, 3]).sample_blocks(np.arange(0, 90, 3), 4)
+    got = dev.sample_blocks(np.arange(0, 90, 3), 4)
+    assert dev._graphs == {}
+    dev.record_graphs([30])
+    assert sorted(dev._graphs) == [2 + 30]
+    again = dev.sample_blocks(np.arange(0, 90, 3), 4)
+    for a, b, c in zip(want, got, again):
+        assert torch.equal(a.src_nodes, b.src_nodes) and torch.equal(a.src_nodes, c.src_nodes)
+        assert torch.equal(a.edge_src, b.edge_src) and torch.equal(a.edge_src, c.edge_src)

@@ -100,6 +100,23 @@ def test_uniform_is_uniform_and_keyed_by_event(tmp_path):
     assert counts.sum() == 1200 and np.abs(freq - 1 / len(want)).max() < 0.06
 
 
+def test_uniform_draws_of_float_times_differ_by_time(tmp_path):
+    """A float time was cut to an integer for the stream key: every event of node 0 at
+    times in [0, 1), over the same 100 earlier events, drew the same 5 of them."""
+    g = graphsys.from_arrow(pa.table({"src": np.zeros(100, np.int64),
+                                      "dst": np.arange(1, 101),
+                                      "timestamp": -np.arange(1.0, 101.0)}),
+                            tmp_path / "f", edge_columns=["timestamp"])
+    sampler = TemporalNeighborSampler(g, 5, strategy="uniform")
+    times = np.arange(1, 10) / 10
+    hop = sampler.sample_hop(np.zeros(9, np.int64), times, 5, rng_seed=3)
+    assert len({tuple(r) for r in hop.eid.tolist()}) == 9
+    again = sampler.sample_hop([0, 0], [times[4], -0.0], 5, rng_seed=3)
+    assert (again.eid[0] == hop.eid[4]).all()                 # keyed by the event alone
+    zero = sampler.sample_hop([0], [0.0], 5, rng_seed=3)
+    assert (again.eid[1] == zero.eid[0]).all()                # -0.0 is 0.0
+
+
 def test_stored_index_equals_ram_build_and_is_checked(tmp_path):
     g, *_ = _graph(tmp_path, 4)
     ram = temporal_adjacency(g)
@@ -127,6 +144,47 @@ def test_stored_index_equals_ram_build_and_is_checked(tmp_path):
 
     with pytest.raises(FormatError, match="not in time order"):
         map_temporal(graphsys.open_graph(g.path))
+
+
+def test_undirected_edge_set_holds_each_event_once(tmp_path):
+    """An undirected edge set stores 0-1 at 5 as 0 -> 1 and 1 -> 0: node 1's latest three
+    events before 100 were [0, 2, 2] (0-1 once, 1-2 twice), its events 0 and 2 once each."""
+    rng = np.random.default_rng(3)
+    src, dst, ts = rng.integers(0, 9, 60), rng.integers(0, 9, 60), rng.integers(-5, 5, 60)
+    path = tmp_path / "u"
+    g = graphsys.from_arrow(pa.table({"src": src, "dst": dst, "timestamp": ts}), path,
+                            edge_columns=["timestamp"], undirected=True, partitions=2)
+    ids = g.to_internal(np.arange(9))
+    for adj in (temporal_adjacency(g), None):
+        if adj is None:
+            build_index(g, ("temporal",))
+            adj = map_temporal(graphsys.open_graph(path))
+        for v in range(9):
+            row = slice(adj.indptr[ids[v]], adj.indptr[ids[v] + 1])
+            got = sorted(zip(adj.time[row].tolist(), ids.argsort()[adj.indices[row]].tolist()))
+            want = sorted([(int(t), int(b)) for a, b, t in zip(src, dst, ts) if a == v]
+                          + [(int(t), int(a)) for a, b, t in zip(src, dst, ts)
+                             if b == v and a != b])
+            assert got == want
+    small = graphsys.from_arrow(pa.table({"src": [0, 1], "dst": [1, 2], "timestamp": [5, 7]}),
+                                tmp_path / "s", edge_columns=["timestamp"], undirected=True)
+    hop = TemporalNeighborSampler(small, 3).sample_hop([1], [100], 3)
+    assert hop.nbr.tolist() == [[0, 2, -1]] and hop.time.tolist() == [[5, 7, 0]]
+    # an index built with each edge twice a row is stale: refused, and built again
+    import dataclasses
+
+    from graphsys.errors import FormatError
+    from graphsys.storage.format import write_manifest
+
+    build_index(g, ("temporal",))
+    m = graphsys.open_graph(path).manifest
+    info = m.indexes["default"]["temporal"]
+    m.indexes["default"]["temporal"] = dataclasses.replace(info, num_edges=2 * info.num_edges)
+    write_manifest(path, m)
+    with pytest.raises(FormatError, match="stale index"):
+        map_temporal(graphsys.open_graph(path))
+    assert build_index(graphsys.open_graph(path), ("temporal",))   # not kept as current
+    assert map_temporal(graphsys.open_graph(path)).num_entries == info.num_edges
 
 
 def test_hops_and_views(tmp_path):
@@ -179,6 +237,15 @@ def test_times_beyond_the_column_type_keep_their_order(tmp_path):
                         1e300]).tolist() == [2, 2, 1, 0, 2]
     with pytest.raises(GraphsysError, match="finite"):
         counts(ints, np.array(["x"], object))
+    # against float stamps: an integer past the float range is infinite (it raised a raw
+    # OverflowError), and NaN, None or a string is refused (NaN sampled nothing, "5" was
+    # parsed), as against integer stamps
+    f64 = pa.array([1.0, 2.0], pa.float64())
+    assert counts(f64, np.array([10**400, -10**400], object)).tolist() == [2, 0]
+    assert counts(f32, [10**400]).tolist() == [2]
+    for bad in ([np.nan], [None], ["5"], np.array([np.nan], np.float32)):
+        with pytest.raises(GraphsysError, match="numbers, not NaN"):
+            counts(f32, bad)
 
 
 @pytest.mark.parametrize("strategy", ["recent", "uniform"])

@@ -70,6 +70,7 @@ def test_dry_run_records_each_parts_figures(dry_run):
                  ("bsp", "pagerank-out-of-core"), ("bsp", "pagerank-out-of-core-streamed"),
                  ("bsp", "bfs-memory"), ("bsp", "spmv-peer"), ("gnn", "graphsys"),
                  ("gnn", "pyg"), ("gnn", "graphsys-device-staged"),
+                 ("gnn", "device-sampler-counts"), ("gnn", "device-sampler-loader-counts"),
                  ("embed", "embed-device"), ("embed", "embed-device-grouped"),
                  ("embed", "embed-cpu"),
                  ("embed", "rgcn"), ("profile", "pagerank"), ("profile", "gnn")]:

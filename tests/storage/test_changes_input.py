@@ -136,6 +136,15 @@ def test_refusals_are_one_line_and_write_nothing(tmp_path):
         update_weights(g.path, [1], [2], [float("inf")])
     with pytest.raises(GraphsysError, match=r"1 of 1 edges to update"):
         update_weights(g.path, [2], [1], [1.0])
+    # a value for a sequence, a table for a column, text for a weight: not a traceback
+    for call, match in [(lambda: delete_edges(g.path, 1, 2), r"^src must be one-dim.*\(\)$"),
+                        (lambda: delete_nodes(g.path, 1), r"^nodes must be one-dim"),
+                        (lambda: update_weights(g.path, [1], [2], [[5.0]]),
+                         r"^weight must be one-dimensional, got shape \(1, 1\)$"),
+                        (lambda: update_weights(g.path, [1], [2], ["heavy"]),
+                         r"^weights must be numbers \(could not convert")]:
+        with pytest.raises(GraphsysError, match=match):
+            call()
     assert sorted(os.listdir(g.path)) == before
     with pytest.warns(UserWarning, match="2 of 3 edges to delete are not in"):
         report = delete_edges(g.path, [1, 2, 3], [2, 1, 2], allow_missing=True)

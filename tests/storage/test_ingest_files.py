@@ -97,13 +97,18 @@ def test_cli_flags_are_the_keywords(tmp_path, edges, capsys):
     sub = next(a for a in parser._actions if a.dest == "command").choices["ingest"]
     dests = {a.dest for a in sub._actions if a.option_strings} - {"help"}
     keywords = set(inspect.signature(graphsys.ingest).parameters)
-    # --append-to DIR is out with append; --no-header is header=False; --no-join is
-    # join=False; --json prints; --quiet is progress=False
-    assert dests - keywords == {"append_to", "no_header", "no_join", "json", "quiet"}
+    # --append-to DIR is out with append; --no-join is join=False; --json prints; --quiet
+    # is progress=False (--no-header is --header no: refused beside it)
+    assert dests - keywords == {"append_to", "no_join", "json", "quiet"}
     assert keywords - dests == {"inputs", "append", "progress", "return_report"}
     assert main(["ingest", str(edges), "--out", str(tmp_path / "g"), "--memory-limit",
                  "lots"]) == 2
     assert capsys.readouterr().err.startswith("error: --memory-limit must be a positive size")
+    with pytest.raises(SystemExit) as exc:
+        main(["ingest", str(edges), "--out", str(tmp_path / "g"), "--header", "yes",
+              "--no-header"])
+    assert exc.value.code == 2 and capsys.readouterr().err.startswith(
+        "error: argument --no-header: not allowed with argument --header")
     assert main(["ingest", str(edges), "--out", str(tmp_path / "g"), "--index", "x"]) == 2
     assert capsys.readouterr().err.startswith("error: --index must name index kinds")
     assert main(["ingest", str(edges), "--out", str(tmp_path / "g"), "--partitions", "2",

@@ -104,6 +104,28 @@ def test_view_refusals(timed, tmp_path):
         view.bucket(0, 0, "no-such-set")
 
 
+def test_bounds_beyond_a_float_column_are_infinite(tmp_path):
+    """An integer bound past the float range against float stamps (a 400-digit --until)
+    raised a raw OverflowError; past float32's range it warned of an overflow. Each is
+    now the infinity on its side, as the hand filter ``t <= 10**400`` reads it."""
+    import warnings
+
+    from graphsys.gnn.time_split import split_at_times
+
+    for dtype in (pa.float64(), pa.float32()):
+        g = graphsys.from_arrow(pa.table({"src": [0, 1], "dst": [1, 2],
+                                          "timestamp": pa.array([1.0, 2.0], dtype)}),
+                                tmp_path / str(dtype), edge_columns=["timestamp"])
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            for bounds, kept in (({"until": 10**400}, 2), ({"since": -10**400}, 2),
+                                 ({"until": -10**400}, 0), ({"until": 1e300}, 2),
+                                 ({"since": 1, "until": "1" + "0" * 400}, 1)):
+                assert graphsys.open_graph(g.path, **bounds).num_edges() == kept
+    with pytest.raises(ParameterError, match="leaves no test edge"):
+        split_at_times(np.array([1.0, 2.0, 3.0]), 2, 10**400)
+
+
 def test_parse_time():
     assert parse_time("2004-04-15T00:00:00+02:00") == 1081980000
     assert parse_time(datetime.date(1970, 1, 2)) == 86400
