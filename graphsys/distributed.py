@@ -125,35 +125,47 @@ def launch_environment() -> tuple[int, int, int | None]:
     >>> "WORLD_SIZE" in os.environ or launch_environment() == (0, 1, None)
     True
     """
-    def number(name: str, lo: int, hi: int | None, default: str | None, rule: str) -> int:
-        text = os.environ.get(name, default)
-        try:
-            value = int(text) if text is not None and text.strip().lstrip("+-").isdigit() \
-                else None
-        except ValueError:
-            value = None
-        if value is None or value < lo or (hi is not None and value > hi):
-            shown = f"{name} unset" if text is None else f"{name}={text!r}"
-            raise GraphsysError(f"{shown}: must be {rule} (the torchrun environment)")
-        return value
-
-    world = number("WORLD_SIZE", 1, None, "1", "a positive integer, the number of ranks")
+    world = _number("WORLD_SIZE", 1, None, "1", "a positive integer, the number of ranks")
     if world == 1:
         return 0, 1, None
-    rank = number("RANK", 0, world - 1, None, f"an integer from 0 to {world - 1} "
-                                               f"(WORLD_SIZE={world})")
-    local = (number("LOCAL_RANK", 0, None, None, "a non-negative integer")
-             if "LOCAL_RANK" in os.environ else None)
+    rank = _number("RANK", 0, world - 1, None, f"an integer from 0 to {world - 1} "
+                                                f"(WORLD_SIZE={world})")
+    local = _local_rank()
     if not os.environ.get("MASTER_ADDR", "").strip():
         raise GraphsysError("MASTER_ADDR unset or empty: must name the host of rank 0's "
                             "store (the torchrun environment)")
-    number("MASTER_PORT", 1, 65535, None, "a port, 1 to 65535")
+    _number("MASTER_PORT", 1, 65535, None, "a port, 1 to 65535")
     return rank, world, local
+
+
+def _local_rank() -> int | None:
+    """``LOCAL_RANK``, checked (None when unset)."""
+    if "LOCAL_RANK" not in os.environ:
+        return None
+    return _number("LOCAL_RANK", 0, None, None, "a non-negative integer")
+
+
+def _number(name: str, lo: int, hi: int | None, default: str | None, rule: str) -> int:
+    """The environment variable ``name`` (``default`` when unset) as an integer in
+    ``[lo, hi]``, else a one-line :class:`GraphsysError` saying it must be ``rule``."""
+    text = os.environ.get(name, default)
+    try:
+        value = int(text) if text is not None and text.strip().lstrip("+-").isdigit() \
+            else None
+    except ValueError:
+        value = None
+    if value is None or value < lo or (hi is not None and value > hi):
+        shown = f"{name} unset" if text is None else f"{name}={text!r}"
+        raise GraphsysError(f"{shown}: must be {rule} (the torchrun environment)")
+    return value
 
 
 def this_rank() -> int:
     """This process's rank: in the initialised default process group, else the one the
-    ``torchrun`` environment names (:func:`launch_environment`; 0 in a process of its own).
+    ``torchrun`` environment names (:func:`launch_environment`; 0 in a process of its own,
+    and 0 where that environment is refused: a command that forms no group, ``graphsys
+    ingest`` under a stray ``WORLD_SIZE``, still runs, and one that forms it refuses it in
+    :func:`init_from_env`).
 
     Examples
     --------
@@ -162,7 +174,12 @@ def this_rank() -> int:
     >>> "RANK" in os.environ or this_rank() == 0
     True
     """
-    return rank_and_world_size()[0] if initialized() else launch_environment()[0]
+    if initialized():
+        return rank_and_world_size()[0]
+    try:
+        return launch_environment()[0]
+    except GraphsysError:
+        return 0
 
 
 def init_from_env(device: torch.device) -> bool:
@@ -192,7 +209,7 @@ def local_cuda_device() -> torch.device:
     import torch
     import torch.distributed as dist
 
-    local = launch_environment()[2]
+    local = _local_rank()  # a group initialised by the caller needs no MASTER_ADDR
     local = dist.get_rank() % torch.cuda.device_count() if local is None else local
     torch.cuda.set_device(local)
     return torch.device("cuda", local)

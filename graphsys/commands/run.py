@@ -258,9 +258,9 @@ def _report(args, spec, graph, result, out, init, unread, compiled: dict, rank0:
     limit = _max_iters(args, spec, graph)
     if not stats.converged and not args.allow_unconverged:
         raise GraphsysError(f"{args.algorithm} did not converge within "
-                            f"{limit:,} supersteps; nothing written (raise "
-                            f"--max-iters or --tol, or keep the last iterate with "
-                            f"--allow-unconverged)")
+                            f"{limit:,} supersteps; nothing written (raise --max-iters"
+                            + (" or --tol" if spec is not None and "tol" in spec.parameters else "")
+                            + ", or keep the last iterate with --allow-unconverged)")
     if rank0:
         if out is not None:
             write_parquet(out, result.to_table(), args.overwrite)

@@ -175,6 +175,9 @@ def fit(build: Callable[[], Task], cfg: TrainConfig, graph: Graph, *, ranks: Ran
         epoch, stopped = run.resume()
     elif run.records is not None:
         run.records.write_text("")
+    if ranks.distributed and len({e for e, in ranks.gather([epoch])}) > 1:
+        raise GraphsysError(f"{out}: the ranks found other runs to resume (out must be a "
+                            f"directory that every rank sees, on a shared filesystem)")
     with display(progress if lead else False, total=cfg.epochs * task.per_epoch, unit="batch",
                  dynamic_ncols=True, desc=f"train {cfg.model}") as bar:
         while not stopped and epoch < cfg.epochs:

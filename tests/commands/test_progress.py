@@ -130,3 +130,5 @@ def test_progress_and_progress_lines_on_rank_0_only(monkeypatch):
     assert show_progress(args)
     _say(args)("training")
     assert said == ["training"]
+    monkeypatch.delenv("RANK")  # a stray WORLD_SIZE: refused where a group forms, not here
+    assert show_progress(args)

@@ -1,6 +1,7 @@
 """One rank of a data-parallel node-task run for tests/gnn/test_distributed.py: trains
 ``argv[1]`` (a graph directory) with the TrainConfig JSON ``argv[2]`` under the torchrun
-environment (``distributed=None``; ``out=argv[4]`` if given) and, on rank 0, writes the
+environment (``distributed=None``; ``out=argv[4]`` if given, ``A|B``: A on rank 0, B on
+rank 1) and, on rank 0, writes the
 final parameters and the result to ``argv[3]`` (``.npz``) and ``argv[3] + ".json"``."""
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ if __name__ == "__main__":
     graph, cfg, dest = sys.argv[1], TrainConfig(**json.loads(sys.argv[2])), sys.argv[3]
     try:
         res = train(graph, cfg, distributed=None,
-                    out=sys.argv[4] if len(sys.argv) > 4 else None,
+                    out=(sys.argv[4].split("|") * 2)[int(os.environ["RANK"])]
+                    if len(sys.argv) > 4 else None,
                     device=os.environ.get("GRAPHSYS_TEST_DDP_DEVICE", "cpu"))
     except GraphsysError as exc:
         print(f"error: {exc}", file=sys.stderr)
