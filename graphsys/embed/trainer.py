@@ -444,9 +444,12 @@ class Trainer(MinibatchStep):
                                               progress if epoch == done else None))
         except BaseException:
             if self.rank == 0:  # a failed run (diverged, disk full) leaves only its commits:
-                # the version checkpoint.json names (a commit can fail after its rename)
+                # the version checkpoint.json names (a commit can fail after its rename),
+                # else (none committed yet) the buffer's
+                committed = self.buffer.committed
                 with contextlib.suppress(OSError, GraphsysError):
                     committed = int(self.storage.read_meta(check_files=False)["version"])
+                with contextlib.suppress(OSError):
                     self.storage.drop_versions(committed, below=False)
             raise
         finally:

@@ -43,6 +43,7 @@ def test_divergence_from_scratch_commits_nothing_non_finite(kg1, small, tmp_path
     with pytest.raises(GraphsysError, match="training diverged"):
         _train(kg1, small, out, "lr=1e30", "init_scale=1e10", epochs=2)
     assert json.loads((out / "checkpoint.json").read_text())["version"] == 0
+    assert {int(p.name.split(".v")[1][:6]) for p in out.rglob("*.npy")} == {0}   # no orphans
 
 
 def _flip_to_nan(path):
