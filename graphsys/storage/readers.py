@@ -72,7 +72,6 @@ class _FilteredText(io.RawIOBase):
         self._carry = b""
         self._eof = False
         self.lines_out = 0
-        self.lines_in = 0
         # filtered line index at which removals happened, and cumulative removed lines there
         self.removed_at: list[int] = []
         self.removed_cum: list[int] = []
@@ -112,12 +111,10 @@ class _FilteredText(io.RawIOBase):
                    for c in self._comment)
         )
         if not needs:
-            self.lines_in += n_lines
             self.lines_out += n_lines
             return data
         kept = []
         for line in data.split(b"\n")[:-1]:
-            self.lines_in += 1
             if self._drop.match(line):
                 self._removed += 1
                 if self.removed_at and self.removed_at[-1] == self.lines_out:
