@@ -35,7 +35,6 @@ searches exactly instead (rebuild it after training on).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from dataclasses import asdict, dataclass
@@ -46,7 +45,7 @@ import numpy as np
 
 from graphsys.errors import FormatError, GraphsysError, ParameterError
 from graphsys.storage import file_rules
-from graphsys.storage.atomic import atomic_path, write_bytes_atomic
+from graphsys.storage.atomic import atomic_path, sha256_file, write_bytes_atomic
 
 KINDS = ("flat", "ivf", "hnsw")
 #: The recall@k (against the exact top-k, on rows of the table as queries) that an index
@@ -280,7 +279,7 @@ class NearestIndex:
         try:
             with atomic_path(data, overwrite=True) as tmp:
                 faiss.write_index(self.index, str(tmp))
-                digest = _sha256(tmp)
+                digest = sha256_file(tmp)
             meta = {"format": INDEX_FORMAT, "checkpoint_version": int(version),
                     "entity_type": entity_type, "by": self.by, "kind": self.kind,
                     "num_entities": self.num_entities, "dimension": int(self.index.d),
@@ -390,14 +389,6 @@ def index_paths(ckpt: str | Path, entity_type: str, by: str) -> tuple[Path, Path
     """The faiss file and JSON of the ``by`` index of ``entity_type`` in checkpoint ``ckpt``."""
     base = Path(ckpt) / INDEX_DIR
     return base / f"{entity_type}.{by}.faiss", base / f"{entity_type}.{by}.json"
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 22), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def open_index(ckpt: str | Path, entity_type: str, by: str, *, version: int,
