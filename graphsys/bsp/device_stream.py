@@ -40,7 +40,6 @@ device ops a batch.
 
 from __future__ import annotations
 
-import os
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
@@ -48,6 +47,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from graphsys.errors import ParameterError
+from graphsys.memory import available_memory
 from graphsys.threads import available_cores
 
 if TYPE_CHECKING:  # torch is imported where a batch moves: a CPU run never loads it
@@ -127,19 +127,8 @@ def host_buffer(n: int, pin: bool) -> torch.Tensor:
 
 def host_cache_budget() -> int:
     """Bytes the host cache of a run may take: :data:`HOST_FRACTION` of the host memory
-    available now (``MemAvailable``; the free pages where the kernel does not say)."""
-    avail = 0
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    avail = int(line.split()[1]) * 1024
-                    break
-    except (OSError, ValueError, IndexError):
-        avail = 0
-    if not avail:
-        avail = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    return int(avail * HOST_FRACTION)
+    available now (:func:`graphsys.memory.available_memory`)."""
+    return int(available_memory() * HOST_FRACTION)
 
 
 def words(n: int, packed: bool, weights: bool) -> int:
