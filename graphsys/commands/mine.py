@@ -170,13 +170,6 @@ def _setup(args):
     return graph, options, distributed, rank0
 
 
-def _finish(distributed: bool) -> None:
-    if distributed:
-        from graphsys.distributed import destroy
-
-        destroy()
-
-
 def _run(args, body) -> int:
     """Set up, time ``body(graph, options)`` (its result dict), print on rank 0."""
     from graphsys.commands._common import parquet_out, write_parquet
@@ -190,7 +183,10 @@ def _run(args, body) -> int:
         with peer_failures(distributed), PeakMemory() as peak:
             result, lines, table = body(graph, options)
     finally:
-        _finish(distributed)
+        if distributed:
+            from graphsys.distributed import destroy
+
+            destroy()
     seconds = time.perf_counter() - t0
     if not rank0:
         return 0
