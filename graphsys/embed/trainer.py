@@ -263,13 +263,8 @@ class Trainer(MinibatchStep):
         bucket = self.graph.bucket(i, j, self.edge_set)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
-            src = torch.from_numpy(bucket.src)
-            dst = torch.from_numpy(bucket.dst)
-            rel = bucket.rel
-            rel = None if rel is None else torch.from_numpy(rel)
-            wt = bucket.weight
-            wt = None if wt is None else torch.from_numpy(wt)
-        return src, dst, rel, wt
+            return tuple(None if a is None else torch.from_numpy(a)
+                         for a in (bucket.src, bucket.dst, bucket.rel, bucket.weight))
 
     def _steps(self, n: int):
         """``(start, stop, groups)`` of the steps over ``n`` shuffled edges: each
