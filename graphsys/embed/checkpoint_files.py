@@ -106,8 +106,7 @@ def check_fields(meta: dict[str, Any], path: Path) -> None:
                           f"{meta['dimension']}")
     for etype, info in meta["entity_types"].items():
         sizes = info.get("partition_sizes") if isinstance(info, dict) else None
-        if not isinstance(sizes, list) or not all(
-                isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in sizes):
+        if not isinstance(sizes, list) or not all(_is_count(x) for x in sizes):
             raise FormatError(f"{path}: field 'entity_types.{etype}.partition_sizes' must be "
                               f"a list of node counts")
         digests = info.get("id_digests")
