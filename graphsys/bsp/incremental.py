@@ -85,8 +85,6 @@ from graphsys.bsp.stats import SuperstepStats
 from graphsys.errors import FormatError, GraphsysError
 from graphsys.execution import Execution
 from graphsys.storage.previous import (  # noqa: F401 (re-exported: read by bsp's front-ends)
-    MAX_RESULT_BYTES,
-    REPAIRS_CHANGES,
     Previous,
     provenance,
     read_previous,

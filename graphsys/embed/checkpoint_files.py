@@ -62,7 +62,6 @@ from graphsys.storage.atomic import (
 )
 from graphsys.storage.identity import (  # noqa: F401 (the digests of checkpoint.json)
            check_nodes,
-           id_digest,
            id_digests,
 )
 
