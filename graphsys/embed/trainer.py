@@ -44,7 +44,6 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-import warnings
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -260,11 +259,8 @@ class Trainer(MinibatchStep):
     # -- one bucket -------------------------------------------------------------------------
     @traced("embed.bucket-read")
     def _bucket_columns(self, i, j):
-        bucket = self.graph.bucket(i, j, self.edge_set)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            return tuple(None if a is None else torch.from_numpy(a)
-                         for a in (bucket.src, bucket.dst, bucket.rel, bucket.weight))
+        cols = self.graph.bucket(i, j, self.edge_set).to_torch()
+        return cols["src"], cols["dst"], cols.get("rel"), cols.get("weight")
 
     def _steps(self, n: int):
         """``(start, stop, groups)`` of the steps over ``n`` shuffled edges: each
