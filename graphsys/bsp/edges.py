@@ -29,6 +29,7 @@ from graphsys.bsp.provider import EdgeResult
 from graphsys.device import host_array
 from graphsys.errors import GraphsysError
 from graphsys.kernels.arrays import read_only
+from graphsys.storage.edges import _to_torch
 from graphsys.storage.kernels import count_into
 from graphsys.trace import traced
 from graphsys.views.rows import rows
@@ -114,13 +115,8 @@ def _host(arr) -> np.ndarray:
     return arr if isinstance(arr, np.ndarray) else arr.cpu().numpy()
 
 
-def _as_tensor(arr: np.ndarray, device: torch.device, dtype=None) -> torch.Tensor:
-    import torch
-
-    with warnings.catch_warnings():  # read-only mapped memory: we never write through it
-        warnings.simplefilter("ignore", UserWarning)
-        t = torch.from_numpy(arr)
-    return t.to(device=device, dtype=dtype or t.dtype)
+def _as_tensor(arr: np.ndarray, device: torch.device) -> torch.Tensor:
+    return _to_torch(arr).to(device)  # read-only mapped memory: we never write through it
 
 
 #: Devices whose torch backend multiplies a sparse CSR matrix (others, as torch's lazy
