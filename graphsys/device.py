@@ -7,6 +7,7 @@ importing torch (a CPU run of a builtin algorithm computes with NumPy and numba 
 
 from __future__ import annotations
 
+import warnings
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -122,3 +123,16 @@ def host_array(t: torch.Tensor | np.ndarray) -> np.ndarray:
     run would count as the workload's own). A NumPy array is viewed the same way."""
     a = t if isinstance(t, np.ndarray) else np.from_dlpack(t)
     return a.view(np.uint8) if a.dtype == np.bool_ else a
+
+
+def csr_tensor(crow: torch.Tensor, col: torch.Tensor, values: torch.Tensor,
+               shape: tuple[int, int]) -> torch.Tensor:
+    """A CSR tensor from its parts, its invariants not checked (every caller's index was
+    checked where it was read or built); torch's warning that the layout is in beta, given
+    on every CSR tensor built, is left out (the operations used are covered by graphsys's
+    tests)."""
+    import torch
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+        return torch.sparse_csr_tensor(crow, col, values, shape, check_invariants=False)

@@ -40,12 +40,12 @@ device ops a batch.
 
 from __future__ import annotations
 
-import warnings
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from graphsys.device import csr_tensor
 from graphsys.errors import ParameterError
 from graphsys.memory import available_memory
 from graphsys.threads import available_cores
@@ -445,11 +445,7 @@ class MergedPass:
             crow = torch._convert_indices_from_coo_to_csr(
                 targets, num_targets, out_int32=ids == torch.int32)
             values = torch.ones(len(src), dtype=torch.float64, device=src.device)
-            with warnings.catch_warnings():  # "sparse CSR support is in beta"
-                warnings.simplefilter("ignore", UserWarning)
-                self.mat = torch.sparse_csr_tensor(crow, src[order].to(ids), values,
-                                                   size=(num_targets, num_sources),
-                                                   check_invariants=False)
+            self.mat = csr_tensor(crow, src[order].to(ids), values, (num_targets, num_sources))
             self.nbytes = (crow.numel() + len(src)) * crow.element_size() + values.nbytes
         else:
             self.src, self.dst = src.to(ids), dst.to(ids)

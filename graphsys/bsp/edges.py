@@ -14,7 +14,6 @@ batches reach a GPU through a ring of pinned buffers (:mod:`graphsys.bsp.device_
 from __future__ import annotations
 
 import time
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,7 +25,7 @@ from graphsys.bsp import checks, kernels
 from graphsys.bsp.distributed import LocalComm
 from graphsys.bsp.program import COMBINERS, MESSAGES, VertexProgram
 from graphsys.bsp.provider import EdgeResult
-from graphsys.device import host_array
+from graphsys.device import csr_tensor, host_array
 from graphsys.errors import GraphsysError
 from graphsys.kernels.arrays import read_only
 from graphsys.storage.edges import _to_torch
@@ -296,12 +295,7 @@ class MemoryEdges:
 
             indptr, idx, _, _ = self.adjacency(kind)
             ones = torch.ones(idx.numel(), dtype=torch.float64, device=self.device)
-            with warnings.catch_warnings():  # "sparse CSR support is in beta"
-                warnings.simplefilter("ignore", UserWarning)
-                # the index was checked where it was read or built: not checked again
-                mat = torch.sparse_csr_tensor(indptr, idx, ones,
-                                              size=(self.num_nodes, self.num_nodes),
-                                              check_invariants=False)
+            mat = csr_tensor(indptr, idx, ones, (self.num_nodes, self.num_nodes))
             self._adj[key] = (mat, indptr[1:] > indptr[:-1])
         return self._adj[key]
 

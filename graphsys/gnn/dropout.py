@@ -41,8 +41,9 @@ import torch
 import torch.nn.functional as F
 from numba import njit, prange
 
+from graphsys.device import csr_tensor
 from graphsys.errors import GraphsysError
-from graphsys.gnn.sparse_input import csr_tensor, is_sparse
+from graphsys.gnn.sparse_input import is_sparse
 from graphsys.sampling._kernels import splitmix64
 from graphsys.sampling.features import checked_ids, feature_rows
 from graphsys.storage.partitioned_rows import PartitionedRows

@@ -25,15 +25,6 @@ import torch.nn.functional as F
 SPARSE_MAX_DENSITY = 0.05
 
 
-def csr_tensor(crow: torch.Tensor, col: torch.Tensor, values: torch.Tensor,
-               shape: tuple[int, int]) -> torch.Tensor:
-    """A CSR tensor from its parts (torch warns on every CSR tensor built that the layout is
-    in beta; the operations used here are covered by graphsys's tests)."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-        return torch.sparse_csr_tensor(crow, col, values, shape, check_invariants=False)
-
-
 def as_sparse_features(x: torch.Tensor) -> torch.Tensor | None:
     """``x`` (float32/float64 (N, F), CPU) as a CSR tensor when at most
     :data:`SPARSE_MAX_DENSITY` of its entries are nonzero; None otherwise (or for any other

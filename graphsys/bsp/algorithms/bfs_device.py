@@ -43,6 +43,7 @@ from graphsys.bsp.algorithms.common import symmetric
 from graphsys.bsp.edges import SPARSE_CSR_DEVICES, build_adjacency
 from graphsys.bsp.program import Solved
 from graphsys.bsp.stats import SuperstepStats
+from graphsys.device import csr_tensor
 from graphsys.kernels.bfs import ALPHA, BETA
 from graphsys.trace import trace_range
 
@@ -111,11 +112,7 @@ def device_layout(graph, edge_set: str, device: torch.device) -> Layout:
             nbytes += sum(t.numel() * t.element_size() for t in adj[-1])
     (o_ptr, o_idx), (i_ptr, i_idx) = adj[0], adj[-1]
     ones = torch.ones(i_idx.shape[0], dtype=torch.float32, device=device)
-    with warnings.catch_warnings():  # "sparse CSR support is in beta"
-        warnings.simplefilter("ignore", UserWarning)
-        # the index was checked where it was read or built: not checked again
-        pull = torch.sparse_csr_tensor(i_ptr, i_idx, ones, size=(n, n),
-                                       check_invariants=False)
+    pull = csr_tensor(i_ptr, i_idx, ones, (n, n))
     deg = o_ptr[1:] - o_ptr[:-1]
     counts = torch.stack([torch.ones(n, dtype=torch.float64, device=device),
                           deg.to(torch.float64)])

@@ -51,7 +51,6 @@ kernel loaded on first use, an allocation) falls in the setup, not in the first 
 from __future__ import annotations
 
 import time
-import warnings
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -59,6 +58,7 @@ import numpy as np
 from graphsys.bsp.edges import SPARSE_CSR_DEVICES, build_adjacency
 from graphsys.bsp.program import Solved
 from graphsys.bsp.stats import SuperstepStats
+from graphsys.device import csr_tensor
 from graphsys.trace import trace_range
 
 if TYPE_CHECKING:
@@ -98,12 +98,8 @@ def lean_matrix(graph, edge_set: str, inv_deg: torch.Tensor, dtype: torch.dtype,
     col[m:-1] = dangling
     col[-1] = n
     values = torch.ones(nnz, dtype=dtype, device=device)
-    with warnings.catch_warnings():  # "sparse CSR support is in beta"
-        warnings.simplefilter("ignore", UserWarning)
-        # the index was checked where it was read or built: not checked again
-        mat = torch.sparse_csr_tensor(torch.from_numpy(crow).to(device),
-                                      torch.from_numpy(col).to(device), values,
-                                      size=(n + 1, n + 1), check_invariants=False)
+    mat = csr_tensor(torch.from_numpy(crow).to(device), torch.from_numpy(col).to(device),
+                     values, (n + 1, n + 1))
     receivers = int(np.count_nonzero(np.diff(indptr)))
     return mat, m, receivers, crow.nbytes + col.nbytes
 
