@@ -33,7 +33,6 @@ match the CPU search's step for step, and the levels are the same.
 from __future__ import annotations
 
 import time
-import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -45,6 +44,7 @@ from graphsys.bsp.program import Solved
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import csr_tensor
 from graphsys.kernels.bfs import ALPHA, BETA
+from graphsys.storage.edges import _to_torch
 from graphsys.trace import trace_range
 
 if TYPE_CHECKING:
@@ -134,16 +134,14 @@ def device_adjacency(graph, edge_set: str, device: torch.device, kinds: tuple[st
     src = torch.empty(m, dtype=torch.int32, device=device)
     dst = torch.empty(m, dtype=torch.int32, device=device)
     at, sizes, bases = 0, [], []
-    with warnings.catch_warnings():  # the mapped columns are read-only: only read here
-        warnings.simplefilter("ignore", UserWarning)
-        for b in graph.buckets("row-major", graph.edge_set(edge_set).name):
-            for eb in b.batches():  # checked against the partitions' sizes as read
-                k = len(eb.src)
-                src[at:at + k].copy_(torch.from_numpy(eb.src))
-                dst[at:at + k].copy_(torch.from_numpy(eb.dst))
-                sizes.append(k)
-                bases.append((offsets[b.i], offsets[b.j]))
-                at += k
+    for b in graph.buckets("row-major", graph.edge_set(edge_set).name):
+        for eb in b.batches():  # checked against the partitions' sizes as read
+            k = len(eb.src)
+            src[at:at + k].copy_(_to_torch(eb.src))  # the mapped columns: only read here
+            dst[at:at + k].copy_(_to_torch(eb.dst))
+            sizes.append(k)
+            bases.append((offsets[b.i], offsets[b.j]))
+            at += k
     if at:  # local offsets to global ids: one add per column
         both = torch.from_numpy(np.asarray(bases, np.int32).T.copy()).to(device)
         reps = torch.from_numpy(np.asarray(sizes, np.int64)).to(device)
