@@ -119,6 +119,21 @@ class Combiner(ABC):
         """
 
 
+def message_runs(index: torch.Tensor, values: torch.Tensor):
+    """The messages sorted by (target, value) and cut into runs of equal pairs: returns
+    (target, value, length) per run."""
+    import torch
+
+    order = torch.argsort(values, stable=True)
+    order = order[torch.argsort(index[order], stable=True)]
+    idx, val = index[order], values[order]
+    new = torch.ones_like(idx, dtype=torch.bool)
+    new[1:] = (idx[1:] != idx[:-1]) | (val[1:] != val[:-1])
+    starts = torch.nonzero(new).squeeze(1)
+    lengths = torch.diff(starts, append=torch.tensor([idx.numel()], device=idx.device))
+    return idx[starts], val[starts], lengths
+
+
 class ModeCombiner(Combiner):
     """The most frequent message value per target; ties go to the smallest value (label
     propagation)."""
@@ -132,17 +147,10 @@ class ModeCombiner(Combiner):
                          device=values.device)
         if index.numel() == 0:
             return out
-        # sort by (target, value), count runs, keep the longest run of each target
-        order = torch.argsort(values, stable=True)
-        order = order[torch.argsort(index[order], stable=True)]
-        idx, val = index[order], values[order]
-        new_run = torch.ones_like(idx, dtype=torch.bool)
-        new_run[1:] = (idx[1:] != idx[:-1]) | (val[1:] != val[:-1])
-        starts = torch.nonzero(new_run).squeeze(1)
-        counts = torch.diff(starts, append=torch.tensor([idx.numel()], device=idx.device))
-        run_idx, run_val = idx[starts], val[starts]
-        # per target: max count, then smallest value among runs with that count
-        best = torch.zeros(num_targets, dtype=counts.dtype, device=idx.device)
+        # the runs of equal (target, value); per target: the longest, then the smallest
+        # value among runs that long
+        run_idx, run_val, counts = message_runs(index, values)
+        best = torch.zeros(num_targets, dtype=counts.dtype, device=index.device)
         best.scatter_reduce_(0, run_idx, counts, "amax")
         keep = counts == best[run_idx]
         out.scatter_reduce_(0, run_idx[keep], run_val[keep], "amin", include_self=False)

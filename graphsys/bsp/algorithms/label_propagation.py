@@ -16,7 +16,7 @@ from graphsys.bsp.docstrings import document_options
 from graphsys.bsp.edges import DENSE_DIVISOR, numpy_adjacency
 from graphsys.bsp.engine import Result
 from graphsys.bsp.kernels_components import greedy_coloring, lpa_semi_sync
-from graphsys.bsp.program import Combiner, Solved, VertexProgram
+from graphsys.bsp.program import Combiner, Solved, VertexProgram, message_runs
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
 from graphsys.kernels.arrays import read_only
@@ -35,21 +35,6 @@ class _PhaseCombiner(Combiner):
 
     def combine(self, index, values, num_targets):
         return self.program.combine(index, values, num_targets)
-
-
-def _runs(index: torch.Tensor, values: torch.Tensor):
-    """The messages sorted by (target, value) and cut into runs of equal pairs: returns
-    (target, value, length) per run."""
-    import torch
-
-    order = torch.argsort(values, stable=True)
-    order = order[torch.argsort(index[order], stable=True)]
-    idx, val = index[order], values[order]
-    new = torch.ones_like(idx, dtype=torch.bool)
-    new[1:] = (idx[1:] != idx[:-1]) | (val[1:] != val[:-1])
-    starts = torch.nonzero(new).squeeze(1)
-    lengths = torch.diff(starts, append=torch.tensor([idx.numel()], device=idx.device))
-    return idx[starts], val[starts], lengths
 
 
 class LabelPropagation(VertexProgram):
@@ -129,7 +114,7 @@ class LabelPropagation(VertexProgram):
             return out.index_add_(0, index, (values < self.mine[index]).to(torch.float64))
         if self.phase == "notify":
             return out.index_add_(0, index, values)
-        idx, val, lengths = _runs(index, values)
+        idx, val, lengths = message_runs(index, values)
         if self.phase == "color":  # the smallest colour no message holds
             first = torch.ones_like(idx, dtype=torch.bool)
             first[1:] = idx[1:] != idx[:-1]
