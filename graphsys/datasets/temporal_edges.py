@@ -33,10 +33,9 @@ def load_temporal_edges(fetched: FetchResult) -> IngestPlan:
     The ``graph.time`` column becomes the int64 edge column ``timestamp`` (whole Unix
     seconds, rounded down); where the file has fractional seconds (bitcoin-otc) the exact
     time also becomes ``timestamp_us`` (int64 microseconds), so no ordering the file holds
-    is lost. ``graph.weight``, when named, is the float32 edge weight (bitcoin's trust,
-    -10..+10) and is also kept as the int64 edge column ``weight_value`` when it is
-    integral. Rows keep any order the file has (bitcoin-alpha's is not by time): engines
-    read times from the column.
+    is lost. ``graph.weight``, when named, is the float32 edge weight (bitcoin's trust:
+    integers -10..+10, which float32 holds exactly). Rows keep any order the file has
+    (bitcoin-alpha's is not by time): engines read times from the column.
     """
     ds, g = fetched.dataset, fetched.dataset.graph
     f = ds.file(g["edges"])
