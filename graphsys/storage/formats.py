@@ -92,12 +92,12 @@ def _parquet_names(path: Path) -> list[str]:
 
 
 def _ipc_names(path: Path) -> list[str]:
-    source = pa.memory_map(str(path))
-    try:
-        return paipc.open_file(source).schema.names
-    except pa.ArrowInvalid:
-        source.seek(0)
-        return paipc.open_stream(source).schema.names
+    with pa.memory_map(str(path)) as source:      # closed: only the schema is read
+        try:
+            return paipc.open_file(source).schema.names
+        except pa.ArrowInvalid:
+            source.seek(0)
+            return paipc.open_stream(source).schema.names
 
 
 TSV = InputFormat(_delimited("tsv"), text=True)
