@@ -8,6 +8,8 @@ time) with the selected columns as Arrow arrays of strings (text) or their store
 
 from __future__ import annotations
 
+import codecs
+import csv
 import io
 import logging
 import os
@@ -149,8 +151,10 @@ class _FilteredText(io.RawIOBase):
 
 
 class _Input:
-    """A file opened for streaming, gunzipped when its name ends in ``.gz``; ``position()``
-    is the offset reached in the file on disk (compressed bytes for gzip)."""
+    """A file opened for streaming, gunzipped when its name ends in ``.gz``, without the
+    UTF-8 byte order mark that spreadsheet exports put first (else part of the first
+    header name or id); ``position()`` is the offset reached in the file on disk
+    (compressed bytes for gzip)."""
 
     def __init__(self, path: Path):
         try:
@@ -159,9 +163,14 @@ class _Input:
             raise InputError(f"cannot open ({exc})", path=path) from None
         self.stream = (pa.CompressedInputStream(self.raw, "gzip")
                        if path.name.lower().endswith(".gz") else self.raw)
+        self.started = False
 
     def read(self, n: int) -> bytes:
-        return self.stream.read(n)
+        if self.started:
+            return self.stream.read(n)
+        self.started = True
+        data = self.stream.read(max(n, 3))
+        return data[3:] if data.startswith(codecs.BOM_UTF8) else data
 
     def position(self) -> int:
         return self.raw.tell()
@@ -319,7 +328,12 @@ def _text_layout(path: Path, fmt: str, roles: dict[str, str | int | None], delim
     delim = delimiter.encode()
 
     def split(line: bytes) -> list[bytes]:
-        return re.split(rb"[ \t]+", line.strip()) if delimiter == " " else line.split(delim)
+        if delimiter == " ":
+            return re.split(rb"[ \t]+", line.strip())
+        if delimiter != ",":
+            return line.split(delim)
+        # quoted as the readers parse (a comma inside '"a,b"' does not split the field)
+        return [t.encode() for t in next(csv.reader([line.decode("utf-8", "replace")]))]
 
     tokens = split(first[0])
     if header is None:

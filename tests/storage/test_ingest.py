@@ -259,3 +259,19 @@ def test_in_memory_and_on_disk_routes_store_the_same_rows(tmp_path, ids, options
             assert row[3] == weights[row[:3]][0]
         else:
             assert row[3] in weights[row[:3]]
+
+
+def test_csv_quoted_first_line_and_byte_order_mark(tmp_path):
+    """A headerless CSV whose first line quotes a comma ('"a,b","c"') was refused ("expected
+    3 columns, found 2": its columns were counted by a plain split), and a spreadsheet
+    export's UTF-8 byte order mark made the first header name '\\ufeffs', so ``src_col="s"``
+    was "unknown"; the CSV readers (Python's csv module agrees) read both files."""
+    quoted = tmp_path / "q.csv"
+    quoted.write_text('"a,b","c"\n"c","a,b"\n')
+    ingest_sources([EdgeSource([quoted])], tmp_path / "q")
+    assert edges_of(open_graph(tmp_path / "q")) == {("a,b", "c"): 1, ("c", "a,b"): 1}
+    bom = tmp_path / "b.csv"
+    bom.write_bytes("\ufeffs,d,w\n1,2,0.5\n".encode())
+    ingest_sources([EdgeSource([bom], src_col="s", dst_col="d", weight_col="w")],
+                   tmp_path / "b")
+    assert edges_of(open_graph(tmp_path / "b")) == {(1, 2, 0.5): 1}
