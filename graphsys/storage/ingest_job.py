@@ -339,13 +339,16 @@ class IngestJob:
             if p == 1:
                 part = np.zeros(len(self.index[etype]), np.int32)
             else:
-                part = np.ascontiguousarray(strategy.assign(SpilledEdges(
+                part = np.asarray(strategy.assign(SpilledEdges(
                     etype, self.index[etype], self.opts.memory_limit, self.iter_dense_edges,
-                    self.kernels, self.spill)), np.int32)
-                if part.shape != (len(self.index[etype]),) or (
+                    self.kernels, self.spill)))
+                # checked before the int32 cast, which would wrap 2**32 to 0 and cut 1.5 to 1
+                if part.dtype.kind not in "iu" or part.shape != (len(self.index[etype]),) or (
                         len(part) and (part.min() < 0 or part.max() >= p)):
                     raise GraphsysError(f"partitioner {strategy.name!r} returned an invalid "
-                                        f"assignment")
+                                        f"assignment (integers in [0, {p}) expected, one per "
+                                        f"node)")
+                part = np.ascontiguousarray(part, np.int32)
             local, sizes = self.kernels.local_offsets(part, p)
             if sizes.max(initial=0) > MAX_PARTITION_NODES:
                 raise GraphsysError(f"entity type {etype!r}: a partition would hold "

@@ -275,3 +275,27 @@ def test_csv_quoted_first_line_and_byte_order_mark(tmp_path):
     ingest_sources([EdgeSource([bom], src_col="s", dst_col="d", weight_col="w")],
                    tmp_path / "b")
     assert edges_of(open_graph(tmp_path / "b")) == {(1, 2, 0.5): 1}
+
+
+@pytest.mark.parametrize("assignment", [[0, 1, 2**32], [0, 1.5, 0], [0, 1]])
+def test_a_partitioner_assignment_is_checked_before_its_int32_cast(tmp_path, monkeypatch,
+                                                                    assignment):
+    """A plug-in partitioner answering 2**32 for a node of a 2-partition ingest had it
+    wrapped to partition 0, and 1.5 cut to 1, with no error; the answer is checked as
+    returned."""
+    from graphsys.storage import ingest_job
+    from partitioners import HashPartitioner
+
+    class Answer(HashPartitioner):
+        name = "answer"
+
+        def assign(self, ctx):
+            return np.array(assignment)
+
+    monkeypatch.setattr(ingest_job.partitioners, "get_partitioner",
+                        lambda name, p, seed=0, **kw: Answer(p, seed=seed))
+    with pytest.raises(GraphsysError, match=r"^partitioner 'answer' returned an invalid "
+                                            r"assignment \(integers in \[0, 2\) expected"):
+        ingest_sources([EdgeSource(table=pa.table({"src": [1, 2], "dst": [2, 3]}))],
+                       tmp_path / "g", IngestOptions(partitions=2))
+    assert not (tmp_path / "g").exists()
