@@ -79,6 +79,8 @@ class _FilteredText(io.RawIOBase):
         self.removed_at: list[int] = []
         self.removed_cum: list[int] = []
         self._removed = 0
+        #: comment lines met after the first data line (ids such as '#tag' would be lost)
+        self.late_comments = 0
         comments = b"".join(re.escape(bytes([c])) for c in self._comment)
         self._drop = re.compile(rb"^(?:[" + comments + rb"].*|\s*)$" if comments else rb"^\s*$")
         self._spaces = re.compile(rb"[ \t]+")
@@ -122,6 +124,7 @@ class _FilteredText(io.RawIOBase):
             self.lines_in += 1
             if self._drop.match(line):
                 self._removed += 1
+                self.late_comments += bool(self.lines_out and line.strip())
                 if self.removed_at and self.removed_at[-1] == self.lines_out:
                     self.removed_cum[-1] = self._removed
                 else:
@@ -482,6 +485,10 @@ def _read_careful(path: Path, layout: _TextLayout, comment: str, on_bad_line: st
             yield RawEdgeBatch({role: batch.column(col) for role, col in layout.selected.items()},
                                line_of, stream.position())
             rows_done += batch.num_rows
+        if filtered.late_comments:
+            log.warning("%s: %d line(s) after the first data line start with a comment "
+                        "character (%s) and were skipped; set comment to '' if they are data "
+                        "(ids such as #tag)", path, filtered.late_comments, comment)
     except pa.ArrowInvalid as exc:
         bad = state["bad"]
         if bad is not None:
