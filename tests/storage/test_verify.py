@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -91,27 +92,45 @@ def test_an_edge_set_rule_the_edges_break_is_named(tmp_path, claim):
         assert measures.degree_stats(open_graph(tmp_path / "g")).num_edges == 60  # trusted
 
 
-def test_a_weight_that_is_not_finite_is_named(tmp_path):
-    """Ingest refuses NaN and infinite weights; a bucket file rewritten with one (its size
-    and hash in the manifest updated) passed verify, and to_scipy summed to nan."""
+def _rewrite_first_weight(graph_dir, rel, value):
+    """Set the first value of the one column of ``rel`` whose name is ``weight`` (a bucket
+    or an index file) to ``value`` and record the file's new size and sha256 in the
+    manifest: a consistent but hostile directory."""
     import hashlib
 
-    import numpy as np
     import pyarrow as pa
     import pyarrow.ipc as paipc
 
-    import graphsys
-
-    graphsys.from_numpy([0, 1, 2], [1, 2, 0], tmp_path / "g", weight=np.array([1.0, 2.0, 3.0]))
-    rel = bucket_file("default", 0, 0)
-    path = tmp_path / "g" / rel
+    path = graph_dir / rel
     table = paipc.open_file(path).read_all()
-    table = table.set_column(2, "weight", pa.array([np.nan, 2.0, 3.0], pa.float32()))
+    k = table.schema.get_field_index("weight")
+    weights = table.column(k).to_numpy().copy()
+    weights[0] = value
+    table = table.set_column(k, "weight", pa.array(weights, pa.float32()))
     with paipc.new_file(path, table.schema) as w:
         w.write_table(table)
-    m = json.loads((tmp_path / "g" / MANIFEST).read_text())
+    m = json.loads((graph_dir / MANIFEST).read_text())
     data = path.read_bytes()
     m["files"][rel] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
-    (tmp_path / "g" / MANIFEST).write_text(json.dumps(m))
-    with pytest.raises(FormatError, match=r"bucket-00000-00000\.arrow: a weight is not finite"):
+    (graph_dir / MANIFEST).write_text(json.dumps(m))
+
+
+@pytest.mark.parametrize("rel", [bucket_file("default", 0, 0),
+                                 "index/default/csr-weight.arrow"])
+def test_a_weight_that_is_not_finite_is_named(tmp_path, rel):
+    """Ingest refuses NaN and infinite weights; a bucket or CSR index file rewritten with
+    one (its size and hash in the manifest updated) passed verify, and to_scipy summed to
+    nan."""
+    import numpy as np
+
+    import graphsys
+
+    g = graphsys.from_numpy([0, 1, 2], [1, 2, 0], tmp_path / "g",
+                            weight=np.array([1.0, 2.0, 3.0]))
+    from graphsys.storage.adjacency_index import build_index
+
+    build_index(g, ["csr"])
+    verify_graph(tmp_path / "g")
+    _rewrite_first_weight(tmp_path / "g", rel, np.nan)
+    with pytest.raises(FormatError, match=rf"{re.escape(rel)}: a weight is not finite"):
         verify_graph(tmp_path / "g")
