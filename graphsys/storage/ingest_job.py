@@ -41,6 +41,7 @@ from graphsys.storage.formats import InputFormat, resolve_format
 from graphsys.storage.ids import IdCollector, IdIndex, id_column, ids_array, take_rows
 from graphsys.storage.ingest_inputs import EdgeSource, IngestOptions, NodeSource
 from graphsys.storage.ingest_validate import common_dtype, validate_batch
+from graphsys.storage.location import not_an_input
 from graphsys.storage.pages import scratch_array
 from graphsys.storage.partition_context import SpilledEdges
 from graphsys.storage.read_ahead import read_ahead
@@ -158,7 +159,7 @@ class IngestJob:
         paths = [(src, Path(p)) for src in self.sources for p in src.paths]
         for _, path in paths:
             if not path.is_file():
-                raise InputError("no such file", path=path)
+                raise InputError(not_an_input(path), path=path)
         total = sum(p.stat().st_size for _, p in paths)
         self.input_bytes = total
         bar = progress_bar(total=total, unit="B", unit_scale=True, desc="read",

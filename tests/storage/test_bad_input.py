@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+import graphsys
 from graphsys.errors import GraphsysError, InputError, ParameterError
 from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
@@ -100,6 +101,19 @@ def test_empty_input(tmp_path):
 def test_missing_file(tmp_path):
     with pytest.raises(InputError, match="no such file"):
         ingest_sources([EdgeSource([tmp_path / "nope.tsv"])], tmp_path / "g")
+
+
+def test_an_input_that_is_not_a_regular_file_says_what_it_is(tmp_path):
+    """A directory or a FIFO given as an input was reported as "no such file" (it exists);
+    the message now says what it is, for the edge readers and JODIE's alike."""
+    import os
+
+    os.mkfifo(tmp_path / "f.tsv")
+    for path, what in ((tmp_path / "f.tsv", "a FIFO"), (tmp_path, "a directory")):
+        for fmt in ("auto", "jodie"):
+            with pytest.raises(InputError, match=rf"^{re.escape(str(path))}: not a regular "
+                                                 rf"file \({what}\)$"):
+                graphsys.ingest(path, tmp_path / "g", format=fmt)
 
 
 def test_truncated_gzip(tmp_path):
