@@ -299,3 +299,23 @@ def test_a_partitioner_assignment_is_checked_before_its_int32_cast(tmp_path, mon
         ingest_sources([EdgeSource(table=pa.table({"src": [1, 2], "dst": [2, 3]}))],
                        tmp_path / "g", IngestOptions(partitions=2))
     assert not (tmp_path / "g").exists()
+
+
+def test_a_node_table_alone_is_an_edgeless_graph(tmp_path):
+    """A node table with no edge source was ingested with no edge set, and every reader
+    then failed with "graph has edge sets []: name one" (num_edges, csr, to_scipy,
+    pagerank, export). It is now the edgeless graph from_numpy writes for the same nodes:
+    an empty ``default`` edge set (PageRank 1/3 each, as networkx on 3 isolated nodes)."""
+    import graphsys
+    from graphsys import bsp
+
+    ingest_sources([], tmp_path / "g", IngestOptions(partitions=2),
+                   nodes=[NodeSource(pa.table({"id": [1, 2, 3]}))])
+    g = open_graph(tmp_path / "g")
+    assert g.edge_sets == ["default"] and g.num_edges() == 0 and g.num_nodes() == 3
+    assert graphsys.to_scipy(g).shape == (3, 3)
+    np.testing.assert_allclose(np.asarray(bsp.pagerank(g).values), [1 / 3] * 3)
+    graphsys.from_numpy(np.zeros(0, np.int64), np.zeros(0, np.int64), tmp_path / "n",
+                        num_nodes=3, partitions=2)
+    assert g.manifest.edge_sets == open_graph(tmp_path / "n").manifest.edge_sets
+    assert g.relation_types == open_graph(tmp_path / "n").relation_types
