@@ -60,7 +60,10 @@ def _node_columns(job: IngestJob, etype: str) -> tuple[list[NodeColumn], dict[st
         rows = np.full(n, -1, np.int64)
         rows[dense] = np.arange(len(dense), dtype=np.int64)
         if int((rows >= 0).sum()) != len(dense):
-            raise InputError(f"node table for {etype!r}: duplicate ids")
+            twice = int(np.flatnonzero(np.bincount(dense, minlength=n) > 1)[0])
+            raise InputError(f"node table for {etype!r}: duplicate ids (id "
+                             f"{_node_id(job.index[etype].ids, twice)!r} more than once; "
+                             f"integer text is one id: '01' and '1' are the same node)")
         if len(dense) == n and (dense == np.arange(n)).all():
             rows = None  # row i is node i (from_numpy, from_pyg): read rows as they are
         for name in ns.table.column_names:
