@@ -222,9 +222,14 @@ class NeedCarefulRead(Exception):
     convert, a bad row in ``error`` mode, or a problem whose line number must be named."""
 
 
-def _sniff(path: Path, comment: str) -> tuple[list[bytes], int]:
+#: The first line of a MatrixMarket file, whose first data line is the matrix size.
+MATRIX_MARKET = b"%%MatrixMarket"
+
+
+def _sniff(path: Path, comment: str) -> tuple[list[bytes], int, bool]:
     """First two data lines of a text file, and how many comment/blank lines precede the
-    first one."""
+    first one, and whether they include a MatrixMarket file's size line (the first line
+    after its ``%`` lines, ``rows cols entries``: not an edge)."""
     lines: list[bytes] = []
     leading = 0
     try:
@@ -233,16 +238,18 @@ def _sniff(path: Path, comment: str) -> tuple[list[bytes], int]:
     except (OSError, pa.ArrowException, EOFError) as exc:
         raise InputError(f"cannot read ({exc})", path=path) from None
     whole = len(buf) < 1 << 16  # the whole file: its last line counts even unterminated
+    size_line = matrix_market = "%" in comment and buf.startswith(MATRIX_MARKET)
     for line in buf.split(b"\n") if whole else buf.split(b"\n")[:-1] or [buf]:
         s = line.rstrip(b"\r")
-        if not s.strip() or (comment and s[:1].decode("latin-1") in comment):
+        if not s.strip() or (comment and s[:1].decode("latin-1") in comment) or size_line:
             if not lines:
                 leading += 1
+                size_line = size_line and (not s.strip() or s[:1] == b"%")
             continue
         lines.append(s)
         if len(lines) == 2:
             break
-    return lines, leading
+    return lines, leading, matrix_market
 
 
 def _select_columns(path: Path, roles: dict[str, str | int | None], names: list[str], *,
@@ -314,13 +321,14 @@ class _TextLayout:
     selected: dict[str, str]
     delimiter: str
     header: bool
-    leading: int  # comment/blank lines before the first data (or header) line
+    leading: int  # comment/blank lines (and a size line) before the first data/header line
+    size_line: bool  # a MatrixMarket size line among them: a row the careful path skips
     squeeze: bool  # space-delimited with runs of blanks: only the careful path reads it
 
 
 def _text_layout(path: Path, fmt: str, roles: dict[str, str | int | None], delimiter: str | None,
                  header: bool | None, comment: str) -> _TextLayout:
-    first, leading = _sniff(path, comment)
+    first, leading, size_line = _sniff(path, comment)
     if not first:
         raise InputError("no data lines (empty input)", path=path)
     if delimiter is None:
@@ -357,7 +365,7 @@ def _text_layout(path: Path, fmt: str, roles: dict[str, str | int | None], delim
         roles = _header_positions(path, roles, [_field_name(t) for t in tokens])
     names = [f"c{k}" for k in range(len(tokens))]
     selected = _select_columns(path, roles, names, has_names=bool(header))
-    return _TextLayout(names, selected, delimiter, bool(header), leading, squeeze)
+    return _TextLayout(names, selected, delimiter, bool(header), leading, size_line, squeeze)
 
 
 def _header_positions(path: Path, roles: dict[str, str | int | None], fields: list[str]
@@ -451,7 +459,7 @@ def _read_careful(path: Path, layout: _TextLayout, comment: str, on_bad_line: st
                   progress: Callable[[int], None], bad_lines: list[int]) -> Iterator[RawEdgeBatch]:
     stream = _Input(path)
     filtered = _FilteredText(stream, comment, layout.squeeze, progress)
-    row_base = 1 if layout.header else 0
+    row_base = int(layout.header) + int(layout.size_line)  # rows before the first edge
     state = {"bad": None}
 
     def handler(row) -> str:
@@ -463,7 +471,7 @@ def _read_careful(path: Path, layout: _TextLayout, comment: str, on_bad_line: st
 
     read_opts = pacsv.ReadOptions(
         block_size=TEXT_BLOCK_BYTES, use_threads=on_bad_line == "skip",
-        skip_rows=1 if layout.header else 0, column_names=layout.names,
+        skip_rows=row_base, column_names=layout.names,
     )
     parse_opts = pacsv.ParseOptions(delimiter=layout.delimiter,
                                     quote_char='"' if layout.delimiter == "," else False,

@@ -319,3 +319,20 @@ def test_a_node_table_alone_is_an_edgeless_graph(tmp_path):
                         num_nodes=3, partitions=2)
     assert g.manifest.edge_sets == open_graph(tmp_path / "n").manifest.edge_sets
     assert g.relation_types == open_graph(tmp_path / "n").relation_types
+
+
+@pytest.mark.parametrize("gap", ["", "  "])  # "  ": runs of spaces, read by the careful path
+def test_a_matrix_market_size_line_is_not_an_edge(tmp_path, gap):
+    """A MatrixMarket coordinate file ('%%MatrixMarket' banner, '%' comments, then the
+    size line 'rows cols entries') had its size line '4 4 3' ingested as the edge 4 -> 4
+    of weight 3 (the '%' lines were read as comments, the size line as data), with no
+    error; scipy.io.mmread holds three entries. The size line is now skipped."""
+    import scipy.io
+
+    f = tmp_path / "m.mtx"
+    f.write_text("%%MatrixMarket matrix coordinate real general\n% made by hand\n4 4 3\n"
+                 f"1 2{gap} 0.5\n2 3 1.5\n3 4 2.5\n")
+    ingest_sources([EdgeSource([f], weight_col=2)], tmp_path / "g")
+    ref = scipy.io.mmread(f).tocoo()
+    want = {(int(i) + 1, int(j) + 1, float(v)): 1 for i, j, v in zip(ref.row, ref.col, ref.data)}
+    assert edges_of(open_graph(tmp_path / "g")) == want
