@@ -26,6 +26,7 @@ from graphsys.storage.ingest import (
     ingest_sources,
 )
 from graphsys.storage.ingest_inputs import check_memory_limit
+from graphsys.storage.location import not_an_input
 from graphsys.units import parse_size
 
 __all__ = ["ingest", "index_kinds", "read_node_table"]
@@ -284,7 +285,7 @@ def read_node_table(path: Path) -> pa.Table:
     import pyarrow.parquet as pq
 
     if not path.is_file():
-        raise InputError("no such node table file", path=path)
+        raise InputError(f"node table: {not_an_input(path)}", path=path)
     try:
         if path.suffix == ".parquet":
             return pq.read_table(str(path))

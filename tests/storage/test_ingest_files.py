@@ -86,8 +86,10 @@ def test_bad_parameters(tmp_path, edges, kwargs, message):
 def test_missing_input(tmp_path):
     with pytest.raises(InputError):
         graphsys.ingest(tmp_path / "nope.tsv", tmp_path / "g")
-    with pytest.raises(InputError, match="no such node table"):
+    with pytest.raises(InputError, match="node table: no such file"):
         graphsys.ingest(tmp_path / "nope.tsv", tmp_path / "g", nodes=tmp_path / "n.arrow")
+    with pytest.raises(InputError, match=r"node table: not a regular file \(a directory\)"):
+        graphsys.ingest(tmp_path / "nope.tsv", tmp_path / "g", nodes=tmp_path)
 
 
 def test_cli_flags_are_the_keywords(tmp_path, edges, capsys):
