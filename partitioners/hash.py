@@ -32,7 +32,7 @@ def seed_key(seed: int) -> np.uint64:
     return np.uint64(z ^ (z >> 31))
 
 
-def _mix_inplace(z: np.ndarray, key: np.uint64, tmp: np.ndarray) -> None:
+def mix_inplace(z: np.ndarray, key: np.uint64, tmp: np.ndarray) -> None:
     """``z <- fmix(z ^ key)``, the splitmix64 finalizer, wrapping uint64 arithmetic.
 
     ``z`` and ``tmp`` are uint64 arrays of one shape; ``tmp`` is scratch.
@@ -69,7 +69,7 @@ def hash_uint64(values: np.ndarray, seed: int, num_partitions: int, out: np.ndar
         chunk = values[start:start + _CHUNK]
         zc, tc = z[:len(chunk)], tmp[:len(chunk)]
         np.copyto(zc, chunk)
-        _mix_inplace(zc, key, tc)
+        mix_inplace(zc, key, tc)
         if power_of_two:  # z mod P, without the (slow) 64-bit division
             np.bitwise_and(zc, p, out=zc)
         else:

@@ -52,6 +52,10 @@ def register(subparsers) -> None:
                         "to one of type RHS (repeatable; default: one entity type)")
     p.add_argument("--delimiter", help="text delimiter, one character; \\t for a tab "
                                        "(default: sniffed; tab, comma or spaces)")
+    p.add_argument("--comment", default="#%",
+                   help="characters that start a comment line in text inputs (default '#%%': "
+                        "SNAP's # and MatrixMarket's %%); '' reads every line as data (ids "
+                        "such as #tag)")
     header = p.add_mutually_exclusive_group()
     header.add_argument("--header", choices=("auto", "yes", "no"), default="auto",
                    help="text header line: auto (default: a header only when the first line "
@@ -153,7 +157,7 @@ def _ingest(args, out, appending: bool):
         rel_col=column_arg(args.rel_col), weight_col=column_arg(args.weight_col),
         edge_columns=_edge_columns(args.edge_columns),
         relation=args.relation, delimiter=_escape(args.delimiter),
-        header={"auto": None, "yes": True, "no": False}[args.header],
+        header={"auto": None, "yes": True, "no": False}[args.header], comment=args.comment,
         edge_set=args.edge_set, nodes=args.nodes, undirected=args.undirected,
         dedupe=args.dedupe, drop_self_loops=args.drop_self_loops,
         memory_limit=args.memory_limit, on_bad_line=args.on_bad_line, index=args.index,

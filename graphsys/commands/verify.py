@@ -1,7 +1,8 @@
 """``graphsys verify``: check every checksum, count and offset of a stored graph.
 
-``--quick`` checks the structure only (counts, schemas, offset ranges, sort order; no
-sha256): what every engine also checks on first touch, minutes faster on a large graph.
+``--quick`` checks the structure only (counts, schemas, offset ranges, sort order, finite
+weights and each edge set's ``undirected``/``dedupe``/``drop_self_loops`` rule; no sha256),
+minutes faster on a large graph.
 
 What an interrupted writer left (an index build directory, a temporary file, a staging
 directory beside the graph) is not damage: the graph verifies, and one ``note:`` line on

@@ -93,14 +93,9 @@ def from_pyg(data, out: str | Path, **options) -> Graph:
     if ei.dim() != 2 or ei.shape[0] != 2:
         raise InputError(f"from_pyg: edge_index has shape {tuple(ei.shape)}, expected (2, E)")
     n = int(data.num_nodes)
-    weight, items = None, []
-    for key in data.keys():
-        value = data[key]
-        if key in ("edge_weight", "edge_attr") and weight is None \
-                and _is_edge_vector(value, ei.shape[1]):
-            weight = value
-        elif key != "edge_index":
-            items.append((key, value))
+    used = _weight_key(data, ei.shape[1])
+    items = [(key, data[key]) for key in data.keys() if key not in ("edge_index", used)]
+    weight = data[used] if used else None
     columns, dropped = _node_columns(items, n, data.is_node_attr, whole_y=True)
     return ingest_arrays(ei[0], ei[1], out, num_nodes=n, weight=weight, node_columns=columns,
                          metadata={"source": "torch_geometric", "dropped": dropped},
@@ -235,12 +230,19 @@ def _from_hetero(data, out: str | Path, options: dict) -> Graph:
             raise InputError(f"from_pyg: edge type {et} has no (2, E) edge_index")
         # the edge weight: edge_weight, else a 1-D edge_attr (as for a Data); an edge type
         # without one gets weight 1.0 when others have one (ingest_typed: "filled")
-        used = next((k for k in ("edge_weight", "edge_attr") if _is_edge_vector(
-            store.get(k), ei.shape[1])), None)
+        used = _weight_key(store, ei.shape[1])
         edges.append((*et, ei[0], ei[1], store[used].detach() if used else None))
         dropped += [f"{et}.{k}" for k in store.keys() if k not in ("edge_index", used)]
     return ingest_typed(nodes, edges, out, what="from_pyg", options=options,
                         metadata={"source": "torch_geometric", "dropped": dropped})
+
+
+def _weight_key(store, num_edges: int) -> str | None:
+    """The attribute of a PyG store that holds the edge weight: ``edge_weight``, else a 1-D
+    ``edge_attr`` (PyG's convolutions read ``edge_weight`` as the weight, ``edge_attr`` as
+    edge features), when it is a 1-D tensor of one number per edge; None for neither."""
+    return next((k for k in ("edge_weight", "edge_attr") if _is_edge_vector(
+        getattr(store, k, None), num_edges)), None)
 
 
 def _is_edge_vector(value, num_edges: int) -> bool:

@@ -421,8 +421,9 @@ def chunks(column: np.ndarray, size: int = CHECK_CHUNK) -> list[np.ndarray]:
 
 
 def verify_indexes(graph) -> int:
-    """Map and check every index listed in ``graph``'s manifest (hashes are checked with the
-    other files by :func:`graphsys.storage.verify.verify_graph`); returns how many."""
+    """Map and check every index listed in ``graph``'s manifest, its weights finite (hashes
+    are checked with the other files by :func:`graphsys.storage.verify.verify_graph`);
+    returns how many."""
     count = 0
     for name, kinds in graph.manifest.indexes.items():
         for kind, info in kinds.items():
@@ -431,7 +432,11 @@ def verify_indexes(graph) -> int:
                 if rel not in graph.manifest.files:
                     raise FormatError(f"{graph.location.file(rel)}: not listed in the "
                                       f"manifest")
-            map_index(graph, name, kind)
+            mapped = map_index(graph, name, kind)
+            weight = getattr(mapped, "weight", None)  # finite, as the edges' (ingest's rule)
+            if weight is not None and not all(np.isfinite(part).all() for part in chunks(weight)):
+                raise FormatError(f"{graph.location.file(index_file(name, kind, 'weight'))}: "
+                                  f"a weight is not finite (corrupted)")
             count += 1
     return count
 

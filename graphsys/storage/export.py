@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import itertools
+import re
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
@@ -14,6 +16,7 @@ from graphsys.errors import GraphsysError
 from graphsys.outputs import check_output
 from graphsys.storage.atomic import atomic_path
 from graphsys.storage.graph import Graph
+from graphsys.storage.ingest_inputs import EdgeSource
 
 
 def export_edges(graph: Graph, out: str | Path, edge_set: str | None = None, *,
@@ -28,8 +31,9 @@ def export_edges(graph: Graph, out: str | Path, edge_set: str | None = None, *,
     entity type), since ids may repeat across types. Text files
     start with a plain header line (``src<TAB>dst...``, never quoted) that ingest's header
     rule recognises, so an export ingests back to the same graph; TSV writes fields raw and
-    refuses an id or relation holding a tab, newline or double quote, CSV quotes such
-    fields. ``graphsys export`` runs this.
+    refuses an id or relation holding a tab, newline or double quote, and a source id that
+    starts with a comment character (``#tag``: the line would be read as a comment), CSV
+    quotes such fields. ``graphsys export`` runs this.
 
     Parameters
     ----------
@@ -108,6 +112,8 @@ def export_edges(graph: Graph, out: str | Path, edge_set: str | None = None, *,
                 if side_types is not None:
                     cols["src_type"] = side_types["lhs"].take(pa.array(rel_idx))
                     cols["dst_type"] = side_types["rhs"].take(pa.array(rel_idx))
+                if kind == "tsv" and not pa.types.is_integer(cols["src"].type):
+                    _check_not_comment(cols["src"], out)
                 batch = pa.RecordBatch.from_pydict(cols)
                 if writer is None:
                     writer = _writer(sink, batch.schema, kind)
@@ -127,6 +133,18 @@ def export_edges(graph: Graph, out: str | Path, edge_set: str | None = None, *,
         finally:
             sink.close()
     return rows
+
+
+def _check_not_comment(src: pa.Array, out: Path) -> None:
+    """Refuse a TSV line that would start with a comment character (a source id such as
+    ``#tag``): ingest reads such a line as a comment (CSV quotes the id)."""
+    chars = EdgeSource.comment
+    starts = pc.match_substring_regex(src, "^[" + re.escape(chars) + "]")
+    if pc.any(starts).as_py():
+        first = src.filter(starts)[0].as_py()
+        raise GraphsysError(f"{out}: cannot write as TSV (source id {first!r} starts with "
+                            f"one of {chars!r}, which ingest reads as a comment line); export "
+                            f"to .csv or .parquet instead")
 
 
 def _writer(sink, schema: pa.Schema, kind: str):

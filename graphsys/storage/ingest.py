@@ -55,7 +55,16 @@ from graphsys.errors import GraphsysError, InputError, ParameterError
 from graphsys.memory import lifetime_peak_rss
 from graphsys.progress import progress_bar
 from graphsys.storage.atomic import staging_directory, sync_files
-from graphsys.storage.format import MAX_PARTITIONS, EdgeSet, Manifest, bucket_file, write_manifest
+from graphsys.storage.format import (
+    DEFAULT_EDGE_SET,
+    DEFAULT_RELATION,
+    MAX_PARTITIONS,
+    EdgeSet,
+    Manifest,
+    RelationType,
+    bucket_file,
+    write_manifest,
+)
 from graphsys.storage.ids import IdIndex
 from graphsys.storage.ingest_inputs import (
     EdgeSource,
@@ -227,13 +236,21 @@ def ingest_sources(edges: Sequence[EdgeSource], out: str | Path,
             finally:
                 entity_types = nodes_written.result()
         files.update(edge_files)
+        relations = job.relations
+        if not edge_sets and len(entity_types) == 1:  # a node table alone: an edgeless
+            (etype,) = entity_types                       # graph, as from_numpy writes one
+            relations = [RelationType(DEFAULT_RELATION, etype, etype)]
+            edge_sets[DEFAULT_EDGE_SET] = EdgeSet(
+                DEFAULT_EDGE_SET, 0, {}, has_rel=False, has_weight=False,
+                undirected=opts.undirected, dedupe=opts.dedupe,
+                drop_self_loops=opts.drop_self_loops)
         seconds["route_and_merge"] = time.perf_counter() - t2
         shutil.rmtree(job.spill)
         p = opts.partitions
         manifest = Manifest(
             num_partitions=p, offset_dtype="int32",
             max_batch_rows=max((job.batch_rows(n) for n in names), default=opts.max_batch_rows),
-            partitioner=partitioner, entity_types=entity_types, relation_types=job.relations,
+            partitioner=partitioner, entity_types=entity_types, relation_types=relations,
             edge_sets=edge_sets, files=files, created_by=f"graphsys {__version__}",
             metadata=opts.metadata)
         # every data file is on disk before the manifest names it (only ours: a filesystem-

@@ -26,6 +26,7 @@ from graphsys.storage.ingest import (
     ingest_sources,
 )
 from graphsys.storage.ingest_inputs import check_memory_limit
+from graphsys.storage.location import not_an_input
 from graphsys.units import parse_size
 
 __all__ = ["ingest", "index_kinds", "read_node_table"]
@@ -38,7 +39,7 @@ def ingest(inputs: str | Path | Sequence[str | Path], out: str | Path, *,
            weight_col: str | int | None = None,
            edge_columns: Sequence[str] | dict[str, str | int] = (),
            relation: str | None = None,
-           delimiter: str | None = None, header: bool | None = None,
+           delimiter: str | None = None, header: bool | None = None, comment: str = "#%",
            edge_set: str = DEFAULT_EDGE_SET, nodes: str | Path | pa.Table | None = None,
            undirected: bool = False, dedupe: bool = False, drop_self_loops: bool = False,
            memory_limit: int | str = "2GB", on_bad_line: str = "error",
@@ -97,6 +98,10 @@ def ingest(inputs: str | Path | Sequence[str | Path], out: str | Path, *,
         Text delimiter (default: sniffed among tab, comma and spaces).
     header : bool, optional
         Whether text files start with a header line; None decides from the first lines.
+    comment : str, default "#%"
+        Characters that start a comment line in text files, skipped wherever it is: ``#``
+        (SNAP) and ``%`` (MatrixMarket); ``""`` reads every line as data (ids such as
+        ``#tag``). Comment lines after the first data line are counted in a warning.
     edge_set : str, default "default"
         Name of the edge set the edges form.
     nodes : str, Path or pyarrow.Table, optional
@@ -199,6 +204,9 @@ def ingest(inputs: str | Path | Sequence[str | Path], out: str | Path, *,
             raise ParameterError("format", "'jodie' ingests a new graph (its item ids are "
                                            "offset by the files' largest user id); ingest "
                                            "all the files together instead of appending")
+        if comment != "#%":
+            raise ParameterError("comment", "does not apply to 'jodie' files (a header line, "
+                                            "then one interaction per line)")
         from graphsys.storage.jodie import jodie_source
 
         source, metadata["jodie"] = jodie_source(
@@ -209,7 +217,8 @@ def ingest(inputs: str | Path | Sequence[str | Path], out: str | Path, *,
         source = EdgeSource(
             paths=[Path(p) for p in paths], edge_set=edge_set, format=format,
             src_col=src_col, dst_col=dst_col, rel_col=rel_col, weight_col=weight_col,
-            relation=relation, delimiter=delimiter, header=header, edge_columns=edge_columns)
+            relation=relation, delimiter=delimiter, header=header, comment=comment,
+            edge_columns=edge_columns)
     source.column_roles()  # a bad name is refused before any input is read
     opts = IngestOptions(
         partitions=partitions, partitioner=partitioner, seed=seed, undirected=undirected,
@@ -276,7 +285,7 @@ def read_node_table(path: Path) -> pa.Table:
     import pyarrow.parquet as pq
 
     if not path.is_file():
-        raise InputError("no such node table file", path=path)
+        raise InputError(f"node table: {not_an_input(path)}", path=path)
     try:
         if path.suffix == ".parquet":
             return pq.read_table(str(path))

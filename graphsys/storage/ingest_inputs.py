@@ -54,6 +54,11 @@ class EdgeSource:
 
     def __post_init__(self) -> None:
         check_delimiter(self.delimiter)       # refused before any input is read
+        if not isinstance(self.comment, str) or not self.comment.isascii() or any(
+                c in self.comment for c in "\r\n"):
+            raise ParameterError("comment", f"must be a string of ASCII characters (each "
+                                            f"starts a comment line), such as '#' or '', "
+                                            f"got {self.comment!r}")
 
     def column_roles(self) -> dict[str, str | int]:
         """The edge columns as reader roles: ``col:NAME`` to the input column."""

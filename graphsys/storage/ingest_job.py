@@ -41,6 +41,7 @@ from graphsys.storage.formats import InputFormat, resolve_format
 from graphsys.storage.ids import IdCollector, IdIndex, id_column, ids_array, take_rows
 from graphsys.storage.ingest_inputs import EdgeSource, IngestOptions, NodeSource
 from graphsys.storage.ingest_validate import common_dtype, validate_batch
+from graphsys.storage.location import not_an_input
 from graphsys.storage.pages import scratch_array
 from graphsys.storage.partition_context import SpilledEdges
 from graphsys.storage.read_ahead import read_ahead
@@ -158,7 +159,7 @@ class IngestJob:
         paths = [(src, Path(p)) for src in self.sources for p in src.paths]
         for _, path in paths:
             if not path.is_file():
-                raise InputError("no such file", path=path)
+                raise InputError(not_an_input(path), path=path)
         total = sum(p.stat().st_size for _, p in paths)
         self.input_bytes = total
         bar = progress_bar(total=total, unit="B", unit_scale=True, desc="read",
@@ -339,13 +340,16 @@ class IngestJob:
             if p == 1:
                 part = np.zeros(len(self.index[etype]), np.int32)
             else:
-                part = np.ascontiguousarray(strategy.assign(SpilledEdges(
+                part = np.asarray(strategy.assign(SpilledEdges(
                     etype, self.index[etype], self.opts.memory_limit, self.iter_dense_edges,
-                    self.kernels, self.spill)), np.int32)
-                if part.shape != (len(self.index[etype]),) or (
+                    self.kernels, self.spill)))
+                # checked before the int32 cast, which would wrap 2**32 to 0 and cut 1.5 to 1
+                if part.dtype.kind not in "iu" or part.shape != (len(self.index[etype]),) or (
                         len(part) and (part.min() < 0 or part.max() >= p)):
                     raise GraphsysError(f"partitioner {strategy.name!r} returned an invalid "
-                                        f"assignment")
+                                        f"assignment (integers in [0, {p}) expected, one per "
+                                        f"node)")
+                part = np.ascontiguousarray(part, np.int32)
             local, sizes = self.kernels.local_offsets(part, p)
             if sizes.max(initial=0) > MAX_PARTITION_NODES:
                 raise GraphsysError(f"entity type {etype!r}: a partition would hold "

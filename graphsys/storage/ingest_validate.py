@@ -48,10 +48,14 @@ def validate_batch(batch, path: Path, relation: Callable[[str, str], int], on_ba
         w = batch.columns["weight"]
         if isinstance(w, pa.ChunkedArray):
             w = w.combine_chunks()
-        if pa.types.is_floating(w.type) or pa.types.is_integer(w.type):
+        if pa.types.is_floating(w.type) or pa.types.is_integer(w.type) or (
+                pa.types.is_decimal(w.type)):
             wv = w.cast(pa.float64())
             nulls = pc.is_null(wv).to_numpy(zero_copy_only=False)
             weights = pc.fill_null(wv, 0.0).to_numpy()
+        elif not (pa.types.is_string(w.type) or pa.types.is_large_string(w.type)):
+            raise InputError(f"weight column has type {w.type}; weights are numbers "
+                             f"(integer, float or decimal) or their text", path=path)
         else:
             try:
                 weights = pc.cast(w, pa.float64()).to_numpy(zero_copy_only=False)

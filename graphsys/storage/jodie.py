@@ -38,6 +38,7 @@ import numpy as np
 import pyarrow as pa
 
 from graphsys.errors import InputError, ParameterError
+from graphsys.storage.location import not_an_input
 from graphsys.storage.readers import RawEdgeBatch
 from graphsys.units import parse_seconds
 
@@ -71,7 +72,7 @@ class JodieEvents:
 def _rows(path: Path) -> tuple[list[list[str]], int]:
     """The data rows of ``path`` and the line number of the first one."""
     if not path.is_file():
-        raise InputError("no such file", path=path)
+        raise InputError(not_an_input(path), path=path)
     try:
         with open(path, newline="", encoding="utf-8") as f:
             rows = [r for r in csv.reader(f)]

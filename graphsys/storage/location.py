@@ -141,3 +141,10 @@ class GraphLocation:
             raise GraphsysError(f"{self.uri}: {what} needs the graph on a local disk; this "
                                 f"one is read through a filesystem URI (copy it first)")
         return self.root
+
+
+def not_an_input(path: Path) -> str:
+    """Why an input ``path`` that is not a regular file cannot be read, for messages: ``no
+    such file``, or what it is (``not a regular file (a FIFO)``, ``... (a directory)``)."""
+    why = GraphLocation(path.parent).not_a_file(path.name)
+    return "no such file" if why == "missing" else why

@@ -60,13 +60,18 @@ def _node_columns(job: IngestJob, etype: str) -> tuple[list[NodeColumn], dict[st
         rows = np.full(n, -1, np.int64)
         rows[dense] = np.arange(len(dense), dtype=np.int64)
         if int((rows >= 0).sum()) != len(dense):
-            raise InputError(f"node table for {etype!r}: duplicate ids")
+            twice = int(np.flatnonzero(np.bincount(dense, minlength=n) > 1)[0])
+            raise InputError(f"node table for {etype!r}: duplicate ids (id "
+                             f"{_node_id(job.index[etype].ids, twice)!r} more than once; "
+                             f"integer text is one id: '01' and '1' are the same node)")
         if len(dense) == n and (dense == np.arange(n)).all():
             rows = None  # row i is node i (from_numpy, from_pyg): read rows as they are
         for name in ns.table.column_names:
             if name == "id":
                 continue
             col = ns.table.column(name).combine_chunks()
+            if pa.types.is_dictionary(col.type):  # pandas' categorical: its values
+                col = col.dictionary_decode()
             t = col.type
             if pa.types.is_fixed_size_list(t) and pa.types.is_floating(t.value_type):
                 dim = t.list_size
@@ -74,7 +79,11 @@ def _node_columns(job: IngestJob, etype: str) -> tuple[list[NodeColumn], dict[st
                 arr = _Rows(flat.reshape(-1, dim), rows, 0.0)
                 columns.append(NodeColumn(name, "features", dim))
             elif pa.types.is_integer(t):
-                arr = _Rows(pc.fill_null(col.cast(pa.int64()), -1).to_numpy(), rows, -1)
+                try:
+                    arr = _Rows(pc.fill_null(col.cast(pa.int64()), -1).to_numpy(), rows, -1)
+                except pa.ArrowInvalid:
+                    raise InputError(f"node table for {etype!r}: column {name!r} holds an "
+                                     f"integer beyond int64") from None
                 columns.append(NodeColumn(name, "label"))
             elif pa.types.is_string(t) or pa.types.is_large_string(t):
                 if col.null_count:  # the format holds no null string: '' would be a guess

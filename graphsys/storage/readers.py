@@ -8,6 +8,8 @@ time) with the selected columns as Arrow arrays of strings (text) or their store
 
 from __future__ import annotations
 
+import codecs
+import csv
 import io
 import logging
 import os
@@ -76,6 +78,8 @@ class _FilteredText(io.RawIOBase):
         self.removed_at: list[int] = []
         self.removed_cum: list[int] = []
         self._removed = 0
+        #: comment lines met after the first data line (ids such as '#tag' would be lost)
+        self.late_comments = 0
         comments = b"".join(re.escape(bytes([c])) for c in self._comment)
         self._drop = re.compile(rb"^(?:[" + comments + rb"].*|\s*)$" if comments else rb"^\s*$")
         self._spaces = re.compile(rb"[ \t]+")
@@ -117,6 +121,7 @@ class _FilteredText(io.RawIOBase):
         for line in data.split(b"\n")[:-1]:
             if self._drop.match(line):
                 self._removed += 1
+                self.late_comments += bool(self.lines_out and line.strip())
                 if self.removed_at and self.removed_at[-1] == self.lines_out:
                     self.removed_cum[-1] = self._removed
                 else:
@@ -146,8 +151,10 @@ class _FilteredText(io.RawIOBase):
 
 
 class _Input:
-    """A file opened for streaming, gunzipped when its name ends in ``.gz``; ``position()``
-    is the offset reached in the file on disk (compressed bytes for gzip)."""
+    """A file opened for streaming, gunzipped when its name ends in ``.gz``, without the
+    UTF-8 byte order mark that spreadsheet exports put first (else part of the first
+    header name or id); ``position()`` is the offset reached in the file on disk
+    (compressed bytes for gzip)."""
 
     def __init__(self, path: Path):
         try:
@@ -156,9 +163,14 @@ class _Input:
             raise InputError(f"cannot open ({exc})", path=path) from None
         self.stream = (pa.CompressedInputStream(self.raw, "gzip")
                        if path.name.lower().endswith(".gz") else self.raw)
+        self.started = False
 
     def read(self, n: int) -> bytes:
-        return self.stream.read(n)
+        if self.started:
+            return self.stream.read(n)
+        self.started = True
+        data = self.stream.read(max(n, 3))
+        return data[3:] if data.startswith(codecs.BOM_UTF8) else data
 
     def position(self) -> int:
         return self.raw.tell()
@@ -207,9 +219,14 @@ class NeedCarefulRead(Exception):
     convert, a bad row in ``error`` mode, or a problem whose line number must be named."""
 
 
-def _sniff(path: Path, comment: str) -> tuple[list[bytes], int]:
+#: The first line of a MatrixMarket file, whose first data line is the matrix size.
+MATRIX_MARKET = b"%%MatrixMarket"
+
+
+def _sniff(path: Path, comment: str) -> tuple[list[bytes], int, bool]:
     """First two data lines of a text file, and how many comment/blank lines precede the
-    first one."""
+    first one, and whether they include a MatrixMarket file's size line (the first line
+    after its ``%`` lines, ``rows cols entries``: not an edge)."""
     lines: list[bytes] = []
     leading = 0
     try:
@@ -218,16 +235,18 @@ def _sniff(path: Path, comment: str) -> tuple[list[bytes], int]:
     except (OSError, pa.ArrowException, EOFError) as exc:
         raise InputError(f"cannot read ({exc})", path=path) from None
     whole = len(buf) < 1 << 16  # the whole file: its last line counts even unterminated
+    size_line = matrix_market = "%" in comment and buf.startswith(MATRIX_MARKET)
     for line in buf.split(b"\n") if whole else buf.split(b"\n")[:-1] or [buf]:
         s = line.rstrip(b"\r")
-        if not s.strip() or (comment and s[:1].decode("latin-1") in comment):
+        if not s.strip() or (comment and s[:1].decode("latin-1") in comment) or size_line:
             if not lines:
                 leading += 1
+                size_line = size_line and (not s.strip() or s[:1] == b"%")
             continue
         lines.append(s)
         if len(lines) == 2:
             break
-    return lines, leading
+    return lines, leading, matrix_market
 
 
 def _select_columns(path: Path, roles: dict[str, str | int | None], names: list[str], *,
@@ -299,13 +318,14 @@ class _TextLayout:
     selected: dict[str, str]
     delimiter: str
     header: bool
-    leading: int  # comment/blank lines before the first data (or header) line
+    leading: int  # comment/blank lines (and a size line) before the first data/header line
+    size_line: bool  # a MatrixMarket size line among them: a row the careful path skips
     squeeze: bool  # space-delimited with runs of blanks: only the careful path reads it
 
 
 def _text_layout(path: Path, fmt: str, roles: dict[str, str | int | None], delimiter: str | None,
                  header: bool | None, comment: str) -> _TextLayout:
-    first, leading = _sniff(path, comment)
+    first, leading, size_line = _sniff(path, comment)
     if not first:
         raise InputError("no data lines (empty input)", path=path)
     if delimiter is None:
@@ -316,7 +336,12 @@ def _text_layout(path: Path, fmt: str, roles: dict[str, str | int | None], delim
     delim = delimiter.encode()
 
     def split(line: bytes) -> list[bytes]:
-        return re.split(rb"[ \t]+", line.strip()) if delimiter == " " else line.split(delim)
+        if delimiter == " ":
+            return re.split(rb"[ \t]+", line.strip())
+        if delimiter != ",":
+            return line.split(delim)
+        # quoted as the readers parse (a comma inside '"a,b"' does not split the field)
+        return [t.encode() for t in next(csv.reader([line.decode("utf-8", "replace")]))]
 
     tokens = split(first[0])
     if header is None:
@@ -337,7 +362,7 @@ def _text_layout(path: Path, fmt: str, roles: dict[str, str | int | None], delim
         roles = _header_positions(path, roles, [_field_name(t) for t in tokens])
     names = [f"c{k}" for k in range(len(tokens))]
     selected = _select_columns(path, roles, names, has_names=bool(header))
-    return _TextLayout(names, selected, delimiter, bool(header), leading, squeeze)
+    return _TextLayout(names, selected, delimiter, bool(header), leading, size_line, squeeze)
 
 
 def _header_positions(path: Path, roles: dict[str, str | int | None], fields: list[str]
@@ -431,7 +456,7 @@ def _read_careful(path: Path, layout: _TextLayout, comment: str, on_bad_line: st
                   progress: Callable[[int], None], bad_lines: list[int]) -> Iterator[RawEdgeBatch]:
     stream = _Input(path)
     filtered = _FilteredText(stream, comment, layout.squeeze, progress)
-    row_base = 1 if layout.header else 0
+    row_base = int(layout.header) + int(layout.size_line)  # rows before the first edge
     state = {"bad": None}
 
     def handler(row) -> str:
@@ -443,7 +468,7 @@ def _read_careful(path: Path, layout: _TextLayout, comment: str, on_bad_line: st
 
     read_opts = pacsv.ReadOptions(
         block_size=TEXT_BLOCK_BYTES, use_threads=on_bad_line == "skip",
-        skip_rows=1 if layout.header else 0, column_names=layout.names,
+        skip_rows=row_base, column_names=layout.names,
     )
     parse_opts = pacsv.ParseOptions(delimiter=layout.delimiter,
                                     quote_char='"' if layout.delimiter == "," else False,
@@ -465,6 +490,10 @@ def _read_careful(path: Path, layout: _TextLayout, comment: str, on_bad_line: st
             yield RawEdgeBatch({role: batch.column(col) for role, col in layout.selected.items()},
                                line_of, stream.position())
             rows_done += batch.num_rows
+        if filtered.late_comments:
+            log.warning("%s: %d line(s) after the first data line start with a comment "
+                        "character (%s) and were skipped; set comment to '' if they are data "
+                        "(ids such as #tag)", path, filtered.late_comments, comment)
     except pa.ArrowInvalid as exc:
         bad = state["bad"]
         if bad is not None:

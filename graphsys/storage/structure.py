@@ -24,6 +24,7 @@ from graphsys.errors import FormatError
 from graphsys.storage.edge_runs import bucket_schema
 from graphsys.storage.format import EdgeSet, Manifest, bucket_file, node_file
 from graphsys.storage.location import GraphLocation
+from partitioners.hash import mix_inplace
 
 
 def expected_files(m: Manifest) -> set[str]:
@@ -199,11 +200,68 @@ def check_sorted(src: np.ndarray, dst: np.ndarray, prev: tuple[int, int], path: 
     return int(src[-1]), int(dst[-1])
 
 
+def _edge_keys(bucket, transpose: bool = False) -> np.ndarray:
+    """A bucket's edges as uint64 keys ``src << 32 | dst`` (``dst << 32 | src`` with
+    ``transpose``), in its stored order."""
+    a, b = (bucket.dst, bucket.src) if transpose else (bucket.src, bucket.dst)
+    return (np.asarray(a, np.uint64) << np.uint64(32)) | np.asarray(b, np.uint64)
+
+
+def _edge_digest(bucket, transpose: bool = False) -> int:
+    """A digest of a bucket's multiset of ``(src, dst, rel)`` edges (``(dst, src, rel)``
+    with ``transpose``): the sum modulo 2**64 of a splitmix64 image of each edge, so equal
+    multisets in any order have equal digests (linear in the edges, no sort)."""
+    z = _edge_keys(bucket, transpose)
+    if bucket.rel is not None:
+        z ^= np.asarray(bucket.rel, np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    mix_inplace(z, np.uint64(0), np.empty_like(z))
+    return int(z.sum(dtype=np.uint64))
+
+
+def check_edge_set_rules(graph, name: str, es: EdgeSet) -> None:
+    """The rules the manifest records for a stored edge set, which readers rely on without
+    reading every edge (degree counts, views, the NetworkX backend): every weight finite,
+    as ingest writes them; ``undirected``: bucket ``(j, i)`` holds the reverse of every edge
+    of ``(i, j)`` (same count and multiset digest); ``dedupe``: no ``(src, dst, rel)``
+    twice (adjacent in the sorted order :func:`check_sorted` checks); ``drop_self_loops``:
+    no edge from a node to itself. FormatError naming the bucket file and the rule
+    otherwise. Linear in the edges."""
+    same_type = np.array([r.lhs == r.rhs for r in graph.relation_types] or [True])
+    for (i, j), n in sorted(es.buckets.items()):
+        bucket = graph.bucket(i, j, name)
+        weight = bucket.weight
+        if weight is not None and not np.isfinite(weight).all():
+            raise FormatError(f"{bucket.path}: a weight is not finite (corrupted)")
+        if es.change is not None:  # a change set's rows: not edges under these rules
+            continue
+        broken = None
+        if es.dedupe:
+            key, rel = _edge_keys(bucket), bucket.rel
+            same = key[1:] == key[:-1]
+            if (same & (rel[1:] == rel[:-1]) if rel is not None else same).any():
+                broken = "dedupe (an edge stored twice)"
+        if not broken and es.drop_self_loops and i == j and (
+                (bucket.src == bucket.dst) & (same_type[bucket.rel] if bucket.rel is not None
+                                              else True)).any():
+            broken = "drop_self_loops (a self-loop stored)"
+        if not broken and es.undirected and i <= j and (
+                es.buckets.get((j, i), 0) != n or _edge_digest(bucket) != _edge_digest(
+                    graph.bucket(j, i, name), transpose=True)):
+            broken = f"undirected (bucket ({j}, {i}) does not hold the reverse of its edges)"
+        if broken:
+            raise FormatError(f"{bucket.path}: edge set {name!r} breaks its manifest rule "
+                              f"{broken}; corrupted")
+        if es.undirected and i > j and (j, i) not in es.buckets:
+            raise FormatError(f"{bucket.path}: edge set {name!r} breaks its manifest rule "
+                              f"undirected (bucket ({j}, {i}) is empty); corrupted")
+
+
 def check_structure(graph) -> dict[str, int]:
     """``graphsys verify --quick``: every check but the hashes, over every file: listed,
     sizes (at open), node partition rows and types, bucket schemas, row counts, offset
-    ranges and sort order. Raises :class:`FormatError` naming the first bad file; returns
-    counts ``files``, ``bytes``, ``nodes``, ``edges``."""
+    ranges and sort order, and the rules the manifest records for each edge set
+    (:func:`check_edge_set_rules`). Raises :class:`FormatError` naming the first bad file;
+    returns counts ``files``, ``bytes``, ``nodes``, ``edges``."""
     m = graph.manifest
     check_listed(m, graph.location)
     for t in m.entity_types:
@@ -224,5 +282,6 @@ def check_structure(graph) -> dict[str, int]:
             for eb in bucket.batches():  # schema, rows and ranges checked on first touch
                 prev = check_sorted(eb.src, eb.dst, prev, bucket.path, eb.start)
             edges += n
+        check_edge_set_rules(graph, name, es)
     return {"files": len(m.files), "bytes": sum(e["bytes"] for e in m.files.values()),
             "nodes": graph.num_nodes(), "edges": edges}

@@ -121,3 +121,22 @@ def test_gin_matches_pyg_ginconv():
     theirs = pygnn.GINConv(ours.mlp, eps=0.3).double()
     x = torch.randn(b.num_src_nodes, 5, dtype=torch.float64)
     torch.testing.assert_close(ours(x, b), theirs(x, b.edge_index))
+
+
+def test_edge_weight_is_the_weight_beside_a_1d_edge_attr(tmp_path):
+    """A Data holding both a 1-D ``edge_attr`` and ``edge_weight`` stored the edge_attr as
+    the weight (5, 6 where edge_weight says 1, 2) and dropped edge_weight, because
+    edge_attr came first in ``Data.keys()``; PyG's convolutions read ``edge_weight`` as
+    the weight, and from_pyg of a HeteroData already preferred it. One rule now serves
+    both."""
+    import torch
+    from torch_geometric.data import Data
+
+    import graphsys
+
+    data = Data(edge_index=torch.tensor([[0, 1], [1, 0]]), edge_attr=torch.tensor([5.0, 6.0]),
+                edge_weight=torch.tensor([1.0, 2.0]))
+    assert list(data.keys())[0] == "edge_attr"
+    g = graphsys.from_pyg(data, tmp_path / "g")
+    assert graphsys.to_pyg(g).edge_weight.tolist() == [1.0, 2.0]
+    assert g.manifest.metadata["dropped"] == ["edge_attr"]

@@ -76,3 +76,20 @@ def test_networkx_default_attributes_are_those_a_column_holds(tmp_path):
     assert g.to_original(np.arange(4)).tolist() == [0, 1, 2, 3]
     with pytest.raises(InputError, match="node column 'id'"):
         graphsys.from_networkx(G, tmp_path / "h", node_attrs=("id",))
+
+
+def test_networkx_nodes_that_are_one_id_are_named(tmp_path):
+    """networkx nodes '01' and '1' are one graphsys id (integer text is canonical); the
+    refusal said only "node table for 'node': duplicate ids", of a node table the caller
+    never gave. It now names the id and the rule."""
+    import networkx as nx
+    import pytest
+
+    import graphsys
+    from graphsys.errors import InputError
+
+    G = nx.DiGraph()
+    G.add_edge("01", "1")
+    with pytest.raises(InputError, match=r"duplicate ids \(id 1 more than once; integer text "
+                                         r"is one id: '01' and '1' are the same node\)$"):
+        graphsys.from_networkx(G, tmp_path / "g")

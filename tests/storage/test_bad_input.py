@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import gzip
+import re
 
 import pytest
 
+import graphsys
 from graphsys.errors import GraphsysError, InputError, ParameterError
 from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
@@ -33,6 +35,33 @@ def test_wrong_column_count_after_comments_and_blank_lines(tmp_path):
 
 def test_non_numeric_weight(tmp_path):
     _fails(tmp_path, "1\t2\t0.5\n2\t3\tabc\n", r"e\.tsv:2: non-numeric weight 'abc'", weight_col=2)
+
+
+def test_weight_column_of_a_non_numeric_type(tmp_path):
+    """A bool, list or other non-numeric weight column (PyG's bool ``edge_weight``, a
+    Parquet file's) raised Arrow's 'match_substring_regex has no kernel' traceback; it is
+    refused in one line (as an edge column of such a type is), and a decimal one is read as
+    the numbers it holds."""
+    import numpy as np
+    import pyarrow as pa
+
+    import graphsys
+
+    edges = {"src": [0, 1], "dst": [1, 0]}
+    for values in (pa.array([True, False]), pa.array([[1.0], [2.0]])):
+        out = tmp_path / f"g{len(str(values.type))}"
+        with pytest.raises(InputError, match=rf"^<in-memory edges default>: weight column has "
+                                             rf"type {re.escape(str(values.type))}; weights "
+                                             rf"are numbers"):
+            ingest_sources([EdgeSource(table=pa.table({**edges, "w": values}), weight_col="w")],
+                           out)
+        assert not out.exists()
+    with pytest.raises(InputError, match="weight column has type bool"):
+        graphsys.from_numpy([0, 1], [1, 0], tmp_path / "b", weight=np.array([True, False]))
+    ingest_sources([EdgeSource(table=pa.table({**edges, "w": pa.array(
+        [1, 25], pa.decimal128(5, 1))}), weight_col="w")], tmp_path / "d")
+    g = graphsys.open_graph(tmp_path / "d")
+    assert sorted(float(w) for _, _, _, ws in g.iter_edges() for w in ws) == [1.0, 25.0]
 
 
 def test_empty_id(tmp_path):
@@ -72,6 +101,19 @@ def test_empty_input(tmp_path):
 def test_missing_file(tmp_path):
     with pytest.raises(InputError, match="no such file"):
         ingest_sources([EdgeSource([tmp_path / "nope.tsv"])], tmp_path / "g")
+
+
+def test_an_input_that_is_not_a_regular_file_says_what_it_is(tmp_path):
+    """A directory or a FIFO given as an input was reported as "no such file" (it exists);
+    the message now says what it is, for the edge readers and JODIE's alike."""
+    import os
+
+    os.mkfifo(tmp_path / "f.tsv")
+    for path, what in ((tmp_path / "f.tsv", "a FIFO"), (tmp_path, "a directory")):
+        for fmt in ("auto", "jodie"):
+            with pytest.raises(InputError, match=rf"^{re.escape(str(path))}: not a regular "
+                                                 rf"file \({what}\)$"):
+                graphsys.ingest(path, tmp_path / "g", format=fmt)
 
 
 def test_truncated_gzip(tmp_path):

@@ -64,3 +64,22 @@ def test_export_refuses_existing_and_bad_suffix(tmp_path):
     export_edges(g, tmp_path / "o.tsv")
     with pytest.raises(GraphsysError, match="already exists"):
         export_edges(g, tmp_path / "o.tsv")
+
+
+def test_a_tsv_line_that_would_read_as_a_comment_is_refused(tmp_path):
+    """A source id '#tag' was exported to TSV as a line starting with '#', which ingest
+    reads as a comment: the export ingested back without that edge. TSV refuses it in one
+    line naming the id; CSV (which quotes it) and Parquet round-trip it."""
+    ingest_sources([EdgeSource(table=pa.table({"src": ["#tag", "a"], "dst": ["a", "%b"]}))],
+                   tmp_path / "g")
+    g = open_graph(tmp_path / "g")
+    with pytest.raises(GraphsysError, match=r"o\.tsv: cannot write as TSV \(source id "
+                                            r"'#tag' starts with one of '#%'"):
+        export_edges(g, tmp_path / "o.tsv")
+    assert not (tmp_path / "o.tsv").exists()
+    for name in ("o.csv", "o.parquet"):
+        export_edges(g, tmp_path / name)
+        ingest_sources([EdgeSource([tmp_path / name])], tmp_path / f"back-{name}")
+        back = open_graph(tmp_path / f"back-{name}")
+        assert back.num_edges() == 2
+        assert sorted(back.node_ids().to_pylist()) == ["#tag", "%b", "a"]

@@ -259,3 +259,80 @@ def test_in_memory_and_on_disk_routes_store_the_same_rows(tmp_path, ids, options
             assert row[3] == weights[row[:3]][0]
         else:
             assert row[3] in weights[row[:3]]
+
+
+def test_csv_quoted_first_line_and_byte_order_mark(tmp_path):
+    """A headerless CSV whose first line quotes a comma ('"a,b","c"') was refused ("expected
+    3 columns, found 2": its columns were counted by a plain split), and a spreadsheet
+    export's UTF-8 byte order mark made the first header name '\\ufeffs', so ``src_col="s"``
+    was "unknown"; the CSV readers (Python's csv module agrees) read both files."""
+    quoted = tmp_path / "q.csv"
+    quoted.write_text('"a,b","c"\n"c","a,b"\n')
+    ingest_sources([EdgeSource([quoted])], tmp_path / "q")
+    assert edges_of(open_graph(tmp_path / "q")) == {("a,b", "c"): 1, ("c", "a,b"): 1}
+    bom = tmp_path / "b.csv"
+    bom.write_bytes("\ufeffs,d,w\n1,2,0.5\n".encode())
+    ingest_sources([EdgeSource([bom], src_col="s", dst_col="d", weight_col="w")],
+                   tmp_path / "b")
+    assert edges_of(open_graph(tmp_path / "b")) == {(1, 2, 0.5): 1}
+
+
+@pytest.mark.parametrize("assignment", [[0, 1, 2**32], [0, 1.5, 0], [0, 1]])
+def test_a_partitioner_assignment_is_checked_before_its_int32_cast(tmp_path, monkeypatch,
+                                                                    assignment):
+    """A plug-in partitioner answering 2**32 for a node of a 2-partition ingest had it
+    wrapped to partition 0, and 1.5 cut to 1, with no error; the answer is checked as
+    returned."""
+    from graphsys.storage import ingest_job
+    from partitioners import HashPartitioner
+
+    class Answer(HashPartitioner):
+        name = "answer"
+
+        def assign(self, ctx):
+            return np.array(assignment)
+
+    monkeypatch.setattr(ingest_job.partitioners, "get_partitioner",
+                        lambda name, p, seed=0, **kw: Answer(p, seed=seed))
+    with pytest.raises(GraphsysError, match=r"^partitioner 'answer' returned an invalid "
+                                            r"assignment \(integers in \[0, 2\) expected"):
+        ingest_sources([EdgeSource(table=pa.table({"src": [1, 2], "dst": [2, 3]}))],
+                       tmp_path / "g", IngestOptions(partitions=2))
+    assert not (tmp_path / "g").exists()
+
+
+def test_a_node_table_alone_is_an_edgeless_graph(tmp_path):
+    """A node table with no edge source was ingested with no edge set, and every reader
+    then failed with "graph has edge sets []: name one" (num_edges, csr, to_scipy,
+    pagerank, export). It is now the edgeless graph from_numpy writes for the same nodes:
+    an empty ``default`` edge set (PageRank 1/3 each, as networkx on 3 isolated nodes)."""
+    import graphsys
+    from graphsys import bsp
+
+    ingest_sources([], tmp_path / "g", IngestOptions(partitions=2),
+                   nodes=[NodeSource(pa.table({"id": [1, 2, 3]}))])
+    g = open_graph(tmp_path / "g")
+    assert g.edge_sets == ["default"] and g.num_edges() == 0 and g.num_nodes() == 3
+    assert graphsys.to_scipy(g).shape == (3, 3)
+    np.testing.assert_allclose(np.asarray(bsp.pagerank(g).values), [1 / 3] * 3)
+    graphsys.from_numpy(np.zeros(0, np.int64), np.zeros(0, np.int64), tmp_path / "n",
+                        num_nodes=3, partitions=2)
+    assert g.manifest.edge_sets == open_graph(tmp_path / "n").manifest.edge_sets
+    assert g.relation_types == open_graph(tmp_path / "n").relation_types
+
+
+@pytest.mark.parametrize("gap", ["", "  "])  # "  ": runs of spaces, read by the careful path
+def test_a_matrix_market_size_line_is_not_an_edge(tmp_path, gap):
+    """A MatrixMarket coordinate file ('%%MatrixMarket' banner, '%' comments, then the
+    size line 'rows cols entries') had its size line '4 4 3' ingested as the edge 4 -> 4
+    of weight 3 (the '%' lines were read as comments, the size line as data), with no
+    error; scipy.io.mmread holds three entries. The size line is now skipped."""
+    import scipy.io
+
+    f = tmp_path / "m.mtx"
+    f.write_text("%%MatrixMarket matrix coordinate real general\n% made by hand\n4 4 3\n"
+                 f"1 2{gap} 0.5\n2 3 1.5\n3 4 2.5\n")
+    ingest_sources([EdgeSource([f], weight_col=2)], tmp_path / "g")
+    ref = scipy.io.mmread(f).tocoo()
+    want = {(int(i) + 1, int(j) + 1, float(v)): 1 for i, j, v in zip(ref.row, ref.col, ref.data)}
+    assert edges_of(open_graph(tmp_path / "g")) == want

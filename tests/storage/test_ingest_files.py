@@ -86,8 +86,10 @@ def test_bad_parameters(tmp_path, edges, kwargs, message):
 def test_missing_input(tmp_path):
     with pytest.raises(InputError):
         graphsys.ingest(tmp_path / "nope.tsv", tmp_path / "g")
-    with pytest.raises(InputError, match="no such node table"):
+    with pytest.raises(InputError, match="node table: no such file"):
         graphsys.ingest(tmp_path / "nope.tsv", tmp_path / "g", nodes=tmp_path / "n.arrow")
+    with pytest.raises(InputError, match=r"node table: not a regular file \(a directory\)"):
+        graphsys.ingest(tmp_path / "nope.tsv", tmp_path / "g", nodes=tmp_path)
 
 
 def test_cli_flags_are_the_keywords(tmp_path, edges, capsys):
@@ -152,3 +154,22 @@ def test_a_budget_below_full_speed_is_warned_in_one_line_naming_the_minimum(
                    "16,777,216 (16MiB), the least an ingest keeps to: its smallest buffers "
                    "(65,536 edges, 1MiB of ids) do not shrink below it and overrun a smaller "
                    "budget; give at least 16MiB"]
+
+
+def test_ids_that_start_with_a_comment_character(tmp_path, caplog):
+    """A line whose first id starts with '#' or '%' (a hashtag graph) was dropped as a
+    comment with no word said, and neither ``graphsys.ingest`` nor the CLI could turn the
+    comment characters off (only ``EdgeSource(comment=...)``): ``comment`` (``--comment``)
+    now sets them, and comment lines after the first data line are counted in a warning."""
+    f = tmp_path / "tags.tsv"
+    f.write_text("a\tb\n#python\t#data\n%tag\tc\n")
+    g = graphsys.ingest(f, tmp_path / "g")
+    assert g.num_edges() == 1
+    assert "tags.tsv: 2 line(s) after the first data line start with a comment" in caplog.text
+    g = graphsys.ingest(f, tmp_path / "h", comment="")
+    assert g.num_edges() == 3
+    assert sorted(g.node_ids().to_pylist()) == ["#data", "#python", "%tag", "a", "b", "c"]
+    assert main(["ingest", str(f), "--out", str(tmp_path / "c"), "--comment", ""]) == 0
+    assert graphsys.open_graph(tmp_path / "c").num_edges() == 3
+    with pytest.raises(ParameterError, match="^comment must be a string of ASCII"):
+        graphsys.ingest(f, tmp_path / "x", comment=None)

@@ -255,3 +255,24 @@ def test_a_node_table_in_any_row_order_and_partial_lands_on_its_nodes(tmp_path, 
     with pytest.raises(GraphsysError, match="duplicate ids"):
         ingest_sources([EdgeSource(table=edges)], tmp_path / "h", IngestOptions(),
                        nodes=[NodeSource(dup)])
+
+
+def test_a_categorical_string_column_and_a_label_beyond_int64(tmp_path):
+    """A dictionary-encoded string column (a pandas categorical's Arrow type) was refused
+    ("has type dictionary<values=string ...>") though an id column of that type is read;
+    it is stored as the strings it holds. A uint64 label beyond int64 raised Arrow's
+    'Integer value ... not in range' traceback; it is refused in one line."""
+    from graphsys.storage.ingest import NodeSource
+
+    edges = EdgeSource(table=pa.table({"src": [1, 2], "dst": [2, 3]}))
+    kind = pa.array(["user", "item", "user"]).dictionary_encode()
+    ingest_sources([edges], tmp_path / "g", IngestOptions(),
+                   nodes=[NodeSource(pa.table({"id": [3, 1, 2], "kind": kind}))])
+    g = open_graph(tmp_path / "g")
+    got = dict(zip(np.asarray(g.node_ids()).tolist(), list(g.node_column("kind"))))
+    assert got == {1: "item", 2: "user", 3: "user"}
+    big = pa.table({"id": [1, 2], "label": pa.array([2**64 - 1, 0], pa.uint64())})
+    with pytest.raises(GraphsysError, match="^node table for 'node': column 'label' holds an "
+                                            "integer beyond int64$"):
+        ingest_sources([edges], tmp_path / "h", IngestOptions(), nodes=[NodeSource(big)])
+    assert not (tmp_path / "h").exists()
