@@ -184,7 +184,8 @@ def homogeneous_adjacency(graph: Graph, entity_type: str | None = None, *,
 
     ``symmetric``: every stored edge in both directions, parallel edges merged (an
     undirected view, as GCN/GraphSAGE on citation graphs use). Otherwise ``direction``
-    ``in`` lists each node's sources (messages flow along edges), ``out`` its targets.
+    ``in`` lists each node's sources (messages flow along edges), ``out`` its targets, one
+    entry per stored edge (parallel edges kept, as the stored CSC/CSR index keeps them).
     Served from the stored adjacency index with no copy when it can
     (:func:`mapped_adjacency`); else, on a graph of one entity type, the symmetric view is
     the view layer's ``sym`` rows (:func:`graphsys.views.view`: built once per opened graph
@@ -213,7 +214,8 @@ def homogeneous_adjacency(graph: Graph, entity_type: str | None = None, *,
     if symmetric:
         return from_coo(np.concatenate([s, d]), np.concatenate([d, s]), n, n,
                         None if w is None else np.concatenate([w, w]))
-    return from_coo(d, s, n, n, w) if direction == "in" else from_coo(s, d, n, n, w)
+    return (from_coo(d, s, n, n, w, merge=False) if direction == "in" else
+            from_coo(s, d, n, n, w, merge=False))
 
 
 def _one_way_kinds(graph: Graph, edge_set: str, ntype: str, other_type: str
