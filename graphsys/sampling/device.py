@@ -31,7 +31,7 @@ before it is drawn, one more read each, and with ``csr="staged"`` each layer rea
 CSR positions on the host (one more read and two transfers a layer). On CUDA a layer's
 picks, from the table's gather to the CSR positions (48 operators for ``k = 15``), are one
 kernel compiled at run time by torch's jiterator (:func:`fused_draw`, checked against the
-operators when the sampler is made): 39 launches a GraphSAGE batch instead of 131.
+operators when the sampler is made): 41 launches a GraphSAGE batch instead of 133.
 """
 
 from __future__ import annotations
@@ -409,7 +409,8 @@ class DeviceNeighborSampler(Sampler):
     The sizes of the intermediate buffers are bounds known on the host: ``D * fanout``
     picks for ``D`` padded destinations and at most ``min(D * (fanout + 1), num_nodes)``
     sources, so all of a batch's operators before its read have shapes fixed by the batch
-    size. Device memory: 24 bytes a node for the table, 4 or 8 an edge (none with
+    size. Device memory: 24 bytes a node for the table and 4 for the
+    degrees (the blocks' :attr:`~graphsys.sampling.Block.src_degree`), 4 or 8 an edge (none with
     ``csr`` ``"uva"`` or ``"staged"``), and per layer of a batch a map of 4 bytes a node.
     ``tests/sampling/test_device_counts.py`` pins the operators, transfers and host
     synchronisations of a batch (:mod:`graphsys.analysis.device_counts`).
@@ -475,6 +476,8 @@ class DeviceNeighborSampler(Sampler):
         self.table, self.indices = self._upload(index_dtype)
         self._staged = self.csr == "staged"
         where = self.table.device
+        # the blocks' src_degree, gathered per layer (4 bytes a node)
+        self._degrees = torch.from_numpy(self.adj.source_degrees).to(where)
         self._fanouts = {k: _Fanout(k, self.replace, where)
                          for k in set(self.fanouts) if k > 0}
         self._pad = torch.full((1,), self.num_nodes, dtype=torch.int64, device=where)
@@ -921,7 +924,9 @@ class DeviceNeighborSampler(Sampler):
         """The exact block of a layer's padded buffers, with its edge groupings (by
         source when ``by_source``)."""
         edge_src = o["edge_src"][:n_edges]
-        block = Block(o["src"][:n_src], n_dst, edge_src, o["edge_dst"][:n_edges])
+        src = o["src"][:n_src]
+        block = Block(src, n_dst, edge_src, o["edge_dst"][:n_edges],
+                      src_degree=self._degrees.index_select(0, src))
         block.__dict__["dst_offsets"] = (o["offsets"][:n_dst + 1], None)
         if by_source:
             ordered, order = torch.sort(edge_src, stable=True)

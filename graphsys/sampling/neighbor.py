@@ -105,17 +105,20 @@ def pick_neighbors(adj: Adjacency, seeds: np.ndarray, fanout: int, replace: bool
 
 
 def make_block(dst: np.ndarray, nbr: np.ndarray, counts: np.ndarray,
-               weight: np.ndarray | None, num_nodes: int, *, check: bool = True) -> Block:
+               weight: np.ndarray | None, num_nodes: int, *, check: bool = True,
+               degrees: np.ndarray | None = None) -> Block:
     """A :class:`Block` whose destinations are ``dst`` (unique int64; checked unless
     ``check`` is False) and whose edges come from ``nbr`` (int64 (E,), grouped by
-    destination, ``counts[i]`` for ``dst[i]``)."""
+    destination, ``counts[i]`` for ``dst[i]``); ``degrees``: every node's
+    :attr:`Block.src_degree` (:attr:`Adjacency.source_degrees`)."""
     sc = scratch(num_nodes)
     if check and K.has_duplicates(dst, sc):
         raise GraphsysError("seed ids must be unique within a batch")
     src_nodes, local = K.relabel(dst, nbr, sc)
     return Block(torch.from_numpy(src_nodes), len(dst), torch.from_numpy(local),
                  torch.from_numpy(np.repeat(np.arange(len(dst), dtype=np.int64), counts)),
-                 None if weight is None else torch.from_numpy(weight))
+                 None if weight is None else torch.from_numpy(weight),
+                 src_degree=None if degrees is None else torch.from_numpy(degrees[src_nodes]))
 
 
 class NeighborSampler(LayerwiseSampler):
@@ -212,7 +215,8 @@ class NeighborSampler(LayerwiseSampler):
                      parallel: bool | None = None, check: bool = True) -> Block:
         nbr, counts, _ = pick_neighbors(self.adj, dst, self.fanouts[layer], self.replace,
                                         rng_seed, run_parallel(parallel))
-        return make_block(dst, nbr, counts, None, self.num_nodes, check=check)
+        return make_block(dst, nbr, counts, None, self.num_nodes, check=check,
+                          degrees=self.adj.source_degrees)
 
     def __repr__(self) -> str:
         return (f"NeighborSampler(fanouts={self.fanouts}, replace={self.replace}, "

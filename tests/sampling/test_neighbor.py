@@ -156,3 +156,23 @@ def test_sample_neighbors_refuses_seeds_outside_the_rows(bad):
     adj = from_coo(np.array([0, 0, 0, 1]), np.array([1, 2, 3, 0]), 4, 4)
     with pytest.raises(GraphsysError, match="outside the graph|must be integers"):
         sample_neighbors(adj, np.array(bad), 2)
+
+
+def test_source_degrees_and_block_src_degree_against_brute_force(monkeypatch):
+    """``Adjacency.source_degrees``: how many other rows list each node (its out-degree
+    without self-loops), read in chunks; the blocks carry it for their sources."""
+    import graphsys.sampling.adjacency as A
+
+    rng = np.random.default_rng(5)
+    for trial in range(30):
+        n, m = int(rng.integers(1, 15)), int(rng.integers(0, 50))
+        adj = from_coo(rng.integers(0, n, m), rng.integers(0, n, m), n, n,
+                       merge=bool(trial % 2))
+        monkeypatch.setattr(A, "DEGREE_CHUNK", int(rng.integers(1, 8)))
+        want = np.zeros(n, np.float32)
+        for v in range(n):
+            for u in adj.indices[adj.indptr[v]:adj.indptr[v + 1]]:
+                want[u] += u != v
+        np.testing.assert_array_equal(adj.source_degrees, want)
+        block = NeighborSampler(adj, [2]).sample_blocks(np.arange(n), trial)[0]
+        np.testing.assert_array_equal(block.src_degree.numpy(), want[block.src_nodes.numpy()])

@@ -31,9 +31,12 @@ class GCNConv(nn.Module):
     itself, which replaces the block's own self-loop edges, as PyG's
     ``add_remaining_self_loops``: a node is its own neighbour once), :math:`\hat d_v` =
     in-degree of destination ``v`` in the block + 1 and :math:`\hat d_u` = out-degree of
-    source ``u`` in the block (+ 1 if ``u`` is also a destination), self-loop edges not
-    counted. On a full-graph block of a symmetric graph both are the node degree + 1,
-    the formula of the paper.
+    source ``u`` in the graph + 1 (the block's :attr:`~graphsys.sampling.Block.src_degree`,
+    which the samplers fill, so a node's output does not depend on the other destinations
+    of its block: a layer-wise inference in chunks, a minibatch and the full graph agree
+    on full neighbourhoods; without it, its out-degree in the block, + 1 if ``u`` is also a
+    destination), self-loop edges not counted. On a full neighbourhood of a symmetric
+    graph both are the node degree + 1, the formula of the paper.
 
     Parameters
     ----------
@@ -119,8 +122,11 @@ class GCNConv(nn.Module):
         # position) weighs 0: the added loop of I stands for it
         w = (block.edge_src != block.edge_dst).to(h.dtype)
         deg_dst = segment_weights_sum(w, block.edge_dst, n_dst) + 1.0
-        deg_src = segment_weights_sum(w, block.edge_src, n_src)
-        deg_src[:n_dst] += 1.0
+        if block.src_degree is not None:        # the graph's: whatever shares the block
+            deg_src = block.src_degree.to(h.dtype) + 1.0
+        else:
+            deg_src = segment_weights_sum(w, block.edge_src, n_src)
+            deg_src[:n_dst] += 1.0
         h = h * deg_src.rsqrt().unsqueeze(1)
         if type(self).message is GCNConv.message:   # no per-edge tensor
             out = segment_sum(h, block, w) + h[:n_dst]
