@@ -699,8 +699,10 @@ class TrainConfig:
             value = getattr(self, f.name)
             if not reads.get(f.name, True) and (
                     tuple(value) if isinstance(value, list) else value) != f.default:
-                why = (" with full_graph" if f.name == "sampler" else " with valid_from"
-                       if f.name.endswith("_fraction") and self.valid_from is not None else "")
+                why = (" with full_graph" if f.name == "sampler" and kind == "node" else
+                       " with a builtin model" if f.name == "inputs" and kind == "node" else
+                       " with valid_from" if f.name.endswith("_fraction")
+                       and self.valid_from is not None else "")
                 raise ParameterError(f.name, f"is not read by {RUN_KINDS[kind]}{why}: leave "
                                              f"it unset")
 
