@@ -693,7 +693,8 @@ class TrainConfig:
                  "link_eval_negatives": kind in ("link", "temporal"),
                  **dict.fromkeys(("link_val_fraction", "link_test_fraction"),
                                  kind in ("link", "temporal") and self.valid_from is None),
-                 **dict.fromkeys(("link_split", "entity_type"), kind != "rgcn"),
+                 "link_split": kind != "rgcn",
+                 "entity_type": kind not in ("rgcn", "temporal"),
                  "sampler": kind == "node" and not self.full_graph}
         for f in fields(self):
             value = getattr(self, f.name)

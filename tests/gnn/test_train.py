@@ -302,8 +302,8 @@ def test_node_table_features_stay_mapped_and_train_as_in_memory(tmp_path):
     ("item", {"link_val_fraction": 0.2}), ("item", {"link_eval_negatives": 10}),
     ("rgcn", {"num_workers": 0}), ("rgcn", {"link_split": "random"}),
     ("rgcn", {"entity_type": "node"}), ("temporal", {"prefetch": 4}),
-    ("temporal", {"weight_decay_layers": "first"}), ("link", {"link_test_fraction": 0.2,
-                                                              "valid_from": 5, "test_from": 9})])
+    ("temporal", {"weight_decay_layers": "first"}), ("temporal", {"entity_type": "node"}),
+    ("link", {"link_test_fraction": 0.2, "valid_from": 5, "test_from": 9})])
 def test_a_setting_the_run_does_not_read_is_refused(kind, setting):
     """Each of these was accepted and silently ignored (``margin`` on the node task,
     ``num_random_walks`` on sage, ``link_decoder`` on item recommendation, ...); the run
