@@ -439,6 +439,9 @@ class DeviceNeighborSampler(Sampler):
                  device_memory_budget: int | None = None, fused: bool | None = None,
                  **graph_options):
         if isinstance(graph, NeighborSampler):
+            if graph_options:          # the sampler's adjacency is taken as it is
+                raise GraphsysError(f"{next(iter(graph_options))} selects the adjacency of a "
+                                    f"stored graph; a NeighborSampler's is taken as it is")
             base = graph
             fanouts = base.fanouts if fanouts is None else fanouts
             replace = base.replace if replace is None else replace

@@ -161,7 +161,8 @@ class NeighborSampler(LayerwiseSampler):
     Raises
     ------
     GraphsysError
-        Fanouts that are not positive integers or -1; an adjacency that is not square.
+        Fanouts that are not positive integers or -1; an adjacency that is not square;
+        ``edge_set``, ``symmetric``, ``direction`` or ``memory_limit`` with an Adjacency.
 
     See Also
     --------
@@ -193,6 +194,13 @@ class NeighborSampler(LayerwiseSampler):
         self.fanouts = parse_fanouts(fanouts)
         self.replace = bool(replace)
         if isinstance(graph, Adjacency):
+            given = [name for name, value, default in (
+                ("edge_set", edge_set, None), ("symmetric", symmetric, True),
+                ("direction", direction, "in"), ("memory_limit", memory_limit, None))
+                if value != default]
+            if given:          # they choose a stored graph's adjacency: they were ignored
+                raise GraphsysError(f"{given[0]} selects the adjacency of a stored graph; an "
+                                    f"Adjacency is sampled as given")
             self.adj = graph
             self.entity_type = entity_type
         else:

@@ -176,3 +176,19 @@ def test_source_degrees_and_block_src_degree_against_brute_force(monkeypatch):
         np.testing.assert_array_equal(adj.source_degrees, want)
         block = NeighborSampler(adj, [2]).sample_blocks(np.arange(n), trial)[0]
         np.testing.assert_array_equal(block.src_degree.numpy(), want[block.src_nodes.numpy()])
+
+
+def test_graph_options_with_a_ready_adjacency_are_refused():
+    """``edge_set``, ``symmetric``, ``direction`` and ``memory_limit`` choose a stored
+    graph's adjacency; with an Adjacency (or, for the device sampler, a NeighborSampler)
+    they were silently ignored: ``symmetric=False`` sampled the rows as given."""
+    from graphsys.sampling.device import DeviceNeighborSampler
+
+    adj = from_coo([0, 1], [1, 2], 3, 3)
+    for kw in ({"symmetric": False}, {"direction": "out"}, {"edge_set": "x"},
+               {"memory_limit": 10}):
+        with pytest.raises(GraphsysError, match=f"^{next(iter(kw))} selects the adjacency"):
+            NeighborSampler(adj, [2], **kw)
+        with pytest.raises(GraphsysError, match=f"^{next(iter(kw))} selects the adjacency"):
+            DeviceNeighborSampler(NeighborSampler(adj, [2]), device="cpu", **kw)
+    assert NeighborSampler(adj, [2], entity_type="node").entity_type == "node"
