@@ -34,8 +34,12 @@ class Block:
     ``edge_weight``: float32 (E,) importance weights (PinSage) or None (plain mean);
     ``src_degree``: float32 (num_src,) each source's out-degree in the graph the block was
     sampled from, self-loops left out (what GCN normalises a source by, so a node's output
-    does not depend on which other destinations share its block), or None: its out-degree
-    in the block (exact when every out-neighbour is a destination, as in a full-graph block).
+    on a full neighbourhood does not depend on which other destinations share its block),
+    or None: its out-degree in the block. The samplers fill it for layers that take every
+    neighbour (fanout -1, as layer-wise inference does); a sampled layer (fixed fanout)
+    leaves it None, so GCN normalises it by the sampled block's degrees, the convention of
+    PyG (``gcn_norm`` on the sampled subgraph) and DGL (``GraphConv`` on a block). A
+    full-graph block needs none: every out-neighbour is a destination.
     """
 
     src_nodes: torch.Tensor

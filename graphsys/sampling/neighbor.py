@@ -221,10 +221,13 @@ class NeighborSampler(LayerwiseSampler):
 
     def _layer_block(self, dst: np.ndarray, layer: int, rng_seed: int, *,
                      parallel: bool | None = None, check: bool = True) -> Block:
-        nbr, counts, _ = pick_neighbors(self.adj, dst, self.fanouts[layer], self.replace,
+        fanout = self.fanouts[layer]
+        nbr, counts, _ = pick_neighbors(self.adj, dst, fanout, self.replace,
                                         rng_seed, run_parallel(parallel))
+        # a full neighbourhood carries its sources' graph degrees; a sampled one keeps the
+        # block's own (PyG's gcn_norm on the sampled subgraph, DGL's GraphConv on a block)
         return make_block(dst, nbr, counts, None, self.num_nodes, check=check,
-                          degrees=self.adj.source_degrees)
+                          degrees=self.adj.source_degrees if fanout < 0 else None)
 
     def __repr__(self) -> str:
         return (f"NeighborSampler(fanouts={self.fanouts}, replace={self.replace}, "

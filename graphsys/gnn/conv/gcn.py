@@ -31,12 +31,15 @@ class GCNConv(nn.Module):
     itself, which replaces the block's own self-loop edges, as PyG's
     ``add_remaining_self_loops``: a node is its own neighbour once), :math:`\hat d_v` =
     in-degree of destination ``v`` in the block + 1 and :math:`\hat d_u` = out-degree of
-    source ``u`` in the graph + 1 (the block's :attr:`~graphsys.sampling.Block.src_degree`,
-    which the samplers fill, so a node's output does not depend on the other destinations
-    of its block: a layer-wise inference in chunks, a minibatch and the full graph agree
-    on full neighbourhoods; without it, its out-degree in the block, + 1 if ``u`` is also a
-    destination), self-loop edges not counted. On a full neighbourhood of a symmetric
-    graph both are the node degree + 1, the formula of the paper.
+    source ``u`` in the block, + 1 if ``u`` is also a destination, self-loop edges not
+    counted. A sampled block (fixed fanout) is normalised by these in-block degrees, as
+    PyG's ``gcn_norm`` on the sampled subgraph and DGL's ``GraphConv`` on a block. On a
+    full neighbourhood (fanout -1, as layer-wise inference samples) the samplers fill the
+    block's :attr:`~graphsys.sampling.Block.src_degree` and :math:`\hat d_u` is ``u``'s
+    out-degree in the graph + 1, so a node's output does not depend on the other
+    destinations of its block: a layer-wise inference in chunks, a full-neighbourhood
+    minibatch and the full graph agree. On a full neighbourhood of a symmetric graph both
+    are the node degree + 1, the formula of the paper.
 
     Parameters
     ----------
