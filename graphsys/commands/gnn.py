@@ -516,6 +516,15 @@ def _recommend(args) -> int:
     if (args.users is None) == (args.evaluate is None):
         raise GraphsysError("give exactly one of --users IDS (recommend) or --evaluate "
                             "EDGE_SET (metrics)")
+    # each mode's own flags (given away from their defaults the other mode ignored them)
+    stray = ([("--k", args.k != 10), ("--include-seen", args.include_seen),
+              ("--title-column", args.title_column is not None)] if args.evaluate is not None
+             else [("--ks", args.ks != "10")])
+    mode, other = ("--evaluate", "--users") if args.evaluate is not None else (
+        "--users", "--evaluate")
+    for flag, given in stray:
+        if given:
+            raise GraphsysError(f"{flag} applies to {other}, not {mode}")
     t0 = time.perf_counter()
     if args.evaluate is not None:
         try:

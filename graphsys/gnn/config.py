@@ -252,7 +252,9 @@ class TrainConfig:
     Fields left None (``epochs``, ``lr``, ``weight_decay``, ``dropout``, ``batch_size``,
     ``patience``) take the task's default, then the model's (:data:`TASK_DEFAULTS`,
     :data:`MODEL_DEFAULTS`); after construction they always hold a value. Every value is
-    checked: a bad one raises :class:`~graphsys.errors.ParameterError` naming the field.
+    checked: a bad one raises :class:`~graphsys.errors.ParameterError` naming the field, and
+    :func:`~graphsys.gnn.train` refuses one set away from its default that the run does not
+    read (:meth:`check_read`).
 
     Parameters
     ----------
@@ -671,6 +673,40 @@ class TrainConfig:
             values["hard_band"] = tuple(values["hard_band"])
         return cls(**values)
 
+    def check_read(self, kind: str, own_model: bool = False) -> None:
+        """Refuse a setting given away from its default that the run ``kind`` (a key of
+        :data:`RUN_KINDS`, known once the link task's split is resolved against the graph)
+        never reads: one :class:`ParameterError` naming it, where it was silently ignored.
+        ``own_model``: the node task trains a model of the caller's own (``inputs``)."""
+        from graphsys.gnn.conv.spec import random_walk_sampling
+
+        walks = kind == "item" or kind in ("node", "link") and random_walk_sampling(self.model)
+        reads = {**dict.fromkeys(("num_traversals", "termination_prob", "num_random_walks"),
+                                 walks),
+                 **dict.fromkeys(("margin", "hard_negatives", "hard_band"), kind == "item"),
+                 "batches_per_epoch": kind in ("item", "link"),
+                 **dict.fromkeys(("prefetch", "weight_decay_layers"),
+                                 kind in ("node", "item", "link")),
+                 "num_negatives": kind != "node", "num_workers": kind != "rgcn",
+                 "inputs": kind == "node" and own_model,
+                 **dict.fromkeys(("link_decoder", "link_exclude_targets"), kind == "link"),
+                 "link_eval_negatives": kind in ("link", "temporal"),
+                 **dict.fromkeys(("link_val_fraction", "link_test_fraction"),
+                                 kind in ("link", "temporal") and self.valid_from is None),
+                 "link_split": kind != "rgcn",
+                 "entity_type": kind not in ("rgcn", "temporal"),
+                 "sampler": kind == "node" and not self.full_graph}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if not reads.get(f.name, True) and (
+                    tuple(value) if isinstance(value, list) else value) != f.default:
+                why = (" with full_graph" if f.name == "sampler" and kind == "node" else
+                       " with a builtin model" if f.name == "inputs" and kind == "node" else
+                       " with valid_from" if f.name.endswith("_fraction")
+                       and self.valid_from is not None else "")
+                raise ParameterError(f.name, f"is not read by {RUN_KINDS[kind]}{why}: leave "
+                                             f"it unset")
+
     def _check_link_keys(self) -> None:
         """The link tasks' keys (held-out edges, decoder, metrics), which the node task
         does not read (one set away from its default is refused there), and ``heads``,
@@ -714,6 +750,12 @@ class TrainConfig:
                 isinstance(k, Integral) and not isinstance(k, bool) and k >= 1 for k in ks):
             raise ParameterError("metrics_k", f"must be integers >= 1, got {self.metrics_k}")
         self.metrics_k = tuple(sorted({int(k) for k in ks}))
+
+
+#: The runs :meth:`TrainConfig.check_read` tells apart, as its messages name them
+RUN_KINDS = {"node": "the node task", "item": "the link task's user split (item "
+             "recommendation)", "link": "the link task's held-out-edge split",
+             "rgcn": "model rgcn", "temporal": "task temporal-link"}
 
 
 def task_models(task: str) -> str:

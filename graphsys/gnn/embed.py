@@ -177,7 +177,14 @@ def embed_checkpoint(checkpoint: str | Path, out: str | Path, *, graph: Graph | 
     load_module_state(model, state, "model.", checkpoint)
     n = graph.num_nodes(et)
     if task == "node":
-        x = node_task_data(graph, et, cfg.seed)["x"]
+        features = meta.get("features")       # the node column the run was given
+        if "features" in meta and features is None:
+            raise GraphsysError(f"{checkpoint}: trained on features given as an array; "
+                                f"streaming inference reads node columns only (store them as "
+                                f"one and train with features=<column>)")
+        if features is not None:
+            meta_field(meta, "features", checkpoint)
+        x = node_task_data(graph, et, cfg.seed, features)["x"]
         make_input = lambda: NodeInput(x, n, cfg.hidden)  # noqa: E731
         adj = homogeneous_adjacency(graph, et, symmetric=True)
         block_fn = eval_blocks(node_sampler(cfg, adj), cfg.seed)

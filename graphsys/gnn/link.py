@@ -360,7 +360,8 @@ def exclude_pairs(blocks: list[Block], heads: np.ndarray, tails: np.ndarray,
             continue
         keep = torch.from_numpy(~drop)
         out.append(Block(b.src_nodes, b.num_dst_nodes, b.edge_src[keep], b.edge_dst[keep],
-                         None if b.edge_weight is None else b.edge_weight[keep]))
+                         None if b.edge_weight is None else b.edge_weight[keep],
+                         src_degree=b.src_degree))
     return out
 
 

@@ -551,6 +551,8 @@ class NodeLoader:
                                           "one of the two")
         if (fixed or negatives) and links is None:
             raise ParameterError("negatives", "are drawn for links; none were given")
+        if either_end and links is None:      # it swapped nothing: silently ignored
+            raise ParameterError("either_end", "swaps the ends of links; none were given")
         self.either_end, self.transform = bool(either_end), transform
         self.seeds = (self._seed_ids(seeds, unique=times is None) if links is None else
                       self._link_ids(links))

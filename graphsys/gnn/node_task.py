@@ -133,7 +133,11 @@ class NodeTask(Task):
                         cfg.weight_decay_layers)
         self.ranges = partition_ranges(graph, data["entity_type"])
         self.meta = {"task": "node", "entity_type": data["entity_type"],
-                     "has_features": data["x"] is not None}
+                     "has_features": data["x"] is not None,
+                     # what gnn embed reads again: the node column given, or null for an
+                     # array (absent: the row-normalised feat column)
+                     **({} if features is None else {
+                         "features": features if isinstance(features, str) else None})}
         # a builtin model's input dropout runs where the loader's workers gather the
         # features (a mapped column is gathered and normalised there too)
         loader_dropout = (isinstance(self.model, GNN) and cfg.inputs == "blocks"

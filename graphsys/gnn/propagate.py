@@ -8,7 +8,10 @@ Scalable Inception Graph Neural Networks", 2020).
     S_{vu} = \\frac{c_{uv} + [u = v]}{\\sqrt{(d^{out}_u + 1)(d^{in}_v + 1)}}
 
 with :math:`c_{uv}` the number of stored edges ``u -> v`` (messages flow along edges) and
-the self-loop terms dropped with ``self_loops=False``. On a graph stored undirected (both
+the degrees counted over them; with the self-loop terms (``self_loops=True``) a stored
+self-loop is replaced by the added one (:math:`c_{vv} = 0`, as PyG's ``SGConv`` and
+``GCNConv``, ``add_remaining_self_loops``), without them (``self_loops=False``) the
+stored ones stay. On a graph stored undirected (both
 directions) :math:`S = \\hat D^{-1/2} (A + I) \\hat D^{-1/2}`, the SGC/GCN propagation
 matrix; SGC trains a linear model on :math:`X^{(k)}`, SIGN an MLP on
 :math:`[X^{(0)}, \\ldots, X^{(k)}]` (:func:`sign_features`).
@@ -149,8 +152,14 @@ def propagate(graph: Graph, out: str | Path, *, hops: int = 2, column: str = "fe
     dim, p = col.dim, graph.num_partitions
     off = graph.partition_offsets()
     extra = 1.0 if self_loops else 0.0
-    norm_out = torch.from_numpy(graph.degrees(es.name, "out").astype(np.float32) + extra)
-    norm_in = torch.from_numpy(graph.degrees(es.name, "in").astype(np.float32) + extra)
+    # with the added loops, a stored self-loop (a diagonal bucket's) is replaced, not added to
+    loops = np.zeros(graph.num_nodes(), np.float32)
+    for q in range(p) if self_loops else ():
+        for eb in graph.bucket(q, q, es.name).batches():
+            on = eb.src == eb.dst
+            np.add.at(loops, eb.src[on].astype(np.int64) + int(off[q]), 1.0)
+    norm_out = torch.from_numpy(graph.degrees(es.name, "out").astype(np.float32) - loops + extra)
+    norm_in = torch.from_numpy(graph.degrees(es.name, "in").astype(np.float32) - loops + extra)
     norm_out = torch.where(norm_out > 0, norm_out.rsqrt(), 0.0)
     norm_in = torch.where(norm_in > 0, norm_in.rsqrt(), 0.0)
     step = max(1024, chunk_bytes // (4 * dim))
@@ -180,6 +189,8 @@ def propagate(graph: Graph, out: str | Path, *, hops: int = 2, column: str = "fe
                             s = torch.from_numpy(eb.src[a:a + step].astype(np.int64))
                             d = torch.from_numpy(eb.dst[a:a + step].astype(np.int64))
                             coef = norm_out[s + int(off[i])] * norm_in[d + lo]
+                            if self_loops and i == j:
+                                coef = coef * (s != d)
                             rows = torch.from_numpy(prev[i][s.numpy()])
                             acc.index_add_(0, d, rows * coef.unsqueeze(1))
                 rel = f"hop-{k}/part-{j}.arrow"

@@ -209,16 +209,20 @@ def _task(graph: Graph, cfg: TrainConfig, ranks: Ranks, device: torch.device, *,
           loss, features) -> Callable[[], Task]:
     """What builds the task ``cfg`` names (:func:`~graphsys.gnn.fit.fit` calls it, seeded)."""
     if cfg.task == "node":
+        cfg.check_read("node", own_model=model is not None or ":" in cfg.model)
         return lambda: NodeTask(graph, cfg, ranks, device, model=model, loss=loss,
                                 features=features)
     if model is not None or loss is not None or features is not None:
         raise GraphsysError("model, loss and features are taken by the node task; the link "
                             "task trains its builtin models")
-    if cfg.task == "temporal-link":
+    kind = ("temporal" if cfg.task == "temporal-link" else RGCN if cfg.model == RGCN else
+            "item" if link_split_of(graph, cfg) == "user" else "link")
+    cfg.check_read(kind)
+    if kind == "temporal":
         from graphsys.gnn.temporal_task import TemporalTask
 
         return lambda: TemporalTask(graph, cfg, device)
-    if cfg.model == RGCN:
+    if kind == RGCN:
         return lambda: RGCNTask(graph, cfg, device)
-    task = ItemTask if link_split_of(graph, cfg) == "user" else LinkTask
+    task = ItemTask if kind == "item" else LinkTask
     return lambda: task(graph, cfg, device)

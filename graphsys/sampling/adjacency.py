@@ -16,6 +16,7 @@ that exceeds the budget: ``memory_limit`` if given, else the RAM the kernel repo
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import scipy.sparse as sp
@@ -34,6 +35,8 @@ SYMMETRIC_BYTES_PER_EDGE = 88
 DIRECTED_BYTES_PER_EDGE = 40
 #: Anonymous bytes per node of a build in RAM: offsets (int32 and int64) and degrees.
 BUILD_BYTES_PER_NODE = 24
+#: Neighbour entries read per step of :attr:`Adjacency.source_degrees`
+DEGREE_CHUNK = 1 << 22
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,19 @@ class Adjacency:
     def degrees(self) -> np.ndarray:
         """Row degrees, int64 (num_rows,)."""
         return np.diff(self.indptr)
+
+    @cached_property
+    def source_degrees(self) -> np.ndarray:
+        """float32 (num_cols,): how many rows list each column node, its own row left out
+        (a node's out-degree without self-loops, when row ``v`` lists the sources of the
+        edges into ``v``); computed once, on first use, reading the (possibly mapped)
+        indices ``DEGREE_CHUNK`` entries at a time."""
+        out = np.zeros(self.num_cols, np.int64)
+        for lo in range(0, self.nnz, DEGREE_CHUNK):
+            cols = np.asarray(self.indices[lo:lo + DEGREE_CHUNK], np.int64)
+            rows = np.searchsorted(self.indptr, np.arange(lo, lo + len(cols)), "right") - 1
+            out += np.bincount(cols[cols != rows], minlength=self.num_cols)
+        return out.astype(np.float32)
 
     def transpose(self) -> Adjacency:
         return from_coo(self.indices, np.repeat(np.arange(self.num_rows), self.degrees()),
@@ -184,7 +200,8 @@ def homogeneous_adjacency(graph: Graph, entity_type: str | None = None, *,
 
     ``symmetric``: every stored edge in both directions, parallel edges merged (an
     undirected view, as GCN/GraphSAGE on citation graphs use). Otherwise ``direction``
-    ``in`` lists each node's sources (messages flow along edges), ``out`` its targets.
+    ``in`` lists each node's sources (messages flow along edges), ``out`` its targets, one
+    entry per stored edge (parallel edges kept, as the stored CSC/CSR index keeps them).
     Served from the stored adjacency index with no copy when it can
     (:func:`mapped_adjacency`); else, on a graph of one entity type, the symmetric view is
     the view layer's ``sym`` rows (:func:`graphsys.views.view`: built once per opened graph
@@ -213,7 +230,8 @@ def homogeneous_adjacency(graph: Graph, entity_type: str | None = None, *,
     if symmetric:
         return from_coo(np.concatenate([s, d]), np.concatenate([d, s]), n, n,
                         None if w is None else np.concatenate([w, w]))
-    return from_coo(d, s, n, n, w) if direction == "in" else from_coo(s, d, n, n, w)
+    return (from_coo(d, s, n, n, w, merge=False) if direction == "in" else
+            from_coo(s, d, n, n, w, merge=False))
 
 
 def _one_way_kinds(graph: Graph, edge_set: str, ntype: str, other_type: str

@@ -31,7 +31,15 @@ class Block:
 
     ``src_nodes``: int64 (num_src,) node ids, destinations first; ``edge_src`` int64 (E,)
     positions in ``src_nodes``; ``edge_dst`` int64 (E,) positions in ``dst_nodes``;
-    ``edge_weight``: float32 (E,) importance weights (PinSage) or None (plain mean).
+    ``edge_weight``: float32 (E,) importance weights (PinSage) or None (plain mean);
+    ``src_degree``: float32 (num_src,) each source's out-degree in the graph the block was
+    sampled from, self-loops left out (what GCN normalises a source by, so a node's output
+    on a full neighbourhood does not depend on which other destinations share its block),
+    or None: its out-degree in the block. The samplers fill it for layers that take every
+    neighbour (fanout -1, as layer-wise inference does); a sampled layer (fixed fanout)
+    leaves it None, so GCN normalises it by the sampled block's degrees, the convention of
+    PyG (``gcn_norm`` on the sampled subgraph) and DGL (``GraphConv`` on a block). A
+    full-graph block needs none: every out-neighbour is a destination.
     """
 
     src_nodes: torch.Tensor
@@ -39,6 +47,7 @@ class Block:
     edge_src: torch.Tensor
     edge_dst: torch.Tensor
     edge_weight: torch.Tensor | None = None
+    src_degree: torch.Tensor | None = field(default=None, kw_only=True)
 
     @property
     def num_src_nodes(self) -> int:

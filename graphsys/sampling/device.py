@@ -31,7 +31,9 @@ before it is drawn, one more read each, and with ``csr="staged"`` each layer rea
 CSR positions on the host (one more read and two transfers a layer). On CUDA a layer's
 picks, from the table's gather to the CSR positions (48 operators for ``k = 15``), are one
 kernel compiled at run time by torch's jiterator (:func:`fused_draw`, checked against the
-operators when the sampler is made): 39 launches a GraphSAGE batch instead of 131.
+operators when the sampler is made): 39 launches a GraphSAGE batch instead of 131. A
+layer of fanout ``-1`` also gathers its sources' graph degrees (one more launch), which GCN
+normalises a full neighbourhood by; a sampled layer's block keeps its own degrees.
 """
 
 from __future__ import annotations
@@ -409,8 +411,10 @@ class DeviceNeighborSampler(Sampler):
     The sizes of the intermediate buffers are bounds known on the host: ``D * fanout``
     picks for ``D`` padded destinations and at most ``min(D * (fanout + 1), num_nodes)``
     sources, so all of a batch's operators before its read have shapes fixed by the batch
-    size. Device memory: 24 bytes a node for the table, 4 or 8 an edge (none with
-    ``csr`` ``"uva"`` or ``"staged"``), and per layer of a batch a map of 4 bytes a node.
+    size. Device memory: 24 bytes a node for the table (and 4 for the degrees, the
+    :attr:`~graphsys.sampling.Block.src_degree` of a layer of fanout -1, only when there is
+    one), 4 or 8 an edge (none with ``csr`` ``"uva"`` or ``"staged"``), and per layer of a
+    batch a map of 4 bytes a node.
     ``tests/sampling/test_device_counts.py`` pins the operators, transfers and host
     synchronisations of a batch (:mod:`graphsys.analysis.device_counts`).
 
@@ -438,6 +442,9 @@ class DeviceNeighborSampler(Sampler):
                  device_memory_budget: int | None = None, fused: bool | None = None,
                  **graph_options):
         if isinstance(graph, NeighborSampler):
+            if graph_options:          # the sampler's adjacency is taken as it is
+                raise GraphsysError(f"{next(iter(graph_options))} selects the adjacency of a "
+                                    f"stored graph; a NeighborSampler's is taken as it is")
             base = graph
             fanouts = base.fanouts if fanouts is None else fanouts
             replace = base.replace if replace is None else replace
@@ -475,6 +482,10 @@ class DeviceNeighborSampler(Sampler):
         self.table, self.indices = self._upload(index_dtype)
         self._staged = self.csr == "staged"
         where = self.table.device
+        # the src_degree of a full layer's block (4 bytes a node), made only when a layer
+        # takes every neighbour: a sampled layer's block keeps its own degrees
+        self._degrees = (torch.from_numpy(self.adj.source_degrees).to(where)
+                         if min(self.fanouts) < 0 else None)
         self._fanouts = {k: _Fanout(k, self.replace, where)
                          for k in set(self.fanouts) if k > 0}
         self._pad = torch.full((1,), self.num_nodes, dtype=torch.int64, device=where)
@@ -645,8 +656,8 @@ class DeviceNeighborSampler(Sampler):
             raise GraphsysError("seed ids must be unique within a batch")
         n_src = [sizes[2 * k] for k in range(self.num_layers)]
         num_dst = n_src[1:] + [n_seeds]
-        return [self._block(o, n_src[k], sizes[2 * k + 1], num_dst[k], k > 0)
-                for k, o in enumerate(layers)]
+        return [self._block(o, n_src[k], sizes[2 * k + 1], num_dst[k], k > 0,
+                            self.fanouts[k] < 0) for k, o in enumerate(layers)]
 
     def _device_seeds(self, seeds: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Seeds already on the sampling device, clamped into the table (an id outside
@@ -916,12 +927,15 @@ class DeviceNeighborSampler(Sampler):
         return {"src": src, "firsts": firsts, "n_src": firsts[-1],
                 "local": firsts[at[n_dst + 1:size - 1]]}     # padding: -2 reads the end
 
-    def _block(self, o: dict, n_src: int, n_edges: int, n_dst: int, by_source: bool
-               ) -> Block:
+    def _block(self, o: dict, n_src: int, n_edges: int, n_dst: int, by_source: bool,
+               full: bool) -> Block:
         """The exact block of a layer's padded buffers, with its edge groupings (by
-        source when ``by_source``)."""
+        source when ``by_source``) and, for a ``full`` layer (every neighbour), its
+        sources' graph degrees."""
         edge_src = o["edge_src"][:n_edges]
-        block = Block(o["src"][:n_src], n_dst, edge_src, o["edge_dst"][:n_edges])
+        src = o["src"][:n_src]
+        block = Block(src, n_dst, edge_src, o["edge_dst"][:n_edges],
+                      src_degree=self._degrees.index_select(0, src) if full else None)
         block.__dict__["dst_offsets"] = (o["offsets"][:n_dst + 1], None)
         if by_source:
             ordered, order = torch.sort(edge_src, stable=True)

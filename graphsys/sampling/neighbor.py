@@ -105,17 +105,20 @@ def pick_neighbors(adj: Adjacency, seeds: np.ndarray, fanout: int, replace: bool
 
 
 def make_block(dst: np.ndarray, nbr: np.ndarray, counts: np.ndarray,
-               weight: np.ndarray | None, num_nodes: int, *, check: bool = True) -> Block:
+               weight: np.ndarray | None, num_nodes: int, *, check: bool = True,
+               degrees: np.ndarray | None = None) -> Block:
     """A :class:`Block` whose destinations are ``dst`` (unique int64; checked unless
     ``check`` is False) and whose edges come from ``nbr`` (int64 (E,), grouped by
-    destination, ``counts[i]`` for ``dst[i]``)."""
+    destination, ``counts[i]`` for ``dst[i]``); ``degrees``: every node's
+    :attr:`Block.src_degree` (:attr:`Adjacency.source_degrees`)."""
     sc = scratch(num_nodes)
     if check and K.has_duplicates(dst, sc):
         raise GraphsysError("seed ids must be unique within a batch")
     src_nodes, local = K.relabel(dst, nbr, sc)
     return Block(torch.from_numpy(src_nodes), len(dst), torch.from_numpy(local),
                  torch.from_numpy(np.repeat(np.arange(len(dst), dtype=np.int64), counts)),
-                 None if weight is None else torch.from_numpy(weight))
+                 None if weight is None else torch.from_numpy(weight),
+                 src_degree=None if degrees is None else torch.from_numpy(degrees[src_nodes]))
 
 
 class NeighborSampler(LayerwiseSampler):
@@ -158,7 +161,8 @@ class NeighborSampler(LayerwiseSampler):
     Raises
     ------
     GraphsysError
-        Fanouts that are not positive integers or -1; an adjacency that is not square.
+        Fanouts that are not positive integers or -1; an adjacency that is not square;
+        ``edge_set``, ``symmetric``, ``direction`` or ``memory_limit`` with an Adjacency.
 
     See Also
     --------
@@ -190,6 +194,13 @@ class NeighborSampler(LayerwiseSampler):
         self.fanouts = parse_fanouts(fanouts)
         self.replace = bool(replace)
         if isinstance(graph, Adjacency):
+            given = [name for name, value, default in (
+                ("edge_set", edge_set, None), ("symmetric", symmetric, True),
+                ("direction", direction, "in"), ("memory_limit", memory_limit, None))
+                if value != default]
+            if given:          # they choose a stored graph's adjacency: they were ignored
+                raise GraphsysError(f"{given[0]} selects the adjacency of a stored graph; an "
+                                    f"Adjacency is sampled as given")
             self.adj = graph
             self.entity_type = entity_type
         else:
@@ -210,9 +221,13 @@ class NeighborSampler(LayerwiseSampler):
 
     def _layer_block(self, dst: np.ndarray, layer: int, rng_seed: int, *,
                      parallel: bool | None = None, check: bool = True) -> Block:
-        nbr, counts, _ = pick_neighbors(self.adj, dst, self.fanouts[layer], self.replace,
+        fanout = self.fanouts[layer]
+        nbr, counts, _ = pick_neighbors(self.adj, dst, fanout, self.replace,
                                         rng_seed, run_parallel(parallel))
-        return make_block(dst, nbr, counts, None, self.num_nodes, check=check)
+        # a full neighbourhood carries its sources' graph degrees; a sampled one keeps the
+        # block's own (PyG's gcn_norm on the sampled subgraph, DGL's GraphConv on a block)
+        return make_block(dst, nbr, counts, None, self.num_nodes, check=check,
+                          degrees=self.adj.source_degrees if fanout < 0 else None)
 
     def __repr__(self) -> str:
         return (f"NeighborSampler(fanouts={self.fanouts}, replace={self.replace}, "

@@ -99,3 +99,33 @@ def test_moved_nodes_are_refused(trained, tmp_path):
     moved = graphsys.from_numpy(src, dst, tmp_path / "moved", undirected=True, partitions=2)
     with pytest.raises(GraphsysError, match="entities moved"):
         embed_checkpoint(work / "run" / "checkpoint", tmp_path / "emb", graph=moved)
+
+
+def test_embed_reads_the_feature_column_the_run_was_given(tmp_path):
+    """``train(..., features="alt")``: gnn embed read the row-normalised ``feat`` column
+    instead (0.88 away from the model's outputs on its training features, reported as
+    success); it now reads ``alt``, and a run given an array is refused in one line."""
+    from graphsys.gnn import layerwise_inference
+    from graphsys.gnn.batches import eval_blocks
+    from graphsys.gnn.inference import partition_ranges
+    from graphsys.sampling import NeighborSampler
+    from graphsys.sampling.adjacency import homogeneous_adjacency
+
+    m = sbm(120, 300, blocks=3, features=6, train_per_class=8, num_val=20, num_test=40)
+    nodes, edges = next(m.nodes()), next(m.edges())
+    cols = {k: v for k, v in nodes.items() if k != "id"}
+    cols["alt"] = np.random.default_rng(0).normal(size=cols["feat"].shape).astype(np.float32)
+    g = graphsys.from_numpy(edges["src"], edges["dst"], tmp_path / "g", num_nodes=120,
+                            undirected=True, node_columns=cols)
+    cfg = TrainConfig(fanouts=[-1, -1], hidden=8, epochs=1, dropout=0.0)
+    res = train(g, cfg, features="alt", out=tmp_path / "run")
+    embed_checkpoint(tmp_path / "run" / "checkpoint", tmp_path / "emb")
+    got = Embeddings.load(tmp_path / "emb").to_numpy()
+    adj = homogeneous_adjacency(g, symmetric=True)
+    want = layerwise_inference(res.model.eval(), res.extra["input"].eval(), 120,
+                               eval_blocks(NeighborSampler(adj, [-1, -1]), 0),
+                               partition_ranges(g, "node"))
+    np.testing.assert_allclose(got, want.numpy(), atol=1e-5)
+    train(g, cfg, features=cols["alt"], out=tmp_path / "run2")
+    with pytest.raises(GraphsysError, match="trained on features given as an array"):
+        embed_checkpoint(tmp_path / "run2" / "checkpoint", tmp_path / "emb2")

@@ -165,7 +165,7 @@ def test_time_split_needs_a_timestamp_column(tmp_path):
                                              "'timestamp'.*edge columns: none"):
         train(g, _cfg(link_split="time"))
     with pytest.raises(ParameterError, match="^link_split 'user' needs a bipartite relation"):
-        train(g, _cfg(link_split="user"))
+        train(g, _cfg(link_split="user", link_eval_negatives=1000))  # the split's setting
 
 
 def test_time_split_by_stored_timestamps_checked_by_hand(tmp_path):

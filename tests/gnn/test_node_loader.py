@@ -183,6 +183,8 @@ def test_bad_input(graph):
         NodeLoader(g, s, [1], batch_size=0)
     with pytest.raises(ParameterError, match="batch_size"):      # was a batch of 1
         NodeLoader(g, s, [1], batch_size=True)
+    with pytest.raises(ParameterError, match="^either_end swaps the ends of links"):
+        NodeLoader(g, s, [1], either_end=True)                    # was silently ignored
     with pytest.raises(ParameterError, match="Sampler"):
         NodeLoader(g, object(), [1])
 

@@ -14,9 +14,12 @@ from graphsys.gnn.propagate import INDEX, propagate, read_hop, sign_features
 
 
 def _reference(g, x, hops, self_loops):
-    """S = D_in^-1/2 (A^T + I) D_out^-1/2 on the graph's own node order."""
+    """S = D_in^-1/2 (A^T + I) D_out^-1/2 on the graph's own node order, the stored
+    self-loops replaced by I (PyG's add_remaining_self_loops) when ``self_loops``."""
     a = graphsys.to_scipy(g).astype(np.float64)  # edge counts; rows = ids 0..N-1 ascending
     n = a.shape[0]
+    if self_loops:
+        a = (a - sp.diags(a.diagonal())).tocsr()
     eye = sp.identity(n) if self_loops else sp.csr_matrix((n, n))
     dout = np.asarray(a.sum(1)).ravel() + (1 if self_loops else 0)
     din = np.asarray(a.sum(0)).ravel() + (1 if self_loops else 0)
@@ -34,6 +37,7 @@ def test_propagation_matches_scipy(tmp_path, partitions, self_loops, undirected)
     rng = np.random.default_rng(0)
     n = 120
     src, dst = rng.integers(0, n, 700), rng.integers(0, n, 700)
+    src[:4], dst[:4] = [3, 3, 50, 119], [3, 3, 50, 119]    # self-loops, one twice
     x = rng.normal(size=(n, 5)).astype(np.float32)
     g = graphsys.from_numpy(src, dst, tmp_path / "g", num_nodes=n, node_columns={"feat": x},
                             partitions=partitions, undirected=undirected)

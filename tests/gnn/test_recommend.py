@@ -355,6 +355,14 @@ def test_cli_recommend_and_evaluate(trained, capsys):
     assert code != 0 and "error: --edge-set unknown edge set 'x'" in err
     code, _, err = _run(["gnn", "recommend", ckpt], capsys)
     assert code != 0 and "give exactly one of --users" in err
+    # each mode's own flags: the other mode ignored them
+    for args, msg in [(["--evaluate", "test", "--k", "3"], "--k applies to --users"),
+                      (["--evaluate", "test", "--include-seen"], "--include-seen applies to"),
+                      (["--evaluate", "test", "--title-column", "t"], "--title-column applies"),
+                      (["--users", "1003", "--ks", "1,5"], "--ks applies to --evaluate, not "
+                                                           "--users")]:
+        code, _, err = _run(["gnn", "recommend", ckpt, *args], capsys)
+        assert code != 0 and msg in err and len(err.strip().splitlines()) == 1, err
 
 
 

@@ -29,8 +29,9 @@ def test_sbm_node_classification(tmp_path, model, fanouts, device):
     # of seeds 1-4
     accs = []
     for seed in (1, 2, 3, 4) if model == "gat" else (1,):
+        walks = {"num_random_walks": 10} if model == "pinsage" else {}  # pinsage's setting
         cfg = TrainConfig(model=model, fanouts=fanouts, hidden=16, epochs=30, batch_size=16,
-                          num_random_walks=10, patience=30, seed=seed)
+                          patience=30, seed=seed, **walks)
         res = train(g, cfg, device=device)
         accs.append(res.metrics["test_accuracy"])
         assert res.epochs == 30 and len(res.history) == 30
@@ -291,3 +292,44 @@ def test_node_table_features_stay_mapped_and_train_as_in_memory(tmp_path):
     for (k, a), b in zip(mapped.model.state_dict().items(),
                          memory.model.state_dict().values(), strict=True):
         assert torch.equal(a, b), k
+
+
+@pytest.mark.parametrize("kind, setting", [
+    ("node", {"margin": 0.2}), ("node", {"num_negatives": 3}),
+    ("node", {"num_random_walks": 7}), ("node", {"inputs": "adjs"}),
+    ("node", {"batches_per_epoch": 3}), ("link", {"hard_negatives": 2}),
+    ("link", {"num_traversals": 5}), ("item", {"link_decoder": "dot"}),
+    ("item", {"link_val_fraction": 0.2}), ("item", {"link_eval_negatives": 10}),
+    ("rgcn", {"num_workers": 0}), ("rgcn", {"link_split": "random"}),
+    ("rgcn", {"entity_type": "node"}), ("temporal", {"prefetch": 4}),
+    ("temporal", {"weight_decay_layers": "first"}), ("temporal", {"entity_type": "node"}),
+    ("link", {"link_test_fraction": 0.2, "valid_from": 5, "test_from": 9})])
+def test_a_setting_the_run_does_not_read_is_refused(kind, setting):
+    """Each of these was accepted and silently ignored (``margin`` on the node task,
+    ``num_random_walks`` on sage, ``link_decoder`` on item recommendation, ...); the run
+    now refuses it in one line naming it. The settings the run reads pass."""
+    from graphsys.errors import ParameterError
+
+    task = {"node": "node", "temporal": "temporal-link"}.get(kind, "link")
+    model = "rgcn" if kind == "rgcn" else None
+    split = {"link": "time" if "valid_from" in setting else "random",
+             "item": "user"}.get(kind, "auto")
+    cfg = TrainConfig(**{"task": task, "model": model, "link_split": split, **setting})
+    name = next(k for k in setting if k not in ("valid_from", "test_from"))
+    with pytest.raises(ParameterError, match=f"^{name} is not read by .*: leave it unset$"):
+        cfg.check_read(kind)
+    reads = {"node": {"batches_per_epoch": None}, "item": {"margin": 0.2,
+                                                            "num_random_walks": 7},
+             "link": {"link_decoder": "dot"}, "rgcn": {"num_negatives": 3},
+             "temporal": {"num_workers": 0}}[kind]
+    TrainConfig(task=task, model=model, link_split=split, **reads).check_read(kind)
+
+
+def test_train_refuses_a_setting_the_node_task_ignores(tmp_path):
+    g = sbm_graph(tmp_path)
+    from graphsys.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="^margin is not read by the node task"):
+        train(g, TrainConfig(margin=0.3, epochs=1))
+    with pytest.raises(ParameterError, match="^num_random_walks is not read by the node"):
+        train(g, TrainConfig(model="gcn", num_random_walks=3, epochs=1))

@@ -59,6 +59,10 @@ def _same(a, b) -> bool:
     tensors = [(a.src_nodes, b.src_nodes), (a.edge_src, b.edge_src),
                (a.edge_dst, b.edge_dst), (a.dst_offsets[0], b.dst_offsets[0]),
                (a.src_offsets[0], b.src_offsets[0]), (a.src_offsets[1], b.src_offsets[1])]
+    if (a.src_degree is None) != (b.src_degree is None):      # only a full layer's has one
+        return False
+    if a.src_degree is not None:
+        tensors.append((a.src_degree, b.src_degree))
     return all(x.dtype == y.dtype and torch.equal(x, y) for x, y in tensors) and \
         b.dst_offsets[1] is None
 

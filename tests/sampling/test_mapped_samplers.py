@@ -50,6 +50,26 @@ def test_neighbor_sampler_same_blocks_with_sym_index_as_in_ram(tmp_path, fanouts
         _same_blocks(mapped.sample_blocks(seeds, rng_seed), ram.sample_blocks(seeds, rng_seed))
 
 
+@pytest.mark.parametrize("direction", ["in", "out"])
+def test_directed_neighbor_sampler_same_blocks_with_csc_csr_index_as_in_ram(tmp_path,
+                                                                          direction):
+    """``symmetric=False``: the in-RAM build merged parallel edges (a node with two stored
+    edges from 0 listed 0 once) while the CSC/CSR index keeps one entry per edge, so
+    ``graphsys index`` changed the blocks; both now keep them (DGL's and PyG's sampling of
+    a multigraph's edges)."""
+    g = _directed_graph(tmp_path)
+    ram = NeighborSampler(g, [-1, 4], symmetric=False, direction=direction)
+    assert ram.adj.nnz == g.num_edges()
+    build_index(g, ("csc", "csr"), memory_limit=min_build_memory(g.num_nodes()) + 2048)
+    mapped = NeighborSampler(open_graph(g.path), [-1, 4], symmetric=False,
+                             direction=direction, memory_limit=0)
+    assert mapped.adj.indices.dtype == np.int32
+    np.testing.assert_array_equal(mapped.adj.indptr, ram.adj.indptr)
+    np.testing.assert_array_equal(mapped.adj.indices, ram.adj.indices)
+    seeds = torch.tensor([0, 5, 17, 42, 99, 119])
+    _same_blocks(mapped.sample_blocks(seeds, 3), ram.sample_blocks(seeds, 3))
+
+
 def test_in_ram_build_over_budget_refused_naming_the_command(tmp_path):
     g = _directed_graph(tmp_path)
     with pytest.raises(GraphsysError) as err:

@@ -156,3 +156,89 @@ def test_sample_neighbors_refuses_seeds_outside_the_rows(bad):
     adj = from_coo(np.array([0, 0, 0, 1]), np.array([1, 2, 3, 0]), 4, 4)
     with pytest.raises(GraphsysError, match="outside the graph|must be integers"):
         sample_neighbors(adj, np.array(bad), 2)
+
+
+def test_source_degrees_and_block_src_degree_against_brute_force(monkeypatch):
+    """``Adjacency.source_degrees``: how many other rows list each node (its out-degree
+    without self-loops), read in chunks; a full layer's block (fanout -1) carries it for
+    its sources, a sampled layer's carries none (GCN keeps its in-block degrees)."""
+    import graphsys.sampling.adjacency as A
+
+    rng = np.random.default_rng(5)
+    for trial in range(30):
+        n, m = int(rng.integers(1, 15)), int(rng.integers(0, 50))
+        adj = from_coo(rng.integers(0, n, m), rng.integers(0, n, m), n, n,
+                       merge=bool(trial % 2))
+        monkeypatch.setattr(A, "DEGREE_CHUNK", int(rng.integers(1, 8)))
+        want = np.zeros(n, np.float32)
+        for v in range(n):
+            for u in adj.indices[adj.indptr[v]:adj.indptr[v + 1]]:
+                want[u] += u != v
+        np.testing.assert_array_equal(adj.source_degrees, want)
+        full, sampled = NeighborSampler(adj, [-1, 2]).sample_blocks(np.arange(n), trial)
+        np.testing.assert_array_equal(full.src_degree.numpy(), want[full.src_nodes.numpy()])
+        assert sampled.src_degree is None
+
+
+def test_gcn_on_a_sampled_block_uses_the_block_degrees():
+    """A sampled layer (fixed fanout) is normalised as PyG's ``gcn_norm`` on the sampled
+    subgraph and DGL's ``GraphConv`` on a block: by its in-block degrees, on the CPU and
+    the device sampler alike; a full layer (fanout -1) by the sources' graph degrees, so
+    it equals the full-graph forward on its destinations."""
+    import torch
+
+    from graphsys.gnn import GCNConv
+    from graphsys.gnn.full_graph import full_graph_blocks
+    from graphsys.sampling.device import DeviceNeighborSampler
+
+    rng = np.random.default_rng(8)
+    n = 40
+    s, d = rng.integers(0, n, 160), rng.integers(0, n, 160)
+    s, d = s[s != d], d[s != d]                         # no self-loops (they weigh 0)
+    adj = from_coo(np.r_[s, d], np.r_[d, s], n, n)
+    torch.manual_seed(0)
+    conv, x = GCNConv(4, 3), torch.randn(n, 4)
+    seeds = np.array([3, 17, 29])
+    for sampler in (NeighborSampler(adj, [2]),
+                    DeviceNeighborSampler(adj, [2], device="cpu")):
+        (block,) = sampler.sample_blocks(seeds, 1)
+        assert block.src_degree is None and block.num_edges < adj.degrees()[seeds].sum()
+        src, dst = block.src_nodes[block.edge_src], block.dst_nodes[block.edge_dst]
+        # gcn_norm on the sampled subgraph, written out: edges u -> v of the block and a
+        # self-loop per destination, degrees counted in that subgraph
+        nodes = block.src_nodes.tolist()
+        deg = {u: 0.0 for u in nodes}
+        deg_in = {v: 1.0 for v in seeds.tolist()}
+        for u, v in zip(src.tolist(), dst.tolist()):
+            deg[u] += 1.0
+            deg_in[v] += 1.0
+        for v in seeds.tolist():
+            deg[v] += 1.0
+        h = conv.lin(x)
+        want = torch.stack([
+            sum(h[u] / float(np.sqrt(deg[u] * deg_in[v]))
+                for u in src[dst == v].tolist() + [v]) for v in seeds.tolist()])
+        if conv.bias is not None:
+            want = want + conv.bias
+        with torch.no_grad():
+            torch.testing.assert_close(conv(x[block.src_nodes], block), want)
+    (block,) = NeighborSampler(adj, [-1]).sample_blocks(seeds, 1)
+    with torch.no_grad():
+        torch.testing.assert_close(conv(x[block.src_nodes], block),
+                                   conv(x, full_graph_blocks(adj, 1)[0])[seeds])
+
+
+def test_graph_options_with_a_ready_adjacency_are_refused():
+    """``edge_set``, ``symmetric``, ``direction`` and ``memory_limit`` choose a stored
+    graph's adjacency; with an Adjacency (or, for the device sampler, a NeighborSampler)
+    they were silently ignored: ``symmetric=False`` sampled the rows as given."""
+    from graphsys.sampling.device import DeviceNeighborSampler
+
+    adj = from_coo([0, 1], [1, 2], 3, 3)
+    for kw in ({"symmetric": False}, {"direction": "out"}, {"edge_set": "x"},
+               {"memory_limit": 10}):
+        with pytest.raises(GraphsysError, match=f"^{next(iter(kw))} selects the adjacency"):
+            NeighborSampler(adj, [2], **kw)
+        with pytest.raises(GraphsysError, match=f"^{next(iter(kw))} selects the adjacency"):
+            DeviceNeighborSampler(NeighborSampler(adj, [2]), device="cpu", **kw)
+    assert NeighborSampler(adj, [2], entity_type="node").entity_type == "node"

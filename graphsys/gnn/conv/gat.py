@@ -29,7 +29,8 @@ class GATConv(nn.Module):
     or averaged (``concat=False``, width ``out_dim``; the paper's output layer).
     :math:`[\mathbf{a}_{src} \Vert \mathbf{a}_{dst}]` is the paper's attention vector
     :math:`\mathbf{a}`; the softmax runs over the block's sources of ``v`` plus ``v`` itself
-    (a self-loop added per destination; repeated edges count again), LeakyReLU slope
+    (a self-loop added per destination, which replaces the block's own self-loop edges, as
+    PyG's ``GATConv``; repeated edges count again), LeakyReLU slope
     ``negative_slope`` (0.2). In training, dropout ``attn_dropout`` is applied to
     :math:`\alpha` (0.6 in the paper) and ``feat_dropout`` to the transformed features
     :math:`\mathbf{W}^k \mathbf{h}_u` that are summed (not to those the scores are computed
@@ -104,6 +105,10 @@ class GATConv(nn.Module):
         src = torch.cat([block.edge_src, loop])
         dst = torch.cat([block.edge_dst, loop])
         e = F.leaky_relu(score_src[src] + score_dst[dst], self.negative_slope)  # (E+n, K)
+        # the block's own self-loop edges (the same position: destinations come first)
+        # get no attention: the added loop stands for them
+        is_loop = torch.cat([block.edge_src == block.edge_dst, loop < 0])
+        e = e.masked_fill(is_loop.unsqueeze(1), -torch.inf)
         e_max = torch.full((n_dst, self.heads), -torch.inf, dtype=e.dtype, device=e.device)
         e_max = e_max.scatter_reduce(0, dst.unsqueeze(1).expand_as(e), e.detach(), "amax")
         w = torch.exp(e - e_max[dst])

@@ -28,10 +28,18 @@ class GCNConv(nn.Module):
     node-wise, :math:`\mathbf{h}'_v = \mathbf{W}^\top \sum_{u \in \mathcal{N}(v) \cup \{v\}}
     \frac{1}{\sqrt{\hat d_u \hat d_v}} \mathbf{h}_u + \mathbf{b}`, with
     :math:`\hat{\mathbf{A}} = \mathbf{A} + \mathbf{I}` (a self-loop from every destination to
-    itself), :math:`\hat d_v` = in-degree of destination ``v`` in the block + 1 and
-    :math:`\hat d_u` = out-degree of source ``u`` in the block (+ 1 if ``u`` is also a
-    destination). On a full-graph block of a symmetric graph both are the node degree + 1,
-    the formula of the paper.
+    itself, which replaces the block's own self-loop edges, as PyG's
+    ``add_remaining_self_loops``: a node is its own neighbour once), :math:`\hat d_v` =
+    in-degree of destination ``v`` in the block + 1 and :math:`\hat d_u` = out-degree of
+    source ``u`` in the block, + 1 if ``u`` is also a destination, self-loop edges not
+    counted. A sampled block (fixed fanout) is normalised by these in-block degrees, as
+    PyG's ``gcn_norm`` on the sampled subgraph and DGL's ``GraphConv`` on a block. On a
+    full neighbourhood (fanout -1, as layer-wise inference samples) the samplers fill the
+    block's :attr:`~graphsys.sampling.Block.src_degree` and :math:`\hat d_u` is ``u``'s
+    out-degree in the graph + 1, so a node's output does not depend on the other
+    destinations of its block: a layer-wise inference in chunks, a full-neighbourhood
+    minibatch and the full graph agree. On a full neighbourhood of a symmetric graph both
+    are the node degree + 1, the formula of the paper.
 
     Parameters
     ----------
@@ -113,15 +121,21 @@ class GCNConv(nn.Module):
         r""":math:`\hat{\mathbf{D}}_{dst}^{-1/2} \hat{\mathbf{A}}
         \hat{\mathbf{D}}_{src}^{-1/2} \mathbf{H}` of rows ``h`` (num_src_nodes, any width)."""
         n_dst, n_src = block.num_dst_nodes, block.num_src_nodes
-        ones = torch.ones_like(block.edge_src, dtype=h.dtype)
-        deg_dst = segment_weights_sum(ones, block.edge_dst, n_dst) + 1.0
-        deg_src = segment_weights_sum(ones, block.edge_src, n_src)
-        deg_src[:n_dst] += 1.0
+        # a self-loop edge (destinations come first among the sources, so the same
+        # position) weighs 0: the added loop of I stands for it
+        w = (block.edge_src != block.edge_dst).to(h.dtype)
+        deg_dst = segment_weights_sum(w, block.edge_dst, n_dst) + 1.0
+        if block.src_degree is not None:        # the graph's: whatever shares the block
+            deg_src = block.src_degree.to(h.dtype) + 1.0
+        else:
+            deg_src = segment_weights_sum(w, block.edge_src, n_src)
+            deg_src[:n_dst] += 1.0
         h = h * deg_src.rsqrt().unsqueeze(1)
         if type(self).message is GCNConv.message:   # no per-edge tensor
-            out = segment_sum(h, block) + h[:n_dst]
+            out = segment_sum(h, block, w) + h[:n_dst]
         else:
-            out = scatter_sum(self.message(h, block), block.edge_dst, n_dst) + h[:n_dst]
+            out = scatter_sum(self.message(h, block) * w.unsqueeze(1), block.edge_dst,
+                              n_dst) + h[:n_dst]
         return out * deg_dst.rsqrt().unsqueeze(1)
 
     def message(self, h_src: torch.Tensor, block: Block) -> torch.Tensor:
