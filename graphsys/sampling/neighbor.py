@@ -95,6 +95,8 @@ def pick_neighbors(adj: Adjacency, seeds: np.ndarray, fanout: int, replace: bool
     counts = np.empty(len(seeds), np.int64)
     (K.count_picks_par if parallel else K.count_picks_ser)(adj.indptr, seeds, fanout, replace,
                                                            counts)
+    if (picks := counts.sum(dtype=np.float64)) > 1 << 24:   # no int64 wrap; huge layers only
+        _check_picks_fit(picks, fanout)
     offsets = np.zeros(len(seeds) + 1, np.int64)
     np.cumsum(counts, out=offsets[1:])
     nbr = np.empty(offsets[-1], np.int64)
@@ -102,6 +104,19 @@ def pick_neighbors(adj: Adjacency, seeds: np.ndarray, fanout: int, replace: bool
     (K.fill_picks_par if parallel else K.fill_picks_ser)(
         adj.indptr, adj.indices, seeds, fanout, replace, rng_seed, offsets, nbr, eid)
     return nbr, counts, eid
+
+
+def _check_picks_fit(picks: float, fanout: int) -> None:
+    """Refuse a layer whose picks (two int64 arrays, then the block's ids and edges) exceed
+    the RAM available: a fanout of 10**15 with replacement failed in NumPy's allocator."""
+    from graphsys.memory import available_memory
+    from graphsys.units import format_size
+
+    need = 40 * picks
+    if need > (have := available_memory()):
+        raise GraphsysError(f"fanout {fanout} draws {picks:.0f} neighbours in one layer of this "
+                            f"batch, about {format_size(need)} of RAM; {format_size(have)} is "
+                            f"available (use a smaller fanout or batch)")
 
 
 def make_block(dst: np.ndarray, nbr: np.ndarray, counts: np.ndarray,

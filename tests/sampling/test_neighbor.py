@@ -242,3 +242,13 @@ def test_graph_options_with_a_ready_adjacency_are_refused():
         with pytest.raises(GraphsysError, match=f"^{next(iter(kw))} selects the adjacency"):
             DeviceNeighborSampler(NeighborSampler(adj, [2]), device="cpu", **kw)
     assert NeighborSampler(adj, [2], entity_type="node").entity_type == "node"
+
+
+def test_a_layer_too_large_for_memory_is_refused_in_one_line():
+    # a fanout of 10**15 with replacement failed in NumPy's allocator (and 2**62 on three
+    # seeds wrapped the int64 total): now one line naming the fanout and the RAM
+    from graphsys.sampling.adjacency import from_coo
+    adj = from_coo(np.array([0, 1, 1]), np.array([1, 0, 2]), 3, 3)
+    for fanout in (10**15, 2**62):
+        with pytest.raises(GraphsysError, match=f"fanout {fanout} draws .* of RAM"):
+            sample_neighbors(adj, np.array([0, 1, 2]), fanout, replace=True)
