@@ -145,6 +145,12 @@ GPUS = {g.name.lower(): g for g in (
     GPU("RTX4090", 128, 1536, 24), GPU("B200", 148, 2048, 32))}
 
 
+#: Resident CTAs per SM by compute capability where the thread limit does not tell it (CUDA
+#: C++ Programming Guide, "Technical Specifications per Compute Capability"): 1,536 threads
+#: an SM go with 16 CTAs on 8.6/8.7 but 24 on 8.9.
+_CTAS_PER_SM = {(7, 5): 16, (8, 6): 16, (8, 7): 16, (8, 9): 24}
+
+
 def resolve_gpu(name: str | None = None) -> GPU:
     """``name`` from :data:`GPUS`; ``None`` or ``auto``: the CUDA GPU present (its SM count and
     limits from torch), else H100."""
@@ -155,8 +161,9 @@ def resolve_gpu(name: str | None = None) -> GPU:
             if torch.cuda.is_available():
                 p = torch.cuda.get_device_properties(torch.cuda.current_device())
                 threads = int(getattr(p, "max_threads_per_multi_processor", 2048))
-                return GPU(p.name, int(p.multi_processor_count), threads,
-                           32 if threads >= 2048 else 16 if threads <= 1024 else 24)
+                ctas = _CTAS_PER_SM.get((p.major, p.minor),
+                                        32 if threads >= 2048 else 16 if threads <= 1024 else 24)
+                return GPU(p.name, int(p.multi_processor_count), threads, ctas)
         except Exception:  # noqa: BLE001 - no usable CUDA runtime: fall back to the default
             pass
         return GPUS["h100"]

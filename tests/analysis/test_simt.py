@@ -182,3 +182,26 @@ def test_large_stream_is_chunked():
     r = parts.result()
     assert r["warp_iterations"] == whole["warp_iterations"]
     assert r["histogram"] == whole["histogram"]
+
+
+def test_auto_gpu_takes_the_cta_limit_of_its_compute_capability(monkeypatch):
+    # 1,536 threads an SM is 16 resident CTAs on 8.6 (A10, RTX 30xx) but 24 on 8.9 (L4)
+    import types
+
+    import torch
+
+    from graphsys.analysis.simt import resolve_gpu
+
+    def props(major, minor, threads=1536):
+        return types.SimpleNamespace(name=f"sm_{major}{minor}", multi_processor_count=72,
+                                     max_threads_per_multi_processor=threads,
+                                     major=major, minor=minor)
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    for (major, minor, threads), ctas in {(8, 6, 1536): 16, (8, 9, 1536): 24,
+                                          (9, 0, 2048): 32, (7, 5, 1024): 16}.items():
+        monkeypatch.setattr(torch.cuda, "get_device_properties",
+                            lambda _, a=major, b=minor, t=threads: props(a, b, t))
+        gpu = resolve_gpu("auto")
+        assert (gpu.num_sms, gpu.max_threads_per_sm, gpu.max_ctas_per_sm) == (72, threads, ctas)
