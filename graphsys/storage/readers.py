@@ -14,6 +14,7 @@ import io
 import logging
 import os
 import re
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -406,10 +407,30 @@ def read_text(path: Path, fmt: str, roles: dict[str, str | int | None], *, delim
         yield from _read_fast(path, layout, comment, on_bad_line, progress, bad_lines)
 
 
+def _row_handler(fn: Callable) -> Callable:
+    """Mark ``fn`` as an Arrow invalid-row handler. Arrow decodes a bad row's text before it
+    calls the handler, and a row that is not UTF-8 fails there, outside the handler, as an
+    'Exception ignored' traceback printed ahead of the read's own one-line error (the row
+    is then an error, ``on_bad_line="skip"`` or not): the hook drops that report for marked
+    handlers and passes every other one on."""
+    fn.graphsys_row_handler = True
+    previous = sys.unraisablehook
+    if not getattr(previous, "graphsys_rows", False):
+        def hook(report) -> None:
+            if not (getattr(report.object, "graphsys_row_handler", False)
+                    and issubclass(report.exc_type, UnicodeDecodeError)):
+                previous(report)
+
+        hook.graphsys_rows = True
+        sys.unraisablehook = hook
+    return fn
+
+
 def _read_fast(path: Path, layout: _TextLayout, comment: str, on_bad_line: str,
                progress: Callable[[int], None], bad_lines: list[int]) -> Iterator[RawEdgeBatch]:
     comment_b = tuple(comment)
 
+    @_row_handler
     def handler(row) -> str:
         text = row.text.strip()
         if not text or text.startswith(comment_b):
@@ -459,6 +480,7 @@ def _read_careful(path: Path, layout: _TextLayout, comment: str, on_bad_line: st
     row_base = int(layout.header) + int(layout.size_line)  # rows before the first edge
     state = {"bad": None}
 
+    @_row_handler
     def handler(row) -> str:
         if on_bad_line == "skip":
             bad_lines.append(-1)

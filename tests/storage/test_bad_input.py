@@ -168,3 +168,19 @@ def test_semicolon_delimiter(tmp_path):
     f.write_text("1;2\n2;3\n")
     rep = ingest_sources([EdgeSource([f], format="tsv", delimiter=";")], tmp_path / "g")
     assert rep.edges == {"default": 2}
+
+
+def test_a_bad_row_that_is_not_utf8_prints_no_traceback(tmp_path):
+    # Arrow decodes a bad row before the invalid-row handler runs; bytes that are not UTF-8
+    # failed there and printed an 'Exception ignored ... UnicodeDecodeError' traceback ahead
+    # of the one-line error
+    import subprocess
+    import sys
+
+    (tmp_path / "e.txt").write_bytes(b"1 2\n3 4 5 \xff\xfe\n5 6\n")
+    run = subprocess.run([sys.executable, "-m", "graphsys", "ingest", str(tmp_path / "e.txt"),
+                          "--out", str(tmp_path / "g")], capture_output=True, text=True,
+                         errors="replace")
+    assert run.returncode != 0
+    assert len(run.stderr.strip().splitlines()) == 1, run.stderr
+    assert "Expected 2 columns, got 4" in run.stderr
