@@ -112,6 +112,12 @@ class BackendGraph:
     def is_directed(self) -> bool:
         return self.directed
 
+    def weighted(self, weight) -> bool:
+        """Whether a function's ``weight`` argument names the stored weights. Another
+        attribute (``weight="cost"`` on a stored graph whose weights are ``weight``) is
+        held by no edge, so NetworkX weighs every edge 1, as None does."""
+        return weight is not None and weight == self.weight
+
     def is_multigraph(self) -> bool:
         return False
 

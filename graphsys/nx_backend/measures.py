@@ -166,7 +166,7 @@ def degree_pearson_correlation_coefficient(G, x="out", y="in", weight=None, node
 
 
 def _unweighted(G, weight) -> None:
-    if weight is not None and G.weight is not None:
+    if G.weighted(weight):
         raise NotImplementedError("graphsys: weights other than 1 are not supported here")
 
 

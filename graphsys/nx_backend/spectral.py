@@ -40,7 +40,7 @@ def _operator(G, weight):
         return lambda x: np.zeros(n)
     indptr, indices = G.adjacency(transpose=True)
     w = np.zeros(0, np.float64)
-    if weight is not None and G.weight is not None:
+    if G.weighted(weight):
         if not G.exact_weights:
             raise NotImplementedError("graphsys: these weights need float64 (graphsys "
                                       "stores float32 weights)")

@@ -172,6 +172,27 @@ def test_a_stored_graph_with_parallel_edges_is_declined(tmp_path):
     assert B.square_clustering(bg) == nx.square_clustering(simple)
 
 
+def test_a_weight_other_than_the_stored_one_weighs_every_edge_1(tmp_path):
+    """A stored graph's weights are its ``weight`` attribute; ``weight="cost"`` names an
+    attribute no edge holds, which NetworkX reads as 1 on every edge. graphsys read the
+    stored weights for it (average shortest path length 3.5 where NetworkX gives 1.333,
+    modularity -0.318 for 0.0, eigenvector centrality 0.372 for 0.5)."""
+    g = graphsys.from_numpy([0, 1, 2, 0], [1, 2, 3, 3], tmp_path / "g", undirected=True,
+                            weight=[1.0, 5.0, 1.0, 4.0])
+    bg, H = from_graph(g), nx.Graph()
+    H.add_weighted_edges_from([(0, 1, 1.0), (1, 2, 5.0), (2, 3, 1.0), (0, 3, 4.0)])
+    parts = [{0, 1}, {2, 3}]
+    for w in ("cost", "weight", None):
+        assert B.average_shortest_path_length(bg, weight=w) == \
+            nx.average_shortest_path_length(H, weight=w)
+        assert B.modularity(bg, parts, weight=w) == nx.community.modularity(H, parts, weight=w)
+        assert B.wiener_index(bg, weight=w) == nx.wiener_index(H, weight=w)
+        close(B.eigenvector_centrality(bg, weight=w), nx.eigenvector_centrality(H, weight=w))
+        close(B.pagerank(bg, weight=w, tol=1e-12), nx.pagerank(H, weight=w, tol=1e-12))
+    assert B.diameter(bg, weight="cost") == nx.diameter(H, weight="cost") == 2
+    assert B.single_source_dijkstra_path_length(bg, 0, weight="cost") == {0: 0, 1: 1, 3: 1, 2: 2}
+
+
 def test_min_edges_that_is_no_number_is_one_line(monkeypatch):
     """``nx.config.backends.graphsys.min_edges = "x"`` made every automatically
     dispatched call raise TypeError ('<' not supported between int and str)."""
