@@ -216,9 +216,9 @@ def radius(G, e=None, usebounds=False, weight=None):
 
 
 def center(G, e=None, usebounds=False, weight=None):
-    """``nx.center`` (of the null graph: ``NetworkXPointlessConcept`` unweighted, as
-    NetworkX's tree test raises, else ``ValueError``)."""
-    if len(G) == 0 and weight is None:
+    """``nx.center`` (of the null graph: ``NetworkXPointlessConcept`` unweighted and
+    without ``usebounds``, as NetworkX's tree test raises, else ``ValueError``)."""
+    if len(G) == 0 and weight is None and usebounds is not True:
         raise _nx().NetworkXPointlessConcept("G has no nodes.")
     ecc = _eccentricities(G, weight)
     return [G.keys[i] for i in np.flatnonzero(ecc == ecc.min()).tolist()]
