@@ -158,8 +158,11 @@ def _connected(G) -> bool:
 
 
 def average_shortest_path_length(G, weight=None, method=None):
-    """``nx.average_shortest_path_length`` (unweighted, Dijkstra or Bellman-Ford)."""
+    """``nx.average_shortest_path_length`` (unweighted, Dijkstra or Bellman-Ford;
+    ``method="unweighted"`` counts hops whatever ``weight``, as NetworkX's)."""
     nx = _nx()
+    if method == "unweighted":
+        weight = None
     n = len(G)
     if n == 0:
         raise nx.NetworkXPointlessConcept("the null graph has no paths, thus there is no "
