@@ -172,6 +172,20 @@ def test_a_stored_graph_with_parallel_edges_is_declined(tmp_path):
     assert B.square_clustering(bg) == nx.square_clustering(simple)
 
 
+def test_a_direct_call_declines_what_dispatch_declines(tmp_path):
+    """``BackendInterface.pagerank(G, dangling=d)`` (a direct call, as from_graph's example
+    makes) skips NetworkX's can_run: dangling was ignored (0.126 for node 0 where NetworkX
+    gives 0.316), closeness's u gave every node's dict; now NotImplementedError, as
+    dispatch with backend="graphsys"."""
+    bg = from_graph(graphsys.from_numpy([0, 1, 2, 0], [1, 2, 3, 3], tmp_path / "g"))
+    for call in (lambda: B.pagerank(bg, dangling={0: 1}), lambda: B.hits(bg, nstart={0: 1}),
+                 lambda: B.closeness_centrality(bg, u=1),
+                 lambda: B.betweenness_centrality(bg, weight="weight")):
+        with pytest.raises(NotImplementedError, match="graphsys: "):
+            call()
+    close(B.pagerank(bg), nx.pagerank(nx.DiGraph([(0, 1), (1, 2), (2, 3), (0, 3)])))
+
+
 def test_a_weight_other_than_the_stored_one_weighs_every_edge_1(tmp_path):
     """A stored graph's weights are its ``weight`` attribute; ``weight="cost"`` names an
     attribute no edge holds, which NetworkX reads as 1 on every edge. graphsys read the
