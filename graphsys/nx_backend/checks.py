@@ -369,7 +369,12 @@ def _declined(name: str, a: dict) -> str | None:
 
 
 def can_run(name: str, args, kwargs) -> bool | str:
-    """True, or the reason graphsys declines the call."""
+    """True, or the reason graphsys declines the call (``ParameterError`` for a
+    ``nx.config.backends.graphsys.tmpdir`` that is no writable directory, as for a bad
+    ``min_edges``: a run there would fail later, or fall back to NetworkX unseen)."""
+    from graphsys.nx_backend.graph import memory_dir
+
+    memory_dir()
     reason = _declined(name, _arguments(name, args, kwargs))
     return True if reason is None else f"graphsys: {reason}"
 

@@ -361,12 +361,25 @@ def edge_weights(values: list) -> np.ndarray:
 def memory_dir() -> str | None:
     """Where converted graphs go: ``nx.config.backends.graphsys.tmpdir`` when set, else
     ``/dev/shm`` (memory: no disk writes, no fsync wait) when it is a writable directory,
-    else the system's temporary directory (None)."""
+    else the system's temporary directory (None).
+
+    Raises
+    ------
+    ParameterError
+        ``tmpdir`` is set but is no writable directory (a raw ``FileNotFoundError``
+        naming no path before).
+    """
     import networkx as nx
 
     chosen = nx.config.backends.graphsys.get("tmpdir")
     if chosen:
-        return str(chosen)
+        if not (isinstance(chosen, str) or hasattr(chosen, "__fspath__")) or \
+                not os.path.isdir(chosen) or not os.access(chosen, os.W_OK | os.X_OK):
+            from graphsys.errors import ParameterError
+
+            raise ParameterError("nx.config.backends.graphsys.tmpdir",
+                                 f"must be a writable directory, got {chosen!r}")
+        return os.fspath(chosen)
     shm = "/dev/shm"
     return shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
 

@@ -221,6 +221,20 @@ def test_min_edges_that_is_no_number_is_one_line(monkeypatch):
     assert B.should_run("pagerank", (G,), {}) is True
 
 
+def test_tmpdir_that_is_no_writable_directory_is_one_line(monkeypatch, tmp_path):
+    """A tmpdir that does not exist (or is no path) raised FileNotFoundError naming no path
+    from the first function that writes a converted graph (betweenness)."""
+    G = convert(nx.path_graph(3))
+    for bad in (str(tmp_path / "missing"), 5):
+        monkeypatch.setitem(nx.config.backends.graphsys, "tmpdir", bad)
+        with pytest.raises(ParameterError, match="tmpdir must be a writable directory"):
+            B.can_run("betweenness_centrality", (G,), {})
+        with pytest.raises(ParameterError, match="tmpdir must be a writable directory"):
+            B.betweenness_centrality(G)
+    monkeypatch.setitem(nx.config.backends.graphsys, "tmpdir", str(tmp_path))
+    assert B.betweenness_centrality(G) == nx.betweenness_centrality(nx.path_graph(3))
+
+
 def test_hits_declines_weights_float32_rounds():
     """HITS reads the stored float32 weights: with 0.1, 0.3, 0.7, 1.1 its hubs were 1e-9
     from NetworkX's (exact to 1e-16 at its default tolerance), so such weights are
