@@ -384,6 +384,17 @@ def memory_dir() -> str | None:
     return shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
 
 
+def _views_a_digraph(G) -> bool:
+    """Whether ``G`` is a view over a directed graph (``D.to_undirected(as_view=True)``,
+    or a view of one): its row of ``u`` holds ``u -> v``'s attributes and its row of ``v``
+    ``v -> u``'s, so NetworkX reads an edge's weight from the end it leaves."""
+    seen = G
+    while (seen := getattr(seen, "_graph", None)) is not None:
+        if seen.is_directed():
+            return True
+    return False
+
+
 def from_networkx(G, weight: str | None, default: Any = 1, *,
                   dir: str | None = None) -> BackendGraph:
     """``G`` as graphsys's arrays: node ``i`` of ``list(G)`` at internal id ``i``, each
@@ -401,12 +412,18 @@ def from_networkx(G, weight: str | None, default: Any = 1, *,
     Raises
     ------
     NotImplementedError
-        A multigraph, or weights graphsys cannot store (:func:`edge_weights`): NetworkX
-        then runs the call itself, where falling back is allowed.
+        A multigraph, weights graphsys cannot store (:func:`edge_weights`), or an
+        undirected view of a DiGraph whose edge weighs differently from each end
+        (:func:`_views_a_digraph`): NetworkX then runs the call itself, where falling back
+        is allowed.
     """
     if G.is_multigraph():
         raise NotImplementedError("graphsys: multigraphs are not supported")
     edges, values = _edge_list(G, weight, default)
+    if values and not G.is_directed() and _views_a_digraph(G) and any(
+            (x := G[v][u].get(weight, default)) is not w and x != w for u, v, w in edges):
+        raise NotImplementedError("graphsys: an undirected view of a DiGraph whose edge "
+                                  "holds another weight at each end")
     w = edge_weights(values) if values else None
     if w is not None and np.all(w == 1.0):
         w = None  # all ones: the same as no weights (and the unweighted fast paths)

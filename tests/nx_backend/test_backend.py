@@ -373,6 +373,24 @@ def test_cached_conversion_sees_edits(monkeypatch):
     assert nx.number_connected_components(V) == 2
 
 
+def test_an_undirected_view_of_a_digraph_with_two_weights_per_edge_is_declined():
+    """``D.to_undirected(as_view=True)`` reads an edge's weight from the end it leaves:
+    0 -> 1 weighs 1 and 1 -> 0 weighs 10, so NetworkX's distance from 2 to 0 is 11; the
+    conversion stored one weight per edge (2), and modularity was -0.125 for -0.704."""
+    D = nx.DiGraph()
+    D.add_weighted_edges_from([(0, 1, 1), (1, 0, 10), (1, 2, 1)])
+    with pytest.raises(NotImplementedError, match="undirected view of a DiGraph"):
+        convert(D.to_undirected(as_view=True))
+    with pytest.raises(NotImplementedError, match="undirected view of a DiGraph"):
+        convert(D.to_undirected(as_view=True).subgraph([0, 1, 2]))
+    D[1][0]["weight"] = 1  # the same weight at both ends: converted
+    U = D.to_undirected(as_view=True)
+    assert B.single_source_dijkstra_path_length(convert(U), 2) == \
+        nx.single_source_dijkstra_path_length(U, 2) == {2: 0, 1: 1, 0: 2}
+    assert B.modularity(convert(U), [{0, 1}, {2}]) == \
+        nx.community.modularity(U, [{0, 1}, {2}])
+
+
 def test_triangles_and_clustering_equal_networkx(graphs):
     """NetworkX's values to the last bit and its types (the integer 0 of a node without a
     triangle), self-loops ignored, ``nodes`` as a node or a container; directed graphs
