@@ -298,7 +298,8 @@ class Source:
         if self.digest is not None and _digest(G) != self.digest:
             return False
         try:
-            return self.weight is None or _values(G, self.weight, self.default) == self.values
+            return self.weight is None or (_values(G, self.weight, self.default) == self.values
+                                           and not _two_weights(G, self.weight, self.default))
         except (TypeError, ValueError):  # a value whose == is no bool (an array): changed
             return False
 
@@ -384,14 +385,16 @@ def memory_dir() -> str | None:
     return shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
 
 
-def _views_a_digraph(G) -> bool:
-    """Whether ``G`` is a view over a directed graph (``D.to_undirected(as_view=True)``,
-    or a view of one): its row of ``u`` holds ``u -> v``'s attributes and its row of ``v``
-    ``v -> u``'s, so NetworkX reads an edge's weight from the end it leaves."""
+def _two_weights(G, weight: str, default: Any) -> bool:
+    """Whether ``G`` is an undirected view over a directed graph
+    (``D.to_undirected(as_view=True)``, or a view of one) with an edge that weighs
+    differently from its two ends: its row of ``u`` holds ``u -> v``'s attributes and its
+    row of ``v`` ``v -> u``'s, and NetworkX reads an edge's weight from the end it leaves."""
     seen = G
-    while (seen := getattr(seen, "_graph", None)) is not None:
+    while not G.is_directed() and (seen := getattr(seen, "_graph", None)) is not None:
         if seen.is_directed():
-            return True
+            return any((x := G[v][u].get(weight, default)) is not w and x != w
+                       for u, v, w in G.edges(data=weight, default=default))
     return False
 
 
@@ -414,14 +417,13 @@ def from_networkx(G, weight: str | None, default: Any = 1, *,
     NotImplementedError
         A multigraph, weights graphsys cannot store (:func:`edge_weights`), or an
         undirected view of a DiGraph whose edge weighs differently from each end
-        (:func:`_views_a_digraph`): NetworkX then runs the call itself, where falling back
+        (:func:`_two_weights`): NetworkX then runs the call itself, where falling back
         is allowed.
     """
     if G.is_multigraph():
         raise NotImplementedError("graphsys: multigraphs are not supported")
     edges, values = _edge_list(G, weight, default)
-    if values and not G.is_directed() and _views_a_digraph(G) and any(
-            (x := G[v][u].get(weight, default)) is not w and x != w for u, v, w in edges):
+    if values and _two_weights(G, weight, default):
         raise NotImplementedError("graphsys: an undirected view of a DiGraph whose edge "
                                   "holds another weight at each end")
     w = edge_weights(values) if values else None

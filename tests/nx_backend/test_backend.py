@@ -389,6 +389,10 @@ def test_an_undirected_view_of_a_digraph_with_two_weights_per_edge_is_declined()
         nx.single_source_dijkstra_path_length(U, 2) == {2: 0, 1: 1, 0: 2}
     assert B.modularity(convert(U), [{0, 1}, {2}]) == \
         nx.community.modularity(U, [{0, 1}, {2}])
+    g = convert(U)
+    D[1][0]["weight"] = 10  # edited in place, at the end the conversion did not read
+    with pytest.raises(NotImplementedError, match="undirected view of a DiGraph"):
+        g.refresh()
 
 
 def test_triangles_and_clustering_equal_networkx(graphs):
