@@ -437,14 +437,14 @@ def betweenness_centrality(G, k=None, normalized=True, weight=None, endpoints=Fa
     """``nx.betweenness_centrality``, unweighted (graphsys's Brandes; ``weight`` is
     declined: NetworkX's float64 path lengths stay in NetworkX). ``k`` sources are drawn
     as NetworkX draws them, ``seed.sample(list(G), k)`` from the random state NetworkX
-    hands its backends, and scaled as NetworkX scales a sample."""
+    hands its backends (NetworkX's ``create_py_random_state`` of ``seed``: a
+    ``random.Random`` or its wrappers of a NumPy generator), and scaled as NetworkX scales
+    a sample."""
     if G.null:
         return {}
     sources = None
     if k is not None and k != len(G):
-        import random
-
-        rng = seed if isinstance(seed, random.Random) else random.Random(seed)
+        rng = _nx().utils.create_py_random_state(seed)
         sources = G.graph.to_original(G.internal(rng.sample(list(G.keys), k)))
     res = _bsp().betweenness(G.graph, sources=sources, normalized=normalized,
                           endpoints=endpoints)

@@ -6,6 +6,7 @@ functions, and first calls that import no torch."""
 from __future__ import annotations
 
 import os
+import random
 import re
 import subprocess
 import sys
@@ -200,6 +201,19 @@ def test_sampled_betweenness_equals_networkx():
             close(B.betweenness_centrality(g, **kwargs),
                   nx.betweenness_centrality(G, **kwargs), 1e-12)
     assert B.can_run("betweenness_centrality", (G,), {"k": 99}) is not True
+
+
+@needs_entry_point
+@pytest.mark.filterwarnings("ignore:Note. conversions to backend graphs:UserWarning")
+def test_sampled_betweenness_takes_every_seed_networkx_takes():
+    """A NumPy RandomState seed (NetworkX hands the backend its PythonRandomInterface
+    wrapper) raised TypeError from random.Random(seed); a Generator, an int and a
+    random.Random give NetworkX's sample too."""
+    G = nx.karate_club_graph()
+    for make in (lambda: np.random.RandomState(3), lambda: np.random.default_rng(3),
+                 lambda: random.Random(3), lambda: 3):
+        close(nx.betweenness_centrality(G, k=5, seed=make(), backend="graphsys"),
+              nx.betweenness_centrality(G, k=5, seed=make(), backend="networkx"), 1e-12)
 
 
 def test_all_pairs_sums_hold_one_source_at_a_time():
