@@ -359,6 +359,16 @@ def edge_weights(values: list) -> np.ndarray:
     return w
 
 
+def _exact(values: list, w: np.ndarray) -> bool:
+    """Whether float32 holds every weight exactly: its float64 ``w`` and, for a weight that
+    is no float (an int beyond 2**53, a Fraction), the value itself (2**60 + 1 is 2**60 in
+    float64, which float32 holds: its path lengths were 1 short of NetworkX's exact
+    ones)."""
+    if not np.all(w.astype(np.float32) == w):
+        return False
+    return all(v == x for v, x in zip(values, w.tolist()) if type(v) is not float)
+
+
 def memory_dir() -> str | None:
     """Where converted graphs go: ``nx.config.backends.graphsys.tmpdir`` when set, else
     ``/dev/shm`` (memory: no disk writes, no fsync wait) when it is a writable directory,
@@ -427,11 +437,12 @@ def from_networkx(G, weight: str | None, default: Any = 1, *,
         raise NotImplementedError("graphsys: an undirected view of a DiGraph whose edge "
                                   "holds another weight at each end")
     w = edge_weights(values) if values else None
-    if w is not None and np.all(w == 1.0):
+    exact = w is None or _exact(values, w)
+    if exact and w is not None and np.all(w == 1.0):
         w = None  # all ones: the same as no weights (and the unweighted fast paths)
     keys = list(G)
     out = BackendGraph(None, keys, G.is_directed(), weight if w is not None else None,
-                       w is None or bool(np.all(w.astype(np.float32) == w)))
+                       exact)
     if keys:
         index = {k: i for i, k in enumerate(keys)}.__getitem__
         m = len(edges)

@@ -345,6 +345,24 @@ def test_weights_graphsys_cannot_store_are_declined():
         assert convert(nx.DiGraph([(0, 1, {"weight": w}), (1, 2, {"weight": 2.0})]))
 
 
+def test_weights_float64_rounds_are_inexact():
+    """2**60 + 1 is 2**60 in float64, which float32 holds: it passed as exact, and the
+    distance 0 -> 2 was 1152921504606846976.0 where NetworkX sums the ints to
+    1152921504606846978; a Fraction within float64's rounding of 1 read as no weight."""
+    from fractions import Fraction
+
+    G = nx.Graph()
+    G.add_weighted_edges_from([(0, 1, 2**60 + 1), (1, 2, 1), (0, 3, 3)])
+    assert not convert(G).exact_weights
+    with pytest.raises(NotImplementedError):  # declined: NetworkX sums the ints
+        B.single_source_dijkstra_path_length(convert(G), 0)
+    near_one = nx.path_graph(3)
+    nx.set_edge_attributes(near_one, Fraction(10**20 + 1, 10**20), "weight")
+    assert convert(near_one).weight == "weight" and not convert(near_one).exact_weights
+    assert convert(nx.DiGraph([(0, 1, {"weight": 2**60})])).exact_weights
+    assert convert(nx.DiGraph([(0, 1, {"weight": Fraction(1, 2)})])).exact_weights
+
+
 @needs_entry_point
 def test_cached_conversion_sees_edits(monkeypatch):
     """NetworkX caches the conversion on the graph and does not clear it when an edge
