@@ -198,7 +198,9 @@ def _within(G, dist: np.ndarray, cutoff, kind, source: int, levels: bool = False
         reach &= near
     idx = np.flatnonzero(reach)
     order = idx[np.argsort(dist[idx], kind="stable")]
-    return {G.keys[i]: kind(dist[i]) for i in order.tolist()}
+    out = {G.keys[i]: kind(dist[i]) for i in order.tolist()}
+    out[G.keys[source]] = 0  # NetworkX's int 0, whatever the weights
+    return out
 
 
 def single_source_dijkstra_path_length(G, source, cutoff=None, weight="weight"):
@@ -207,7 +209,7 @@ def single_source_dijkstra_path_length(G, source, cutoff=None, weight="weight"):
     if G.null or len(G) == 1:
         return {source: 0}
     return _within(G, distances(G, s, weight), cutoff,
-                   float if G.weighted(weight) else int, s)
+                   G.length_type(weight), s)
 
 
 def distances(G, s: int, weight=None) -> np.ndarray:

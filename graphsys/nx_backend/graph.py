@@ -50,6 +50,9 @@ class BackendGraph:
         #: Whether every weight was stored exactly (graphsys stores float32): sums of them
         #: (path lengths) then equal NetworkX's float64 ones
         self.exact_weights = exact_weights
+        #: Whether every weight is a Python int (a conversion's): NetworkX's sums of them,
+        #: path lengths, are ints
+        self.integral = False
         self._index: dict | None = None
         #: What :meth:`refresh` compares: the NetworkX graph converted (a weak reference),
         #: the weight attribute and default asked for, the weights read and, for a view,
@@ -117,6 +120,11 @@ class BackendGraph:
         attribute (``weight="cost"`` on a stored graph whose weights are ``weight``) is
         held by no edge, so NetworkX weighs every edge 1, as None does."""
         return weight is not None and weight == self.weight
+
+    def length_type(self, weight) -> type:
+        """The type of NetworkX's path lengths over ``weight``: int for hops or Python int
+        weights, else float."""
+        return float if self.weighted(weight) and not self.integral else int
 
     def is_multigraph(self) -> bool:
         return False
@@ -443,6 +451,7 @@ def from_networkx(G, weight: str | None, default: Any = 1, *,
     keys = list(G)
     out = BackendGraph(None, keys, G.is_directed(), weight if w is not None else None,
                        exact)
+    out.integral = w is not None and all(type(v) is int for v in values)
     if keys:
         index = {k: i for i, k in enumerate(keys)}.__getitem__
         m = len(edges)

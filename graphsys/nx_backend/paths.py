@@ -65,7 +65,7 @@ def _one_pair(G, source, target, weight):
     d = _reached(G, source, weight)[G.index[target]]
     if not np.isfinite(d):
         raise _nx().NetworkXNoPath(f"No path between {source} and {target}.")
-    return float(d) if G.weighted(weight) else int(d)
+    return G.length_type(weight)(d)
 
 
 def shortest_path_length(G, source=None, target=None, weight=None, method="dijkstra"):
@@ -137,7 +137,7 @@ def multi_source_dijkstra_path_length(G, sources, cutoff=None, weight="weight"):
             raise _nx().NodeNotFound(f"Node {s} not found in graph")
     ids = G.internal(sources)
     dist = np.min([distances(G, s, weight) for s in ids.tolist()], axis=0)
-    kind = float if G.weighted(weight) else int
+    kind = G.length_type(weight)
     out = dict.fromkeys(sources, 0)
     for k, v in _within(G, dist, cutoff, kind, int(ids[0])).items():
         out.setdefault(k, v)

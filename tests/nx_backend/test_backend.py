@@ -345,6 +345,28 @@ def test_weights_graphsys_cannot_store_are_declined():
         assert convert(nx.DiGraph([(0, 1, {"weight": w}), (1, 2, {"weight": 2.0})]))
 
 
+def test_path_lengths_have_networkx_types():
+    """NetworkX sums int weights to ints and gives the source int 0: graphsys gave floats
+    (the karate club, int weights: 3.0 for 3; the source 0.0 under float weights)."""
+    G = nx.karate_club_graph()
+    g = convert(G)
+    for ours, theirs in ((B.single_source_dijkstra_path_length(g, 0),
+                          nx.single_source_dijkstra_path_length(G, 0)),
+                         (B.multi_source_dijkstra_path_length(g, [0, 5]),
+                          nx.multi_source_dijkstra_path_length(G, [0, 5])),
+                         (dict(B.all_pairs_dijkstra_path_length(g))[3],
+                          dict(nx.all_pairs_dijkstra_path_length(G))[3])):
+        assert ours == theirs and [type(v) for v in ours.values()] == \
+            [type(theirs[k]) for k in ours]
+    assert type(B.dijkstra_path_length(g, 0, 33)) is int
+    assert type(B.wiener_index(convert(G.to_directed()), weight="weight")) is int
+    F = nx.path_graph(3)
+    nx.set_edge_attributes(F, 0.5, "weight")
+    assert [type(v) for v in B.single_source_dijkstra_path_length(convert(F), 0).values()] \
+        == [type(v) for v in nx.single_source_dijkstra_path_length(F, 0).values()] \
+        == [int, float, float]
+
+
 def test_weights_float64_rounds_are_inexact():
     """2**60 + 1 is 2**60 in float64, which float32 holds: it passed as exact, and the
     distance 0 -> 2 was 1152921504606846976.0 where NetworkX sums the ints to
