@@ -52,16 +52,22 @@ def _pairs(G, pairs) -> Iterator[tuple[list, np.ndarray, np.ndarray]]:
 
 
 def _predict(G, ebunch, method: str, integral: bool = False):
+    """The scores of ``ebunch``'s pairs (every non-edge when None), NetworkX's types: the
+    int 0 where NetworkX sums no common neighbour (Adamic-Adar, resource allocation) or
+    divides none by no union (Jaccard of two isolated nodes), ints with ``integral``."""
     pairs = _checked(G, ebunch)
+    isolated = G.degree() == 0 if method == "jaccard" and not G.null else None
 
     def scores():
         for keys, us, vs in _pairs(G, pairs):
             values = measures.link_scores(G.graph, np.column_stack([us, vs]), method,
                                           internal=True).tolist()
-            for (u, v), s in zip(keys, values):
+            for (u, v), s, a, b in zip(keys, values, us.tolist(), vs.tolist()):
                 if s == np.inf:  # a common neighbour of degree 1: u == v, 1 / log(1)
                     raise ZeroDivisionError("float division by zero")
-                yield u, v, int(s) if integral else s
+                if integral or s == 0 and (isolated is None or isolated[a] and isolated[b]):
+                    s = int(s)
+                yield u, v, s
 
     return scores()
 

@@ -119,6 +119,19 @@ def test_measures_match_networkx(graphs):
         B.diameter(convert(two, None))
 
 
+def test_link_scores_have_networkx_types():
+    """NetworkX's Adamic-Adar and resource allocation sum no common neighbour to the int 0,
+    and its Jaccard of two isolated nodes is the int 0; graphsys gave 0.0."""
+    G = nx.Graph([(0, 1), (1, 2), (3, 4), (6, 6)])
+    G.add_nodes_from([5, 7])
+    pairs = [(0, 2), (0, 3), (5, 0), (5, 6), (5, 7), (6, 6), (2, 3)]
+    g = convert(G, None)
+    for name in ("jaccard_coefficient", "adamic_adar_index", "resource_allocation_index",
+                 "preferential_attachment"):
+        got, want = list(getattr(B, name)(g, pairs)), list(getattr(nx, name)(G, pairs))
+        assert got == want and [type(s) for *_, s in got] == [type(s) for *_, s in want]
+
+
 def test_pearson_coefficient_of_fewer_than_two_pairs_raises():
     """NetworkX's Pearson coefficient raises where its degree pairs are fewer than two
     (one directed edge, one self-loop); graphsys answered NaN."""
