@@ -275,10 +275,13 @@ def efficiency(G, u, v):
 
 def harmonic_centrality(G, nbunch=None, distance=None, sources=None):
     """``nx.harmonic_centrality`` of every node: the sum of ``1 / d`` over the nodes
-    that reach it (``nbunch`` and ``sources`` are declined by the checks)."""
-    centrality = {u: 0 for u in G.keys}
-    for _, lengths in all_pairs_dijkstra_path_length(G, weight=distance):
-        for u, d in lengths.items():
+    that reach it (``nbunch`` and ``sources`` are declined by the checks), keyed and
+    summed over the sources in NetworkX's order, that of ``set(G)``, so the floats are
+    NetworkX's to the last bit."""
+    check_exact(G, distance)
+    centrality = {u: 0 for u in set(G.keys)}
+    for v in list(centrality):
+        for u, d in single_source_dijkstra_path_length(G, v, weight=distance).items():
             if d != 0:
                 centrality[u] += 1 / d
     return centrality
