@@ -4,6 +4,7 @@ design (:data:`KNOWN_DIFFERENCES`)."""
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import numbers
@@ -28,12 +29,19 @@ KNOWN_DIFFERENCES: dict[str, str] = {
 }
 
 
-def _arguments(name: str, args, kwargs) -> dict:
-    """The call's arguments by parameter name, defaults filled (NetworkX's signature)."""
+@functools.cache
+def _signature(name: str) -> inspect.Signature:
+    """NetworkX's signature of ``name`` (read once: every dispatched call binds it twice,
+    in :func:`can_run` and again in the backend's function wrapper)."""
     from networkx.utils.backends import _registered_algorithms
 
+    return inspect.signature(_registered_algorithms[name])
+
+
+def _arguments(name: str, args, kwargs) -> dict:
+    """The call's arguments by parameter name, defaults filled (NetworkX's signature)."""
     try:
-        bound = inspect.signature(_registered_algorithms[name]).bind(*args, **kwargs)
+        bound = _signature(name).bind(*args, **kwargs)
     except TypeError:
         return {}
     bound.apply_defaults()
