@@ -182,6 +182,13 @@ def _reciprocity(G, a: dict) -> str | None:
     return None
 
 
+def _read_twice(name: str):
+    """A check declining an iterator as argument ``name``, which NetworkX reads twice
+    (its second read finds it spent): NetworkX runs the call, and gives its answer."""
+    return lambda G, a: (f"an iterator as {name} (NetworkX reads it twice) stays in NetworkX"
+                         if isinstance(a.get(name), Iterator) else None)
+
+
 #: Function name -> ``check(G, arguments)``: why graphsys declines the call, or None.
 CHECKS = {
     "pagerank": _pagerank,
@@ -209,10 +216,11 @@ CHECKS = {
                                       "transitivity")},
     # NetworkX checks the pairs' nodes in one loop and scores them in a second: an
     # iterator is spent by the first, and NetworkX scores no pair
-    **{name: lambda G, a: ("an ebunch iterator (NetworkX reads it twice) stays in NetworkX"
-                           if isinstance(a.get("ebunch"), Iterator) else None)
-       for name in ("jaccard_coefficient", "adamic_adar_index", "resource_allocation_index",
-                    "preferential_attachment")},
+    **{name: _read_twice("ebunch") for name in (
+        "jaccard_coefficient", "adamic_adar_index", "resource_allocation_index",
+        "preferential_attachment")},
+    # (the same for the sources: NetworkX's answer is then {})
+    "multi_source_dijkstra_path_length": _read_twice("sources"),
 }
 
 

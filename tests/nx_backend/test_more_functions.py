@@ -284,6 +284,8 @@ def test_declined_arguments():
             ("cut_size", U, (iter(["n0"]),), {}),  # an iterator NetworkX reads twice
             ("jaccard_coefficient", U, (iter([("n0", "n1")]),), {}),  # the same
             ("preferential_attachment", U, (), {"ebunch": (p for p in [("n0", "n1")])}),
+            # NetworkX checks the sources, then searches from none: {} (graphsys searched)
+            ("multi_source_dijkstra_path_length", U, (iter(["n0", "n5"]),), {}),
             ("cut_size", U, (["n0", "n1"], ["n1"]), {}),  # overlapping sets
             ("cut_size", D, ([0, 1],), {}),  # NetworkX's directed cut needs T
             ("volume", U, ("n0",), {}),  # a node, not a set of nodes
