@@ -59,14 +59,20 @@ def _weight_attr(edge_attrs, preserve_edge_attrs) -> tuple[str | None, object]:
 def _lazy(name: str, target: str) -> Callable:
     """``target`` behind NetworkX's name: each graph argument refreshed first
     (:meth:`BackendGraph.refresh`: NetworkX's cached conversion of a graph edited since),
-    and a graphsys error turned into ``NotImplementedError``, so that NetworkX runs the
-    call itself rather than hand its user an exception of graphsys's."""
+    the arguments checked as :meth:`BackendInterface.can_run` checks them (a direct call,
+    ``BackendInterface.pagerank(G, dangling=d)``, skips NetworkX's dispatcher: an argument
+    graphsys cannot honour raises ``NotImplementedError`` rather than being ignored), and
+    a graphsys error turned into ``NotImplementedError``, so that NetworkX runs the call
+    itself rather than hand its user an exception of graphsys's."""
     module, attr = target.split(":")
 
     def call(*args, **kwargs):
         for arg in (*args, *kwargs.values()):
             if isinstance(arg, BackendGraph):
                 arg.refresh()
+        declined = checks.can_run(name, args, kwargs)
+        if declined is not True:
+            raise NotImplementedError(declined)
         try:
             return getattr(importlib.import_module(module), attr)(*args, **kwargs)
         except GraphsysError as exc:

@@ -69,7 +69,7 @@ def pagerank(G, alpha=0.85, personalization=None, max_iter=100, tol=1.0e-6, nsta
         p = _dense(G, personalization)
         if not p.sum() > 0:
             raise ZeroDivisionError
-    weighted = G.weight is not None and weight is not None
+    weighted = G.weighted(weight)
     start = None
     if nstart is not None:
         start = _dense(G, nstart)
@@ -170,7 +170,7 @@ def hits(G, max_iter=100, tol=1.0e-8, nstart=None, normalized=True):
     with warnings.catch_warnings():  # unconverged: NetworkX's exception below instead
         warnings.simplefilter("ignore", ConvergenceWarning)
         res = _bsp().hits(G.graph, tol=_hits_tolerance(tol, n),
-                          max_iters=2 * ARPACK_NCV * max_iter, weighted=G.weight is not None)
+                          max_iters=2 * ARPACK_NCV * max_iter, weighted=G.weighted("weight"))
     if not res.stats.converged and G.converted:  # ARPACK may converge where it did not
         raise NotImplementedError("graphsys: HITS's power iteration did not converge within "
                                   "max_iter's budget (NetworkX's ARPACK may)")
@@ -198,7 +198,9 @@ def _within(G, dist: np.ndarray, cutoff, kind, source: int, levels: bool = False
         reach &= near
     idx = np.flatnonzero(reach)
     order = idx[np.argsort(dist[idx], kind="stable")]
-    return {G.keys[i]: kind(dist[i]) for i in order.tolist()}
+    out = {G.keys[i]: kind(dist[i]) for i in order.tolist()}
+    out[G.keys[source]] = 0  # NetworkX's int 0, whatever the weights
+    return out
 
 
 def single_source_dijkstra_path_length(G, source, cutoff=None, weight="weight"):
@@ -207,7 +209,7 @@ def single_source_dijkstra_path_length(G, source, cutoff=None, weight="weight"):
     if G.null or len(G) == 1:
         return {source: 0}
     return _within(G, distances(G, s, weight), cutoff,
-                   int if G.weight is None or weight is None else float, s)
+                   G.length_type(weight), s)
 
 
 def distances(G, s: int, weight=None) -> np.ndarray:
@@ -218,9 +220,9 @@ def distances(G, s: int, weight=None) -> np.ndarray:
     a directed one by the BSP's."""
     if len(G) == 1:
         return np.zeros(1)
-    if (G.weight is None or weight is None) and not G.directed:
+    if not G.weighted(weight) and not G.directed:
         return _hops(G, s)
-    if G.weight is None or weight is None:
+    if not G.weighted(weight):
         return _bsp().bfs(G.graph, _stored_id(G, s)).values
     check_exact(G, weight)
     for _, _, _, w in G.graph.iter_edges():
@@ -234,7 +236,7 @@ def check_exact(G, weight) -> None:
     does not hold exactly (path lengths, modularity): they would not be NetworkX's float64
     ones. A function returning a generator calls it before it returns one, so that the
     decline reaches NetworkX's dispatcher and not the loop reading the generator."""
-    if G.weight is not None and weight is not None and not G.exact_weights:
+    if G.weighted(weight) and not G.exact_weights:
         raise NotImplementedError("graphsys: these weights need float64 sums (graphsys "
                                   "stores float32 weights)")
 
@@ -437,14 +439,14 @@ def betweenness_centrality(G, k=None, normalized=True, weight=None, endpoints=Fa
     """``nx.betweenness_centrality``, unweighted (graphsys's Brandes; ``weight`` is
     declined: NetworkX's float64 path lengths stay in NetworkX). ``k`` sources are drawn
     as NetworkX draws them, ``seed.sample(list(G), k)`` from the random state NetworkX
-    hands its backends, and scaled as NetworkX scales a sample."""
+    hands its backends (NetworkX's ``create_py_random_state`` of ``seed``: a
+    ``random.Random`` or its wrappers of a NumPy generator), and scaled as NetworkX scales
+    a sample."""
     if G.null:
         return {}
     sources = None
     if k is not None and k != len(G):
-        import random
-
-        rng = seed if isinstance(seed, random.Random) else random.Random(seed)
+        rng = _nx().utils.create_py_random_state(seed)
         sources = G.graph.to_original(G.internal(rng.sample(list(G.keys), k)))
     res = _bsp().betweenness(G.graph, sources=sources, normalized=normalized,
                           endpoints=endpoints)

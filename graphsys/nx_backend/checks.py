@@ -4,6 +4,7 @@ design (:data:`KNOWN_DIFFERENCES`)."""
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import numbers
@@ -28,12 +29,19 @@ KNOWN_DIFFERENCES: dict[str, str] = {
 }
 
 
-def _arguments(name: str, args, kwargs) -> dict:
-    """The call's arguments by parameter name, defaults filled (NetworkX's signature)."""
+@functools.cache
+def _signature(name: str) -> inspect.Signature:
+    """NetworkX's signature of ``name`` (read once: every dispatched call binds it twice,
+    in :func:`can_run` and again in the backend's function wrapper)."""
     from networkx.utils.backends import _registered_algorithms
 
+    return inspect.signature(_registered_algorithms[name])
+
+
+def _arguments(name: str, args, kwargs) -> dict:
+    """The call's arguments by parameter name, defaults filled (NetworkX's signature)."""
     try:
-        bound = inspect.signature(_registered_algorithms[name]).bind(*args, **kwargs)
+        bound = _signature(name).bind(*args, **kwargs)
     except TypeError:
         return {}
     bound.apply_defaults()
@@ -174,6 +182,13 @@ def _reciprocity(G, a: dict) -> str | None:
     return None
 
 
+def _read_twice(name: str):
+    """A check declining an iterator as argument ``name``, which NetworkX reads twice
+    (its second read finds it spent): NetworkX runs the call, and gives its answer."""
+    return lambda G, a: (f"an iterator as {name} (NetworkX reads it twice) stays in NetworkX"
+                         if isinstance(a.get(name), Iterator) else None)
+
+
 #: Function name -> ``check(G, arguments)``: why graphsys declines the call, or None.
 CHECKS = {
     "pagerank": _pagerank,
@@ -201,10 +216,11 @@ CHECKS = {
                                       "transitivity")},
     # NetworkX checks the pairs' nodes in one loop and scores them in a second: an
     # iterator is spent by the first, and NetworkX scores no pair
-    **{name: lambda G, a: ("an ebunch iterator (NetworkX reads it twice) stays in NetworkX"
-                           if isinstance(a.get("ebunch"), Iterator) else None)
-       for name in ("jaccard_coefficient", "adamic_adar_index", "resource_allocation_index",
-                    "preferential_attachment")},
+    **{name: _read_twice("ebunch") for name in (
+        "jaccard_coefficient", "adamic_adar_index", "resource_allocation_index",
+        "preferential_attachment")},
+    # (the same for the sources: NetworkX's answer is then {})
+    "multi_source_dijkstra_path_length": _read_twice("sources"),
 }
 
 
@@ -369,7 +385,12 @@ def _declined(name: str, a: dict) -> str | None:
 
 
 def can_run(name: str, args, kwargs) -> bool | str:
-    """True, or the reason graphsys declines the call."""
+    """True, or the reason graphsys declines the call (``ParameterError`` for a
+    ``nx.config.backends.graphsys.tmpdir`` that is no writable directory, as for a bad
+    ``min_edges``: a run there would fail later, or fall back to NetworkX unseen)."""
+    from graphsys.nx_backend.graph import memory_dir
+
+    memory_dir()
     reason = _declined(name, _arguments(name, args, kwargs))
     return True if reason is None else f"graphsys: {reason}"
 

@@ -44,7 +44,7 @@ def modularity(G, communities, weight="weight", resolution=1):
     labels = np.empty(len(G), np.int64)
     for i, community in enumerate(communities):
         labels[G.internal(community)] = i
-    level = _level(G, weight is not None and G.weight is not None, visit_order=False)
+    level = _level(G, G.weighted(weight), visit_order=False)
     if level.m == 0:  # every weight 0: NetworkX divides by the total weight
         raise ZeroDivisionError("division by zero")
     return level.modularity(labels, float(resolution))
@@ -124,7 +124,7 @@ def louvain_communities(G, weight="weight", resolution=1, threshold=0.0000001,
     """
     if G.null or len(G.edges()[0]) == 0:
         return [{u} for u in G]
-    level = _level(G, weight is not None and G.weight is not None)
+    level = _level(G, G.weighted(weight))
     if level.m == 0:  # every weight 0: NetworkX's modularity divides by the total weight
         raise ZeroDivisionError("division by zero")
     from graphsys.bsp.algorithms.community import optimise
@@ -184,7 +184,7 @@ def _nx_order(G, weight) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if source is None:
         indptr, indices = G.adjacency()
         w = np.zeros(0)
-        if weight is not None and G.weight is not None:
+        if G.weighted(weight):
             from graphsys.bsp.edges import build_adjacency
 
             w = build_adjacency(G.graph, G.graph.edge_set(None).name, "csr", True)[2]

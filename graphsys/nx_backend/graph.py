@@ -50,6 +50,9 @@ class BackendGraph:
         #: Whether every weight was stored exactly (graphsys stores float32): sums of them
         #: (path lengths) then equal NetworkX's float64 ones
         self.exact_weights = exact_weights
+        #: Whether every weight is a Python int (a conversion's): NetworkX's sums of them,
+        #: path lengths, are ints
+        self.integral = False
         self._index: dict | None = None
         #: What :meth:`refresh` compares: the NetworkX graph converted (a weak reference),
         #: the weight attribute and default asked for, the weights read and, for a view,
@@ -111,6 +114,17 @@ class BackendGraph:
 
     def is_directed(self) -> bool:
         return self.directed
+
+    def weighted(self, weight) -> bool:
+        """Whether a function's ``weight`` argument names the stored weights. Another
+        attribute (``weight="cost"`` on a stored graph whose weights are ``weight``) is
+        held by no edge, so NetworkX weighs every edge 1, as None does."""
+        return weight is not None and weight == self.weight
+
+    def length_type(self, weight) -> type:
+        """The type of NetworkX's path lengths over ``weight``: int for hops or Python int
+        weights, else float."""
+        return float if self.weighted(weight) and not self.integral else int
 
     def is_multigraph(self) -> bool:
         return False
@@ -292,7 +306,8 @@ class Source:
         if self.digest is not None and _digest(G) != self.digest:
             return False
         try:
-            return self.weight is None or _values(G, self.weight, self.default) == self.values
+            return self.weight is None or (_values(G, self.weight, self.default) == self.values
+                                           and not _two_weights(G, self.weight, self.default))
         except (TypeError, ValueError):  # a value whose == is no bool (an array): changed
             return False
 
@@ -352,17 +367,53 @@ def edge_weights(values: list) -> np.ndarray:
     return w
 
 
+def _exact(values: list, w: np.ndarray) -> bool:
+    """Whether float32 holds every weight exactly: its float64 ``w`` and, for a weight that
+    is no float (an int beyond 2**53, a Fraction), the value itself (2**60 + 1 is 2**60 in
+    float64, which float32 holds: its path lengths were 1 short of NetworkX's exact
+    ones)."""
+    if not np.all(w.astype(np.float32) == w):
+        return False
+    return all(v == x for v, x in zip(values, w.tolist()) if type(v) is not float)
+
+
 def memory_dir() -> str | None:
     """Where converted graphs go: ``nx.config.backends.graphsys.tmpdir`` when set, else
     ``/dev/shm`` (memory: no disk writes, no fsync wait) when it is a writable directory,
-    else the system's temporary directory (None)."""
+    else the system's temporary directory (None).
+
+    Raises
+    ------
+    ParameterError
+        ``tmpdir`` is set but is no writable directory (a raw ``FileNotFoundError``
+        naming no path before).
+    """
     import networkx as nx
 
     chosen = nx.config.backends.graphsys.get("tmpdir")
     if chosen:
-        return str(chosen)
+        if not (isinstance(chosen, str) or hasattr(chosen, "__fspath__")) or \
+                not os.path.isdir(chosen) or not os.access(chosen, os.W_OK | os.X_OK):
+            from graphsys.errors import ParameterError
+
+            raise ParameterError("nx.config.backends.graphsys.tmpdir",
+                                 f"must be a writable directory, got {chosen!r}")
+        return os.fspath(chosen)
     shm = "/dev/shm"
     return shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
+
+
+def _two_weights(G, weight: str, default: Any) -> bool:
+    """Whether ``G`` is an undirected view over a directed graph
+    (``D.to_undirected(as_view=True)``, or a view of one) with an edge that weighs
+    differently from its two ends: its row of ``u`` holds ``u -> v``'s attributes and its
+    row of ``v`` ``v -> u``'s, and NetworkX reads an edge's weight from the end it leaves."""
+    seen = G
+    while not G.is_directed() and (seen := getattr(seen, "_graph", None)) is not None:
+        if seen.is_directed():
+            return any((x := G[v][u].get(weight, default)) is not w and x != w
+                       for u, v, w in G.edges(data=weight, default=default))
+    return False
 
 
 def from_networkx(G, weight: str | None, default: Any = 1, *,
@@ -382,18 +433,25 @@ def from_networkx(G, weight: str | None, default: Any = 1, *,
     Raises
     ------
     NotImplementedError
-        A multigraph, or weights graphsys cannot store (:func:`edge_weights`): NetworkX
-        then runs the call itself, where falling back is allowed.
+        A multigraph, weights graphsys cannot store (:func:`edge_weights`), or an
+        undirected view of a DiGraph whose edge weighs differently from each end
+        (:func:`_two_weights`): NetworkX then runs the call itself, where falling back
+        is allowed.
     """
     if G.is_multigraph():
         raise NotImplementedError("graphsys: multigraphs are not supported")
     edges, values = _edge_list(G, weight, default)
+    if values and _two_weights(G, weight, default):
+        raise NotImplementedError("graphsys: an undirected view of a DiGraph whose edge "
+                                  "holds another weight at each end")
     w = edge_weights(values) if values else None
-    if w is not None and np.all(w == 1.0):
+    exact = w is None or _exact(values, w)
+    if exact and w is not None and np.all(w == 1.0):
         w = None  # all ones: the same as no weights (and the unweighted fast paths)
     keys = list(G)
     out = BackendGraph(None, keys, G.is_directed(), weight if w is not None else None,
-                       w is None or bool(np.all(w.astype(np.float32) == w)))
+                       exact)
+    out.integral = w is not None and all(type(v) is int for v in values)
     if keys:
         index = {k: i for i, k in enumerate(keys)}.__getitem__
         m = len(edges)

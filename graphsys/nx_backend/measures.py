@@ -52,16 +52,22 @@ def _pairs(G, pairs) -> Iterator[tuple[list, np.ndarray, np.ndarray]]:
 
 
 def _predict(G, ebunch, method: str, integral: bool = False):
+    """The scores of ``ebunch``'s pairs (every non-edge when None), NetworkX's types: the
+    int 0 where NetworkX sums no common neighbour (Adamic-Adar, resource allocation) or
+    divides none by no union (Jaccard of two isolated nodes), ints with ``integral``."""
     pairs = _checked(G, ebunch)
+    isolated = G.degree() == 0 if method == "jaccard" and not G.null else None
 
     def scores():
         for keys, us, vs in _pairs(G, pairs):
             values = measures.link_scores(G.graph, np.column_stack([us, vs]), method,
                                           internal=True).tolist()
-            for (u, v), s in zip(keys, values):
+            for (u, v), s, a, b in zip(keys, values, us.tolist(), vs.tolist()):
                 if s == np.inf:  # a common neighbour of degree 1: u == v, 1 / log(1)
                     raise ZeroDivisionError("float division by zero")
-                yield u, v, int(s) if integral else s
+                if integral or s == 0 and (isolated is None or isolated[a] and isolated[b]):
+                    s = int(s)
+                yield u, v, s
 
     return scores()
 
@@ -166,7 +172,7 @@ def degree_pearson_correlation_coefficient(G, x="out", y="in", weight=None, node
 
 
 def _unweighted(G, weight) -> None:
-    if weight is not None and G.weight is not None:
+    if G.weighted(weight):
         raise NotImplementedError("graphsys: weights other than 1 are not supported here")
 
 
@@ -216,9 +222,9 @@ def radius(G, e=None, usebounds=False, weight=None):
 
 
 def center(G, e=None, usebounds=False, weight=None):
-    """``nx.center`` (of the null graph: ``NetworkXPointlessConcept`` unweighted, as
-    NetworkX's tree test raises, else ``ValueError``)."""
-    if len(G) == 0 and weight is None:
+    """``nx.center`` (of the null graph: ``NetworkXPointlessConcept`` unweighted and
+    without ``usebounds``, as NetworkX's tree test raises, else ``ValueError``)."""
+    if len(G) == 0 and weight is None and usebounds is not True:
         raise _nx().NetworkXPointlessConcept("G has no nodes.")
     ecc = _eccentricities(G, weight)
     return [G.keys[i] for i in np.flatnonzero(ecc == ecc.min()).tolist()]

@@ -65,7 +65,7 @@ def _one_pair(G, source, target, weight):
     d = _reached(G, source, weight)[G.index[target]]
     if not np.isfinite(d):
         raise _nx().NetworkXNoPath(f"No path between {source} and {target}.")
-    return int(d) if G.weight is None or weight is None else float(d)
+    return G.length_type(weight)(d)
 
 
 def shortest_path_length(G, source=None, target=None, weight=None, method="dijkstra"):
@@ -137,7 +137,7 @@ def multi_source_dijkstra_path_length(G, sources, cutoff=None, weight="weight"):
             raise _nx().NodeNotFound(f"Node {s} not found in graph")
     ids = G.internal(sources)
     dist = np.min([distances(G, s, weight) for s in ids.tolist()], axis=0)
-    kind = int if G.weight is None or weight is None else float
+    kind = G.length_type(weight)
     out = dict.fromkeys(sources, 0)
     for k, v in _within(G, dist, cutoff, kind, int(ids[0])).items():
         out.setdefault(k, v)
@@ -158,8 +158,11 @@ def _connected(G) -> bool:
 
 
 def average_shortest_path_length(G, weight=None, method=None):
-    """``nx.average_shortest_path_length`` (unweighted, Dijkstra or Bellman-Ford)."""
+    """``nx.average_shortest_path_length`` (unweighted, Dijkstra or Bellman-Ford;
+    ``method="unweighted"`` counts hops whatever ``weight``, as NetworkX's)."""
     nx = _nx()
+    if method == "unweighted":
+        weight = None
     n = len(G)
     if n == 0:
         raise nx.NetworkXPointlessConcept("the null graph has no paths, thus there is no "
@@ -272,10 +275,13 @@ def efficiency(G, u, v):
 
 def harmonic_centrality(G, nbunch=None, distance=None, sources=None):
     """``nx.harmonic_centrality`` of every node: the sum of ``1 / d`` over the nodes
-    that reach it (``nbunch`` and ``sources`` are declined by the checks)."""
-    centrality = {u: 0 for u in G.keys}
-    for _, lengths in all_pairs_dijkstra_path_length(G, weight=distance):
-        for u, d in lengths.items():
+    that reach it (``nbunch`` and ``sources`` are declined by the checks), keyed and
+    summed over the sources in NetworkX's order, that of ``set(G)``, so the floats are
+    NetworkX's to the last bit."""
+    check_exact(G, distance)
+    centrality = {u: 0 for u in set(G.keys)}
+    for v in list(centrality):
+        for u, d in single_source_dijkstra_path_length(G, v, weight=distance).items():
             if d != 0:
                 centrality[u] += 1 / d
     return centrality

@@ -40,7 +40,7 @@ def _operator(G, weight):
         return lambda x: np.zeros(n)
     indptr, indices = G.adjacency(transpose=True)
     w = np.zeros(0, np.float64)
-    if weight is not None and G.weight is not None:
+    if G.weighted(weight):
         if not G.exact_weights:
             raise NotImplementedError("graphsys: these weights need float64 (graphsys "
                                       "stores float32 weights)")
@@ -95,7 +95,8 @@ def eigenvector_centrality_numpy(G, weight=None, max_iter=50, tol=0):
     """``nx.eigenvector_centrality_numpy``: the eigenvector NetworkX's ARPACK call finds
     (of the largest eigenvalue of ``A^T``, positive sum, unit norm), by the power
     iteration on ``A^T + I`` to :data:`TIGHT_TOL` (``AmbiguousSolution`` for a graph that
-    is not (strongly) connected, as NetworkX's)."""
+    is not (strongly) connected, as NetworkX's; a largest eigenvalue of 0, every weight 0,
+    is declined: every vector is then an eigenvector, and NetworkX's ARPACK raises)."""
     from graphsys.nx_backend import algorithms
 
     nx = _nx()
@@ -106,11 +107,14 @@ def eigenvector_centrality_numpy(G, weight=None, max_iter=50, tol=0):
     if not connected:
         raise nx.AmbiguousSolution("`eigenvector_centrality_numpy` does not give "
                                    "consistent results for disconnected graphs")
-    x = _eigen_iterate(G, _operator(G, weight), np.full(len(G), 1.0 / len(G)),
-                       TIGHT_MAX_ITER, TIGHT_TOL)
+    product = _operator(G, weight)
+    x = _eigen_iterate(G, product, np.full(len(G), 1.0 / len(G)), TIGHT_MAX_ITER, TIGHT_TOL)
     if x is None:
         raise NotImplementedError("graphsys: the power iteration did not converge "
                                   "(NetworkX's ARPACK may)")
+    if not product(x).any():  # eigenvalue 0 (every weight 0): any vector, ARPACK refuses
+        raise NotImplementedError("graphsys: the largest eigenvalue is 0 (no eigenvector "
+                                  "is the centrality; NetworkX's ARPACK refuses)")
     return G.node_dict(x / (np.sign(x.sum()) * np.linalg.norm(x)))
 
 

@@ -119,6 +119,19 @@ def test_measures_match_networkx(graphs):
         B.diameter(convert(two, None))
 
 
+def test_link_scores_have_networkx_types():
+    """NetworkX's Adamic-Adar and resource allocation sum no common neighbour to the int 0,
+    and its Jaccard of two isolated nodes is the int 0; graphsys gave 0.0."""
+    G = nx.Graph([(0, 1), (1, 2), (3, 4), (6, 6)])
+    G.add_nodes_from([5, 7])
+    pairs = [(0, 2), (0, 3), (5, 0), (5, 6), (5, 7), (6, 6), (2, 3)]
+    g = convert(G, None)
+    for name in ("jaccard_coefficient", "adamic_adar_index", "resource_allocation_index",
+                 "preferential_attachment"):
+        got, want = list(getattr(B, name)(g, pairs)), list(getattr(nx, name)(G, pairs))
+        assert got == want and [type(s) for *_, s in got] == [type(s) for *_, s in want]
+
+
 def test_pearson_coefficient_of_fewer_than_two_pairs_raises():
     """NetworkX's Pearson coefficient raises where its degree pairs are fewer than two
     (one directed edge, one self-loop); graphsys answered NaN."""
@@ -172,6 +185,41 @@ def test_a_stored_graph_with_parallel_edges_is_declined(tmp_path):
     assert B.square_clustering(bg) == nx.square_clustering(simple)
 
 
+def test_a_direct_call_declines_what_dispatch_declines(tmp_path):
+    """``BackendInterface.pagerank(G, dangling=d)`` (a direct call, as from_graph's example
+    makes) skips NetworkX's can_run: dangling was ignored (0.126 for node 0 where NetworkX
+    gives 0.316), closeness's u gave every node's dict; now NotImplementedError, as
+    dispatch with backend="graphsys"."""
+    bg = from_graph(graphsys.from_numpy([0, 1, 2, 0], [1, 2, 3, 3], tmp_path / "g"))
+    for call in (lambda: B.pagerank(bg, dangling={0: 1}), lambda: B.hits(bg, nstart={0: 1}),
+                 lambda: B.closeness_centrality(bg, u=1),
+                 lambda: B.betweenness_centrality(bg, weight="weight")):
+        with pytest.raises(NotImplementedError, match="graphsys: "):
+            call()
+    close(B.pagerank(bg), nx.pagerank(nx.DiGraph([(0, 1), (1, 2), (2, 3), (0, 3)])))
+
+
+def test_a_weight_other_than_the_stored_one_weighs_every_edge_1(tmp_path):
+    """A stored graph's weights are its ``weight`` attribute; ``weight="cost"`` names an
+    attribute no edge holds, which NetworkX reads as 1 on every edge. graphsys read the
+    stored weights for it (average shortest path length 3.5 where NetworkX gives 1.333,
+    modularity -0.318 for 0.0, eigenvector centrality 0.372 for 0.5)."""
+    g = graphsys.from_numpy([0, 1, 2, 0], [1, 2, 3, 3], tmp_path / "g", undirected=True,
+                            weight=[1.0, 5.0, 1.0, 4.0])
+    bg, H = from_graph(g), nx.Graph()
+    H.add_weighted_edges_from([(0, 1, 1.0), (1, 2, 5.0), (2, 3, 1.0), (0, 3, 4.0)])
+    parts = [{0, 1}, {2, 3}]
+    for w in ("cost", "weight", None):
+        assert B.average_shortest_path_length(bg, weight=w) == \
+            nx.average_shortest_path_length(H, weight=w)
+        assert B.modularity(bg, parts, weight=w) == nx.community.modularity(H, parts, weight=w)
+        assert B.wiener_index(bg, weight=w) == nx.wiener_index(H, weight=w)
+        close(B.eigenvector_centrality(bg, weight=w), nx.eigenvector_centrality(H, weight=w))
+        close(B.pagerank(bg, weight=w, tol=1e-12), nx.pagerank(H, weight=w, tol=1e-12))
+    assert B.diameter(bg, weight="cost") == nx.diameter(H, weight="cost") == 2
+    assert B.single_source_dijkstra_path_length(bg, 0, weight="cost") == {0: 0, 1: 1, 3: 1, 2: 2}
+
+
 def test_min_edges_that_is_no_number_is_one_line(monkeypatch):
     """``nx.config.backends.graphsys.min_edges = "x"`` made every automatically
     dispatched call raise TypeError ('<' not supported between int and str)."""
@@ -184,6 +232,20 @@ def test_min_edges_that_is_no_number_is_one_line(monkeypatch):
     assert B.should_run("pagerank", (G,), {}) is not True  # 2 edges: NetworkX's
     monkeypatch.setitem(nx.config.backends.graphsys, "min_edges", 2)
     assert B.should_run("pagerank", (G,), {}) is True
+
+
+def test_tmpdir_that_is_no_writable_directory_is_one_line(monkeypatch, tmp_path):
+    """A tmpdir that does not exist (or is no path) raised FileNotFoundError naming no path
+    from the first function that writes a converted graph (betweenness)."""
+    G = convert(nx.path_graph(3))
+    for bad in (str(tmp_path / "missing"), 5):
+        monkeypatch.setitem(nx.config.backends.graphsys, "tmpdir", bad)
+        with pytest.raises(ParameterError, match="tmpdir must be a writable directory"):
+            B.can_run("betweenness_centrality", (G,), {})
+        with pytest.raises(ParameterError, match="tmpdir must be a writable directory"):
+            B.betweenness_centrality(G)
+    monkeypatch.setitem(nx.config.backends.graphsys, "tmpdir", str(tmp_path))
+    assert B.betweenness_centrality(G) == nx.betweenness_centrality(nx.path_graph(3))
 
 
 def test_hits_declines_weights_float32_rounds():
@@ -296,6 +358,46 @@ def test_weights_graphsys_cannot_store_are_declined():
         assert convert(nx.DiGraph([(0, 1, {"weight": w}), (1, 2, {"weight": 2.0})]))
 
 
+def test_path_lengths_have_networkx_types():
+    """NetworkX sums int weights to ints and gives the source int 0: graphsys gave floats
+    (the karate club, int weights: 3.0 for 3; the source 0.0 under float weights)."""
+    G = nx.karate_club_graph()
+    g = convert(G)
+    for ours, theirs in ((B.single_source_dijkstra_path_length(g, 0),
+                          nx.single_source_dijkstra_path_length(G, 0)),
+                         (B.multi_source_dijkstra_path_length(g, [0, 5]),
+                          nx.multi_source_dijkstra_path_length(G, [0, 5])),
+                         (dict(B.all_pairs_dijkstra_path_length(g))[3],
+                          dict(nx.all_pairs_dijkstra_path_length(G))[3])):
+        assert ours == theirs and [type(v) for v in ours.values()] == \
+            [type(theirs[k]) for k in ours]
+    assert type(B.dijkstra_path_length(g, 0, 33)) is int
+    assert type(B.wiener_index(convert(G.to_directed()), weight="weight")) is int
+    F = nx.path_graph(3)
+    nx.set_edge_attributes(F, 0.5, "weight")
+    assert [type(v) for v in B.single_source_dijkstra_path_length(convert(F), 0).values()] \
+        == [type(v) for v in nx.single_source_dijkstra_path_length(F, 0).values()] \
+        == [int, float, float]
+
+
+def test_weights_float64_rounds_are_inexact():
+    """2**60 + 1 is 2**60 in float64, which float32 holds: it passed as exact, and the
+    distance 0 -> 2 was 1152921504606846976.0 where NetworkX sums the ints to
+    1152921504606846978; a Fraction within float64's rounding of 1 read as no weight."""
+    from fractions import Fraction
+
+    G = nx.Graph()
+    G.add_weighted_edges_from([(0, 1, 2**60 + 1), (1, 2, 1), (0, 3, 3)])
+    assert not convert(G).exact_weights
+    with pytest.raises(NotImplementedError):  # declined: NetworkX sums the ints
+        B.single_source_dijkstra_path_length(convert(G), 0)
+    near_one = nx.path_graph(3)
+    nx.set_edge_attributes(near_one, Fraction(10**20 + 1, 10**20), "weight")
+    assert convert(near_one).weight == "weight" and not convert(near_one).exact_weights
+    assert convert(nx.DiGraph([(0, 1, {"weight": 2**60})])).exact_weights
+    assert convert(nx.DiGraph([(0, 1, {"weight": Fraction(1, 2)})])).exact_weights
+
+
 @needs_entry_point
 def test_cached_conversion_sees_edits(monkeypatch):
     """NetworkX caches the conversion on the graph and does not clear it when an edge
@@ -322,6 +424,28 @@ def test_cached_conversion_sees_edits(monkeypatch):
     assert nx.number_connected_components(V) == 1
     P.remove_edge(1, 2)  # clears P's cache, not the view's
     assert nx.number_connected_components(V) == 2
+
+
+def test_an_undirected_view_of_a_digraph_with_two_weights_per_edge_is_declined():
+    """``D.to_undirected(as_view=True)`` reads an edge's weight from the end it leaves:
+    0 -> 1 weighs 1 and 1 -> 0 weighs 10, so NetworkX's distance from 2 to 0 is 11; the
+    conversion stored one weight per edge (2), and modularity was -0.125 for -0.704."""
+    D = nx.DiGraph()
+    D.add_weighted_edges_from([(0, 1, 1), (1, 0, 10), (1, 2, 1)])
+    with pytest.raises(NotImplementedError, match="undirected view of a DiGraph"):
+        convert(D.to_undirected(as_view=True))
+    with pytest.raises(NotImplementedError, match="undirected view of a DiGraph"):
+        convert(D.to_undirected(as_view=True).subgraph([0, 1, 2]))
+    D[1][0]["weight"] = 1  # the same weight at both ends: converted
+    U = D.to_undirected(as_view=True)
+    assert B.single_source_dijkstra_path_length(convert(U), 2) == \
+        nx.single_source_dijkstra_path_length(U, 2) == {2: 0, 1: 1, 0: 2}
+    assert B.modularity(convert(U), [{0, 1}, {2}]) == \
+        nx.community.modularity(U, [{0, 1}, {2}])
+    g = convert(U)
+    D[1][0]["weight"] = 10  # edited in place, at the end the conversion did not read
+    with pytest.raises(NotImplementedError, match="undirected view of a DiGraph"):
+        g.refresh()
 
 
 def test_triangles_and_clustering_equal_networkx(graphs):

@@ -6,6 +6,7 @@ functions, and first calls that import no torch."""
 from __future__ import annotations
 
 import os
+import random
 import re
 import subprocess
 import sys
@@ -91,7 +92,8 @@ CASES = {
     "single_target_shortest_path_length": [("a",)], "all_pairs_shortest_path_length": [()],
     "dijkstra_path_length": [("a", "b")], "all_pairs_dijkstra_path_length": [()],
     "multi_source_dijkstra_path_length": [(["a", "b"],)],
-    "average_shortest_path_length": [()], "wiener_index": [()],
+    "average_shortest_path_length": [(), ({"weight": "weight", "method": "unweighted"},)],
+    "wiener_index": [()],
     "hyper_wiener_index": [()], "schultz_index": [()], "gutman_index": [()],
     "barycenter": [()], "harmonic_diameter": [()], "global_efficiency": [()],
     "efficiency": [("a", "b")], "harmonic_centrality": [()],
@@ -201,6 +203,29 @@ def test_sampled_betweenness_equals_networkx():
     assert B.can_run("betweenness_centrality", (G,), {"k": 99}) is not True
 
 
+@needs_entry_point
+@pytest.mark.filterwarnings("ignore:Note. conversions to backend graphs:UserWarning")
+def test_sampled_betweenness_takes_every_seed_networkx_takes():
+    """A NumPy RandomState seed (NetworkX hands the backend its PythonRandomInterface
+    wrapper) raised TypeError from random.Random(seed); a Generator, an int and a
+    random.Random give NetworkX's sample too."""
+    G = nx.karate_club_graph()
+    for make in (lambda: np.random.RandomState(3), lambda: np.random.default_rng(3),
+                 lambda: random.Random(3), lambda: 3):
+        close(nx.betweenness_centrality(G, k=5, seed=make(), backend="graphsys"),
+              nx.betweenness_centrality(G, k=5, seed=make(), backend="networkx"), 1e-12)
+
+
+def test_harmonic_centrality_is_networkx_to_the_last_bit():
+    """NetworkX sums over the sources in the order of set(G) and keys its dict so; graphsys
+    summed in the graph's order: on Les Miserables and the Florentine families values 1
+    ulp apart, and the keys in another order."""
+    for G in (nx.les_miserables_graph(), nx.florentine_families_graph(),
+              nx.gnp_random_graph(30, 0.1, seed=1, directed=True)):
+        assert list(B.harmonic_centrality(convert(G, None)).items()) == \
+            list(nx.harmonic_centrality(G).items())
+
+
 def test_all_pairs_sums_hold_one_source_at_a_time():
     """The distance sums (barycenter, Wiener, average length, efficiency) read one
     source's distances at a time: all at once are ``N**2`` entries."""
@@ -259,6 +284,8 @@ def test_declined_arguments():
             ("cut_size", U, (iter(["n0"]),), {}),  # an iterator NetworkX reads twice
             ("jaccard_coefficient", U, (iter([("n0", "n1")]),), {}),  # the same
             ("preferential_attachment", U, (), {"ebunch": (p for p in [("n0", "n1")])}),
+            # NetworkX checks the sources, then searches from none: {} (graphsys searched)
+            ("multi_source_dijkstra_path_length", U, (iter(["n0", "n5"]),), {}),
             ("cut_size", U, (["n0", "n1"], ["n1"]), {}),  # overlapping sets
             ("cut_size", D, ([0, 1],), {}),  # NetworkX's directed cut needs T
             ("volume", U, ("n0",), {}),  # a node, not a set of nodes

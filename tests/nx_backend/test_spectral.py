@@ -159,5 +159,9 @@ def test_declines():
     inexact = nx.Graph([(0, 1, {"weight": 0.1}), (1, 2, {"weight": 1.0})])
     with pytest.raises(NotImplementedError):  # float32 would round 0.1
         B.eigenvector_centrality(convert(inexact), weight="weight")
+    zero = nx.cycle_graph(4)  # every weight 0: was 0.5 each, where NetworkX's ARPACK raises
+    nx.set_edge_attributes(zero, 0, "weight")
+    with pytest.raises(NotImplementedError, match="eigenvalue is 0"):
+        B.eigenvector_centrality_numpy(convert(zero), weight="weight")
     with pytest.raises(NotImplementedError):  # alpha beyond the series' radius
         B.katz_centrality_numpy(convert(nx.complete_graph(5), None), alpha=0.5)
