@@ -240,6 +240,9 @@ def _check_flags(args) -> list[str] | None:
     mappings = None
     if args.mapping:
         mappings = [m.strip() for x in args.mapping for m in x.split(",") if m.strip()]
+        if not mappings:        # '--mapping ,' named none: not the default of all four
+            raise GraphsysError(f"--mapping names no mapping (got {args.mapping[0]!r}); "
+                                f"leave it out for all four")
     if args.steps is not None and args.steps < 1:
         raise GraphsysError(f"--steps must be a positive integer, got {args.steps}")
     if args.model is not None and args.workload != "gnn":

@@ -399,3 +399,10 @@ def test_profile_and_run_share_their_bsp_defaults():
     for flag in ("mode", "device", "backend", "schedule", "threads", "damping", "sum_dtype"):
         assert getattr(defaults["profile"], flag) == getattr(defaults["run"], flag), flag
     assert defaults["profile"].mode == "auto"
+
+
+def test_a_mapping_flag_that_names_none_is_refused(main, graph_dir, capsys):
+    # '--mapping ,' named no mapping and silently profiled all four
+    rc = main(["profile", "pagerank", str(graph_dir), "--mapping", ",", "--json"])
+    err = capsys.readouterr().err.strip()
+    assert rc != 0 and "--mapping names no mapping" in err and "\n" not in err
