@@ -96,6 +96,8 @@ def view(graph, kind: str, *, edge_set: str | None = None, memory_limit: int | N
         ``oriented``: bytes the caller needs beside the view; a kept view is used when it
         fits the budget with them (:func:`~graphsys.views.cache.cached`).
 
+        An option given to a kind it does not apply to is refused.
+
     Returns
     -------
     CSR, Oriented, TemporalAdjacency or Typed
@@ -111,6 +113,9 @@ def view(graph, kind: str, *, edge_set: str | None = None, memory_limit: int | N
     GraphsysError
         The build needs more than the budget (one line, naming the ``graphsys index``
         command that stores the index mapped instead).
+    ParameterError
+        An unknown kind, or an option of another kind (``weights`` of an ``oriented``
+        view).
 
     Examples
     --------
@@ -127,6 +132,13 @@ def view(graph, kind: str, *, edge_set: str | None = None, memory_limit: int | N
     """
     if kind not in KINDS:
         raise ParameterError("kind", f"must be one of {', '.join(KINDS)}, got {kind!r}")
+    for name, given, kinds in (("weights", weights, ("out", "in", "sym")),
+                               ("directions", directions, ("oriented",)),
+                               ("sort", not sort, ("oriented",)),
+                               ("beside", beside, ("oriented",))):
+        if given and kind not in kinds:
+            raise ParameterError(name, f"applies to kind {' or '.join(map(repr, kinds))} "
+                                       f"only, not {kind!r}")
     es = graph.edge_set(edge_set)
     if kind == "oriented":
         return _oriented(graph, es.name, memory_limit, directions, sort, beside)
