@@ -59,8 +59,8 @@ DEFAULT_LIMIT = 10_000
 
 def _whole(x, none: bool = False) -> int:
     """``x`` as an int: an integer, or a float with no fractional part (None as -1 where
-    ``none``); anything else (a bool, a string, 1.5) is a ``ValueError``, where ``int``
-    would truncate or parse it."""
+    ``none``); anything else (a bool, a string, 1.5, a value past int64, which the label
+    arrays hold) is a ``ValueError``, where ``int`` would truncate or parse it."""
     if none and x is None:
         return -1
     if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer, float,
@@ -68,6 +68,8 @@ def _whole(x, none: bool = False) -> int:
         raise ValueError(f"not an integer: {x!r}")
     if isinstance(x, (float, np.floating)) and not float(x).is_integer():
         raise ValueError(f"not an integer: {x!r}")
+    if not -2**63 <= int(x) < 2**63:
+        raise ValueError(f"not an int64: {x!r}")
     return int(x)
 
 

@@ -106,6 +106,12 @@ def test_patterns_and_errors():
                            ([(0, 1), (1, 2)], {"anti_edges": [(0, 2.5)]})):
         with pytest.raises(ParameterError):
             Pattern(edges, **options)
+    # a label past int64 raised OverflowError from the matcher's label array
+    for options in ({"labels": [2**70, None, 0]}, {"labels": [1e30, None, 0]},
+                    {"edge_labels": [-2**70, 0]}, {"edge_labels": {(0, 1): 2**64}}):
+        with pytest.raises(ParameterError, match="not an int64"):
+            Pattern([(0, 1), (1, 2)], **options)
+    assert Pattern([(0, 1)], labels=[2**63 - 1, -2**63]).labels == (2**63 - 1, -2**63)
     assert Pattern(np.array([[0.0, 1.0], [1.0, 2.0]]), labels=np.array([3, -1, 3])) == \
         Pattern([(0, 1), (1, 2)], labels=[3, None, 3])
 
