@@ -244,10 +244,17 @@ def run_triads(args) -> int:
     return _run(args, body)
 
 
+def _check_list(args) -> None:
+    if args.limit < 0:
+        raise GraphsysError(f"--list must be a non-negative integer, got {args.limit}")
+
+
 def run_cliques(args) -> int:
     import pyarrow as pa
 
     from graphsys import mining
+
+    _check_list(args)
 
     def body(graph, options):
         table = None
@@ -345,8 +352,7 @@ def run_pattern(args) -> int:
                             "edge labels)")
     pattern = parse_pattern(args.pattern, args.pattern_labels, args.anti_edges,
                             args.directed, args.pattern_edge_labels)
-    if args.limit < 0:
-        raise GraphsysError(f"--list must be a non-negative integer, got {args.limit}")
+    _check_list(args)
 
     def body(graph, options):
         total = mining.count(graph, pattern, induced=args.induced, labels=args.labels,

@@ -167,6 +167,9 @@ def test_fsm(graph, capsys):
     (["fsm", "{g}", "--labels", "label", "--support", "0"], "--support must be a positive"),
     (["fsm", "{g}", "--labels", "nope", "--support", "2"], "nope"),
     (["cliques", "{g}", "-k", "9"], "-k must be an integer from 3 to 8"),
+    # refused before the count, without "or None" (a Python value, not a flag's)
+    (["cliques", "{g}", "-k", "3", "--list", "-1"],
+     "--list must be a non-negative integer, got -1"),
     (["motifs", "{g}", "--size", "6"], "--size must be 3, 4 or 5"),
     (["motifs", "{g}", "--size", "3", "--samples", "100"], "--samples applies"),
     (["triangles", "{g}", "--mode", "gpu"], "--mode must be one of"),
