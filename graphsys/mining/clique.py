@@ -23,7 +23,7 @@ from graphsys.kernels.cores import core_levels
 from graphsys.mining import clique_kernels
 from graphsys.mining._docs import document
 from graphsys.mining.parallel import Ranks, run_tasks, scheduled
-from graphsys.mining.results import as_graph, original_ids
+from graphsys.mining.results import as_graph, check_beside, original_ids
 from graphsys.storage.node_values import NodeValues
 from graphsys.views import Oriented
 from graphsys.views.orient import _count_higher, _fill_higher, _index_dtype
@@ -65,9 +65,18 @@ def degeneracy_view(view: Oriented) -> tuple[Oriented, int]:
     return Oriented(dptr, didx, view.order[peel], view.degree[peel], None, view.source), core
 
 
+#: Anonymous bytes of a clique call beside its oriented view, per entry of the view
+#: (the symmetric rows' two and the degeneracy view's one) and per node (the peeling's
+#: arrays, the new order, the work and counts per root).
+DEGENERACY_ENTRIES_PER_EDGE, DEGENERACY_BYTES_PER_NODE = 3, 72
+
+
 def _clique_view(graph, edge_set, memory_limit) -> tuple[Oriented, int]:
-    return degeneracy_view(views.view(graph, "oriented", edge_set=edge_set,
-                                      memory_limit=memory_limit))
+    view = views.view(graph, "oriented", edge_set=edge_set, memory_limit=memory_limit)
+    check_beside(graph, edge_set, view, "the degeneracy ordering of the clique search",
+                 DEGENERACY_ENTRIES_PER_EDGE * view.indices.itemsize * view.num_edges
+                 + DEGENERACY_BYTES_PER_NODE * view.num_nodes, memory_limit)
+    return degeneracy_view(view)
 
 
 def clique_work(view: Oriented, k: int) -> np.ndarray:

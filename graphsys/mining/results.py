@@ -6,7 +6,7 @@ import numpy as np
 
 from graphsys.errors import ParameterError
 from graphsys.storage.graph import Graph, open_graph
-from graphsys.views import one_type
+from graphsys.views import check, one_type
 
 
 def as_graph(graph) -> Graph:
@@ -32,3 +32,10 @@ def original_ids(graph: Graph, internal: np.ndarray) -> np.ndarray:
     if not isinstance(ids, np.ndarray):
         ids = np.asarray(ids.to_numpy(zero_copy_only=False), dtype=object)
     return ids[np.asarray(internal, np.int64)]
+
+
+def check_beside(graph: Graph, edge_set, view, what: str, need: int, memory_limit) -> None:
+    """Refuse in one line (:func:`graphsys.views.check`) a call whose arrays beside its
+    oriented ``view`` (``need`` bytes at their peak) do not fit the budget with it: the
+    view's build is sized on its own, what the call derives from it here."""
+    check(graph, edge_set, what, view.nbytes + int(need), memory_limit)
