@@ -48,13 +48,16 @@ from graphsys.mining._docs import document
 from graphsys.mining.census import SHAPES, small_census
 from graphsys.mining.edge_labels import NO_LISTS, label_column, label_lists
 from graphsys.mining.parallel import Ranks, run_tasks, scheduled
-from graphsys.mining.results import as_graph, original_ids
+from graphsys.mining.results import as_graph, check_beside, original_ids
 
 #: The most nodes a pattern may have.
 MAX_NODES = 8
 
 #: Rows :func:`matches` returns when no ``limit`` is given.
 DEFAULT_LIMIT = 10_000
+#: Anonymous bytes per node of a match call beside its oriented view and symmetric rows:
+#: the rows' offsets, the labels, the work per root and its split.
+MATCH_BYTES_PER_NODE = 40
 
 
 def _whole(x, none: bool = False) -> int:
@@ -573,6 +576,9 @@ def match_rows(g, p: Pattern, view, elabels, edge_set, memory_limit) -> tuple:
     directions (directed patterns) and their edge-label lists (edge-labelled patterns;
     :func:`~graphsys.mining.edge_labels.label_lists`, kept on the opened graph for the
     next call, :mod:`graphsys.views.cache`)."""
+    check_beside(g, edge_set, view, "the matcher's symmetric rows", view.num_edges * (
+        2 * view.indices.itemsize + p.directed) + MATCH_BYTES_PER_NODE * view.num_nodes,
+                 memory_limit)
     ptr, idx, bits = stream.symmetric_rows(view, p.directed)
     if not p.edge_labelled:
         return ptr, idx, bits, NO_LISTS
