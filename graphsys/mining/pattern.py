@@ -48,7 +48,7 @@ from graphsys.mining._docs import document
 from graphsys.mining.census import SHAPES, small_census
 from graphsys.mining.edge_labels import NO_LISTS, label_column, label_lists
 from graphsys.mining.parallel import Ranks, run_tasks, scheduled
-from graphsys.mining.results import as_graph, check_beside, original_ids
+from graphsys.mining.results import as_graph, check_beside, listed_rows, original_ids
 
 #: The most nodes a pattern may have.
 MAX_NODES = 8
@@ -700,7 +700,7 @@ def matches(graph, pattern, *, induced: bool = False, labels=None, edge_labels=N
     %(edge_labels)s
     limit : int or None, default 10000
         The most rows (or callback calls); None: all matches (counted first, to size the
-        answer, when no callback is given).
+        answer, when no callback is given, as a limit past 65,536 rows is).
     callback : callable, optional
         ``callback(row)`` per match, ``row`` a tuple of original ids (``row[i]``: pattern
         node ``i``); returning False stops the search.
@@ -750,13 +750,13 @@ def matches(graph, pattern, *, induced: bool = False, labels=None, edge_labels=N
                               callback, limit)
     g, p, view, node_labels = _prepare(graph, pattern, labels, edge_set, ex.memory_limit,
                                        edge_labels)
-    if limit is None:
-        limit = count(g, p, induced=induced, labels=labels, edge_labels=edge_labels,
-                      edge_set=edge_set, execution=ex)
+    limit = listed_rows(g, edge_set, limit, p.num_nodes, lambda: count(
+        g, p, induced=induced, labels=labels, edge_labels=edge_labels, edge_set=edge_set,
+        execution=ex), "matches", ex.memory_limit)
     plan = p.plan(bool(induced))
     ptr, idx, bits, elists = match_rows(g, p, view, edge_labels, edge_set, ex.memory_limit)
     max_row = int(view.degree.max()) if view.num_nodes else 0
-    out = np.empty((int(limit), p.num_nodes), np.int64)
+    out = np.empty((limit, p.num_nodes), np.int64)
     got = int(match_kernels.match_list(ptr, idx, node_labels, *plan.constraints(bits, elists),
                                        max_row, int(limit), out)) \
         if limit else 0

@@ -39,3 +39,20 @@ def check_beside(graph: Graph, edge_set, view, what: str, need: int, memory_limi
     oriented ``view`` (``need`` bytes at their peak) do not fit the budget with it: the
     view's build is sized on its own, what the call derives from it here."""
     check(graph, edge_set, what, view.nbytes + int(need), memory_limit)
+
+
+#: Rows a listing sizes its output for without counting first.
+LIST_ROWS = 1 << 16
+
+
+def listed_rows(graph: Graph, edge_set, limit: int | None, k: int, count, what: str,
+                memory_limit) -> int:
+    """The rows a listing of at most ``limit`` matches (None: all) allocates: ``limit``
+    up to :data:`LIST_ROWS`, else (and for None) no more than the matches there are
+    (``count()``, a counting pass first); refused in one line when they do not fit the
+    budget (``k`` int64 ids a row, and as many original ids)."""
+    if limit is None or limit > LIST_ROWS:
+        found = int(count())
+        limit = found if limit is None else min(int(limit), found)
+    check(graph, edge_set, f"the {limit:,} {what} listed", 16 * k * int(limit), memory_limit)
+    return int(limit)

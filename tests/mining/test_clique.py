@@ -91,3 +91,18 @@ def test_the_degeneracy_pass_counts_against_the_budget(graph_of):
                                                 r"than the .* of memory_limit"):
             call()
     assert mining.clique_count(g, 3, memory_limit=64 * tight) == want
+
+
+def test_a_large_limit_is_not_allocated_up_front(graph_of):
+    """cliques(g, 3, limit=10**11) on a triangle tried to allocate 2.18 TiB (MemoryError);
+    a limit past 65,536 rows is now capped at the count, and a listing over the budget
+    refused in one line."""
+    from graphsys.errors import GraphsysError
+
+    g = graph_of([0, 1, 2], [1, 2, 0], 3)
+    assert mining.cliques(g, 3, limit=10**15).shape == (1, 3)
+    assert mining.matches(g, "triangle", limit=10**15).shape == (1, 3)
+    src, dst = zip(*itertools.combinations(range(12), 2))   # K12: 220 triangles
+    k12 = graph_of(src, dst, 12)
+    with pytest.raises(GraphsysError, match=r"^building the 220 3-cliques listed in RAM"):
+        mining.cliques(k12, 3, limit=None, memory_limit=10_000)

@@ -154,7 +154,7 @@ def test_a_match_call_counts_against_the_budget(graph_of):
     want = mining.count(g, "4-cycle")
     tight = build_bytes(g) + 1
     for call in (lambda: mining.count(g, "4-cycle", memory_limit=tight),
-                 lambda: mining.matches(g, "4-cycle", memory_limit=tight)):
+                 lambda: mining.matches(g, "4-cycle", limit=5, memory_limit=tight)):
         with pytest.raises(GraphsysError, match=r"^building the matcher's symmetric rows in "
                                                 r"RAM needs about"):
             call()
