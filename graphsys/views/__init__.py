@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from graphsys.errors import ParameterError
+from graphsys.errors import ParameterError, check_count
 from graphsys.storage.csr import CSR, build_rows
 from graphsys.storage.temporal_index import (
     RAM_BYTES_PER_ENTRY,
@@ -139,6 +139,7 @@ def view(graph, kind: str, *, edge_set: str | None = None, memory_limit: int | N
         if given and kind not in kinds:
             raise ParameterError(name, f"applies to kind {' or '.join(map(repr, kinds))} "
                                        f"only, not {kind!r}")
+    beside = check_count("beside", beside, minimum=0)
     es = graph.edge_set(edge_set)
     if kind == "oriented":
         return _oriented(graph, es.name, memory_limit, directions, sort, beside)

@@ -124,6 +124,14 @@ def test_an_option_of_another_kind_is_refused_in_one_line(graph_of, kind, option
         g.view(kind, **options)
 
 
+def test_a_negative_beside_is_refused_in_one_line(graph_of):
+    """``beside=-5`` let a kept oriented view be used 5 bytes past the budget."""
+    g = graph_of([0, 1], [1, 2], 3)
+    for bad in (-5, 1.5, True):
+        with pytest.raises(ParameterError, match="beside must be a non-negative integer"):
+            g.view("oriented", beside=bad)
+
+
 def test_the_bsp_rows_come_from_the_view_layer_and_stay_the_runs(graph_of):
     """The BSP engine's rows are the view layer's build (int32 ids, as an index holds
     them), handed over unkept and writable: the engine renumbers them in place."""
