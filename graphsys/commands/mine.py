@@ -382,6 +382,7 @@ def run_pattern(args) -> int:
 
 def run_fsm(args) -> int:
     from graphsys import mining
+    from graphsys.execution import Execution
 
     def body(graph, options):
         if options["distributed"]:
@@ -391,7 +392,9 @@ def run_fsm(args) -> int:
                                           exact=not args.early_exit,
                                           edge_labels=args.edge_labels,
                                           edge_set=options["edge_set"],
-                                          memory_limit=options["memory_limit"])
+                                          execution=Execution(
+                                              threads=options["threads"],
+                                              memory_limit=options["memory_limit"]))
         lines = [f"{len(found)} frequent patterns (MNI support >= {args.support:,})"]
         lines += [f"{f.support:>10,}  {f.pattern}" for f in found]
         return {"support": args.support, "max_edges": args.max_edges,
