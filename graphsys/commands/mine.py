@@ -240,10 +240,17 @@ def run_triads(args) -> int:
     return _run(args, body)
 
 
+def _check_list(args) -> None:
+    if args.limit < 0:
+        raise GraphsysError(f"--list must be a non-negative integer, got {args.limit}")
+
+
 def run_cliques(args) -> int:
     import pyarrow as pa
 
     from graphsys import mining
+
+    _check_list(args)
 
     def body(graph, options):
         table = None
@@ -341,8 +348,7 @@ def run_pattern(args) -> int:
                             "edge labels)")
     pattern = parse_pattern(args.pattern, args.pattern_labels, args.anti_edges,
                             args.directed, args.pattern_edge_labels)
-    if args.limit < 0:
-        raise GraphsysError(f"--list must be a non-negative integer, got {args.limit}")
+    _check_list(args)
 
     def body(graph, options):
         total = mining.count(graph, pattern, induced=args.induced, labels=args.labels,
@@ -372,6 +378,7 @@ def run_pattern(args) -> int:
 
 def run_fsm(args) -> int:
     from graphsys import mining
+    from graphsys.execution import Execution
 
     def body(graph, options):
         if options["distributed"]:
@@ -381,7 +388,9 @@ def run_fsm(args) -> int:
                                           exact=not args.early_exit,
                                           edge_labels=args.edge_labels,
                                           edge_set=options["edge_set"],
-                                          memory_limit=options["memory_limit"])
+                                          execution=Execution(
+                                              threads=options["threads"],
+                                              memory_limit=options["memory_limit"]))
         lines = [f"{len(found)} frequent patterns (MNI support >= {args.support:,})"]
         lines += [f"{f.support:>10,}  {f.pattern}" for f in found]
         return {"support": args.support, "max_edges": args.max_edges,

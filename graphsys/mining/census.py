@@ -15,6 +15,7 @@ from graphsys.execution import Execution
 from graphsys.mining import clique_kernels, kernels, motif_kernels
 from graphsys.mining.clique import clique_work
 from graphsys.mining.parallel import SERIAL_WORK, TASKS_PER_THREAD, Ranks, run_tasks, scheduled
+from graphsys.mining.results import check_beside
 from graphsys.mining.triangle import TRIAD_NAMES
 from graphsys.progress import display
 
@@ -83,6 +84,17 @@ class MotifCensus:
                 "samples": self.samples, "seed": self.seed}
 
 
+def small_bytes(view, size: int, threads: int, samples: int) -> int:
+    """Anonymous bytes of a 3- or 4-node census beside its oriented view at the peak: per
+    node its counts and sums; 4-node, per edge the triangles through it and the sums over
+    edges, the symmetric rows and two scratch rows per thread of the 4-cycle pass, and
+    the draws of a sampled one."""
+    n, m = view.num_nodes, view.num_edges
+    if size == 3:
+        return 40 * n
+    return (32 + 2 * view.indices.itemsize) * m + (64 + 8 * threads) * n + 40 * samples
+
+
 def small_census(g, size: int, method: str, samples: int, seed: int, edge_set,
                  ex: Execution) -> MotifCensus:
     """The undirected census of ``size`` (3 or 4) nodes of an opened graph (parameters
@@ -93,6 +105,8 @@ def small_census(g, size: int, method: str, samples: int, seed: int, edge_set,
     with scheduled(ex.threads) as nthreads:
         view = views.view(g, "oriented", edge_set=edge_set, memory_limit=ex.memory_limit)
         n, m = view.num_nodes, view.num_edges
+        check_beside(g, edge_set, view, f"the {size}-node motif census", small_bytes(
+            view, size, nthreads, samples if method == "sampled" else 0), ex.memory_limit)
         per_edge = np.zeros(m if size == 4 else 0, np.int64)
         per_node = np.zeros(n, np.int64)
         work = view.wedge_work()
@@ -222,6 +236,11 @@ def five_codes(g, edge_set, ex: Execution) -> np.ndarray:
     ranks = Ranks.of(ex.distributed, g, ("5-node motifs", g.edge_set(edge_set).name))
     with scheduled(ex.threads) as nthreads:
         view = views.view(g, "oriented", edge_set=edge_set, memory_limit=ex.memory_limit)
+        most = int(view.degree.max()) if view.num_nodes else 0
+        check_beside(g, edge_set, view, "the 5-node motif census",
+                     (8 + 4 * view.indices.itemsize) * view.num_edges
+                     + (32 + 10 * nthreads) * view.num_nodes
+                     + 48 * nthreads * (most + 1), ex.memory_limit)
         ptr, idx = _descending(view)
         n = len(ptr) - 1
         roots, lo, hi = _esu_tasks(ptr, idx)

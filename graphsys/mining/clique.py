@@ -23,7 +23,7 @@ from graphsys.kernels.cores import core_levels
 from graphsys.mining import clique_kernels
 from graphsys.mining._docs import document
 from graphsys.mining.parallel import Ranks, run_tasks, scheduled
-from graphsys.mining.results import as_graph, original_ids
+from graphsys.mining.results import as_graph, check_beside, listed_rows, original_ids
 from graphsys.storage.node_values import NodeValues
 from graphsys.views import Oriented
 from graphsys.views.orient import _count_higher, _fill_higher, _index_dtype
@@ -65,9 +65,18 @@ def degeneracy_view(view: Oriented) -> tuple[Oriented, int]:
     return Oriented(dptr, didx, view.order[peel], view.degree[peel], None, view.source), core
 
 
+#: Anonymous bytes of a clique call beside its oriented view, per entry of the view
+#: (the symmetric rows' two and the degeneracy view's one) and per node (the peeling's
+#: arrays, the new order, the work and counts per root).
+DEGENERACY_ENTRIES_PER_EDGE, DEGENERACY_BYTES_PER_NODE = 3, 72
+
+
 def _clique_view(graph, edge_set, memory_limit) -> tuple[Oriented, int]:
-    return degeneracy_view(views.view(graph, "oriented", edge_set=edge_set,
-                                      memory_limit=memory_limit))
+    view = views.view(graph, "oriented", edge_set=edge_set, memory_limit=memory_limit)
+    check_beside(graph, edge_set, view, "the degeneracy ordering of the clique search",
+                 DEGENERACY_ENTRIES_PER_EDGE * view.indices.itemsize * view.num_edges
+                 + DEGENERACY_BYTES_PER_NODE * view.num_nodes, memory_limit)
+    return degeneracy_view(view)
 
 
 def clique_work(view: Oriented, k: int) -> np.ndarray:
@@ -184,7 +193,8 @@ def cliques(graph, k: int, *, limit: int | None = DEFAULT_LIMIT, edge_set: str |
     k : int
         The clique size, 3 to 8.
     limit : int or None, default 10000
-        The most cliques returned; None: all of them (counted first, to size the answer).
+        The most cliques returned; None: all of them (counted first, to size the answer,
+        as a limit past 65,536 rows is).
     %(edge_set)s
     %(memory_options)s
 
@@ -207,16 +217,16 @@ def cliques(graph, k: int, *, limit: int | None = DEFAULT_LIMIT, edge_set: str |
         "clique listing", "distributed", "progress")
     g = as_graph(graph)
     k = check_k(k)
+    if limit is not None and (isinstance(limit, bool) or not isinstance(
+            limit, (int, np.integer)) or limit < 0):
+        raise ParameterError("limit", f"must be a non-negative integer or None, got {limit!r}")
     view, _ = _clique_view(g, edge_set, ex.memory_limit)
     max_row = int(view.out_degree().max()) if view.num_nodes else 0
-    if limit is None:
-        none = np.zeros(0, np.int64)
-        tasks = np.array([0, view.num_nodes], np.int64)
-        limit = int(clique_kernels.cliques(view.indptr, view.indices, tasks, none, k, max_row, none,
-                                    none))
-    elif isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < 0:
-        raise ParameterError("limit", f"must be a non-negative integer or None, got {limit!r}")
-    out = np.empty((int(limit), k), np.int64)
+    none = np.zeros(0, np.int64)
+    limit = listed_rows(g, edge_set, limit, k, lambda: clique_kernels.cliques(
+        view.indptr, view.indices, np.array([0, view.num_nodes], np.int64), none, k, max_row,
+        none, none), f"{k}-cliques", ex.memory_limit)
+    out = np.empty((limit, k), np.int64)
     got = int(clique_kernels.list_cliques(view.indptr, view.indices, k, max_row, int(limit), out)) \
         if limit else 0
     return original_ids(g, view.order[out[:got]])

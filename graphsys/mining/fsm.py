@@ -47,10 +47,12 @@ from graphsys.mining import stream
 from graphsys.mining._docs import document
 from graphsys.mining.edge_labels import NO_LISTS, label_lists
 from graphsys.mining.pattern import MAX_NODES, Pattern, _node_labels
-from graphsys.mining.results import as_graph
+from graphsys.mining.results import as_graph, check_beside
 
 #: Matches per chunk of a support computation.
 SUPPORT_CHUNK = 4096
+#: Row entries per chunk of the pass that finds the one-edge patterns.
+KINDS_CHUNK = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -245,6 +247,9 @@ def frequent_subgraphs(graph, labels, support: int, *, max_edges: int = 3,
     node_labels = _node_labels(g, labels, view)
     if len(node_labels) and node_labels.min() < 0:
         raise ParameterError("labels", "must be non-negative integers")
+    check_beside(g, edge_set, view, "frequent subgraph mining's symmetric rows",
+                 2 * view.indices.itemsize * view.num_edges + (24 + MAX_NODES)
+                 * view.num_nodes + 96 * KINDS_CHUNK, memory_limit)
     rows = _rows(g, view, edge_labels, edge_set, memory_limit)
     stop_at = None if exact else int(support)
     values, counts = np.unique(node_labels, return_counts=True)
@@ -290,16 +295,20 @@ def _rows(g, view, edge_labels, edge_set, memory_limit) -> tuple:
     return ptr, idx, bits, elists
 
 
-def _edge_kinds(view, node_labels, rows) -> list[tuple]:
+def _edge_kinds(view, node_labels, rows, chunk: int = KINDS_CHUNK) -> list[tuple]:
     """The distinct ``(label, label, edge label)`` of the graph's adjacent pairs (node
-    labels ascending; edge label -1 without edge labels)."""
+    labels ascending; edge label -1 without edge labels), sorted; read ``chunk`` row
+    entries (or edge-label list entries) at a time."""
     ptr, idx, _, (lptr, lval, _) = rows
-    owner = np.repeat(np.arange(view.num_nodes), np.diff(ptr))
-    if len(lptr):
-        entry = np.repeat(np.arange(len(idx)), np.diff(lptr))
-        u, v, x = owner[entry], idx[entry], lval
-    else:
-        u, v, x = owner, idx, np.full(len(idx), -1, np.int64)
-    la, lb = node_labels[u], node_labels[v]
-    kinds = np.stack([np.minimum(la, lb), np.maximum(la, lb), x], 1)
-    return [tuple(r) for r in np.unique(kinds.reshape(-1, 3), axis=0).tolist()]
+    labelled = len(lptr) > 0
+    total = len(lval) if labelled else len(idx)
+    kinds: set[tuple] = set()
+    for lo in range(0, total, chunk):
+        at = np.arange(lo, min(lo + chunk, total), dtype=np.int64)
+        entry = np.searchsorted(lptr, at, side="right") - 1 if labelled else at
+        la = node_labels[np.searchsorted(ptr, entry, side="right") - 1]
+        lb = node_labels[idx[entry]]
+        x = lval[at] if labelled else np.full(len(at), -1, np.int64)
+        block = np.stack([np.minimum(la, lb), np.maximum(la, lb), x], 1)
+        kinds.update(map(tuple, np.unique(block, axis=0).tolist()))
+    return sorted(kinds)

@@ -48,19 +48,22 @@ from graphsys.mining._docs import document
 from graphsys.mining.census import SHAPES, small_census
 from graphsys.mining.edge_labels import NO_LISTS, label_column, label_lists
 from graphsys.mining.parallel import Ranks, run_tasks, scheduled
-from graphsys.mining.results import as_graph, original_ids
+from graphsys.mining.results import as_graph, check_beside, listed_rows, original_ids
 
 #: The most nodes a pattern may have.
 MAX_NODES = 8
 
 #: Rows :func:`matches` returns when no ``limit`` is given.
 DEFAULT_LIMIT = 10_000
+#: Anonymous bytes per node of a match call beside its oriented view and symmetric rows:
+#: the rows' offsets, the labels, the work per root and its split.
+MATCH_BYTES_PER_NODE = 40
 
 
 def _whole(x, none: bool = False) -> int:
     """``x`` as an int: an integer, or a float with no fractional part (None as -1 where
-    ``none``); anything else (a bool, a string, 1.5) is a ``ValueError``, where ``int``
-    would truncate or parse it."""
+    ``none``); anything else (a bool, a string, 1.5, a value past int64, which the label
+    arrays hold) is a ``ValueError``, where ``int`` would truncate or parse it."""
     if none and x is None:
         return -1
     if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer, float,
@@ -68,6 +71,8 @@ def _whole(x, none: bool = False) -> int:
         raise ValueError(f"not an integer: {x!r}")
     if isinstance(x, (float, np.floating)) and not float(x).is_integer():
         raise ValueError(f"not an integer: {x!r}")
+    if not -2**63 <= int(x) < 2**63:
+        raise ValueError(f"not an int64: {x!r}")
     return int(x)
 
 
@@ -571,6 +576,9 @@ def match_rows(g, p: Pattern, view, elabels, edge_set, memory_limit) -> tuple:
     directions (directed patterns) and their edge-label lists (edge-labelled patterns;
     :func:`~graphsys.mining.edge_labels.label_lists`, kept on the opened graph for the
     next call, :mod:`graphsys.views.cache`)."""
+    check_beside(g, edge_set, view, "the matcher's symmetric rows", view.num_edges * (
+        2 * view.indices.itemsize + p.directed) + MATCH_BYTES_PER_NODE * view.num_nodes,
+                 memory_limit)
     ptr, idx, bits = stream.symmetric_rows(view, p.directed)
     if not p.edge_labelled:
         return ptr, idx, bits, NO_LISTS
@@ -692,7 +700,7 @@ def matches(graph, pattern, *, induced: bool = False, labels=None, edge_labels=N
     %(edge_labels)s
     limit : int or None, default 10000
         The most rows (or callback calls); None: all matches (counted first, to size the
-        answer, when no callback is given).
+        answer, when no callback is given, as a limit past 65,536 rows is).
     callback : callable, optional
         ``callback(row)`` per match, ``row`` a tuple of original ids (``row[i]``: pattern
         node ``i``); returning False stops the search.
@@ -742,13 +750,13 @@ def matches(graph, pattern, *, induced: bool = False, labels=None, edge_labels=N
                               callback, limit)
     g, p, view, node_labels = _prepare(graph, pattern, labels, edge_set, ex.memory_limit,
                                        edge_labels)
-    if limit is None:
-        limit = count(g, p, induced=induced, labels=labels, edge_labels=edge_labels,
-                      edge_set=edge_set, execution=ex)
+    limit = listed_rows(g, edge_set, limit, p.num_nodes, lambda: count(
+        g, p, induced=induced, labels=labels, edge_labels=edge_labels, edge_set=edge_set,
+        execution=ex), "matches", ex.memory_limit)
     plan = p.plan(bool(induced))
     ptr, idx, bits, elists = match_rows(g, p, view, edge_labels, edge_set, ex.memory_limit)
     max_row = int(view.degree.max()) if view.num_nodes else 0
-    out = np.empty((int(limit), p.num_nodes), np.int64)
+    out = np.empty((limit, p.num_nodes), np.int64)
     got = int(match_kernels.match_list(ptr, idx, node_labels, *plan.constraints(bits, elists),
                                        max_row, int(limit), out)) \
         if limit else 0

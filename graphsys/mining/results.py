@@ -6,7 +6,7 @@ import numpy as np
 
 from graphsys.errors import ParameterError
 from graphsys.storage.graph import Graph, open_graph
-from graphsys.views import one_type
+from graphsys.views import check, one_type
 
 
 def as_graph(graph) -> Graph:
@@ -32,3 +32,27 @@ def original_ids(graph: Graph, internal: np.ndarray) -> np.ndarray:
     if not isinstance(ids, np.ndarray):
         ids = np.asarray(ids.to_numpy(zero_copy_only=False), dtype=object)
     return ids[np.asarray(internal, np.int64)]
+
+
+def check_beside(graph: Graph, edge_set, view, what: str, need: int, memory_limit) -> None:
+    """Refuse in one line (:func:`graphsys.views.check`) a call whose arrays beside its
+    oriented ``view`` (``need`` bytes at their peak) do not fit the budget with it: the
+    view's build is sized on its own, what the call derives from it here."""
+    check(graph, edge_set, what, view.nbytes + int(need), memory_limit)
+
+
+#: Rows a listing sizes its output for without counting first.
+LIST_ROWS = 1 << 16
+
+
+def listed_rows(graph: Graph, edge_set, limit: int | None, k: int, count, what: str,
+                memory_limit) -> int:
+    """The rows a listing of at most ``limit`` matches (None: all) allocates: ``limit``
+    up to :data:`LIST_ROWS`, else (and for None) no more than the matches there are
+    (``count()``, a counting pass first); refused in one line when they do not fit the
+    budget (``k`` int64 ids a row, and as many original ids)."""
+    if limit is None or limit > LIST_ROWS:
+        found = int(count())
+        limit = found if limit is None else min(int(limit), found)
+    check(graph, edge_set, f"the {limit:,} {what} listed", 16 * k * int(limit), memory_limit)
+    return int(limit)

@@ -179,15 +179,15 @@ def mapped_adjacency(graph: Graph, entity_type: str | None = None, *,
     ``symmetric`` is False (``in``: the CSC index, ``out``: the CSR index) or ``symmetric``
     and the edge set has a ``sym`` index (``graphsys index`` of the undirected view) or was
     ingested ``undirected`` with ``dedupe`` (its CSR is then exactly the symmetric view with
-    parallel edges merged). Memory: page cache only; nothing is copied.
+    parallel edges merged; its weights doubled, a copy, as the ``sym`` view sums both
+    directions: :func:`graphsys.views.mapped_sym`). Memory: page cache only; nothing else
+    is copied.
     """
     if len(graph.entity_types) != 1:
         return None
     es = graph.edge_set(edge_set)
-    mapped = graph.adjacency_index(es.name, "sym" if symmetric else (
-        "csc" if direction == "in" else "csr"))
-    if mapped is None and symmetric and es.undirected and es.dedupe:
-        mapped = graph.adjacency_index(es.name, "csr")
+    mapped = views.mapped_sym(graph, es.name, True) if symmetric else \
+        graph.adjacency_index(es.name, "csc" if direction == "in" else "csr")
     return None if mapped is None else Adjacency(mapped.indptr, mapped.indices,
                                                  graph.num_nodes(), mapped.weight)
 

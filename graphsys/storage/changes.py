@@ -183,7 +183,7 @@ def delete_edges(graph, src: Sequence, dst: Sequence, *, edge_set: str | None = 
     ----------
     graph : str, Path or Graph
         The graph directory (a :class:`Graph` opened from it: refused when another writer
-        committed since it was opened).
+        committed since it was opened; it reads the changed graph afterwards).
     src, dst : sequence of int or str
         Original ids: every edge ``src[k] -> dst[k]`` of the default view goes (every
         parallel one, every relation; both directions on an undirected graph).
@@ -257,7 +257,7 @@ def delete_nodes(graph, nodes: Sequence, *, edge_set: str | None = None) -> Chan
     Parameters
     ----------
     graph : str, Path or Graph
-        The graph directory.
+        The graph directory (or a :class:`Graph`: as for :func:`delete_edges`).
     nodes : sequence of int or str
         Original ids; an unknown one is refused in one line.
     edge_set : str, optional
@@ -383,7 +383,9 @@ def _write(g: Graph, es: EdgeSet, kind: str, buckets: dict, matched: dict, name:
         sets[name] = EdgeSet(name, sum(counts.values()), counts, False, kind == "update",
                              undirected=es.undirected, appended_to=edge_views.default_base(m),
                              change=change)
-        _commit(path, staging, dataclasses.replace(m, edge_sets=sets, files=files))
+        manifest = dataclasses.replace(m, edge_sets=sets, files=files)
+        _commit(path, staging, manifest)
+    g._reopen(manifest)  # this object reads what it wrote
     return name
 
 

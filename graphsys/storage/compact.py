@@ -39,7 +39,8 @@ def compact(graph, *, edge_set: str | None = None) -> ChangeReport:
     Parameters
     ----------
     graph : str, Path or Graph
-        The graph directory.
+        The graph directory (or a :class:`Graph` opened from it, which reads the compacted
+        graph afterwards).
     edge_set : str, optional
         The base edge set (one not itself appended); default: the default edge set.
 
@@ -99,8 +100,9 @@ def compact(graph, *, edge_set: str | None = None) -> ChangeReport:
                          skipped_lines=view.skipped_lines, columns=list(view.columns))
         sets = {n: es for n, es in m.edge_sets.items() if n not in names[1:]}
         sets[base] = merged
-        _commit(path, staging, dataclasses.replace(m, edge_sets=sets, files=files,
-                                                  indexes=indexes))
+        manifest = dataclasses.replace(m, edge_sets=sets, files=files, indexes=indexes)
+        _commit(path, staging, manifest)
+    g._reopen(manifest)  # this object reads what it wrote
     return ChangeReport(str(g.path), base, "compact", len(names), merged.num_edges)
 
 

@@ -129,6 +129,17 @@ class Graph(GraphSchema, SubgraphMethods):
                 f"{ {k: v.num_edges for k, v in self.manifest.edge_sets.items()} }, "
                 f"partitions={self.num_partitions})")
 
+    def _reopen(self, manifest: Manifest) -> None:
+        """Read the graph as ``manifest``, the version a write through this object (a change
+        set of :mod:`~graphsys.storage.changes`, :func:`~graphsys.storage.compact.compact`)
+        just committed: every check, mapping and view kept from the old version is dropped,
+        as :func:`open_graph` would start, so that every reader of this object sees the
+        change and a further write through it is not taken for another writer's."""
+        location, verify = self.location, self.verify_hashes
+        self.__dict__.clear()  # every cache derived from the old version, the views' too
+        Graph.__init__(self, location.root, manifest, location)
+        self.verify_hashes = verify
+
     def bucket_bounds(self, i: int, j: int) -> BucketBounds:
         """Offset bounds of bucket ``(i, j)`` (the node counts of its partitions), against which
         its rows are checked on first read.

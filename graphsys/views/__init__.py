@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from graphsys.errors import ParameterError
+from graphsys.errors import ParameterError, check_count
 from graphsys.storage.csr import CSR, build_rows
 from graphsys.storage.temporal_index import (
     RAM_BYTES_PER_ENTRY,
@@ -66,7 +66,7 @@ SYM_BYTES_PER_EDGE = 68
 TYPED_BYTES_PER_EDGE = 56
 
 __all__ = ["KINDS", "Oriented", "Typed", "budget", "cache_budget", "cached", "check", "forget",
-           "held_bytes", "mapped_symmetric", "one_type", "oriented", "view"]
+           "held_bytes", "mapped_sym", "mapped_symmetric", "one_type", "oriented", "view"]
 
 
 def view(graph, kind: str, *, edge_set: str | None = None, memory_limit: int | None = None,
@@ -96,6 +96,8 @@ def view(graph, kind: str, *, edge_set: str | None = None, memory_limit: int | N
         ``oriented``: bytes the caller needs beside the view; a kept view is used when it
         fits the budget with them (:func:`~graphsys.views.cache.cached`).
 
+        An option given to a kind it does not apply to is refused.
+
     Returns
     -------
     CSR, Oriented, TemporalAdjacency or Typed
@@ -111,6 +113,9 @@ def view(graph, kind: str, *, edge_set: str | None = None, memory_limit: int | N
     GraphsysError
         The build needs more than the budget (one line, naming the ``graphsys index``
         command that stores the index mapped instead).
+    ParameterError
+        An unknown kind, or an option of another kind (``weights`` of an ``oriented``
+        view).
 
     Examples
     --------
@@ -127,6 +132,14 @@ def view(graph, kind: str, *, edge_set: str | None = None, memory_limit: int | N
     """
     if kind not in KINDS:
         raise ParameterError("kind", f"must be one of {', '.join(KINDS)}, got {kind!r}")
+    for name, given, kinds in (("weights", weights, ("out", "in", "sym")),
+                               ("directions", directions, ("oriented",)),
+                               ("sort", not sort, ("oriented",)),
+                               ("beside", beside, ("oriented",))):
+        if given and kind not in kinds:
+            raise ParameterError(name, f"applies to kind {' or '.join(map(repr, kinds))} "
+                                       f"only, not {kind!r}")
+    beside = check_count("beside", beside, minimum=0)
     es = graph.edge_set(edge_set)
     if kind == "oriented":
         return _oriented(graph, es.name, memory_limit, directions, sort, beside)
@@ -160,10 +173,9 @@ def _sym(graph, edge_set: str, memory_limit, weights: bool) -> CSR:
     weights of the edges merged into an entry summed, a self-loop's twice)."""
     one_type(graph, "the sym view")
     es = graph.edge_set(edge_set)
-    mapped = mapped_symmetric(graph, edge_set)
+    mapped = mapped_sym(graph, edge_set, weights, memory_limit)
     if mapped is not None:
-        weight = graph.adjacency_index(edge_set, mapped[2].split()[0]).weight
-        return CSR(mapped[0], mapped[1], weight if weights else None)
+        return mapped
     weights = weights and es.has_weight
     need = (SYM_BYTES_PER_EDGE + (2 * WEIGHT_BYTES if weights else 0)) * es.num_edges \
         + 16 * graph.num_nodes()
@@ -179,6 +191,22 @@ def _sym(graph, edge_set: str, memory_limit, weights: bool) -> CSR:
                    both.data.astype(np.float32) if weights else None)
 
     return cached(graph, (edge_set, "sym", weights), build, nbytes=CSR.nbytes.fget, budget=limit)
+
+
+def mapped_sym(graph, edge_set: str, weights: bool, memory_limit=None) -> CSR | None:
+    """The ``sym`` rows mapped from a stored index (:func:`mapped_symmetric`), or None.
+    ``weights``: the index's weights, as a built ``sym`` view sums them; an undirected
+    deduplicated edge set's CSR index holds each stored direction of a pair (its weight
+    once), while the merged entry sums both: those weights are doubled (a copy, kept on
+    the opened graph)."""
+    mapped = mapped_symmetric(graph, edge_set)
+    if mapped is None:
+        return None
+    weight = graph.adjacency_index(edge_set, mapped[2].split()[0]).weight if weights else None
+    if weight is None or mapped[2] == "sym index":
+        return CSR(mapped[0], mapped[1], weight)
+    return cached(graph, (edge_set, "sym", True), lambda: CSR(mapped[0], mapped[1], 2 * weight),
+                  nbytes=lambda rows: rows.weight.nbytes, budget=cache_budget(memory_limit))
 
 
 def _temporal(graph, edge_set: str, memory_limit) -> TemporalAdjacency:

@@ -161,12 +161,36 @@ def test_fsm(graph, capsys):
         (p["edges"], p["labels"]) for p in got["patterns"])
 
 
+def test_fsm_runs_on_the_threads_asked(graph, capsys, monkeypatch):
+    """``mine fsm --threads 1`` runs the search on one numba thread (--threads was accepted
+    and not passed on)."""
+    import numba
+
+    from graphsys.mining import fsm
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("numba runs one thread here: --threads 1 changes nothing")
+    seen, support = [], fsm.mni_support
+
+    def spy(*args, **kwargs):
+        seen.append(numba.get_num_threads())
+        return support(*args, **kwargs)
+
+    monkeypatch.setattr(fsm, "mni_support", spy)
+    run(["fsm", str(graph[1]), "--labels", "label", "--support", "3", "--max-edges", "1",
+         "--threads", "1"], capsys)
+    assert seen and set(seen) == {1}
+
+
 @pytest.mark.parametrize("args, message", [
     (["pattern", "{g}", "wedge", "--anti-edges", "0-1"], "both an edge and an anti-edge"),
     (["pattern", "{g}", "wedge", "--anti-edges", "0-x"], "--anti-edges '0-x'"),
     (["fsm", "{g}", "--labels", "label", "--support", "0"], "--support must be a positive"),
     (["fsm", "{g}", "--labels", "nope", "--support", "2"], "nope"),
     (["cliques", "{g}", "-k", "9"], "-k must be an integer from 3 to 8"),
+    # refused before the count, without "or None" (a Python value, not a flag's)
+    (["cliques", "{g}", "-k", "3", "--list", "-1"],
+     "--list must be a non-negative integer, got -1"),
     (["motifs", "{g}", "--size", "6"], "--size must be 3, 4 or 5"),
     (["motifs", "{g}", "--size", "3", "--samples", "100"], "--samples applies"),
     (["triangles", "{g}", "--mode", "gpu"], "--mode must be one of"),

@@ -65,3 +65,44 @@ def test_limit(graph_of):
     for bad in (2, 9, 3.0):
         with pytest.raises(ParameterError, match="k must be"):
             mining.clique_count(g, bad)
+
+
+def test_the_degeneracy_pass_counts_against_the_budget(graph_of):
+    """With a ``sym`` index the oriented view is sized alone (4 bytes per edge): a
+    ``memory_limit`` just above it let the clique calls build the symmetric rows and the
+    degeneracy ordering beside it, about 4.5 times the limit on a 2M-edge graph; the
+    whole call is now sized and refused in one line."""
+    from graphsys import open_graph
+    from graphsys.errors import GraphsysError
+    from graphsys.storage.adjacency_index import build_index
+    from graphsys.views.orient import build_bytes
+
+    src, dst = random_edges(60, 300, 5)
+    g = graph_of(src, dst, 60)
+    build_index(g, ("sym",))
+    g = open_graph(g.path)
+    want = mining.clique_count(g, 3)
+    tight = build_bytes(g) + 1   # the oriented view's build fits
+    for call in (lambda: mining.clique_count(g, 3, memory_limit=tight),
+                 lambda: mining.clique_counts(g, 4, memory_limit=tight),
+                 lambda: mining.cliques(g, 3, memory_limit=tight)):
+        with pytest.raises(GraphsysError, match=r"^building the degeneracy ordering of the "
+                                                r"clique search in RAM needs about .* more "
+                                                r"than the .* of memory_limit"):
+            call()
+    assert mining.clique_count(g, 3, memory_limit=64 * tight) == want
+
+
+def test_a_large_limit_is_not_allocated_up_front(graph_of):
+    """cliques(g, 3, limit=10**11) on a triangle tried to allocate 2.18 TiB (MemoryError);
+    a limit past 65,536 rows is now capped at the count, and a listing over the budget
+    refused in one line."""
+    from graphsys.errors import GraphsysError
+
+    g = graph_of([0, 1, 2], [1, 2, 0], 3)
+    assert mining.cliques(g, 3, limit=10**15).shape == (1, 3)
+    assert mining.matches(g, "triangle", limit=10**15).shape == (1, 3)
+    src, dst = zip(*itertools.combinations(range(12), 2))   # K12: 220 triangles
+    k12 = graph_of(src, dst, 12)
+    with pytest.raises(GraphsysError, match=r"^building the 220 3-cliques listed in RAM"):
+        mining.cliques(k12, 3, limit=None, memory_limit=10_000)

@@ -82,3 +82,25 @@ def test_bad_parameters(graph_of):
         mining.motifs(g, 4, method="sampled", samples=1)
     with pytest.raises(ParameterError, match="seed"):  # was numpy's ValueError
         mining.motifs(g, 4, method="sampled", seed=-1)
+
+
+@pytest.mark.parametrize("size,options", [
+    (3, {}), (4, {}), (4, {"method": "sampled", "samples": 1000}), (5, {})])
+def test_a_census_counts_against_the_budget(graph_of, size, options):
+    """A census's arrays beside its oriented view (4-node: about 4.8 times the view on a
+    2M-edge graph with a ``sym`` index) are sized with it and refused in one line."""
+    from graphsys import open_graph
+    from graphsys.errors import GraphsysError
+    from graphsys.storage.adjacency_index import build_index
+    from graphsys.views.orient import build_bytes
+
+    src, dst = random_edges(60, 300, 6)
+    g = graph_of(src, dst, 60)
+    build_index(g, ("sym",))
+    g = open_graph(g.path)
+    tight = build_bytes(g) + 1
+    with pytest.raises(GraphsysError, match=rf"^building the {size}-node motif census in RAM "
+                                            rf"needs about .* of memory_limit"):
+        mining.motifs(g, size, memory_limit=tight, **options)
+    assert mining.motifs(g, size, memory_limit=64 * tight, **options).counts == \
+        mining.motifs(g, size, **options).counts

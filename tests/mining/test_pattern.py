@@ -106,6 +106,12 @@ def test_patterns_and_errors():
                            ([(0, 1), (1, 2)], {"anti_edges": [(0, 2.5)]})):
         with pytest.raises(ParameterError):
             Pattern(edges, **options)
+    # a label past int64 raised OverflowError from the matcher's label array
+    for options in ({"labels": [2**70, None, 0]}, {"labels": [1e30, None, 0]},
+                    {"edge_labels": [-2**70, 0]}, {"edge_labels": {(0, 1): 2**64}}):
+        with pytest.raises(ParameterError, match="not an int64"):
+            Pattern([(0, 1), (1, 2)], **options)
+    assert Pattern([(0, 1)], labels=[2**63 - 1, -2**63]).labels == (2**63 - 1, -2**63)
     assert Pattern(np.array([[0.0, 1.0], [1.0, 2.0]]), labels=np.array([3, -1, 3])) == \
         Pattern([(0, 1), (1, 2)], labels=[3, None, 3])
 
@@ -131,3 +137,25 @@ def test_induced_small_patterns_read_the_census(graph_of, monkeypatch):
         assert mining.count(g, Pattern.named(name).edges, induced=True) == value, name
     with pytest.raises(AssertionError, match="the matcher ran"):
         mining.count(g, Pattern([(0, 1), (1, 2)], anti_edges=[(0, 2)]))
+
+
+def test_a_match_call_counts_against_the_budget(graph_of):
+    """count and matches built the symmetric rows beside the oriented view unsized (a
+    traced peak of twice the limit); the call is now sized and refused in one line."""
+    from graphsys import open_graph
+    from graphsys.errors import GraphsysError
+    from graphsys.storage.adjacency_index import build_index
+    from graphsys.views.orient import build_bytes
+
+    src, dst = random_edges(60, 300, 9)
+    g = graph_of(src, dst, 60)
+    build_index(g, ("sym",))
+    g = open_graph(g.path)
+    want = mining.count(g, "4-cycle")
+    tight = build_bytes(g) + 1
+    for call in (lambda: mining.count(g, "4-cycle", memory_limit=tight),
+                 lambda: mining.matches(g, "4-cycle", limit=5, memory_limit=tight)):
+        with pytest.raises(GraphsysError, match=r"^building the matcher's symmetric rows in "
+                                                r"RAM needs about"):
+            call()
+    assert mining.count(g, "4-cycle", memory_limit=64 * tight) == want

@@ -17,12 +17,14 @@ import pytest
 import graphsys
 from graphsys import bsp, cli
 from graphsys.errors import GraphsysError
+from graphsys.mining import triangle_count
 from graphsys.storage import changes
 from graphsys.storage.append import append_edges
 from graphsys.storage.changes import delete_edges, delete_nodes, update_weights
 from graphsys.storage.compact import compact
 from graphsys.storage.ingest import EdgeSource
 from graphsys.storage.lock import LOCK_FILE
+from graphsys.storage.verify import verify_graph
 
 N = 40
 
@@ -233,6 +235,25 @@ def test_one_writer_at_a_time(tmp_path):
             compact(g.path)
 
 
+def test_writes_through_an_opened_graph_leave_it_reading_them(tmp_path):
+    # a write through an opened Graph was not seen by it (triangle_count still 1, its
+    # views kept) and a second write through it was refused as another writer's
+    g = graphsys.from_numpy([1, 2, 3, 3], [2, 3, 1, 4], tmp_path / "g", undirected=True)
+    other = graphsys.open_graph(g.path)
+    assert triangle_count(g) == 1 and g.degrees().tolist() == [2, 2, 3, 1]
+    delete_edges(g, [1], [2])
+    assert triangle_count(g) == 0 and g.num_edges() == 6
+    assert g.degrees().tolist() == [1, 1, 3, 1]
+    delete_nodes(g, [4])
+    assert g.edge_set().name == "default,delete-1,delete-2" and g.num_edges() == 4
+    assert compact(g).edges == 4 and g.edge_sets == ["default"]
+    assert g.num_edges() == 4 and g.change_sets == []
+    verify_graph(g.path)
+    with pytest.raises(GraphsysError, match="changed by another writer"):
+        delete_edges(other, [2], [3])                 # another object: refused as before
+    assert graphsys.open_graph(g.path).num_edges() == 4
+
+
 def test_a_crash_before_the_swap_leaves_the_graph_as_it_was(tmp_path, monkeypatch):
     g = graphsys.from_numpy([1, 2, 3], [2, 3, 1], tmp_path / "g")
 
@@ -272,7 +293,6 @@ def test_edges_appended_after_a_deletion_stay(tmp_path):
 
 
 def test_stored_indexes_do_not_bring_deleted_edges_back(tmp_path):
-    from graphsys.mining import triangle_count
     from graphsys.storage.adjacency_index import build_index
 
     src, dst = [1, 2, 3, 1, 3], [2, 3, 1, 4, 4]
@@ -294,7 +314,6 @@ def test_verify_recounts_what_a_delete_set_removes(tmp_path):
     import json
 
     from graphsys.errors import FormatError
-    from graphsys.storage.verify import verify_graph
 
     g = graphsys.from_numpy([1, 2, 3, 1], [2, 3, 1, 2], tmp_path / "g")
     delete_edges(g.path, [1], [2])

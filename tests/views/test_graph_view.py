@@ -9,7 +9,7 @@ import pytest
 import scipy.sparse as sp
 
 from graphsys import open_graph, views
-from graphsys.errors import GraphsysError
+from graphsys.errors import GraphsysError, ParameterError
 from graphsys.sampling.adjacency import from_coo, homogeneous_adjacency
 from graphsys.storage.adjacency_index import build_index
 from graphsys.views.rows import rows
@@ -111,6 +111,25 @@ def test_an_unknown_kind_is_refused_in_one_line(graph_of):
     with pytest.raises(GraphsysError, match=r"unknown graph view 'both' \(known: in, "
                                             r"oriented, out, sym, temporal, typed\)"):
         g.view("both")
+
+
+@pytest.mark.parametrize("kind,options", [
+    ("oriented", {"weights": True}), ("typed", {"weights": True}),
+    ("out", {"directions": True}), ("sym", {"sort": False}), ("temporal", {"beside": 8})])
+def test_an_option_of_another_kind_is_refused_in_one_line(graph_of, kind, options):
+    """``view("oriented", weights=True)`` returned the view without weights, silently."""
+    g = graph_of([0, 1], [1, 2], 3)
+    with pytest.raises(ParameterError, match=rf"{next(iter(options))} applies to kind .* "
+                                             rf"only, not '{kind}'"):
+        g.view(kind, **options)
+
+
+def test_a_negative_beside_is_refused_in_one_line(graph_of):
+    """``beside=-5`` let a kept oriented view be used 5 bytes past the budget."""
+    g = graph_of([0, 1], [1, 2], 3)
+    for bad in (-5, 1.5, True):
+        with pytest.raises(ParameterError, match="beside must be a non-negative integer"):
+            g.view("oriented", beside=bad)
 
 
 def test_the_bsp_rows_come_from_the_view_layer_and_stay_the_runs(graph_of):

@@ -61,6 +61,41 @@ def test_weights_of_the_out_view(graph_of):
     assert views.view(g, "out").weight is None
 
 
+def test_sym_weights_are_the_same_mapped_or_built(graph_of):
+    """An undirected deduplicated edge set's CSR index serves the ``sym`` rows; its weights
+    (each stored direction once) were read as the merged entries, half of what the build
+    and the ``sym`` index sum: 1 and 3 for the edges 0-1 (1.0) and 1-2 (3.0) after
+    ``graphsys index``, 2 and 6 before it and with ``--undirected``."""
+    from graphsys.sampling.adjacency import homogeneous_adjacency
+
+    g = graph_of([0, 1], [1, 2], 3, weight=np.array([1.0, 3.0]), undirected=True,
+                 dedupe=True, partitions=1)
+    want = [2.0, 2.0, 6.0, 6.0]
+    assert g.view("sym", weights=True).weight.tolist() == want
+    for kinds in (("csr",), ("sym",)):
+        build_index(g, kinds)
+        g = open_graph(g.path)
+        assert g.view("sym", weights=True).weight.tolist() == want, kinds
+        assert homogeneous_adjacency(g).weight.tolist() == want, kinds
+
+
+def test_the_samplers_symmetric_rows_merge_the_relations_of_a_pair(tmp_path):
+    """The CSR index of an undirected deduplicated edge set of two relations holds a pair
+    once per relation; the samplers' symmetric rows read it as they were (node 0: [1, 1]),
+    where the ``sym`` view merges them (node 0: [1])."""
+    import pyarrow as pa
+
+    from graphsys.sampling.adjacency import homogeneous_adjacency
+    from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
+
+    edges = pa.table({"src": [0, 0, 1], "dst": [1, 1, 2], "rel": ["a", "b", "a"]})
+    ingest_sources([EdgeSource(table=edges, src_col="src", dst_col="dst", rel_col="rel")],
+                   tmp_path / "g", IngestOptions(undirected=True, dedupe=True))
+    build_index(open_graph(tmp_path / "g"), ("csr",))
+    adj = homogeneous_adjacency(open_graph(tmp_path / "g"))
+    assert (adj.indptr.tolist(), adj.indices.tolist()) == ([0, 1, 3, 4], [1, 0, 2, 1])
+
+
 def test_a_build_over_the_budget_is_refused_in_one_line(graph_of):
     g = graph_of([0, 1, 2], [1, 2, 0], 3)
     for kind, flag in (("out", "--csr"), ("in", "--csc"), ("sym", "--undirected"),
