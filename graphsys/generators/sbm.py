@@ -174,9 +174,9 @@ class SBM:
         has_intra, has_inter = bool((slots[i == j] > 0).any()), k > 1
         if max(self.p_in if has_intra else 0.0, self.p_out if has_inter else 0.0) > 1.0:
             raise GraphsysError(
-                f"{num_edges} edges (num_edges, --edges) are too many for {num_nodes} nodes "
-                f"in {k} blocks at ratio {ratio:g}: p_in = {self.p_in:.3g}, p_out = "
-                f"{self.p_out:.3g}; link probabilities must be <= 1")
+                f"num_edges ({num_edges}) too large for {num_nodes} nodes in {k} blocks at "
+                f"ratio {ratio:g}: p_in = {self.p_in:.3g}, p_out = {self.p_out:.3g}; link "
+                f"probabilities must be <= 1")
         self.intra_fraction = float(weights[i == j].sum() / total)
         rng = block_rng(seed, _TAG_PAIRS, 0)
         self.pair_counts = rng.multinomial(num_edges, weights / total).astype(np.int64)
