@@ -4,8 +4,10 @@ page and JSON atomically; :func:`demo_step` is the ``graphsys demo`` step.
 
 JSON layout (every figure a plain number, list or string):
 
-* ``kernels``: ``invocations`` (int), ``per_step`` (list of int), ``mean_per_step``,
-  ``per_second``, ``mean_us_per_invocation``, ``flops_per_invocation``, ``syncs``, ``top``;
+* ``kernels``: ``invocations`` (int), ``per_step`` (list of int; empty where one call ran
+  several steps, a whole-graph method's supersteps or an epoch's batches: ``per_step_unit``
+  then says what ``mean_per_step`` averages), ``mean_per_step``, ``per_second``,
+  ``mean_us_per_invocation``, ``flops_per_invocation``, ``syncs``, ``top``;
 * ``transfers``: ``count``, ``bytes``, ``seconds``, ``h2d``/``d2h``/``d2d``, ``histogram``;
 * ``dense_reference``: the same two sections for the MLP reference, plus ``model``;
 * ``simt``: ``mean_utilization`` (0..1), ``histogram`` (``bands``, ``warps``,

@@ -4,14 +4,16 @@ Each returns the kernel/transfer figures (:mod:`graphsys.analysis.kernels`), the
 steps, an estimate of the floating-point work (FLOPs), and the degree streams the SIMT model
 runs over (:mod:`graphsys.analysis.simt`):
 
-* **BSP** (:func:`profile_bsp`): one *profiled* run (requested device/backend; default
-  ``torch``, the engine's GPU code path) measured with ``torch.profiler``, one step per
-  superstep. On the CPU, hooks on the vertex program record each superstep's frontier
-  during that same run (bit-packed in a temporary file; a CPU tensor is read through a
-  DLPack view, which dispatches no operator, so the counts are unchanged); on another device
-  a second *model* run (numba on CPU, same mode: the frontier, push/pull choices and
-  supersteps are the same, the algorithms being deterministic) records them, so that no
-  device-to-host copy enters the measured run. After the run (its buckets unmapped, the
+* **BSP** (:func:`profile_bsp`): one *profiled* run (requested device/backend, with
+  ``graphsys run``'s defaults) measured with ``torch.profiler``, one step per superstep
+  (a whole-graph method, or min-relaxation supersteps fused into one numba call, gives only
+  the mean per superstep). On the CPU, hooks on the vertex program record each superstep's
+  frontier during that same run (bit-packed in a temporary file; a CPU tensor is read
+  through a DLPack view, which dispatches no operator, so the counts are unchanged); on
+  another device, or when the run's supersteps did not pass through the hooks one by one
+  (a whole-graph method, fused supersteps), a second *model* run (numba on CPU, BSP
+  supersteps one by one, same mode) records them, so that no device-to-host copy enters
+  the measured run. After the run (its buckets unmapped, the
   heap trimmed) the SIMT model is fed only the active vertices, in the engine's order
   (ascending global id): push/stream supersteps use the frontier's out-degrees (in-degrees
   for ``direction = in``; both passes for ``both``), pull supersteps every target the
@@ -299,7 +301,7 @@ def profile_bsp(graph, algorithm: str, *, recorder: SimtRecorder, source=None,
         scanned = run.totals()["edges_scanned"]
         stats.flops = 2.0 * scanned
         model_seconds, model_steps = 0.0, n_steps
-        single = single and run.method == "supersteps"
+        single = single and _stepwise(run)
         common["mode"] = run.mode  # the model run reads the edges as the profiled one did
         if not single:  # model run: frontiers in engine order
             log.close()
@@ -330,8 +332,8 @@ def profile_bsp(graph, algorithm: str, *, recorder: SimtRecorder, source=None,
                          "simt_source": (
                              "frontier of every superstep, recorded during the profiled run"
                              if single else "frontier of every superstep (model run, numba "
-                             "on CPU, BSP supersteps: the profiled run's device or "
-                             "whole-graph method has none to read)")}}
+                             "on CPU, BSP supersteps: the profiled run's device, "
+                             "whole-graph method or fused supersteps have none to read)")}}
 
 
 def _profiled_run(graph, prog, log: FrontierLog | None, *, device: str, trace, **run_kw):
@@ -365,8 +367,23 @@ def _profiled_run(graph, prog, log: FrontierLog | None, *, device: str, trace, *
     stats.per_step = stats.per_step[:run.num_supersteps]
     # the marker's last step (after the last superstep) is the finish's, not a step
     stats.total_steps = min(stats.num_steps, run.num_supersteps)
+    if not _stepwise(run) and stats.per_step:
+        # the supersteps ran inside one call and were marked after it: the first marked
+        # step holds all their invocations, so only their mean per superstep is known
+        what = run.method if run.method != "supersteps" else "fused supersteps"
+        stats.extra.update({"mean_per_step": sum(stats.per_step) / len(stats.per_step),
+                            "per_step_unit": f"mean over the supersteps ({what}: several "
+                                             f"in one call)"})
+        stats.per_step = []
     trim_heap()  # the run's freed batch temporaries: not part of the next phases' peak
     return run, stats
+
+
+def _stepwise(run) -> bool:
+    """Whether the engine ran each superstep of ``run`` (``RunStats``) on its own, its
+    program's hooks and the progress callback between them: not a whole-graph method, and
+    no min-relaxation supersteps fused into one numba call (whose frontiers no hook sees)."""
+    return run.method == "supersteps" and not any(ss.fused for ss in run.supersteps)
 
 
 def _model_run(graph, prog, log: FrontierLog, run_kw: dict[str, Any]) -> tuple[int, float]:
