@@ -92,7 +92,7 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
         What to profile: a BSP algorithm, embedding training steps, GNN training steps or
         a triangle count (:mod:`graphsys.analysis.mining_workload`: the intersection work
         per vertex and its split over threads, in ``workload["balance"]``).
-    mappings : list of str, optional
+    mappings : str or list of str, optional
         Vertex-to-thread mappings the SIMT model evaluates (default: every one of
         :data:`~graphsys.analysis.simt.MAPPINGS`). With one mapping the ``simt`` and
         ``load_balance`` sections are flat; with several they are keyed by mapping.
@@ -247,6 +247,8 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
     g = graph if isinstance(graph, Graph) else open_graph(graph)
     stamps = {"graph open": time.perf_counter() - t_open}
     rank_split(g.num_partitions, ranks)  # bad ranks fail before anything runs
+    if isinstance(mappings, str):  # one mapping ('edge-balanced' read as 'e', 'd', ...)
+        mappings = [mappings]
     maps = list(dict.fromkeys(resolve_mapping(m) for m in (mappings or MAPPINGS)))
     if ncu and ENGINE_MAPPING not in maps:
         maps.append(ENGINE_MAPPING)

@@ -44,7 +44,7 @@ import numpy as np
 from graphsys.analysis.balance import RankWork, work_by_range
 from graphsys.analysis.kernels import StepMarker, profile_call
 from graphsys.analysis.simt import GPU, SimtAccumulator
-from graphsys.errors import GraphsysError
+from graphsys.errors import GraphsysError, check_count
 
 #: Global ids per vectorized slice when compacting a frontier (a multiple of 8: masks are
 #: bit-packed).
@@ -283,7 +283,7 @@ def profile_bsp(graph, algorithm: str, *, recorder: SimtRecorder, source=None,
     prog, limit = program()
     common = {"mode": mode, "max_iters": max_iters if max_iters is not None else limit,
               "edge_set": edge_set}
-    threads = threads or numba.get_num_threads()
+    threads = numba.get_num_threads() if threads is None else threads  # 0: run refuses it
     log = FrontierLog()
     # On the CPU the frontier is recorded during the profiled run itself (DLPack views: no
     # torch operator). On another device reading it back would add transfers and
@@ -449,6 +449,8 @@ def profile_embed(graph, *, recorder: SimtRecorder, device: str = "cpu",
 
     if steps is not None and steps < 1:
         raise GraphsysError(f"steps must be positive, got {steps}")
+    if batch_size is not None:  # 0 fell back to the default
+        batch_size = check_count("batch_size", batch_size)
     es = graph.edge_set(edge_set or (config.edges if config is not None else None))
     if config is None:
         cfg = config_from_dict({"dimension": dimension, "batch_size": batch_size or 1000,

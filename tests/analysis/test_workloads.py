@@ -158,3 +158,22 @@ def test_supersteps_run_in_one_call_are_modelled_and_counted_as_such(graph):
     assert kernels["mean_per_step"] * out["steps"] == (
         kernels["invocations"] - kernels["setup"] - kernels["finish"])
     assert "one call" in kernels["per_step_unit"]
+
+
+def test_zero_threads_or_batch_size_are_refused_not_replaced(graph):
+    """``threads=0`` ran with numba's thread count and ``batch_size=0`` (``profile --workload
+    embed --batch-size 0``) with 1000, where ``bsp.run`` and ``mine`` refuse 0; a mapping
+    given as one string was read letter by letter ("unknown mapping 'e'")."""
+    from graphsys.analysis import profile_graph
+    from graphsys.analysis.mining_workload import profile_mining
+    from graphsys.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="threads must be a positive integer, got 0"):
+        W.profile_bsp(graph, "pagerank", recorder=_recorder(), threads=0, max_iters=1)
+    with pytest.raises(ParameterError, match="threads must be a positive integer, got 0"):
+        profile_mining(graph, recorder=_recorder(), threads=0)
+    with pytest.raises(ParameterError, match="batch_size must be a positive integer"):
+        W.profile_embed(graph, recorder=_recorder(), batch_size=0, steps=1)
+    prof = profile_graph(graph, algorithm="pagerank", max_iters=1, dense=False,
+                         mappings="edge-balanced")
+    assert prof["mappings"] == ["edge-balanced"] and "mean_utilization" in prof["simt"]
