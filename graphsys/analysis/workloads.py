@@ -367,7 +367,7 @@ def _profiled_run(graph, prog, log: FrontierLog | None, *, device: str, trace, *
     stats.per_step = stats.per_step[:run.num_supersteps]
     # the marker's last step (after the last superstep) is the finish's, not a step
     stats.total_steps = min(stats.num_steps, run.num_supersteps)
-    if not _stepwise(run) and stats.per_step:
+    if not _stepwise(run) and len(stats.per_step) > 1:
         # the supersteps ran inside one call and were marked after it: the first marked
         # step holds all their invocations, so only their mean per superstep is known
         what = run.method if run.method != "supersteps" else "fused supersteps"
