@@ -139,15 +139,17 @@ class FrontierLog:
 
     A mask selecting every vertex is stored as :data:`ALL`; others bit-packed
     (``N / 8`` bytes) in an anonymous temporary file, so memory does not grow with the
-    number of supersteps. ``steps`` holds ``(info, mask ref, pull)`` per superstep that ran
-    an edge kernel; ``record_seconds`` the time the hooks took (inside the run)."""
+    number of supersteps. ``steps`` holds ``(info, mask ref, pull, direction)`` per
+    superstep that ran an edge kernel, ``direction`` the program's in that superstep (HITS,
+    SCC and the centralities change it between supersteps); ``record_seconds`` the time the
+    hooks took (inside the run)."""
 
     def __init__(self) -> None:
-        self.steps: list[tuple[dict[str, Any], Any, bool]] = []
+        self.steps: list[tuple[dict[str, Any], Any, bool, str]] = []
         self.record_seconds = 0.0
         self._file = None
         self._size = 0
-        self._frontier = self._next = self._accept = None
+        self._frontier = self._next = self._accept = self._prog = self._direction = None
 
     # -- recording (inside the run) ------------------------------------------------------
     def _store(self, t):
@@ -171,8 +173,10 @@ class FrontierLog:
 
     def install(self, prog) -> None:
         """Wrap ``prog``'s ``init``/``update``/``accepts`` (on the instance) to record the
-        frontier they return."""
+        frontier they return, and the program's direction in each superstep (read when the
+        engine asks for the accepted targets, before the edge pass)."""
         inner_init, inner_update, inner_accepts = prog.init, prog.update, prog.accepts
+        self._prog = prog
 
         def init(ctx):
             st, active = inner_init(ctx)
@@ -185,6 +189,7 @@ class FrontierLog:
             return active, votes
 
         def accepts(ctx, st):
+            self._direction = prog.direction
             acc = inner_accepts(ctx, st)
             self._accept = self._store(acc)
             return acc
@@ -198,8 +203,10 @@ class FrontierLog:
         if ss.direction in ("push", "pull", "stream") and frontier is not None:
             pull = ss.direction == "pull"
             self.steps.append(({"step": ss.superstep, "direction": ss.direction,
-                                "active": ss.active}, accept if pull else frontier, pull))
+                                "active": ss.active}, accept if pull else frontier, pull,
+                               self._direction or self._prog.direction))
         self._frontier, self._next, self._accept = self._next, None, None
+        self._direction = None
 
     # -- reading (after the run) ---------------------------------------------------------
     def mask(self, ref) -> Callable[[int, int], np.ndarray] | None:
@@ -308,7 +315,7 @@ def profile_bsp(graph, algorithm: str, *, recorder: SimtRecorder, source=None,
             log = FrontierLog()
             model_steps, model_seconds = _model_run(graph, program()[0], log, common)
         t0 = time.perf_counter()
-        _replay(graph, edge_set, prog.direction, log, recorder, rank_work)
+        _replay(graph, edge_set, log, recorder, rank_work)
         simt_seconds = time.perf_counter() - t0
         record_seconds = log.record_seconds
     finally:
@@ -400,29 +407,31 @@ def _model_run(graph, prog, log: FrontierLog, run_kw: dict[str, Any]) -> tuple[i
     return steps, seconds
 
 
-def _replay(graph, edge_set: str | None, direction: str, log: FrontierLog,
-            recorder: SimtRecorder, rank_work: RankWork | None) -> None:
+def _replay(graph, edge_set: str | None, log: FrontierLog, recorder: SimtRecorder,
+            rank_work: RankWork | None) -> None:
     """The SIMT model (``recorder``) over the degrees of each logged superstep's work items
-    (a program of ``direction``, :func:`_passes`), after the run (its buckets unmapped);
-    with ``rank_work``, the items charged to the ranks that own them too."""
+    (the program's direction in that superstep, :func:`_passes`), after the run (its
+    buckets unmapped); with ``rank_work``, the items charged to the ranks that own them
+    too."""
     es = graph.edge_set(edge_set).name
     degs: dict[str, np.ndarray] = {}
-    all_ranks: dict[str, np.ndarray] = {}  # per-rank work of all-active supersteps
-    for info, ref, pull in log.steps:
+    all_ranks: dict[tuple[str, str], np.ndarray] = {}  # per-rank work, all-active supersteps
+    for info, ref, pull, direction in log.steps:
         everyone = ref is None or ref is ALL
         passes = _passes(direction, pull)
         for d in passes:
             if d not in degs:
                 degs[d] = graph.degrees(es, d)
+        key = (direction, info["direction"])
         recorder.step(info, [_chunks_of(degs[d], log.mask(ref)) for d in passes],
-                      cache_key=(info["direction"], "all") if everyone else None)
+                      cache_key=(*key, "all") if everyone else None)
         if rank_work is not None:
-            if not everyone or info["direction"] not in all_ranks:
+            if not everyone or key not in all_ranks:
                 w = sum(work_by_range(_chunks_of(degs[d], log.mask(ref), with_ids=True),
                                       rank_work.bounds) for d in passes)
                 if everyone:
-                    all_ranks[info["direction"]] = w
-            rank_work.add(all_ranks[info["direction"]] if everyone else w)
+                    all_ranks[key] = w
+            rank_work.add(all_ranks[key] if everyone else w)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -128,8 +128,18 @@ def test_every_cli_algorithm_has_its_program(graph):
 
     prog, _ = W.make_program(graph, "hits")
     assert isinstance(prog, A.HITS)
-    out = W.profile_bsp(graph, "hits", recorder=_recorder(), max_iters=4)
+    rec = _recorder()
+    out = W.profile_bsp(graph, "hits", recorder=rec, max_iters=4)
     assert out["steps"] == 4
+    # each superstep is modelled on its own direction's degrees: even ones pull along
+    # in-edges, odd ones along out-edges (every step took the last one's direction)
+    from graphsys.analysis.simt import simt_model
+
+    want = {d: simt_model(graph.degrees(direction=d), "thread-per-vertex", block_size=64,
+                          gpu="H100")["warp_iterations"] for d in ("in", "out")}
+    assert want["in"] != want["out"]
+    assert [s["warp_iterations"] for s in rec.steps["thread-per-vertex"]] == [
+        want["in"], want["out"], want["in"], want["out"]]
     # the report's step count is the supersteps', not the marker's (one more: the finish)
     kernels = out["stats"].to_dict()["kernels"]
     assert kernels["steps"] == 4
