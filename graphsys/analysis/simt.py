@@ -411,9 +411,10 @@ class SimtAccumulator:
 
     # -- results ---------------------------------------------------------------------------
     def merge(self, other: SimtAccumulator) -> SimtAccumulator:
-        """Add the (closed) kernels of ``other`` (same mapping, block size and GPU)."""
-        if (other.mapping, other.block_size, other.gpu.num_sms) != (
-                self.mapping, self.block_size, self.gpu.num_sms):
+        """Add the (closed) kernels of ``other`` (same mapping, block size, items per thread
+        and GPU)."""
+        if (other.mapping, other.block_size, other.items_per_thread, other.gpu) != (
+                self.mapping, self.block_size, self.items_per_thread, self.gpu):
             raise GraphsysError("cannot merge SIMT figures of different configurations")
         other.end_kernel()
         for k in ("vertices", "edges", "kernels", "warps", "idle_warps", "ctas",

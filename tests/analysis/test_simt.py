@@ -168,6 +168,15 @@ def test_kernels_add_up_and_validation():
         SimtAccumulator("nope")
     with pytest.raises(GraphsysError):
         SimtAccumulator("warp-per-vertex", block_size=48)
+    # figures of another items_per_thread or GPU were merged and reported as this one's
+    for other in (SimtAccumulator("edge-balanced", 64, 8, GPU("x", 3)),
+                  SimtAccumulator("edge-balanced", 64, 4, GPU("y", 3, 1024, 16))):
+        with pytest.raises(GraphsysError, match="different configurations"):
+            SimtAccumulator("edge-balanced", 64, 4, GPU("x", 3)).merge(
+                other.add_kernel(np.array([5])))
+    same = SimtAccumulator("edge-balanced", 64, 4, GPU("x", 3))
+    assert same.merge(SimtAccumulator("edge-balanced", 64, 4, GPU("x", 3)).add_kernel(
+        np.array([5]))).result()["kernels"] == 1
     with pytest.raises(GraphsysError):
         simt_model(np.array([-1]), "warp-per-vertex")
 
