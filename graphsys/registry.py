@@ -25,6 +25,9 @@ Entries are registered three ways, all equivalent once looked up:
   ``loss_fn``). The group is read once per process, the first time any registry is queried;
   each entry point is imported only when its name is looked up (like a lazy entry). A name
   that is already registered by graphsys keeps the built-in entry (a warning is logged).
+
+An entry that raises as it is imported gives one :class:`GraphsysError` naming it, and
+stays unresolved (the next lookup tries again).
 """
 
 from __future__ import annotations
@@ -177,9 +180,12 @@ class Registry(Generic[T]):
         if isinstance(entry, _Lazy):
             try:
                 entry = entry.load()
-            except (ImportError, AttributeError) as exc:
+            except Exception as exc:  # noqa: BLE001 - a plug-in's import may raise anything
+                why = str(exc).splitlines()[0] if str(exc) else ""
+                if not isinstance(exc, (ImportError, AttributeError)):
+                    why = f"{type(exc).__name__}: {why}" if why else type(exc).__name__
                 raise GraphsysError(f"{self.kind} {name!r}: cannot load {entry.target} "
-                                    f"({exc})") from exc
+                                    f"({why})") from exc
             if isinstance(entry, type) and getattr(entry, "name", None) is None:
                 entry.name = name  # type: ignore[attr-defined]
             self._entries[name] = entry

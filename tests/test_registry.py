@@ -71,6 +71,25 @@ def test_lazy_entries_import_on_first_lookup(tmp_path, monkeypatch):
         reg.get("gone")
 
 
+def test_a_plugin_that_raises_at_import_is_one_error(tmp_path, monkeypatch):
+    """A plug-in module that raises anything as it is imported (not only ImportError) gives
+    one GraphsysError naming the entry, not the plug-in's traceback; the entry stays
+    registered and unresolved (a RuntimeError went through the CLI as a traceback)."""
+    (tmp_path / "raising_plugin.py").write_text("raise RuntimeError('no licence\\nfound')\n")
+    (tmp_path / "bad_syntax_plugin.py").write_text("SPEC = (\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    reg: Registry[object] = Registry("thing")
+    reg.register_lazy("boom", "raising_plugin:SPEC")
+    reg.register_lazy("typo", "bad_syntax_plugin:SPEC")
+    for _ in range(2):
+        with pytest.raises(GraphsysError, match=r"^thing 'boom': cannot load raising_plugin:"
+                                                r"SPEC \(RuntimeError: no licence\)$"):
+            reg.get("boom")
+    with pytest.raises(GraphsysError, match=r"^thing 'typo': .*SyntaxError"):
+        reg.get("typo")
+    assert reg.names() == ["boom", "typo"]
+
+
 def _entry_points(*specs):
     return [importlib.metadata.EntryPoint(name, value, ENTRY_POINT_GROUP) for name, value in specs]
 
