@@ -24,16 +24,20 @@ Entries are registered three ways, all equivalent once looked up:
   ``gnn_model``, ``dataset_loader``, ``input_format``, ``operator``, ``comparator``,
   ``loss_fn``). The group is read once per process, the first time any registry is queried;
   each entry point is imported only when its name is looked up (like a lazy entry). A name
-  that is already registered by graphsys keeps the built-in entry (a warning is logged).
+  that is already registered by graphsys keeps the built-in entry, and a name that two
+  entry points give different targets is ignored (a warning is logged for each).
 
-An entry that raises as it is imported gives one :class:`GraphsysError` naming it, and
-stays unresolved (the next lookup tries again).
+A name is letters, digits, ``_``, ``.`` and ``-``, not starting with ``.`` or ``-`` (it is
+a command-line choice and a config value); any other is refused (an entry point's with a
+warning). An entry that raises as it is imported gives one :class:`GraphsysError` naming
+it, and stays unresolved.
 """
 
 from __future__ import annotations
 
 import importlib
 import logging
+import re
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
@@ -75,6 +79,13 @@ def lazy_exports(package: str, namespace: dict[str, Any], exports: dict[str, str
     return __getattr__, __dir__
 
 
+def _check_name(kind: str, name: object) -> None:
+    """Refuse a plug-in name that is not letters, digits, ``_``, ``.`` and ``-`` (not first
+    a ``.`` or ``-``): a name is a command-line choice (``--help``) and a config value."""
+    if not isinstance(name, str) or not re.fullmatch(r"\w[\w.-]*", name, re.ASCII):
+        raise ValueError(f"{kind} name {name!r} is not letters, digits, '_', '.' and '-'")
+
+
 class _Lazy:
     """A ``module:attribute`` reference imported on first use."""
 
@@ -111,6 +122,7 @@ class Registry(Generic[T]):
     def register(self, name: str, entry: T) -> T:
         """Register ``entry`` under ``name``; returns ``entry``. Registering the same entry
         twice is a no-op; another entry under a taken name is a ValueError."""
+        _check_name(self.kind, name)
         old = self._entries.get(name)
         if isinstance(old, _Lazy):
             old = self._resolve(name)
@@ -133,6 +145,7 @@ class Registry(Generic[T]):
     def register_lazy(self, name: str, target: str) -> None:
         """Register the object at ``target`` (``"package.module:attribute"``) under ``name``
         without importing it; it is imported by the first :meth:`get` of ``name``."""
+        _check_name(self.kind, name)
         if name in self._entries:
             raise ValueError(f"{self.kind} {name!r} is already registered")
         self._entries[name] = _Lazy(target)
@@ -201,6 +214,7 @@ class Registry(Generic[T]):
                             "already registered", self.kind, name, ENTRY_POINT_GROUP)
                 continue
             try:
+                _check_name(self.kind, name)
                 self._entries[name] = _Lazy(target)
             except ValueError as exc:
                 log.warning("%s plug-in %r ignored: %s", self.kind, name, exc)
@@ -217,13 +231,19 @@ def _plugin_entry_points() -> dict[str, dict[str, str]]:
         from importlib.metadata import entry_points
 
         found: dict[str, dict[str, str]] = {}
+        clashes: set[tuple[str, str]] = set()
         for ep in entry_points(group=ENTRY_POINT_GROUP):
             kind, sep, name = ep.name.partition(".")
             if not sep or not name:
                 log.warning("entry point %r of group %s is not named KIND.NAME; ignored",
                             ep.name, ENTRY_POINT_GROUP)
                 continue
-            found.setdefault(kind, {})[name] = ep.value
+            if found.setdefault(kind, {}).setdefault(name, ep.value) != ep.value:
+                clashes.add((kind, name))
+        for kind, name in sorted(clashes):  # which would win is the order of sys.path
+            del found[kind][name]
+            log.warning("%s plug-in %r is ignored: several entry points of %s name it, with "
+                        "different targets", kind, name, ENTRY_POINT_GROUP)
         _ENTRY_POINTS = found
     return _ENTRY_POINTS
 

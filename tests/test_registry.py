@@ -121,6 +121,26 @@ def test_entry_points_register_lazily_and_are_read_once(tmp_path, monkeypatch):
     assert "fancy" in gizmos.names()                       # a resolved entry stays registered
 
 
+def test_odd_names_are_refused_and_clashing_entry_points_ignored(monkeypatch, caplog):
+    """A name that is not a plain token ('--help', 'has space', 'a,b', '') is refused when
+    registered and ignored, with a warning, from an entry point ('algorithm.--help' was an
+    ALGO choice of 'graphsys run'); a name two entry points give different targets is
+    ignored with a warning, not resolved by the order of sys.path."""
+    reg: Registry[object] = Registry("thing")
+    for bad in ("--help", "has space", "a,b", "", ".x", 3):
+        with pytest.raises(ValueError, match="is not letters, digits"):
+            reg.register(bad, object())
+        with pytest.raises(ValueError, match="is not letters, digits"):
+            reg.register_lazy(bad, "mod:attr")
+    reg.register("ok_name-2.v1", "fine")
+    monkeypatch.setattr(importlib.metadata, "entry_points", lambda *, group: _entry_points(
+        ("thing.--help", "a:B"), ("thing.two", "a:B"), ("thing.two", "c:D"),
+        ("thing.same", "a:B"), ("thing.same", "a:B")))
+    with caplog.at_level("WARNING", logger="graphsys.registry"):
+        assert reg.names() == ["ok_name-2.v1", "same"]
+    assert "'--help' ignored" in caplog.text and "'two' is ignored" in caplog.text
+
+
 def test_real_registries_see_entry_points(monkeypatch):
     """The plug-in kinds of graphsys read the group too: a third-party partitioner."""
     from graphsys.plugins import PARTITIONERS
