@@ -299,9 +299,18 @@ def make_profiler(device: Any = "cpu", *, all_threads: bool = True):
 
     It is ``torch.autograd.profiler.profile``, which ``torch.profiler.profile`` wraps:
     the wrapper's start asks ``hasattr(torch, "_inductor")``, which imports inductor,
-    dynamo and sympy (seconds, and memory, that the profiled program never spends)."""
+    dynamo and sympy (seconds, and memory, that the profiled program never spends).
+
+    A profiler is refused (:class:`GraphsysError`) while another one records in this process
+    (a trace or profile around this one, graphsys's or torch's): starting a second one
+    stops the first, whose export then crashes the process."""
     from torch._C._profiler import _ExperimentalConfig
+    from torch.autograd import profiler
     from torch.autograd.profiler import profile
+
+    if getattr(profiler, "_is_profiler_enabled", False):
+        raise GraphsysError("a profiler is already recording in this process (a trace or "
+                            "profile around this one): record one trace at a time")
 
     return profile(use_cpu=True, use_device="cuda" if str(device).startswith("cuda") else None,
                    use_kineto=True, record_shapes=False, with_stack=False,
