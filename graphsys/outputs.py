@@ -65,11 +65,13 @@ def _marker_kind(directory: Path) -> str | None:
 
 def protected_directory(path: str | os.PathLike) -> tuple[Path, str] | None:
     """The graph, checkpoint or embedding directory that ``path`` is or lies inside (the
-    nearest one, with its kind), or None. Symbolic links are followed."""
-    here = Path(os.path.abspath(path))
+    nearest one, with its kind), or None. Symbolic links are followed before ``..`` is
+    taken (``link/../x`` with ``link`` a graph's subdirectory lies inside the graph), and
+    the directory is given resolved."""
+    here = Path(os.path.realpath(path))
     for directory in (here, *here.parents):
         if directory.is_dir():
-            kind = _marker_kind(directory.resolve())
+            kind = _marker_kind(directory)
             if kind is not None:
                 return directory, kind
     return None
@@ -153,7 +155,7 @@ def check_output_directory(path: str | os.PathLike) -> Path:
     'ck'
     """
     path = Path(path)
-    _refuse_inside(path, protected_directory(Path(os.path.abspath(path)).parent))
+    _refuse_inside(path, protected_directory(Path(os.path.realpath(path)).parent))
     return path
 
 
@@ -271,8 +273,8 @@ def check_own_directory(path: str | os.PathLike, *, what: str = "this output") -
     found = protected_directory(path)
     if found is not None:
         root, kind = found
-        where = (f"is the {kind} directory {root}" if Path(os.path.abspath(path)) == Path(
-            os.path.abspath(root)) else f"lies inside the {kind} directory {root}")
+        where = (f"is the {kind} directory {root}" if Path(os.path.realpath(path)) == root
+                 else f"lies inside the {kind} directory {root}")
         raise GraphsysError(f"{path}: {where}; {what} is written outside graph and "
                             f"checkpoint directories (choose another directory)")
     return Path(path)

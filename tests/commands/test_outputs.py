@@ -16,6 +16,7 @@ from graphsys.outputs import (
     OutputPath,
     check_output,
     check_output_directory,
+    check_own_directory,
     protected_directory,
 )
 from graphsys.storage.format import MANIFEST
@@ -170,6 +171,21 @@ def test_check_output_library(graph, tmp_path):
     # a directory that merely holds some other manifest.json is not protected
     (tmp_path / "manifest.json").write_text('{"format": "something-else"}')
     assert protected_directory(tmp_path / "b.json") is None
+
+
+def test_a_path_through_a_link_into_the_graph_is_refused(graph, tmp_path, capsys):
+    """``lnk/../pr.parquet`` with ``lnk`` a link to the graph's ``nodes`` directory names
+    the graph's own directory (the system follows the link before ``..``): 'run --out'
+    wrote pr.parquet inside the graph, which was read as ``./pr.parquet``."""
+    (tmp_path / "lnk").symlink_to(graph / "nodes", target_is_directory=True)
+    through = f"{tmp_path}/lnk/../pr.parquet"
+    assert _run(graph, "--out", through) == 2
+    assert "inside the graph directory" in _one_line_error(capsys)
+    assert not (graph / "pr.parquet").exists() and not (tmp_path / "pr.parquet").exists()
+    with pytest.raises(GraphsysError, match="inside the graph directory"):
+        check_output_directory(f"{tmp_path}/lnk/../ck")
+    with pytest.raises(GraphsysError, match="is the graph directory"):
+        check_own_directory(f"{tmp_path}/lnk/..")
 
 
 def test_recording_keeps_the_overwrite_choice(tmp_path):
