@@ -85,7 +85,8 @@ def check_output(path: str | os.PathLike, *, overwrite: bool = False,
     Parameters
     ----------
     path : str or path-like
-        Where the output will be written (a file, or a directory a command creates). An
+        The file the output will be written to (an existing directory is refused; a
+        directory a command creates is :func:`check_output_directory`'s). An
         :class:`OutputPath` keeps the ``overwrite`` it was checked with.
     overwrite : bool
         Allow replacing an existing ``path``.
@@ -100,7 +101,8 @@ def check_output(path: str | os.PathLike, *, overwrite: bool = False,
     Raises
     ------
     GraphsysError
-        ``path`` is or lies inside a graph, checkpoint or embedding directory.
+        ``path`` is or lies inside a graph, checkpoint or embedding directory, or is a
+        directory.
     ParameterError
         ``path`` exists and ``overwrite`` is not set.
 
@@ -121,6 +123,9 @@ def check_output(path: str | os.PathLike, *, overwrite: bool = False,
     out = OutputPath(path)
     out.overwrite = allowed
     _refuse_inside(path, protected_directory(out))
+    if out.is_dir():  # a file cannot replace it, with overwrite or not
+        raise GraphsysError(f"{path}: is a directory, where a file is written (choose "
+                            f"another {name} path)")
     if (out.exists() or out.is_symlink()) and not allowed:
         raise ParameterError("overwrite", f"is needed to replace {path}, which already "
                                           f"exists (or choose another {name} path)")

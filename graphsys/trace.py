@@ -280,8 +280,6 @@ def check_trace_path(path: str | Path, *, overwrite: bool = False) -> Path:
     path = Path(path)
     if path.suffix.lower() != ".json":
         raise GraphsysError(f"{path}: a trace is Chrome trace JSON; name it FILE.json")
-    if path.is_dir():
-        raise GraphsysError(f"{path}: is a directory, not a trace file name")
     parent = path.parent
     if not parent.is_dir():
         raise GraphsysError(f"{path}: directory {parent} does not exist")

@@ -188,6 +188,26 @@ def test_a_path_through_a_link_into_the_graph_is_refused(graph, tmp_path, capsys
         check_own_directory(f"{tmp_path}/lnk/..")
 
 
+@pytest.mark.parametrize("argv, flag, name", [
+    (["run", "pagerank"], "--out", "d.parquet"),
+    (["run", "pagerank"], "--trace", "d.json"),
+    (["profile", "pagerank"], "--report", "d.html"),
+])
+def test_a_directory_where_a_file_is_written_is_refused_before_the_run(
+        graph, tmp_path, capsys, argv, flag, name):
+    """An existing directory named as a file output, with --overwrite: the run did all its
+    work, then failed on its temp file ('error: .d.parquet.tmp-26694-0d608192: Is a
+    directory'); it is refused before any work, in one line, and left as it was."""
+    (tmp_path / name).mkdir()
+    (tmp_path / name / "keep").write_text("x")
+    assert cli.main([*argv, str(graph), flag, str(tmp_path / name), "--overwrite"]) == 2
+    assert "is a directory, where a file is written" in _one_line_error(capsys)
+    assert [p.name for p in tmp_path.iterdir()] == [name]
+    assert (tmp_path / name / "keep").read_text() == "x"
+    with pytest.raises(GraphsysError, match="is a directory"):
+        check_output(tmp_path / name, overwrite=True)
+
+
 def test_recording_keeps_the_overwrite_choice(tmp_path):
     path = tmp_path / "t.json"
     path.write_text("old")
