@@ -113,8 +113,11 @@ class Registry(Generic[T]):
     (``get_class`` is the same, for class registries) and :meth:`names` the sorted names.
     """
 
-    def __init__(self, kind: str):
+    def __init__(self, kind: str, entry_type: str | None = None):
         self.kind = kind
+        #: ``"module:Class"`` that a lazy or entry-point entry must be an instance or a
+        #: subclass of (checked as it is imported; None: anything).
+        self.entry_type = entry_type
         self._entries: dict[str, T | _Lazy] = {}
         self._plugins_loaded = False
 
@@ -199,10 +202,22 @@ class Registry(Generic[T]):
                     why = f"{type(exc).__name__}: {why}" if why else type(exc).__name__
                 raise GraphsysError(f"{self.kind} {name!r}: cannot load {entry.target} "
                                     f"({why})") from exc
+            self._check_type(name, entry, self._entries[name].target)
             if isinstance(entry, type) and getattr(entry, "name", None) is None:
                 entry.name = name  # type: ignore[attr-defined]
             self._entries[name] = entry
         return entry  # type: ignore[return-value]
+
+    def _check_type(self, name: str, entry: Any, target: str) -> None:
+        """Refuse, in one line, an imported entry that is not of :attr:`entry_type`."""
+        if self.entry_type is None:
+            return
+        want = _Lazy(self.entry_type).load()
+        if not (isinstance(entry, want) or (isinstance(entry, type) and issubclass(entry, want))):
+            what = (f"class {entry.__name__}" if isinstance(entry, type) else
+                    f"{type(entry).__name__} {entry!r:.60}")
+            raise GraphsysError(f"{self.kind} {name!r}: {target} is {what} (expected "
+                                f"{want.__name__})")
 
     def _load_plugins(self) -> None:
         if self._plugins_loaded:

@@ -157,6 +157,38 @@ def test_real_registries_see_entry_points(monkeypatch):
         PARTITIONERS.unregister("also_hash")
 
 
+def test_an_entry_point_of_the_wrong_type_is_one_error(monkeypatch):
+    """An entry point naming an object that is not its kind's (an int as an algorithm, a
+    function as a partitioner) failed deep inside the command ('graphsys run NAME G':
+    AttributeError: 'int' object has no attribute 'run'); it is one GraphsysError naming
+    the entry as it is looked up, and a right one of a class registry (a subclass) loads."""
+    from graphsys.embed.model import OPERATORS
+    from graphsys.plugins import ALGORITHMS, PARTITIONERS
+
+    monkeypatch.setattr(importlib.metadata, "entry_points", lambda *, group: _entry_points(
+        ("algorithm.badtype", "math:pi"), ("partitioner.badpart", "math:sqrt"),
+        ("operator.notanop", "fractions:Fraction"),
+        ("partitioner.also_range", "partitioners.range:RangePartitioner")))
+    regs = (ALGORITHMS, PARTITIONERS, OPERATORS)
+    reset_plugins()  # the imports above may have read the real group
+    for reg in regs:
+        monkeypatch.setattr(reg, "_plugins_loaded", False)
+    try:
+        with pytest.raises(GraphsysError, match=r"^algorithm 'badtype': math:pi is float "
+                                                r"3.14\d+ \(expected AlgorithmSpec\)$"):
+            ALGORITHMS.get("badtype")
+        with pytest.raises(GraphsysError, match=r"math:sqrt is builtin_function_or_method "
+                                                r".*\(expected Partitioner\)$"):
+            PARTITIONERS.get("badpart")
+        with pytest.raises(GraphsysError, match=r"is class Fraction \(expected Operator\)$"):
+            OPERATORS.get("notanop")
+        assert PARTITIONERS.get("also_range").__name__ == "RangePartitioner"
+    finally:
+        for reg, name in zip(regs, ("badtype", "badpart", "notanop")):
+            reg.unregister(name)
+        PARTITIONERS.unregister("also_range")
+
+
 def test_listing_the_builtin_names_imports_no_plugin():
     """Building ``graphsys run``'s parser (choices and help from the registries) imports
     neither torch nor any algorithm module."""
