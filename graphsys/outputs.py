@@ -132,6 +132,15 @@ def check_output(path: str | os.PathLike, *, overwrite: bool = False,
     return out
 
 
+def check_parent(path: str | os.PathLike, label: str | None = None) -> None:
+    """Refuse, in one line, a file output whose directory does not exist or is a file
+    (``label``: how the message names ``path``; default ``path`` itself)."""
+    parent = Path(path).parent
+    if not parent.is_dir():
+        why = f"{parent} is a file" if parent.exists() else f"directory {parent} does not exist"
+        raise GraphsysError(f"{label or path}: {why}")
+
+
 def check_output_directory(path: str | os.PathLike) -> Path:
     """Refuse, in one line, a directory that a command creates or fills (a checkpoint, an
     embedding directory, a graph) inside a graph, checkpoint or embedding directory; whether

@@ -274,17 +274,15 @@ def check_trace_path(path: str | Path, *, overwrite: bool = False) -> Path:
     ...
     graphsys.errors.GraphsysError: run.txt: a trace is Chrome trace JSON; name it FILE.json
     """
-    from graphsys.outputs import check_output
+    from graphsys.outputs import check_output, check_parent
 
     checked = path
     path = Path(path)
     if path.suffix.lower() != ".json":
         raise GraphsysError(f"{path}: a trace is Chrome trace JSON; name it FILE.json")
-    parent = path.parent
-    if not parent.is_dir():
-        raise GraphsysError(f"{path}: directory {parent} does not exist")
+    check_parent(path)
     out = check_output(checked, overwrite=overwrite, name="trace")
-    if not os.access(parent, os.W_OK | os.X_OK) or (path.exists()
+    if not os.access(path.parent, os.W_OK | os.X_OK) or (path.exists()
                                                      and not os.access(path, os.W_OK)):
         raise GraphsysError(f"{path}: not writable")
     return out

@@ -482,13 +482,12 @@ def report_paths(html_path: str | Path, *, overwrite: bool = False,
     directory does not, or lies in a graph or checkpoint directory
     (:func:`graphsys.outputs.check_output`): callers check before a run, so a profile is
     never thrown away."""
-    from graphsys.outputs import check_output
+    from graphsys.outputs import check_output, check_parent
 
     html_path = Path(html_path)
     jpath = Path(json_path) if json_path else html_path.with_suffix(".json")
     for p in (html_path, jpath):
-        if not p.parent.is_dir():
-            raise GraphsysError(f"{p}: directory {p.parent} does not exist")
+        check_parent(p)
         check_output(p, overwrite=overwrite, name="report")
     return html_path, jpath
 

@@ -44,14 +44,13 @@ def parquet_out(out: Path | None, overwrite: bool) -> Path | None:
     """``--out FILE.parquet`` checked before a run: its suffix, its directory, and an
     existing file only with ``overwrite`` (:func:`graphsys.outputs.check_output`)."""
     from graphsys.errors import GraphsysError
-    from graphsys.outputs import check_output
+    from graphsys.outputs import check_output, check_parent
 
     if out is None:
         return None
     if out.suffix != ".parquet":
         raise GraphsysError(f"--out {out}: expected a .parquet file name")
-    if not out.parent.is_dir():
-        raise GraphsysError(f"--out {out}: directory {out.parent} does not exist")
+    check_parent(out, f"--out {out}")
     return check_output(out, overwrite=overwrite, name="out")
 
 

@@ -208,6 +208,23 @@ def test_a_directory_where_a_file_is_written_is_refused_before_the_run(
         check_output(tmp_path / name, overwrite=True)
 
 
+@pytest.mark.parametrize("argv, flag", [
+    (["run", "pagerank", "{g}"], "--out"), (["run", "pagerank", "{g}"], "--trace"),
+    (["profile", "pagerank", "{g}"], "--report"),
+    (["generate", "rmat", "--nodes", "16"], "--out"),
+])
+def test_an_output_under_a_file_is_said_to_be_so(graph, tmp_path, capsys, argv, flag):
+    """An output whose directory is a file was refused as 'directory afile does not
+    exist' (it does, as a file); the line now says what is wrong."""
+    (tmp_path / "afile").write_text("x")
+    name = {"--out": "x.parquet", "--trace": "t.json", "--report": "r.html"}[flag]
+    if argv[0] == "generate":
+        name = "x.tsv"
+    args = [a.format(g=graph) for a in argv] + [flag, str(tmp_path / "afile" / name)]
+    assert cli.main(args) == 2
+    assert _one_line_error(capsys).endswith(f"{tmp_path / 'afile'} is a file")
+
+
 def test_recording_keeps_the_overwrite_choice(tmp_path):
     path = tmp_path / "t.json"
     path.write_text("old")
