@@ -329,7 +329,7 @@ class _Reports(tqdm):
 
     def __init__(self, report: Callable, *args, **kwargs) -> None:
         super().__init__(*args, **{**kwargs, "disable": True})
-        self.report, self.desc, self.unit = report, kwargs.get("desc", ""), kwargs.get("unit")
+        self.report, self.desc, self.unit = report, kwargs.get("desc") or "", kwargs.get("unit")
         self.n = 0
 
     def update(self, n=1):

@@ -108,7 +108,8 @@ def test_summary_at_close_when_the_loop_never_advances(clock):
 def test_the_last_line_is_not_written_twice(clock):
     """A loop whose last advance wrote a line (it crossed the interval) wrote the same line
     again when it closed ('t: 5/5 x (100%), ...' twice); the closing line comes only where
-    the work advanced since the last line. An open-ended display alike."""
+    the work advanced since the last line. An open-ended display alike; and a display
+    callback without a description (tqdm's default None) no longer raises."""
     def lines(total, seconds, updates):
         log = io.StringIO()
         bar = _clocked(LineProgress(total=total, unit="x", desc="t", file=log, every=10),
@@ -123,6 +124,10 @@ def test_the_last_line_is_not_written_twice(clock):
         got = lines(total, 3, 5)  # lines at 12 s (4 x) and at the close (5 x)
         assert len(got) == 2 and last in got[-1], got
         assert len(lines(total, 5, 4)) == 2  # at 10 s and 20 s, the last advance
+    steps = []
+    with progress.display(steps.append, total=1, desc=None) as bar:
+        bar.update(1)
+    assert steps == [progress.Step("", 1, 1, "it")]
 
 
 def test_a_terminal_bar_says_it_in_its_description(clock):
