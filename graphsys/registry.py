@@ -161,8 +161,7 @@ class Registry(Generic[T]):
     def get(self, name: str) -> T:
         """The entry registered as ``name``; :class:`UnknownPluginError` (listing the known
         names) when there is none."""
-        self._load_plugins()
-        if name not in self._entries:
+        if name not in self:  # an unhashable name too (a list for a string)
             raise UnknownPluginError(f"unknown {self.kind} {name!r} "
                                      f"(known: {', '.join(self.names())})")
         return self._resolve(name)
@@ -180,7 +179,7 @@ class Registry(Generic[T]):
 
     def __contains__(self, name: object) -> bool:
         self._load_plugins()
-        return name in self._entries
+        return isinstance(name, str) and name in self._entries
 
     def __iter__(self):
         return iter(self.names())

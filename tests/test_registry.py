@@ -53,6 +53,18 @@ def test_unknown_name_is_one_error_listing_the_known_ones():
     assert isinstance(info.value, KeyError) and isinstance(info.value, ValueError)
 
 
+def test_a_name_of_another_type_is_unknown():
+    """A list or dict where a name goes (``from_numpy(partitioner=["hash"])``,
+    ``g.view(["out"])``) raised TypeError: unhashable type; it is the unknown-name error,
+    and ``in`` says False."""
+    reg: Registry[object] = Registry("thing")
+    reg.register("a", 1)
+    for name in (["a"], {"a": 1}, None, 1):
+        assert name not in reg
+        with pytest.raises(UnknownPluginError, match=r"^unknown thing .* \(known: a\)$"):
+            reg.get(name)
+
+
 def test_lazy_entries_import_on_first_lookup(tmp_path, monkeypatch):
     (tmp_path / "lazy_plugin_mod.py").write_text("class Thing:\n    name = None\n")
     monkeypatch.syspath_prepend(str(tmp_path))
