@@ -62,6 +62,7 @@ import functools
 import hashlib
 import io
 import json
+import linecache
 import os
 import pickle
 import stat
@@ -102,6 +103,8 @@ def say(path: str, what: str) -> None:
     if path in _said:
         return
     _said.add(path)
+    # no source line: the warning would read the file itself for one (a FIFO: forever)
+    linecache.cache.setdefault(str(path), (0, None, [], str(path)))
     warnings.warn_explicit(what, KernelCacheWarning, str(path), 0, module=__name__)
 
 
@@ -173,6 +176,16 @@ def with_thread_start(payload):
             s in code for s in THREAD_SYMBOLS):
         return payload
     return payload[:7] + ([*hooks, start],) + payload[8:]
+
+
+def read_file(path: str | os.PathLike) -> bytes:
+    """The bytes of the regular file ``path``; anything else in its place (a FIFO, which
+    would block the read forever, a device, a directory) is refused unread (BadEntry)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise BadEntry("not a regular file")
+        return f.read()
 
 
 def write_atomic(path: str, blob: bytes, sync: bool = True) -> None:
@@ -318,7 +331,7 @@ class _ImportMemo:
             return
         self.path = path
         try:
-            data = json.loads(unframe(path.read_bytes()))
+            data = json.loads(unframe(read_file(path)))
             entries = data["imports"]
             if isinstance(entries, dict) and all(
                     isinstance(v, list) and all(isinstance(n, str) for n in v)
@@ -532,11 +545,10 @@ def checked_file_class():
 
         def _read(self, path, quiet=False):
             try:
-                with open(path, "rb") as f:
-                    return f.read()
+                return read_file(path)
             except FileNotFoundError:
                 return None
-            except OSError as exc:
+            except (OSError, BadEntry) as exc:
                 if not quiet:
                     self._bad(path, exc)
                 return None

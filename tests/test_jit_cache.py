@@ -175,6 +175,23 @@ def test_an_unreadable_index_is_compiled_around_in_one_line(warm, tmp_path):
     assert index.is_dir()
 
 
+def test_a_fifo_in_place_of_an_entry_does_not_hang(warm, tmp_path):
+    """A FIFO where the index and a data file go blocked the kernel's first call forever
+    (open and read wait for a writer, and so did the warning, reading the file for its
+    source line); each is now refused unread, in one line, and the kernel compiled."""
+    root = _copy(warm, tmp_path)
+    index, data = _entry(root)
+    for path in (index, data[0]):
+        path.unlink()
+        os.mkfifo(path)
+    out = subprocess.run([sys.executable, "-c", CHILD], env=_env(root), cwd=root,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-3000:]
+    assert json.loads(out.stdout.strip().splitlines()[-1])["counts"] == RIGHT
+    lines = out.stderr.strip().splitlines()
+    assert 1 <= len(lines) <= 2 and all("not a regular file" in ln for ln in lines), lines
+
+
 def _read_only_runner(root: Path) -> list[str] | None:
     """A prefix that runs a command with ``root`` read-only (a read-only bind mount for
     root, which permissions do not stop), or [] where permissions suffice; None where
