@@ -27,9 +27,11 @@ signature (``.nbc``: the pickled compile result with its machine code), and unpi
 as it finds them: a truncated or garbled file raises from inside the kernel's first call,
 and garbled machine code that still unpickles can crash the process inside LLVM. A graphsys
 kernel's files (wherever they are kept) start with a format tag and a SHA-256 of the rest,
-checked before anything is unpickled; :func:`checked_file_class` reads and writes them.
-An entry that does not load (empty, truncated, garbled, unreadable, of another format, a
-data file that holds another signature) is reported in one line
+checked before anything is unpickled; a data file then names itself (its cache directory
+and file name), so one copied or renamed from another kernel, signature or source version
+does not load. :func:`checked_file_class` reads and writes them. An entry that does not
+load (empty, truncated, garbled, unreadable, of another format, a data file that holds
+another kernel or signature) is reported in one line
 (:class:`KernelCacheWarning`, naming the file, once per file and process) and the kernel
 is compiled as on a miss, then saved over the entry where its directory can be written.
 An index of another numba version, or in numba's own format, is a plain miss (no line).
@@ -60,6 +62,7 @@ import functools
 import hashlib
 import io
 import json
+import linecache
 import os
 import pickle
 import stat
@@ -71,7 +74,7 @@ from pathlib import Path
 #: The package directory whose modules are keyed (graphsys/).
 PACKAGE = Path(__file__).resolve().parent
 #: The version of this file format and keying; part of every digest.
-FORMAT = 1
+FORMAT = 2
 #: The first bytes of every file this module writes; a SHA-256 of the rest follows.
 MAGIC = b"graphsys-kernel-cache/1\n"
 _DIGEST = 32
@@ -100,6 +103,8 @@ def say(path: str, what: str) -> None:
     if path in _said:
         return
     _said.add(path)
+    # no source line: the warning would read the file itself for one (a FIFO: forever)
+    linecache.cache.setdefault(str(path), (0, None, [], str(path)))
     warnings.warn_explicit(what, KernelCacheWarning, str(path), 0, module=__name__)
 
 
@@ -171,6 +176,16 @@ def with_thread_start(payload):
             s in code for s in THREAD_SYMBOLS):
         return payload
     return payload[:7] + ([*hooks, start],) + payload[8:]
+
+
+def read_file(path: str | os.PathLike) -> bytes:
+    """The bytes of the regular file ``path``; anything else in its place (a FIFO, which
+    would block the read forever, a device, a directory) is refused unread (BadEntry)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise BadEntry("not a regular file")
+        return f.read()
 
 
 def write_atomic(path: str, blob: bytes, sync: bool = True) -> None:
@@ -316,7 +331,7 @@ class _ImportMemo:
             return
         self.path = path
         try:
-            data = json.loads(unframe(path.read_bytes()))
+            data = json.loads(unframe(read_file(path)))
             entries = data["imports"]
             if isinstance(entries, dict) and all(
                     isinstance(v, list) and all(isinstance(n, str) for n in v)
@@ -467,7 +482,10 @@ def checked_file_class():
             if blob is None:
                 return None
             try:
-                return with_thread_start(pickle.loads(unframe(blob)))
+                owner, _, body = unframe(blob).partition(b"\0")
+                if owner != self._owner(name):
+                    raise BadEntry(f"it holds the kernel of {owner.decode(errors='replace')}")
+                return with_thread_start(pickle.loads(body))
             except ForeignEntry:
                 return None
             except Exception as exc:  # noqa: BLE001 - any entry that does not load
@@ -475,14 +493,21 @@ def checked_file_class():
                 return None
 
         def save(self, key, data):
-            blob = frame(self._dump(with_thread_start(data)))
+            body = self._dump(with_thread_start(data))
             with dir_lock(self._cache_path):
                 overloads = self._load_index(quiet=True)
                 name = overloads.get(key) or self._entry_name(key)
+                blob = frame(self._owner(name) + b"\0" + body)
                 write_atomic(self._data_path(name), blob)  # before the index names it
                 if overloads.get(key) != name:
                     overloads[key] = name
                     self._save_index(overloads)
+
+        def _owner(self, name: str) -> bytes:
+            """What a data file holds before its compile result: its cache directory's
+            name (module and digest) and its own, so a file copied or renamed from
+            another kernel, signature or source version does not load."""
+            return f"{os.path.basename(self._cache_path)}/{name}".encode()
 
         def _entry_name(self, key) -> str:
             digest = hashlib.sha256(repr(key).encode()).hexdigest()[:16]
@@ -520,11 +545,10 @@ def checked_file_class():
 
         def _read(self, path, quiet=False):
             try:
-                with open(path, "rb") as f:
-                    return f.read()
+                return read_file(path)
             except FileNotFoundError:
                 return None
-            except OSError as exc:
+            except (OSError, BadEntry) as exc:
                 if not quiet:
                     self._bad(path, exc)
                 return None

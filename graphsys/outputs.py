@@ -65,11 +65,13 @@ def _marker_kind(directory: Path) -> str | None:
 
 def protected_directory(path: str | os.PathLike) -> tuple[Path, str] | None:
     """The graph, checkpoint or embedding directory that ``path`` is or lies inside (the
-    nearest one, with its kind), or None. Symbolic links are followed."""
-    here = Path(os.path.abspath(path))
+    nearest one, with its kind), or None. Symbolic links are followed before ``..`` is
+    taken (``link/../x`` with ``link`` a graph's subdirectory lies inside the graph), and
+    the directory is given resolved."""
+    here = Path(os.path.realpath(path))
     for directory in (here, *here.parents):
         if directory.is_dir():
-            kind = _marker_kind(directory.resolve())
+            kind = _marker_kind(directory)
             if kind is not None:
                 return directory, kind
     return None
@@ -83,7 +85,8 @@ def check_output(path: str | os.PathLike, *, overwrite: bool = False,
     Parameters
     ----------
     path : str or path-like
-        Where the output will be written (a file, or a directory a command creates). An
+        The file the output will be written to (an existing directory is refused; a
+        directory a command creates is :func:`check_output_directory`'s). An
         :class:`OutputPath` keeps the ``overwrite`` it was checked with.
     overwrite : bool
         Allow replacing an existing ``path``.
@@ -98,7 +101,8 @@ def check_output(path: str | os.PathLike, *, overwrite: bool = False,
     Raises
     ------
     GraphsysError
-        ``path`` is or lies inside a graph, checkpoint or embedding directory.
+        ``path`` is or lies inside a graph, checkpoint or embedding directory, or is a
+        directory.
     ParameterError
         ``path`` exists and ``overwrite`` is not set.
 
@@ -119,10 +123,22 @@ def check_output(path: str | os.PathLike, *, overwrite: bool = False,
     out = OutputPath(path)
     out.overwrite = allowed
     _refuse_inside(path, protected_directory(out))
+    if out.is_dir():  # a file cannot replace it, with overwrite or not
+        raise GraphsysError(f"{path}: is a directory, where a file is written (choose "
+                            f"another {name} path)")
     if (out.exists() or out.is_symlink()) and not allowed:
         raise ParameterError("overwrite", f"is needed to replace {path}, which already "
                                           f"exists (or choose another {name} path)")
     return out
+
+
+def check_parent(path: str | os.PathLike, label: str | None = None) -> None:
+    """Refuse, in one line, a file output whose directory does not exist or is a file
+    (``label``: how the message names ``path``; default ``path`` itself)."""
+    parent = Path(path).parent
+    if not parent.is_dir():
+        why = f"{parent} is a file" if parent.exists() else f"directory {parent} does not exist"
+        raise GraphsysError(f"{label or path}: {why}")
 
 
 def check_output_directory(path: str | os.PathLike) -> Path:
@@ -153,7 +169,7 @@ def check_output_directory(path: str | os.PathLike) -> Path:
     'ck'
     """
     path = Path(path)
-    _refuse_inside(path, protected_directory(Path(os.path.abspath(path)).parent))
+    _refuse_inside(path, protected_directory(Path(os.path.realpath(path)).parent))
     return path
 
 
@@ -271,8 +287,8 @@ def check_own_directory(path: str | os.PathLike, *, what: str = "this output") -
     found = protected_directory(path)
     if found is not None:
         root, kind = found
-        where = (f"is the {kind} directory {root}" if Path(os.path.abspath(path)) == Path(
-            os.path.abspath(root)) else f"lies inside the {kind} directory {root}")
+        where = (f"is the {kind} directory {root}" if Path(os.path.realpath(path)) == root
+                 else f"lies inside the {kind} directory {root}")
         raise GraphsysError(f"{path}: {where}; {what} is written outside graph and "
                             f"checkpoint directories (choose another directory)")
     return Path(path)

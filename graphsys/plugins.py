@@ -24,7 +24,7 @@ from typing import Any
 from graphsys.registry import Registry
 
 #: Node partitioning strategies (``graphsys ingest --partitioner``).
-PARTITIONERS: Registry[Any] = Registry("partitioner")
+PARTITIONERS: Registry[Any] = Registry("partitioner", "partitioners.base:Partitioner")
 PARTITIONERS.register_lazy("hash", "partitioners.hash:HashPartitioner")
 PARTITIONERS.register_lazy("range", "partitioners.range:RangePartitioner")
 PARTITIONERS.register_lazy("degree", "partitioners.degree:DegreePartitioner")
@@ -33,7 +33,7 @@ PARTITIONERS.register_lazy("fennel", "partitioners.fennel:FennelPartitioner")
 DEFAULT_PARTITIONER = "hash"
 
 #: Vertex (BSP) algorithms (``graphsys run ALGO``, ``graphsys profile ALGO``).
-ALGORITHMS: Registry[Any] = Registry("algorithm")
+ALGORITHMS: Registry[Any] = Registry("algorithm", "graphsys.bsp.algorithms.spec:AlgorithmSpec")
 ALGORITHMS.register_lazy("pagerank", "graphsys.bsp.algorithms.pagerank:PAGERANK_SPEC")
 ALGORITHMS.register_lazy("ppr", "graphsys.bsp.algorithms.pagerank:PPR_SPEC")
 ALGORITHMS.register_lazy("bfs", "graphsys.bsp.algorithms.traversal:BFS_SPEC")
@@ -50,7 +50,7 @@ ALGORITHMS.register_lazy("louvain", "graphsys.bsp.algorithms.community:LOUVAIN_S
 ALGORITHMS.register_lazy("leiden", "graphsys.bsp.algorithms.community:LEIDEN_SPEC")
 
 #: Built-in GNN models, one per convolution (``graphsys gnn train --model``).
-GNN_MODELS: Registry[Any] = Registry("gnn_model")
+GNN_MODELS: Registry[Any] = Registry("gnn_model", "graphsys.gnn.conv.spec:ModelSpec")
 GNN_MODELS.register_lazy("pinsage", "graphsys.gnn.conv.pinsage:PINSAGE_MODEL")
 GNN_MODELS.register_lazy("sage", "graphsys.gnn.conv.sage:SAGE_MODEL")
 GNN_MODELS.register_lazy("gcn", "graphsys.gnn.conv.gcn:GCN_MODEL")
@@ -58,7 +58,8 @@ GNN_MODELS.register_lazy("gat", "graphsys.gnn.conv.gat:GAT_MODEL")
 GNN_MODELS.register_lazy("gin", "graphsys.gnn.conv.gin:GIN_MODEL")
 
 #: Dataset loaders: the ``loader`` of a registry TOML file (:mod:`graphsys.datasets`).
-DATASET_LOADERS: Registry[Any] = Registry("dataset_loader")
+DATASET_LOADERS: Registry[Any] = Registry("dataset_loader",
+                                                 "graphsys.datasets.registry:DatasetLoader")
 DATASET_LOADERS.register_lazy("edge_list", "graphsys.datasets.loaders:EDGE_LIST")
 DATASET_LOADERS.register_lazy("linqs", "graphsys.datasets.loaders:LINQS")
 DATASET_LOADERS.register_lazy("kg_triples", "graphsys.datasets.loaders:KG_TRIPLES")
@@ -67,7 +68,7 @@ DATASET_LOADERS.register_lazy("planetoid", "graphsys.datasets.loaders:PLANETOID"
 DATASET_LOADERS.register_lazy("temporal_edges", "graphsys.datasets.temporal_edges:TEMPORAL_EDGES")
 
 #: Edge-list input formats (``graphsys ingest --format``; ``auto`` picks by file name).
-INPUT_FORMATS: Registry[Any] = Registry("input_format")
+INPUT_FORMATS: Registry[Any] = Registry("input_format", "graphsys.storage.formats:InputFormat")
 INPUT_FORMATS.register_lazy("tsv", "graphsys.storage.formats:TSV")
 INPUT_FORMATS.register_lazy("csv", "graphsys.storage.formats:CSV")
 INPUT_FORMATS.register_lazy("parquet", "graphsys.storage.formats:PARQUET")

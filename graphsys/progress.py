@@ -240,13 +240,15 @@ class Bar(CompileAware):
 class LineProgress(CompileAware):
     """A tqdm that writes a whole line (no carriage return, no bar) at most every
     ``every`` seconds (default :func:`interval`), and a last line when it closes if it
-    wrote any: for logs, where a redrawn bar is unreadable. Compilations of graphsys
-    kernels are said in a line each when they start and when the loop next advances."""
+    wrote any and the work advanced since: for logs, where a redrawn bar is unreadable.
+    Compilations of graphsys kernels are said in a line each when they start and when the
+    loop next advances."""
 
     def __init__(self, *args, every: float | None = None, **kwargs) -> None:
         self._every = interval() if every is None else float(every)
         self._last_line = None
         self._lines = 0
+        self._last_n = None  # the count the last line gave
         kwargs.setdefault("file", sys.stderr)
         kwargs["mininterval"] = self._every
         kwargs["maxinterval"] = self._every
@@ -267,8 +269,8 @@ class LineProgress(CompileAware):
             return True
         now = self._time()
         closing = getattr(self, "_closing", False)
-        if closing and not self._lines:
-            return True  # a run shorter than the interval stays silent
+        if closing and (not self._lines or self.n == self._last_n):
+            return True  # a run shorter than the interval stays silent; no line twice
         if not closing and now - self._last_line < self._every:
             return True
         d = self.format_dict
@@ -276,7 +278,7 @@ class LineProgress(CompileAware):
         line = self.format_meter(**d)
         self.fp.write(line.strip() + "\n")
         self.fp.flush()
-        self._last_line = now
+        self._last_line, self._last_n = now, self.n
         self._lines += 1
         return True
 
@@ -327,7 +329,7 @@ class _Reports(tqdm):
 
     def __init__(self, report: Callable, *args, **kwargs) -> None:
         super().__init__(*args, **{**kwargs, "disable": True})
-        self.report, self.desc, self.unit = report, kwargs.get("desc", ""), kwargs.get("unit")
+        self.report, self.desc, self.unit = report, kwargs.get("desc") or "", kwargs.get("unit")
         self.n = 0
 
     def update(self, n=1):

@@ -24,13 +24,20 @@ Entries are registered three ways, all equivalent once looked up:
   ``gnn_model``, ``dataset_loader``, ``input_format``, ``operator``, ``comparator``,
   ``loss_fn``). The group is read once per process, the first time any registry is queried;
   each entry point is imported only when its name is looked up (like a lazy entry). A name
-  that is already registered by graphsys keeps the built-in entry (a warning is logged).
+  that is already registered by graphsys keeps the built-in entry, and a name that two
+  entry points give different targets is ignored (a warning is logged for each).
+
+A name is letters, digits, ``_``, ``.`` and ``-``, not starting with ``.`` or ``-`` (it is
+a command-line choice and a config value); any other is refused (an entry point's with a
+warning). An entry that raises as it is imported gives one :class:`GraphsysError` naming
+it, and stays unresolved.
 """
 
 from __future__ import annotations
 
 import importlib
 import logging
+import re
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
@@ -72,6 +79,13 @@ def lazy_exports(package: str, namespace: dict[str, Any], exports: dict[str, str
     return __getattr__, __dir__
 
 
+def _check_name(kind: str, name: object) -> None:
+    """Refuse a plug-in name that is not letters, digits, ``_``, ``.`` and ``-`` (not first
+    a ``.`` or ``-``): a name is a command-line choice (``--help``) and a config value."""
+    if not isinstance(name, str) or not re.fullmatch(r"\w[\w.-]*", name, re.ASCII):
+        raise ValueError(f"{kind} name {name!r} is not letters, digits, '_', '.' and '-'")
+
+
 class _Lazy:
     """A ``module:attribute`` reference imported on first use."""
 
@@ -99,8 +113,11 @@ class Registry(Generic[T]):
     (``get_class`` is the same, for class registries) and :meth:`names` the sorted names.
     """
 
-    def __init__(self, kind: str):
+    def __init__(self, kind: str, entry_type: str | None = None):
         self.kind = kind
+        #: ``"module:Class"`` that a lazy or entry-point entry must be an instance or a
+        #: subclass of (checked as it is imported; None: anything).
+        self.entry_type = entry_type
         self._entries: dict[str, T | _Lazy] = {}
         self._plugins_loaded = False
 
@@ -108,6 +125,7 @@ class Registry(Generic[T]):
     def register(self, name: str, entry: T) -> T:
         """Register ``entry`` under ``name``; returns ``entry``. Registering the same entry
         twice is a no-op; another entry under a taken name is a ValueError."""
+        _check_name(self.kind, name)
         old = self._entries.get(name)
         if isinstance(old, _Lazy):
             old = self._resolve(name)
@@ -130,6 +148,7 @@ class Registry(Generic[T]):
     def register_lazy(self, name: str, target: str) -> None:
         """Register the object at ``target`` (``"package.module:attribute"``) under ``name``
         without importing it; it is imported by the first :meth:`get` of ``name``."""
+        _check_name(self.kind, name)
         if name in self._entries:
             raise ValueError(f"{self.kind} {name!r} is already registered")
         self._entries[name] = _Lazy(target)
@@ -142,8 +161,7 @@ class Registry(Generic[T]):
     def get(self, name: str) -> T:
         """The entry registered as ``name``; :class:`UnknownPluginError` (listing the known
         names) when there is none."""
-        self._load_plugins()
-        if name not in self._entries:
+        if name not in self:  # an unhashable name too (a list for a string)
             raise UnknownPluginError(f"unknown {self.kind} {name!r} "
                                      f"(known: {', '.join(self.names())})")
         return self._resolve(name)
@@ -161,7 +179,7 @@ class Registry(Generic[T]):
 
     def __contains__(self, name: object) -> bool:
         self._load_plugins()
-        return name in self._entries
+        return isinstance(name, str) and name in self._entries
 
     def __iter__(self):
         return iter(self.names())
@@ -177,13 +195,28 @@ class Registry(Generic[T]):
         if isinstance(entry, _Lazy):
             try:
                 entry = entry.load()
-            except (ImportError, AttributeError) as exc:
+            except Exception as exc:  # noqa: BLE001 - a plug-in's import may raise anything
+                why = str(exc).splitlines()[0] if str(exc) else ""
+                if not isinstance(exc, (ImportError, AttributeError)):
+                    why = f"{type(exc).__name__}: {why}" if why else type(exc).__name__
                 raise GraphsysError(f"{self.kind} {name!r}: cannot load {entry.target} "
-                                    f"({exc})") from exc
+                                    f"({why})") from exc
+            self._check_type(name, entry, self._entries[name].target)
             if isinstance(entry, type) and getattr(entry, "name", None) is None:
                 entry.name = name  # type: ignore[attr-defined]
             self._entries[name] = entry
         return entry  # type: ignore[return-value]
+
+    def _check_type(self, name: str, entry: Any, target: str) -> None:
+        """Refuse, in one line, an imported entry that is not of :attr:`entry_type`."""
+        if self.entry_type is None:
+            return
+        want = _Lazy(self.entry_type).load()
+        if not (isinstance(entry, want) or (isinstance(entry, type) and issubclass(entry, want))):
+            what = (f"class {entry.__name__}" if isinstance(entry, type) else
+                    f"{type(entry).__name__} {entry!r:.60}")
+            raise GraphsysError(f"{self.kind} {name!r}: {target} is {what} (expected "
+                                f"{want.__name__})")
 
     def _load_plugins(self) -> None:
         if self._plugins_loaded:
@@ -195,6 +228,7 @@ class Registry(Generic[T]):
                             "already registered", self.kind, name, ENTRY_POINT_GROUP)
                 continue
             try:
+                _check_name(self.kind, name)
                 self._entries[name] = _Lazy(target)
             except ValueError as exc:
                 log.warning("%s plug-in %r ignored: %s", self.kind, name, exc)
@@ -211,13 +245,19 @@ def _plugin_entry_points() -> dict[str, dict[str, str]]:
         from importlib.metadata import entry_points
 
         found: dict[str, dict[str, str]] = {}
+        clashes: set[tuple[str, str]] = set()
         for ep in entry_points(group=ENTRY_POINT_GROUP):
             kind, sep, name = ep.name.partition(".")
             if not sep or not name:
                 log.warning("entry point %r of group %s is not named KIND.NAME; ignored",
                             ep.name, ENTRY_POINT_GROUP)
                 continue
-            found.setdefault(kind, {})[name] = ep.value
+            if found.setdefault(kind, {}).setdefault(name, ep.value) != ep.value:
+                clashes.add((kind, name))
+        for kind, name in sorted(clashes):  # which would win is the order of sys.path
+            del found[kind][name]
+            log.warning("%s plug-in %r is ignored: several entry points of %s name it, with "
+                        "different targets", kind, name, ENTRY_POINT_GROUP)
         _ENTRY_POINTS = found
     return _ENTRY_POINTS
 

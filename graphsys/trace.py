@@ -274,19 +274,15 @@ def check_trace_path(path: str | Path, *, overwrite: bool = False) -> Path:
     ...
     graphsys.errors.GraphsysError: run.txt: a trace is Chrome trace JSON; name it FILE.json
     """
-    from graphsys.outputs import check_output
+    from graphsys.outputs import check_output, check_parent
 
     checked = path
     path = Path(path)
     if path.suffix.lower() != ".json":
         raise GraphsysError(f"{path}: a trace is Chrome trace JSON; name it FILE.json")
-    if path.is_dir():
-        raise GraphsysError(f"{path}: is a directory, not a trace file name")
-    parent = path.parent
-    if not parent.is_dir():
-        raise GraphsysError(f"{path}: directory {parent} does not exist")
+    check_parent(path)
     out = check_output(checked, overwrite=overwrite, name="trace")
-    if not os.access(parent, os.W_OK | os.X_OK) or (path.exists()
+    if not os.access(path.parent, os.W_OK | os.X_OK) or (path.exists()
                                                      and not os.access(path, os.W_OK)):
         raise GraphsysError(f"{path}: not writable")
     return out
@@ -299,9 +295,18 @@ def make_profiler(device: Any = "cpu", *, all_threads: bool = True):
 
     It is ``torch.autograd.profiler.profile``, which ``torch.profiler.profile`` wraps:
     the wrapper's start asks ``hasattr(torch, "_inductor")``, which imports inductor,
-    dynamo and sympy (seconds, and memory, that the profiled program never spends)."""
+    dynamo and sympy (seconds, and memory, that the profiled program never spends).
+
+    A profiler is refused (:class:`GraphsysError`) while another one records in this process
+    (a trace or profile around this one, graphsys's or torch's): starting a second one
+    stops the first, whose export then crashes the process."""
     from torch._C._profiler import _ExperimentalConfig
+    from torch.autograd import profiler
     from torch.autograd.profiler import profile
+
+    if getattr(profiler, "_is_profiler_enabled", False):
+        raise GraphsysError("a profiler is already recording in this process (a trace or "
+                            "profile around this one): record one trace at a time")
 
     return profile(use_cpu=True, use_device="cuda" if str(device).startswith("cuda") else None,
                    use_kineto=True, record_shapes=False, with_stack=False,

@@ -183,3 +183,22 @@ def test_a_reader_that_leaves_does_not_end_the_command(tmp_path, capsys, monkeyp
     assert rc == 0 and (tmp_path / "pr.parquet").is_file()
     err = capsys.readouterr().err
     assert "error" not in err and "Broken pipe" not in err, err
+
+
+def test_json_output_has_no_nan_or_infinity(capsys):
+    """A NaN metric (``embed eval`` of an edge set without triples: 'mrr': NaN) or an
+    infinite score was printed as NaN / Infinity, which JSON has not (jq refuses the line);
+    every --json output now writes them as null."""
+    import json
+    import math
+
+    from graphsys.commands._common import emit_json
+
+    def strict(const):
+        raise ValueError(f"not JSON: {const}")
+
+    emit_json({"mrr": math.nan, "rows": [(1, 2, math.inf), [3, 4, -math.inf]], "count": 0,
+               "nested": {"x": 0.5, "y": None, "id": "nan"}})
+    out = json.loads(capsys.readouterr().out, parse_constant=strict)
+    assert out == {"mrr": None, "rows": [[1, 2, None], [3, 4, None]], "count": 0,
+                   "nested": {"x": 0.5, "y": None, "id": "nan"}}

@@ -126,6 +126,41 @@ def test_an_entry_that_does_not_load_is_compiled_said_once_and_replaced(case, wa
     assert not err.strip()
 
 
+#: A child that calls two kernels of one module with one signature, (int64[:], uint64[:]).
+TWO_KERNELS = """
+import json, numpy as np
+from graphsys.storage.kernels import count_into, mark_seen
+ids = np.array([1, 2, 2, 5], np.int64)
+counts, seen = np.zeros(8, np.uint64), np.zeros(8, np.uint64)
+count_into(ids, counts)
+mark_seen(ids, seen)
+print(json.dumps([counts.tolist(), seen.tolist()]))
+"""
+
+
+def test_a_data_file_of_another_kernel_is_not_loaded(tmp_path):
+    """Two kernels' data files of one signature swapped (each checks out, holds the right
+    signature): each kernel is compiled again with one line per file, never the other's
+    code run (count_into ran mark_seen's: counts [38, 0, ...], the bitmap of ids 1, 2, 5)."""
+    right = [[0, 1, 2, 0, 0, 1, 0, 0], [38, 0, 0, 0, 0, 0, 0, 0]]
+
+    def child():
+        out = subprocess.run([sys.executable, "-c", TWO_KERNELS], env=_env(tmp_path),
+                             cwd=tmp_path, capture_output=True, text=True, timeout=900)
+        assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-3000:]
+        return json.loads(out.stdout.strip().splitlines()[-1]), out.stderr
+
+    assert child() == (right, "")
+    [a] = (tmp_path / "xdg").rglob("kernels.count_into-*.nbc")
+    [b] = (tmp_path / "xdg").rglob("kernels.mark_seen-*.nbc")
+    _swap_data([a, b])
+    got, err = child()
+    assert got == right, got
+    lines = err.strip().splitlines()
+    assert len(lines) == 2 and all("KernelCacheWarning" in ln for ln in lines), err
+    assert child() == (right, "")
+
+
 def test_an_unreadable_index_is_compiled_around_in_one_line(warm, tmp_path):
     """An index that cannot be read (a directory in its place: unreadable to any user,
     root included) costs a compilation and one line per process; nothing is removed."""
@@ -138,6 +173,23 @@ def test_an_unreadable_index_is_compiled_around_in_one_line(warm, tmp_path):
         assert got["counts"] == RIGHT and got["misses"] == 2
         assert len(err.strip().splitlines()) == 1 and str(index) in err
     assert index.is_dir()
+
+
+def test_a_fifo_in_place_of_an_entry_does_not_hang(warm, tmp_path):
+    """A FIFO where the index and a data file go blocked the kernel's first call forever
+    (open and read wait for a writer, and so did the warning, reading the file for its
+    source line); each is now refused unread, in one line, and the kernel compiled."""
+    root = _copy(warm, tmp_path)
+    index, data = _entry(root)
+    for path in (index, data[0]):
+        path.unlink()
+        os.mkfifo(path)
+    out = subprocess.run([sys.executable, "-c", CHILD], env=_env(root), cwd=root,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-3000:]
+    assert json.loads(out.stdout.strip().splitlines()[-1])["counts"] == RIGHT
+    lines = out.stderr.strip().splitlines()
+    assert 1 <= len(lines) <= 2 and all("not a regular file" in ln for ln in lines), lines
 
 
 def _read_only_runner(root: Path) -> list[str] | None:

@@ -105,6 +105,31 @@ def test_summary_at_close_when_the_loop_never_advances(clock):
     assert lines[2].startswith("pagerank: compiled 2 pagerank and storage kernels in 4.0 s")
 
 
+def test_the_last_line_is_not_written_twice(clock):
+    """A loop whose last advance wrote a line (it crossed the interval) wrote the same line
+    again when it closed ('t: 5/5 x (100%), ...' twice); the closing line comes only where
+    the work advanced since the last line. An open-ended display alike; and a display
+    callback without a description (tqdm's default None) no longer raises."""
+    def lines(total, seconds, updates):
+        log = io.StringIO()
+        bar = _clocked(LineProgress(total=total, unit="x", desc="t", file=log, every=10),
+                       clock)
+        for _ in range(updates):
+            clock.now += seconds
+            bar.update(1)
+        bar.close()
+        return log.getvalue().splitlines()
+
+    for total, last in ((5, "5/5"), (None, "5 x")):
+        got = lines(total, 3, 5)  # lines at 12 s (4 x) and at the close (5 x)
+        assert len(got) == 2 and last in got[-1], got
+        assert len(lines(total, 5, 4)) == 2  # at 10 s and 20 s, the last advance
+    steps = []
+    with progress.display(steps.append, total=1, desc=None) as bar:
+        bar.update(1)
+    assert steps == [progress.Step("", 1, 1, "it")]
+
+
 def test_a_terminal_bar_says_it_in_its_description(clock):
     out = TtyIO()
     bar = progress_bar(total=2, unit="source", desc="betweenness", file=out)

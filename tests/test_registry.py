@@ -53,6 +53,18 @@ def test_unknown_name_is_one_error_listing_the_known_ones():
     assert isinstance(info.value, KeyError) and isinstance(info.value, ValueError)
 
 
+def test_a_name_of_another_type_is_unknown():
+    """A list or dict where a name goes (``from_numpy(partitioner=["hash"])``,
+    ``g.view(["out"])``) raised TypeError: unhashable type; it is the unknown-name error,
+    and ``in`` says False."""
+    reg: Registry[object] = Registry("thing")
+    reg.register("a", 1)
+    for name in (["a"], {"a": 1}, None, 1):
+        assert name not in reg
+        with pytest.raises(UnknownPluginError, match=r"^unknown thing .* \(known: a\)$"):
+            reg.get(name)
+
+
 def test_lazy_entries_import_on_first_lookup(tmp_path, monkeypatch):
     (tmp_path / "lazy_plugin_mod.py").write_text("class Thing:\n    name = None\n")
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -69,6 +81,25 @@ def test_lazy_entries_import_on_first_lookup(tmp_path, monkeypatch):
     reg.register_lazy("gone", "lazy_plugin_mod:Missing")
     with pytest.raises(GraphsysError, match="thing 'gone': cannot load lazy_plugin_mod:Missing"):
         reg.get("gone")
+
+
+def test_a_plugin_that_raises_at_import_is_one_error(tmp_path, monkeypatch):
+    """A plug-in module that raises anything as it is imported (not only ImportError) gives
+    one GraphsysError naming the entry, not the plug-in's traceback; the entry stays
+    registered and unresolved (a RuntimeError went through the CLI as a traceback)."""
+    (tmp_path / "raising_plugin.py").write_text("raise RuntimeError('no licence\\nfound')\n")
+    (tmp_path / "bad_syntax_plugin.py").write_text("SPEC = (\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    reg: Registry[object] = Registry("thing")
+    reg.register_lazy("boom", "raising_plugin:SPEC")
+    reg.register_lazy("typo", "bad_syntax_plugin:SPEC")
+    for _ in range(2):
+        with pytest.raises(GraphsysError, match=r"^thing 'boom': cannot load raising_plugin:"
+                                                r"SPEC \(RuntimeError: no licence\)$"):
+            reg.get("boom")
+    with pytest.raises(GraphsysError, match=r"^thing 'typo': .*SyntaxError"):
+        reg.get("typo")
+    assert reg.names() == ["boom", "typo"]
 
 
 def _entry_points(*specs):
@@ -102,6 +133,26 @@ def test_entry_points_register_lazily_and_are_read_once(tmp_path, monkeypatch):
     assert "fancy" in gizmos.names()                       # a resolved entry stays registered
 
 
+def test_odd_names_are_refused_and_clashing_entry_points_ignored(monkeypatch, caplog):
+    """A name that is not a plain token ('--help', 'has space', 'a,b', '') is refused when
+    registered and ignored, with a warning, from an entry point ('algorithm.--help' was an
+    ALGO choice of 'graphsys run'); a name two entry points give different targets is
+    ignored with a warning, not resolved by the order of sys.path."""
+    reg: Registry[object] = Registry("thing")
+    for bad in ("--help", "has space", "a,b", "", ".x", 3):
+        with pytest.raises(ValueError, match="is not letters, digits"):
+            reg.register(bad, object())
+        with pytest.raises(ValueError, match="is not letters, digits"):
+            reg.register_lazy(bad, "mod:attr")
+    reg.register("ok_name-2.v1", "fine")
+    monkeypatch.setattr(importlib.metadata, "entry_points", lambda *, group: _entry_points(
+        ("thing.--help", "a:B"), ("thing.two", "a:B"), ("thing.two", "c:D"),
+        ("thing.same", "a:B"), ("thing.same", "a:B")))
+    with caplog.at_level("WARNING", logger="graphsys.registry"):
+        assert reg.names() == ["ok_name-2.v1", "same"]
+    assert "'--help' ignored" in caplog.text and "'two' is ignored" in caplog.text
+
+
 def test_real_registries_see_entry_points(monkeypatch):
     """The plug-in kinds of graphsys read the group too: a third-party partitioner."""
     from graphsys.plugins import PARTITIONERS
@@ -116,6 +167,38 @@ def test_real_registries_see_entry_points(monkeypatch):
         assert isinstance(get_partitioner("also_hash", 2), HashPartitioner)
     finally:
         PARTITIONERS.unregister("also_hash")
+
+
+def test_an_entry_point_of_the_wrong_type_is_one_error(monkeypatch):
+    """An entry point naming an object that is not its kind's (an int as an algorithm, a
+    function as a partitioner) failed deep inside the command ('graphsys run NAME G':
+    AttributeError: 'int' object has no attribute 'run'); it is one GraphsysError naming
+    the entry as it is looked up, and a right one of a class registry (a subclass) loads."""
+    from graphsys.embed.model import OPERATORS
+    from graphsys.plugins import ALGORITHMS, PARTITIONERS
+
+    monkeypatch.setattr(importlib.metadata, "entry_points", lambda *, group: _entry_points(
+        ("algorithm.badtype", "math:pi"), ("partitioner.badpart", "math:sqrt"),
+        ("operator.notanop", "fractions:Fraction"),
+        ("partitioner.also_range", "partitioners.range:RangePartitioner")))
+    regs = (ALGORITHMS, PARTITIONERS, OPERATORS)
+    reset_plugins()  # the imports above may have read the real group
+    for reg in regs:
+        monkeypatch.setattr(reg, "_plugins_loaded", False)
+    try:
+        with pytest.raises(GraphsysError, match=r"^algorithm 'badtype': math:pi is float "
+                                                r"3.14\d+ \(expected AlgorithmSpec\)$"):
+            ALGORITHMS.get("badtype")
+        with pytest.raises(GraphsysError, match=r"math:sqrt is builtin_function_or_method "
+                                                r".*\(expected Partitioner\)$"):
+            PARTITIONERS.get("badpart")
+        with pytest.raises(GraphsysError, match=r"is class Fraction \(expected Operator\)$"):
+            OPERATORS.get("notanop")
+        assert PARTITIONERS.get("also_range").__name__ == "RangePartitioner"
+    finally:
+        for reg, name in zip(regs, ("badtype", "badpart", "notanop")):
+            reg.unregister(name)
+        PARTITIONERS.unregister("also_range")
 
 
 def test_listing_the_builtin_names_imports_no_plugin():

@@ -118,3 +118,42 @@ def test_numba_calls_are_ranges_while_recording(tmp_path):
     assert names.count("numba.twice") == 2 and "numba.compile" in names
     assert "__call__" not in Dispatcher.__dict__
     assert twice(np.ones(2)) == 4.0
+
+
+NESTED = """
+import json, sys, torch
+from graphsys.errors import GraphsysError
+from graphsys.trace import recording, trace_range
+outer, inner = sys.argv[1:]
+with recording(outer):
+    try:
+        with recording(inner):
+            pass
+    except GraphsysError as exc:
+        print(exc)
+    with trace_range("after.refusal"):
+        torch.ones(3).sum()
+with torch.profiler.profile():  # inside a profiler of the caller's own, alike
+    try:
+        with recording(inner):
+            pass
+    except GraphsysError as exc:
+        print(exc)
+names = {e["name"] for e in json.load(open(outer))["traceEvents"]}
+print("after.refusal" in names)
+"""
+
+
+def test_a_recording_inside_another_is_refused_in_one_line(tmp_path):
+    """A trace recorded inside another (``bsp.run(trace=...)`` under the caller's
+    ``recording``, or under torch's own profiler) stopped the outer profiler, and the
+    process died at its export (SIGSEGV); it is now refused in one line and the outer
+    trace is written whole."""
+    out = subprocess.run([sys.executable, "-c", NESTED, str(tmp_path / "outer.json"),
+                          str(tmp_path / "inner.json")], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.strip().splitlines()
+    assert lines[:2] == ["a profiler is already recording in this process (a trace or "
+                         "profile around this one): record one trace at a time"] * 2
+    assert lines[2] == "True" and not (tmp_path / "inner.json").exists()

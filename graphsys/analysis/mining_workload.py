@@ -72,7 +72,7 @@ def profile_mining(graph, *, recorder: SimtRecorder, threads: int | None = None,
     from graphsys import mining
     from graphsys.views import mapped_symmetric
 
-    threads = threads or numba.get_num_threads()
+    threads = numba.get_num_threads() if threads is None else threads  # 0: refused
     out: dict[str, Any] = {}
 
     def work(marker: StepMarker):

@@ -4,8 +4,10 @@ page and JSON atomically; :func:`demo_step` is the ``graphsys demo`` step.
 
 JSON layout (every figure a plain number, list or string):
 
-* ``kernels``: ``invocations`` (int), ``per_step`` (list of int), ``mean_per_step``,
-  ``per_second``, ``mean_us_per_invocation``, ``flops_per_invocation``, ``syncs``, ``top``;
+* ``kernels``: ``invocations`` (int), ``per_step`` (list of int; empty where one call ran
+  several steps, a whole-graph method's supersteps or an epoch's batches: ``per_step_unit``
+  then says what ``mean_per_step`` averages), ``mean_per_step``, ``per_second``,
+  ``mean_us_per_invocation``, ``flops_per_invocation``, ``syncs``, ``top``;
 * ``transfers``: ``count``, ``bytes``, ``seconds``, ``h2d``/``d2h``/``d2d``, ``histogram``;
 * ``dense_reference``: the same two sections for the MLP reference, plus ``model``;
 * ``simt``: ``mean_utilization`` (0..1), ``histogram`` (``bands``, ``warps``,
@@ -90,7 +92,7 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
         What to profile: a BSP algorithm, embedding training steps, GNN training steps or
         a triangle count (:mod:`graphsys.analysis.mining_workload`: the intersection work
         per vertex and its split over threads, in ``workload["balance"]``).
-    mappings : list of str, optional
+    mappings : str or list of str, optional
         Vertex-to-thread mappings the SIMT model evaluates (default: every one of
         :data:`~graphsys.analysis.simt.MAPPINGS`). With one mapping the ``simt`` and
         ``load_balance`` sections are flat; with several they are keyed by mapping.
@@ -245,6 +247,8 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
     g = graph if isinstance(graph, Graph) else open_graph(graph)
     stamps = {"graph open": time.perf_counter() - t_open}
     rank_split(g.num_partitions, ranks)  # bad ranks fail before anything runs
+    if isinstance(mappings, str):  # one mapping ('edge-balanced' read as 'e', 'd', ...)
+        mappings = [mappings]
     maps = list(dict.fromkeys(resolve_mapping(m) for m in (mappings or MAPPINGS)))
     if ncu and ENGINE_MAPPING not in maps:
         maps.append(ENGINE_MAPPING)
@@ -478,13 +482,12 @@ def report_paths(html_path: str | Path, *, overwrite: bool = False,
     directory does not, or lies in a graph or checkpoint directory
     (:func:`graphsys.outputs.check_output`): callers check before a run, so a profile is
     never thrown away."""
-    from graphsys.outputs import check_output
+    from graphsys.outputs import check_output, check_parent
 
     html_path = Path(html_path)
     jpath = Path(json_path) if json_path else html_path.with_suffix(".json")
     for p in (html_path, jpath):
-        if not p.parent.is_dir():
-            raise GraphsysError(f"{p}: directory {p.parent} does not exist")
+        check_parent(p)
         check_output(p, overwrite=overwrite, name="report")
     return html_path, jpath
 

@@ -43,6 +43,7 @@ memory does not grow with the graph: feed degree chunks with :meth:`SimtAccumula
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -71,11 +72,11 @@ def resolve_mapping(name: str) -> str:
 
 
 def check_block_size(block_size: int) -> int:
-    if not isinstance(block_size, int) or block_size < WARP or block_size % WARP or (
-            block_size > 1024):
+    if not isinstance(block_size, numbers.Integral) or isinstance(block_size, bool) or (
+            block_size < WARP or block_size % WARP or block_size > 1024):
         raise ParameterError("block_size", f"must be a multiple of {WARP} in [{WARP}, "
                                            f"1024], got {block_size!r}")
-    return block_size
+    return int(block_size)
 
 
 def band_of_lanes(active: np.ndarray) -> np.ndarray:
@@ -193,10 +194,12 @@ class SimtAccumulator:
 
     def __post_init__(self) -> None:
         self.mapping = resolve_mapping(self.mapping)
-        check_block_size(self.block_size)
+        self.block_size = check_block_size(self.block_size)
         if not isinstance(self.items_per_thread, int) or not 1 <= self.items_per_thread <= 64:
             raise ParameterError("items_per_thread", f"must be in [1, 64], got "
                                                      f"{self.items_per_thread!r}")
+        if not isinstance(self.chunk, int) or self.chunk < 1:  # 0: a raw range() error
+            raise ParameterError("chunk", f"must be a positive integer, got {self.chunk!r}")
         self.wpc = self.block_size // WARP
         self.vertices = self.edges = self.max_degree = self.kernels = self.waves = 0
         self.warps = self.idle_warps = self.ctas = self.warp_cv_ctas = 0
@@ -221,6 +224,11 @@ class SimtAccumulator:
         d = np.asarray(degrees)
         if d.ndim != 1:
             raise GraphsysError(f"degrees must be one-dimensional, got shape {d.shape}")
+        if d.dtype.kind not in "iub":  # 1.5 was modelled as 1
+            with np.errstate(invalid="ignore"):
+                whole = d.astype(np.int64)
+            if not np.array_equal(whole, d):
+                raise GraphsysError(f"degrees must be whole numbers, got {d.dtype} values")
         d = d.astype(np.int64, copy=False)
         if not self._open:
             self._open, self._cta_base, self._n_kernel, self._e_kernel = True, 0, 0, 0
@@ -263,7 +271,10 @@ class SimtAccumulator:
         self._open = False
 
     def add_kernel(self, degrees: np.ndarray | Iterable[np.ndarray]) -> SimtAccumulator:
-        """One whole kernel: ``degrees`` an int array or an iterable of chunks."""
+        """One whole kernel: ``degrees`` an int array (or a list, tuple or range of ints)
+        or an iterable of chunks."""
+        if isinstance(degrees, list | tuple | range) and not any(map(np.ndim, degrees)):
+            degrees = np.asarray(degrees, np.int64 if len(degrees) == 0 else None)
         if isinstance(degrees, np.ndarray):
             for lo in range(0, max(len(degrees), 1), self.chunk):
                 self.add(degrees[lo:lo + self.chunk])
@@ -407,9 +418,10 @@ class SimtAccumulator:
 
     # -- results ---------------------------------------------------------------------------
     def merge(self, other: SimtAccumulator) -> SimtAccumulator:
-        """Add the (closed) kernels of ``other`` (same mapping, block size and GPU)."""
-        if (other.mapping, other.block_size, other.gpu.num_sms) != (
-                self.mapping, self.block_size, self.gpu.num_sms):
+        """Add the (closed) kernels of ``other`` (same mapping, block size, items per thread
+        and GPU)."""
+        if (other.mapping, other.block_size, other.items_per_thread, other.gpu) != (
+                self.mapping, self.block_size, self.items_per_thread, self.gpu):
             raise GraphsysError("cannot merge SIMT figures of different configurations")
         other.end_kernel()
         for k in ("vertices", "edges", "kernels", "warps", "idle_warps", "ctas",
@@ -508,9 +520,9 @@ def simt_model(degrees: np.ndarray | Iterable[np.ndarray], mapping: str, *,
     Raises
     ------
     GraphsysError
-        An unknown mapping or GPU.
+        An unknown mapping or GPU, or degrees that are negative or not whole numbers.
     ParameterError
-        A block size or items per thread out of range.
+        A block size, items per thread or chunk out of range.
 
     Examples
     --------

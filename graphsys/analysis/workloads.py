@@ -4,14 +4,16 @@ Each returns the kernel/transfer figures (:mod:`graphsys.analysis.kernels`), the
 steps, an estimate of the floating-point work (FLOPs), and the degree streams the SIMT model
 runs over (:mod:`graphsys.analysis.simt`):
 
-* **BSP** (:func:`profile_bsp`): one *profiled* run (requested device/backend; default
-  ``torch``, the engine's GPU code path) measured with ``torch.profiler``, one step per
-  superstep. On the CPU, hooks on the vertex program record each superstep's frontier
-  during that same run (bit-packed in a temporary file; a CPU tensor is read through a
-  DLPack view, which dispatches no operator, so the counts are unchanged); on another device
-  a second *model* run (numba on CPU, same mode: the frontier, push/pull choices and
-  supersteps are the same, the algorithms being deterministic) records them, so that no
-  device-to-host copy enters the measured run. After the run (its buckets unmapped, the
+* **BSP** (:func:`profile_bsp`): one *profiled* run (requested device/backend, with
+  ``graphsys run``'s defaults) measured with ``torch.profiler``, one step per superstep
+  (a whole-graph method, or min-relaxation supersteps fused into one numba call, gives only
+  the mean per superstep). On the CPU, hooks on the vertex program record each superstep's
+  frontier during that same run (bit-packed in a temporary file; a CPU tensor is read
+  through a DLPack view, which dispatches no operator, so the counts are unchanged); on
+  another device, or when the run's supersteps did not pass through the hooks one by one
+  (a whole-graph method, fused supersteps), a second *model* run (numba on CPU, BSP
+  supersteps one by one, same mode) records them, so that no device-to-host copy enters
+  the measured run. After the run (its buckets unmapped, the
   heap trimmed) the SIMT model is fed only the active vertices, in the engine's order
   (ascending global id): push/stream supersteps use the frontier's out-degrees (in-degrees
   for ``direction = in``; both passes for ``both``), pull supersteps every target the
@@ -42,7 +44,7 @@ import numpy as np
 from graphsys.analysis.balance import RankWork, work_by_range
 from graphsys.analysis.kernels import StepMarker, profile_call
 from graphsys.analysis.simt import GPU, SimtAccumulator
-from graphsys.errors import GraphsysError
+from graphsys.errors import GraphsysError, check_count
 
 #: Global ids per vectorized slice when compacting a frontier (a multiple of 8: masks are
 #: bit-packed).
@@ -137,15 +139,17 @@ class FrontierLog:
 
     A mask selecting every vertex is stored as :data:`ALL`; others bit-packed
     (``N / 8`` bytes) in an anonymous temporary file, so memory does not grow with the
-    number of supersteps. ``steps`` holds ``(info, mask ref, pull)`` per superstep that ran
-    an edge kernel; ``record_seconds`` the time the hooks took (inside the run)."""
+    number of supersteps. ``steps`` holds ``(info, mask ref, pull, direction)`` per
+    superstep that ran an edge kernel, ``direction`` the program's in that superstep (HITS,
+    SCC and the centralities change it between supersteps); ``record_seconds`` the time the
+    hooks took (inside the run)."""
 
     def __init__(self) -> None:
-        self.steps: list[tuple[dict[str, Any], Any, bool]] = []
+        self.steps: list[tuple[dict[str, Any], Any, bool, str]] = []
         self.record_seconds = 0.0
         self._file = None
         self._size = 0
-        self._frontier = self._next = self._accept = None
+        self._frontier = self._next = self._accept = self._prog = self._direction = None
 
     # -- recording (inside the run) ------------------------------------------------------
     def _store(self, t):
@@ -169,8 +173,10 @@ class FrontierLog:
 
     def install(self, prog) -> None:
         """Wrap ``prog``'s ``init``/``update``/``accepts`` (on the instance) to record the
-        frontier they return."""
+        frontier they return, and the program's direction in each superstep (read when the
+        engine asks for the accepted targets, before the edge pass)."""
         inner_init, inner_update, inner_accepts = prog.init, prog.update, prog.accepts
+        self._prog = prog
 
         def init(ctx):
             st, active = inner_init(ctx)
@@ -183,6 +189,7 @@ class FrontierLog:
             return active, votes
 
         def accepts(ctx, st):
+            self._direction = prog.direction
             acc = inner_accepts(ctx, st)
             self._accept = self._store(acc)
             return acc
@@ -196,8 +203,10 @@ class FrontierLog:
         if ss.direction in ("push", "pull", "stream") and frontier is not None:
             pull = ss.direction == "pull"
             self.steps.append(({"step": ss.superstep, "direction": ss.direction,
-                                "active": ss.active}, accept if pull else frontier, pull))
+                                "active": ss.active}, accept if pull else frontier, pull,
+                               self._direction or self._prog.direction))
         self._frontier, self._next, self._accept = self._next, None, None
+        self._direction = None
 
     # -- reading (after the run) ---------------------------------------------------------
     def mask(self, ref) -> Callable[[int, int], np.ndarray] | None:
@@ -281,7 +290,7 @@ def profile_bsp(graph, algorithm: str, *, recorder: SimtRecorder, source=None,
     prog, limit = program()
     common = {"mode": mode, "max_iters": max_iters if max_iters is not None else limit,
               "edge_set": edge_set}
-    threads = threads or numba.get_num_threads()
+    threads = numba.get_num_threads() if threads is None else threads  # 0: run refuses it
     log = FrontierLog()
     # On the CPU the frontier is recorded during the profiled run itself (DLPack views: no
     # torch operator). On another device reading it back would add transfers and
@@ -299,14 +308,14 @@ def profile_bsp(graph, algorithm: str, *, recorder: SimtRecorder, source=None,
         scanned = run.totals()["edges_scanned"]
         stats.flops = 2.0 * scanned
         model_seconds, model_steps = 0.0, n_steps
-        single = single and run.method == "supersteps"
+        single = single and _stepwise(run)
         common["mode"] = run.mode  # the model run reads the edges as the profiled one did
         if not single:  # model run: frontiers in engine order
             log.close()
             log = FrontierLog()
             model_steps, model_seconds = _model_run(graph, program()[0], log, common)
         t0 = time.perf_counter()
-        _replay(graph, edge_set, prog.direction, log, recorder, rank_work)
+        _replay(graph, edge_set, log, recorder, rank_work)
         simt_seconds = time.perf_counter() - t0
         record_seconds = log.record_seconds
     finally:
@@ -330,8 +339,8 @@ def profile_bsp(graph, algorithm: str, *, recorder: SimtRecorder, source=None,
                          "simt_source": (
                              "frontier of every superstep, recorded during the profiled run"
                              if single else "frontier of every superstep (model run, numba "
-                             "on CPU, BSP supersteps: the profiled run's device or "
-                             "whole-graph method has none to read)")}}
+                             "on CPU, BSP supersteps: the profiled run's device, "
+                             "whole-graph method or fused supersteps have none to read)")}}
 
 
 def _profiled_run(graph, prog, log: FrontierLog | None, *, device: str, trace, **run_kw):
@@ -365,8 +374,23 @@ def _profiled_run(graph, prog, log: FrontierLog | None, *, device: str, trace, *
     stats.per_step = stats.per_step[:run.num_supersteps]
     # the marker's last step (after the last superstep) is the finish's, not a step
     stats.total_steps = min(stats.num_steps, run.num_supersteps)
+    if not _stepwise(run) and len(stats.per_step) > 1:
+        # the supersteps ran inside one call and were marked after it: the first marked
+        # step holds all their invocations, so only their mean per superstep is known
+        what = run.method if run.method != "supersteps" else "fused supersteps"
+        stats.extra.update({"mean_per_step": sum(stats.per_step) / len(stats.per_step),
+                            "per_step_unit": f"mean over the supersteps ({what}: several "
+                                             f"in one call)"})
+        stats.per_step = []
     trim_heap()  # the run's freed batch temporaries: not part of the next phases' peak
     return run, stats
+
+
+def _stepwise(run) -> bool:
+    """Whether the engine ran each superstep of ``run`` (``RunStats``) on its own, its
+    program's hooks and the progress callback between them: not a whole-graph method, and
+    no min-relaxation supersteps fused into one numba call (whose frontiers no hook sees)."""
+    return run.method == "supersteps" and not any(ss.fused for ss in run.supersteps)
 
 
 def _model_run(graph, prog, log: FrontierLog, run_kw: dict[str, Any]) -> tuple[int, float]:
@@ -383,29 +407,31 @@ def _model_run(graph, prog, log: FrontierLog, run_kw: dict[str, Any]) -> tuple[i
     return steps, seconds
 
 
-def _replay(graph, edge_set: str | None, direction: str, log: FrontierLog,
-            recorder: SimtRecorder, rank_work: RankWork | None) -> None:
+def _replay(graph, edge_set: str | None, log: FrontierLog, recorder: SimtRecorder,
+            rank_work: RankWork | None) -> None:
     """The SIMT model (``recorder``) over the degrees of each logged superstep's work items
-    (a program of ``direction``, :func:`_passes`), after the run (its buckets unmapped);
-    with ``rank_work``, the items charged to the ranks that own them too."""
+    (the program's direction in that superstep, :func:`_passes`), after the run (its
+    buckets unmapped); with ``rank_work``, the items charged to the ranks that own them
+    too."""
     es = graph.edge_set(edge_set).name
     degs: dict[str, np.ndarray] = {}
-    all_ranks: dict[str, np.ndarray] = {}  # per-rank work of all-active supersteps
-    for info, ref, pull in log.steps:
+    all_ranks: dict[tuple[str, str], np.ndarray] = {}  # per-rank work, all-active supersteps
+    for info, ref, pull, direction in log.steps:
         everyone = ref is None or ref is ALL
         passes = _passes(direction, pull)
         for d in passes:
             if d not in degs:
                 degs[d] = graph.degrees(es, d)
+        key = (direction, info["direction"])
         recorder.step(info, [_chunks_of(degs[d], log.mask(ref)) for d in passes],
-                      cache_key=(info["direction"], "all") if everyone else None)
+                      cache_key=(*key, "all") if everyone else None)
         if rank_work is not None:
-            if not everyone or info["direction"] not in all_ranks:
+            if not everyone or key not in all_ranks:
                 w = sum(work_by_range(_chunks_of(degs[d], log.mask(ref), with_ids=True),
                                       rank_work.bounds) for d in passes)
                 if everyone:
-                    all_ranks[info["direction"]] = w
-            rank_work.add(all_ranks[info["direction"]] if everyone else w)
+                    all_ranks[key] = w
+            rank_work.add(all_ranks[key] if everyone else w)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -432,6 +458,8 @@ def profile_embed(graph, *, recorder: SimtRecorder, device: str = "cpu",
 
     if steps is not None and steps < 1:
         raise GraphsysError(f"steps must be positive, got {steps}")
+    if batch_size is not None:  # 0 fell back to the default
+        batch_size = check_count("batch_size", batch_size)
     es = graph.edge_set(edge_set or (config.edges if config is not None else None))
     if config is None:
         cfg = config_from_dict({"dimension": dimension, "batch_size": batch_size or 1000,

@@ -3,14 +3,28 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
 
 
 def emit_json(obj: Any) -> None:
-    """Print ``obj`` as one JSON line on stdout."""
-    print(json.dumps(obj, sort_keys=False, default=str))
+    """Print ``obj`` as one JSON line on stdout; a NaN or infinite number is ``null``, as
+    JSON has no such numbers (Python's ``NaN`` and ``Infinity`` are refused by jq and other
+    strict parsers)."""
+    print(json.dumps(_finite(obj), sort_keys=False, default=str))
+
+
+def _finite(obj: Any) -> Any:
+    """``obj`` with every non-finite float, in nested dicts, lists and tuples, as None."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_finite(v) for v in obj]
+    return obj
 
 
 def column_arg(value: str | None) -> str | int | None:
@@ -30,14 +44,13 @@ def parquet_out(out: Path | None, overwrite: bool) -> Path | None:
     """``--out FILE.parquet`` checked before a run: its suffix, its directory, and an
     existing file only with ``overwrite`` (:func:`graphsys.outputs.check_output`)."""
     from graphsys.errors import GraphsysError
-    from graphsys.outputs import check_output
+    from graphsys.outputs import check_output, check_parent
 
     if out is None:
         return None
     if out.suffix != ".parquet":
         raise GraphsysError(f"--out {out}: expected a .parquet file name")
-    if not out.parent.is_dir():
-        raise GraphsysError(f"--out {out}: directory {out.parent} does not exist")
+    check_parent(out, f"--out {out}")
     return check_output(out, overwrite=overwrite, name="out")
 
 

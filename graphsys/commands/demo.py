@@ -160,7 +160,7 @@ def _embed(d: _Demo) -> tuple[str, dict]:
             f"partitions): filtered test MRR {metrics['mrr']:.3f}, Hits@10 "
             f"{metrics['hits@10']:.3f}; nearest to entity {query}: "
             + ", ".join(str(i) for i in ids),
-            {"metrics": metrics, "nearest": {"query": query, "ids": [str(i) for i in ids],
+            {"metrics": metrics, "nearest": {"query": query, "ids": list(ids),
                                              "scores": [float(x) for x in scores]}})
 
 

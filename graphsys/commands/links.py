@@ -7,7 +7,6 @@ an edge set; rows ``source, target, score`` (original ids) as TSV on stdout or i
 
 from __future__ import annotations
 
-import math
 import time
 from pathlib import Path
 
@@ -101,8 +100,7 @@ def run(args) -> int:
     if args.json:
         obj = {"method": args.method, "rows": len(rows), "seconds": round(seconds, 3)}
         emit_json({**obj, "out": str(args.out)} if args.out is not None
-                  else {**obj, "links": [[u, v, s if math.isfinite(s) else None]
-                                         for u, v, s in rows]})
+                  else {**obj, "links": rows})
     elif args.out is not None:
         print(f"wrote {len(rows):,} {args.method} scores to {args.out} in {seconds:.2f} s")
     else:

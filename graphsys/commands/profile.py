@@ -146,16 +146,14 @@ def run(args) -> int:
         report_paths,
         write_report,
     )
-    from graphsys.outputs import check_outputs
+    from graphsys.outputs import check_outputs, check_parent
 
     algo, graph = _targets(args)
     html = page_json = None
     if args.report is not None:
         if args.report.suffix.lower() not in (".html", ".htm"):
             raise GraphsysError(f"--report {args.report}: expected an .html file name")
-        if not args.report.parent.is_dir():
-            raise GraphsysError(f"--report {args.report}: directory {args.report.parent} "
-                                f"does not exist")
+        check_parent(args.report, f"--report {args.report}")
         # the page and its JSON, checked before the run so that no profile is thrown away
         html, page_json = report_paths(args.report, overwrite=args.overwrite)
     trace = trace_path(args)

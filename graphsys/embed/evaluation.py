@@ -27,6 +27,20 @@ EVAL_BATCH = 500
 KS = (1, 3, 10)  # the k of the hits@k that evaluate reports
 
 
+def _check_fits(candidates: int, dimension: int) -> None:
+    """Refuse a sampled-candidate count whose batch (ids, rows, and a score, validity and
+    filter entry per triple of :data:`EVAL_BATCH`) exceeds the RAM available: 10**9 failed
+    in NumPy's allocator with a traceback."""
+    from graphsys.memory import available_memory
+    from graphsys.units import format_size
+
+    need = candidates * (8 + 8 * dimension + 10 * EVAL_BATCH)
+    if need > (have := available_memory()):
+        raise ParameterError("candidates", f"{candidates} sampled candidates need about "
+                                           f"{format_size(need)} of RAM, {format_size(have)} "
+                                           f"is available")
+
+
 def protocol_name(filtered: bool, candidates: str | int | list) -> str:
     """The name of a ranking protocol, as :func:`evaluate` reports it in ``protocol``.
 
@@ -169,6 +183,7 @@ def evaluate(emb: Embeddings, graph: Graph, edge_set: str, *, filtered: bool = T
             raise ParameterError("candidates", f"must be 'auto', 'all' or a positive "
                                                f"integer, got {candidates!r}")
         candidates = check_count("candidates", candidates)
+        _check_fits(candidates, emb.dimension)
     seed = check_count("seed", seed, minimum=0)   # -1 or "x" raised in NumPy's generator
     emb.require_relations("link-prediction evaluation")
     _require_graph_of(emb, graph)

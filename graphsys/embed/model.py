@@ -106,7 +106,7 @@ class Operator(ABC):
                             for r in range(num_relations)], dim=1)
 
 
-OPERATORS: Registry[Operator] = Registry("operator")
+OPERATORS: Registry[Operator] = Registry("operator", "graphsys.embed.model:Operator")
 
 
 @OPERATORS.register_as("none")
@@ -323,7 +323,7 @@ class Comparator(ABC):
         """See the class docstring."""
 
 
-COMPARATORS: Registry[Comparator] = Registry("comparator")
+COMPARATORS: Registry[Comparator] = Registry("comparator", "graphsys.embed.model:Comparator")
 
 
 @COMPARATORS.register_as("dot")
@@ -403,7 +403,7 @@ class Loss(ABC):
         """``(B,)`` loss of each edge; see the class docstring."""
 
 
-LOSSES: Registry[Loss] = Registry("loss_fn")
+LOSSES: Registry[Loss] = Registry("loss_fn", "graphsys.embed.model:Loss")
 
 
 @LOSSES.register_as("ranking")

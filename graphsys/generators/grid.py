@@ -99,8 +99,9 @@ def grid_edges(num_nodes: int, num_edges: int | None = None, *, seed: int = 0,
     Returns
     -------
     iterator of dict
-        Chunks ``{"src": int64, "dst": int64, "weight": float32}`` in ``(src, dst)``
-        order, ``src < dst``, ``M`` rows in all. Arguments are checked on the call.
+        Chunks ``{"src": int64, "dst": int64, "weight": float32}`` in ``src`` order (a
+        node's edges to its right, lower, lower-right and lower-left neighbours, in that
+        order), ``src < dst``, ``M`` rows in all. Arguments are checked on the call.
         Ingest them with ``undirected=True`` to store both directions.
 
     Raises

@@ -126,7 +126,8 @@ def knowledge_graph(num_entities: int, num_triples: int | None = None, *,
 
 def check_fractions(fractions: Sequence[float], name: str = "fractions") -> tuple[float, ...]:
     """Three non-negative train / valid / test fractions summing to 1, train > 0."""
-    if isinstance(fractions, (str, bytes)) or len(fractions) != 3:
+    if isinstance(fractions, (str, bytes)) or not hasattr(fractions, "__len__") or len(
+            fractions) != 3:  # None or 5 raised a raw TypeError (no len())
         raise ParameterError(name, f"must be three numbers train,valid,test, got {fractions!r}")
     values = tuple(check_float(f, name, minimum=0.0, maximum=1.0) for f in fractions)
     if abs(sum(values) - 1.0) > 1e-6:

@@ -95,9 +95,10 @@ def split_paths(path: str | os.PathLike,
 def check_writable(path: str | os.PathLike, *, overwrite: bool = False) -> None:
     """GraphsysError unless ``path`` can be created: its directory exists, and the file does
     not (or ``overwrite``)."""
+    from graphsys.outputs import check_parent
+
     path = Path(path)
-    if not path.parent.is_dir():
-        raise GraphsysError(f"{path}: directory {str(path.parent)!r} does not exist")
+    check_parent(path)
     if path.is_dir():
         raise GraphsysError(f"{path}: is a directory")
     if path.exists() and not overwrite:

@@ -339,6 +339,7 @@ def top_links(graph, nodes=None, k: int = 10, method: str = "jaccard", *,
     ex = Execution.of(execution, progress=progress).in_memory("top_links", "distributed")
     progress, view = ex.progress, undirected_view(graph, edge_set, ex.memory_limit)
     n = view.num_nodes
+    k = min(k, max(n - 1, 0))  # no more candidates exist (k = 10**9 failed to allocate)
     queries = (np.arange(n, dtype=np.int64) if nodes is None
                else internal_ids(graph, nodes, "nodes", internal=internal))
     q = len(queries)

@@ -168,8 +168,34 @@ def test_kernels_add_up_and_validation():
         SimtAccumulator("nope")
     with pytest.raises(GraphsysError):
         SimtAccumulator("warp-per-vertex", block_size=48)
+    # figures of another items_per_thread or GPU were merged and reported as this one's
+    for other in (SimtAccumulator("edge-balanced", 64, 8, GPU("x", 3)),
+                  SimtAccumulator("edge-balanced", 64, 4, GPU("y", 3, 1024, 16))):
+        with pytest.raises(GraphsysError, match="different configurations"):
+            SimtAccumulator("edge-balanced", 64, 4, GPU("x", 3)).merge(
+                other.add_kernel(np.array([5])))
+    same = SimtAccumulator("edge-balanced", 64, 4, GPU("x", 3))
+    assert same.merge(SimtAccumulator("edge-balanced", 64, 4, GPU("x", 3)).add_kernel(
+        np.array([5]))).result()["kernels"] == 1
     with pytest.raises(GraphsysError):
         simt_model(np.array([-1]), "warp-per-vertex")
+
+
+def test_degrees_as_a_list_and_non_integer_degrees():
+    """A list, tuple or range of degrees is one kernel's array (each int was taken for a
+    chunk: 'must be one-dimensional, got shape ()'); fractional degrees are refused (1.5
+    was modelled as 1); an integer block size of any integer type is a block size."""
+    want = simt_model(np.array([0, 1, 2, 3, 4]), "thread-per-vertex")
+    for degrees in ([0, 1, 2, 3, 4], (0, 1, 2, 3, 4), range(5), np.arange(5.0)):
+        assert simt_model(degrees, "thread-per-vertex") == want
+    chunks = simt_model([np.array([0, 1]), np.array([2, 3, 4])], "thread-per-vertex")
+    assert chunks == want  # a list of arrays stays a list of chunks
+    for bad in (np.array([1.5, 2.0]), np.array([np.nan])):
+        with pytest.raises(GraphsysError, match="whole numbers"):
+            simt_model(bad, "warp-per-vertex")
+    assert simt_model([1], "tpv", block_size=np.int64(64))["block_size"] == 64
+    with pytest.raises(GraphsysError, match="chunk must be a positive integer"):
+        simt_model(np.array([1]), "tpv", chunk=0)
 
 
 def test_large_stream_is_chunked():

@@ -81,7 +81,11 @@ def test_single_run_counts_match_unhooked_run(graph, mode, device):
 
     res, st = profile_call(work, device=device, count_transfers=device != "cpu")
     n = res.stats.num_supersteps
-    assert out["steps"] == n and out["stats"].per_step == st.per_step[:n]
+    # per superstep where the engine ran them one by one, else (a whole-graph search) the mean
+    stepwise = W._stepwise(res.stats)
+    assert out["steps"] == n and out["stats"].per_step == (st.per_step[:n] if stepwise else [])
+    kernels = out["stats"].to_dict()["kernels"]
+    assert kernels["mean_per_step"] == sum(st.per_step[:n]) / n
     assert out["stats"].invocations == st.invocations
     # the frontier: recorded in the profiled run on the CPU when it ran the engine's
     # supersteps, by a model run (numba on the CPU) after a run on another device, whose
@@ -124,8 +128,62 @@ def test_every_cli_algorithm_has_its_program(graph):
 
     prog, _ = W.make_program(graph, "hits")
     assert isinstance(prog, A.HITS)
-    out = W.profile_bsp(graph, "hits", recorder=_recorder(), max_iters=4)
+    rec = _recorder()
+    out = W.profile_bsp(graph, "hits", recorder=rec, max_iters=4)
     assert out["steps"] == 4
+    # each superstep is modelled on its own direction's degrees: even ones pull along
+    # in-edges, odd ones along out-edges (every step took the last one's direction)
+    from graphsys.analysis.simt import simt_model
+
+    want = {d: simt_model(graph.degrees(direction=d), "thread-per-vertex", block_size=64,
+                          gpu="H100")["warp_iterations"] for d in ("in", "out")}
+    assert want["in"] != want["out"]
+    assert [s["warp_iterations"] for s in rec.steps["thread-per-vertex"]] == [
+        want["in"], want["out"], want["in"], want["out"]]
     # the report's step count is the supersteps', not the marker's (one more: the finish)
     kernels = out["stats"].to_dict()["kernels"]
-    assert kernels["steps"] == len(kernels["per_step"]) == 4
+    assert kernels["steps"] == 4
+
+
+def test_supersteps_run_in_one_call_are_modelled_and_counted_as_such(graph):
+    """SSSP on the CPU fuses its min-relaxation supersteps into one numba call, which no
+    hook sees: the SIMT model got the first superstep alone (1 item, 11 of the run's
+    edges) while saying every superstep was recorded, and the kernel counts read
+    [n, 0, 0, ...] per superstep. A model run records them now, as for a whole-graph
+    method, and only the mean per superstep is given."""
+    rec = _recorder()
+    out = W.profile_bsp(graph, "sssp", recorder=rec, source=150)
+    run = out["run"]
+    assert run["method"] == "supersteps" and all(s["fused"] for s in run["supersteps"])
+    steps = rec.steps["thread-per-vertex"]
+    assert len(steps) == out["steps"] == run["num_supersteps"] > 2
+    assert out["workload"]["model_run_seconds"] > 0
+    # the same frontiers as the engine's unfused supersteps (torch backend, hooks see them)
+    ref = _recorder()
+    W.profile_bsp(graph, "sssp", recorder=ref, source=150, backend="torch")
+    assert [(s["items"], s["edges"]) for s in steps] == [
+        (s["items"], s["edges"]) for s in ref.steps["thread-per-vertex"]]
+    kernels = out["stats"].to_dict()["kernels"]
+    assert kernels["per_step"] == [] and kernels["steps"] == out["steps"]
+    assert kernels["mean_per_step"] * out["steps"] == (
+        kernels["invocations"] - kernels["setup"] - kernels["finish"])
+    assert "one call" in kernels["per_step_unit"]
+
+
+def test_zero_threads_or_batch_size_are_refused_not_replaced(graph):
+    """``threads=0`` ran with numba's thread count and ``batch_size=0`` (``profile --workload
+    embed --batch-size 0``) with 1000, where ``bsp.run`` and ``mine`` refuse 0; a mapping
+    given as one string was read letter by letter ("unknown mapping 'e'")."""
+    from graphsys.analysis import profile_graph
+    from graphsys.analysis.mining_workload import profile_mining
+    from graphsys.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="threads must be a positive integer, got 0"):
+        W.profile_bsp(graph, "pagerank", recorder=_recorder(), threads=0, max_iters=1)
+    with pytest.raises(ParameterError, match="threads must be a positive integer, got 0"):
+        profile_mining(graph, recorder=_recorder(), threads=0)
+    with pytest.raises(ParameterError, match="batch_size must be a positive integer"):
+        W.profile_embed(graph, recorder=_recorder(), batch_size=0, steps=1)
+    prof = profile_graph(graph, algorithm="pagerank", max_iters=1, dense=False,
+                         mappings="edge-balanced")
+    assert prof["mappings"] == ["edge-balanced"] and "mean_utilization" in prof["simt"]

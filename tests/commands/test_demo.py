@@ -16,7 +16,10 @@ def test_demo_json(tmp_path, capsys):
     ranks = doc["pagerank"]["top5"]
     assert len(ranks) == 5 and ranks[0]["rank"] >= ranks[-1]["rank"] > 0
     assert doc["embed"]["metrics"]["mrr"] > 0.5  # planted relations are recovered
-    assert len(doc["embed"]["nearest"]["ids"]) == 5
+    near = doc["embed"]["nearest"]
+    # ids as the query and `embed nearest --json` give them (they were strings: "163")
+    assert len(near["ids"]) == 5 and all(type(i) is type(near["query"]) is int
+                                         for i in near["ids"])
     assert doc["gnn"]["metrics"]["test_accuracy"] > 0.8  # 4 well-separated blocks
     assert (out / "profile" / "profile.html").is_file()
     assert main(["demo", "--out", str(out)]) != 0  # refuses an existing directory

@@ -16,6 +16,7 @@ from graphsys.outputs import (
     OutputPath,
     check_output,
     check_output_directory,
+    check_own_directory,
     protected_directory,
 )
 from graphsys.storage.format import MANIFEST
@@ -170,6 +171,58 @@ def test_check_output_library(graph, tmp_path):
     # a directory that merely holds some other manifest.json is not protected
     (tmp_path / "manifest.json").write_text('{"format": "something-else"}')
     assert protected_directory(tmp_path / "b.json") is None
+
+
+def test_a_path_through_a_link_into_the_graph_is_refused(graph, tmp_path, capsys):
+    """``lnk/../pr.parquet`` with ``lnk`` a link to the graph's ``nodes`` directory names
+    the graph's own directory (the system follows the link before ``..``): 'run --out'
+    wrote pr.parquet inside the graph, which was read as ``./pr.parquet``."""
+    (tmp_path / "lnk").symlink_to(graph / "nodes", target_is_directory=True)
+    through = f"{tmp_path}/lnk/../pr.parquet"
+    assert _run(graph, "--out", through) == 2
+    assert "inside the graph directory" in _one_line_error(capsys)
+    assert not (graph / "pr.parquet").exists() and not (tmp_path / "pr.parquet").exists()
+    with pytest.raises(GraphsysError, match="inside the graph directory"):
+        check_output_directory(f"{tmp_path}/lnk/../ck")
+    with pytest.raises(GraphsysError, match="is the graph directory"):
+        check_own_directory(f"{tmp_path}/lnk/..")
+
+
+@pytest.mark.parametrize("argv, flag, name", [
+    (["run", "pagerank"], "--out", "d.parquet"),
+    (["run", "pagerank"], "--trace", "d.json"),
+    (["profile", "pagerank"], "--report", "d.html"),
+])
+def test_a_directory_where_a_file_is_written_is_refused_before_the_run(
+        graph, tmp_path, capsys, argv, flag, name):
+    """An existing directory named as a file output, with --overwrite: the run did all its
+    work, then failed on its temp file ('error: .d.parquet.tmp-26694-0d608192: Is a
+    directory'); it is refused before any work, in one line, and left as it was."""
+    (tmp_path / name).mkdir()
+    (tmp_path / name / "keep").write_text("x")
+    assert cli.main([*argv, str(graph), flag, str(tmp_path / name), "--overwrite"]) == 2
+    assert "is a directory, where a file is written" in _one_line_error(capsys)
+    assert [p.name for p in tmp_path.iterdir()] == [name]
+    assert (tmp_path / name / "keep").read_text() == "x"
+    with pytest.raises(GraphsysError, match="is a directory"):
+        check_output(tmp_path / name, overwrite=True)
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["run", "pagerank", "{g}"], "--out"), (["run", "pagerank", "{g}"], "--trace"),
+    (["profile", "pagerank", "{g}"], "--report"),
+    (["generate", "rmat", "--nodes", "16"], "--out"),
+])
+def test_an_output_under_a_file_is_said_to_be_so(graph, tmp_path, capsys, argv, flag):
+    """An output whose directory is a file was refused as 'directory afile does not
+    exist' (it does, as a file); the line now says what is wrong."""
+    (tmp_path / "afile").write_text("x")
+    name = {"--out": "x.parquet", "--trace": "t.json", "--report": "r.html"}[flag]
+    if argv[0] == "generate":
+        name = "x.tsv"
+    args = [a.format(g=graph) for a in argv] + [flag, str(tmp_path / "afile" / name)]
+    assert cli.main(args) == 2
+    assert _one_line_error(capsys).endswith(f"{tmp_path / 'afile'} is a file")
 
 
 def test_recording_keeps_the_overwrite_choice(tmp_path):

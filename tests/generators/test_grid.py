@@ -67,6 +67,11 @@ def test_edge_count_is_exact(m):
     assert degree.max() <= (4 if m <= 857 else 8)
     diagonal = np.isin(e["dst"] - e["src"], [21, 23])
     assert diagonal.sum() == max(0, m - 857)
+    # rows in src order, a node's edges right, down, down-right, down-left (the docstring
+    # said (src, dst) order, which the down-left diagonal breaks)
+    step = e["dst"] - e["src"]
+    kind = np.select([step == 1, step == 22, step == 23], [0, 1, 2], 3)
+    assert (np.diff(e["src"] * 4 + kind) > 0).all()
     assert (e["weight"][diagonal] >= np.sqrt(2)).all()
     assert (e["weight"][diagonal] < 10 * np.sqrt(2)).all()
 

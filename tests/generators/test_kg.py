@@ -124,3 +124,6 @@ def test_default_count_and_limits():
         knowledge_graph(4, 1, cluster_size=4)
     with pytest.raises(GraphsysError, match="must sum to 1"):
         small.split((0.5, 0.2, 0.2))
+    for bad in (None, 5, "0.8,0.1,0.1", (0.8, 0.2)):  # None and 5 raised a raw TypeError
+        with pytest.raises(GraphsysError, match="must be three numbers train,valid,test"):
+            small.split(bad)

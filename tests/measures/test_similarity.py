@@ -85,6 +85,10 @@ def test_top_links_are_the_best_two_hop_candidates(tmp_path, directed):
             np.testing.assert_allclose([s for _, s in row], [scores[x] for x in want])
     one = top_links(g, [int(g.node_ids()[0])], k=2)
     assert set(one.source.tolist()) <= {int(g.node_ids()[0])}
+    # k above the node count: every candidate (it allocated k per query: 10**9 failed)
+    every = top_links(g, k=10**9, method="common")
+    assert len(every) == sum(len({x for w in U[u] if w != u for x in U[w]} - set(U[u]) - {u})
+                             for u in U)
     assert one.to_table().column_names == ["source", "target", "score"]
 
 
