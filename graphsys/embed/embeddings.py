@@ -112,6 +112,8 @@ class Embeddings(EmbeddingQueries, EmbeddingExports):
         self._check_dimension()
         try:  # checkpoint.json carries no checksum: its model fields are checked here
             self.relations = meta["relations"]
+            if not self.relations:   # every graph has a relation type; [] raised IndexError
+                raise ValueError("no relations")
             self.relation_names = [r["name"] for r in self.relations]
             self.comparator = COMPARATORS.get_class(meta["comparator"])()
             self.relmodel = RelationModel([r["operator"] for r in self.relations],

@@ -145,6 +145,8 @@ def test_missing_checksums_are_refused(trained, tmp_path):
      "field 'entity_types.node.partition_sizes' must be a list of node counts"),
     (lambda m: m.update(relations=[{"name": 3}]), r"field 'relations\[0\]'"),
     (lambda m: m.pop("relations"), "checkpoint.json: its model fields.*'relations'"),
+    # every graph has a relation type: [] passed the load and evaluate raised IndexError
+    (lambda m: m.update(relations=[]), "checkpoint.json: its model fields.*no relations"),
     # found by a field-by-field sweep: a KeyError, NumPy's 'negative dimensions' error and
     # a 3.6 TiB allocation from the claimed dimension, each before any check
     (lambda m: m.pop("graph"), "checkpoint.json: field 'graph' is missing"),
