@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 
 from graphsys.embed import grow
-from graphsys.embed.checkpoint_files import CheckpointStorage, check_graph, load_npy
+from graphsys.embed.checkpoint_files import CheckpointStorage, check_graph, check_model, load_npy
 from graphsys.embed.config import config_from_dict
 from graphsys.embed.export import EmbeddingExports
 from graphsys.embed.model import COMPARATORS
@@ -115,6 +115,7 @@ class Embeddings(EmbeddingQueries, EmbeddingExports):
             if not self.relations:   # every graph has a relation type; [] raised IndexError
                 raise ValueError("no relations")
             self.relation_names = [r["name"] for r in self.relations]
+            check_model(meta, config, path)
             self.comparator = COMPARATORS.get_class(meta["comparator"])()
             self.relmodel = RelationModel([r["operator"] for r in self.relations],
                                           self.dimension)

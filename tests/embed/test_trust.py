@@ -171,6 +171,29 @@ def test_edited_checkpoint_json_is_refused_in_one_line(trained, tmp_path, edit, 
     assert "\n" not in str(exc.value)
 
 
+@pytest.mark.parametrize("name, edit, match", [
+    ("checkpoint.json", lambda m: m.update(comparator="cos"),
+     "comparator is 'cos', its config.json says 'dot'"),
+    ("config.json", lambda m: m.update(comparator="cos"),
+     "comparator is 'dot', its config.json says 'cos'"),
+    ("config.json", lambda m: m.update(relations=[{"name": "r1", "operator": "diagonal"}]),
+     r"relations\[\]\.operator is \['complex_diagonal', .*'diagonal'"),
+])
+def test_model_fields_of_checkpoint_and_config_json_must_agree(trained, kg1, small, tmp_path,
+                                                               name, edit, match):
+    """checkpoint.json's comparator was edited to cos: evaluate scored by cos and reported
+    MRR 0.087 for a model trained with dot (0.097), while a resumed run trained with
+    config.json's dot. The two files' model fields are checked against each other."""
+    ck = _copy(trained, tmp_path / "ck")
+    raw = json.loads((ck / name).read_text())
+    edit(raw)
+    (ck / name).write_text(json.dumps(raw))
+    with pytest.raises(FormatError, match=match):
+        Embeddings.load(ck)
+    with pytest.raises(FormatError, match=match):
+        _train(kg1, small, ck, epochs=3)
+
+
 @pytest.mark.parametrize("edit, match", [
     (lambda m: m["stats"][0].update(seconds="x"), r"field 'stats' is malformed \(seconds is"),
     (lambda m: m["stats"][0]["ranks"][0].update(wait_seconds=None),
