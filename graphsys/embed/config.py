@@ -176,9 +176,9 @@ class EmbedConfig:
     all_negs: bool = _h(
         "score every edge against every entity of the candidate partition (1-vs-all: the "
         "softmax is the full cross-entropy over the partition, one (B, d) @ (d, n) matmul "
-        "per side; the true candidate is the target, counted once); num_uniform_negs, "
-        "num_batch_negs and degree_neg_fraction are then unused. PBG's relations[].all_negs, "
-        "here for every relation", default=False)
+        "per side; the true candidate is the target, counted once); num_uniform_negs and "
+        "num_batch_negs are then unused (degree_neg_fraction is refused). PBG's "
+        "relations[].all_negs, here for every relation", default=False)
     degree_neg_fraction: float = _h("fraction of the sampled negatives drawn proportionally "
                                     "to training degree (0 = uniform, as PBG)", default=0.0)
     # -- scheduling -------------------------------------------------------------------------
@@ -308,6 +308,9 @@ class EmbedConfig:
         if self.degree_neg_fraction > 1:
             raise ConfigError(f"degree_neg_fraction: must be in [0, 1], got "
                               f"{self.degree_neg_fraction!r}")
+        if self.degree_neg_fraction and (self.all_negs or not self.num_uniform_negs):
+            raise ConfigError("degree_neg_fraction: applies to the sampled negatives; with "
+                              "all_negs = true or num_uniform_negs = 0 none are sampled")
         for key, reg in (("operator", OPERATORS), ("comparator", COMPARATORS),
                          ("loss_fn", LOSSES)):
             value = getattr(self, key)

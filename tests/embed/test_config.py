@@ -42,6 +42,9 @@ def test_json_file(tmp_path):
     ({"entities": {"node": {"num_partitions": -2}}}, "entities.node.num_partitions"),
     ({"memory_budget": "lots"}, "memory_budget"),
     ({"degree_neg_fraction": 2.0}, "degree_neg_fraction"),
+    # no sampled negatives: the fraction was silently unused
+    ({"degree_neg_fraction": 0.5, "all_negs": True}, "degree_neg_fraction: applies to the s"),
+    ({"degree_neg_fraction": 0.5, "num_uniform_negs": 0}, "degree_neg_fraction: applies"),
     ({"num_uniform_negs": 0, "num_batch_negs": 0}, "num_uniform_negs"),
     ({"all_negs": "yes"}, "all_negs"),
     ({"all_negs": 1}, "all_negs"),
