@@ -226,6 +226,9 @@ class Trainer(MinibatchStep):
                               f"is available (lower dimension, num_uniform_negs or batch_size,"
                               f" or ingest the graph into more partitions)")
         cap = self.P if cfg.buffer_partitions is None else cfg.buffer_partitions
+        if cap < min(2, self.P):   # was raised to 2 in silence (the budget's 1 is refused)
+            raise ConfigError(f"buffer_partitions: {cap} cannot hold a bucket's 2 partitions "
+                              f"of the {self.P} (use 2 or more)")
         if cfg.memory_budget is not None:   # both given: both hold (the budget was ignored)
             fits = cfg.budget_bytes() // max(per, 1)
             if fits < min(2, self.P):

@@ -83,6 +83,17 @@ def test_buffer_partitions_never_exceed_the_memory_budget(kg4, small, tmp_path):
     assert Trainer(cfg, open_graph(kg4), tmp_path / "c").capacity == 3
 
 
+def test_a_buffer_of_one_partition_is_refused_as_the_budget_of_one_is(kg1, kg4, small,
+                                                                    tmp_path):
+    # buffer_partitions=1 with 4 partitions was raised to 2 in silence, while a
+    # memory_budget holding one partition is refused
+    from graphsys.embed.trainer import Trainer
+    cfg = load_config(None, small + ["buffer_partitions=1"])
+    with pytest.raises(ConfigError, match="^buffer_partitions: 1 cannot hold a bucket's 2"):
+        Trainer(cfg, open_graph(kg4), tmp_path / "b")
+    assert Trainer(cfg, open_graph(kg1), tmp_path / "c").capacity == 1   # one partition
+
+
 def test_cuda_without_gpu_is_a_clear_error(kg1, small, tmp_path):
     import torch
 
