@@ -205,7 +205,8 @@ class EmbedConfig:
         "freeze_old) runs eagerly, with one logged line; the CPU never uses it",
         default=None)
     device: str = _h("cpu, cuda, cuda:k or auto", default="cpu")
-    seed: int = _h("seed of init, shuffling, negatives and bucket order", default=0)
+    seed: int = _h("seed of init, shuffling, negatives and bucket order (below 2**32)",
+                   default=0)
     # -- growing a trained model (graphsys.embed.grow) -------------------------------------
     init_from: str | None = _h(
         "checkpoint of this model trained before new entities were appended to the graph: "
@@ -294,6 +295,8 @@ class EmbedConfig:
             integer(key, getattr(self, key))
         for key in ("num_batch_negs", "num_uniform_negs", "seed"):
             integer(key, getattr(self, key), allow_zero=True)
+        if self.seed >= 2 ** 32:   # stream_seed keeps 32 bits: seed 2**32 trained seed 0's
+            raise ConfigError(f"seed: must be below 2**32, got {self.seed}")
         for key in ("num_partitions", "buffer_partitions"):
             if getattr(self, key) is not None:
                 integer(key, getattr(self, key))

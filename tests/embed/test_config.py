@@ -42,6 +42,7 @@ def test_json_file(tmp_path):
     ({"entities": {"node": {"num_partitions": -2}}}, "entities.node.num_partitions"),
     ({"memory_budget": "lots"}, "memory_budget"),
     ({"degree_neg_fraction": 2.0}, "degree_neg_fraction"),
+    ({"seed": 2 ** 32}, r"seed: must be below 2\*\*32"),   # trained seed 0's model
     # no sampled negatives: the fraction was silently unused
     ({"degree_neg_fraction": 0.5, "all_negs": True}, "degree_neg_fraction: applies to the s"),
     ({"degree_neg_fraction": 0.5, "num_uniform_negs": 0}, "degree_neg_fraction: applies"),
