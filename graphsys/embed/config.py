@@ -196,7 +196,8 @@ class EmbedConfig:
         "run resumes from the last finished bucket instead of the epoch start; each commit "
         "writes the changed partitions (n_p x (d + 1) x 4 bytes each) and the relation "
         "parameters, and hard-links the other files", default=False)
-    workers: int = _h("HOGWILD worker threads over shared embeddings", default=1)
+    workers: int = _h("HOGWILD worker threads over shared embeddings (the CPU loop; a GPU "
+                      "trains one stream of batches and refuses more than 1)", default=1)
     cuda_graphs: bool | None = _h(
         "on CUDA, capture a training step as a CUDA graph and replay it for every step of "
         "the same shape (one launch instead of one per operator); the same model as without. "

@@ -160,6 +160,10 @@ class Trainer(MinibatchStep):
         self.relmodel = RelationModel(self.rel_ops, config.dimension, self.device)
         if self.resident is None:
             self.resident = self.device.type != "cpu"
+        if self.resident and config.workers > 1 and len(pairs) == 1:  # was unused in silence
+            raise ConfigError(f"workers: {config.workers} HOGWILD threads train on the CPU; "
+                              f"the {self.device.type} loop trains one stream of batches "
+                              f"(set workers = 1)")
         self.cuda_graphs = self._use_cuda_graphs()
         self.capacity = self._capacity()
         self.stats: list[EpochStats] = []

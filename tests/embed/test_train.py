@@ -59,10 +59,20 @@ def test_swapping_buffer_order_trains_as_well(kg4, small, tmp_path):
 
 
 @pytest.mark.device
-def test_hogwild_workers_and_degree_negatives(kg1, small, tmp_path):
-    mrr, _ = _mrr(kg1, tmp_path / "w", small, "workers=2", "degree_neg_fraction=0.5",
-                    epochs=15)
+def test_hogwild_workers_and_degree_negatives(kg1, small, device, tmp_path):
+    workers = 2 if device == "cpu" else 1   # the device loop refuses workers > 1
+    mrr, _ = _mrr(kg1, tmp_path / "w", small, f"workers={workers}",
+                  "degree_neg_fraction=0.5", epochs=15)
     assert mrr > 0.8
+
+
+def test_workers_on_the_device_loop_are_refused(kg1, small, tmp_path, monkeypatch):
+    # the device loop trains one stream of batches: workers=4 on a GPU was unused in silence
+    from graphsys.embed.trainer import Trainer
+    monkeypatch.setattr(Trainer, "resident", True)
+    with pytest.raises(ConfigError, match="^workers: 4 HOGWILD threads train on the CPU; the "
+                                          "cpu loop trains one stream"):
+        Trainer(load_config(None, small + ["workers=4"]), open_graph(kg1), tmp_path / "w")
 
 
 @pytest.mark.device
