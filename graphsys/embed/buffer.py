@@ -67,8 +67,10 @@ class PartitionBuffer:
             v, n = self._source(etype, p), self.sizes[etype][p]
             emb = self._read(self._checked(self.storage.emb_path(etype, p, v),
                                            (n, self.dimension)))
-            st = np.array(self._checked(self.storage.optim_path(etype, p, v),
-                                        self.state_shape(n)))
+            path = self.storage.optim_path(etype, p, v)
+            st = np.array(self._checked(path, self.state_shape(n)))
+            if st.size and not st.min() >= 0:   # NaN too; negative sums trained a wrong model
+                raise FormatError(f"{path}: a negative or NaN Adagrad sum")
             nbytes += emb.nbytes + st.nbytes
             slot[etype] = (torch.from_numpy(emb).to(self.device),
                            torch.from_numpy(st).to(self.device))

@@ -126,6 +126,25 @@ def test_relation_tables_of_another_shape_are_refused_even_with_matching_hashes(
             call()
 
 
+@pytest.mark.parametrize("value", [-1.0, float("nan")])
+def test_entity_adagrad_sums_negative_or_nan_are_refused_on_resume(trained, kg1, small,
+                                                                   tmp_path, value):
+    # with the checksum rewritten, sums of -1 resumed and trained a finite, wrong model
+    # (the numba step takes the square root of the sum), and NaN sums were reported as a
+    # divergence of the run ('lower lr or init_scale?')
+    ck = _copy(trained, tmp_path / "ck")
+    st = CheckpointStorage(ck)
+    meta = st.read_meta()
+    path = st.optim_path("node", 0, meta["version"])
+    arr = np.load(path)
+    arr[0] = value
+    path.unlink()
+    np.save(path, arr)
+    st.write_meta({k: v for k, v in meta.items() if k not in ("format", "format_version")})
+    with pytest.raises(FormatError, match="part-00000.*: a negative or NaN Adagrad sum"):
+        _train(kg1, small, ck, epochs=3)
+
+
 def test_missing_checksums_are_refused(trained, tmp_path):
     ck = _copy(trained, tmp_path / "ck")
     meta = json.loads((ck / "checkpoint.json").read_text())
