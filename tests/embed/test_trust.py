@@ -145,6 +145,18 @@ def test_entity_adagrad_sums_negative_or_nan_are_refused_on_resume(trained, kg1,
         _train(kg1, small, ck, epochs=3)
 
 
+def test_non_finite_embeddings_are_refused_on_resume(trained, kg1, small, tmp_path):
+    # with the checksum rewritten, the resumed run stopped as its own divergence ('lower lr
+    # or init_scale?') and called the version holding the NaN 'the last good one'
+    ck = _copy(trained, tmp_path / "ck")
+    st = CheckpointStorage(ck)
+    meta = st.read_meta()
+    _flip_to_nan(st.emb_path("node", 0, meta["version"]))
+    st.write_meta({k: v for k, v in meta.items() if k not in ("format", "format_version")})
+    with pytest.raises(FormatError, match="part-00000.*: a non-finite embedding"):
+        _train(kg1, small, ck, epochs=3)
+
+
 def test_missing_checksums_are_refused(trained, tmp_path):
     ck = _copy(trained, tmp_path / "ck")
     meta = json.loads((ck / "checkpoint.json").read_text())
