@@ -191,6 +191,10 @@ class CheckpointManager:
                     f"to start afresh")
             changed[key] = [old.get(key), new.get(key)]
         check_graph(meta, self.graph, self.root)
+        if meta["epochs_done"] > self.cfg.num_epochs:   # trained none, said "trained 3"
+            raise ConfigError(f"num_epochs: {self.cfg.num_epochs} is fewer than the "
+                              f"{meta['epochs_done']} epochs {self.root} holds; use another "
+                              f"checkpoint directory to train {self.cfg.num_epochs}")
         st.drop_versions(int(meta["version"]), below=False)
         self.history = list(meta.get("history") or [])
         if changed:  # recorded first: a crash before the config write repeats it
