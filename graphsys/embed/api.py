@@ -40,8 +40,9 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
         from the defaults of :class:`EmbedConfig`.
     overrides : list of str, or str, optional
         ``"key=value"`` strings applied last, values in TOML syntax (``"lr=0.1"``,
-        ``'operator="complex_diagonal"'``, ``"relations[0].weight=2"`` or
-        ``"relations.0.weight=2"``, ``"relations.r0.weight=2"`` by name).
+        ``'operator="complex_diagonal"'``, ``"relations[0].weight=2"`` by index,
+        ``"relations.r0.weight=2"`` by name; ``"relations.0.weight=2"``: the entry named
+        ``0`` if there is one, else index 0).
     graph : str, Path or Graph, optional
         The graph a PyTorch-BigGraph config is matched to (required for one; unused
         otherwise).

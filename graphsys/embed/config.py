@@ -432,7 +432,8 @@ def config_from_dict(raw: dict[str, Any]) -> EmbedConfig:
 def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
     """Apply ``key=value`` overrides (a list of them, or one string); dotted keys reach into
     ``entities.T.num_partitions`` and ``relations.K.field`` or ``relations[K].field`` (K = list
-    index or relation name)."""
+    index or relation name: ``relations[1]`` is always the index, ``relations.1`` the entry
+    named ``1`` when there is one, else the index)."""
     if isinstance(overrides, str):   # one override: it was read character by character
         overrides = [overrides]
     if not isinstance(overrides, (list, tuple)) or not all(isinstance(x, str) for x in overrides):
@@ -443,7 +444,9 @@ def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]
         if "=" not in item:
             raise ParameterError("overrides", f"{item!r}: expected key=value")
         key, text = item.split("=", 1)
-        # relations[K].field, as the errors name the key, reads as relations.K.field
+        # relations[K].field, as the errors name the key, reads as relations.K.field; a
+        # bracketed K of digits is an index, never a relation's name
+        index = re.match(r"^relations\[(\d+)\]\.", key.strip())
         key = re.sub(r"^relations\[([^\]]+)\]\.", r"relations.\1.", key.strip())
         value = parse_value(text.strip())
         parts = key.split(".")
@@ -457,13 +460,14 @@ def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]
             for k, entry in enumerate(rels):   # a string entry raised a raw AttributeError
                 if not isinstance(entry, dict):
                     raise ConfigError(f"relations[{k}]: must be a table/object, got {entry!r}")
-            if parts[1].isdigit():
-                k = int(parts[1])
+            named = [k for k, r in enumerate(rels) if r.get("name") == parts[1]]
+            if parts[1].isdigit() and (index or not named):   # relations.1: the entry named
+                k = int(parts[1])                              # "1" if there is one
                 if k >= len(rels):
                     raise ConfigError(f"{key}: there are only {len(rels)} relations entries")
                 rels[k][parts[2]] = value
             else:
-                entry = next((r for r in rels if r.get("name") == parts[1]), None)
+                entry = rels[named[0]] if named else None
                 if entry is None:
                     entry = {"name": parts[1]}
                     rels.append(entry)

@@ -249,3 +249,17 @@ def test_override_forms():
     for bad in ([1], {"lr": 1}):
         with pytest.raises(ParameterError, match="^overrides must be a list of 'key=value'"):
             load_config(None, bad)
+
+
+def test_dotted_override_of_a_numeric_relation_name_reaches_that_relation():
+    # relations named by numbers (an ingest of FB15k-style numeric ids): 'relations.0.weight=2'
+    # set entry 0, the relation named "5", and left the relation named "0" at weight 1
+    raw = {"relations": [{"name": "5"}, {"name": "0"}]}
+    cfg = load_config(raw=raw, overrides=["relations.0.weight=2"])
+    assert [(r.name, r.weight) for r in cfg.relations] == [("5", 1.0), ("0", 2.0)]
+    # the bracketed form is the index, as the errors name entries
+    cfg = load_config(raw=raw, overrides=["relations[0].weight=3"])
+    assert [(r.name, r.weight) for r in cfg.relations] == [("5", 3.0), ("0", 1.0)]
+    # digits naming no entry stay an index
+    cfg = load_config(raw=raw, overrides=["relations.1.weight=4"])
+    assert [(r.name, r.weight) for r in cfg.relations] == [("5", 1.0), ("0", 4.0)]
