@@ -278,6 +278,15 @@ class EmbedConfig:
             raise ConfigError(f"batches_per_step: batch_size {self.batch_size} must be a "
                               f"multiple of num_batch_negs {self.num_batch_negs}")
 
+    def check_trainable(self) -> None:
+        """Refuse settings that a new run would silently not apply (checked when training,
+        not when a stored config.json is read: checkpoints trained with them still load)."""
+        if self.degree_neg_fraction and (self.all_negs or not self.num_uniform_negs):
+            raise ConfigError("degree_neg_fraction: applies to the sampled negatives; with "
+                              "all_negs = true or num_uniform_negs = 0 none are sampled")
+        if self.seed >= 2 ** 32:   # stream_seed keeps 32 bits: seed 2**32 trained seed 0's
+            raise ConfigError(f"seed: must be below 2**32, got {self.seed}")
+
     def validate(self) -> None:
         def positive(key: str, value: Any, *, allow_zero: bool = False) -> None:
             # infinity too: lr or margin inf diverged in the first batch, not here
@@ -296,8 +305,6 @@ class EmbedConfig:
             integer(key, getattr(self, key))
         for key in ("num_batch_negs", "num_uniform_negs", "seed"):
             integer(key, getattr(self, key), allow_zero=True)
-        if self.seed >= 2 ** 32:   # stream_seed keeps 32 bits: seed 2**32 trained seed 0's
-            raise ConfigError(f"seed: must be below 2**32, got {self.seed}")
         for key in ("num_partitions", "buffer_partitions"):
             if getattr(self, key) is not None:
                 integer(key, getattr(self, key))
@@ -312,9 +319,6 @@ class EmbedConfig:
         if self.degree_neg_fraction > 1:
             raise ConfigError(f"degree_neg_fraction: must be in [0, 1], got "
                               f"{self.degree_neg_fraction!r}")
-        if self.degree_neg_fraction and (self.all_negs or not self.num_uniform_negs):
-            raise ConfigError("degree_neg_fraction: applies to the sampled negatives; with "
-                              "all_negs = true or num_uniform_negs = 0 none are sampled")
         for key, reg in (("operator", OPERATORS), ("comparator", COMPARATORS),
                          ("loss_fn", LOSSES)):
             value = getattr(self, key)

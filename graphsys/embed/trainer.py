@@ -137,6 +137,7 @@ class Trainer(MinibatchStep):
 
     def __init__(self, config: EmbedConfig, graph: Graph, out: Path, *, progress: bool = False,
                  log=None, on_batch: Callable[[], None] | None = None):
+        config.check_trainable()
         self.cfg, self.graph, self.out = config, graph, Path(out)
         self.progress, self.log = progress, log or (lambda msg: None)
         self.on_batch = on_batch

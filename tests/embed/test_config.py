@@ -42,10 +42,6 @@ def test_json_file(tmp_path):
     ({"entities": {"node": {"num_partitions": -2}}}, "entities.node.num_partitions"),
     ({"memory_budget": "lots"}, "memory_budget"),
     ({"degree_neg_fraction": 2.0}, "degree_neg_fraction"),
-    ({"seed": 2 ** 32}, r"seed: must be below 2\*\*32"),   # trained seed 0's model
-    # no sampled negatives: the fraction was silently unused
-    ({"degree_neg_fraction": 0.5, "all_negs": True}, "degree_neg_fraction: applies to the s"),
-    ({"degree_neg_fraction": 0.5, "num_uniform_negs": 0}, "degree_neg_fraction: applies"),
     ({"num_uniform_negs": 0, "num_batch_negs": 0}, "num_uniform_negs"),
     ({"all_negs": "yes"}, "all_negs"),
     ({"all_negs": 1}, "all_negs"),
@@ -263,3 +259,19 @@ def test_dotted_override_of_a_numeric_relation_name_reaches_that_relation():
     # digits naming no entry stay an index
     cfg = load_config(raw=raw, overrides=["relations.1.weight=4"])
     assert [(r.name, r.weight) for r in cfg.relations] == [("5", 1.0), ("0", 4.0)]
+
+
+@pytest.mark.parametrize("raw, message", [
+    # no sampled negatives: the fraction was silently unused
+    ({"degree_neg_fraction": 0.5, "all_negs": True}, "degree_neg_fraction: applies to the s"),
+    ({"degree_neg_fraction": 0.5, "num_uniform_negs": 0}, "degree_neg_fraction: applies"),
+    ({"seed": 2 ** 32}, r"seed: must be below 2\*\*32"),   # trained seed 0's model
+])
+def test_settings_a_run_would_not_apply_are_refused_by_training_only(kg1, tmp_path, raw,
+                                                                     message):
+    # refused when training; a stored config.json with them (an older checkpoint) still reads
+    from graphsys.embed.trainer import Trainer
+    from graphsys.storage.graph import open_graph
+    cfg = config_from_dict({"dimension": 8, **raw})
+    with pytest.raises(ConfigError, match=f"^{message}"):
+        Trainer(cfg, open_graph(kg1), tmp_path / "ck")
