@@ -10,6 +10,7 @@ calls :func:`train`, so the CLI and Python run one path with one set of checks; 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -207,8 +208,8 @@ def _resolve(graph: str | Path | Graph | None, config: EmbedConfig | dict | str 
     out = out if out is not None else cfg.checkpoint_path
     if out is None:
         raise ParameterError("out", "not given, and the config has no checkpoint_path")
-    if edges is not None:
-        cfg.edges = edges
+    if edges is not None:   # a copy: the caller's EmbedConfig kept these edges for its next run
+        cfg = dataclasses.replace(cfg, edges=edges)
     return cfg, g, Path(out)
 
 

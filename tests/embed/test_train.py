@@ -547,3 +547,13 @@ def test_element_adagrad_trains_resumes_and_checks_its_state(kg1, small, tmp_pat
     cfg = load_config(None, small + ['embedding_adagrad="element"', "num_epochs=17"])
     with pytest.raises(GraphsysError, match=rf"{state.name}: float32 \(3, {d}\), expected"):
         train(kg1, cfg, edges="train", out=out)
+
+
+def test_train_edges_leave_the_callers_config_unchanged(kg1, tmp_path):
+    # train(g, cfg, edges="test") set cfg.edges = "test" on the caller's object, so a later
+    # train(g, cfg) trained on the test edges instead of the default train set
+    cfg = load_config(None, ["dimension=8", "batch_size=500"])
+    train(kg1, cfg, edges="test", out=tmp_path / "a")
+    assert cfg.edges is None
+    res = train(kg1, cfg, out=tmp_path / "b")
+    assert res.embeddings.meta["edges"] == "train"
