@@ -168,6 +168,13 @@ def run_train(args) -> int:
     from graphsys.storage.graph import open_graph
 
     trace = trace_path(args)
+    # a flag and a --set of its key: --set device beat --device, the other flags won
+    flags = {"graph": "--graph", "edges": "--edges", "checkpoint_path": "--out",
+             "device": "--device", "init_from": "--init-from", "freeze_old": "--freeze-old"}
+    for item in args.overrides:
+        key = item.split("=", 1)[0].strip()
+        if key in flags and getattr(args, flags[key][2:].replace("-", "_")) not in (None, False):
+            raise GraphsysError(f"{flags[key]} and --set {key}=... together: give one")
     log = (lambda msg: print(msg, file=sys.stderr)) if not args.json else None
     graph = (open_graph(args.graph, until=getattr(args, "until", None),
                         since=getattr(args, "since", None))

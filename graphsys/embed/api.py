@@ -10,6 +10,7 @@ calls :func:`train`, so the CLI and Python run one path with one set of checks; 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -40,8 +41,9 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
         from the defaults of :class:`EmbedConfig`.
     overrides : list of str, or str, optional
         ``"key=value"`` strings applied last, values in TOML syntax (``"lr=0.1"``,
-        ``'operator="complex_diagonal"'``, ``"relations[0].weight=2"`` or
-        ``"relations.0.weight=2"``, ``"relations.r0.weight=2"`` by name).
+        ``'operator="complex_diagonal"'``, ``"relations[0].weight=2"`` by index,
+        ``"relations.r0.weight=2"`` by name; ``"relations.0.weight=2"``: the entry named
+        ``0`` if there is one, else index 0).
     graph : str, Path or Graph, optional
         The graph a PyTorch-BigGraph config is matched to (required for one; unused
         otherwise).
@@ -206,8 +208,8 @@ def _resolve(graph: str | Path | Graph | None, config: EmbedConfig | dict | str 
     out = out if out is not None else cfg.checkpoint_path
     if out is None:
         raise ParameterError("out", "not given, and the config has no checkpoint_path")
-    if edges is not None:
-        cfg.edges = edges
+    if edges is not None:   # a copy: the caller's EmbedConfig kept these edges for its next run
+        cfg = dataclasses.replace(cfg, edges=edges)
     return cfg, g, Path(out)
 
 

@@ -28,6 +28,16 @@ def diverged(out: Path, committed: int, what: str) -> GraphsysError:
                          f"{committed}, the last good one (lower lr or init_scale?)")
 
 
+def _check_values(emb_path: Path, emb: np.ndarray, optim_path: Path, st: np.ndarray) -> None:
+    """Refuse, naming the file, a non-finite embedding (a resumed run reported it as its
+    own divergence, keeping "the last good" version that held it) or a negative or NaN
+    Adagrad sum (a negative one trained a finite, wrong model: the step takes its root)."""
+    if not np.isfinite(emb).all():
+        raise FormatError(f"{emb_path}: a non-finite embedding (NaN or infinity)")
+    if st.size and not st.min() >= 0:
+        raise FormatError(f"{optim_path}: a negative or NaN Adagrad sum")
+
+
 class PartitionBuffer:
     """Resident embedding partitions (all entity types of partition ``p`` form one slot).
 
@@ -65,10 +75,12 @@ class PartitionBuffer:
         nbytes = 0
         for etype in self.sizes:
             v, n = self._source(etype, p), self.sizes[etype][p]
-            emb = self._read(self._checked(self.storage.emb_path(etype, p, v),
-                                           (n, self.dimension)))
-            st = np.array(self._checked(self.storage.optim_path(etype, p, v),
-                                        self.state_shape(n)))
+            emb_path, optim_path = self.storage.emb_path(etype, p, v), \
+                self.storage.optim_path(etype, p, v)
+            emb = self._read(self._checked(emb_path, (n, self.dimension)))
+            st = np.array(self._checked(optim_path, self.state_shape(n)))
+            if v == self.committed:   # files of an earlier run (this run's are checked)
+                _check_values(emb_path, emb, optim_path, st)
             nbytes += emb.nbytes + st.nbytes
             slot[etype] = (torch.from_numpy(emb).to(self.device),
                            torch.from_numpy(st).to(self.device))

@@ -32,6 +32,7 @@ import graphsys.embed.grow as grow
 from graphsys.embed.checkpoint_files import (
            CheckpointStorage,
            check_graph,
+           check_model,
            id_digests,
            load_npy,
            save_npy,
@@ -174,7 +175,9 @@ class CheckpointManager:
     def _check_resume(self) -> None:
         st = self.storage
         meta = st.read_meta(check_files=False)  # load_state checks the files
-        old = config_from_dict(st.read_config()).to_json()  # defaults of newer keys
+        old_cfg = config_from_dict(st.read_config())
+        check_model(meta, old_cfg, self.root)
+        old = old_cfg.to_json()  # defaults of newer keys
         new = self.config_json()
         changed = {}
         for key in sorted(set(old) | set(new)):
@@ -188,6 +191,10 @@ class CheckpointManager:
                     f"to start afresh")
             changed[key] = [old.get(key), new.get(key)]
         check_graph(meta, self.graph, self.root)
+        if meta["epochs_done"] > self.cfg.num_epochs:   # trained none, said "trained 3"
+            raise ConfigError(f"num_epochs: {self.cfg.num_epochs} is fewer than the "
+                              f"{meta['epochs_done']} epochs {self.root} holds; use another "
+                              f"checkpoint directory to train {self.cfg.num_epochs}")
         st.drop_versions(int(meta["version"]), below=False)
         self.history = list(meta.get("history") or [])
         if changed:  # recorded first: a crash before the config write repeats it

@@ -46,6 +46,7 @@ import re
 import secrets
 from collections.abc import Iterable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -132,6 +133,22 @@ def check_fields(meta: dict[str, Any], path: Path) -> None:
                 for info in grown["entity_types"].values())):
         raise FormatError(f"{path}: field 'grown_from' must give the version and the entity "
                           f"types' partition_sizes it was grown from")
+
+
+def check_model(meta: dict[str, Any], config, path: Path) -> None:
+    """Raise :class:`FormatError` unless ``checkpoint.json``'s model fields (``meta``: the
+    dimension, comparator and relation operators a reader scores with) are those of the
+    checkpoint's ``config.json`` (``config``, an EmbedConfig: the settings a resumed run
+    trains with); an edit of either file scored with one model and trained another."""
+    rels = [SimpleNamespace(name=r.get("name")) for r in meta.get("relations") or []]
+    for key, have, want in (
+            ("dimension", meta.get("dimension"), config.dimension),
+            ("comparator", meta.get("comparator"), config.comparator),
+            ("relations[].operator", [r.get("operator") for r in meta.get("relations") or []],
+             config.relation_operators(rels))):
+        if have != want:
+            raise FormatError(f"{path / META}: {key} is {have!r}, its config.json says "
+                              f"{want!r}")
 
 
 def _is_count(value: Any) -> bool:

@@ -176,9 +176,9 @@ class EmbedConfig:
     all_negs: bool = _h(
         "score every edge against every entity of the candidate partition (1-vs-all: the "
         "softmax is the full cross-entropy over the partition, one (B, d) @ (d, n) matmul "
-        "per side; the true candidate is the target, counted once); num_uniform_negs, "
-        "num_batch_negs and degree_neg_fraction are then unused. PBG's relations[].all_negs, "
-        "here for every relation", default=False)
+        "per side; the true candidate is the target, counted once); num_uniform_negs and "
+        "num_batch_negs are then unused (degree_neg_fraction is refused). PBG's "
+        "relations[].all_negs, here for every relation", default=False)
     degree_neg_fraction: float = _h("fraction of the sampled negatives drawn proportionally "
                                     "to training degree (0 = uniform, as PBG)", default=0.0)
     # -- scheduling -------------------------------------------------------------------------
@@ -196,7 +196,8 @@ class EmbedConfig:
         "run resumes from the last finished bucket instead of the epoch start; each commit "
         "writes the changed partitions (n_p x (d + 1) x 4 bytes each) and the relation "
         "parameters, and hard-links the other files", default=False)
-    workers: int = _h("HOGWILD worker threads over shared embeddings", default=1)
+    workers: int = _h("HOGWILD worker threads over shared embeddings (the CPU loop; a GPU "
+                      "trains one stream of batches and refuses more than 1)", default=1)
     cuda_graphs: bool | None = _h(
         "on CUDA, capture a training step as a CUDA graph and replay it for every step of "
         "the same shape (one launch instead of one per operator); the same model as without. "
@@ -205,7 +206,8 @@ class EmbedConfig:
         "freeze_old) runs eagerly, with one logged line; the CPU never uses it",
         default=None)
     device: str = _h("cpu, cuda, cuda:k or auto", default="cpu")
-    seed: int = _h("seed of init, shuffling, negatives and bucket order", default=0)
+    seed: int = _h("seed of init, shuffling, negatives and bucket order (below 2**32)",
+                   default=0)
     # -- growing a trained model (graphsys.embed.grow) -------------------------------------
     init_from: str | None = _h(
         "checkpoint of this model trained before new entities were appended to the graph: "
@@ -275,6 +277,15 @@ class EmbedConfig:
         if self.batch_size % min(self.num_batch_negs, self.batch_size):
             raise ConfigError(f"batches_per_step: batch_size {self.batch_size} must be a "
                               f"multiple of num_batch_negs {self.num_batch_negs}")
+
+    def check_trainable(self) -> None:
+        """Refuse settings that a new run would silently not apply (checked when training,
+        not when a stored config.json is read: checkpoints trained with them still load)."""
+        if self.degree_neg_fraction and (self.all_negs or not self.num_uniform_negs):
+            raise ConfigError("degree_neg_fraction: applies to the sampled negatives; with "
+                              "all_negs = true or num_uniform_negs = 0 none are sampled")
+        if self.seed >= 2 ** 32:   # stream_seed keeps 32 bits: seed 2**32 trained seed 0's
+            raise ConfigError(f"seed: must be below 2**32, got {self.seed}")
 
     def validate(self) -> None:
         def positive(key: str, value: Any, *, allow_zero: bool = False) -> None:
@@ -425,7 +436,8 @@ def config_from_dict(raw: dict[str, Any]) -> EmbedConfig:
 def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
     """Apply ``key=value`` overrides (a list of them, or one string); dotted keys reach into
     ``entities.T.num_partitions`` and ``relations.K.field`` or ``relations[K].field`` (K = list
-    index or relation name)."""
+    index or relation name: ``relations[1]`` is always the index, ``relations.1`` the entry
+    named ``1`` when there is one, else the index)."""
     if isinstance(overrides, str):   # one override: it was read character by character
         overrides = [overrides]
     if not isinstance(overrides, (list, tuple)) or not all(isinstance(x, str) for x in overrides):
@@ -436,7 +448,9 @@ def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]
         if "=" not in item:
             raise ParameterError("overrides", f"{item!r}: expected key=value")
         key, text = item.split("=", 1)
-        # relations[K].field, as the errors name the key, reads as relations.K.field
+        # relations[K].field, as the errors name the key, reads as relations.K.field; a
+        # bracketed K of digits is an index, never a relation's name
+        index = re.match(r"^relations\[(\d+)\]\.", key.strip())
         key = re.sub(r"^relations\[([^\]]+)\]\.", r"relations.\1.", key.strip())
         value = parse_value(text.strip())
         parts = key.split(".")
@@ -450,13 +464,14 @@ def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]
             for k, entry in enumerate(rels):   # a string entry raised a raw AttributeError
                 if not isinstance(entry, dict):
                     raise ConfigError(f"relations[{k}]: must be a table/object, got {entry!r}")
-            if parts[1].isdigit():
-                k = int(parts[1])
+            named = [k for k, r in enumerate(rels) if r.get("name") == parts[1]]
+            if parts[1].isdigit() and (index or not named):   # relations.1: the entry named
+                k = int(parts[1])                              # "1" if there is one
                 if k >= len(rels):
                     raise ConfigError(f"{key}: there are only {len(rels)} relations entries")
                 rels[k][parts[2]] = value
             else:
-                entry = next((r for r in rels if r.get("name") == parts[1]), None)
+                entry = rels[named[0]] if named else None
                 if entry is None:
                     entry = {"name": parts[1]}
                     rels.append(entry)

@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 
 from graphsys.embed import grow
-from graphsys.embed.checkpoint_files import CheckpointStorage, check_graph, load_npy
+from graphsys.embed.checkpoint_files import CheckpointStorage, check_graph, check_model, load_npy
 from graphsys.embed.config import config_from_dict
 from graphsys.embed.export import EmbeddingExports
 from graphsys.embed.model import COMPARATORS
@@ -112,7 +112,10 @@ class Embeddings(EmbeddingQueries, EmbeddingExports):
         self._check_dimension()
         try:  # checkpoint.json carries no checksum: its model fields are checked here
             self.relations = meta["relations"]
+            if not self.relations:   # every graph has a relation type; [] raised IndexError
+                raise ValueError("no relations")
             self.relation_names = [r["name"] for r in self.relations]
+            check_model(meta, config, path)
             self.comparator = COMPARATORS.get_class(meta["comparator"])()
             self.relmodel = RelationModel([r["operator"] for r in self.relations],
                                           self.dimension)

@@ -20,7 +20,7 @@ from graphsys.embed.checkpoint_files import check_graph
 from graphsys.embed.embeddings import Embeddings
 from graphsys.errors import GraphsysError, ParameterError, check_count
 from graphsys.ranking import protocol, rank_metrics, ranks
-from graphsys.storage.graph import Graph
+from graphsys.storage.graph import Graph, open_graph
 from graphsys.storage.triples import KnownAnswers, known_triples, triples
 
 EVAL_BATCH = 500
@@ -99,7 +99,7 @@ def _require_graph_of(emb: Embeddings, graph: Graph) -> None:
                             f"them with graph={graph.path} (Embeddings.load)")
 
 
-def evaluate(emb: Embeddings, graph: Graph, edge_set: str, *, filtered: bool = True,
+def evaluate(emb: Embeddings, graph: Graph | str, edge_set: str, *, filtered: bool = True,
              candidates: str | int = "auto", relation_wise: bool = False, seed: int = 0,
              progress=None) -> dict:
     """Link-prediction metrics of trained embeddings on an edge set: MRR, Hits@k, mean rank.
@@ -118,8 +118,9 @@ def evaluate(emb: Embeddings, graph: Graph, edge_set: str, *, filtered: bool = T
     ----------
     emb : Embeddings
         The trained embeddings (with relation operators).
-    graph : Graph
-        The graph holding ``edge_set`` (and, when filtering, the known triples).
+    graph : Graph, str or Path
+        The graph holding ``edge_set`` (and, when filtering, the known triples), or its
+        directory.
     edge_set : str
         The edge set to rank, e.g. ``"test"``.
     filtered : bool, optional
@@ -186,6 +187,8 @@ def evaluate(emb: Embeddings, graph: Graph, edge_set: str, *, filtered: bool = T
         _check_fits(candidates, emb.dimension)
     seed = check_count("seed", seed, minimum=0)   # -1 or "x" raised in NumPy's generator
     emb.require_relations("link-prediction evaluation")
+    # a directory, as train and Embeddings.load take, raised AttributeError
+    graph = graph if isinstance(graph, Graph) else open_graph(graph)
     _require_graph_of(emb, graph)
     test = triples(graph, graph.edge_set(edge_set).name)
     m = max(graph.num_nodes(t) for t in graph.entity_types) + 1

@@ -137,6 +137,7 @@ class Trainer(MinibatchStep):
 
     def __init__(self, config: EmbedConfig, graph: Graph, out: Path, *, progress: bool = False,
                  log=None, on_batch: Callable[[], None] | None = None):
+        config.check_trainable()
         self.cfg, self.graph, self.out = config, graph, Path(out)
         self.progress, self.log = progress, log or (lambda msg: None)
         self.on_batch = on_batch
@@ -160,6 +161,10 @@ class Trainer(MinibatchStep):
         self.relmodel = RelationModel(self.rel_ops, config.dimension, self.device)
         if self.resident is None:
             self.resident = self.device.type != "cpu"
+        if self.resident and config.workers > 1 and len(pairs) == 1:  # was unused in silence
+            raise ConfigError(f"workers: {config.workers} HOGWILD threads train on the CPU; "
+                              f"the {self.device.type} loop trains one stream of batches "
+                              f"(set workers = 1)")
         self.cuda_graphs = self._use_cuda_graphs()
         self.capacity = self._capacity()
         self.stats: list[EpochStats] = []
@@ -226,6 +231,9 @@ class Trainer(MinibatchStep):
                               f"is available (lower dimension, num_uniform_negs or batch_size,"
                               f" or ingest the graph into more partitions)")
         cap = self.P if cfg.buffer_partitions is None else cfg.buffer_partitions
+        if cap < min(2, self.P):   # was raised to 2 in silence (the budget's 1 is refused)
+            raise ConfigError(f"buffer_partitions: {cap} cannot hold a bucket's 2 partitions "
+                              f"of the {self.P} (use 2 or more)")
         if cfg.memory_budget is not None:   # both given: both hold (the budget was ignored)
             fits = cfg.budget_bytes() // max(per, 1)
             if fits < min(2, self.P):

@@ -93,6 +93,10 @@ def test_train_eval_export_nearest(graph, config, tmp_path, capsys):
     (["--set", "lr=-2"], "error: lr: must be a positive number"),
     (["--set", "operator=spin"], "error: operator: unknown operator 'spin'"),
     (["--device", "cuda"], "no CUDA device is available"),
+    # --set device beat --device while --edges, --init-from, ... beat their --set
+    (["--device", "cpu", "--set", "device=\"auto\""],
+     "error: --device and --set device=... together: give one"),
+    (["--edges", "train", "--set", "edges=\"x\""], "error: --edges and --set edges=..."),
 ])
 def test_train_errors_are_one_line(graph, config, tmp_path, capsys, args, message):
     import torch

@@ -245,3 +245,33 @@ def test_override_forms():
     for bad in ([1], {"lr": 1}):
         with pytest.raises(ParameterError, match="^overrides must be a list of 'key=value'"):
             load_config(None, bad)
+
+
+def test_dotted_override_of_a_numeric_relation_name_reaches_that_relation():
+    # relations named by numbers (an ingest of FB15k-style numeric ids): 'relations.0.weight=2'
+    # set entry 0, the relation named "5", and left the relation named "0" at weight 1
+    raw = {"relations": [{"name": "5"}, {"name": "0"}]}
+    cfg = load_config(raw=raw, overrides=["relations.0.weight=2"])
+    assert [(r.name, r.weight) for r in cfg.relations] == [("5", 1.0), ("0", 2.0)]
+    # the bracketed form is the index, as the errors name entries
+    cfg = load_config(raw=raw, overrides=["relations[0].weight=3"])
+    assert [(r.name, r.weight) for r in cfg.relations] == [("5", 3.0), ("0", 1.0)]
+    # digits naming no entry stay an index
+    cfg = load_config(raw=raw, overrides=["relations.1.weight=4"])
+    assert [(r.name, r.weight) for r in cfg.relations] == [("5", 1.0), ("0", 4.0)]
+
+
+@pytest.mark.parametrize("raw, message", [
+    # no sampled negatives: the fraction was silently unused
+    ({"degree_neg_fraction": 0.5, "all_negs": True}, "degree_neg_fraction: applies to the s"),
+    ({"degree_neg_fraction": 0.5, "num_uniform_negs": 0}, "degree_neg_fraction: applies"),
+    ({"seed": 2 ** 32}, r"seed: must be below 2\*\*32"),   # trained seed 0's model
+])
+def test_settings_a_run_would_not_apply_are_refused_by_training_only(kg1, tmp_path, raw,
+                                                                     message):
+    # refused when training; a stored config.json with them (an older checkpoint) still reads
+    from graphsys.embed.trainer import Trainer
+    from graphsys.storage.graph import open_graph
+    cfg = config_from_dict({"dimension": 8, **raw})
+    with pytest.raises(ConfigError, match=f"^{message}"):
+        Trainer(cfg, open_graph(kg1), tmp_path / "ck")

@@ -242,3 +242,11 @@ def test_filters_with_every_triple_deleted(tmp_path):
         got = evaluate(emb, g, "default", candidates=candidates)
         raw = evaluate(emb, g, "default", candidates=candidates, filtered=False)
         assert got["mrr"] == raw["mrr"] and got["count"] == 3
+
+
+def test_evaluate_takes_the_graph_directory(trained, kg4):
+    # train() and Embeddings.load() take a directory; evaluate() raised AttributeError
+    # ('str' object has no attribute 'entity_types') on one
+    want = evaluate(trained, open_graph(kg4), "test", candidates="all")
+    assert evaluate(trained, str(kg4), "test", candidates="all") == want
+    assert evaluate(trained, kg4, "test", candidates="all") == want

@@ -35,3 +35,15 @@ def test_resume_with_another_shape_is_refused(kg4, tmp_path, small):
     train(kg4, load_config(None, small + ["num_epochs=1"]), out=out)
     with pytest.raises(GraphsysError, match="dimension=32.*dimension=16.*may change only"):
         train(kg4, load_config(None, small + ["num_epochs=2", "dimension=16"]), out=out)
+
+
+def test_resume_with_fewer_epochs_than_done_is_refused(kg1, tmp_path):
+    # num_epochs=1 on a 2-epoch checkpoint trained nothing and printed "trained 2 epochs":
+    # the model asked for was never made; the same count resumes as a no-op
+    from graphsys.errors import ConfigError
+    out = tmp_path / "ck"
+    cfg = ["dimension=8", "batch_size=500"]
+    train(kg1, load_config(None, cfg + ["num_epochs=2"]), out=out)
+    with pytest.raises(ConfigError, match="^num_epochs: 1 is fewer than the 2 epochs"):
+        train(kg1, load_config(None, cfg + ["num_epochs=1"]), out=out)
+    assert train(kg1, load_config(None, cfg + ["num_epochs=2"]), out=out).summary()["epochs"] == 2

@@ -59,10 +59,20 @@ def test_swapping_buffer_order_trains_as_well(kg4, small, tmp_path):
 
 
 @pytest.mark.device
-def test_hogwild_workers_and_degree_negatives(kg1, small, tmp_path):
-    mrr, _ = _mrr(kg1, tmp_path / "w", small, "workers=2", "degree_neg_fraction=0.5",
-                    epochs=15)
+def test_hogwild_workers_and_degree_negatives(kg1, small, device, tmp_path):
+    workers = 2 if device == "cpu" else 1   # the device loop refuses workers > 1
+    mrr, _ = _mrr(kg1, tmp_path / "w", small, f"workers={workers}",
+                  "degree_neg_fraction=0.5", epochs=15)
     assert mrr > 0.8
+
+
+def test_workers_on_the_device_loop_are_refused(kg1, small, tmp_path, monkeypatch):
+    # the device loop trains one stream of batches: workers=4 on a GPU was unused in silence
+    from graphsys.embed.trainer import Trainer
+    monkeypatch.setattr(Trainer, "resident", True)
+    with pytest.raises(ConfigError, match="^workers: 4 HOGWILD threads train on the CPU; the "
+                                          "cpu loop trains one stream"):
+        Trainer(load_config(None, small + ["workers=4"]), open_graph(kg1), tmp_path / "w")
 
 
 @pytest.mark.device
@@ -81,6 +91,17 @@ def test_buffer_partitions_never_exceed_the_memory_budget(kg4, small, tmp_path):
     assert Trainer(cfg, open_graph(kg4), tmp_path / "b").capacity == 2
     cfg = load_config(None, small + ["memory_budget=\"1GB\"", "buffer_partitions=3"])
     assert Trainer(cfg, open_graph(kg4), tmp_path / "c").capacity == 3
+
+
+def test_a_buffer_of_one_partition_is_refused_as_the_budget_of_one_is(kg1, kg4, small,
+                                                                    tmp_path):
+    # buffer_partitions=1 with 4 partitions was raised to 2 in silence, while a
+    # memory_budget holding one partition is refused
+    from graphsys.embed.trainer import Trainer
+    cfg = load_config(None, small + ["buffer_partitions=1"])
+    with pytest.raises(ConfigError, match="^buffer_partitions: 1 cannot hold a bucket's 2"):
+        Trainer(cfg, open_graph(kg4), tmp_path / "b")
+    assert Trainer(cfg, open_graph(kg1), tmp_path / "c").capacity == 1   # one partition
 
 
 def test_cuda_without_gpu_is_a_clear_error(kg1, small, tmp_path):
@@ -526,3 +547,13 @@ def test_element_adagrad_trains_resumes_and_checks_its_state(kg1, small, tmp_pat
     cfg = load_config(None, small + ['embedding_adagrad="element"', "num_epochs=17"])
     with pytest.raises(GraphsysError, match=rf"{state.name}: float32 \(3, {d}\), expected"):
         train(kg1, cfg, edges="train", out=out)
+
+
+def test_train_edges_leave_the_callers_config_unchanged(kg1, tmp_path):
+    # train(g, cfg, edges="test") set cfg.edges = "test" on the caller's object, so a later
+    # train(g, cfg) trained on the test edges instead of the default train set
+    cfg = load_config(None, ["dimension=8", "batch_size=500"])
+    train(kg1, cfg, edges="test", out=tmp_path / "a")
+    assert cfg.edges is None
+    res = train(kg1, cfg, out=tmp_path / "b")
+    assert res.embeddings.meta["edges"] == "train"
