@@ -124,11 +124,16 @@ def export_edges(graph: Graph, out: str | Path, edge_set: str | None = None, *,
                                         f"({str(exc).splitlines()[0][:200]}); export to "
                                         f".csv or .parquet instead") from None
                 rows += batch.num_rows
-            if writer is None:  # empty edge set: header only
+            if writer is None:  # no edge: the header, and schema, of the columns rows have
+                end = (pa.large_string() if any(not isinstance(v, np.ndarray)
+                                                for v in ids.values()) else pa.int64())
                 writer = _writer(sink, pa.schema(
-                    [("src", pa.int64()), ("dst", pa.int64())]
-                    + [(c.name, pa.from_numpy_dtype(np.dtype(c.dtype))) for c in es.columns]),
-                                 kind)
+                    [("src", end), ("dst", end)]
+                    + [("rel", pa.large_string())] * es.has_rel
+                    + [("weight", pa.float32())] * es.has_weight
+                    + [(c.name, pa.from_numpy_dtype(np.dtype(c.dtype))) for c in es.columns]
+                    + [(f"{side}_type", pa.large_string()) for side in ("src", "dst")
+                       if side_types is not None]), kind)
             writer.close()
         finally:
             sink.close()

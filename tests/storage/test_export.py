@@ -83,3 +83,23 @@ def test_a_tsv_line_that_would_read_as_a_comment_is_refused(tmp_path):
         back = open_graph(tmp_path / f"back-{name}")
         assert back.num_edges() == 2
         assert sorted(back.node_ids().to_pylist()) == ["#tag", "%b", "a"]
+
+
+def test_an_export_with_no_edges_has_the_columns_of_one_with_edges(tmp_path):
+    """A window with no edge was exported as ``src,dst,timestamp`` int64 where the graph
+    has string ids, relations and weights: its Parquet schema and header differed from
+    every other window's (reading the windows as one dataset failed)."""
+    table = pa.table({"src": ["a", "b"], "dst": ["b", "c"], "rel": ["r", "s"],
+                      "weight": [0.5, 2.0], "timestamp": [10, 20]})
+    pq.write_table(table, tmp_path / "in.parquet")
+    ingest_sources([EdgeSource([tmp_path / "in.parquet"], rel_col="rel", weight_col="weight",
+                               edge_columns=["timestamp"])], tmp_path / "g", IngestOptions())
+    some = open_graph(tmp_path / "g", until=10)
+    none = open_graph(tmp_path / "g", until=5)
+    for suffix in (".parquet", ".csv"):
+        assert export_edges(some, tmp_path / f"some{suffix}") == 1
+        assert export_edges(none, tmp_path / f"none{suffix}") == 0
+    assert (pq.read_schema(tmp_path / "none.parquet")
+            == pq.read_schema(tmp_path / "some.parquet").remove_metadata())
+    assert ((tmp_path / "none.csv").read_text().splitlines()
+            == (tmp_path / "some.csv").read_text().splitlines()[:1])
