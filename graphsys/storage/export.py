@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 from graphsys.errors import GraphsysError
 from graphsys.outputs import check_output
 from graphsys.storage.atomic import atomic_path
+from graphsys.storage.format import DEFAULT_RELATION
 from graphsys.storage.graph import Graph
 from graphsys.storage.ingest_inputs import EdgeSource
 
@@ -24,11 +25,12 @@ def export_edges(graph: Graph, out: str | Path, edge_set: str | None = None, *,
     """Write an edge set back as an edge list with original ids: Parquet, TSV or CSV.
 
     Written one record batch at a time, into a temporary file renamed into place when
-    complete. Columns ``src``, ``dst`` (original ids), then ``rel`` (the relation's name) and
-    ``weight`` when stored, then the edge set's edge columns (``timestamp``, ...). An
-    undirected edge set (stored as two directed edges) is written with each edge once. A
-    graph of several entity types also gets ``src_type`` and ``dst_type`` (each endpoint's
-    entity type), since ids may repeat across types. Text files
+    complete. Columns ``src``, ``dst`` (original ids), then ``rel`` (the relation's name:
+    where there are several, or one not named ``default``) and ``weight`` when stored, then
+    the edge set's edge columns (``timestamp``, ...). An undirected edge set (stored as two
+    directed edges) is written with each edge once. A graph of several entity types also
+    gets ``src_type`` and ``dst_type`` (each endpoint's entity type), since ids may repeat
+    across types. Text files
     start with a plain header line (``src<TAB>dst...``, never quoted) that ingest's header
     rule recognises, so an export ingests back to the same edges; TSV writes fields raw and
     refuses an id or relation holding a tab, newline or double quote, and a source id that
@@ -95,6 +97,8 @@ def export_edges(graph: Graph, out: str | Path, edge_set: str | None = None, *,
     ids = {t: graph.node_ids(t) for t in graph.entity_types}
     toff = graph.type_offsets
     rel_names = pa.array([r.name for r in rels], pa.large_string())
+    # one relation is stored with no rel column: written all the same unless named default
+    with_rel = es.has_rel or any(r.name != DEFAULT_RELATION for r in rels)
     # several entity types: ids may repeat across types, so each endpoint's type is written
     side_types = ({side: pa.array([getattr(r, side) for r in rels], pa.large_string())
                    for side in ("lhs", "rhs")} if len(graph.entity_types) > 1 else None)
@@ -114,7 +118,7 @@ def export_edges(graph: Graph, out: str | Path, edge_set: str | None = None, *,
                     values = tuple(v[keep] for v in values)
                 cols = {"src": _original(ids, rels, toff, rel_idx, s, "lhs"),
                         "dst": _original(ids, rels, toff, rel_idx, d, "rhs")}
-                if es.has_rel:
+                if with_rel:
                     cols["rel"] = rel_names.take(pa.array(rel_idx))
                 if w is not None:
                     cols["weight"] = pa.array(w)
@@ -140,7 +144,7 @@ def export_edges(graph: Graph, out: str | Path, edge_set: str | None = None, *,
                                                 for v in ids.values()) else pa.int64())
                 writer = _writer(sink, pa.schema(
                     [("src", end), ("dst", end)]
-                    + [("rel", pa.large_string())] * es.has_rel
+                    + [("rel", pa.large_string())] * with_rel
                     + [("weight", pa.float32())] * es.has_weight
                     + [(c.name, pa.from_numpy_dtype(np.dtype(c.dtype))) for c in es.columns]
                     + [(f"{side}_type", pa.large_string()) for side in ("src", "dst")
