@@ -162,7 +162,7 @@ def export_edges(graph: Graph, out: str | Path, edge_set: str | None = None, *,
 
 def _check_nodes_out(graph: Graph, out: Path, nodes_out: Path, overwrite: bool) -> Path:
     """Refuse, in one line, a ``nodes_out`` that is not Parquet, is ``out``, exists (without
-    ``overwrite``) or belongs to a graph of several node types."""
+    ``overwrite``), is in no directory or belongs to a graph of several node types."""
     if not nodes_out.name.lower().endswith(".parquet"):
         raise GraphsysError(f"{nodes_out}: the node table is written as Parquet (name it "
                             f"FILE.parquet)")
@@ -172,6 +172,9 @@ def _check_nodes_out(graph: Graph, out: Path, nodes_out: Path, overwrite: bool) 
     if nodes_out.resolve() == out.resolve():
         raise GraphsysError(f"{out}: the edges and nodes_out name one file")
     check_output(nodes_out, overwrite=overwrite, name="nodes_out")
+    if not nodes_out.parent.is_dir():  # before the edges are written
+        raise GraphsysError(f"{nodes_out}: cannot write in {nodes_out.parent} (no such "
+                            f"directory)")
     return nodes_out
 
 

@@ -225,4 +225,6 @@ def test_nodes_out_gives_back_isolated_nodes_and_node_columns(tmp_path, suffix):
         export_edges(g, tmp_path / "x.parquet", nodes_out=tmp_path / "x.parquet")
     with pytest.raises(GraphsysError, match="as Parquet"):
         export_edges(g, tmp_path / "y.parquet", nodes_out=tmp_path / "n.csv")
+    with pytest.raises(GraphsysError, match="no such directory"):
+        export_edges(g, tmp_path / "y.parquet", nodes_out=tmp_path / "sub" / "n.parquet")
     assert not (tmp_path / "y.parquet").exists()
