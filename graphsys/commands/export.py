@@ -19,6 +19,10 @@ def register(subparsers) -> None:
     p.add_argument("--out", required=True, type=Path,
                    help="FILE.parquet, FILE.tsv or FILE.csv (text gzipped when the name ends "
                         "in .gz)")
+    p.add_argument("--nodes-out", type=Path, metavar="FILE.parquet",
+                   help="also write the node table (id and every node column, nodes without "
+                        "an edge included), which 'graphsys ingest OUT --nodes FILE' reads "
+                        "back")
     p.add_argument("--overwrite", action="store_true")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)
@@ -29,7 +33,8 @@ def run(args) -> int:
     from graphsys.storage.graph import open_graph
 
     graph = open_graph(args.graph, until=args.until, since=args.since)
-    rows = export_edges(graph, args.out, args.edges, overwrite=args.overwrite)
+    rows = export_edges(graph, args.out, args.edges, overwrite=args.overwrite,
+                        nodes_out=args.nodes_out)
     if args.json:
         emit_json({"out": str(args.out), "rows": rows})
     else:

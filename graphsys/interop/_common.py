@@ -220,11 +220,7 @@ def export_arrays(graph: Graph, *, edge_set: str | None = None,
         raise GraphsysError(f"{what} needs a graph with one entity type; {graph.path} has "
                             f"{', '.join(graph.entity_types)}")
     es = graph.edge_set(edge_set)
-    if max_edges is not None and es.num_edges > max_edges:
-        gib = es.num_edges * 16 / 2**30
-        raise GraphsysError(f"{what}: {graph.path} has {es.num_edges:,} edges, more than "
-                            f"max_edges={max_edges:,} (the edge list alone needs {gib:.1f} "
-                            f"GiB); pass a larger max_edges to allow it")
+    _check_max_edges(graph, es, max_edges, what)
     n = graph.num_nodes()
     ids = graph.node_ids()
     if isinstance(ids, np.ndarray):
@@ -259,6 +255,20 @@ def export_arrays(graph: Graph, *, edge_set: str | None = None,
             cols[col.name] = _owned(v if order is None else v[order])
     ids = _owned(ids) if isinstance(ids, np.ndarray) else ids.to_pylist()
     return Exported(n, src, dst, weight, ids, cols, es.undirected, edge_index)
+
+
+def _check_max_edges(graph: Graph, es, max_edges, what: str) -> None:
+    """Refuse, in one line, a ``max_edges`` that is not None or a non-negative integer (a
+    string raised a TypeError; -1 refused every graph for having too many edges), and an
+    edge set of more edges."""
+    if max_edges is None:
+        return
+    check_count("max_edges", max_edges, minimum=0)
+    if es.num_edges > max_edges:
+        gib = es.num_edges * 16 / 2**30
+        raise GraphsysError(f"{what}: {graph.path} has {es.num_edges:,} edges, more than "
+                            f"max_edges={max_edges:,} (the edge list alone needs {gib:.1f} "
+                            f"GiB); pass a larger max_edges to allow it")
 
 
 def _rows_in_order(rows, rank: np.ndarray | None) -> np.ndarray:
@@ -365,9 +375,7 @@ def export_typed(graph: Graph, *, edge_set: str | None, max_edges: int | None,
     """Read a (typed) graph into memory for ``what`` (named in errors); refuses more than
     ``max_edges`` edges (None = no limit)."""
     es = graph.edge_set(edge_set)
-    if max_edges is not None and es.num_edges > max_edges:
-        raise GraphsysError(f"{what}: {graph.path} has {es.num_edges:,} edges, more than "
-                            f"max_edges={max_edges:,}; pass a larger max_edges to allow it")
+    _check_max_edges(graph, es, max_edges, what)
     nodes, rank = {}, {}
     for t in graph.entity_types:
         n = graph.num_nodes(t)

@@ -15,25 +15,31 @@ import pyarrow.parquet as pq
 from graphsys.errors import GraphsysError
 from graphsys.outputs import check_output
 from graphsys.storage.atomic import atomic_path
+from graphsys.storage.format import DEFAULT_RELATION
 from graphsys.storage.graph import Graph
 from graphsys.storage.ingest_inputs import EdgeSource
 
 
 def export_edges(graph: Graph, out: str | Path, edge_set: str | None = None, *,
-                 overwrite: bool = False) -> int:
+                 overwrite: bool = False, nodes_out: str | Path | None = None) -> int:
     """Write an edge set back as an edge list with original ids: Parquet, TSV or CSV.
 
     Written one record batch at a time, into a temporary file renamed into place when
-    complete. Columns ``src``, ``dst`` (original ids), then ``rel`` (the relation's name) and
-    ``weight`` when stored, then the edge set's edge columns (``timestamp``, ...). An
-    undirected edge set (stored as two directed edges) is written with each edge once. A
-    graph of several entity types also gets ``src_type`` and ``dst_type`` (each endpoint's
-    entity type), since ids may repeat across types. Text files
+    complete. Columns ``src``, ``dst`` (original ids), then ``rel`` (the relation's name:
+    where there are several, or one not named ``default``) and ``weight`` when stored, then
+    the edge set's edge columns (``timestamp``, ...). An undirected edge set (stored as two
+    directed edges) is written with each edge once. A graph of several entity types also
+    gets ``src_type`` and ``dst_type`` (each endpoint's entity type), since ids may repeat
+    across types. Text files
     start with a plain header line (``src<TAB>dst...``, never quoted) that ingest's header
-    rule recognises, so an export ingests back to the same graph; TSV writes fields raw and
+    rule recognises, so an export ingests back to the same edges; TSV writes fields raw and
     refuses an id or relation holding a tab, newline or double quote, and a source id that
     starts with a comment character (``#tag``: the line would be read as a comment), CSV
-    quotes such fields. ``graphsys export`` runs this.
+    quotes such fields. An edge list holds no node without an edge (isolated, as
+    :func:`~graphsys.storage.changes.delete_nodes` leaves them) and no node column:
+    ``nodes_out`` writes them, and the edges ingested with that node table
+    (``ingest(out, DIR, nodes=nodes_out)``, ``graphsys ingest OUT --nodes NODES``) give back
+    the same graph. ``graphsys export`` runs this.
 
     Parameters
     ----------
@@ -44,7 +50,11 @@ def export_edges(graph: Graph, out: str | Path, edge_set: str | None = None, *,
     edge_set : str, optional
         The edge set (default: the only one, or ``default``/``train``).
     overwrite : bool, default False
-        Replace an existing ``out``.
+        Replace an existing ``out`` (and ``nodes_out``).
+    nodes_out : str or Path, optional
+        Also write the node table (``.parquet``): column ``id`` (every node's original id,
+        in internal order) and every node column, as ingest's ``nodes`` reads it. A graph
+        of one node type.
 
     Returns
     -------
@@ -54,7 +64,8 @@ def export_edges(graph: Graph, out: str | Path, edge_set: str | None = None, *,
     Raises
     ------
     GraphsysError
-        An unknown file suffix, or an existing ``out`` without ``overwrite``.
+        An unknown file suffix, or an existing ``out`` without ``overwrite``; a
+        ``nodes_out`` not ``.parquet``, or of a graph of several node types.
 
     Examples
     --------
@@ -79,11 +90,15 @@ def export_edges(graph: Graph, out: str | Path, edge_set: str | None = None, *,
         raise GraphsysError(f"{out}: output must end in .parquet, .tsv, .csv (or .tsv.gz, "
                             f".csv.gz)")
     check_output(out, overwrite=overwrite, name="out")
+    if nodes_out is not None:
+        nodes_out = _check_nodes_out(graph, out, Path(nodes_out), overwrite)
     es = graph.edge_set(edge_set)
     rels = graph.relation_types
     ids = {t: graph.node_ids(t) for t in graph.entity_types}
     toff = graph.type_offsets
     rel_names = pa.array([r.name for r in rels], pa.large_string())
+    # one relation is stored with no rel column: written all the same unless named default
+    with_rel = es.has_rel or any(r.name != DEFAULT_RELATION for r in rels)
     # several entity types: ids may repeat across types, so each endpoint's type is written
     side_types = ({side: pa.array([getattr(r, side) for r in rels], pa.large_string())
                    for side in ("lhs", "rhs")} if len(graph.entity_types) > 1 else None)
@@ -103,7 +118,7 @@ def export_edges(graph: Graph, out: str | Path, edge_set: str | None = None, *,
                     values = tuple(v[keep] for v in values)
                 cols = {"src": _original(ids, rels, toff, rel_idx, s, "lhs"),
                         "dst": _original(ids, rels, toff, rel_idx, d, "rhs")}
-                if es.has_rel:
+                if with_rel:
                     cols["rel"] = rel_names.take(pa.array(rel_idx))
                 if w is not None:
                     cols["weight"] = pa.array(w)
@@ -124,15 +139,43 @@ def export_edges(graph: Graph, out: str | Path, edge_set: str | None = None, *,
                                         f"({str(exc).splitlines()[0][:200]}); export to "
                                         f".csv or .parquet instead") from None
                 rows += batch.num_rows
-            if writer is None:  # empty edge set: header only
+            if writer is None:  # no edge: the header, and schema, of the columns rows have
+                end = (pa.large_string() if any(not isinstance(v, np.ndarray)
+                                                for v in ids.values()) else pa.int64())
                 writer = _writer(sink, pa.schema(
-                    [("src", pa.int64()), ("dst", pa.int64())]
-                    + [(c.name, pa.from_numpy_dtype(np.dtype(c.dtype))) for c in es.columns]),
-                                 kind)
+                    [("src", end), ("dst", end)]
+                    + [("rel", pa.large_string())] * with_rel
+                    + [("weight", pa.float32())] * es.has_weight
+                    + [(c.name, pa.from_numpy_dtype(np.dtype(c.dtype))) for c in es.columns]
+                    + [(f"{side}_type", pa.large_string()) for side in ("src", "dst")
+                       if side_types is not None]), kind)
             writer.close()
         finally:
             sink.close()
+    if nodes_out is not None:
+        from graphsys.storage.subgraph import node_table  # numba: only when asked
+
+        with atomic_path(nodes_out, overwrite=overwrite) as tmp:
+            pq.write_table(node_table(graph), tmp)
     return rows
+
+
+def _check_nodes_out(graph: Graph, out: Path, nodes_out: Path, overwrite: bool) -> Path:
+    """Refuse, in one line, a ``nodes_out`` that is not Parquet, is ``out``, exists (without
+    ``overwrite``), is in no directory or belongs to a graph of several node types."""
+    if not nodes_out.name.lower().endswith(".parquet"):
+        raise GraphsysError(f"{nodes_out}: the node table is written as Parquet (name it "
+                            f"FILE.parquet)")
+    if len(graph.entity_types) != 1:
+        raise GraphsysError(f"{graph.path} has node types {', '.join(graph.entity_types)}: "
+                            f"nodes_out writes the node table of a graph with one")
+    if nodes_out.resolve() == out.resolve():
+        raise GraphsysError(f"{out}: the edges and nodes_out name one file")
+    check_output(nodes_out, overwrite=overwrite, name="nodes_out")
+    if not nodes_out.parent.is_dir():  # before the edges are written
+        raise GraphsysError(f"{nodes_out}: cannot write in {nodes_out.parent} (no such "
+                            f"directory)")
+    return nodes_out
 
 
 def _check_not_comment(src: pa.Array, out: Path) -> None:

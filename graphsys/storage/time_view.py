@@ -34,6 +34,7 @@ every registry dataset's ``timestamp``): :func:`parse_time`.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import datetime as _dt
 import functools
@@ -243,7 +244,10 @@ class TimeView:
     Attributes
     ----------
     stored : Graph
-        The graph the view reads.
+        The graph the view reads: the version of ``graph`` it was made from. A later write
+        through ``graph`` (a change set, :func:`~graphsys.storage.compact.compact`) moves
+        ``graph`` on and leaves the view as it was, as a graph opened before another
+        writer's commit (a read of a file that write replaced is refused: open it again).
     until, since : int, float or None
         The bounds as given (parsed).
     column : str
@@ -281,7 +285,9 @@ class TimeView:
     def __init__(self, graph, until=None, column: str = TIME_COLUMN, *, since=None):
         if isinstance(graph, TimeView):
             graph = graph.stored
-        self.stored = graph
+        # the version of ``graph`` the view is made from, kept when a later write through
+        # ``graph`` reopens that object on the new version (its caches are this version's)
+        graph = self.stored = copy.copy(graph)
         self.until = None if until is None else parse_time(until)
         self.since = None if since is None else parse_time(since, name="since")
         self.column = column

@@ -110,3 +110,18 @@ def test_ingest_of_parquet_takes_over_the_read_begun_before_its_imports(tmp_path
     assert "--partitions" in capsys.readouterr().err
     assert not readers._early
     assert not any(t.name == "graphsys-read-ahead" for t in threading.enumerate())
+
+
+def test_export_nodes_out_then_ingest_nodes_keeps_isolated_nodes(tmp_path, capsys):
+    """'graphsys export --nodes-out' writes the node table 'graphsys ingest --nodes' reads:
+    a node with no edge left survives the round trip."""
+    (tmp_path / "e.tsv").write_text("1\t2\n2\t3\n")
+    assert main(["ingest", str(tmp_path / "e.tsv"), "--out", str(tmp_path / "g")]) == 0
+    assert main(["delete", str(tmp_path / "g"), "--node", "3"]) == 0
+    assert main(["export", str(tmp_path / "g"), "--out", str(tmp_path / "o.tsv"),
+                 "--nodes-out", str(tmp_path / "n.parquet")]) == 0
+    assert main(["ingest", str(tmp_path / "o.tsv"), "--out", str(tmp_path / "h"),
+                 "--nodes", str(tmp_path / "n.parquet")]) == 0
+    assert sorted(pq.read_table(tmp_path / "n.parquet").column("id").to_pylist()) == [1, 2, 3]
+    from graphsys import open_graph
+    assert open_graph(tmp_path / "h").num_nodes() == 3

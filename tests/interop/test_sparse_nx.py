@@ -93,3 +93,18 @@ def test_networkx_nodes_that_are_one_id_are_named(tmp_path):
     with pytest.raises(InputError, match=r"duplicate ids \(id 1 more than once; integer text "
                                          r"is one id: '01' and '1' are the same node\)$"):
         graphsys.from_networkx(G, tmp_path / "g")
+
+
+@pytest.mark.parametrize("bad", ["x", -1, 1.5, True])
+def test_a_bad_max_edges_is_refused_in_one_line(tmp_path, bad):
+    """to_networkx(g, max_edges="x") raised a raw TypeError, and max_edges=-1 refused a
+    2-edge graph for having 'more than max_edges=-1' edges; both exports (homogeneous and
+    typed) now read max_edges through one check."""
+    from graphsys.errors import ParameterError
+
+    g = graphsys.from_numpy([0, 1], [1, 0], tmp_path / "g")
+    for export in (graphsys.to_networkx, graphsys.to_scipy, graphsys.to_pyg,
+                   lambda g, **kw: graphsys.to_pyg(g, hetero=True, **kw)):
+        with pytest.raises(ParameterError, match="max_edges must be a non-negative integer"):
+            export(g, max_edges=bad)
+    assert graphsys.to_scipy(g, max_edges=2).nnz == 2

@@ -83,3 +83,46 @@ def test_a_tsv_line_that_would_read_as_a_comment_is_refused(tmp_path):
         back = open_graph(tmp_path / f"back-{name}")
         assert back.num_edges() == 2
         assert sorted(back.node_ids().to_pylist()) == ["#tag", "%b", "a"]
+
+
+def test_an_export_with_no_edges_has_the_columns_of_one_with_edges(tmp_path):
+    """A window with no edge was exported as ``src,dst,timestamp`` int64 where the graph
+    has string ids, relations and weights: its Parquet schema and header differed from
+    every other window's (reading the windows as one dataset failed)."""
+    table = pa.table({"src": ["a", "b"], "dst": ["b", "c"], "rel": ["r", "s"],
+                      "weight": [0.5, 2.0], "timestamp": [10, 20]})
+    pq.write_table(table, tmp_path / "in.parquet")
+    ingest_sources([EdgeSource([tmp_path / "in.parquet"], rel_col="rel", weight_col="weight",
+                               edge_columns=["timestamp"])], tmp_path / "g", IngestOptions())
+    some = open_graph(tmp_path / "g", until=10)
+    none = open_graph(tmp_path / "g", until=5)
+    for suffix in (".parquet", ".csv"):
+        assert export_edges(some, tmp_path / f"some{suffix}") == 1
+        assert export_edges(none, tmp_path / f"none{suffix}") == 0
+    assert (pq.read_schema(tmp_path / "none.parquet")
+            == pq.read_schema(tmp_path / "some.parquet").remove_metadata())
+    assert ((tmp_path / "none.csv").read_text().splitlines()
+            == (tmp_path / "some.csv").read_text().splitlines()[:1])
+
+
+def test_a_single_named_relation_is_written(tmp_path):
+    """A graph of one relation, 'likes', is stored without a rel column, and its export had
+    none: ingesting it back with rel_col='rel' failed ('unknown column'), and without it
+    named the relation 'default'."""
+    pq.write_table(pa.table({"src": [1, 2], "dst": [2, 3], "rel": ["likes", "likes"]}),
+                   tmp_path / "in.parquet")
+    ingest_sources([EdgeSource([tmp_path / "in.parquet"], rel_col="rel")], tmp_path / "g",
+                   IngestOptions())
+    g = open_graph(tmp_path / "g")
+    assert not g.edge_set().has_rel
+    for suffix in (".parquet", ".csv"):
+        export_edges(g, tmp_path / f"e{suffix}")
+        ingest_sources([EdgeSource([tmp_path / f"e{suffix}"], rel_col="rel")],
+                       tmp_path / f"h{suffix[1:]}", IngestOptions())
+        assert [r.name for r in open_graph(tmp_path / f"h{suffix[1:]}").relation_types] == [
+            "likes"]
+    pq.write_table(pa.table({"src": [1], "dst": [2]}), tmp_path / "plain.parquet")
+    ingest_sources([EdgeSource([tmp_path / "plain.parquet"])], tmp_path / "plain",
+                   IngestOptions())
+    export_edges(open_graph(tmp_path / "plain"), tmp_path / "plain.csv")
+    assert (tmp_path / "plain.csv").read_text().splitlines()[0] == "src,dst"

@@ -197,3 +197,34 @@ def test_relation_types_are_checked(tmp_path):
     with pytest.raises(ParameterError, match="NAME:LHS_TYPE:RHS_TYPE"):
         graphsys.ingest(tmp_path / "in.parquet", tmp_path / "g", rel_col="rel",
                         relation_types=["likes:a"])
+
+
+@pytest.mark.parametrize("suffix", [".tsv", ".parquet"])
+def test_nodes_out_gives_back_isolated_nodes_and_node_columns(tmp_path, suffix):
+    """After ``delete_nodes``, an export ingested back lost the isolated node (3 nodes for
+    4) and every node column: ``nodes_out`` writes the node table that ingest reads."""
+    import graphsys
+    from graphsys.storage.changes import delete_nodes
+
+    edges = pa.table({"src": ["a", "b", "c"], "dst": ["b", "c", "d"], "weight": [0.5, 1.0, 2.0]})
+    feat = pa.FixedSizeListArray.from_arrays(pa.array(np.arange(8, dtype=np.float32)), 2)
+    nodes = pa.table({"id": ["a", "b", "c", "d"], "feat": feat, "label": [0, 1, 1, 0]})
+    pq.write_table(edges, tmp_path / "in.parquet")
+    g = graphsys.ingest(tmp_path / "in.parquet", tmp_path / "g", weight_col="weight",
+                        nodes=nodes, partitions=2)
+    delete_nodes(g, ["d"])
+    assert export_edges(g, tmp_path / f"e{suffix}", nodes_out=tmp_path / "n.parquet") == 2
+    back = graphsys.ingest(tmp_path / f"e{suffix}", tmp_path / "h", weight_col="weight",
+                           nodes=tmp_path / "n.parquet")
+    assert edges_of(back) == edges_of(g)
+    assert sorted(back.node_ids().to_pylist()) == ["a", "b", "c", "d"]
+    for name in ("feat", "label"):
+        want = dict(zip(g.node_ids().to_pylist(), g.node_column(name).tolist()))
+        assert dict(zip(back.node_ids().to_pylist(), back.node_column(name).tolist())) == want
+    with pytest.raises(GraphsysError, match="name one file"):
+        export_edges(g, tmp_path / "x.parquet", nodes_out=tmp_path / "x.parquet")
+    with pytest.raises(GraphsysError, match="as Parquet"):
+        export_edges(g, tmp_path / "y.parquet", nodes_out=tmp_path / "n.csv")
+    with pytest.raises(GraphsysError, match="no such directory"):
+        export_edges(g, tmp_path / "y.parquet", nodes_out=tmp_path / "sub" / "n.parquet")
+    assert not (tmp_path / "y.parquet").exists()

@@ -99,7 +99,7 @@ def test_view_refusals(timed, tmp_path):
     two = graphsys.ingest_sources if hasattr(graphsys, "ingest_sources") else None
     del two
     view = TimeView(g, 5)
-    assert TimeView(view, 7).until == 7 and TimeView(view, 7).stored is g
+    assert TimeView(view, 7).until == 7 and TimeView(view, 7).stored.manifest is g.manifest
     with pytest.raises(GraphsysError):
         view.bucket(0, 0, "no-such-set")
 
@@ -161,3 +161,29 @@ def test_a_view_streams_a_short_run_where_the_stored_graph_has_an_index(tmp_path
     prog.expected_supersteps = 3
     assert choose_mode(graphsys.open_graph(g.path), None, prog, cpu) == "memory"
     assert choose_mode(graphsys.open_graph(g.path, until=20), None, prog, cpu) == "out-of-core"
+
+
+def test_a_view_keeps_its_version_when_the_graph_it_was_made_from_is_written(tmp_path):
+    """A view made over ``g`` kept counting the old edges after ``delete_edges(g, ...)``
+    while reading g's new version, and after ``compact(g)`` said 3 edges and read 2. It is
+    a snapshot of the version it was made from, as a graph opened before a commit is."""
+    from graphsys.storage.changes import delete_edges
+    from graphsys.storage.compact import compact
+
+    edges = pa.table({"src": [1, 2, 3, 1, 4], "dst": [2, 3, 1, 3, 1],
+                      "timestamp": [10, 20, 30, 40, 50]})
+    g = graphsys.from_arrow(edges, tmp_path / "g", edge_columns=["timestamp"], partitions=2)
+    view = TimeView(g, until=35)
+
+    def pairs(graph):
+        return sorted(zip(*(graph.to_original(np.concatenate(x)).tolist() for x in zip(
+            *((s, d) for s, d, _, _ in graph.iter_edges())))))
+
+    delete_edges(g, [1], [2])
+    assert g.num_edges() == 4
+    assert view.num_edges() == 3 and pairs(view) == [(1, 2), (2, 3), (3, 1)]
+    assert pairs(TimeView(g, until=35)) == [(2, 3), (3, 1)]
+    compact(g)
+    assert view.num_edges() == 3
+    with pytest.raises(GraphsysError, match="open it again"):
+        pairs(view)
