@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numba
 import numpy as np
 
-from graphsys.bsp.algorithms.common import resolve_weighted, symmetric
+from graphsys.bsp.algorithms.common import id_list, resolve_weighted, symmetric
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
 from graphsys.bsp.docstrings import document_options, fill_doc
 from graphsys.bsp.edges import DENSE_DIVISOR
@@ -47,7 +47,7 @@ def sample_sources(graph, k, seed, sources) -> np.ndarray | None:
     if sources is not None:
         if k is not None:
             raise ParameterError("k", "and sources exclude each other: give one")
-        ids = np.asarray(graph.to_internal(list(sources)), np.int64)
+        ids = np.asarray(graph.to_internal(id_list(sources)), np.int64)
         if len(ids) == 0:
             raise ParameterError("sources", "is empty: give at least one node id")
         if len(np.unique(ids)) != len(ids):
@@ -437,7 +437,7 @@ _SAMPLE_DOC = """k : int, optional
     (default): every node is a source (exact). ``k`` = N is exact too.
 seed : int, default 0
     Seed of the sample of ``k`` sources (a non-negative integer).
-sources : list of node ids, optional
+sources : node id or list of node ids, optional
     The sample itself (original ids), instead of ``k`` and ``seed``; scaled as a sample
     of ``len(sources)``.
 weighted : bool, default False

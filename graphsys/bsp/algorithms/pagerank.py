@@ -55,6 +55,7 @@ import numpy as np
 
 from graphsys.bsp.algorithms.common import (
     check_number,
+    id_list,
     open_if_path,
     resolve_weighted,
     source_index,
@@ -732,12 +733,12 @@ def personalized_pagerank(graph, sources, *, weights=None, damping: float = 0.85
     [(1, 0.295), (2, 0.251), (4, 0.241)]
     """
     graph = open_if_path(graph)
-    src = np.atleast_1d(np.asarray(sources, dtype=object if isinstance(sources, str) else None))
-    if src.size == 0:
+    src = id_list(sources)
+    if not src:
         raise ParameterError("sources", "must hold at least one node id (personalized "
                                         "pagerank)")
-    if src.size == 1 and weights is None:
-        return PPR_SPEC.run(graph, src.tolist()[0], damping=damping, tol=tol,
+    if len(src) == 1 and weights is None:
+        return PPR_SPEC.run(graph, src[0], damping=damping, tol=tol,
                             max_iters=max_iters, sum_dtype=sum_dtype, weighted=weighted,
                             store_index=store_index, init=init, mode=mode, device=device,
                             backend=backend, threads=threads, distributed=distributed,
@@ -746,7 +747,7 @@ def personalized_pagerank(graph, sources, *, weights=None, damping: float = 0.85
     if init is not None:
         raise ParameterError("init", "starts a personalized pagerank of one source without "
                                      "weights (the runs a result records)")
-    idx = graph.to_internal(list(src.tolist()))
+    idx = graph.to_internal(src)
     w = teleport_weights(np.ones(len(idx)) if weights is None else weights,
                          "personalization weights")
     if w.shape != idx.shape:
