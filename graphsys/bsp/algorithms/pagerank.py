@@ -759,10 +759,13 @@ def personalized_pagerank(graph, sources, *, weights=None, damping: float = 0.85
                     weighted=resolve_weighted(graph, edge_set, weighted),
                     store_index=store_index)
     prog.name = "ppr"
-    return run(graph, prog, max_iters=PPR_SPEC.max_iters(graph, max_iters), mode=mode,
-               device=device, backend=backend, threads=threads, distributed=distributed,
-               progress=progress, edge_set=edge_set, readahead=readahead,
-               dense_divisor=dense_divisor, fuse=fuse)
+    limit = PPR_SPEC.max_iters(graph, max_iters)
+    result = run(graph, prog, max_iters=limit, mode=mode, device=device, backend=backend,
+                 threads=threads, distributed=distributed, progress=progress,
+                 edge_set=edge_set, readahead=readahead, dense_divisor=dense_divisor,
+                 fuse=fuse)
+    PPR_SPEC.warn_unconverged(result, limit)
+    return result
 
 
 def _pagerank_program(graph, *, edge_set=None, damping: float = 0.85, tol: float = 1e-6,
