@@ -36,7 +36,7 @@ from graphsys.bsp.stats import RunStats, SuperstepStats, disk_read_bytes
 from graphsys.bsp.stream import DistributedEdges, StreamEdges
 from graphsys.device import HOST, as_torch, host_array, resolve_lazily
 from graphsys.distributed import initialized, local_cuda_device
-from graphsys.errors import GraphsysError, ParameterError, check_count
+from graphsys.errors import GraphsysError, ParameterError, check_count, check_flag
 from graphsys.execution import Execution, with_threads
 from graphsys.progress import display
 from graphsys.trace import trace_range
@@ -256,6 +256,7 @@ def run(graph, program: VertexProgram, *, mode: str = "auto", device: str = "cpu
         "the BSP engine (mode='out-of-core' streams; device_budget bounds a GPU)", "memory_limit")
     mode, threads, distributed = ex.mode, ex.threads, ex.distributed
     max_iters = _check_run(graph, program, schedule, max_iters, device_budget)
+    fuse = check_flag("fuse", fuse)
     dev = resolve_lazily(ex.device)  # the CPU without torch (HOST): see host_run below
     backend = resolve_backend(ex.backend, dev)
     if program.sum_dtype != "float64" and backend != "numba":

@@ -160,6 +160,11 @@ def test_bad_options(graphs):
         bsp.pagerank(g, backend="cupy")
     with pytest.raises(GraphsysError, match="unknown edge set"):
         bsp.pagerank(g, edge_set="nope")
+    # a string was read by its truth: fuse="no" fused BFS, store_index="no" stored an index
+    with pytest.raises(ParameterError, match="^fuse must be True or False, got 'no'"):
+        bsp.bfs(g, 0, fuse="no")
+    with pytest.raises(ParameterError, match="^store_index must be True or False, got 'no'"):
+        bsp.pagerank(g, store_index="no")
 
     class Bad(InDegreeSum):
         combiner = "median"

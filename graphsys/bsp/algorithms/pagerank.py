@@ -81,7 +81,7 @@ from graphsys.bsp.kernels_pagerank import (
 from graphsys.bsp.program import Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
-from graphsys.errors import GraphsysError, ParameterError
+from graphsys.errors import GraphsysError, ParameterError, check_flag
 from graphsys.kernels.arrays import read_only
 from graphsys.storage.adjacency_index import build_command, build_index, warn_outdated_push
 from graphsys.storage.lock import manifest_digest
@@ -175,7 +175,7 @@ class PageRank(VertexProgram):
         self._teleport = (None if personalization is None else
                           teleport_weights(personalization, "personalization"))
         self.sum_dtype, self.weighted = sum_dtype, bool(weighted)
-        self.store_index = bool(store_index)
+        self.store_index = check_flag("store_index", store_index)
         if self.weighted:  # x_u / weighted degree, times the edge weight on each edge
             self.message, self.uses_weights = "mul_weight", True
             if sum_dtype == "float32":
