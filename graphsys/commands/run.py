@@ -357,6 +357,8 @@ def _algorithm_params(algorithm: str, pairs: list[str], parameters) -> dict:
             raise GraphsysError(f"--set {name}: {algorithm} takes no parameter {name} ("
                                 + (f"its parameters: {', '.join(known)})" if known else
                                    "it takes none)"))
+        if name in out:
+            raise GraphsysError(f"--set {name}: given twice")
         out[name] = parse_value(text)
     return out
 

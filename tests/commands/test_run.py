@@ -436,6 +436,7 @@ def test_analytics_take_parameters_with_set(main, graph_dir, tmp_path, capsys):
     (["betweenness", "--set", "tol=1"], "--set tol: use --tol"),
     (["betweenness", "--set", "k"], "--set 'k': expected NAME=VALUE"),
     (["betweenness", "--set", "k=0"], "k must be an integer from 1 to the 6 nodes"),
+    (["betweenness", "--set", "k=2", "--set", "k=3"], "--set k: given twice"),  # (k=3 ran)
     (["louvain", "--mode", "out-of-core"], "louvain runs in memory on the CPU"),
     (["lpa", "--tol", "1e-3"], "--tol applies to hits, pagerank, ppr, not lpa"),
     # a flag given at its default value is still given: it was silently ignored

@@ -293,7 +293,8 @@ directed : bool, optional
     edge as undirected (igraph's and NetworKit's, which take undirected graphs).
 max_iters : int, optional
     Most levels of a pass (default 64; a level at least halves the nodes or ends the
-    pass).
+    pass); a pass it ends before the pass settles leaves the run unconverged
+    (``result.stats.converged`` False, a ConvergenceWarning).
 schedule : {"auto"}, default "auto"
     The levels run in memory on CPU, in numba; ``result.stats.method`` names the method."""
 
