@@ -447,8 +447,10 @@ class _Supersteps:
                     stats.converged = True
                     return
                 step += 1
-        # ran max_iters supersteps: converged only if nothing is left to do
-        stats.converged = int(comm.allreduce([_count(active)], ["sum"])[0]) == 0
+        # ran max_iters supersteps: converged only if nothing is left to do; a program that
+        # acts on an empty frontier (halt_when_inactive False) ends by its halting vote alone
+        left = int(comm.allreduce([_count(active)], ["sum"])[0])
+        stats.converged = left == 0 and program.halt_when_inactive
 
     def _superstep(self, step: int, active: torch.Tensor, local_active: int,
                    num_active: int, t0: float, disk0: int) -> tuple[torch.Tensor, bool]:
