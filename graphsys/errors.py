@@ -81,6 +81,20 @@ def check_count(name: str, value, *, minimum: int = 1) -> int:
     return int(value)
 
 
+def check_flag(name: str, value) -> bool:
+    """``value`` as a ``bool`` when it is one (NumPy's included), else a one-line
+    :class:`ParameterError` naming ``name`` (a string such as ``"no"`` is not read as
+    true).
+
+    >>> check_flag("fuse", False)
+    False
+    """
+    numpy_bool = getattr(value, "dtype", None) == bool and getattr(value, "shape", None) == ()
+    if not (isinstance(value, bool) or numpy_bool):
+        raise ParameterError(name, f"must be True or False, got {value!r}")
+    return bool(value)
+
+
 class ConvergenceWarning(UserWarning):
     """An iterative algorithm stopped at its iteration limit before its convergence rule
     held: the values returned are the last iterate (``result.stats.converged`` is False).

@@ -58,8 +58,8 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
                   mappings: list[str] | None = None, device: str = "cpu",
                   backend: str = "auto", mode: str = "auto", gpu: str | None = None,
                   schedule: str = "auto", threads: int | None = None,
-                  damping: float = 0.85, tol: float | None = None,
-                  sum_dtype: str = "auto", store_index: bool = True,
+                  damping: float | None = None, tol: float | None = None,
+                  sum_dtype: str | None = None, store_index: bool | None = None,
                   model_gpu: bool | None = None, started: float | None = None,
                   progress: bool = False,
                   block_size: int = DEFAULT_BLOCK,
@@ -115,11 +115,11 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
         says which ran).
     threads : int, optional
         Numba / out-of-core worker threads (default: numba's thread count).
-    damping, tol, sum_dtype :
-        PageRank's parameters, as ``graphsys run`` takes them (for the algorithms that
-        take them).
-    store_index : bool, default True
-        PageRank's: False leaves the graph directory untouched (by default an in-memory
+    damping, tol, sum_dtype : optional
+        PageRank's parameters, as ``graphsys run`` takes them (None: the algorithm's
+        default; given to an algorithm without them: refused).
+    store_index : bool, optional
+        PageRank's (None: True): False leaves the graph directory untouched (by default an in-memory
         run without a stored push index, where pushing pays, stores one there, as
         ``graphsys run`` does; ``graphsys run --no-store-index``).
     model_gpu : bool, optional

@@ -241,13 +241,14 @@ def trim_heap() -> None:
 # BSP
 
 
-def make_program(graph, algorithm: str, *, source=None, damping: float = 0.85,
+def make_program(graph, algorithm: str, *, source=None, damping: float | None = None,
                  tol: float | None = None, edge_set: str | None = None,
-                 sum_dtype: str = "float64", store_index: bool = True):
+                 sum_dtype: str | None = None, store_index: bool | None = None):
     """The vertex program the ``graphsys run ALGO`` front-end would run, and its default
     superstep limit, both from the algorithm's registered
     :class:`~graphsys.bsp.algorithms.spec.AlgorithmSpec` (an unknown name is an error
-    listing the known ones)."""
+    listing the known ones). A parameter left None is the program's default; one given
+    to an algorithm that has no such parameter is refused (:meth:`AlgorithmSpec.make`)."""
     from graphsys.plugins import ALGORITHMS
 
     spec = ALGORITHMS.get(algorithm)
@@ -255,7 +256,7 @@ def make_program(graph, algorithm: str, *, source=None, damping: float = 0.85,
     params = {"damping": damping, "tol": tol, "sum_dtype": sum_dtype,
               "store_index": store_index}
     prog = spec.make(graph, source=source, edge_set=edge_set,
-                     **{k: v for k, v in params.items() if k in spec.parameters})
+                     **{k: v for k, v in params.items() if v is not None})
     return prog, spec.max_iters(graph)
 
 
@@ -272,9 +273,9 @@ def _passes(direction: str, pull: bool) -> list[str]:
 def profile_bsp(graph, algorithm: str, *, recorder: SimtRecorder, source=None,
                 device: str = "cpu", backend: str = "auto", mode: str = "auto",
                 max_iters: int | None = None, edge_set: str | None = None,
-                damping: float = 0.85, tol: float | None = None,
+                damping: float | None = None, tol: float | None = None,
                 schedule: str = "auto", threads: int | None = None,
-                sum_dtype: str = "float64", store_index: bool = True,
+                sum_dtype: str | None = None, store_index: bool | None = None,
                 rank_work: RankWork | None = None, trace=None) -> dict[str, Any]:
     """Profile ``algorithm`` on ``graph`` as ``graphsys run`` runs it (the same backend,
     schedule, mode, threads and parameters, whose defaults are ``run``'s); fills

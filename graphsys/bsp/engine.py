@@ -26,6 +26,7 @@ import numpy as np
 
 from graphsys import openmp
 from graphsys.bsp import checks
+from graphsys.bsp.algorithms.common import check_number
 from graphsys.bsp.device_stream import check_budget
 from graphsys.bsp.docstrings import ENGINE_OPTIONS, cite, document_options, fill_doc
 from graphsys.bsp.edges import DENSE_DIVISOR, MemoryEdges
@@ -36,7 +37,7 @@ from graphsys.bsp.stats import RunStats, SuperstepStats, disk_read_bytes
 from graphsys.bsp.stream import DistributedEdges, StreamEdges
 from graphsys.device import HOST, as_torch, host_array, resolve_lazily
 from graphsys.distributed import initialized, local_cuda_device
-from graphsys.errors import GraphsysError, ParameterError, check_count
+from graphsys.errors import GraphsysError, ParameterError, check_count, check_flag
 from graphsys.execution import Execution, with_threads
 from graphsys.progress import display
 from graphsys.trace import trace_range
@@ -202,8 +203,9 @@ def run(graph, program: VertexProgram, *, mode: str = "auto", device: str = "cpu
     Raises
     ------
     ParameterError
-        An unknown ``mode``, ``backend``, ``schedule`` or ``device``, or ``max_iters`` not
-        a positive integer.
+        An unknown ``mode``, ``backend``, ``schedule`` or ``device``, ``max_iters`` not
+        a positive integer, ``readahead`` not a non-negative one, ``dense_divisor`` not
+        positive and finite, or ``fuse`` not a bool.
     GraphsysError
         A graph with several entity types, an invalid program (unknown message or
         combiner, bad width), or ``schedule="async"`` for a program or mode that cannot
@@ -255,7 +257,8 @@ def run(graph, program: VertexProgram, *, mode: str = "auto", device: str = "cpu
                       distributed=distributed, progress=progress).without(
         "the BSP engine (mode='out-of-core' streams; device_budget bounds a GPU)", "memory_limit")
     mode, threads, distributed = ex.mode, ex.threads, ex.distributed
-    max_iters = _check_run(graph, program, schedule, max_iters, device_budget)
+    max_iters, fuse, readahead, dense_divisor = _check_run(
+        graph, program, schedule, max_iters, device_budget, fuse, readahead, dense_divisor)
     dev = resolve_lazily(ex.device)  # the CPU without torch (HOST): see host_run below
     backend = resolve_backend(ex.backend, dev)
     if program.sum_dtype != "float64" and backend != "numba":
@@ -326,10 +329,10 @@ def run(graph, program: VertexProgram, *, mode: str = "auto", device: str = "cpu
                   peeled=program.peeled)
 
 
-def _check_run(graph, program: VertexProgram, schedule: str, max_iters, device_budget
-               ) -> int:
-    """The one-line refusals of a run's settings, graph and program; ``max_iters``
-    checked."""
+def _check_run(graph, program: VertexProgram, schedule: str, max_iters, device_budget,
+               fuse, readahead, dense_divisor) -> tuple[int, bool, int, float]:
+    """The one-line refusals of a run's settings, graph and program; ``max_iters``,
+    ``fuse``, ``readahead`` and ``dense_divisor`` checked (and returned)."""
     if schedule not in SCHEDULES:
         raise ParameterError("schedule", f"unknown schedule {schedule!r} (choose from "
                                           f"{', '.join(SCHEDULES)})")
@@ -339,7 +342,8 @@ def _check_run(graph, program: VertexProgram, schedule: str, max_iters, device_b
         raise GraphsysError(f"the BSP engine needs a graph with one entity type, this one has "
                             f"{graph.entity_types}")
     program.check()
-    return max_iters
+    return (max_iters, check_flag("fuse", fuse), check_count("readahead", readahead, minimum=0),
+            check_number(dense_divisor, "dense_divisor"))
 
 
 def _host_run(program: VertexProgram, backend: str, mode: str, distributed: bool,
@@ -443,8 +447,10 @@ class _Supersteps:
                     stats.converged = True
                     return
                 step += 1
-        # ran max_iters supersteps: converged only if nothing is left to do
-        stats.converged = int(comm.allreduce([_count(active)], ["sum"])[0]) == 0
+        # ran max_iters supersteps: converged only if nothing is left to do; a program that
+        # acts on an empty frontier (halt_when_inactive False) ends by its halting vote alone
+        left = int(comm.allreduce([_count(active)], ["sum"])[0])
+        stats.converged = left == 0 and program.halt_when_inactive
 
     def _superstep(self, step: int, active: torch.Tensor, local_active: int,
                    num_active: int, t0: float, disk0: int) -> tuple[torch.Tensor, bool]:

@@ -72,9 +72,9 @@ def register(subparsers) -> None:
                    help="BSP schedule, as graphsys run: auto (default), sync or async")
     p.add_argument("--threads", type=int, help="numba / out-of-core worker threads, as "
                                                "graphsys run (default: numba's)")
-    p.add_argument("--damping", type=float, default=0.85, help="PageRank damping (0.85)")
+    p.add_argument("--damping", type=float, help="PageRank damping (0.85)")
     p.add_argument("--tol", type=float, metavar="X", help="PageRank / HITS tolerance")
-    p.add_argument("--sum-dtype", choices=("auto", "float64", "float32"), default="auto",
+    p.add_argument("--sum-dtype", choices=("auto", "float64", "float32"),
                    help="PageRank sum dtype on CPU, as graphsys run (default auto)")
     p.add_argument("--no-store-index", action="store_true",
                    help="pagerank, ppr: leave the graph directory untouched, as graphsys run "
@@ -183,7 +183,7 @@ def run(args) -> int:
                          device=args.device, backend=args.backend, mode=args.mode,
                          schedule=args.schedule, threads=args.threads, damping=args.damping,
                          tol=args.tol, sum_dtype=args.sum_dtype,
-                         store_index=not args.no_store_index,
+                         store_index=False if args.no_store_index else None,
                          model_gpu=True if args.model_gpu is not None else None,
                          started=started, progress=show_progress(args),
                          gpu=args.gpu, block_size=args.block_size,
@@ -216,11 +216,14 @@ def _targets(args) -> tuple[str | None, Path]:
                                 "profile --help)")
         algo, graph = t[0], Path(t[1])
         ALGORITHMS.get(algo).check_source(args.source)
-        if args.no_store_index and "store_index" not in ALGORITHMS.get(algo).parameters:
-            from graphsys.commands.run import _taking
+        from graphsys.commands.run import _FLAGGED, _taking
 
-            raise GraphsysError(f"--no-store-index applies to {_taking('store_index')}, not "
-                                f"{algo}")
+        for name, given in (("tol", args.tol), ("damping", args.damping),
+                            ("sum_dtype", args.sum_dtype),
+                            ("store_index", args.no_store_index or None)):
+            if given is not None and name not in ALGORITHMS.get(algo).parameters:
+                raise GraphsysError(f"{_FLAGGED[name]} applies to {_taking(name)}, not "
+                                    f"{algo}")
     else:
         if len(t) != 1:
             raise GraphsysError(f"--workload {args.workload} takes only DIR")
@@ -265,8 +268,9 @@ def _check_bsp_flags(args) -> None:
                             ("--threads", args.threads is not None
                              and args.workload != "mining"),
                             ("--backend", args.backend != "auto"),
-                            ("--tol", args.tol is not None), ("--damping", args.damping != 0.85),
-                            ("--sum-dtype", args.sum_dtype != "auto"),
+                            ("--tol", args.tol is not None),
+                            ("--damping", args.damping is not None),
+                            ("--sum-dtype", args.sum_dtype is not None),
                             ("--no-store-index", args.no_store_index)):
             if given:
                 raise GraphsysError(f"{flag} applies to a BSP algorithm, not --workload "

@@ -55,15 +55,14 @@ def register(subparsers) -> None:
     p.add_argument("--max-iters", type=int, metavar="N", help="most supersteps")
     p.add_argument("--tol", type=float, metavar="X",
                    help="PageRank L1 tolerance (1e-6); HITS hub L1 change (1e-8)")
-    p.add_argument("--damping", type=float, default=0.85, help="PageRank damping (0.85)")
-    p.add_argument("--sum-dtype", choices=("auto", "float64", "float32"), default="auto",
+    p.add_argument("--damping", type=float, help="PageRank damping (0.85)")
+    p.add_argument("--sum-dtype", choices=("auto", "float64", "float32"),
                    help="PageRank: the dtype messages are sent and summed in on CPU "
                         "(default auto: float32 sent values in memory when --tol >= 1e-6 "
                         "and unweighted, float64 otherwise; float32 halves the cache "
                         "footprint, relative error bounded by (in-degree + 1) * 2^-24 per "
                         "sum, see docs)")
     p.add_argument("--weights", dest="weighted", choices=("auto", "use", "ignore"),
-                   default="auto",
                    help="pagerank, ppr, hits, louvain, leiden: follow the edge weights "
                         "(networkx's default weight='weight'): auto (default) when the edge "
                         "set has them, use (refused without them), ignore (every edge counts "
@@ -232,14 +231,16 @@ def _engine_kwargs(args, parameters, device: str, distributed: bool) -> dict:
         kwargs["max_iters"] = args.max_iters
     if args.tol is not None:
         kwargs["tol"] = args.tol
-    weighted = {"auto": None, "use": True, "ignore": False}[args.weighted]
-    for name, value, default in (("damping", args.damping, 0.85),
-                                 ("sum_dtype", args.sum_dtype, "auto"),
-                                 ("weighted", weighted, None),
-                                 ("store_index", not args.no_store_index, True)):
+    # (flag as given: None where left out, its value, the value left out); a flag the
+    # algorithm has no parameter for is refused when given, even at its default value
+    flags = {"damping": (args.damping, args.damping, 0.85),
+             "sum_dtype": (args.sum_dtype, args.sum_dtype, "auto"),
+             "weighted": (args.weighted, _WEIGHTED.get(args.weighted), None),
+             "store_index": (args.no_store_index or None, False, True)}
+    for name, (flag, value, default) in flags.items():
         if name in parameters:
-            kwargs[name] = value
-        elif value != default:
+            kwargs[name] = default if flag is None else value
+        elif flag is not None:
             raise GraphsysError(f"{_FLAGGED[name]} applies to {_taking(name)}, not "
                                 f"{args.algorithm}")
     kwargs.update(_algorithm_params(args.algorithm, args.params, parameters))
@@ -331,6 +332,9 @@ def _previous_result(args, spec, graph, source, out, kwargs) -> Path | str | Non
     return starts if isinstance(starts, str) else Path(out) if starts else None
 
 
+#: --weights as the functions' ``weighted``
+_WEIGHTED = {"auto": None, "use": True, "ignore": False}
+
 #: parameters with flags of their own (not set with --set)
 _FLAGGED = {"tol": "--tol", "damping": "--damping", "sum_dtype": "--sum-dtype",
             "weighted": "--weights", "store_index": "--no-store-index"}
@@ -353,6 +357,8 @@ def _algorithm_params(algorithm: str, pairs: list[str], parameters) -> dict:
             raise GraphsysError(f"--set {name}: {algorithm} takes no parameter {name} ("
                                 + (f"its parameters: {', '.join(known)})" if known else
                                    "it takes none)"))
+        if name in out:
+            raise GraphsysError(f"--set {name}: given twice")
         out[name] = parse_value(text)
     return out
 

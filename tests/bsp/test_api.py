@@ -117,7 +117,7 @@ def test_in_memory_cpu_runs_import_no_torch(tmp_path):
 @pytest.mark.parametrize(("func", "args", "kwargs", "message"), [
     (bsp.bfs, ([1, 2],), {}, "source must be one node id, got \\[1, 2\\]"),
     (bsp.sssp, ([1],), {}, "source must be one node id, got \\[1\\]"),
-    (bsp.personalized_pagerank, ([[1, 2]],), {}, "one per item; got nested values"),
+    (bsp.personalized_pagerank, ([[1, 2]],), {}, "source must be one node id, got \\[1, 2\\]"),
     (bsp.betweenness, (), {"sources": [[1, 2]]}, "one per item; got nested values"),
     (bsp.closeness, (), {"sources": [[1], [2]]}, "one per item; got nested values"),
 ])

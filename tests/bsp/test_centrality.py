@@ -146,6 +146,21 @@ def test_centrality_errors(graphs):
         bsp.closeness(chain, weighted=True)
 
 
+def test_one_source_id_is_one_source(tmp_path):
+    """``sources="ab"`` is the node "ab", as personalized_pagerank reads it: it was read as
+    the nodes "a" and "b" (their betweenness given for the sample of "ab"), and a lone
+    integer id raised TypeError."""
+    G = nx.DiGraph([("a", "ab"), ("ab", "b"), ("b", "a"), ("b", "c")])
+    g = graphsys.from_networkx(G, tmp_path / "g")
+    for algorithm in (bsp.betweenness, bsp.closeness, bsp.harmonic):
+        one = algorithm(g, sources="ab").values  # (betweenness: NaN at a lone source)
+        assert np.array_equal(one, algorithm(g, sources=["ab"]).values, equal_nan=True)
+        assert not np.array_equal(one, algorithm(g, sources=["a", "b"]).values,
+                                  equal_nan=True)
+    chain = graphsys.from_numpy(np.array([0, 1, 2]), np.array([1, 2, 3]), tmp_path / "c")
+    assert bsp.harmonic(chain, sources=1).to_dict() == bsp.harmonic(chain, sources=[1]).to_dict()
+
+
 def test_weights_must_be_positive(tmp_path):
     g = graphsys.from_numpy(np.array([0, 1]), np.array([1, 2]), tmp_path / "g",
                             weight=np.array([1.0, 0.0]))

@@ -3,15 +3,18 @@ backend selection, statistics."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
 from scipy.sparse import csgraph
 
+import graphsys
 from graphsys import bsp
 from graphsys.bsp.engine import resolve_backend
 from graphsys.device import resolve_device
-from graphsys.errors import GraphsysError, ParameterError
+from graphsys.errors import ConvergenceWarning, GraphsysError, ParameterError
 
 from .conftest import MODES
 
@@ -160,12 +163,44 @@ def test_bad_options(graphs):
         bsp.pagerank(g, backend="cupy")
     with pytest.raises(GraphsysError, match="unknown edge set"):
         bsp.pagerank(g, edge_set="nope")
+    # a string was read by its truth: fuse="no" fused BFS, store_index="no" stored an index
+    with pytest.raises(ParameterError, match="^fuse must be True or False, got 'no'"):
+        bsp.bfs(g, 0, fuse="no")
+    with pytest.raises(ParameterError, match="^store_index must be True or False, got 'no'"):
+        bsp.pagerank(g, store_index="no")
+    # dense_divisor=0 raised ZeroDivisionError, -1 and NaN ran; readahead None a TypeError
+    for bad in (0, -1.0, float("nan"), "20"):
+        with pytest.raises(ParameterError, match="^dense_divisor must be positive and finite"):
+            bsp.bfs(g, 0, dense_divisor=bad, fuse=False)
+    for bad in (-1, 1.5, None):
+        with pytest.raises(ParameterError, match="^readahead must be a non-negative integer"):
+            bsp.pagerank(g, readahead=bad, mode="out-of-core")
 
     class Bad(InDegreeSum):
         combiner = "median"
 
     with pytest.raises(GraphsysError, match="unknown combiner 'median'"):
         bsp.run(g, Bad())
+
+
+@pytest.mark.parametrize("algorithm", ["kcore", "label_propagation"])
+def test_a_run_cut_by_max_iters_is_converged_only_with_the_full_values(tmp_path, algorithm):
+    """Programs that act on an empty frontier (k-core raising k, label propagation's
+    rounds) halt by their vote: stopped at max_iters with an empty frontier they said
+    converged=True (k-core at max_iters 2 summed 1 core number where the run gives 268)."""
+    import networkx as nx
+
+    g = graphsys.from_networkx(nx.gnp_random_graph(60, 0.05, seed=1, directed=True),
+                               tmp_path / "g")
+    run = getattr(bsp, algorithm)
+    full = run(g, schedule="sync")
+    assert full.stats.converged
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for limit in range(1, full.stats.num_supersteps):
+            cut = run(g, schedule="sync", max_iters=limit)
+            assert not cut.stats.converged, limit
+    assert run(g, schedule="sync", max_iters=full.stats.num_supersteps).stats.converged
 
 
 @pytest.mark.parametrize("device", ["cpu", "auto", torch.device("cpu")])

@@ -124,6 +124,19 @@ def test_bad_source_weights_are_refused(graphs, weights, match):
         bsp.personalized_pagerank(graphs["directed-p1"].graph, [3, 17], weights=weights)
 
 
+@pytest.mark.parametrize("sources,weights", [([3], None), ([3], [2.0]), ([3, 17], None)])
+def test_unconverged_personalized_pagerank_warns(graphs, sources, weights):
+    """Every form of the call warns where it stops at max_iters: several sources or
+    weights (run outside the registered one-source path) returned converged=False
+    without a warning."""
+    from graphsys.errors import ConvergenceWarning
+
+    with pytest.warns(ConvergenceWarning, match="^ppr did not converge within 2 supersteps"):
+        res = bsp.personalized_pagerank(graphs["directed-p1"].graph, sources,
+                                        weights=weights, max_iters=2)
+    assert not res.stats.converged
+
+
 def test_pagerank_program_checks_its_personalization(graphs):
     g = graphs["directed-p1"].graph
     p = np.zeros(g.num_nodes())

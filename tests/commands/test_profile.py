@@ -161,6 +161,12 @@ def test_no_store_index_leaves_the_graph_untouched(main, push_twins, tree_bytes,
     (["profile", "bfs", "{g}", "--source", "0", "--no-store-index"],
      "--no-store-index applies to pagerank, ppr"),
     (["profile", "--workload", "gnn", "{g}", "--no-store-index"], "--no-store-index applies"),
+    # PageRank's flags on another algorithm were silently ignored (its default value too)
+    (["profile", "bfs", "{g}", "--source", "0", "--damping", "0.5"],
+     "--damping applies to pagerank, ppr, not bfs"),
+    (["profile", "wcc", "{g}", "--tol", "0.1"], "--tol applies to hits, pagerank, ppr, not wcc"),
+    (["profile", "kcore", "{g}", "--sum-dtype", "auto"], "--sum-dtype applies to pagerank"),
+    (["profile", "--workload", "mining", "{g}", "--damping", "0.85"], "--damping applies"),
 ])
 def test_errors_are_one_line(main, graph_dir, tmp_path, capsys, argv, message):
     """One line on stderr, a non-zero status, and no report (HTML or JSON) left behind."""

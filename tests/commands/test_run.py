@@ -436,8 +436,16 @@ def test_analytics_take_parameters_with_set(main, graph_dir, tmp_path, capsys):
     (["betweenness", "--set", "tol=1"], "--set tol: use --tol"),
     (["betweenness", "--set", "k"], "--set 'k': expected NAME=VALUE"),
     (["betweenness", "--set", "k=0"], "k must be an integer from 1 to the 6 nodes"),
+    (["betweenness", "--set", "k=2", "--set", "k=3"], "--set k: given twice"),  # (k=3 ran)
     (["louvain", "--mode", "out-of-core"], "louvain runs in memory on the CPU"),
     (["lpa", "--tol", "1e-3"], "--tol applies to hits, pagerank, ppr, not lpa"),
+    # a flag given at its default value is still given: it was silently ignored
+    (["wcc", "--damping", "0.85"], "--damping applies to pagerank, ppr, not wcc"),
+    (["kcore", "--sum-dtype", "auto"], "--sum-dtype applies to pagerank, ppr, not kcore"),
+    (["scc", "--weights", "auto"], "--weights applies to betweenness, closeness, harmonic, "
+                                   "hits, leiden, louvain, pagerank, ppr, not scc"),
+    # a pass cut by --max-iters is unconverged (it was written as converged)
+    (["louvain", "--max-iters", "1"], "louvain did not converge within 1 supersteps"),
 ])
 def test_analytics_errors_are_one_line(main, graph_dir, capsys, argv, message):
     assert main(["run", argv[0], str(graph_dir / "g"), *argv[1:]]) == 2

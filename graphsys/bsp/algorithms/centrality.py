@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numba
 import numpy as np
 
-from graphsys.bsp.algorithms.common import resolve_weighted, symmetric
+from graphsys.bsp.algorithms.common import id_list, resolve_weighted, symmetric
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
 from graphsys.bsp.docstrings import document_options, fill_doc
 from graphsys.bsp.edges import DENSE_DIVISOR
@@ -25,7 +25,7 @@ from graphsys.bsp.kernels_centrality import brandes, dag_fits, distance_sums
 from graphsys.bsp.program import Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
-from graphsys.errors import GraphsysError, ParameterError, check_count
+from graphsys.errors import GraphsysError, ParameterError, check_count, check_flag
 from graphsys.progress import progress_bar
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ def sample_sources(graph, k, seed, sources) -> np.ndarray | None:
     if sources is not None:
         if k is not None:
             raise ParameterError("k", "and sources exclude each other: give one")
-        ids = np.asarray(graph.to_internal(list(sources)), np.int64)
+        ids = np.asarray(graph.to_internal(id_list(sources)), np.int64)
         if len(ids) == 0:
             raise ParameterError("sources", "is empty: give at least one node id")
         if len(np.unique(ids)) != len(ids):
@@ -437,7 +437,7 @@ _SAMPLE_DOC = """k : int, optional
     (default): every node is a source (exact). ``k`` = N is exact too.
 seed : int, default 0
     Seed of the sample of ``k`` sources (a non-negative integer).
-sources : list of node ids, optional
+sources : node id or list of node ids, optional
     The sample itself (original ids), instead of ``k`` and ``seed``; scaled as a sample
     of ``len(sources)``.
 weighted : bool, default False
@@ -660,23 +660,17 @@ def harmonic(graph, *, k: int | None = None, seed: int = 0, sources=None,
 
 
 def _weighted(graph, edge_set, weighted, name: str) -> bool:
-    use = resolve_weighted(graph, edge_set, _check_flag("weighted", weighted))
+    use = resolve_weighted(graph, edge_set, check_flag("weighted", weighted))
     if use:
         check_positive_weights(graph, edge_set, name)
     return use
 
 
-def _check_flag(name: str, value) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise ParameterError(name, f"must be True or False, got {value!r}")
-    return bool(value)
-
-
 def _betweenness_program(graph, *, edge_set=None, k=None, seed=0, sources=None,
                          normalized=True, endpoints=False, weighted=False):
     return Betweenness(graph.num_nodes(), sample_sources(graph, k, seed, sources),
-                       normalized=_check_flag("normalized", normalized),
-                       endpoints=_check_flag("endpoints", endpoints),
+                       normalized=check_flag("normalized", normalized),
+                       endpoints=check_flag("endpoints", endpoints),
                        undirected=symmetric(graph, edge_set),
                        weighted=_weighted(graph, edge_set, weighted, "betweenness"))
 
@@ -684,7 +678,7 @@ def _betweenness_program(graph, *, edge_set=None, k=None, seed=0, sources=None,
 def _closeness_program(graph, *, edge_set=None, k=None, seed=0, sources=None,
                        wf_improved=True, weighted=False):
     return Closeness(graph.num_nodes(), sample_sources(graph, k, seed, sources),
-                     harmonic=False, wf_improved=_check_flag("wf_improved", wf_improved),
+                     harmonic=False, wf_improved=check_flag("wf_improved", wf_improved),
                      weighted=_weighted(graph, edge_set, weighted, "closeness"))
 
 

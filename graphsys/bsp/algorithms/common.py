@@ -31,6 +31,13 @@ def source_index(graph, source) -> int:
     return int(graph.to_internal([source])[0])
 
 
+def id_list(ids) -> list:
+    """Node ids given as one id (a string or a number) or a sequence of them, as a list:
+    a string is one id, never its characters."""
+    return np.atleast_1d(np.asarray(ids, dtype=object if isinstance(ids, str) else None)
+                         ).tolist()
+
+
 def symmetric(graph, edge_set: str | None) -> bool:
     """True when the edge set was ingested undirected (both directions stored)."""
     return bool(graph.edge_set(edge_set).undirected)

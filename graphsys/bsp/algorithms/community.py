@@ -89,6 +89,8 @@ def louvain_levels(level: Level, gamma: float, rng: np.random.Generator, *,
         if ncomm == level.n or gained <= threshold and not started:
             break
         level = level.aggregate(comm, ncomm)
+    else:  # max_levels ended the pass before it settled
+        records[-1]["cut"] = True
     top, part = levels[-1]
     q = top.modularity(part, gamma)  # (the same on every level: aggregation keeps it)
     for i in range(len(levels) - 2, -1, -1):  # refine on the way down
@@ -145,6 +147,8 @@ def leiden_levels(level: Level, gamma: float, rng: np.random.Generator, *,
         member = ref[member]
         level = level.aggregate(ref, nref)
         comm = coarse
+    else:  # max_levels ended the pass before it settled
+        records[-1]["cut"] = True
     parts = np.empty(level.n, np.int64)  # (the communities themselves unless max_levels)
     kl.connected_parts(*level.arrays, comm, parts, level.unit)
     return parts[member], records
@@ -265,7 +269,9 @@ class Louvain(VertexProgram):
                                 fused=True)
             ss.seconds["edges"] = seconds / len(records)
             steps.append(ss)
-        return Solved(self.name, steps, 0, setup_seconds=setup)
+        # a pass that max_iters ended before it settled: not converged (its nodes left)
+        left = sum(rec["nodes"] for rec in records if rec.get("cut"))
+        return Solved(self.name, steps, left, setup_seconds=setup)
 
 
 _RETURNS_DOC = """Result
@@ -287,7 +293,8 @@ directed : bool, optional
     edge as undirected (igraph's and NetworKit's, which take undirected graphs).
 max_iters : int, optional
     Most levels of a pass (default 64; a level at least halves the nodes or ends the
-    pass).
+    pass); a pass it ends before the pass settles leaves the run unconverged
+    (``result.stats.converged`` False, a ConvergenceWarning).
 schedule : {"auto"}, default "auto"
     The levels run in memory on CPU, in numba; ``result.stats.method`` names the method."""
 

@@ -55,6 +55,7 @@ import numpy as np
 
 from graphsys.bsp.algorithms.common import (
     check_number,
+    id_list,
     open_if_path,
     resolve_weighted,
     source_index,
@@ -80,7 +81,7 @@ from graphsys.bsp.kernels_pagerank import (
 from graphsys.bsp.program import Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
-from graphsys.errors import GraphsysError, ParameterError
+from graphsys.errors import GraphsysError, ParameterError, check_flag
 from graphsys.kernels.arrays import read_only
 from graphsys.storage.adjacency_index import build_command, build_index, warn_outdated_push
 from graphsys.storage.lock import manifest_digest
@@ -174,7 +175,7 @@ class PageRank(VertexProgram):
         self._teleport = (None if personalization is None else
                           teleport_weights(personalization, "personalization"))
         self.sum_dtype, self.weighted = sum_dtype, bool(weighted)
-        self.store_index = bool(store_index)
+        self.store_index = check_flag("store_index", store_index)
         if self.weighted:  # x_u / weighted degree, times the edge weight on each edge
             self.message, self.uses_weights = "mul_weight", True
             if sum_dtype == "float32":
@@ -732,12 +733,12 @@ def personalized_pagerank(graph, sources, *, weights=None, damping: float = 0.85
     [(1, 0.295), (2, 0.251), (4, 0.241)]
     """
     graph = open_if_path(graph)
-    src = np.atleast_1d(np.asarray(sources, dtype=object if isinstance(sources, str) else None))
-    if src.size == 0:
+    src = id_list(sources)
+    if not src:
         raise ParameterError("sources", "must hold at least one node id (personalized "
                                         "pagerank)")
-    if src.size == 1 and weights is None:
-        return PPR_SPEC.run(graph, src.tolist()[0], damping=damping, tol=tol,
+    if len(src) == 1 and weights is None:
+        return PPR_SPEC.run(graph, src[0], damping=damping, tol=tol,
                             max_iters=max_iters, sum_dtype=sum_dtype, weighted=weighted,
                             store_index=store_index, init=init, mode=mode, device=device,
                             backend=backend, threads=threads, distributed=distributed,
@@ -746,7 +747,7 @@ def personalized_pagerank(graph, sources, *, weights=None, damping: float = 0.85
     if init is not None:
         raise ParameterError("init", "starts a personalized pagerank of one source without "
                                      "weights (the runs a result records)")
-    idx = graph.to_internal(list(src.tolist()))
+    idx = graph.to_internal(src)
     w = teleport_weights(np.ones(len(idx)) if weights is None else weights,
                          "personalization weights")
     if w.shape != idx.shape:
@@ -758,10 +759,13 @@ def personalized_pagerank(graph, sources, *, weights=None, damping: float = 0.85
                     weighted=resolve_weighted(graph, edge_set, weighted),
                     store_index=store_index)
     prog.name = "ppr"
-    return run(graph, prog, max_iters=PPR_SPEC.max_iters(graph, max_iters), mode=mode,
-               device=device, backend=backend, threads=threads, distributed=distributed,
-               progress=progress, edge_set=edge_set, readahead=readahead,
-               dense_divisor=dense_divisor, fuse=fuse)
+    limit = PPR_SPEC.max_iters(graph, max_iters)
+    result = run(graph, prog, max_iters=limit, mode=mode, device=device, backend=backend,
+                 threads=threads, distributed=distributed, progress=progress,
+                 edge_set=edge_set, readahead=readahead, dense_divisor=dense_divisor,
+                 fuse=fuse)
+    PPR_SPEC.warn_unconverged(result, limit)
+    return result
 
 
 def _pagerank_program(graph, *, edge_set=None, damping: float = 0.85, tol: float = 1e-6,

@@ -75,6 +75,14 @@ class AlgorithmSpec:
         if not self.needs_source and source is not None:
             raise ParameterError("source", f"does not apply to {self.name}")
 
+    def warn_unconverged(self, result: Result, limit: int, stacklevel: int = 3) -> None:
+        """A :class:`ConvergenceWarning` where ``result`` stopped at ``limit`` supersteps
+        before converging (``stacklevel`` counted from this call)."""
+        if not result.stats.converged:
+            warnings.warn(f"{self.name} did not converge within {limit:,} supersteps (its "
+                          f"max_iters): the values are the last iterate",
+                          ConvergenceWarning, stacklevel=stacklevel)
+
     def make(self, graph, *, source=None, edge_set: str | None = None,
              **params: Any) -> VertexProgram:
         """The program for ``graph``: ``params`` outside :attr:`parameters` are refused and
@@ -118,10 +126,7 @@ class AlgorithmSpec:
             else:  # the engine's own thread setting is this one: its body called directly
                 prog = self.make(graph, source=source, edge_set=edge_set, **params)
                 result = run_program.__wrapped__(graph, prog, max_iters=limit, **kwargs)
-            if not result.stats.converged:
-                warnings.warn(f"{self.name} did not converge within {limit:,} supersteps (its "
-                              f"max_iters): the values are the last iterate",
-                              ConvergenceWarning, stacklevel=3)
+            self.warn_unconverged(result, limit, stacklevel=4)
             result = self.finish(result) if self.finish is not None else result
             result.provenance = incremental.provenance(
                 self.name, graph, edge_set, source, params, result.stats.num_supersteps,
