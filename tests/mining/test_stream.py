@@ -5,7 +5,8 @@ against brute force and against the listing, early exit, bounded chunks, and
 from __future__ import annotations
 
 import itertools
-import tracemalloc
+import subprocess
+import sys
 
 import pytest
 
@@ -89,13 +90,20 @@ def test_memory_is_bounded_by_the_chunk(graph_of):
     g = graph_of(src, dst, n)
     total = mining.count(g, "4-path")
     assert total > 50_000
-    # a whole warm-up pass at the same chunk: every kernel of the stream (the resumed
-    # search too, which the first chunk alone never calls) compiled or loaded, views built
-    assert sum(1 for _ in mining.iter_matches(g, "4-path", chunk=256)) == total
-    tracemalloc.start()
-    seen = sum(1 for _ in mining.iter_matches(g, "4-path", chunk=256))
-    peak = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
+    # traced in a fresh process: tracemalloc counts every thread's allocations, and a thread
+    # an earlier test in this worker left running was traced here (7.8 and 15.4 MB peaks)
+    code = f"""if True:
+        import tracemalloc
+        from graphsys import mining
+        # a whole warm-up pass: every kernel of the stream compiled or loaded, views built
+        sum(1 for _ in mining.iter_matches({str(g.path)!r}, "4-path", chunk=256))
+        tracemalloc.start()
+        seen = sum(1 for _ in mining.iter_matches({str(g.path)!r}, "4-path", chunk=256))
+        print(seen, tracemalloc.get_traced_memory()[1])
+    """
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    seen, peak = map(int, run.stdout.split()[-2:])
     assert seen == total
     assert peak < total * 4 * 8 / 4   # well under the (C, 4) int64 rows
 
