@@ -16,6 +16,11 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
+from graphsys.errors import ParameterError
+from graphsys.units import format_size
+
 
 @dataclass(frozen=True)
 class MemorySample:
@@ -110,6 +115,43 @@ class PeakMemory(BackgroundSampler):
 def lifetime_peak_rss() -> int:
     """Peak total resident bytes over the life of this process (``ru_maxrss``, KiB)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def budget(memory_limit) -> int:
+    """The memory budget in bytes: ``memory_limit`` (a positive integer) or, when None, the
+    RAM available now.
+
+    Examples
+    --------
+    >>> budget(1 << 20)
+    1048576
+    """
+    if memory_limit is None:
+        return available_memory()
+    if isinstance(memory_limit, bool) or not isinstance(memory_limit, (int, np.integer)) \
+            or memory_limit < 1:
+        raise ParameterError("memory_limit", f"must be a positive number of bytes, got "
+                                             f"{memory_limit!r}")
+    return int(memory_limit)
+
+
+def over_budget(need: float, memory_limit: int | None = None) -> str | None:
+    """None where ``need`` bytes fit ``memory_limit`` (None: the RAM available now,
+    :func:`available_memory`), else the phrase a one-line refusal ends with: both sizes and
+    which budget.
+
+    Examples
+    --------
+    >>> over_budget(10, 1 << 20) is None
+    True
+    >>> over_budget(10**9, 10**6)
+    'about 1 GB, more than the 1 MB of memory_limit'
+    """
+    limit = budget(memory_limit)
+    if need <= limit:
+        return None
+    source = "available RAM" if memory_limit is None else "memory_limit"
+    return f"about {format_size(need)}, more than the {format_size(limit)} of {source}"
 
 
 def available_memory() -> int:

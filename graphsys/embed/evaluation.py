@@ -31,14 +31,10 @@ def _check_fits(candidates: int, dimension: int) -> None:
     """Refuse a sampled-candidate count whose batch (ids, rows, and a score, validity and
     filter entry per triple of :data:`EVAL_BATCH`) exceeds the RAM available: 10**9 failed
     in NumPy's allocator with a traceback."""
-    from graphsys.memory import available_memory
-    from graphsys.units import format_size
+    from graphsys.memory import over_budget
 
-    need = candidates * (8 + 8 * dimension + 10 * EVAL_BATCH)
-    if need > (have := available_memory()):
-        raise ParameterError("candidates", f"{candidates} sampled candidates need about "
-                                           f"{format_size(need)} of RAM, {format_size(have)} "
-                                           f"is available")
+    if short := over_budget(candidates * (8 + 8 * dimension + 10 * EVAL_BATCH)):
+        raise ParameterError("candidates", f"{candidates} sampled candidates need {short}")
 
 
 def protocol_name(filtered: bool, candidates: str | int | list) -> str:

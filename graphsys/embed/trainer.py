@@ -63,14 +63,13 @@ from graphsys.embed.schedule import bucket_order, plan_buffer
 from graphsys.embed.stats import EpochStats, RankStats
 from graphsys.embed.step import MinibatchStep
 from graphsys.errors import ConfigError, GraphsysError
-from graphsys.memory import available_memory
+from graphsys.memory import over_budget
 from graphsys.progress import progress_bar
 from graphsys.storage import file_rules
 from graphsys.storage.atomic import make_directory
 from graphsys.storage.graph import Graph
 from graphsys.storage.lock import writer_lock
 from graphsys.trace import traced
-from graphsys.units import format_size
 
 __all__ = ["Trainer"]
 
@@ -225,11 +224,10 @@ class Trainer(MinibatchStep):
         negs = 0 if cfg.all_negs else cfg.num_uniform_negs
         batch = min(cfg.batch_size, self.graph.num_edges(self.edge_set))
         need = per * min(2, self.P) + 8 * negs * (cfg.dimension + batch)
-        if need > (have := available_memory()):
+        if short := over_budget(need):
             raise ConfigError(f"dimension: {cfg.dimension} with {negs} uniform negatives "
-                              f"needs at least {format_size(need)} of RAM, {format_size(have)} "
-                              f"is available (lower dimension, num_uniform_negs or batch_size,"
-                              f" or ingest the graph into more partitions)")
+                              f"needs {short} (lower dimension, num_uniform_negs or "
+                              f"batch_size, or ingest the graph into more partitions)")
         cap = self.P if cfg.buffer_partitions is None else cfg.buffer_partitions
         if cap < min(2, self.P):   # was raised to 2 in silence (the budget's 1 is refused)
             raise ConfigError(f"buffer_partitions: {cap} cannot hold a bucket's 2 partitions "

@@ -22,10 +22,9 @@ import numpy as np
 import torch
 
 from graphsys.errors import GraphsysError, ParameterError, check_count
-from graphsys.memory import available_memory
+from graphsys.memory import over_budget
 from graphsys.sampling._util import as_seed_array
 from graphsys.sampling.adjacency import Adjacency
-from graphsys.units import format_size
 
 #: Queries whose PPR runs together (:meth:`PPRHardNegativeSampler.band`).
 PPR_BATCH = 256
@@ -170,13 +169,10 @@ class PPRHardNegativeSampler:
         self.rank_lo, self.rank_hi = int(rank_lo), int(min(rank_hi, n - 1))
         width = self.rank_hi - self.rank_lo
         need = 8 * n * width + 8 * PPR_BATCH * (4 * n + fw.num_cols)
-        limit = available_memory() if memory_limit is None else int(memory_limit)
-        budget = "available RAM" if memory_limit is None else "memory_limit"
-        if need > limit:
+        if short := over_budget(need, memory_limit):
             raise GraphsysError(
-                f"PPR hard negatives over {n:,} nodes with a band of {width:,} ranks need "
-                f"about {format_size(need)} (the band of every node and a PPR batch), more "
-                f"than the {format_size(limit)} of {budget}; narrow the band "
+                f"PPR hard negatives over {n:,} nodes with a band of {width:,} ranks (the band "
+                f"of every node and a PPR batch) need {short}; narrow the band "
                 f"(rank_hi - rank_lo) or raise memory_limit")
         self.num_negatives, self.damping = int(num_negatives), damping
         self.num_iters = num_iters

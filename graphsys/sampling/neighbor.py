@@ -109,14 +109,11 @@ def pick_neighbors(adj: Adjacency, seeds: np.ndarray, fanout: int, replace: bool
 def _check_picks_fit(picks: float, fanout: int) -> None:
     """Refuse a layer whose picks (two int64 arrays, then the block's ids and edges) exceed
     the RAM available: a fanout of 10**15 with replacement failed in NumPy's allocator."""
-    from graphsys.memory import available_memory
-    from graphsys.units import format_size
+    from graphsys.memory import over_budget
 
-    need = 40 * picks
-    if need > (have := available_memory()):
+    if short := over_budget(40 * picks):
         raise GraphsysError(f"fanout {fanout} draws {picks:.0f} neighbours in one layer of this "
-                            f"batch, about {format_size(need)} of RAM; {format_size(have)} is "
-                            f"available (use a smaller fanout or batch)")
+                            f"batch, needing {short} (use a smaller fanout or batch)")
 
 
 def make_block(dst: np.ndarray, nbr: np.ndarray, counts: np.ndarray,

@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
-
-from graphsys.errors import GraphsysError, ParameterError
-from graphsys.memory import available_memory
+from graphsys.errors import GraphsysError
+from graphsys.memory import available_memory, budget
 from graphsys.storage.adjacency_index import build_command
 from graphsys.storage.time_view import TimeView
 from graphsys.units import format_size
@@ -25,24 +23,6 @@ from graphsys.units import format_size
 #: and scores a few pairs)
 AVAILABLE_SECONDS = 1.0
 _AVAILABLE = [-AVAILABLE_SECONDS - 1.0, 0]  # (monotonic seconds when read, bytes)
-
-
-def budget(memory_limit) -> int:
-    """The memory budget in bytes: ``memory_limit`` (a positive integer) or, when None, the
-    RAM available now.
-
-    Examples
-    --------
-    >>> budget(1 << 20)
-    1048576
-    """
-    if memory_limit is None:
-        return available_memory()
-    if isinstance(memory_limit, bool) or not isinstance(memory_limit, (int, np.integer)) \
-            or memory_limit < 1:
-        raise ParameterError("memory_limit", f"must be a positive number of bytes, got "
-                                             f"{memory_limit!r}")
-    return int(memory_limit)
 
 
 def cache_budget(memory_limit) -> int:

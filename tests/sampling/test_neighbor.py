@@ -250,5 +250,5 @@ def test_a_layer_too_large_for_memory_is_refused_in_one_line():
     from graphsys.sampling.adjacency import from_coo
     adj = from_coo(np.array([0, 1, 1]), np.array([1, 0, 2]), 3, 3)
     for fanout in (10**15, 2**62):
-        with pytest.raises(GraphsysError, match=f"fanout {fanout} draws .* of RAM"):
+        with pytest.raises(GraphsysError, match=f"fanout {fanout} draws .* of available RAM"):
             sample_neighbors(adj, np.array([0, 1, 2]), fanout, replace=True)

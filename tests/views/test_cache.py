@@ -102,10 +102,12 @@ def test_a_structure_over_the_budget_is_not_kept(graph_of):
 def test_a_cache_check_reuses_a_recent_ram_reading_and_a_build_check_does_not(monkeypatch):
     """The available RAM is read at most once a second for the cache's checks (a structure
     already built allocates nothing) and afresh for every build's check."""
+    from graphsys import memory
     from graphsys.views import limits
 
     reads = []
-    monkeypatch.setattr(limits, "available_memory", lambda: reads.append(1) or 1 << 40)
+    for module in (limits, memory):
+        monkeypatch.setattr(module, "available_memory", lambda: reads.append(1) or 1 << 40)
     monkeypatch.setattr(limits, "_AVAILABLE", [-limits.AVAILABLE_SECONDS - 1.0, 0])
     assert limits.cache_budget(None) == limits.cache_budget(None) == 1 << 40
     assert len(reads) == 1
