@@ -49,6 +49,7 @@ import numpy as np
 
 from graphsys import openmp
 from graphsys.errors import GraphsysError
+from graphsys.memory import budget
 from graphsys.prefetch import PREFETCH_EDGES, prefetch
 from graphsys.progress import progress_bar
 from graphsys.storage.atomic import disk_full, fsync_path, sha256_file
@@ -485,7 +486,7 @@ def _build_push(graph, edge_set: str, directory: Path, progress: bool) -> IndexI
 
 
 def build_index(graph, kinds: tuple[str, ...] = ("csr", "csc"), *,
-                edge_sets: list[str] | None = None, memory_limit: int = 2_000_000_000,
+                edge_sets: list[str] | None = None, memory_limit: int | None = 2_000_000_000,
                 force: bool = False, progress: bool = False) -> dict[str, dict[str, IndexInfo]]:
     """Build persistent adjacency indexes of a graph's edge sets, memory-mapped when read.
 
@@ -508,8 +509,8 @@ def build_index(graph, kinds: tuple[str, ...] = ("csr", "csc"), *,
         the new edge set's are built, and a view reads its members' merged
         (:mod:`graphsys.storage.index_merge`).
     memory_limit : int, default 2_000_000_000
-        Bound on anonymous memory, in bytes; below :func:`min_build_memory` it is refused up
-        front.
+        Bound on anonymous memory, in bytes (None: the RAM available now); below
+        :func:`min_build_memory` it is refused up front.
     force : bool, default False
         Rebuild an index that is listed and current (by default it is kept), or one built
         before an append (by default read renumbered; rebuilt, it maps with no copy).
@@ -547,7 +548,7 @@ def build_index(graph, kinds: tuple[str, ...] = ("csr", "csc"), *,
     # in INDEX_KINDS order: a push index is built from the CSC
     kinds = tuple(k for k in INDEX_KINDS if k in kinds or (k == "csc" and "push" in kinds))
     need = min_build_memory(graph.num_nodes(), kinds)
-    if memory_limit < need:
+    if (memory_limit := budget(memory_limit)) < need:
         per_node = (need - BUILD_FIXED_BYTES) // max(graph.num_nodes(), 1)
         raise GraphsysError(f"memory_limit {memory_limit:,} bytes is too small to index "
                             f"{graph.num_nodes():,} nodes: it needs at least {need:,} bytes "

@@ -14,7 +14,7 @@ import scipy.sparse as sp
 
 from graphsys import open_graph
 from graphsys.cli import main
-from graphsys.errors import FormatError, GraphsysError
+from graphsys.errors import FormatError, GraphsysError, ParameterError
 from graphsys.memory import PeakMemory, current_memory
 from graphsys.storage import adjacency_index
 from graphsys.storage.adjacency_index import build_index, min_build_memory
@@ -158,6 +158,18 @@ def test_memory_limit_too_small_refused_with_the_minimum(graph_dir):
     n = open_graph(path).num_nodes()
     with pytest.raises(GraphsysError, match=f"at least {min_build_memory(n):,} bytes"):
         build_index(open_graph(path), memory_limit=1000)
+
+
+@pytest.mark.parametrize("limit", ["x", None, True, -1])
+def test_memory_limit_is_checked_as_every_budget_is(graph_dir, limit):
+    """None is the RAM available now, as every other memory_limit reads it ('x' and None
+    raised TypeError; -1 and True were read as byte counts)."""
+    g = open_graph(graph_dir[0])
+    if limit is None:
+        assert "csr" in build_index(g, ("csr",), memory_limit=None)["default"]
+    else:
+        with pytest.raises(ParameterError, match="memory_limit must be a positive number"):
+            build_index(g, ("csr",), memory_limit=limit)
 
 
 def test_disk_full_leaves_no_index_in_the_manifest(graph_dir, monkeypatch):
