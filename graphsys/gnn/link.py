@@ -37,6 +37,7 @@ from graphsys.gnn.config import LINK_DECODERS, check_choice
 from graphsys.ranking import auc, group_positions, rank_metrics, ranks, recall_at_k
 from graphsys.sampling.adjacency import Adjacency, from_coo, typed_edges
 from graphsys.sampling.block import Block
+from graphsys.storage.edge_changes import node_pair_keys
 from graphsys.storage.graph import Graph
 
 
@@ -281,13 +282,14 @@ def _targets(graph: Graph, entity_type: str | None, time: bool = False):
         keep = s != d
         s, d = s[keep], d[keep]
         t = _typed_times(graph, et, et)[keep] if time else None
-        first, t = _first_pairs(np.minimum(s, d) * n + np.maximum(s, d), t)
+        first, t = _first_pairs(node_pair_keys(np.minimum(s, d), np.maximum(s, d), n), t)
         return s[first], d[first], n, (0, n), True, [(et, 0, n)], t
     if cross:
         r = cross[0]
         nl, nr = graph.num_nodes(r.lhs), graph.num_nodes(r.rhs)
         s, d, _ = typed_edges(graph, None, r.lhs, r.rhs)
-        first, t = _first_pairs(s * nr + d, _typed_times(graph, r.lhs, r.rhs) if time else None)
+        first, t = _first_pairs(node_pair_keys(s, d, max(nl, nr)),
+                                _typed_times(graph, r.lhs, r.rhs) if time else None)
         return (s[first], d[first] + nl, nl + nr, (nl, nl + nr), False,
                 [(r.lhs, 0, nl), (r.rhs, nl, nl + nr)], t)
     where = f" of entity type {entity_type!r}" if entity_type else ""
@@ -349,12 +351,13 @@ def exclude_pairs(blocks: list[Block], heads: np.ndarray, tails: np.ndarray,
     ([2], [1])
     """
     heads, tails = np.asarray(heads, np.int64), np.asarray(tails, np.int64)
-    target = np.unique(np.minimum(heads, tails) * num_nodes + np.maximum(heads, tails))
+    target = np.unique(node_pair_keys(np.minimum(heads, tails), np.maximum(heads, tails),
+                                      num_nodes))
     out = []
     for b in blocks:
         u = b.src_nodes[b.edge_src].numpy()
         v = b.src_nodes[b.edge_dst].numpy()
-        drop = np.isin(np.minimum(u, v) * num_nodes + np.maximum(u, v), target)
+        drop = np.isin(node_pair_keys(np.minimum(u, v), np.maximum(u, v), num_nodes), target)
         if not drop.any():
             out.append(b)
             continue

@@ -17,7 +17,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from graphsys.errors import GraphsysError
+from graphsys.errors import GraphsysError, check_count
+from graphsys.gnn.config import _check_number
 from graphsys.gnn.conv._base import project_first
 from graphsys.gnn.dropout import dropout, relu_dropout
 from graphsys.gnn.sparse_input import is_sparse
@@ -99,6 +100,10 @@ class GNN(nn.Module):
         spec = GNN_MODELS.get(model)
         if num_layers < 1:
             raise GraphsysError(f"num_layers must be >= 1, got {num_layers}")
+        for name, size in (("in_dim", in_dim), ("hidden_dim", hidden_dim), ("out_dim", out_dim)):
+            check_count(name, size)  # 0 gave a ZeroDivisionError, -1 torch's RuntimeError
+        _check_number("dropout", dropout)  # NaN and 1.5 failed only in training, in NumPy
+        _check_number("heads", heads)
         self.model, self.num_layers, self.dropout, self.heads = model, num_layers, dropout, heads
         self.in_dim, self.hidden_dim, self.out_dim = in_dim, hidden_dim, out_dim
         convs, self.head = spec.layers(in_dim, hidden_dim, out_dim, num_layers, dropout, heads)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from graphsys.errors import ParameterError
+from graphsys.storage.edge_changes import node_pair_keys
 from graphsys.views.limits import check
 
 #: The lists of a pattern without edge labels: nothing is checked.
@@ -81,12 +82,13 @@ def label_lists(graph, view, ptr: np.ndarray, idx: np.ndarray, column: str,
     n = view.num_nodes
     rank = np.empty(n, np.int64)
     rank[view.order] = np.arange(n, dtype=np.int64)
-    key = np.repeat(np.arange(n, dtype=np.int64), np.diff(ptr)) * n + idx
+    key = node_pair_keys(np.repeat(np.arange(n, dtype=np.int64), np.diff(ptr)), idx, n)
     qs, labs, bits = [], [], []
     for (s, d, _, _), lab in zip(graph.iter_edges(es.name), graph.edge_column(column, es.name)):
         keep = s != d
         u, v, lab = rank[s[keep]], rank[d[keep]], lab[keep].astype(np.int64)
-        qs += [np.searchsorted(key, u * n + v), np.searchsorted(key, v * n + u)]
+        qs += [np.searchsorted(key, node_pair_keys(u, v, n)),
+               np.searchsorted(key, node_pair_keys(v, u, n))]
         labs += [lab, lab]
         bits += [np.full(len(lab), 1, np.uint8), np.full(len(lab), 2, np.uint8)]
     del key

@@ -8,6 +8,7 @@ import os
 import shutil
 import tempfile
 import weakref
+from fractions import Fraction
 from operator import itemgetter
 from typing import Any
 
@@ -371,10 +372,22 @@ def _exact(values: list, w: np.ndarray) -> bool:
     """Whether float32 holds every weight exactly: its float64 ``w`` and, for a weight that
     is no float (an int beyond 2**53, a Fraction), the value itself (2**60 + 1 is 2**60 in
     float64, which float32 holds: its path lengths were 1 short of NetworkX's exact
-    ones)."""
+    ones). Where a weight is no float, NetworkX's sums of them are exact too, so float64
+    must hold every sum of weights as well: the sum of all of them, counted in the
+    largest power of two every weight is a multiple of, within 2**53 (2**70 and 4 are each
+    exact, but the distance 2**70 + 4 summed in float64 was 4 short)."""
     if not np.all(w.astype(np.float32) == w):
         return False
-    return all(v == x for v, x in zip(values, w.tolist()) if type(v) is not float)
+    if all(type(v) is float for v in values):
+        return True  # NetworkX sums floats in float64 too
+    if not all(v == x for v, x in zip(values, w.tolist()) if type(v) is not float):
+        return False
+    if np.all(w == np.rint(w)) and w.sum() <= 2.0**52:
+        return True  # integers, their float64 sum well within 2**53
+    parts = [Fraction(x) for x in w.tolist() if x]  # each a dyadic rational, exactly
+    unit = min((Fraction(p.numerator & -p.numerator, p.denominator) for p in parts),
+               default=1)
+    return sum(parts) <= unit * 2**53
 
 
 def memory_dir() -> str | None:

@@ -63,7 +63,8 @@ def presample_hot_nodes(sampler: Sampler, seeds, *, batch_size: int = 1024,
     batch_size, num_batches = (check_count("batch_size", batch_size),
                                check_count("num_batches", num_batches))
     n = sampler.num_nodes
-    order = np.random.default_rng(rng_seed).permutation(as_seed_array(seeds, n))
+    rng = np.random.default_rng(check_count("rng_seed", rng_seed, minimum=0))
+    order = rng.permutation(as_seed_array(seeds, n))
     counts = np.zeros(n, np.int64)
     for i in range(min(num_batches, -(-len(order) // batch_size))):
         batch = order[i * batch_size:(i + 1) * batch_size]

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from graphsys.errors import GraphsysError
+from graphsys.errors import GraphsysError, ParameterError, check_count
 from graphsys.sampling import _kernels as K
 from graphsys.sampling._util import as_seed_array, run_parallel, scratch
 from graphsys.sampling.adjacency import Adjacency, homogeneous_adjacency
@@ -65,7 +65,8 @@ def sample_neighbors(adj: Adjacency, seeds: np.ndarray, fanout: int, *, replace:
     replace : bool, optional
         Sample with replacement (default False).
     rng_seed : int, optional
-        Seed of the draws (default 0); the picks do not depend on ``parallel``.
+        Seed of the draws, in ``[0, 2**63)`` (default 0); the picks do not depend on
+        ``parallel``.
     parallel : bool, optional
         Run on every thread (default True) or on the calling one.
 
@@ -85,6 +86,11 @@ def sample_neighbors(adj: Adjacency, seeds: np.ndarray, fanout: int, *, replace:
     ([2, 1], 3, True)
     """
     seeds = as_seed_array(seeds, adj.num_rows)   # the kernels read rows unchecked
+    if not (isinstance(fanout, (int, np.integer)) and not isinstance(fanout, bool)
+            and fanout == 0):  # 0: no picks
+        fanout = parse_fanouts([fanout])[0]  # -2 and NaN were read as -1, 1.5 as 1
+    if check_count("rng_seed", rng_seed, minimum=0) >= 1 << 63:  # beyond the kernels' int64
+        raise ParameterError("rng_seed", f"must be below 2**63, got {rng_seed}")
     return pick_neighbors(adj, seeds, fanout, replace, rng_seed, parallel)
 
 

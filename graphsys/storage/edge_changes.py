@@ -66,6 +66,33 @@ def pair_keys(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     return (np.asarray(src, np.int64) << 32) | np.asarray(dst, np.int64)
 
 
+#: The most nodes whose pairs :func:`node_pair_keys` packs into one int64 ``u * n + v``
+#: (``isqrt(2**63 - 1)``); beyond it that product wraps around, and two pairs shared a key
+MAX_PACKED_NODES = 3_037_000_499
+
+
+def node_pair_keys(u, v, n: int) -> np.ndarray:
+    """One key per pair of node ids ``(u[k], v[k])`` below ``n``, ordered as the pairs are
+    and equal only for equal pairs (for ``np.unique``, ``np.isin``, ``np.searchsorted``):
+    int64 ``u * n + v`` up to :data:`MAX_PACKED_NODES` nodes, else a structured array of
+    the two int64 ids.
+
+    Examples
+    --------
+    >>> node_pair_keys(np.array([0, 1]), np.array([3, 0]), 4).tolist()
+    [3, 4]
+    >>> keys = node_pair_keys(np.array([2**31, 0]), np.array([0, 0]), 2**33)
+    >>> len(np.unique(keys))  # u * n + v: 2**64 and 0 wrapped to one key
+    2
+    """
+    u, v = np.asarray(u, np.int64), np.asarray(v, np.int64)
+    if n <= MAX_PACKED_NODES:
+        return u * n + v
+    out = np.empty(u.shape, [("u", np.int64), ("v", np.int64)])
+    out["u"], out["v"] = u, v
+    return out
+
+
 def change_members(manifest, names: Iterable[str]) -> list[str]:
     """The change sets among ``names``, in manifest order (the order they apply in)."""
     wanted = set(names)

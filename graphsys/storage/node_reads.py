@@ -230,8 +230,9 @@ def _column(et, name: str, kind: str | None = None):
 
 
 def integer_ids(values, what: str) -> np.ndarray:
-    """``values`` as int64 (1-D): integers, or floats with no fractional part; a bool, a
-    fractional or non-finite float, a string or an integer beyond int64 is a one-line
+    """``values`` as int64 (1-D): integers, or floats with no fractional part below 2**53 in
+    magnitude; a bool, a fractional, non-finite or larger float (2**53 + 1 as a float is
+    2**53: node 2**53 was read), a string or an integer beyond int64 is a one-line
     :class:`GraphsysError` starting with ``what`` (never truncated or wrapped around)."""
     try:
         arr = np.atleast_1d(np.asarray(values))
@@ -245,10 +246,14 @@ def integer_ids(values, what: str) -> np.ndarray:
         first = next((v for v in arr.tolist() if not isinstance(v, int) or isinstance(v, bool)
                       or not -2**63 <= v < 2**63), arr.tolist()[0] if len(arr) else values)
         raise GraphsysError(f"{what}; got {first!r}")
-    if arr.dtype.kind == "f":
-        bad = ~np.isfinite(arr) | (arr != np.round(arr)) | (np.abs(arr) >= 2.0**63)
+    if arr.dtype.kind == "f":  # from 2**53 on a float may be another id rounded
+        arr = arr.astype(np.float64)
+        bad = ~np.isfinite(arr) | (arr != np.round(arr)) | (np.abs(arr) >= 2.0**53)
         if bad.any():
-            raise GraphsysError(f"{what}; got {arr[bad][0].item()!r}")
+            first = arr[bad][0].item()
+            big = " (from 2**53 on a float may be another id rounded: pass such ids as ints)"
+            raise GraphsysError(f"{what}; got {first!r}"
+                                f"{big if np.isfinite(first) and first.is_integer() else ''}")
     if arr.dtype.kind == "u" and len(arr) and int(arr.max()) >= 2**63:
         raise GraphsysError(f"{what}; got {int(arr.max())} (beyond int64)")
     return arr.astype(np.int64)

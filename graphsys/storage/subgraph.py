@@ -37,6 +37,7 @@ import pyarrow.ipc as paipc
 
 from graphsys.errors import GraphsysError, ParameterError, check_count
 from graphsys.storage.csr import CSR
+from graphsys.storage.edge_changes import node_pair_keys
 from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest_sources
 
 __all__ = ["edge_mask_fn", "ego_adjacency", "ego_mask", "node_mask", "node_table",
@@ -390,13 +391,13 @@ def edge_mask_fn(graph, edges=None, where=None, *, internal: bool = False,
         else:
             u = graph.to_internal(pairs[:, 0].tolist())
             v = graph.to_internal(pairs[:, 1].tolist())
-        keys = np.unique(np.concatenate([u * n + v] + (
-            [v * n + u] if graph.edge_set(edge_set).undirected else [])))
+        keys = np.unique(np.concatenate([node_pair_keys(u, v, n)] + (
+            [node_pair_keys(v, u, n)] if graph.edge_set(edge_set).undirected else [])))
 
     def keep(src: np.ndarray, dst: np.ndarray, batch: Callable[[], pa.Table]) -> np.ndarray:
         mask = np.ones(len(src), bool)
         if keys is not None:
-            mask &= np.isin(src * n + dst, keys)
+            mask &= np.isin(node_pair_keys(src, dst, n), keys)
         if where is not None and mask.any():
             mask &= _predicate(batch(), where, "edges")
         return mask

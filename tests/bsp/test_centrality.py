@@ -170,6 +170,25 @@ def test_weights_must_be_positive(tmp_path):
     assert bsp.closeness(g).stats.converged  # hops: the weights are not read
 
 
+def test_weighted_betweenness_refuses_weights_a_path_sum_can_absorb(tmp_path):
+    """With weights 1 and 1e-17, 1 + 1e-17 == 1 in float64, so an edge weighed as 0 and
+    the path counts compared sums that only rounding made equal: node 1 of the directed
+    triangle below got 0.25 where exact arithmetic gives 0 (0 -> 2 is shorter than
+    0 -> 1 -> 2), and on the edges 1->3 (1), 3->2, 2->4, 4->2 (1e-17) nodes 2 and 3 got 2
+    and 2 where networkx gives 3 and 1.5. Such weights are now refused; closeness and
+    harmonic, which compare no sums, still run."""
+    g = graphsys.from_numpy(np.array([0, 1, 0]), np.array([1, 2, 2]), tmp_path / "g",
+                            weight=np.array([1.0, 1e-17, 1.0]))
+    with pytest.raises(GraphsysError, match="^betweenness compares sums of edge weights"):
+        bsp.betweenness(g, weighted=True)
+    assert bsp.closeness(g, weighted=True).stats.converged
+    fine = graphsys.from_numpy(np.array([0, 1, 0]), np.array([1, 2, 2]), tmp_path / "f",
+                               weight=np.array([1.0, 1e-10, 1.0]))
+    assert bsp.betweenness(fine, weighted=True).to_dict() == nx.betweenness_centrality(
+        nx.DiGraph([(0, 1, {"w": 1.0}), (1, 2, {"w": float(np.float32(1e-10))}),
+                    (0, 2, {"w": 1.0})]), weight="w")
+
+
 EDGES = st.lists(st.tuples(st.integers(0, 20), st.integers(0, 20)).filter(
     lambda e: e[0] != e[1]), min_size=1, max_size=60)
 

@@ -310,3 +310,22 @@ def test_cli_link_flags(tmp_path, capsys):
     rc = main(["gnn", "train", "--graph", str(d), "--task", "link", "--metrics-k", "1,x"])
     err = capsys.readouterr().err.strip()
     assert rc != 0 and err == "error: --metrics-k must be comma-separated integers, got '1,x'"
+
+
+def test_target_pairs_keyed_as_records_past_the_int64_product(monkeypatch):
+    """exclude_pairs keyed pairs ``min * n + max`` in int64, which wraps from about 3.04e9
+    nodes (the pairs (2**31, 2**33 - 1) and (0, 2**33 - 1) then shared a key); past that
+    size the keys are (u, v) records, forced here: the same edges are dropped."""
+    import torch
+
+    from graphsys.gnn.link import exclude_pairs
+    from graphsys.sampling.block import Block
+    from graphsys.storage import edge_changes
+
+    b = Block(torch.tensor([0, 1, 2]), 2, torch.tensor([1, 0, 2, 2]),
+              torch.tensor([0, 1, 1, 0]))                   # 1 -> 0, 0 -> 1, 2 -> 1, 2 -> 0
+    want = exclude_pairs([b], np.array([0, 2]), np.array([1, 1]), 3)[0]
+    monkeypatch.setattr(edge_changes, "MAX_PACKED_NODES", 1)
+    got = exclude_pairs([b], np.array([0, 2]), np.array([1, 1]), 3)[0]
+    assert got.edge_src.tolist() == want.edge_src.tolist() == [2]
+    assert got.edge_dst.tolist() == want.edge_dst.tolist() == [0]

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from graphsys.embed import Embeddings
-from graphsys.errors import GraphsysError
+from graphsys.errors import GraphsysError, ParameterError
 from graphsys.gnn import TrainConfig, embed_checkpoint, train
 from graphsys.gnn.checkpoint import load_checkpoint
 
@@ -333,3 +333,16 @@ def test_train_refuses_a_setting_the_node_task_ignores(tmp_path):
         train(g, TrainConfig(margin=0.3, epochs=1))
     with pytest.raises(ParameterError, match="^num_random_walks is not read by the node"):
         train(g, TrainConfig(model="gcn", num_random_walks=3, epochs=1))
+
+
+@pytest.mark.parametrize("setting,value", [
+    ("dropout", float("nan")), ("dropout", 1.5), ("dropout", -0.1), ("heads", 0),
+    ("hidden_dim", 0), ("out_dim", 0), ("in_dim", -1)])
+def test_gnn_refuses_a_size_or_dropout_out_of_range(setting, value):
+    """``GNN(...)`` built every such model: dropout NaN or 1.5 failed only when training
+    began (NumPy's "cannot convert float NaN to integer"), and heads or a width of 0 raised
+    ZeroDivisionError; each is now one line naming the setting, as TrainConfig's are."""
+    from graphsys.gnn import GNN
+
+    with pytest.raises(ParameterError, match=f"^{setting} must be"):
+        GNN(**{"model": "gat", "in_dim": 4, "hidden_dim": 8, "out_dim": 3, setting: value})

@@ -39,8 +39,19 @@ def test_to_internal_refuses(g, value, message):
 
 def test_exact_integers_still_map(g):
     assert g.to_internal(30.0).tolist() == g.to_internal(30).tolist()
+    assert g.to_internal(np.array([30], np.float16)).tolist() == g.to_internal(30).tolist()
     assert g.to_original(g.to_internal([10, 30])).tolist() == [10, 30]
     assert g.to_original(int(g.to_internal(20)[0])) == 20
+
+
+def test_a_float_id_from_2_to_the_53_is_refused(tmp_path):
+    """float(2**53 + 1) is 2**53: the id 2**53 + 1 passed as a float (a pandas column with a
+    missing value) read node 2**53, another node of the graph. Floats from 2**53 on hold no
+    exact integer and are refused; the ids as ints still map."""
+    big = graphsys.from_numpy([2**53, 2**53 + 1], [2**53 + 1, 0], tmp_path / "g")
+    with pytest.raises(GraphsysError, match=r"got 9007199254740992\.0 \(from 2\*\*53 on"):
+        big.to_internal(np.array([2**53 + 1, 0], np.float64))
+    assert big.to_original(big.to_internal([2**53 + 1])).tolist() == [2**53 + 1]
 
 
 def test_from_networkx_refuses_bad_weights_and_big_keys(tmp_path):

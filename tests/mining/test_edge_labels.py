@@ -338,3 +338,16 @@ def test_fsm_edge_label_refusals(tmp_path):
         mining.frequent_subgraphs(g, labels, 1, edge_labels="kind")
     with pytest.raises(ParameterError, match="not integer"):
         mining.frequent_subgraphs(g, labels, 1, edge_labels="score")
+
+
+def test_edge_labels_keyed_as_records_past_the_int64_product(tmp_path, monkeypatch):
+    """The edge-label lists found each stored edge by the key ``u * n + v`` (int64, wraps
+    from about 3.04e9 nodes); past that size the keys are (u, v) records, forced here: the
+    same counts as brute force."""
+    from graphsys.storage import edge_changes
+
+    monkeypatch.setattr(edge_changes, "MAX_PACKED_NODES", 1)
+    g, stored, _ = labelled_graph(tmp_path / "g", 8, 32, 1, 3)
+    for edges, labs in UNDIRECTED[:3]:
+        p = Pattern(edges, edge_labels=labs)
+        agree(g, p, brute(stored, range(8), p, False), False)

@@ -398,6 +398,26 @@ def test_weights_float64_rounds_are_inexact():
     assert convert(nx.DiGraph([(0, 1, {"weight": Fraction(1, 2)})])).exact_weights
 
 
+def test_integer_weights_whose_sums_float64_rounds_are_inexact():
+    """2**70 and 4 are each exact in float32, but their sum is not in float64: the
+    distance 0 -> 2 was 2**70 where NetworkX sums the ints to 2**70 + 4 (and the Wiener
+    index was 14 short); such weights are now declined, as single inexact ones are."""
+    from fractions import Fraction
+
+    G = nx.path_graph(3)
+    G.add_weighted_edges_from([(0, 1, 2**70), (1, 2, 4)])
+    assert nx.dijkstra_path_length(G, 0, 2) == 2**70 + 4
+    assert not convert(G).exact_weights
+    with pytest.raises(NotImplementedError):
+        B.dijkstra_path_length(convert(G), 0, 2, weight="weight")
+    near = nx.path_graph(3)
+    near.add_weighted_edges_from([(0, 1, 1), (1, 2, Fraction(1, 2**60))])
+    assert not convert(near).exact_weights  # 1 + 2**-60 is 1 in float64
+    G.add_weighted_edges_from([(0, 1, 2**52), (1, 2, 2**52)])
+    assert convert(G).exact_weights  # every sum within 2**53: exact
+    assert B.dijkstra_path_length(convert(G), 0, 2, weight="weight") == 2**53
+
+
 @needs_entry_point
 def test_cached_conversion_sees_edits(monkeypatch):
     """NetworkX caches the conversion on the graph and does not clear it when an edge

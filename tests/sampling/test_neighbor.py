@@ -7,7 +7,7 @@ import pytest
 import torch
 from scipy import stats
 
-from graphsys.errors import GraphsysError
+from graphsys.errors import GraphsysError, ParameterError
 from graphsys.sampling import (
     NeighborSampler,
     from_coo,
@@ -156,6 +156,25 @@ def test_sample_neighbors_refuses_seeds_outside_the_rows(bad):
     adj = from_coo(np.array([0, 0, 0, 1]), np.array([1, 2, 3, 0]), 4, 4)
     with pytest.raises(GraphsysError, match="outside the graph|must be integers"):
         sample_neighbors(adj, np.array(bad), 2)
+
+
+@pytest.mark.parametrize("fanout", [-2, float("nan"), 1.5, 1.0, True])
+def test_sample_neighbors_refuses_a_fanout_that_is_no_count(fanout):
+    """The one-layer function passed its fanout to the kernels unchecked: -2 and NaN drew
+    every neighbour (as -1), and 1.5 or True compiled another kernel that drew 1."""
+    adj = from_coo(np.array([0, 0, 0, 1]), np.array([1, 2, 3, 0]), 4, 4)
+    with pytest.raises(GraphsysError, match="fanouts must be"):
+        sample_neighbors(adj, np.array([0, 1]), fanout)
+    assert sample_neighbors(adj, np.array([0, 1]), 0)[1].tolist() == [0, 0]  # no picks
+
+
+@pytest.mark.parametrize("rng_seed", [-1, 1.5, float("nan"), 2**63, 2**64])
+def test_sample_neighbors_refuses_a_seed_outside_the_kernels(rng_seed):
+    """A negative or float ``rng_seed`` reached the kernels (1.5 drew seed 1's picks) and
+    2**63 gave numba's OverflowError traceback; each is now one line."""
+    adj = from_coo(np.array([0, 0, 0, 1]), np.array([1, 2, 3, 0]), 4, 4)
+    with pytest.raises(ParameterError, match="rng_seed"):
+        sample_neighbors(adj, np.array([0, 1]), 2, rng_seed=rng_seed)
 
 
 def test_source_degrees_and_block_src_degree_against_brute_force(monkeypatch):

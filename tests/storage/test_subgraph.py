@@ -157,3 +157,19 @@ def test_engines_run_on_a_subgraph(tmp_path):
     ref = nx.pagerank(G.subgraph(keep), weight=None, tol=1e-13)
     res = bsp.pagerank(h, tol=1e-10, weighted=False)
     assert res.to_dict() == pytest.approx(ref, abs=1e-6)
+
+
+@pytest.mark.parametrize("undirected", [False, True])
+def test_edge_subgraph_keys_pairs_past_the_int64_product(tmp_path, monkeypatch, undirected):
+    """The chosen pairs were keyed ``u * n + v`` in int64, which wraps from about 3.04e9
+    nodes: pairs (2**31, 0) and (0, 0) of a 2**33-node graph shared a key, so the wrong
+    edges were kept. Keys now switch to (u, v) records past that size; forced here on a
+    small graph, they keep the same edges."""
+    from graphsys.storage import edge_changes
+
+    g, G, _ = stored(tmp_path, 4, undirected=undirected)
+    some = [(a, b) for a, b, _ in list(G.edges(keys=True))[:12]]
+    want = edges_of(g.edge_subgraph(some))
+    monkeypatch.setattr(edge_changes, "MAX_PACKED_NODES", 1)
+    assert edge_changes.node_pair_keys(np.array([1]), np.array([0]), 3).dtype.names
+    assert edges_of(g.edge_subgraph(some)) == want

@@ -64,7 +64,14 @@ def sample_sources(graph, k, seed, sources) -> np.ndarray | None:
 
 
 def check_positive_weights(graph, edge_set: str | None, name: str) -> None:
-    """GraphsysError when an edge weight is not a positive finite number (streamed)."""
+    """GraphsysError when an edge weight is not a positive finite number (streamed); for
+    betweenness also when the smallest weight could vanish beside a path's length in
+    float64 (a path length ``L``, at most the sum of the weights and ``N - 1`` times the
+    largest, plus the smallest ``lo`` must exceed ``L``: ``lo >= L * 2**-52``). Its path
+    counts compare such sums for equality, and with 1.0 and 1e-17 (float32 stores 1e-38)
+    an edge weighed as 0: paths were counted and scaled neither as networkx's nor as
+    exact arithmetic's."""
+    lo, hi, total = np.inf, 0.0, 0.0
     for _, _, _, w in graph.iter_edges(edge_set):
         if w is None or len(w) == 0:
             continue
@@ -73,6 +80,15 @@ def check_positive_weights(graph, edge_set: str | None, name: str) -> None:
             raise GraphsysError(f"{name} reads edge weights as lengths and needs them positive "
                                 f"and finite; found {float(w[bad[0]])!r} (weighted=False "
                                 f"counts every edge as 1)")
+        lo, hi = min(lo, float(w.min())), max(hi, float(w.max()))
+        total += float(w.sum(dtype=np.float64))
+    longest = min(total, max(graph.num_nodes() - 1, 0) * hi)
+    if name == "betweenness" and lo * 2.0**52 < longest:
+        raise GraphsysError(f"betweenness compares sums of edge weights in float64, where the "
+                            f"weight {lo:g} can vanish beside a path of length up to "
+                            f"{longest:g} (the smallest weight must be at least 2**-52 of "
+                            f"that); rescale or round the weights, or weighted=False counts "
+                            f"every edge as 1")
 
 
 def rescale(values: np.ndarray, n: int, *, normalized: bool, directed: bool,
