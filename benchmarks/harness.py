@@ -35,6 +35,7 @@ import datetime
 import json
 import os
 import platform
+import re
 import shlex
 import statistics
 import subprocess
@@ -53,12 +54,27 @@ T = TypeVar("T")
 # -- arguments ----------------------------------------------------------------------------------
 
 
+class _Parser(argparse.ArgumentParser):
+    """A benchmark's parser: ``--help`` gives every option's default (the README says so),
+    added to an option's help unless the help already names it (``default`` or a value in
+    parentheses at its end)."""
+
+    def add_argument(self, *args, **kwargs):
+        action = super().add_argument(*args, **kwargs)
+        text = action.help or ""
+        if (action.default not in (None, False, True, "", argparse.SUPPRESS)
+                and "default" not in text and not re.search(r"\([^()]*\)\s*$", text)):
+            action.help = f"{text} (default %(default)s)" if text else "default %(default)s"
+        return action
+
+
 def parser(doc: str | None) -> argparse.ArgumentParser:
     """An argument parser for a benchmark whose module docstring is ``doc``: the first
-    paragraph is its description, the rest its epilog; ``--record FILE`` is added."""
+    paragraph is its description, the rest its epilog; ``--record FILE`` is added, and
+    ``--help`` shows every option's default."""
     head, _, rest = (doc or "").strip().partition("\n\n")
-    ap = argparse.ArgumentParser(description=head, epilog=rest or None,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = _Parser(description=head, epilog=rest or None,
+                 formatter_class=argparse.RawDescriptionHelpFormatter)
     add_record_argument(ap)
     return ap
 

@@ -18,8 +18,8 @@ graphsys's modules are imported), read from disk only for a module not imported:
 edited after its import changes no key this process uses, so the code a process compiled
 is never saved under the key of sources it did not run. The import lists of
 each source file are kept per process, and across processes in a small file beside the
-cache (``imports-1``, keyed by the file's bytes), so a new process parses only the files
-that changed.
+cache (``imports-2``, named by the cache :data:`FORMAT`; keyed by the file's bytes), so a
+new process parses only the files that changed.
 
 **Entries.** numba keeps a kernel as an index file (``.nbi``: numba's version, the source
 file's stamp, and which data file holds each compiled signature) and one data file per

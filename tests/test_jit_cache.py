@@ -498,3 +498,12 @@ def test_import_lists_are_kept_across_processes(package, tmp_path):
     finally:
         jit_cache._memo = old
     assert with_memo == _digest(package)
+
+
+def test_the_docs_name_the_import_lists_file():
+    """jit_cache's docstring and docs/architecture.md name the import-lists file the cache
+    writes: they said ``imports-1`` after the cache format moved to 2."""
+    name = f"imports-{jit_cache.FORMAT}"
+    page = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
+    assert f"``{name}``" in jit_cache.__doc__
+    assert f"`{name}`" in page.read_text(encoding="utf-8")

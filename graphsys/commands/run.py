@@ -5,8 +5,9 @@ where it has an adjacency index, ``graphsys index``); unless ``--no-verify``, ev
 run reads is checked against its manifest sha256 when first read (``graphsys verify`` checks
 every file, and edge order, up front).
 
-Writes ``--out`` (Parquet: ``node`` = original id, ``value`` = float64; ``inf`` where
-BFS/SSSP cannot reach; a global node id as label for wcc/lpa) atomically, and prints one line
+Writes ``--out`` (Parquet: ``node`` = original id, ``value`` = float64, for hits a list
+``[hub, authority]``; ``inf`` where BFS/SSSP cannot reach; a global node id as label for
+wcc/lpa; kcore adds ``order``, its peeling position) atomically, and prints one line
 per superstep (active vertices, messages, edges scanned, bytes, seconds). Under ``torchrun``
 (``WORLD_SIZE`` > 1: ``torchrun --nproc-per-node W -m graphsys run ALGO DIR ...``) every rank
 runs its partitions and rank 0 writes the output.

@@ -258,9 +258,9 @@ class TrainConfig:
 
     Parameters
     ----------
-    task : {"node", "link"}
-        Node classification, or link prediction / item recommendation on a bipartite
-        graph (default ``"node"``).
+    task : {"node", "link", "temporal-link"}
+        Node classification, link prediction / item recommendation on a bipartite graph,
+        or link prediction on a stream of timestamped events (default ``"node"``).
     model : str
         A builtin model (``"sage"``, ``"gcn"``, ``"gat"``, ``"gin"``, ``"pinsage"``; see
         :class:`~graphsys.gnn.GNN`), a ``"module:Factory"`` spec (node task), ``"rgcn"``
@@ -282,11 +282,12 @@ class TrainConfig:
     hidden : int
         Hidden width (default 64).
     epochs : int, optional
-        Maximum epochs (node 200, link 20).
+        Maximum epochs (node 200, link 20, temporal-link 10).
     lr : float, optional
-        Adam learning rate (node 0.01, gat 0.005, link 0.003).
+        Adam learning rate (node 0.01, gat 0.005, link 0.003, rgcn 0.01, temporal-link
+        0.001).
     weight_decay : float, optional
-        Adam's L2 penalty (node 5e-4, link 0).
+        Adam's L2 penalty (node 5e-4, link 0, temporal-link 0).
     weight_decay_layers : {"all", "first"}
         Where ``weight_decay`` applies: every parameter, or the first layer and the
         layer-0 input only (Kipf & Welling's GCN recipe, PyG's ``gcn.py``).
@@ -299,13 +300,16 @@ class TrainConfig:
         Node task: one step per epoch on the whole graph, full neighbourhoods
         (:mod:`graphsys.gnn.full_graph`) (default False).
     dropout : float, optional
-        Dropout probability in [0, 1) (node 0.5, gat 0.6, link 0).
+        Dropout probability in [0, 1) (node 0.5, gat 0.6, link 0, rgcn 0.2, temporal-link
+        0.1).
     batch_size : int, optional
-        Seeds (node task) or query items (link task) per step (node 256, link 512).
+        Seeds (node task), query items or edges (link task) or events (temporal-link) per
+        step (node 256, link 512, rgcn 30000, temporal-link 200).
     batches_per_epoch : int, optional
         Cap on the link task's steps per epoch.
     patience : int, optional
-        Early stopping: evaluations without improvement (node 50, link 5).
+        Early stopping: evaluations without improvement (node 50, link 5, temporal-link
+        3).
     eval_every : int
         Evaluate every this many epochs, and after the last (default 1).
     eval_fanouts : list of int, optional

@@ -342,7 +342,12 @@ class Graph(GraphSchema, SubgraphMethods):
         edge_set : str or sequence of str, optional
             The edge set (default: see :meth:`edge_set`).
         direction : {"out", "in", "both"}, default "out"
-            Which edges count.
+            Which edges count: out-edges, in-edges, or both (NetworkX's ``G.degree`` of a
+            ``DiGraph``). An undirected edge set is stored both ways, so its ``out`` (and
+            ``in``) degree is NetworkX's ``G.degree`` of a ``Graph`` but for a self-loop,
+            stored once and counted once (NetworkX counts it twice;
+            :func:`graphsys.measures.degree_stats` does too), and ``both`` counts every
+            edge twice.
 
         Returns
         -------

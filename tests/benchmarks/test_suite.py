@@ -102,3 +102,34 @@ def test_results_page_command_parses(workload, command, parse_only):
     assert script.is_file(), f"{workload}: {argv[1]} does not exist"
     with pytest.raises(_Parsed):
         _load(script).main(argv[2:])
+
+
+class _Parser(Exception):
+    pass
+
+
+@pytest.mark.parametrize("path", BENCHMARKS, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_help_gives_every_default(path, monkeypatch):
+    """benchmarks/README.md: '--help # every option, with its default'. Options such as
+    pagerank_bfs_wcc.py's --iters (10) or incremental.py's --work, --edges and --tol said
+    nothing of their default."""
+    real = harness.parser
+
+    def parser(doc):
+        ap = real(doc)
+        ap.parse_args = lambda *a, **k: (_ for _ in ()).throw(_Parser(ap))
+        return ap
+
+    monkeypatch.setattr(harness, "parser", parser)
+    with pytest.raises(_Parser) as caught:
+        _load(path).main([])
+    ap = caught.value.args[0]
+    text = "".join(ap.format_help().split())  # wrapping may break a long value
+    for action in ap._actions:
+        if action.default in (None, False, True, "", "==SUPPRESS=="):
+            continue
+        shown = " ".join(ap._get_formatter()._expand_help(action).split()) if action.help \
+            else ""
+        assert "default" in shown or re.search(r"\([^()]*\)\s*$", shown), \
+            f"{action.option_strings}: {shown!r}"
+        assert "".join(shown.split()) in text
