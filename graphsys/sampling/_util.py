@@ -41,15 +41,19 @@ def as_seed_array(seed_nodes, num_nodes: int, what: str = "seed") -> np.ndarray:
 def derive_seed(*parts: int) -> int:
     """A 63-bit seed from integers (e.g. base seed, epoch, batch, layer); stable across runs
     and platforms. A part that is not an integer (a float, a bool, a string: ``rng_seed=1.5``
-    drew seed 1's sample) is refused in one line."""
+    drew seed 1's sample), or lies outside [-2**63, 2**64) (``2**64`` drew seed 0's), is
+    refused in one line."""
     h = 0x243F6A8885A308D3
     for p in parts:
         try:
             if isinstance(p, (bool, np.bool_)):
                 raise TypeError
             p = operator.index(p)
+            if not -(1 << 63) <= p < 1 << 64:   # 2**64 drew seed 0's sample
+                raise TypeError
         except TypeError:
-            raise GraphsysError(f"a random seed must be an integer, got {p!r}") from None
+            raise GraphsysError(f"a random seed must be an integer in [-2**63, 2**64), got "
+                                f"{p!r}") from None
         h = (h ^ (p & ((1 << 64) - 1))) * 0x100000001B3 & ((1 << 64) - 1)
         h ^= h >> 29
         h = h * 0xBF58476D1CE4E5B9 & ((1 << 64) - 1)

@@ -123,7 +123,8 @@ def test_a_random_seed_that_is_not_an_integer_is_refused():
     from graphsys.sampling._util import derive_seed
 
     s = NeighborSampler(from_coo(np.array([0, 1]), np.array([1, 0]), 2, 2), [1])
-    for bad in (1.5, True, None, "3"):
-        with pytest.raises(GraphsysError, match="random seed must be an integer, got"):
+    for bad in (1.5, True, None, "3", 1 << 64, -(1 << 63) - 1):   # 2**64 drew seed 0's
+        with pytest.raises(GraphsysError, match=r"random seed must be an integer in \[-2\*\*63"):
             s.sample_blocks([0], rng_seed=bad)
     assert derive_seed(np.uint64(5), torch.tensor(2)) == derive_seed(5, 2)
+    assert derive_seed((1 << 64) - 1) != derive_seed(0)
