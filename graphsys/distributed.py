@@ -203,6 +203,15 @@ def init_from_env(device: torch.device) -> bool:
     return True
 
 
+def init_owned(device: torch.device) -> tuple[bool, bool]:
+    """``(distributed, owned)``: :func:`init_from_env`'s answer, and whether this call
+    initialised the group, so that its caller destroys it when done; a group the caller
+    had initialised is the caller's to destroy."""
+    already = initialized()
+    distributed = init_from_env(device)
+    return distributed, distributed and not already
+
+
 def local_cuda_device() -> torch.device:
     """This rank's GPU, ``cuda:LOCAL_RANK`` (``torchrun`` sets it; else the rank modulo the
     visible GPUs), made the current CUDA device."""

@@ -19,7 +19,7 @@ from graphsys.distributed import (
     Collectives,
     destroy,
     graph_digest,
-    init_from_env,
+    init_owned,
     initialized,
     local_cuda_device,
     rank_share,
@@ -123,9 +123,7 @@ def distributed_setup(distributed: bool | None, cfg: TrainConfig, device: torch.
     owns), and the rank's device (``cuda:LOCAL_RANK`` for a CUDA run)."""
     owned = False
     if distributed is None:
-        already = initialized()
-        distributed = owned = init_from_env(device)
-        owned = owned and not already
+        distributed, owned = init_owned(device)
     elif distributed and not initialized():
         raise ParameterError("distributed", "torch.distributed is not initialised (launch "
                              "with torchrun, or call init_process_group first)")
