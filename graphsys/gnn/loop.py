@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from graphsys.distributed import (
+    NOT_INITIALISED,
     Collectives,
     destroy,
     graph_digest,
@@ -126,8 +127,8 @@ def distributed_setup(distributed: bool | None, cfg: TrainConfig, device: torch.
     if distributed is None:
         distributed, owned = init_owned(device)
     elif distributed and not initialized():
-        raise ParameterError("distributed", "torch.distributed is not initialised (launch "
-                             "with torchrun, or call init_process_group first)")
+        raise ParameterError("distributed", f"{NOT_INITIALISED} (or pass distributed=None "
+                                            f"under torchrun)")
     if distributed:
         if cfg.task != "node" or cfg.full_graph:
             if owned:

@@ -85,5 +85,8 @@ def test_spawn_refuses_a_world_size_before_starting_ranks(graphs):
 
 
 def test_distributed_needs_a_process_group(graphs):
-    with pytest.raises(GraphsysError, match="not initialised"):
+    """Under torchrun, a script calling ``pagerank(distributed=True)`` was told to "launch
+    with torchrun": torchrun starts the processes, the group is initialised in them."""
+    with pytest.raises(GraphsysError, match="not initialised .*initialise their group first: "
+                                            "graphsys.distributed.init_from_env"):
         bsp.pagerank(graphs["directed-p1"].graph, distributed=True)
