@@ -41,6 +41,12 @@ _REDUCE = {"sum": "SUM", "min": "MIN", "max": "MAX"}
 #: launcher hosts at ``MASTER_ADDR:MASTER_PORT`` (torchrun's agent does the same).
 AGENT_STORE = "TORCHELASTIC_USE_AGENT_STORE"
 LOCALHOST = "127.0.0.1"
+#: Why a run asked to be distributed (``distributed=True``) cannot be: torchrun starts the
+#: processes, and the group is initialised in them (by a call given ``distributed=None``,
+#: or by the caller)
+NOT_INITIALISED = ("torch.distributed is not initialised (torchrun starts the ranks; "
+                   "initialise their group first: graphsys.distributed.init_from_env or "
+                   "torch.distributed.init_process_group)")
 _destroyed = False
 
 
@@ -201,6 +207,15 @@ def init_from_env(device: torch.device) -> bool:
     except RuntimeError as exc:   # a peer gone or frozen while the ranks connect
         raise _peer_error(exc, rank) from None
     return True
+
+
+def init_owned(device: torch.device) -> tuple[bool, bool]:
+    """``(distributed, owned)``: :func:`init_from_env`'s answer, and whether this call
+    initialised the group, so that its caller destroys it when done; a group the caller
+    had initialised is the caller's to destroy."""
+    already = initialized()
+    distributed = init_from_env(device)
+    return distributed, distributed and not already
 
 
 def local_cuda_device() -> torch.device:
@@ -367,8 +382,7 @@ class Collectives:
         import torch.distributed as dist
 
         if not dist.is_initialized():
-            raise GraphsysError("distributed run: torch.distributed is not initialised "
-                                "(launch with torchrun, or call init_process_group first)")
+            raise GraphsysError(f"distributed run: {NOT_INITIALISED}")
         self.dist = dist
         self.rank, self.world_size = dist.get_rank(), dist.get_world_size()
         # gloo exchanges CPU tensors; NCCL needs them on the GPU

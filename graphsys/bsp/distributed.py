@@ -109,9 +109,9 @@ class TorchComm(Collectives):
 
 def program_digest(program) -> str:
     """sha256 (hex) of a vertex program's class and its settings: numbers, strings,
-    booleans, None, and arrays (NumPy or torch: the sampled sources of a centrality, the
-    sources of a personalized PageRank, a warm start's values, by dtype, shape and
-    bytes): what two ranks of one run must agree on."""
+    booleans, None, lists, tuples and dicts (as JSON), and arrays (NumPy or torch: the
+    sampled sources of a centrality, the sources of a personalized PageRank, a warm
+    start's values, by dtype, shape and bytes): what two ranks of one run must agree on."""
     cls = type(program)
     settings = {}
     for k, v in sorted(vars(program).items()):
@@ -121,6 +121,11 @@ def program_digest(program) -> str:
             a = np.asarray(v.detach().cpu() if hasattr(v, "detach") else v)
             if a.dtype != object:
                 settings[k] = [str(a.dtype), a.shape, hashlib.sha256(a.tobytes()).hexdigest()]
+        elif isinstance(v, (list, tuple, dict)):
+            try:
+                settings[k] = json.dumps(v, sort_keys=True, default=str)
+            except (TypeError, ValueError):  # keys of mixed types, a cycle
+                settings[k] = repr(v)
     text = json.dumps([cls.__module__, cls.__qualname__, settings], sort_keys=True,
                       default=str)
     return hashlib.sha256(text.encode()).hexdigest()

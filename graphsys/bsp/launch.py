@@ -45,11 +45,17 @@ def spawn(graph_dir: str | Path, jobs: list[tuple[str, tuple, dict]],
     """Run each job ``(function name in graphsys.bsp, args, kwargs)`` in ``world_size``
     processes (one process group for all jobs): gloo on the CPU (``device="cpu"``), or
     NCCL with rank ``r`` on GPU ``r`` (``device="cuda"``, ``world_size`` GPUs at least).
-    Returns ``(values float64 (N,), stats dict)`` per job, as seen by rank 0."""
+    Returns ``(values float64 (N,), stats dict)`` per job, as seen by rank 0. A
+    ``world_size`` that is not a positive integer, or exceeds the graph's partitions, is
+    refused before any process starts (:func:`~graphsys.bsp.distributed.rank_split`)."""
     import torch
     import torch.multiprocessing as mp
 
+    from graphsys import open_graph
+    from graphsys.bsp.distributed import rank_split
     from graphsys.errors import ParameterError
+
+    rank_split(open_graph(graph_dir).num_partitions, world_size)
 
     if device not in ("cpu", "cuda"):
         raise ParameterError("device", f"{device!r}: spawn runs on cpu or cuda")

@@ -251,9 +251,10 @@ def train(graph: str | Path | Graph | None, config: EmbedConfig | dict | str | P
     distributed : bool or None, optional
         False (default): train in this process. True: run as one rank of the initialised
         ``torch.distributed`` group (:mod:`graphsys.embed.distributed`; ``out`` on a
-        filesystem every rank shares). None: initialise the group from the ``torchrun``
-        environment when it names more than one process (and destroy it afterwards),
-        else train in this process.
+        filesystem every rank shares). None: run as a rank of the initialised group of
+        several ranks, else initialise the group from the ``torchrun`` environment when it
+        names more than one process (and destroy it afterwards), else train in this
+        process.
     trace : str or Path, optional
         Record a :mod:`graphsys.trace` timeline of the run (Chrome trace JSON) to this
         file.
@@ -330,13 +331,13 @@ def train(graph: str | Path | Graph | None, config: EmbedConfig | dict | str | P
     """
     openmp.apply_wait_policy()
     from graphsys.device import resolve_device
-    from graphsys.distributed import init_from_env, peer_failures
+    from graphsys.distributed import init_owned, peer_failures
     from graphsys.trace import recording
 
     cfg, g, out = _resolve(graph, config, edges, out, log)
     owned = False
     if distributed is None:
-        distributed = owned = init_from_env(resolve_device(cfg.device))
+        distributed, owned = init_owned(resolve_device(cfg.device))
     try:
         with peer_failures(distributed):
             if distributed:

@@ -46,7 +46,7 @@ import numpy as np
 import torch
 
 from graphsys.device import resolve_device
-from graphsys.distributed import graph_digest, local_cuda_device
+from graphsys.distributed import NOT_INITIALISED, graph_digest, local_cuda_device
 from graphsys.embed.config import EmbedConfig
 from graphsys.embed.relations import SIDES
 from graphsys.embed.schedule import Bucket, plan_rounds
@@ -67,8 +67,8 @@ class DistributedTrainer(Trainer):
         import torch.distributed as dist
 
         if not (dist.is_available() and dist.is_initialized()):
-            raise GraphsysError("distributed training: torch.distributed is not initialised "
-                                "(launch with torchrun, or call init_process_group first)")
+            raise GraphsysError(f"distributed training: {NOT_INITIALISED} (or pass "
+                                f"distributed=None under torchrun)")
         self.dist = dist
         rank = dist.get_rank()
         nccl = dist.get_backend() == "nccl"

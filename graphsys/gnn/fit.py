@@ -201,7 +201,8 @@ def _data_parallel(task: Task, cfg: TrainConfig, graph: Graph, ranks: Ranks,
 
     from graphsys.distributed import check_same_inputs
 
-    check_same_inputs(inputs_digest(graph, cfg, task.model, task.features))
+    check_same_inputs(inputs_digest(graph, cfg, task.model, task.features,
+                                    task.meta.get("features")))
     # the features are read where they are, never broadcast; rank 0's parameters reach every
     # rank as DDP wraps the module, no buffer is synchronised (torch 2.13's warning on the
     # flag, whose successor older releases lack, silenced)

@@ -12,14 +12,16 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
 from graphsys.distributed import (
+    NOT_INITIALISED,
     Collectives,
     destroy,
     graph_digest,
-    init_from_env,
+    init_owned,
     initialized,
     local_cuda_device,
     rank_share,
@@ -123,12 +125,10 @@ def distributed_setup(distributed: bool | None, cfg: TrainConfig, device: torch.
     owns), and the rank's device (``cuda:LOCAL_RANK`` for a CUDA run)."""
     owned = False
     if distributed is None:
-        already = initialized()
-        distributed = owned = init_from_env(device)
-        owned = owned and not already
+        distributed, owned = init_owned(device)
     elif distributed and not initialized():
-        raise ParameterError("distributed", "torch.distributed is not initialised (launch "
-                             "with torchrun, or call init_process_group first)")
+        raise ParameterError("distributed", f"{NOT_INITIALISED} (or pass distributed=None "
+                                            f"under torchrun)")
     if distributed:
         if cfg.task != "node" or cfg.full_graph:
             if owned:
@@ -140,17 +140,24 @@ def distributed_setup(distributed: bool | None, cfg: TrainConfig, device: torch.
     return bool(distributed), owned, device
 
 
-def inputs_digest(graph: Graph, cfg: TrainConfig, model: nn.Module,
-                   x: torch.Tensor | None) -> dict[str, str]:
+def inputs_digest(graph: Graph, cfg: TrainConfig, model: nn.Module, x,
+                  features: str | None = None) -> dict[str, str]:
     """What every rank of a data-parallel run must agree on: the graph, the config, the
-    model's parameter names and shapes, and the features' shape."""
+    model's parameter names and shapes, and the features: the node column named
+    (``features``; None: the default), their shape and, held in memory (a tensor or an
+    array: the caller's, or a column read), their values; a memory-mapped column's file is
+    in the graph's digest."""
     def sha(obj) -> str:
         return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
 
+    held = x.detach().cpu().contiguous().view(torch.uint8).numpy() if torch.is_tensor(x) else x
+    values = (hashlib.sha256(np.ascontiguousarray(held).tobytes()).hexdigest()
+              if isinstance(held, np.ndarray) else None)
     return {"graph": graph_digest(graph), "config": sha(config_json(cfg)),
             "model": sha([type(model).__qualname__,
                           [(k, list(v.shape)) for k, v in model.state_dict().items()],
-                          None if x is None else list(x.shape)])}
+                          None if x is None else list(x.shape)]),
+            "features": sha([features, values])}
 
 
 #: TrainConfig fields a resumed run may change: it trains on with more epochs or patience,

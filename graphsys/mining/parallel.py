@@ -147,8 +147,7 @@ class Ranks:
         from graphsys import distributed as dist
 
         if not dist.initialized():
-            raise GraphsysError("distributed mining: torch.distributed is not initialised "
-                                "(launch with torchrun, or call init_process_group first)")
+            raise GraphsysError(f"distributed mining: {dist.NOT_INITIALISED}")
         rank, world = dist.rank_and_world_size()
         if graph is not None and world > 1:
             settings = hashlib.sha256(repr(call).encode()).hexdigest()

@@ -72,6 +72,21 @@ def test_partition_ownership():
         rank_split(4, 0)
 
 
+def test_spawn_refuses_a_world_size_before_starting_ranks(graphs):
+    """``spawn(world_size=0)`` raised FileNotFoundError on rank 0's missing output, and 3
+    ranks of a 1-partition graph a ProcessRaisedException wrapping the ranks'
+    tracebacks: both are now the engine's one-line refusal, before any process starts."""
+    path = graphs["directed-p1"].path
+    with pytest.raises(ParameterError, match="^world_size must be a positive integer"):
+        spawn(path, JOBS, world_size=0)
+    with pytest.raises(ParameterError, match="^world_size 3: a distributed run needs at least "
+                                             "one partition per rank, the graph has 1"):
+        spawn(path, JOBS, world_size=3)
+
+
 def test_distributed_needs_a_process_group(graphs):
-    with pytest.raises(GraphsysError, match="not initialised"):
+    """Under torchrun, a script calling ``pagerank(distributed=True)`` was told to "launch
+    with torchrun": torchrun starts the processes, the group is initialised in them."""
+    with pytest.raises(GraphsysError, match="not initialised .*initialise their group first: "
+                                            "graphsys.distributed.init_from_env"):
         bsp.pagerank(graphs["directed-p1"].graph, distributed=True)

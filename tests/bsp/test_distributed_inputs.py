@@ -71,6 +71,23 @@ def test_digests_tell_sampled_sources_apart(tmp_path):
     assert program_digest(one) == program_digest(two)
 
 
+class _Targets:
+    """A program's settings as a user's VertexProgram holds them: a list and a dict."""
+
+    def __init__(self, targets, weights):
+        self.targets, self.weights = targets, weights
+
+
+def test_digests_tell_list_and_dict_settings_apart():
+    """A program holding its targets in a list (each rank's own draw, say) ran on ranks
+    with other lists, as a success: the digest read numbers, strings and arrays only."""
+    one = program_digest(_Targets([1, 2], {"a": 1.0}))
+    assert one == program_digest(_Targets([1, 2], {"a": 1.0}))
+    assert one != program_digest(_Targets([1, 3], {"a": 1.0}))
+    assert one != program_digest(_Targets([1, 2], {"a": 2.0}))
+    assert one != program_digest(_Targets((1, 2), {1: 1.0, "b": 2}))
+
+
 def test_ranks_on_different_graphs_fail_in_one_line(tmp_path):
     a, b = _graph(tmp_path / "a", 0), _graph(tmp_path / "b", 1)
     results = _ranks([["run", "pagerank", str(a)], ["run", "pagerank", str(b)]])

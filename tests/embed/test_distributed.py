@@ -185,6 +185,28 @@ def test_killed_run_resumes_bit_for_bit_under_torchrun(two_ranks, kg4, tmp_path)
         assert np.array_equal(a[k], b[k]), k
 
 
+def test_a_group_the_caller_initialised_is_left_to_it(kg1, tmp_path):
+    """``train(distributed=None)`` in ranks whose group the caller had initialised trained
+    as its ranks, then destroyed that group (GNN training leaves it): the caller's next
+    collective failed with "Default process group has not been initialized"."""
+    code = ("import sys, torch, torch.distributed as dist; "
+            "from graphsys.distributed import init_from_env; "
+            "from graphsys.embed import load_config, train; "
+            "init_from_env(torch.device('cpu')); "
+            "train(sys.argv[1], load_config(None, sys.argv[3:]), edges='train', "
+            "out=sys.argv[2], distributed=None); "
+            "dist.barrier(); print(dist.is_initialized()); dist.destroy_process_group()")
+    store = local_store()
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(kg1), str(tmp_path / "out"),
+                               *SMALL, "num_epochs=1", "dimension=8"],
+                              env=dict(os.environ, OMP_NUM_THREADS="1",
+                                       **rank_environment(store, rank, 2)),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for rank in range(2)]
+    assert [o.strip() for o in _finish((store, procs))] == ["True", "True"]
+    assert json.loads((tmp_path / "out" / "checkpoint.json").read_text())["epochs_done"] == 1
+
+
 class _TwoRanks:
     """A stand-in for torch.distributed whose other rank claims ``other``."""
 

@@ -160,6 +160,23 @@ def test_permutation_invariance_of_edges():
         torch.testing.assert_close(conv(x, block), conv(x, shuffled))
 
 
+def test_every_conv_takes_a_block_of_no_destinations():
+    """A data-parallel rank whose share of the global batch is empty (a last batch of
+    fewer seeds than ranks) steps on a block of 0 destinations: GATConv raised "cannot
+    reshape tensor of 0 elements into shape [0, -1]" (reported as a dead peer), and its
+    peers stopped. Every conv gives (0, out) rows and a gradient for each parameter."""
+    from graphsys.gnn.conv import GINConv
+
+    empty = torch.zeros(0, dtype=torch.int64)
+    block = Block(empty, 0, empty, empty, None)
+    for conv in (SAGEConv(4, 3), GCNConv(4, 3), PinSageConv(4, 5, 3), GINConv(4, 3),
+                 GATConv(4, 3, heads=2), GATConv(4, 3, heads=2, concat=False)):
+        out = conv(torch.zeros(0, 4), block)
+        assert out.shape == (0, 3 * (2 if getattr(conv, "concat", False) else 1)), conv
+        out.sum().backward()
+        assert all(p.grad is not None for p in conv.parameters()), conv
+
+
 def test_shape_errors():
     block = _sampled_block()
     with pytest.raises(GraphsysError, match="expected"):

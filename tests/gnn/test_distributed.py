@@ -219,6 +219,36 @@ def test_a_dead_peer_ends_the_run_with_one_line(graph, tmp_path):
     assert lines[0].startswith("error: rank 0: a peer rank died"), err
 
 
+def test_ranks_given_other_features_fail_in_one_line(graph, tmp_path):
+    """Ranks given feature arrays of one shape but other values (each rank's own random
+    projection, say) trained one model on both, as a success: only the shape was compared.
+    The values are now part of the inputs every rank checks."""
+    code = ("import sys, os, json, numpy as np; from graphsys.gnn import TrainConfig, train; "
+            "from graphsys.errors import GraphsysError\n"
+            "try:\n"
+            "    train(sys.argv[1], TrainConfig(**json.loads(sys.argv[2])), distributed=None, "
+            "features=np.full((200, 8), float(os.environ['RANK']), np.float32))\n"
+            "except GraphsysError as exc:\n"
+            "    print(f'error: {exc}', file=sys.stderr); sys.stdout.flush(); os._exit(2)\n"
+            "os._exit(0)")
+    store = local_store()
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(graph),
+                               json.dumps({**CFG, "epochs": 1})],
+                              env=_env(2, r, store), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for r in range(2)]
+    try:
+        errors = [(p.wait(timeout=TIMEOUT), p.stderr.read()) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    for code, err in errors:
+        lines = [x for x in err.strip().splitlines() if not re.match(r"\[[EW]\d{4} ", x)]
+        assert code == 2 and len(lines) == 1, err[-3000:]
+        assert "rank 1 has another features than rank 0" in lines[0], err
+
+
 def test_distributed_needs_a_process_group(graph):
     from graphsys.errors import ParameterError
 

@@ -118,7 +118,7 @@ class GATConv(nn.Module):
         h = dropout(h, self.feat_dropout, self.training)
         out = torch.zeros(n_dst, self.heads, self.out_dim, dtype=h.dtype, device=h.device)
         out = out.index_add_(0, dst, h[src] * alpha.unsqueeze(-1))
-        out = out.reshape(n_dst, -1) if self.concat else out.mean(1)
+        out = out.flatten(1) if self.concat else out.mean(1)    # (n_dst, K F') or (n_dst, F')
         return out if self.bias is None else out + self.bias
 
     def __repr__(self) -> str:
