@@ -314,3 +314,21 @@ def test_a_ctrl_c_while_releasing_still_releases_the_lock(graph_dir, monkeypatch
     monkeypatch.setattr(os, "unlink", real_unlink)
     with writer_lock(graph_dir):  # refused "another writer holds ... (pid <this one>)"
         pass
+
+
+@pytest.mark.parametrize("make, says", [
+    (lambda p, victim: p.symlink_to(victim), "a symlink"),
+    (lambda p, victim: os.mkfifo(p), "is a FIFO, not a regular file"),
+])
+def test_a_lock_file_that_is_no_regular_file_is_refused_untouched(graph_dir, tmp_path,
+                                                                  make, says):
+    # a hostile directory's .lock, a symlink to a file of the user's: the writer truncated
+    # it and wrote its pid there; a FIFO gave "error: Invalid argument"
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me\n")
+    make(graph_dir / LOCK_FILE, victim)
+    with pytest.raises(GraphsysError, match=f"cannot take the writer lock .*{says}"):
+        with writer_lock(graph_dir):
+            pass
+    assert victim.read_text() == "keep me\n"
+    assert os.path.lexists(graph_dir / LOCK_FILE)
