@@ -182,11 +182,13 @@ def pid_alive(pid: int) -> bool:
 def staging_directory(out: Path) -> Iterator[Path]:
     """Yield an empty staging directory beside ``out``; rename it to ``out`` on success.
 
-    ``out`` must not exist, or be an empty directory. The staging name starts with a dot and
-    holds the pid; staging directories of dead processes (a killed ingest) are removed first.
-    On failure the staging directory is removed, so no partial graph is ever at ``out``.
+    ``out`` must not exist, or be an empty directory. A symlink is followed: the graph is
+    written where it points (a directory kept on another disk). The staging name starts
+    with a dot and holds the pid; staging directories of dead processes (a killed ingest)
+    are removed first. On failure the staging directory is removed, so no partial graph is
+    ever at ``out``.
     """
-    out = Path(out).absolute()
+    out = Path(os.path.realpath(out))
     if out.exists():
         if (out / "manifest.json").exists():
             raise GraphsysError(f"{out}: already holds a graph (remove it or choose another "
