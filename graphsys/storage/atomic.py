@@ -285,3 +285,22 @@ def replacement_directory(out: Path) -> Iterator[Path]:
                  "nothing changed") as staging:
         yield staging
     shutil.rmtree(staging, ignore_errors=True)  # now the old tree
+
+
+def link_unchanged(graph: Path, staging: Path, files: dict
+                    ) -> tuple[list[str], list[str]]:
+    """Hard-link (or copy, across filesystems) every file of ``files`` not yet in
+    ``staging`` from the old graph directory; returns the names linked and those copied."""
+    linked, copied = [], []
+    for rel in files:
+        dst = staging / rel
+        if dst.exists():
+            continue
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(graph / rel, dst)
+            linked.append(rel)
+        except OSError:
+            shutil.copy2(graph / rel, dst)
+            copied.append(rel)
+    return linked, copied
