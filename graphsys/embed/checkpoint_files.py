@@ -40,6 +40,7 @@ another order is refused instead of attaching vectors to other entities.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -225,9 +226,22 @@ def load_npy(path: Path, *, mmap: bool = False, root: Path | None = None) -> np.
     (default: the file's own directory), read by the file rules of
     :mod:`graphsys.storage.file_rules`: inside ``root``, a regular file, its size that of its
     header (never a FIFO, a device, a symlink out, a truncated file or pickled objects);
-    ``mmap``: a read-only memory map."""
+    ``mmap``: a read-only memory map. A version's file that is gone because another writer
+    (a resumed training) has since committed a later version is said so, in one line."""
     path = Path(path)
-    return file_rules.load_npy(path.parent if root is None else root, path, mmap=mmap)
+    root = path.parent if root is None else Path(root)
+    try:
+        return file_rules.load_npy(root, path, mmap=mmap)
+    except file_rules.MissingFile:
+        m = _VERSIONED.search(path.name)
+        with contextlib.suppress(file_rules.FormatError):
+            meta = file_rules.read_json(root, META)
+            now = meta.get("version") if isinstance(meta, dict) else None
+            if m and isinstance(now, int) and now != int(m.group(1)):
+                raise GraphsysError(f"{root}: changed by another writer since it was loaded "
+                                    f"(version {int(m.group(1))}, now {now}); load it "
+                                    f"again") from None
+        raise
 
 
 class CheckpointStorage:
