@@ -127,11 +127,13 @@ def sha256_file(path: Path, chunk: int = 8 << 20) -> str:
 
 @contextlib.contextmanager
 def atomic_path(path: Path, *, overwrite: bool = False) -> Iterator[Path]:
-    """Yield a temp path beside ``path``; on success fsync it and rename it to ``path``.
+    """Yield a temp path beside ``path``; on success fsync it and rename it to ``path``
+    (:func:`commit_file`).
 
     On any exception the temp file is removed, so ``path`` is never half written. A
     ``path`` that exists (unless ``overwrite``) or whose directory does not is refused in
-    one line before anything is written.
+    one line before anything is written, and one created meanwhile by another process when
+    the temp file is committed.
     """
     path = Path(path)
     if path.exists() and not overwrite:
@@ -142,7 +144,7 @@ def atomic_path(path: Path, *, overwrite: bool = False) -> Iterator[Path]:
     try:
         yield tmp
         fsync_path(tmp)
-        os.replace(tmp, path)
+        commit_file(tmp, path, overwrite=overwrite)
         fsync_path(path.parent)
     except BaseException:
         if tmp.is_dir():
@@ -150,6 +152,26 @@ def atomic_path(path: Path, *, overwrite: bool = False) -> Iterator[Path]:
         else:
             tmp.unlink(missing_ok=True)
         raise
+
+
+def commit_file(tmp: Path, path: Path, *, overwrite: bool) -> None:
+    """Rename the written file ``tmp`` to ``path``, over an existing file only with
+    ``overwrite``. Without it the new name is a hard link, which never replaces: of two
+    writers of one new file, the second is refused in one line and the first's file kept
+    (on a filesystem without hard links, a rename)."""
+    if not overwrite:
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            raise GraphsysError(f"{path}: was created by another process while this one "
+                                f"wrote; nothing written (remove it or choose another "
+                                f"name)") from None
+        except OSError:
+            pass  # no hard links here
+        else:
+            os.unlink(tmp)
+            return
+    os.replace(tmp, path)
 
 
 def disk_full(exc: OSError, path: Path) -> bool:
