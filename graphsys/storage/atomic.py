@@ -101,8 +101,9 @@ def make_directory(path: Path, what: str) -> None:
         raise GraphsysError(f"{path}: cannot create {what} ({exc.strerror or exc})") from None
 
 
-def write_bytes_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temp file in the same directory, fsync, rename."""
+def write_bytes_atomic(path: Path, data: bytes, *, overwrite: bool = True) -> None:
+    """Write ``data`` to ``path`` via a temp file in the same directory, fsync, rename
+    (over an existing file only with ``overwrite``: :func:`commit_file`)."""
     path = Path(path)
     tmp = temp_beside(path)
     try:
@@ -110,7 +111,7 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
+        commit_file(tmp, path, overwrite=overwrite)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

@@ -9,7 +9,7 @@ import torch
 
 from graphsys.errors import GraphsysError
 from graphsys.gnn.checkpoint import save_checkpoint
-from graphsys.storage.atomic import atomic_path, make_directory
+from graphsys.storage.atomic import atomic_path, make_directory, write_bytes_atomic
 
 
 def test_make_directory_creates_parents_and_accepts_an_existing_one(tmp_path):
@@ -76,3 +76,8 @@ def test_a_file_another_writer_created_meanwhile_is_kept_without_overwrite(tmp_p
     with atomic_path(out, overwrite=True) as tmp:     # asked for: replaced
         tmp.write_text("mine\n")
     assert out.read_text() == "mine\n"
+    # profile's --report and its JSON, written by write_bytes_atomic, the same way
+    with pytest.raises(GraphsysError, match="was created by another process"):
+        write_bytes_atomic(out, b"report", overwrite=False)
+    assert out.read_text() == "mine\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["e.tsv"]
