@@ -81,10 +81,13 @@ def test_embeddings_loaded_before_a_resumed_run_commits_say_so(kg1, tmp_path):
     out = tmp_path / "ck"
     train(kg1, load_config(None, SMALL + ["num_epochs=1"]), out=out)
     emb = Embeddings.load(out)
+    meta = CheckpointStorage(out).read_meta(check_files=False)  # a load checking the files
     train(kg1, load_config(None, SMALL + ["num_epochs=2"]), out=out)
     with pytest.raises(GraphsysError, match=r"ck: changed by another writer since it was "
                                             r"loaded \(version 1, now 2\); load it again$"):
         emb.partitions("node")
+    with pytest.raises(GraphsysError, match=r"changed by another writer .*version 1, now 2"):
+        CheckpointStorage(out).verify_files(meta)
     assert Embeddings.load(out).partitions("node")[0].shape[1] == 32
 
 
