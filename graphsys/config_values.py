@@ -56,6 +56,9 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
     file; a file that cannot be read, is not UTF-8, does not parse or holds no table raises
     a one-line :class:`ConfigError` naming it."""
     path = Path(path)
+    if path.exists() and not path.is_file():      # a FIFO blocked the read forever
+        raise ConfigError(f"{path}: cannot read the config (not a regular file: a directory, "
+                          f"a FIFO or a device)")
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:   # a non-UTF-8 file raised a raw error

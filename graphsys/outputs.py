@@ -102,7 +102,7 @@ def check_output(path: str | os.PathLike, *, overwrite: bool = False,
     ------
     GraphsysError
         ``path`` is or lies inside a graph, checkpoint or embedding directory, or is a
-        directory.
+        directory, a device, a FIFO or a socket (directly or through a symlink).
     ParameterError
         ``path`` exists and ``overwrite`` is not set.
 
@@ -126,6 +126,10 @@ def check_output(path: str | os.PathLike, *, overwrite: bool = False,
     if out.is_dir():  # a file cannot replace it, with overwrite or not
         raise GraphsysError(f"{path}: is a directory, where a file is written (choose "
                             f"another {name} path)")
+    if out.exists() and not out.is_file():  # /dev/null, /dev/stdout: renamed over, as root
+        raise GraphsysError(f"{path}: is not a regular file (a device, a FIFO or a socket), "
+                            f"where a file is written: an output replaces a regular file "
+                            f"only (choose another {name} path)")
     if (out.exists() or out.is_symlink()) and not allowed:
         raise ParameterError("overwrite", f"is needed to replace {path}, which already "
                                           f"exists (or choose another {name} path)")

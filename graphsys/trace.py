@@ -337,7 +337,7 @@ def write_trace(prof, path: str | Path) -> Path:
 
     path = check_trace_path(path)  # again: a file may have appeared during the run
     try:
-        with atomic_path(path, overwrite=True) as tmp:
+        with atomic_path(path, overwrite=path.overwrite) as tmp:
             prof.export_chrome_trace(str(tmp))
     except OSError as exc:
         raise GraphsysError(f"{path}: cannot write the trace ({exc.strerror or exc})"

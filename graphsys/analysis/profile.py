@@ -537,8 +537,9 @@ def write_report(profile: dict[str, Any], html_path: str | Path, *, overwrite: b
 
     html_path, jpath = report_paths(html_path, overwrite=overwrite, json_path=json_path)
     page = render_html(profile)
-    write_bytes_atomic(jpath, json.dumps(profile, default=str, indent=1).encode())
-    write_bytes_atomic(html_path, page.encode())
+    write_bytes_atomic(jpath, json.dumps(profile, default=str, indent=1).encode(),
+                       overwrite=overwrite)
+    write_bytes_atomic(html_path, page.encode(), overwrite=overwrite)
     return html_path, jpath
 
 

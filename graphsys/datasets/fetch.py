@@ -44,7 +44,7 @@ from typing import IO, Any
 
 from graphsys.datasets.registry import DataFile, Dataset
 from graphsys.errors import GraphsysError, InputError
-from graphsys.storage.atomic import pid_alive, sha256_file
+from graphsys.storage.atomic import pid_alive, sha256_file, temp_beside
 
 ENV_CACHE = "GRAPHSYS_DATA"
 ENV_MIRROR = "GRAPHSYS_MIRROR"
@@ -361,7 +361,7 @@ def _write_verified(dest: Path, chunks: Iterable[bytes], sha256: str, *, what: s
     ``sha256``. With ``limit`` (downloads), more than ``limit`` bytes stops reading at once,
     so a wrong or hostile artifact (e.g. a decompression bomb) cannot fill the disk."""
     dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(f".{dest.name}.part-{os.getpid()}-{secrets.token_hex(4)}")
+    tmp = temp_beside(dest, ".part-")  # a killed fetch's are removed
     h = hashlib.sha256()
     written = 0
     try:

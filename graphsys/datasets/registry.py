@@ -287,6 +287,9 @@ def get_dataset(name: str, directory: str | Path | None = None) -> Dataset:
 def load_entry(path: str | Path) -> Dataset:
     """Parse and validate one registry file."""
     path = Path(path)
+    if path.exists() and not path.is_file():  # a FIFO blocked the read forever
+        raise InputError("cannot read (not a regular file: a directory, a FIFO or a device)",
+                         path=path)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:

@@ -40,6 +40,7 @@ another order is refused instead of attaching vectors to other entities.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -225,9 +226,28 @@ def load_npy(path: Path, *, mmap: bool = False, root: Path | None = None) -> np.
     (default: the file's own directory), read by the file rules of
     :mod:`graphsys.storage.file_rules`: inside ``root``, a regular file, its size that of its
     header (never a FIFO, a device, a symlink out, a truncated file or pickled objects);
-    ``mmap``: a read-only memory map."""
+    ``mmap``: a read-only memory map. A version's file that is gone because another writer
+    (a resumed training) has since committed a later version is said so, in one line."""
     path = Path(path)
-    return file_rules.load_npy(path.parent if root is None else root, path, mmap=mmap)
+    root = path.parent if root is None else Path(root)
+    try:
+        return file_rules.load_npy(root, path, mmap=mmap)
+    except file_rules.MissingFile:
+        if m := _VERSIONED.search(path.name):
+            check_committed(root, int(m.group(1)))
+        raise
+
+
+def check_committed(root: Path, version: int) -> None:
+    """Raise a one-line :class:`GraphsysError` if the checkpoint ``root`` now commits
+    another version than ``version`` (the one read): a file of ``version`` found missing
+    was dropped by another writer's commit (a resumed training), not lost."""
+    with contextlib.suppress(file_rules.FormatError):
+        meta = file_rules.read_json(root, META)
+        now = meta.get("version") if isinstance(meta, dict) else None
+        if isinstance(now, int) and now != version:
+            raise GraphsysError(f"{root}: changed by another writer since it was loaded "
+                                f"(version {version}, now {now}); load it again") from None
 
 
 class CheckpointStorage:
@@ -287,10 +307,14 @@ class CheckpointStorage:
             raise FormatError(f"{self.root / extra[0]}: not listed in {META}")
         for rel, digest in sorted(files.items()):
             f = self.root / rel
-            if rel not in on_disk:
-                raise FormatError(f"{f}: missing (listed in {META})")
-            if file_rules.sha256(self.root, f) != digest:
-                raise FormatError(f"{f}: sha256 mismatch (corrupted or modified file)")
+            try:
+                if rel not in on_disk:
+                    raise file_rules.MissingFile(f"{f}: missing (listed in {META})")
+                if file_rules.sha256(self.root, f) != digest:
+                    raise FormatError(f"{f}: sha256 mismatch (corrupted or modified file)")
+            except file_rules.MissingFile:
+                check_committed(self.root, meta["version"])  # read before a commit
+                raise
 
     def write_meta(self, meta: dict[str, Any]) -> None:
         """Commit ``meta`` (its ``version``'s files must all be on disk): records the sha256

@@ -46,6 +46,7 @@ import numpy as np
 from graphsys.errors import FormatError, GraphsysError, ParameterError
 from graphsys.storage import file_rules
 from graphsys.storage.atomic import atomic_path, sha256_file, write_bytes_atomic
+from graphsys.storage.lock import writer_lock
 
 KINDS = ("flat", "ivf", "hnsw")
 #: The recall@k (against the exact top-k, on rows of the table as queries) that an index
@@ -276,20 +277,22 @@ class NearestIndex:
         faiss = require_faiss()
         data, meta_path = index_paths(ckpt, entity_type, self.by)
         data.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            with atomic_path(data, overwrite=True) as tmp:
-                faiss.write_index(self.index, str(tmp))
-                digest = sha256_file(tmp)
-            meta = {"format": INDEX_FORMAT, "checkpoint_version": int(version),
-                    "entity_type": entity_type, "by": self.by, "kind": self.kind,
-                    "num_entities": self.num_entities, "dimension": int(self.index.d),
-                    "params": asdict(self.params), "sha256": digest,
-                    "seconds": round(seconds, 3)}
-            if recall is not None:
-                meta["recall"] = recall
-            write_bytes_atomic(meta_path, json.dumps(meta, indent=1).encode() + b"\n")
-        except OSError as exc:
-            raise GraphsysError(f"{data}: cannot write ({exc.strerror or exc})") from None
+        # one writer at a time: two saves at once paired one's file with the other's JSON
+        with writer_lock(data.parent):
+            try:
+                with atomic_path(data, overwrite=True) as tmp:
+                    faiss.write_index(self.index, str(tmp))
+                    digest = sha256_file(tmp)
+                meta = {"format": INDEX_FORMAT, "checkpoint_version": int(version),
+                        "entity_type": entity_type, "by": self.by, "kind": self.kind,
+                        "num_entities": self.num_entities, "dimension": int(self.index.d),
+                        "params": asdict(self.params), "sha256": digest,
+                        "seconds": round(seconds, 3)}
+                if recall is not None:
+                    meta["recall"] = recall
+                write_bytes_atomic(meta_path, json.dumps(meta, indent=1).encode() + b"\n")
+            except OSError as exc:
+                raise GraphsysError(f"{data}: cannot write ({exc.strerror or exc})") from None
         return data, meta_path
 
 

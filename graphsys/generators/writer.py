@@ -45,7 +45,7 @@ import pyarrow.parquet as pq
 
 from graphsys.errors import GraphsysError
 from graphsys.generators._random import Chunk
-from graphsys.storage.atomic import fsync_path
+from graphsys.storage.atomic import commit_file, fsync_path
 
 #: Extension -> format name ("tsv", "csv", "parquet", "arrow") and gzip flag; longest first.
 EXTENSIONS: dict[str, tuple[str, bool]] = {
@@ -137,7 +137,7 @@ class TableWriter:
 
     def __init__(self, path: str | os.PathLike, schema: pa.Schema, *,
                  rel_names: Sequence[str] | None = None, overwrite: bool = False):
-        self.path = Path(path)
+        self.path, self.overwrite = Path(path), overwrite
         check_writable(self.path, overwrite=overwrite)
         _, self.format, self.gzipped = output_format(self.path)
         self.schema = schema
@@ -229,7 +229,7 @@ class TableWriter:
             self._raw.close()
             self._raw = None
             fsync_path(self._tmp)
-            os.replace(self._tmp, self.path)
+            commit_file(self._tmp, self.path, overwrite=self.overwrite)
         except BaseException:
             self.abort()
             raise

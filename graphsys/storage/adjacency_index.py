@@ -30,10 +30,12 @@ mapped ``indptr``, a second scatters neighbours through a per-node cursor, one r
 at a time, into a RAM buffer of that partition's rows that is then copied into the file in
 one sequential write (random writes to a shared mapping make the kernel write the same dirty
 pages back again and again) or, when the buffer does not fit the budget, straight into the
-mapping. Anonymous memory: the cursor (8 bytes per node), one record batch, and the buffer. The
-manifest is rewritten last (atomically), so an interrupted build (or a full disk) leaves no
-index in the manifest. Reading an index (mapped, checked against the manifest and its values
-in range) is :mod:`graphsys.storage.csr`'s job.
+mapping. Anonymous memory: the cursor (8 bytes per node), one record batch, and the buffer.
+Each index is committed in a new tree of the graph swapped in whole, its manifest written last
+(:func:`_commit_index`), so an interrupted build (or a full disk) leaves no index in the
+manifest, and a reader never sees a rebuilt index's files against the old manifest. Reading
+an index (mapped, checked against the manifest and its values in range) is
+:mod:`graphsys.storage.csr`'s job.
 """
 
 from __future__ import annotations
@@ -52,7 +54,14 @@ from graphsys.errors import GraphsysError
 from graphsys.memory import budget
 from graphsys.prefetch import PREFETCH_EDGES, prefetch
 from graphsys.progress import progress_bar
-from graphsys.storage.atomic import disk_full, fsync_path, sha256_file
+from graphsys.storage.atomic import (
+    disk_full,
+    fsync_path,
+    link_unchanged,
+    replacement_directory,
+    sha256_file,
+    sync_files,
+)
 from graphsys.storage.column_file import allocate_column
 from graphsys.storage.csr import (
     CHECK_CHUNK,
@@ -71,7 +80,7 @@ from graphsys.storage.format import (
     write_manifest,
 )
 from graphsys.storage.kernels import count_into
-from graphsys.storage.lock import writer_lock
+from graphsys.storage.lock import LOCK_FILE, writer_lock
 from graphsys.storage.push_layout import (
     count_heavy,
     degree_order,
@@ -582,51 +591,71 @@ def build_index(graph, kinds: tuple[str, ...] = ("csr", "csc"), *,
                     continue          # every edge set: the timestamped ones
                 if kept(name, kind):
                     continue
-                tmp = (graph.path / "index"
-                       / f".tmp-{name}-{kind}-{os.getpid()}-{secrets.token_hex(4)}")
+                tmp, info, entries = _build_into_temp(graph, name, kind, progress,
+                                                      memory_limit)
                 try:
-                    tmp.mkdir(parents=True)
-                    info = (_build_push(graph, name, tmp, progress) if kind == "push" else
-                            _build_temporal(graph, name, tmp, progress)
-                            if kind == "temporal" else
-                            _build_sym(graph, name, tmp, progress, memory_limit)
-                            if kind == "sym" else
-                            _build_one(graph, name, kind, tmp, progress, memory_limit))
-                    final_dir = graph.path / "index" / name
-                    final_dir.mkdir(parents=True, exist_ok=True)
-                    entries = {}
-                    for column in info.columns():  # on disk (a full one fails here) ...
-                        src = tmp / f"{kind}-{column}.arrow"
-                        fsync_path(src)
-                        entries[index_file(name, kind, column)] = {
-                            "sha256": sha256_file(src), "bytes": src.stat().st_size}
-                except OSError as exc:
-                    if not disk_full(exc, graph.path):
-                        raise
-                    raise GraphsysError(
-                        f"{graph.path}: the disk is full: no space for the {kind} index of "
-                        f"edge set {name!r}; the graph is intact (that index is not added)"
-                    ) from None
-                else:
-                    for column in info.columns():  # ... before any file is put in place
-                        os.replace(tmp / f"{kind}-{column}.arrow",
-                                   graph.path / index_file(name, kind, column))
-                    fsync_path(final_dir)
+                    _commit_index(graph, name, kind, tmp, info, entries)
                 finally:
                     shutil.rmtree(tmp, ignore_errors=True)
-                old = manifest.indexes.get(name, {}).get(kind)
-                for rel in [index_file(name, kind, c) for c in (old.columns() if old else ())]:
-                    manifest.files.pop(rel, None)
-                manifest.files.update(entries)
-                manifest.indexes.setdefault(name, {})[kind] = info
                 built.setdefault(name, {})[kind] = info
                 forget_mapped(graph, kind)  # this Graph maps the new one from now on
-                # manifest last: the files it names are complete and on disk
-                write_manifest(graph.path, manifest)
-                for column in set(old.columns() if old else ()) - set(info.columns()):
-                    # a column of an older layout (a push index's uint32 sources)
-                    (graph.path / index_file(name, kind, column)).unlink(missing_ok=True)
     return built
+
+
+def _build_into_temp(graph, name: str, kind: str, progress: bool, memory_limit: int
+                     ) -> tuple[Path, IndexInfo, dict]:
+    """Build one index into a fresh ``index/.tmp-*`` directory of the graph, its files on
+    disk: ``(directory, info, manifest entries)``; a full disk is one line."""
+    tmp = graph.path / "index" / f".tmp-{name}-{kind}-{os.getpid()}-{secrets.token_hex(4)}"
+    try:
+        tmp.mkdir(parents=True)
+        info = (_build_push(graph, name, tmp, progress) if kind == "push" else
+                _build_temporal(graph, name, tmp, progress) if kind == "temporal" else
+                _build_sym(graph, name, tmp, progress, memory_limit) if kind == "sym" else
+                _build_one(graph, name, kind, tmp, progress, memory_limit))
+        entries = {}
+        for column in info.columns():  # on disk (a full one fails here)
+            src = tmp / f"{kind}-{column}.arrow"
+            fsync_path(src)
+            entries[index_file(name, kind, column)] = {
+                "sha256": sha256_file(src), "bytes": src.stat().st_size}
+    except BaseException as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if not isinstance(exc, OSError) or not disk_full(exc, graph.path):
+            raise
+        raise GraphsysError(
+            f"{graph.path}: the disk is full: no space for the {kind} index of edge set "
+            f"{name!r}; the graph is intact (that index is not added)") from None
+    return tmp, info, entries
+
+
+def _commit_index(graph, name: str, kind: str, tmp: Path, info: IndexInfo,
+                  entries: dict) -> None:
+    """Put the index built in ``tmp`` (:func:`_build_into_temp`) in place in one step: a
+    new tree of the graph (the new files moved in, every other listed file and the held
+    writer lock hard-linked) swapped with the old one, its manifest written last
+    (:func:`~graphsys.storage.atomic.replacement_directory`). The files of a rebuilt index
+    are replaced in the new tree only: a reader of the old version, or one opening the
+    graph meanwhile, never reads a new file against the old manifest."""
+    manifest = graph.manifest
+    files = dict(manifest.files)
+    indexes = {n: dict(kinds) for n, kinds in manifest.indexes.items()}
+    old = indexes.get(name, {}).get(kind)
+    for rel in [index_file(name, kind, c) for c in (old.columns() if old else ())]:
+        files.pop(rel, None)
+    files.update(entries)
+    indexes.setdefault(name, {})[kind] = info
+    with replacement_directory(graph.path) as staging:
+        os.link(graph.path / LOCK_FILE, staging / LOCK_FILE)  # still held after the swap
+        for column in info.columns():
+            rel = index_file(name, kind, column)
+            (staging / rel).parent.mkdir(parents=True, exist_ok=True)
+            os.rename(tmp / f"{kind}-{column}.arrow", staging / rel)
+        linked, copied = link_unchanged(graph.path, staging, files)
+        sync_files(staging, copied, linked=[*linked, *entries])
+        # manifest last: the files it names are complete and on disk
+        manifest.files, manifest.indexes = files, indexes
+        write_manifest(staging, manifest)
 
 
 def _build_temporal(graph, edge_set: str, directory: Path, progress: bool) -> IndexInfo:

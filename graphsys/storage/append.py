@@ -33,7 +33,6 @@ layout in degree order) is dropped when nodes were added.
 
 from __future__ import annotations
 
-import os
 import shutil
 import time
 from collections.abc import Sequence
@@ -50,7 +49,7 @@ from graphsys import openmp
 from graphsys.errors import GraphsysError, InputError, ParameterError
 from graphsys.memory import lifetime_peak_rss
 from graphsys.storage import edge_views, index_merge
-from graphsys.storage.atomic import replacement_directory, sync_files
+from graphsys.storage.atomic import link_unchanged, replacement_directory, sync_files
 from graphsys.storage.format import (
     SAFE_NAME,
     EntityType,
@@ -182,7 +181,7 @@ def append_edges(graph: str | Path, edges: Sequence[EdgeSource],
         shutil.rmtree(job.spill)
         indexes = _grown_indexes(m, files) if any(added.values()) else m.indexes
         written = [rel for rel in files if (staging / rel).exists()]
-        linked, copied = _link_unchanged(graph, staging, files)
+        linked, copied = link_unchanged(graph, staging, files)
         manifest = replace(
             m, entity_types=entity_types, edge_sets=edge_sets, files=files, indexes=indexes,
             max_batch_rows=max([m.max_batch_rows] + [job.batch_rows(n) for n in names]))
@@ -403,22 +402,3 @@ def _write_grown_strings(graph: Path, et: EntityType, new_part: np.ndarray, stag
             parts.append(pa.array([""] * int(grown[p]), pa.large_string()))
         write_string_column(staging / rel, c.name, pa.concat_arrays(parts))
         files[rel] = file_entry(staging / rel)
-
-
-def _link_unchanged(graph: Path, staging: Path, files: dict[str, dict[str, Any]]
-                    ) -> tuple[list[str], list[str]]:
-    """Hard-link (or copy, across filesystems) every file of ``files`` not yet in
-    ``staging`` from the old graph directory; returns the names linked and those copied."""
-    linked, copied = [], []
-    for rel in files:
-        dst = staging / rel
-        if dst.exists():
-            continue
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            os.link(graph / rel, dst)
-            linked.append(rel)
-        except OSError:
-            shutil.copy2(graph / rel, dst)
-            copied.append(rel)
-    return linked, copied

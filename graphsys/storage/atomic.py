@@ -101,8 +101,9 @@ def make_directory(path: Path, what: str) -> None:
         raise GraphsysError(f"{path}: cannot create {what} ({exc.strerror or exc})") from None
 
 
-def write_bytes_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temp file in the same directory, fsync, rename."""
+def write_bytes_atomic(path: Path, data: bytes, *, overwrite: bool = True) -> None:
+    """Write ``data`` to ``path`` via a temp file in the same directory, fsync, rename
+    (over an existing file only with ``overwrite``: :func:`commit_file`)."""
     path = Path(path)
     tmp = temp_beside(path)
     try:
@@ -110,7 +111,7 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
+        commit_file(tmp, path, overwrite=overwrite)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -127,11 +128,13 @@ def sha256_file(path: Path, chunk: int = 8 << 20) -> str:
 
 @contextlib.contextmanager
 def atomic_path(path: Path, *, overwrite: bool = False) -> Iterator[Path]:
-    """Yield a temp path beside ``path``; on success fsync it and rename it to ``path``.
+    """Yield a temp path beside ``path``; on success fsync it and rename it to ``path``
+    (:func:`commit_file`).
 
     On any exception the temp file is removed, so ``path`` is never half written. A
     ``path`` that exists (unless ``overwrite``) or whose directory does not is refused in
-    one line before anything is written.
+    one line before anything is written, and one created meanwhile by another process when
+    the temp file is committed.
     """
     path = Path(path)
     if path.exists() and not overwrite:
@@ -142,7 +145,7 @@ def atomic_path(path: Path, *, overwrite: bool = False) -> Iterator[Path]:
     try:
         yield tmp
         fsync_path(tmp)
-        os.replace(tmp, path)
+        commit_file(tmp, path, overwrite=overwrite)
         fsync_path(path.parent)
     except BaseException:
         if tmp.is_dir():
@@ -150,6 +153,26 @@ def atomic_path(path: Path, *, overwrite: bool = False) -> Iterator[Path]:
         else:
             tmp.unlink(missing_ok=True)
         raise
+
+
+def commit_file(tmp: Path, path: Path, *, overwrite: bool) -> None:
+    """Rename the written file ``tmp`` to ``path``, over an existing file only with
+    ``overwrite``. Without it the new name is a hard link, which never replaces: of two
+    writers of one new file, the second is refused in one line and the first's file kept
+    (on a filesystem without hard links, a rename)."""
+    if not overwrite:
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            raise GraphsysError(f"{path}: was created by another process while this one "
+                                f"wrote; nothing written (remove it or choose another "
+                                f"name)") from None
+        except OSError:
+            pass  # no hard links here
+        else:
+            os.unlink(tmp)
+            return
+    os.replace(tmp, path)
 
 
 def disk_full(exc: OSError, path: Path) -> bool:
@@ -182,11 +205,13 @@ def pid_alive(pid: int) -> bool:
 def staging_directory(out: Path) -> Iterator[Path]:
     """Yield an empty staging directory beside ``out``; rename it to ``out`` on success.
 
-    ``out`` must not exist, or be an empty directory. The staging name starts with a dot and
-    holds the pid; staging directories of dead processes (a killed ingest) are removed first.
-    On failure the staging directory is removed, so no partial graph is ever at ``out``.
+    ``out`` must not exist, or be an empty directory. A symlink is followed: the graph is
+    written where it points (a directory kept on another disk). The staging name starts
+    with a dot and holds the pid; staging directories of dead processes (a killed ingest)
+    are removed first. On failure the staging directory is removed, so no partial graph is
+    ever at ``out``.
     """
-    out = Path(out).absolute()
+    out = Path(os.path.realpath(out))
     if out.exists():
         if (out / "manifest.json").exists():
             raise GraphsysError(f"{out}: already holds a graph (remove it or choose another "
@@ -283,3 +308,22 @@ def replacement_directory(out: Path) -> Iterator[Path]:
                  "nothing changed") as staging:
         yield staging
     shutil.rmtree(staging, ignore_errors=True)  # now the old tree
+
+
+def link_unchanged(graph: Path, staging: Path, files: dict
+                    ) -> tuple[list[str], list[str]]:
+    """Hard-link (or copy, across filesystems) every file of ``files`` not yet in
+    ``staging`` from the old graph directory; returns the names linked and those copied."""
+    linked, copied = [], []
+    for rel in files:
+        dst = staging / rel
+        if dst.exists():
+            continue
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(graph / rel, dst)
+            linked.append(rel)
+        except OSError:
+            shutil.copy2(graph / rel, dst)
+            copied.append(rel)
+    return linked, copied

@@ -39,8 +39,7 @@ import pyarrow.ipc as paipc
 
 from graphsys.errors import GraphsysError, InputError, ParameterError
 from graphsys.storage import edge_views
-from graphsys.storage.append import _link_unchanged
-from graphsys.storage.atomic import replacement_directory, sync_files
+from graphsys.storage.atomic import link_unchanged, replacement_directory, sync_files
 from graphsys.storage.edge_changes import pair_keys
 from graphsys.storage.format import SAFE_NAME, EdgeChange, EdgeSet, bucket_file, write_manifest
 from graphsys.storage.graph import Graph, open_graph
@@ -392,7 +391,7 @@ def _write(g: Graph, es: EdgeSet, kind: str, buckets: dict, matched: dict, name:
 def _commit(path: Path, staging: Path, manifest) -> None:
     """Link the unchanged files, sync the written ones, write the manifest last."""
     written = [rel for rel in manifest.files if (staging / rel).exists()]
-    linked, copied = _link_unchanged(path, staging, manifest.files)
+    linked, copied = link_unchanged(path, staging, manifest.files)
     sync_files(staging, written + copied, linked=linked)
     write_manifest(staging, manifest)
 

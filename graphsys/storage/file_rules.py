@@ -54,7 +54,9 @@ class MissingFile(FormatError):
     """A file the directory's metadata names is not there."""
 
 
-def _kind(mode: int) -> str:
+def kind_of(mode: int) -> str:
+    """What a file of ``st_mode`` ``mode`` is, in words ("a FIFO", "a directory", ...), for
+    a refusal of anything but a regular file."""
     return _KINDS.get(stat.S_IFMT(mode), "not a regular file")
 
 
@@ -102,7 +104,7 @@ def open_regular(directory: str | Path, path: str | Path) -> Iterator[tuple[int,
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise FormatError(f"{f}: not a regular file ({_kind(st.st_mode)})")
+            raise FormatError(f"{f}: not a regular file ({kind_of(st.st_mode)})")
         yield fd, st.st_size, f
     finally:
         os.close(fd)
@@ -262,7 +264,7 @@ def check_tree(directory: str | Path, *, what: str = "directory") -> None:
     except OSError as exc:
         raise FormatError(f"{root}: cannot read ({exc.strerror or exc})") from None
     if not stat.S_ISDIR(st.st_mode):
-        raise FormatError(f"{root}: the {what} is {_kind(st.st_mode)}, not a directory")
+        raise FormatError(f"{root}: the {what} is {kind_of(st.st_mode)}, not a directory")
     for top, dirs, files in os.walk(root, followlinks=False,
                                     onerror=_walk_error):
         for name in sorted(dirs + files):
@@ -274,7 +276,7 @@ def check_tree(directory: str | Path, *, what: str = "directory") -> None:
             except OSError as exc:
                 raise FormatError(f"{p}: cannot read ({exc.strerror or exc})") from None
             if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
-                raise FormatError(f"{p}: {_kind(mode)} in the {what} {root} (only "
+                raise FormatError(f"{p}: {kind_of(mode)} in the {what} {root} (only "
                                   f"directories and regular files belong there)")
 
 

@@ -123,6 +123,9 @@ class Graph(GraphSchema, SubgraphMethods):
         #: done on the files a run reads, as it first reads them.
         self.verify_hashes = False
         self._hashed: set[str] = set()
+        #: The identity of each file as first seen (at open, else at its first read): a file
+        #: replaced since by another writer's commit, even of the same size, is refused.
+        self._file_ids: dict[str, object] = {}
 
     def __repr__(self) -> str:
         return (f"Graph({str(self.path)!r}, nodes={self.num_nodes()}, edges="
@@ -149,9 +152,10 @@ class Graph(GraphSchema, SubgraphMethods):
         return self._bounds[(i, j)]
 
     def check_hash(self, rel: str) -> None:
-        """Check one file against the manifest before it is read: its size (a stat on each
-        read of a local graph, which tells a graph another writer has since replaced from a
-        damaged one) and, when :attr:`verify_hashes` is set, its sha256.
+        """Check one file against the manifest before it is read: its size and which copy of
+        the file it is (a stat on each read of a local graph, which tells a graph another
+        writer has since replaced, even by files of the same sizes, from a damaged one) and,
+        when :attr:`verify_hashes` is set, its sha256.
 
         Each file is hashed once (the read also brings it into the page cache for the mapping
         that follows).
@@ -171,21 +175,28 @@ class Graph(GraphSchema, SubgraphMethods):
         """
         if rel in self.manifest.files and self.location.local:  # a stat: every read
             try:
-                check_size(self.location, rel, self.manifest.files[rel])
+                found = check_size(self.location, rel, self.manifest.files[rel])
             except FormatError:
-                current = read_manifest(self.location)
-                if manifest_digest(current) != manifest_digest(self.manifest):
-                    raise GraphsysError(
-                        f"{self.path}: changed by another writer since it was opened "
-                        f"({describe_change(self.manifest, current)}); open it again"
-                    ) from None
+                self._check_unchanged()
                 raise
+            if self._file_ids.setdefault(rel, found) != found:  # replaced, of the same size
+                self._check_unchanged()
+                self._file_ids[rel] = found  # replaced alike, the manifest unchanged
         if not self.verify_hashes or rel in self._hashed:
             return
         if self.location.sha256(rel) != self.manifest.files.get(rel, {}).get("sha256"):
             raise FormatError(f"{self.location.file(rel)}: sha256 mismatch (corrupted or "
                               f"modified file)")
         self._hashed.add(rel)
+
+    def _check_unchanged(self) -> None:
+        """Raise a one-line :class:`GraphsysError` if the directory's manifest is no longer
+        the version this object read: another writer committed since it was opened."""
+        current = read_manifest(self.location)
+        if manifest_digest(current) != manifest_digest(self.manifest):
+            raise GraphsysError(f"{self.path}: changed by another writer since it was opened "
+                                f"({describe_change(self.manifest, current)}); open it again"
+                                ) from None
 
     # -- edges -------------------------------------------------------------------------------
     def bucket(self, i: int, j: int, edge_set: EdgeSets = None) -> Bucket:
@@ -717,15 +728,17 @@ class Graph(GraphSchema, SubgraphMethods):
         return open_graph(path)
 
 
-def check_size(loc: GraphLocation, rel: str, entry: dict) -> None:
+def check_size(loc: GraphLocation, rel: str, entry: dict) -> object:
     """Raise a one-line :class:`FormatError` unless the file ``rel`` of ``loc`` exists with
-    the size its manifest ``entry`` lists."""
-    size = loc.size(rel)
-    if size is None:
+    the size its manifest ``entry`` lists; return its identity
+    (:meth:`~graphsys.storage.location.GraphLocation.version`)."""
+    found = loc.version(rel)
+    if found is None:
         raise FormatError(f"{loc.file(rel)}: {loc.not_a_file(rel)} (listed in the manifest)")
-    if size != entry.get("bytes"):
-        raise FormatError(f"{loc.file(rel)}: size {size} bytes, manifest says "
+    if found[0] != entry.get("bytes"):
+        raise FormatError(f"{loc.file(rel)}: size {found[0]} bytes, manifest says "
                           f"{entry.get('bytes')} (truncated or modified)")
+    return found[1]
 
 
 def open_graph(path: str | Path, *, filesystem: pafs.FileSystem | None = None,
@@ -783,9 +796,9 @@ def open_graph(path: str | Path, *, filesystem: pafs.FileSystem | None = None,
     loc = GraphLocation.resolve(path, filesystem)
     manifest = read_manifest(loc)
     check_listed(manifest, loc)
-    for rel, entry in manifest.files.items():
-        check_size(loc, rel, entry)
+    files = {rel: check_size(loc, rel, entry) for rel, entry in manifest.files.items()}
     graph = Graph(loc.root, manifest, loc)
+    graph._file_ids.update(files)
     check_node_rows(graph)
     if until is not None or since is not None:
         from graphsys.storage.time_view import TimeView

@@ -78,11 +78,22 @@ class GraphLocation:
 
     def size(self, rel: str) -> int | None:
         """Bytes of the regular file ``rel``, or None if it is missing or not a file."""
+        found = self.version(rel)
+        return None if found is None else found[0]
+
+    def version(self, rel: str) -> tuple[int, object] | None:
+        """``(bytes, identity)`` of the regular file ``rel``, or None if it is missing or not
+        a file. The identity (device and inode of a local file, else None) names this copy
+        of the file: a writer that replaces a file (a new tree swapped in) gives it a new
+        one, while a file it keeps (hard-linked) keeps its own."""
         if self.local:
-            f = self.root / rel
-            return f.stat().st_size if f.is_file() else None
+            try:
+                st = (self.root / rel).stat()
+            except (OSError, ValueError):
+                return None
+            return (st.st_size, (st.st_dev, st.st_ino)) if stat.S_ISREG(st.st_mode) else None
         info = self._info(rel)
-        return info.size if info.type == pafs.FileType.File else None
+        return (info.size, None) if info.type == pafs.FileType.File else None
 
     def not_a_file(self, rel: str) -> str:
         """Why :meth:`size` found no regular file ``rel``, for messages: ``missing``, or

@@ -8,7 +8,9 @@ it will change until its manifest is written:
   (:data:`LOCK_FILE`; it holds the pid of its last holder, for messages). The kernel
   releases it when the holder's process ends, however it ends (``kill -9`` included), so a
   lock is never stale (the holder removes the file when it is done; one left by a killed
-  holder is not locked and is simply locked again). A second writer does not wait: it
+  holder is not locked and is simply locked again). The file is never opened through a
+  symlink (which could name a file outside the directory, then truncated) and must be a
+  regular file: anything else at its name is refused in one line. A second writer does not wait: it
   fails at once with one line,
   ``another writer holds DIR (pid N)``, and has written nothing;
 * a writer that read the manifest before taking the lock (an opened
@@ -31,10 +33,12 @@ import fcntl
 import hashlib
 import json
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
 from graphsys.errors import GraphsysError
+from graphsys.storage.file_rules import kind_of
 from graphsys.storage.format import Manifest, read_manifest
 
 #: Name of the lock file inside a graph directory.
@@ -112,11 +116,18 @@ def writer_lock(directory: str | Path, manifest: Manifest | None = None) -> Iter
     directory = Path(directory).absolute()
     path = directory / LOCK_FILE
     while True:
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:  # never through a symlink (out of the directory) nor blocking on a FIFO
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
+                         | os.O_NONBLOCK, 0o644)
         except OSError as exc:
+            why = "a symlink" if exc.errno == errno.ELOOP else exc.strerror or exc
             raise GraphsysError(f"{directory}: cannot take the writer lock "
-                                f"({exc.strerror or exc}: {path})") from None
+                                f"({why}: {path})") from None
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            os.close(fd)
+            raise GraphsysError(f"{directory}: cannot take the writer lock ({path} is "
+                                f"{kind_of(mode)}, not a regular file)")
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:

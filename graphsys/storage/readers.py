@@ -658,6 +658,8 @@ def start_table_read(path: Path, roles: dict[str, str | int | None], max_bytes: 
     does. Returns whether it began: not where the file or its columns cannot be read (the
     read proper says why)."""
     cancel_table_reads()
+    if not Path(path).is_file():  # a FIFO's open would block for good (the read refuses it)
+        return False
     try:
         key = _file_key(path)
         pf = _parquet_file(path)

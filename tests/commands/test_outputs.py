@@ -208,6 +208,26 @@ def test_a_directory_where_a_file_is_written_is_refused_before_the_run(
         check_output(tmp_path / name, overwrite=True)
 
 
+@pytest.mark.parametrize("make", ["fifo", "link to a FIFO"])
+@pytest.mark.parametrize("argv, name", [(["export"], "e.tsv"), (["run", "pagerank"], "r.parquet")])
+def test_a_special_file_is_never_renamed_over(graph, tmp_path, capsys, argv, name, make):
+    """--overwrite renamed a regular file over a device, a FIFO or a symlink to one: as
+    root, '--out /dev/null --overwrite' replaced /dev/null for the whole system, and
+    '--out /dev/stdout' its symlink. Only a regular file is replaced."""
+    import os
+
+    out = tmp_path / name
+    if make == "fifo":
+        os.mkfifo(out)
+    else:
+        os.mkfifo(tmp_path / "elsewhere")
+        out.symlink_to(tmp_path / "elsewhere")
+    assert cli.main([*argv, str(graph), "--out", str(out), "--overwrite"]) == 2
+    assert "is not a regular file (a device, a FIFO or a socket)" in _one_line_error(capsys)
+    assert os.path.exists(out) and not os.path.isfile(out)  # left as it was
+    assert {p.name for p in tmp_path.iterdir()} <= {name, "elsewhere"}
+
+
 @pytest.mark.parametrize("argv, flag", [
     (["run", "pagerank", "{g}"], "--out"), (["run", "pagerank", "{g}"], "--trace"),
     (["profile", "pagerank", "{g}"], "--report"),

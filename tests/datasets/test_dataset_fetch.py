@@ -137,6 +137,22 @@ def test_mirror_sha_mismatch_is_one_line_and_leaves_nothing(mirror, tmp_path):
     assert not [p for p in leftovers(cache) if ".part" in p]
 
 
+def test_a_killed_fetchs_partial_copy_is_removed_by_the_next(mirror, tmp_path):
+    # a fetch killed mid-copy (kill -9) left cora/.cora.cites.part-PID-HEX for good, one
+    # more per kill; the downloads' artifacts were already cleaned up this way
+    import subprocess
+    import sys
+
+    ds = get_dataset("cora", REPO / "datasets")
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    stale = tmp_path / "cora" / f".cora.cites.part-{dead}-0123abcd"
+    stale.parent.mkdir()
+    stale.write_bytes(b"35\t10")                      # cut short by the kill
+    fetch(ds, cache=tmp_path, mirror=mirror)
+    assert leftovers(tmp_path) == sorted(f.path for f in ds.files)
+
+
 def test_mirror_file_of_another_size_is_refused_before_copying(mirror, tmp_path,
                                                                monkeypatch):
     """A mirror file of another size than the registry's (a wrong, grown or foreign file)

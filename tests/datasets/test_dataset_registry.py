@@ -152,6 +152,16 @@ def test_invalid_toml_names_file(tmp_path):
         load_entry(path)
 
 
+def test_a_fifo_entry_is_refused_not_waited_on(tmp_path):
+    # GRAPHSYS_REGISTRY=DIR holding a FIFO x.toml: 'graphsys datasets list' hung forever
+    import os
+
+    os.mkfifo(tmp_path / "x.toml")
+    with pytest.raises(InputError, match=f"^{tmp_path / 'x.toml'}: cannot read .not a "
+                                         f"regular file"):
+        load_registry(tmp_path)
+
+
 def test_empty_registry_dir_is_an_error(tmp_path):
     with pytest.raises(GraphsysError, match="no dataset entries"):
         load_registry(tmp_path)

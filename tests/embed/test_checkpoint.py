@@ -75,6 +75,22 @@ def test_commit_replaces_the_version_and_drops_the_old_one(kg1, tmp_path):
     assert state.version == 1 and state.progress["stats"]["edges"] == 10
 
 
+def test_embeddings_loaded_before_a_resumed_run_commits_say_so(kg1, tmp_path):
+    # the loaded version's files are dropped at the next commit: a later lookup said
+    # "embeddings/node/part-00000.v000001.npy: missing", as if the checkpoint were damaged
+    out = tmp_path / "ck"
+    train(kg1, load_config(None, SMALL + ["num_epochs=1"]), out=out)
+    emb = Embeddings.load(out)
+    meta = CheckpointStorage(out).read_meta(check_files=False)  # a load checking the files
+    train(kg1, load_config(None, SMALL + ["num_epochs=2"]), out=out)
+    with pytest.raises(GraphsysError, match=r"ck: changed by another writer since it was "
+                                            r"loaded \(version 1, now 2\); load it again$"):
+        emb.partitions("node")
+    with pytest.raises(GraphsysError, match=r"changed by another writer .*version 1, now 2"):
+        CheckpointStorage(out).verify_files(meta)
+    assert Embeddings.load(out).partitions("node")[0].shape[1] == 32
+
+
 def test_resume_records_tunable_changes_and_refuses_others(kg1, tmp_path):
     out = tmp_path / "ck"
     train(kg1, load_config(None, SMALL + ["num_epochs=1"]), out=out)

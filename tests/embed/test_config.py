@@ -87,6 +87,13 @@ def test_bad_override_and_file(tmp_path):
     (tmp_path / "list.json").write_text("[1, 2]")
     with pytest.raises(ConfigError, match="list.json: a config is a table of settings"):
         load_config(tmp_path / "list.json")
+    # a FIFO blocked 'embed train --config' and 'gnn train --config' forever
+    import os
+
+    os.mkfifo(tmp_path / "fifo.toml")
+    for special in (tmp_path / "fifo.toml", tmp_path):
+        with pytest.raises(ConfigError, match="cannot read the config .not a regular file"):
+            load_config(special)
 
 
 @pytest.mark.parametrize("raw, override, message", [

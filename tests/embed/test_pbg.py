@@ -240,6 +240,14 @@ def test_py_config_with_code_is_refused_naming_the_line(tmp_path, body, line, wh
     assert msg.startswith(f"{py}:{line}: ") and what in msg and "\n" not in msg
 
 
+def test_a_fifo_config_is_refused_not_waited_on(tmp_path):
+    import os
+
+    os.mkfifo(tmp_path / "cfg.py")                       # read_text waited forever
+    with pytest.raises(ConfigError, match="cannot read PBG config .not a regular file"):
+        import_pbg_config(tmp_path / "cfg.py")
+
+
 def test_py_config_without_the_function(tmp_path):
     py = tmp_path / "cfg.py"
     py.write_text("CONFIG = {'dimension': 8}\n")

@@ -175,6 +175,23 @@ def test_flat_index_is_exact_and_used_by_nearest(ckpt):
     assert fresh.ann_index(by="dot") is None
 
 
+def test_a_second_index_save_at_once_is_refused(ckpt, tmp_path):
+    """Two 'embed index' saves at once could pair one's faiss file with the other's JSON
+    (each renamed in turn), read back as 'does not match the record (damaged)'."""
+    from graphsys.embed.index import build_and_save, index_paths
+    from graphsys.storage.lock import writer_lock
+
+    work = Path(shutil.copytree(ckpt, tmp_path / "ck"))
+    emb = Embeddings.load(work)
+    build_and_save(emb, "flat", "cos")
+    data, meta = index_paths(work, emb.entity_types[0], "cos")
+    before = (data.read_bytes(), meta.read_bytes())
+    with writer_lock(data.parent), pytest.raises(GraphsysError, match="another writer holds"):
+        build_and_save(emb, "flat", "cos")
+    assert (data.read_bytes(), meta.read_bytes()) == before
+    assert Embeddings.load(work).ann_index(by="cos").kind == "flat"
+
+
 @pytest.mark.parametrize("kind", ["ivf", "hnsw"])
 def test_approximate_indexes_recall(ckpt, kind):
     from graphsys.embed.index import IndexParams, build_and_save

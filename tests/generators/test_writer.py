@@ -166,6 +166,20 @@ def test_failure_keeps_the_previous_file(tmp_path):
     assert path.read_bytes() == before and os.listdir(tmp_path) == ["g.parquet"]
 
 
+def test_a_file_another_generate_wrote_meanwhile_is_kept(tmp_path):
+    """Two generates to one new --out at once: the second renamed over the first's file."""
+    path = tmp_path / "g.tsv"
+
+    def chunks():
+        yield from _grid_chunks()[:1]
+        path.write_text("theirs\n")              # the other generate committed first
+
+    with pytest.raises(GraphsysError, match="was created by another process while this one "
+                                            "wrote; nothing written"):
+        write_edges(chunks(), path)
+    assert path.read_text() == "theirs\n" and os.listdir(tmp_path) == ["g.tsv"]
+
+
 def test_failed_split_writes_nothing(tmp_path):
     model = knowledge_graph(300, 2000, relations=4, seed=5)
     paths = split_paths(tmp_path / "kg.tsv")

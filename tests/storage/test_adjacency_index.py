@@ -413,3 +413,44 @@ def test_scipy_matrix_of_a_mapped_index_can_be_summed_and_changed(tmp_path):
     assert m.sum() == 10.0 and m[0, 1] == 3.0
     m.data *= 2  # a copy: the mapped index is unchanged
     assert open_graph(g.path).csr().weight.tolist() == [1, 2, 3, 4]
+
+
+def test_a_rebuild_never_shows_a_reader_new_files_against_the_old_manifest(tmp_path,
+                                                                          monkeypatch):
+    # an index rebuilt after an append replaced its files in the live directory before the
+    # manifest: a graph opened meanwhile failed with "csr-indptr.arrow: size 522 bytes,
+    # manifest says 506 (truncated or modified)"; now the rebuild swaps in a new tree
+    from graphsys.storage.append import append_edges
+    from graphsys.storage.lock import writer_lock
+
+    path = tmp_path / "g"
+    f = tmp_path / "e.tsv"
+    f.write_text("0\t1\n1\t2\n2\t0\n")
+    ingest_sources([EdgeSource([f])], path)
+    build_index(open_graph(path), ("csr",))
+    (tmp_path / "more.tsv").write_text("3\t4\n4\t0\n")
+    append_edges(path, [EdgeSource([tmp_path / "more.tsv"], edge_set="more")])
+    before = open_graph(path)
+    old = before.csr("default").to_scipy().toarray()
+    assert before.manifest.indexes["default"]["csr"].num_nodes == 3  # grown: rebuilt below
+    seen = []
+    write = adjacency_index.write_manifest
+
+    def meanwhile(directory, manifest):
+        reader = open_graph(path)              # opened while the rebuild commits
+        seen.append((reader.manifest.indexes["default"]["csr"].num_nodes,
+                     reader.csr("default").to_scipy().toarray()))
+        with pytest.raises(GraphsysError, match="another writer holds"):
+            with writer_lock(path):            # the lock holds until the swap is done
+                pass
+        write(directory, manifest)
+
+    monkeypatch.setattr(adjacency_index, "write_manifest", meanwhile)
+    build_index(open_graph(path), ("csr",), edge_sets=["default"], force=True)
+    assert [n for n, _ in seen] == [3] and np.array_equal(seen[0][1], old)
+    assert np.array_equal(before.csr("default").to_scipy().toarray(), old)
+    after = open_graph(path)
+    assert after.manifest.indexes["default"]["csr"].num_nodes == 5
+    np.testing.assert_array_equal(after.csr("default").to_scipy().toarray(), old)
+    assert verify_graph(path)["leftovers"] == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["e.tsv", "g", "more.tsv"]

@@ -160,7 +160,7 @@ def test_failure_leaves_graph_unchanged(kg, tmp_path, monkeypatch):
     def boom(*a, **k):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(append, "_link_unchanged", boom)
+    monkeypatch.setattr(append, "link_unchanged", boom)
     with pytest.raises(GraphsysError, match="nothing changed"):
         append_edges(kg, [EdgeSource([f], edge_set="x", src_col=0, rel_col=1, dst_col=2)])
     assert (kg / "manifest.json").read_bytes() == manifest

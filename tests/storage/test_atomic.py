@@ -9,7 +9,7 @@ import torch
 
 from graphsys.errors import GraphsysError
 from graphsys.gnn.checkpoint import save_checkpoint
-from graphsys.storage.atomic import atomic_path, make_directory
+from graphsys.storage.atomic import atomic_path, make_directory, write_bytes_atomic
 
 
 def test_make_directory_creates_parents_and_accepts_an_existing_one(tmp_path):
@@ -60,3 +60,24 @@ def test_temp_files_of_killed_writers_are_removed_by_the_next_write(tmp_path):
     with atomic_path(tmp_path / "other.json") as tmp:
         tmp.write_bytes(b"{}")
     assert not other.exists() and (tmp_path / "other.json").read_bytes() == b"{}"
+
+
+def test_a_file_another_writer_created_meanwhile_is_kept_without_overwrite(tmp_path):
+    # two exports (or generates) to one new --out at once: both passed the check up front
+    # and the second rename replaced the first's file, though neither had --overwrite
+    out = tmp_path / "e.tsv"
+    with pytest.raises(GraphsysError, match=r"e.tsv: was created by another process while "
+                                            r"this one wrote; nothing written"):
+        with atomic_path(out) as tmp:
+            tmp.write_text("mine\n")
+            out.write_text("theirs\n")                 # the other writer finished first
+    assert out.read_text() == "theirs\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["e.tsv"]
+    with atomic_path(out, overwrite=True) as tmp:     # asked for: replaced
+        tmp.write_text("mine\n")
+    assert out.read_text() == "mine\n"
+    # profile's --report and its JSON, written by write_bytes_atomic, the same way
+    with pytest.raises(GraphsysError, match="was created by another process"):
+        write_bytes_atomic(out, b"report", overwrite=False)
+    assert out.read_text() == "mine\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["e.tsv"]

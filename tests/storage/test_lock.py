@@ -171,6 +171,30 @@ def test_a_reader_opened_before_a_commit_is_told_the_graph_changed(graph_dir, tm
         changed.degrees()
 
 
+def test_a_reader_never_mixes_buckets_of_two_versions_of_one_size(tmp_path):
+    """Folding an update set rewrites the buckets with the same sizes: a graph opened
+    before read bucket (0, 0) with the old weight and bucket (1, 1), first read after the
+    compaction, with the new one (2 and 30, a version that never existed), as success."""
+    import graphsys
+    from graphsys.storage.changes import update_weights
+    from graphsys.storage.compact import compact
+
+    path = tmp_path / "g"
+    graphsys.from_numpy(np.array([0, 2]), np.array([1, 3]), path,
+                        weight=np.array([2.0, 3.0], np.float32), partitions=2,
+                        partitioner="range")
+    before = open_graph(path)
+    assert before.bucket(0, 0).num_edges == before.bucket(1, 1).num_edges == 1
+    assert next(before.bucket(0, 0).batches()).weight.tolist() == [2.0]
+    update_weights(path, [0, 2], [1, 3], [20.0, 30.0])
+    compact(path)
+    with pytest.raises(GraphsysError, match=r"changed by another writer since it was opened "
+                                            r"\(the manifest was rewritten\); open it again"):
+        next(before.bucket(1, 1).batches())
+    after = open_graph(path)
+    assert sorted(after.csr().to_scipy().data.tolist()) == [20.0, 30.0]
+
+
 def test_node_column_write_refused_after_another_commit(graph_dir, monkeypatch):
     """A column writer that opened the graph before another writer's commit is refused."""
     import graphsys.storage.graph as graph_module
@@ -314,3 +338,21 @@ def test_a_ctrl_c_while_releasing_still_releases_the_lock(graph_dir, monkeypatch
     monkeypatch.setattr(os, "unlink", real_unlink)
     with writer_lock(graph_dir):  # refused "another writer holds ... (pid <this one>)"
         pass
+
+
+@pytest.mark.parametrize("make, says", [
+    (lambda p, victim: p.symlink_to(victim), "a symlink"),
+    (lambda p, victim: os.mkfifo(p), "is a FIFO, not a regular file"),
+])
+def test_a_lock_file_that_is_no_regular_file_is_refused_untouched(graph_dir, tmp_path,
+                                                                  make, says):
+    # a hostile directory's .lock, a symlink to a file of the user's: the writer truncated
+    # it and wrote its pid there; a FIFO gave "error: Invalid argument"
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me\n")
+    make(graph_dir / LOCK_FILE, victim)
+    with pytest.raises(GraphsysError, match=f"cannot take the writer lock .*{says}"):
+        with writer_lock(graph_dir):
+            pass
+    assert victim.read_text() == "keep me\n"
+    assert os.path.lexists(graph_dir / LOCK_FILE)

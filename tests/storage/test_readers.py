@@ -143,3 +143,25 @@ def test_table_ids_read_as_int32_where_a_batch_fits_and_ingest_the_same(tmp_path
     got = sorted((int(g.to_original([s])[0]), int(g.to_original([d])[0]))
                  for s, d, _, _ in g.iter_edges() for s, d in zip(s.tolist(), d.tolist()))
     assert got == sorted(zip(src, dst))
+
+
+def test_an_early_read_of_a_fifo_is_not_begun(tmp_path, capsys):
+    """'graphsys ingest F --format parquet' with F a FIFO hung for good (SIGTERM could not
+    end it): the read begun ahead opened the FIFO, which waits for a writer, before the
+    ingest's own check of its inputs. It is not begun; the ingest refuses in one line."""
+    import os
+
+    from graphsys import cli
+    from graphsys.storage import readers
+
+    fifo = tmp_path / "e.parquet"
+    os.mkfifo(fifo)
+    done = []
+    t = threading.Thread(target=lambda: done.append(readers.start_table_read(
+        fifo, {"src": None, "dst": None, "rel": None, "weight": None}, 1 << 20)),
+        daemon=True)
+    t.start()
+    t.join(30)
+    assert done == [False]
+    assert cli.main(["ingest", str(fifo), "--out", str(tmp_path / "g")]) == 2
+    assert "not a regular file (a FIFO)" in capsys.readouterr().err

@@ -445,3 +445,18 @@ def test_memory_limits_that_cannot_work_are_refused(tmp_path, capsys, limit, mes
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"error: {message}"), err
     assert not (tmp_path / "g").exists()
+
+
+@pytest.mark.parametrize("target", ["empty", "missing"])
+def test_out_through_a_symlink_is_written_where_it_points(tmp_path, target):
+    # a symlink to an empty directory (or to none yet) failed after all the work: "was
+    # created by another process while this one wrote (Not a directory)"
+    from graphsys.storage.atomic import staging_directory
+
+    if target == "empty":
+        (tmp_path / target).mkdir()
+    (tmp_path / "link").symlink_to(target)
+    with staging_directory(tmp_path / "link") as staging:
+        (staging / "x").write_text("mine")
+    assert (tmp_path / "link").is_symlink()
+    assert (tmp_path / target / "x").read_text() == "mine"

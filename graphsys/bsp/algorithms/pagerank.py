@@ -350,12 +350,14 @@ def store_push_index(graph, edge_set: str | None):
     writer lock, and listed in the manifest last, as every index is.
 
     A view of several edge sets, a remote graph and a directory this process may not write
-    are skipped quietly. A store that fails (another writer holding the lock, a manifest
+    (or whose parent it may not write: the index is committed as a new tree beside it) are
+    skipped quietly. A store that fails (another writer holding the lock, a manifest
     changed since ``graph`` was opened, a full disk) warns in one line naming the cause, and
     is not tried again in this process for that directory, edge set and manifest version
     (:data:`_STORE_FAILED`): later runs pull without paying the build again."""
     es = graph.edge_set(edge_set)
-    if es.members or not graph.location.local or not os.access(graph.path, os.W_OK):
+    if es.members or not graph.location.local or not all(
+            os.access(d, os.W_OK) for d in (graph.path, Path(graph.path).parent)):
         return None
     key = (str(Path(graph.path).resolve()), es.name, manifest_digest(graph.manifest))
     if key in _STORE_FAILED:

@@ -109,6 +109,9 @@ def import_pbg_config(path: str | Path) -> PBGConfig:
     that returns a literal dict; never executed) and translate it; see the module docstring.
     """
     path = Path(path)
+    if path.exists() and not path.is_file():  # a FIFO blocked the read forever
+        raise ConfigError(f"{path}: cannot read PBG config (not a regular file: a directory, "
+                          f"a FIFO or a device)")
     try:
         text = path.read_text()
     except (OSError, UnicodeDecodeError) as exc:
