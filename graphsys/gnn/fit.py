@@ -130,8 +130,16 @@ class Monitor:
                 "history": self.history}
 
     def restore(self, state: dict[str, Any], best_state: dict[str, torch.Tensor] | None):
-        self.best, self.best_loss = float(state["best"]), float(state["best_loss"])
-        self.bad, self.history = int(state["bad"]), list(state["history"])
+        """Take back a :meth:`state` (``best_state``: the kept model's); ValueError for one
+        that :meth:`state` never writes (a NaN or unbeatable best, a negative or
+        non-integer count, a history that is not a list of records)."""
+        best, best_loss, bad, history = (float(state["best"]), float(state["best_loss"]),
+                                         state["bad"], state["history"])
+        if not (-math.inf <= best < math.inf and -math.inf < best_loss <= math.inf) \
+                or type(bad) is not int or bad < 0 or not isinstance(history, list) or not all(
+                    isinstance(r, dict) and type(r.get("epoch")) is int for r in history):
+            raise ValueError("not an early-stopping state")
+        self.best, self.best_loss, self.bad, self.history = best, best_loss, bad, history
         self.best_state = best_state
 
     def step(self, model, record: dict[str, Any], value: float, loss: float | None = None
@@ -354,27 +362,40 @@ class _Run:
             kept = copy.deepcopy(self.state_dict())
         self.load_state_dict(state, last)
         load_optimizer(self.task.opt, state, last)
-        monitor = meta.get("monitor")
-        if not isinstance(monitor, dict) or not isinstance(meta.get("epoch"), int):
-            raise FormatError(f"{last / 'model.json'}: meta.monitor and meta.epoch are missing")
+        monitor, epoch = meta.get("monitor"), meta.get("epoch")
+        if not isinstance(monitor, dict) or not isinstance(meta.get("task_state", {}), dict) \
+                or type(epoch) is not int or epoch < 0 \
+                or not isinstance(meta.get("stopped", False), bool):
+            raise FormatError(f"{last / 'model.json'}: meta.monitor, meta.task_state (objects), "
+                              f"meta.epoch (an integer >= 0) or meta.stopped (true or false) "
+                              f"is missing or malformed")
         try:
             self.monitor.restore(monitor, kept)
             self.task.restore(meta.get("task_state") or {})
             self.clock.train = float(meta.get("train_seconds", 0.0))
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise FormatError(f"{last / 'model.json'}: meta.monitor or meta.task_state is "
                               f"malformed ({exc})") from None
+        seen = max((r["epoch"] for r in self.monitor.history), default=0)
+        if not seen <= epoch < seen + self.cfg.eval_every:   # evaluated every eval_every
+            raise FormatError(f"{last / 'model.json'}: meta.epoch {epoch} does not follow the "
+                              f"last evaluation recorded (epoch {seen})")
+        if kept is None and any(r.get("best") for r in self.monitor.history):
+            # the run's metrics would be the last epoch's model's, reported as the best's
+            raise FormatError(f"{best}: missing, but {last} records a kept model (remove "
+                              f"{self.out} to train again)")
         if self.records is not None:
             self.records.write_text("".join(json.dumps(r) + "\n"
                                             for r in self.monitor.history))
         rng = state.get("rng")
-        if rng is not None and rng.dim() == 2 and rng.shape[0] == self.ranks.world_size:
-            try:
-                set_rng_state(rng[self.ranks.rank], self.device)
-            except (RuntimeError, TypeError, ValueError):
-                raise FormatError(f"{last}: tensor rng is not the random generators' state "
-                                  f"{tuple(rng.shape)}") from None
-        return int(meta["epoch"]), bool(meta.get("stopped"))
+        try:
+            if rng is None or rng.dim() != 2 or rng.shape[0] != self.ranks.world_size:
+                raise ValueError
+            set_rng_state(rng[self.ranks.rank], self.device)
+        except (RuntimeError, TypeError, ValueError):
+            raise FormatError(f"{last}: tensor rng is {'missing' if rng is None else 'not'} "
+                              f"the random generators' state (one row per rank)") from None
+        return epoch, bool(meta.get("stopped"))
 
     def _check_same(self, meta: dict[str, Any], where: Path) -> None:
         def same(c: dict) -> dict:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 
 import numpy as np
 import pyarrow as pa
@@ -14,6 +15,7 @@ import pytest
 import torch
 
 import graphsys
+from graphsys.errors import FormatError
 from graphsys.gnn import TrainConfig, train
 from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
@@ -124,3 +126,49 @@ def test_a_node_state_saved_before_the_one_loop_still_resumes(tmp_path):
     resumed = train(g, TrainConfig(**settings, epochs=2), out=tmp_path / "b")
     assert resumed.metrics == straight.metrics
     assert _timeless(resumed.history) == _timeless(straight.history)
+
+
+@pytest.mark.parametrize("task", ["node", "temporal"])
+def test_a_damaged_last_state_is_refused_in_one_line(tmp_path, task):
+    """``out/last/model.json`` carries no checksum: a value the loop never writes there was
+    resumed from (meta.epoch -5 trained 7 more epochs, meta.epoch 10**9 reported 10**9
+    epochs, meta.stopped "no" ended the run, a history string became records 'a', 'b', a
+    malformed temporal task_state raised AttributeError, a missing rng trained other
+    dropout masks); now each is one FormatError before any training."""
+    write, settings = CASES[task]
+    g = write(tmp_path / "g")
+    train(g, TrainConfig(**settings, epochs=1), out=tmp_path / "base")
+    header = json.loads((tmp_path / "base" / "last" / "model.json").read_text())
+    edits = [("meta", "epoch", -5), ("meta", "epoch", 10**9), ("meta", "epoch", True),
+             ("meta", "stopped", "no"), ("meta", "task_state", "x"),
+             ("monitor", "bad", -3), ("monitor", "best", "nan"), ("monitor", "best", "inf"),
+             ("monitor", "history", "abc"), ("monitor", "history", [1]),
+             ("tensors", "rng", None)]
+    if task == "temporal":
+        edits.append(("task_state", "best_test", "x"))
+    for k, (where, key, value) in enumerate(edits):
+        run = tmp_path / f"run{k}"
+        shutil.copytree(tmp_path / "base", run)
+        h = json.loads(json.dumps(header))
+        part = {"meta": h["meta"], "tensors": h["tensors"], "monitor": h["meta"]["monitor"],
+                "task_state": h["meta"]["task_state"]}[where]
+        if value is None:
+            del part[key]
+        else:
+            part[key] = value
+        (run / "last" / "model.json").write_text(json.dumps(h))
+        with pytest.raises(FormatError, match=r"last") as err:
+            train(g, TrainConfig(**settings, epochs=2), out=run)
+        assert "\n" not in str(err.value), (where, key, value)
+
+
+def test_a_resume_without_the_kept_model_is_refused(tmp_path):
+    """``out/checkpoint`` gone while ``out/last`` records a kept model: the resumed run
+    reported the last epoch's model as the best (MRR 0.178 for the kept model's 0.297,
+    val_mrr NaN); now refused in one line."""
+    write, settings = CASES["node"]
+    g = write(tmp_path / "g")
+    train(g, TrainConfig(**settings, epochs=1), out=tmp_path / "run")
+    shutil.rmtree(tmp_path / "run" / "checkpoint")
+    with pytest.raises(FormatError, match="checkpoint: missing, but .* records a kept model"):
+        train(g, TrainConfig(**settings, epochs=2), out=tmp_path / "run")
