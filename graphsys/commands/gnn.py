@@ -308,10 +308,13 @@ def _source_args(p) -> None:
                         "(MovieLens) the leave-last-out split by timestamp")
 
 
-def _device_args(p, seed: int = 0) -> None:
+def _device_args(p, seed: int | None = None) -> None:
+    """``--device``, ``--json``, ``--quiet`` and, given its default, ``--seed`` (gnn embed
+    reads the checkpoint's)."""
     p.add_argument("--device", default="cpu", help="cpu, cuda or auto (default cpu)")
-    p.add_argument("--seed", type=int, default=seed,
-                   help=f"seed of every random choice (default {seed})")
+    if seed is not None:
+        p.add_argument("--seed", type=int, default=seed,
+                       help=f"seed of every random choice (default {seed})")
     p.add_argument("--json", action="store_true", help="print one JSON line")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
 

@@ -283,3 +283,12 @@ def test_temporal_refusals_before_training(timed_dir, capsys, extra, message):
     err = capsys.readouterr().err
     assert rc != 0 and err.startswith("error:") and err.count("\n") == 1, err
     assert message in err and "epoch" not in err
+
+
+def test_embed_takes_no_seed(tmp_path, capsys):
+    """gnn embed draws with the checkpoint's seed: ``--seed 3`` was accepted and ignored;
+    argparse now refuses it in one line."""
+    with pytest.raises(SystemExit) as exc:
+        run_cli(["gnn", "embed", "--checkpoint", str(tmp_path), "--out", str(tmp_path / "e"),
+                 "--seed", "3"])
+    assert exc.value.code == 2 and "unrecognized arguments: --seed 3" in capsys.readouterr().err
