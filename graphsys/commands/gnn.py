@@ -144,9 +144,9 @@ def register(subparsers) -> None:
                         "layer by layer (default: only the validation and test seeds)")
     t.add_argument("--out", type=Path, default=None,
                    help="directory of the run: run.json, the best checkpoint and "
-                        "metrics.jsonl, held by one run at a time; node task: a rerun with the "
-                        "same directory, settings and graph resumes after the last epoch it "
-                        "finished; a directory holding another run is refused")
+                        "metrics.jsonl, held by one run at a time; a rerun with the same "
+                        "directory, settings and graph resumes after the last epoch it "
+                        "finished (every task); a directory holding another run is refused")
     t.add_argument("--config", type=Path, default=None,
                    help="TOML or JSON file of training settings (TrainConfig's fields; a "
                         "[rgcn] table for --model rgcn), e.g. "
