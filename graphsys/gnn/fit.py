@@ -380,6 +380,10 @@ class _Run:
         if not seen <= epoch < seen + self.cfg.eval_every:   # evaluated every eval_every
             raise FormatError(f"{last / 'model.json'}: meta.epoch {epoch} does not follow the "
                               f"last evaluation recorded (epoch {seen})")
+        if epoch > self.cfg.epochs:   # its model would be returned as one of cfg.epochs
+            raise GraphsysError(f"{self.out}: holds a run of {epoch} epochs, more than epochs="
+                                f"{self.cfg.epochs} (resume with epochs >= {epoch}, or choose a "
+                                f"new output directory)")
         if kept is None and any(r.get("best") for r in self.monitor.history):
             # the run's metrics would be the last epoch's model's, reported as the best's
             raise FormatError(f"{best}: missing, but {last} records a kept model (remove "

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 import graphsys
-from graphsys.errors import FormatError
+from graphsys.errors import FormatError, GraphsysError
 from graphsys.gnn import TrainConfig, train
 from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
@@ -171,4 +171,14 @@ def test_a_resume_without_the_kept_model_is_refused(tmp_path):
     train(g, TrainConfig(**settings, epochs=1), out=tmp_path / "run")
     shutil.rmtree(tmp_path / "run" / "checkpoint")
     with pytest.raises(FormatError, match="checkpoint: missing, but .* records a kept model"):
+        train(g, TrainConfig(**settings, epochs=2), out=tmp_path / "run")
+
+
+def test_a_rerun_with_fewer_epochs_than_run_is_refused(tmp_path):
+    """``epochs`` may grow on a resume; a rerun asking for fewer epochs than ``out`` holds
+    returned the longer run's model and reported ``epochs=3`` for ``epochs=2``."""
+    write, settings = CASES["node"]
+    g = write(tmp_path / "g")
+    train(g, TrainConfig(**settings, epochs=3), out=tmp_path / "run")
+    with pytest.raises(GraphsysError, match="holds a run of 3 epochs, more than epochs=2"):
         train(g, TrainConfig(**settings, epochs=2), out=tmp_path / "run")
