@@ -184,7 +184,7 @@ class ItemTask(Task):
                 if "feat" in graph.node_columns(item_t) else None)
         self.inp = ItemInput(n_items, feat, cfg.hidden).to(device)
         self.model = GNN(cfg.model, cfg.hidden, cfg.hidden, cfg.hidden, len(fanouts),
-                         cfg.dropout).to(device)
+                         cfg.dropout, heads=cfg.heads).to(device)
         self.modules = {"model.": self.model, "input.": self.inp}
         self.opt = adam(self.model, self.inp, cfg.lr, cfg.weight_decay, cfg.weight_decay_layers)
         self.hard = (PPRHardNegativeSampler(self.fw, self.bw, cfg.hard_band[0],

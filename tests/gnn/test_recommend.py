@@ -548,3 +548,16 @@ def test_recommend_on_the_graph_grown_since_training(trained, tmp_path):
     want = dict(zip(ids, unit @ (q / np.linalg.norm(q)) + bias))
     for item, score in zip(recs.column("item").to_pylist(), recs.column("score").to_pylist()):
         assert score == pytest.approx(want[item], rel=1e-5, abs=1e-5)
+
+
+def test_item_task_builds_gat_with_the_heads_asked(tmp_path):
+    """``heads`` is gat's setting on every task: the item task built its gat with 8 heads
+    whatever ``heads`` said (the held-out-edge link and node tasks passed it on)."""
+    from .conftest import write_bipartite
+
+    g = write_bipartite(tmp_path / "g")
+    res = train(g, TrainConfig(task="link", model="gat", heads=2, fanouts=[3, 3], hidden=8,
+                               batch_size=64, epochs=1), out=tmp_path / "run")
+    assert res.model.heads == 2
+    _, config, _ = load_checkpoint(tmp_path / "run" / "checkpoint")
+    assert config["heads"] == 2
