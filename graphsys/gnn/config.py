@@ -340,9 +340,10 @@ class TrainConfig:
     margin : float
         Link task: max-margin loss margin (default 0.5).
     num_negatives : int, optional
-        Link task: uniform negatives per positive pair (default: 4 for item
+        Link tasks: uniform negatives per positive pair (default: 4 for item
         recommendation (``link_split="user"``) and R-GCN, 16 for the held-out-edge splits
-        ``random``/``time``, see :meth:`negatives_for`).
+        ``random``/``time``, see :meth:`negatives_for`; 1 per event for task
+        ``temporal-link``, as TGN).
     hard_negatives : int
         Link task: PinSage hard negatives per query from the second epoch on (default 1;
         0 = none).
