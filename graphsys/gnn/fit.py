@@ -405,9 +405,12 @@ class _Run:
         def same(c: dict) -> dict:
             return {k: v for k, v in c.items() if k not in RESUMABLE_CHANGES}
 
+        # the task's record of its inputs (a caller's features: their column, or digest)
+        inputs = {k: meta.get(k) for k in ("features", "features_sha256")}
         if same(meta.get("train_config", {})) != same(config_json(self.cfg)) \
-                or meta.get("world_size", 1) != self.ranks.world_size:
-            raise GraphsysError(f"{where}: holds a run with other settings or another world "
+                or meta.get("world_size", 1) != self.ranks.world_size \
+                or inputs != {k: self.task.meta.get(k) for k in inputs}:
+            raise GraphsysError(f"{where}: holds a run with other settings, features or world "
                                 f"size (resume it with the same ones, or choose a new output "
                                 f"directory)")
         check_graph(meta, self.graph, where, same_graph=True)

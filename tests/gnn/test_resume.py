@@ -182,3 +182,19 @@ def test_a_rerun_with_fewer_epochs_than_run_is_refused(tmp_path):
     train(g, TrainConfig(**settings, epochs=3), out=tmp_path / "run")
     with pytest.raises(GraphsysError, match="holds a run of 3 epochs, more than epochs=2"):
         train(g, TrainConfig(**settings, epochs=2), out=tmp_path / "run")
+
+
+def test_a_resume_with_other_features_is_refused(tmp_path):
+    """The node task's caller features are no setting of TrainConfig: a run of 1 epoch on
+    an array resumed to 2 on another array, on a column, or on the default ``feat``,
+    mixing two trainings; the same array still resumes."""
+    write, settings = CASES["node"]
+    g = write(tmp_path / "g")
+    x1, x2 = (np.random.default_rng(s).normal(size=(200, 8)).astype(np.float32) for s in (0, 1))
+    train(g, TrainConfig(**settings, epochs=1), out=tmp_path / "a", features=x1)
+    for k, other in enumerate([{"features": x2}, {"features": "feat"}, {}]):
+        shutil.copytree(tmp_path / "a", tmp_path / f"b{k}")
+        with pytest.raises(GraphsysError, match="holds a run with other settings, features"):
+            train(g, TrainConfig(**settings, epochs=2), out=tmp_path / f"b{k}", **other)
+    assert train(g, TrainConfig(**settings, epochs=2), out=tmp_path / "a",
+                 features=x1.copy()).epochs == 2
