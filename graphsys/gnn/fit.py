@@ -187,7 +187,8 @@ def fit(build: Callable[[], Task], cfg: TrainConfig, graph: Graph, *, ranks: Ran
         raise GraphsysError(f"{out}: the ranks found other runs to resume (out must be a "
                             f"directory that every rank sees, on a shared filesystem)")
     with display(progress if lead else False, total=cfg.epochs * task.per_epoch, unit="batch",
-                 dynamic_ncols=True, desc=f"train {cfg.model}") as bar:
+                 initial=epoch * task.per_epoch, dynamic_ncols=True,
+                 desc=f"train {cfg.model}") as bar:   # a resumed run: its epochs done
         while not stopped and epoch < cfg.epochs:
             epoch += 1
             bar.set_description(f"train {cfg.model} epoch {epoch}/{cfg.epochs}", refresh=False)

@@ -198,3 +198,14 @@ def test_a_resume_with_other_features_is_refused(tmp_path):
             train(g, TrainConfig(**settings, epochs=2), out=tmp_path / f"b{k}", **other)
     assert train(g, TrainConfig(**settings, epochs=2), out=tmp_path / "a",
                  features=x1.copy()).epochs == 2
+
+
+def test_a_resumed_run_reports_progress_from_the_epochs_done(tmp_path):
+    """A resumed run's progress starts at the batches of its epochs done: it reported
+    from 0 and ended at 2 of 3 epochs' batches (``done < total`` at its end)."""
+    write, settings = CASES["node"]
+    g = write(tmp_path / "g")
+    train(g, TrainConfig(**settings, epochs=1), out=tmp_path / "run")
+    steps = []
+    train(g, TrainConfig(**settings, epochs=3), out=tmp_path / "run", progress=steps.append)
+    assert steps[-1].done == steps[-1].total and steps[0].done == steps[-1].total // 3 + 1
