@@ -44,7 +44,6 @@ set ``test`` instead (:mod:`graphsys.gnn.recommendation`).
 from __future__ import annotations
 
 import dataclasses
-import math
 import sys
 import time
 from pathlib import Path
@@ -381,7 +380,7 @@ def _train(args) -> int:
     if res.extra.get("rank", 0) != 0:
         return 0
     seconds = time.perf_counter() - t0
-    metrics = {k: round(v, 4) for k, v in res.metrics.items() if math.isfinite(v)}
+    metrics = {k: round(v, 4) for k, v in res.metrics.items()}   # NaN (no input): null
     summary = {"task": cfg.task, "model": cfg.model, "graph": str(graph.path), **metrics,
                "epochs": res.epochs, "seconds": round(seconds, 3), "device": str(device)}
     if res.protocol is not None:

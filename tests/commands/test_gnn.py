@@ -292,3 +292,19 @@ def test_embed_takes_no_seed(tmp_path, capsys):
         run_cli(["gnn", "embed", "--checkpoint", str(tmp_path), "--out", str(tmp_path / "e"),
                  "--seed", "3"])
     assert exc.value.code == 2 and "unrecognized arguments: --seed 3" in capsys.readouterr().err
+
+
+def test_train_json_reports_a_metric_of_no_input_as_null(tmp_path, capsys):
+    """A metric of no input is NaN (graphsys.ranking's rule), null in --json as every
+    command prints it: gnn train dropped the key (here the AUC of a path graph, whose one
+    filtered negative per held-out edge is always a true edge or the head)."""
+    import numpy as np
+
+    import graphsys
+
+    graphsys.from_numpy(np.arange(12), np.arange(1, 13), tmp_path / "g")
+    rc = run_cli(["gnn", "train", "--graph", str(tmp_path / "g"), "--task", "link",
+                  "--link-split", "random", "--fanouts", "2", "--hidden", "4", "--epochs", "1",
+                  "--link-eval-negatives", "-1", "--metrics-k", "1", "--json"])
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert rc == 0 and "auc" in out and out["auc"] is None and out["mrr"] > 0
