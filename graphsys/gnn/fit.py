@@ -400,7 +400,10 @@ class _Run:
         except (RuntimeError, TypeError, ValueError):
             raise FormatError(f"{last}: tensor rng is {'missing' if rng is None else 'not'} "
                               f"the random generators' state (one row per rank)") from None
-        return epoch, bool(meta.get("stopped"))
+        # stopped early, by the patience or the training budget: a grown patience trains on
+        spent = self.task.max_seconds is not None and self.clock.train >= self.task.max_seconds
+        return epoch, bool(meta.get("stopped")) and (self.monitor.bad >= self.cfg.patience
+                                                     or spent)
 
     def _check_same(self, meta: dict[str, Any], where: Path) -> None:
         def same(c: dict) -> dict:

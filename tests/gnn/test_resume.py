@@ -209,3 +209,18 @@ def test_a_resumed_run_reports_progress_from_the_epochs_done(tmp_path):
     steps = []
     train(g, TrainConfig(**settings, epochs=3), out=tmp_path / "run", progress=steps.append)
     assert steps[-1].done == steps[-1].total and steps[0].done == steps[-1].total // 3 + 1
+
+
+def test_a_grown_patience_trains_on_after_an_early_stop(tmp_path):
+    """``patience`` may grow on a resume: a run stopped by patience 1 after 4 of 6 epochs,
+    rerun with patience 4, returned at once (4 epochs); it now trains on, to the answer of
+    a patience-4 run from the start (6 epochs)."""
+    write, settings = CASES["link"]
+    g = write(tmp_path / "g")
+    s = {**settings, "lr": 0.05, "epochs": 6}
+    assert train(g, TrainConfig(**s, patience=1), out=tmp_path / "b").epochs == 4
+    resumed = train(g, TrainConfig(**s, patience=4), out=tmp_path / "b")
+    straight = train(g, TrainConfig(**s, patience=4), out=tmp_path / "a")
+    assert resumed.epochs == straight.epochs == 6
+    assert _timeless(resumed.history) == _timeless(straight.history)
+    assert resumed.metrics == straight.metrics
