@@ -515,6 +515,11 @@ class TrainConfig:
             if not isinstance(getattr(self, name), bool):   # "no" was true
                 raise ParameterError(name, f"must be True or False, got "
                                            f"{getattr(self, name)!r}")
+        if self.entity_type is not None and not (isinstance(self.entity_type, str)
+                                                 and self.entity_type):
+            # a list raised TypeError: unhashable type; '' was read as unset
+            raise ParameterError("entity_type", f"must be an entity type's name, got "
+                                                f"{self.entity_type!r}")
         self._check_temporal_keys()
         self._check_model()
         defaults = {**TASK_DEFAULTS[self.task],

@@ -240,11 +240,13 @@ def test_selection_is_checked():
 
 
 @pytest.mark.parametrize("kw", [{"full_graph": "no"}, {"full_graph": 1},
-                                {"layerwise_inference": "false"}, {"task": ["node"]}])
+                                {"layerwise_inference": "false"}, {"task": ["node"]},
+                                {"entity_type": ["node"]}, {"entity_type": ""}])
 def test_switches_and_the_task_are_checked(kw):
     """``full_graph="no"`` (a config file's quoted "false") trained on full graphs,
-    ``layerwise_inference="false"`` evaluated every node, ``task=["node"]`` raised
-    TypeError: unhashable type; each is now one ParameterError naming the field."""
+    ``layerwise_inference="false"`` evaluated every node, ``task=["node"]`` and
+    ``entity_type=["node"]`` raised TypeError: unhashable type, ``entity_type=""`` was
+    read as unset; each is now one ParameterError naming the field."""
     from graphsys.errors import ParameterError
 
     with pytest.raises(ParameterError, match=f"^{next(iter(kw))} must be"):
