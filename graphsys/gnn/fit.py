@@ -266,7 +266,7 @@ class _Run:
         """Train one epoch and evaluate when due; whether the run stops."""
         task, cfg, clock = self.task, self.cfg, self.clock
         loss, spent = self.train(epoch, bar)
-        finite_params(tuple(task.modules.values()), epoch, self.out)
+        finite_params(tuple(task.modules.values()), epoch, self.out, task.opt)
         if epoch % cfg.eval_every and epoch != cfg.epochs and not spent:
             self.save_last(epoch, False)
             return False
@@ -432,13 +432,21 @@ def finite_loss(loss: float, epoch: int, batch: int, out: Path | None, *,
     raise GraphsysError(f"training diverged: {where}{kept} (lower lr?)")
 
 
-def finite_params(modules: tuple[nn.Module, ...], epoch: int, out: Path | None) -> None:
-    """Raise the diverged-run error of :func:`finite_loss` if a parameter of ``modules``
-    holds a NaN or an infinity after ``epoch`` (before it is evaluated or saved)."""
+def finite_params(modules: tuple[nn.Module, ...], epoch: int, out: Path | None,
+                  opt: torch.optim.Optimizer | None = None) -> None:
+    """Raise the diverged-run error of :func:`finite_loss` if a parameter of ``modules``,
+    or a state tensor of their optimiser ``opt`` (Adam's moments: a gradient whose square
+    overflows leaves its parameter finite, and frozen), holds a NaN or an infinity after
+    ``epoch`` (before it is evaluated or saved)."""
     for module in modules:
         for name, param in module.named_parameters():
             if not bool(torch.isfinite(param).all()):
                 finite_loss(float("nan"), epoch, -1, out, what=f"parameter {name} non-finite")
+    for i, st in (opt.state_dict()["state"].items() if opt is not None else ()):
+        for name, v in st.items():
+            if torch.is_tensor(v) and not bool(torch.isfinite(v).all()):
+                finite_loss(float("nan"), epoch, -1, out,
+                            what=f"optimiser state {name} of parameter {i} non-finite")
 
 
 def load_optimizer(opt: torch.optim.Optimizer, state: dict[str, torch.Tensor],
