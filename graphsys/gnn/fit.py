@@ -428,7 +428,8 @@ def finite_loss(loss: float, epoch: int, batch: int, out: Path | None, *,
         return loss
     where = f"{what} after epoch {epoch}" if what else f"loss {loss} in epoch {epoch}, " \
         f"batch {batch}"
-    kept = f"; {out / 'checkpoint'} keeps the last model saved" if out is not None else ""
+    kept = f"; {out / 'checkpoint'} keeps the last model saved" if out is not None and (
+        out / "checkpoint" / "model.json").exists() else ""
     raise GraphsysError(f"training diverged: {where}{kept} (lower lr?)")
 
 

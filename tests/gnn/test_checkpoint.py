@@ -131,6 +131,10 @@ def test_a_non_finite_optimiser_state_stops_training_with_one_line(tmp_path):
     with pytest.raises(GraphsysError, match="^training diverged: optimiser state exp_avg_sq "
                                             "of parameter 0 non-finite after epoch 1"):
         train(g, TrainConfig(model="sage", fanouts=[3, 3], hidden=8, epochs=2), features=x)
+    # before its first evaluation the run has no checkpoint: the line no longer says it has
+    with pytest.raises(GraphsysError, match=r"epoch 1 \(lower lr\?\)$"):
+        train(g, TrainConfig(model="sage", fanouts=[3, 3], hidden=8, epochs=2), features=x,
+              out=tmp_path / "run")
 
 
 def test_full_disk_during_save_is_one_line_and_leaves_the_old_save(tmp_path, monkeypatch):
