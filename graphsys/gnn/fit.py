@@ -393,6 +393,11 @@ class _Run:
             self.records.write_text("".join(json.dumps(r) + "\n"
                                             for r in self.monitor.history))
         rng = state.get("rng")
+        if rng is not None and rng.dim() == 2 and rng.shape[1] != len(rng_state(self.device)):
+            # a CPU run's generators on CUDA (or the reverse): not the run continued
+            raise GraphsysError(f"{last}: saved by a run on another device type than "
+                                f"{self.device.type} (resume it on its own, or choose a new "
+                                f"output directory)")
         try:
             if rng is None or rng.dim() != 2 or rng.shape[0] != self.ranks.world_size:
                 raise ValueError

@@ -224,3 +224,21 @@ def test_a_grown_patience_trains_on_after_an_early_stop(tmp_path):
     assert resumed.epochs == straight.epochs == 6
     assert _timeless(resumed.history) == _timeless(straight.history)
     assert resumed.metrics == straight.metrics
+
+
+def test_a_resume_on_another_device_type_is_refused(tmp_path, monkeypatch):
+    """``out/last`` holds the generators of the run's device type (CPU, plus CUDA's on
+    CUDA): a CUDA run resumed on the CPU took the CPU part and went on with other
+    numerics, and a CPU run resumed on CUDA was called a damaged file. Simulated here with
+    a CUDA-length row written by a CPU run."""
+    import graphsys.gnn.fit as fit
+
+    write, settings = CASES["node"]
+    g = write(tmp_path / "g")
+    cpu = fit.rng_state
+    monkeypatch.setattr(fit, "rng_state", lambda device: torch.cat(
+        [cpu(device), torch.zeros(16, dtype=torch.uint8)]))
+    train(g, TrainConfig(**settings, epochs=1), out=tmp_path / "run")
+    monkeypatch.setattr(fit, "rng_state", cpu)
+    with pytest.raises(GraphsysError, match="saved by a run on another device type than cpu"):
+        train(g, TrainConfig(**settings, epochs=2), out=tmp_path / "run")
