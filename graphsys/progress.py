@@ -330,7 +330,7 @@ class _Reports(tqdm):
     def __init__(self, report: Callable, *args, **kwargs) -> None:
         super().__init__(*args, **{**kwargs, "disable": True})
         self.report, self.desc, self.unit = report, kwargs.get("desc") or "", kwargs.get("unit")
-        self.n = 0
+        self.n = kwargs.get("initial", 0)
 
     def update(self, n=1):
         self.n += n

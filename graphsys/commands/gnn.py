@@ -44,7 +44,6 @@ set ``test`` instead (:mod:`graphsys.gnn.recommendation`).
 from __future__ import annotations
 
 import dataclasses
-import math
 import sys
 import time
 from pathlib import Path
@@ -144,18 +143,19 @@ def register(subparsers) -> None:
                         "layer by layer (default: only the validation and test seeds)")
     t.add_argument("--out", type=Path, default=None,
                    help="directory of the run: run.json, the best checkpoint and "
-                        "metrics.jsonl, held by one run at a time; node task: a rerun with the "
-                        "same directory, settings and graph resumes after the last epoch it "
-                        "finished; a directory holding another run is refused")
+                        "metrics.jsonl, held by one run at a time; a rerun with the same "
+                        "directory, settings and graph resumes after the last epoch it "
+                        "finished (every task); a directory holding another run is refused")
     t.add_argument("--config", type=Path, default=None,
                    help="TOML or JSON file of training settings (TrainConfig's fields; a "
                         "[rgcn] table for --model rgcn), e.g. "
-                        "datasets/configs/fb15k-237-rgcn.toml; a flag given with a value "
-                        "other than its default overrides the file's")
+                        "datasets/configs/fb15k-237-rgcn.toml; a flag given overrides the "
+                        "file's value")
     _link_args(t, field)
     add_trace_arg(t)
     _device_args(t, seed=field["seed"])
-    t.set_defaults(func=run)
+    # a setting's flag left out reads None: TrainConfig's default, or the --config file's
+    t.set_defaults(func=run, link_keep_targets=None, **dict.fromkeys(field, None))
 
     e = sub.add_parser("embed", help="streaming inference: Arrow embeddings of every node")
     e.add_argument("--checkpoint", type=Path, required=True,
@@ -307,9 +307,13 @@ def _source_args(p) -> None:
                         "(MovieLens) the leave-last-out split by timestamp")
 
 
-def _device_args(p, seed: int = 0) -> None:
+def _device_args(p, seed: int | None = None) -> None:
+    """``--device``, ``--json``, ``--quiet`` and, given its default, ``--seed`` (gnn embed
+    reads the checkpoint's)."""
     p.add_argument("--device", default="cpu", help="cpu, cuda or auto (default cpu)")
-    p.add_argument("--seed", type=int, default=seed, help="seed of every random choice")
+    if seed is not None:
+        p.add_argument("--seed", type=int, default=seed,
+                       help=f"seed of every random choice (default {seed})")
     p.add_argument("--json", action="store_true", help="print one JSON line")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
 
@@ -329,7 +333,8 @@ def _train(args) -> int:
     from graphsys.trace import recording
 
     fanouts = parse_fanouts(args.fanouts) if args.fanouts is not None else None
-    # TrainConfig checks every value (ParameterError: shown as the flag that set it)
+    # the flags given (TrainConfig checks every value; a ParameterError is shown as the flag
+    # that set it), over the --config file's values, over TrainConfig's defaults
     values = dict(
         task=args.task, model=args.model, fanouts=fanouts, hidden=args.hidden,
         epochs=args.epochs, lr=args.lr, weight_decay=args.weight_decay, dropout=args.dropout,
@@ -341,8 +346,9 @@ def _train(args) -> int:
         link_split=args.link_split,
         link_val_fraction=args.link_val_fraction, link_test_fraction=args.link_test_fraction,
         link_decoder=args.link_decoder, link_eval_negatives=args.link_eval_negatives,
-        link_exclude_targets=not args.link_keep_targets,
-        metrics_k=_ints(args.metrics_k, "metrics_k"), eval_every=args.eval_every,
+        link_exclude_targets=None if args.link_keep_targets is None else False,
+        metrics_k=None if args.metrics_k is None else _ints(args.metrics_k, "metrics_k"),
+        eval_every=args.eval_every,
         eval_fanouts=(parse_fanouts(args.eval_fanouts) if args.eval_fanouts is not None
                       else None),
         layerwise_inference=args.layerwise_inference, until=args.until, since=args.since,
@@ -350,15 +356,9 @@ def _train(args) -> int:
         temporal_strategy=args.temporal_strategy, eval_protocol=args.eval_protocol,
         edge_features=(None if args.edge_features is None else
                        [c.strip() for c in args.edge_features.split(",") if c.strip()]))
-    if args.config is not None:
-        # the file's settings, and over them the flags given other than at their default
-        defaults = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
-        given = {k: v for k, v in values.items()
-                 if (tuple(v) if isinstance(v, list) and k == "metrics_k" else v)
-                 != defaults[k]}
-        cfg = load_train_config(args.config, given)
-    else:
-        cfg = TrainConfig(**values)
+    given = {k: v for k, v in values.items() if v is not None}
+    cfg = load_train_config(args.config, given) if args.config is not None else \
+        TrainConfig(**given)
     trace = trace_path(args)
     if args.out is not None:
         check_own_directory(args.out, what="a run")
@@ -380,7 +380,7 @@ def _train(args) -> int:
     if res.extra.get("rank", 0) != 0:
         return 0
     seconds = time.perf_counter() - t0
-    metrics = {k: round(v, 4) for k, v in res.metrics.items() if math.isfinite(v)}
+    metrics = {k: round(v, 4) for k, v in res.metrics.items()}   # NaN (no input): null
     summary = {"task": cfg.task, "model": cfg.model, "graph": str(graph.path), **metrics,
                "epochs": res.epochs, "seconds": round(seconds, 3), "device": str(device)}
     if res.protocol is not None:

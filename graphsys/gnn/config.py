@@ -344,9 +344,10 @@ class TrainConfig:
     margin : float
         Link task: max-margin loss margin (default 0.5).
     num_negatives : int, optional
-        Link task: uniform negatives per positive pair (default: 4 for item
+        Link tasks: uniform negatives per positive pair (default: 4 for item
         recommendation (``link_split="user"``) and R-GCN, 16 for the held-out-edge splits
-        ``random``/``time``, see :meth:`negatives_for`).
+        ``random``/``time``, see :meth:`negatives_for`; 1 per event for task
+        ``temporal-link``, as TGN).
     hard_negatives : int
         Link task: PinSage hard negatives per query from the second epoch on (default 1;
         0 = none).
@@ -511,9 +512,18 @@ class TrainConfig:
     def __post_init__(self):
         """Fill the task's defaults, then check every value: a :class:`ParameterError`
         naming the field (the CLI shows it as the flag that set it)."""
-        if self.task not in TASK_DEFAULTS:
+        if not isinstance(self.task, str) or self.task not in TASK_DEFAULTS:
             raise ParameterError("task", f"must be node, link or temporal-link, got "
                                          f"{self.task!r}")
+        for name in ("full_graph", "layerwise_inference", "link_exclude_targets"):
+            if not isinstance(getattr(self, name), bool):   # "no" was true
+                raise ParameterError(name, f"must be True or False, got "
+                                           f"{getattr(self, name)!r}")
+        if self.entity_type is not None and not (isinstance(self.entity_type, str)
+                                                 and self.entity_type):
+            # a list raised TypeError: unhashable type; '' was read as unset
+            raise ParameterError("entity_type", f"must be an entity type's name, got "
+                                                f"{self.entity_type!r}")
         self._check_temporal_keys()
         self._check_model()
         defaults = {**TASK_DEFAULTS[self.task],
@@ -737,9 +747,6 @@ class TrainConfig:
                                                        f"got {self.link_test_fraction} + "
                                                        f"{self.link_val_fraction}")
         check_choice("link_decoder", self.link_decoder, LINK_DECODERS)
-        if not isinstance(self.link_exclude_targets, bool):
-            raise ParameterError("link_exclude_targets", f"must be True or False, got "
-                                                         f"{self.link_exclude_targets!r}")
         if isinstance(self.link_eval_negatives, bool) or not isinstance(
                 self.link_eval_negatives, Integral) or self.link_eval_negatives == 0 \
                 or self.link_eval_negatives < -1:

@@ -130,8 +130,16 @@ class Monitor:
                 "history": self.history}
 
     def restore(self, state: dict[str, Any], best_state: dict[str, torch.Tensor] | None):
-        self.best, self.best_loss = float(state["best"]), float(state["best_loss"])
-        self.bad, self.history = int(state["bad"]), list(state["history"])
+        """Take back a :meth:`state` (``best_state``: the kept model's); ValueError for one
+        that :meth:`state` never writes (a NaN or unbeatable best, a negative or
+        non-integer count, a history that is not a list of records)."""
+        best, best_loss, bad, history = (float(state["best"]), float(state["best_loss"]),
+                                         state["bad"], state["history"])
+        if not (-math.inf <= best < math.inf and -math.inf < best_loss <= math.inf) \
+                or type(bad) is not int or bad < 0 or not isinstance(history, list) or not all(
+                    isinstance(r, dict) and type(r.get("epoch")) is int for r in history):
+            raise ValueError("not an early-stopping state")
+        self.best, self.best_loss, self.bad, self.history = best, best_loss, bad, history
         self.best_state = best_state
 
     def step(self, model, record: dict[str, Any], value: float, loss: float | None = None
@@ -179,7 +187,8 @@ def fit(build: Callable[[], Task], cfg: TrainConfig, graph: Graph, *, ranks: Ran
         raise GraphsysError(f"{out}: the ranks found other runs to resume (out must be a "
                             f"directory that every rank sees, on a shared filesystem)")
     with display(progress if lead else False, total=cfg.epochs * task.per_epoch, unit="batch",
-                 dynamic_ncols=True, desc=f"train {cfg.model}") as bar:
+                 initial=epoch * task.per_epoch, dynamic_ncols=True,
+                 desc=f"train {cfg.model}") as bar:   # a resumed run: its epochs done
         while not stopped and epoch < cfg.epochs:
             epoch += 1
             bar.set_description(f"train {cfg.model} epoch {epoch}/{cfg.epochs}", refresh=False)
@@ -258,7 +267,7 @@ class _Run:
         """Train one epoch and evaluate when due; whether the run stops."""
         task, cfg, clock = self.task, self.cfg, self.clock
         loss, spent = self.train(epoch, bar)
-        finite_params(tuple(task.modules.values()), epoch, self.out)
+        finite_params(tuple(task.modules.values()), epoch, self.out, task.opt)
         if epoch % cfg.eval_every and epoch != cfg.epochs and not spent:
             self.save_last(epoch, False)
             return False
@@ -355,35 +364,63 @@ class _Run:
             kept = copy.deepcopy(self.state_dict())
         self.load_state_dict(state, last)
         load_optimizer(self.task.opt, state, last)
-        monitor = meta.get("monitor")
-        if not isinstance(monitor, dict) or not isinstance(meta.get("epoch"), int):
-            raise FormatError(f"{last / 'model.json'}: meta.monitor and meta.epoch are missing")
+        monitor, epoch = meta.get("monitor"), meta.get("epoch")
+        if not isinstance(monitor, dict) or not isinstance(meta.get("task_state", {}), dict) \
+                or type(epoch) is not int or epoch < 0 \
+                or not isinstance(meta.get("stopped", False), bool):
+            raise FormatError(f"{last / 'model.json'}: meta.monitor, meta.task_state (objects), "
+                              f"meta.epoch (an integer >= 0) or meta.stopped (true or false) "
+                              f"is missing or malformed")
         try:
             self.monitor.restore(monitor, kept)
             self.task.restore(meta.get("task_state") or {})
             self.clock.train = float(meta.get("train_seconds", 0.0))
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise FormatError(f"{last / 'model.json'}: meta.monitor or meta.task_state is "
                               f"malformed ({exc})") from None
+        seen = max((r["epoch"] for r in self.monitor.history), default=0)
+        if not seen <= epoch < seen + self.cfg.eval_every:   # evaluated every eval_every
+            raise FormatError(f"{last / 'model.json'}: meta.epoch {epoch} does not follow the "
+                              f"last evaluation recorded (epoch {seen})")
+        if epoch > self.cfg.epochs:   # its model would be returned as one of cfg.epochs
+            raise GraphsysError(f"{self.out}: holds a run of {epoch} epochs, more than epochs="
+                                f"{self.cfg.epochs} (resume with epochs >= {epoch}, or choose a "
+                                f"new output directory)")
+        if kept is None and any(r.get("best") for r in self.monitor.history):
+            # the run's metrics would be the last epoch's model's, reported as the best's
+            raise FormatError(f"{best}: missing, but {last} records a kept model (remove "
+                              f"{self.out} to train again)")
         if self.records is not None:
             self.records.write_text("".join(json.dumps(r) + "\n"
                                             for r in self.monitor.history))
         rng = state.get("rng")
-        if rng is not None and rng.dim() == 2 and rng.shape[0] == self.ranks.world_size:
-            try:
-                set_rng_state(rng[self.ranks.rank], self.device)
-            except (RuntimeError, TypeError, ValueError):
-                raise FormatError(f"{last}: tensor rng is not the random generators' state "
-                                  f"{tuple(rng.shape)}") from None
-        return int(meta["epoch"]), bool(meta.get("stopped"))
+        if rng is not None and rng.dim() == 2 and rng.shape[1] != len(rng_state(self.device)):
+            # a CPU run's generators on CUDA (or the reverse): not the run continued
+            raise GraphsysError(f"{last}: saved by a run on another device type than "
+                                f"{self.device.type} (resume it on its own, or choose a new "
+                                f"output directory)")
+        try:
+            if rng is None or rng.dim() != 2 or rng.shape[0] != self.ranks.world_size:
+                raise ValueError
+            set_rng_state(rng[self.ranks.rank], self.device)
+        except (RuntimeError, TypeError, ValueError):
+            raise FormatError(f"{last}: tensor rng is {'missing' if rng is None else 'not'} "
+                              f"the random generators' state (one row per rank)") from None
+        # stopped early, by the patience or the training budget: a grown patience trains on
+        spent = self.task.max_seconds is not None and self.clock.train >= self.task.max_seconds
+        return epoch, bool(meta.get("stopped")) and (self.monitor.bad >= self.cfg.patience
+                                                     or spent)
 
     def _check_same(self, meta: dict[str, Any], where: Path) -> None:
         def same(c: dict) -> dict:
             return {k: v for k, v in c.items() if k not in RESUMABLE_CHANGES}
 
+        # the task's record of its inputs (a caller's features: their column, or digest)
+        inputs = {k: meta.get(k) for k in ("features", "features_sha256")}
         if same(meta.get("train_config", {})) != same(config_json(self.cfg)) \
-                or meta.get("world_size", 1) != self.ranks.world_size:
-            raise GraphsysError(f"{where}: holds a run with other settings or another world "
+                or meta.get("world_size", 1) != self.ranks.world_size \
+                or inputs != {k: self.task.meta.get(k) for k in inputs}:
+            raise GraphsysError(f"{where}: holds a run with other settings, features or world "
                                 f"size (resume it with the same ones, or choose a new output "
                                 f"directory)")
         check_graph(meta, self.graph, where, same_graph=True)
@@ -397,17 +434,26 @@ def finite_loss(loss: float, epoch: int, batch: int, out: Path | None, *,
         return loss
     where = f"{what} after epoch {epoch}" if what else f"loss {loss} in epoch {epoch}, " \
         f"batch {batch}"
-    kept = f"; {out / 'checkpoint'} keeps the last model saved" if out is not None else ""
+    kept = f"; {out / 'checkpoint'} keeps the last model saved" if out is not None and (
+        out / "checkpoint" / "model.json").exists() else ""
     raise GraphsysError(f"training diverged: {where}{kept} (lower lr?)")
 
 
-def finite_params(modules: tuple[nn.Module, ...], epoch: int, out: Path | None) -> None:
-    """Raise the diverged-run error of :func:`finite_loss` if a parameter of ``modules``
-    holds a NaN or an infinity after ``epoch`` (before it is evaluated or saved)."""
+def finite_params(modules: tuple[nn.Module, ...], epoch: int, out: Path | None,
+                  opt: torch.optim.Optimizer | None = None) -> None:
+    """Raise the diverged-run error of :func:`finite_loss` if a parameter of ``modules``,
+    or a state tensor of their optimiser ``opt`` (Adam's moments: a gradient whose square
+    overflows leaves its parameter finite, and frozen), holds a NaN or an infinity after
+    ``epoch`` (before it is evaluated or saved)."""
     for module in modules:
         for name, param in module.named_parameters():
             if not bool(torch.isfinite(param).all()):
                 finite_loss(float("nan"), epoch, -1, out, what=f"parameter {name} non-finite")
+    for i, st in (opt.state_dict()["state"].items() if opt is not None else ()):
+        for name, v in st.items():
+            if torch.is_tensor(v) and not bool(torch.isfinite(v).all()):
+                finite_loss(float("nan"), epoch, -1, out,
+                            what=f"optimiser state {name} of parameter {i} non-finite")
 
 
 def load_optimizer(opt: torch.optim.Optimizer, state: dict[str, torch.Tensor],

@@ -63,6 +63,9 @@ def node_task_data(graph: Graph, entity_type: str | None = None, seed: int = 0,
         if x.shape[:1] != (n,) or x.ndim != 2:
             raise GraphsysError(f"features has shape {tuple(x.shape)}, expected ({n}, F) "
                                 f"(one row per {et!r} node)")
+        if not np.isfinite(x).all():      # the run ended as "diverged (lower lr?)"
+            raise GraphsysError(f"features: row {int(np.flatnonzero(~np.isfinite(x).all(1))[0])}"
+                                f" holds NaN or infinity (as float32)")
     elif "feat" in cols:
         x = graph.node_column("feat", et).astype(np.float32)
         rs = np.abs(x).sum(1, keepdims=True)

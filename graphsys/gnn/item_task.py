@@ -171,8 +171,11 @@ class ItemTask(Task):
         self.item_t, self.n_items = item_t, n_items
         users, items, train_m, val_m, test_m = interaction_split(graph, item_t, user_t,
                                                                  cfg.seed)
-        if not test_m.any():                     # a stored split without a test edge set
-            test_m = val_m
+        if not (val_m.any() and test_m.any()):   # test_m empty: val_m was tested on
+            raise GraphsysError(f"{graph.path}: no {'validation' if not val_m.any() else 'test'}"
+                                f" interaction to hold out (a 'valid' and a 'test' edge set, "
+                                f"or users with 3 interactions: one each for validation and "
+                                f"test)")
         self.fw = from_coo(items[train_m], users[train_m], n_items, n_users)  # item -> user
         self.bw = self.fw.transpose()                                         # user -> item
         fanouts = cfg.fanouts or [10, 10]
@@ -181,7 +184,7 @@ class ItemTask(Task):
                 if "feat" in graph.node_columns(item_t) else None)
         self.inp = ItemInput(n_items, feat, cfg.hidden).to(device)
         self.model = GNN(cfg.model, cfg.hidden, cfg.hidden, cfg.hidden, len(fanouts),
-                         cfg.dropout).to(device)
+                         cfg.dropout, heads=cfg.heads).to(device)
         self.modules = {"model.": self.model, "input.": self.inp}
         self.opt = adam(self.model, self.inp, cfg.lr, cfg.weight_decay, cfg.weight_decay_layers)
         self.hard = (PPRHardNegativeSampler(self.fw, self.bw, cfg.hard_band[0],

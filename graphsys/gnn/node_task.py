@@ -19,10 +19,12 @@ averaged gradient is the global batch's.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -135,9 +137,13 @@ class NodeTask(Task):
         self.meta = {"task": "node", "entity_type": data["entity_type"],
                      "has_features": data["x"] is not None,
                      # what gnn embed reads again: the node column given, or null for an
-                     # array (absent: the row-normalised feat column)
+                     # array, whose digest a resumed run compares (absent: the
+                     # row-normalised feat column)
                      **({} if features is None else {
-                         "features": features if isinstance(features, str) else None})}
+                         "features": features if isinstance(features, str) else None}),
+                     **({} if features is None or isinstance(features, str) else {
+                         "features_sha256": hashlib.sha256(
+                             np.ascontiguousarray(data["x"].numpy())).hexdigest()})}
         # a builtin model's input dropout runs where the loader's workers gather the
         # features (a mapped column is gathered and normalised there too)
         loader_dropout = (isinstance(self.model, GNN) and cfg.inputs == "blocks"

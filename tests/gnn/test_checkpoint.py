@@ -121,6 +121,22 @@ def test_diverged_gnn_training_stops_with_one_line(tmp_path):
                              seed=0), out=tmp_path / "run")
 
 
+def test_a_non_finite_optimiser_state_stops_training_with_one_line(tmp_path):
+    """Features of 1e30 (finite) square to infinity in Adam's second moment: every
+    parameter stayed finite, and frozen (its update 0), so the run reported success
+    without an ``out`` and failed at the save of ``out/last`` with one; it now stops
+    after the epoch as a diverged run."""
+    g = sbm_graph(tmp_path)
+    x = np.full((g.num_nodes(), 8), 1e30, np.float32)
+    with pytest.raises(GraphsysError, match="^training diverged: optimiser state exp_avg_sq "
+                                            "of parameter 0 non-finite after epoch 1"):
+        train(g, TrainConfig(model="sage", fanouts=[3, 3], hidden=8, epochs=2), features=x)
+    # before its first evaluation the run has no checkpoint: the line no longer says it has
+    with pytest.raises(GraphsysError, match=r"epoch 1 \(lower lr\?\)$"):
+        train(g, TrainConfig(model="sage", fanouts=[3, 3], hidden=8, epochs=2), features=x,
+              out=tmp_path / "run")
+
+
 def test_full_disk_during_save_is_one_line_and_leaves_the_old_save(tmp_path, monkeypatch):
     import errno
 

@@ -73,6 +73,11 @@ def test_user_loss_and_features_are_used(tmp_path, device):
     assert res.metrics["test_accuracy"] >= 0.98, res.metrics
     with pytest.raises(GraphsysError, match=r"features has shape \(3, 4\)"):
         train(g, TrainConfig(**CFG), model=PygSage(4, 16, 4), features=one_hot[:3], device=device)
+    # a NaN (or a float64 beyond float32) row ended as "training diverged (lower lr?)"
+    bad = one_hot.astype(np.float64)
+    bad[5, 1] = 1e39
+    with pytest.raises(GraphsysError, match="^features: row 5 holds NaN or infinity"):
+        train(g, TrainConfig(**CFG), model=PygSage(4, 16, 4), features=bad, device=device)
 
 
 def test_factory_spec_in_config_and_errors(tmp_path, monkeypatch):

@@ -417,6 +417,31 @@ def test_link_task_refuses_a_valid_edge_set_without_training_edges(tmp_path):
                                           fanouts=[2]))
 
 
+def test_link_task_refuses_a_split_without_test_or_validation_interactions(tmp_path):
+    """``train`` and ``valid`` edge sets, no ``test``: the test metrics were the kept
+    model's validation metrics (mrr 0.2608, the best val_mrr, reported as the test's);
+    users with fewer than 3 interactions and no ``valid`` edge set trained an epoch before
+    the first evaluation raised. Both are refused before training, as the node, link,
+    temporal and R-GCN tasks refuse an empty test or validation split."""
+    from graphsys.errors import GraphsysError
+
+    rng = np.random.default_rng(0)
+    users, items = rng.integers(0, 30, 600), rng.integers(100, 140, 600)
+    ingest_sources([EdgeSource(table=pa.table({"src": users[a:b], "dst": items[a:b]}),
+                               relation="rated", edge_set=name)
+                    for name, a, b in [("train", 0, 540), ("valid", 540, 600)]],
+                   tmp_path / "g", IngestOptions(
+                       relation_types=[RelationType("rated", "user", "item")]))
+    cfg = TrainConfig(task="link", model="pinsage", fanouts=[3, 3], hidden=8, epochs=1)
+    with pytest.raises(GraphsysError, match="g: no test interaction to hold out"):
+        train(tmp_path / "g", cfg)
+    ingest_sources([EdgeSource(table=pa.table({"src": [0, 0, 1, 1, 2], "dst": [5, 6, 5, 7, 5]}),
+                               relation="rated")], tmp_path / "few",
+                   IngestOptions(relation_types=[RelationType("rated", "user", "item")]))
+    with pytest.raises(GraphsysError, match="few: no validation interaction to hold out"):
+        train(tmp_path / "few", cfg)
+
+
 @pytest.mark.parametrize("split", ["random", "time"])
 def test_held_out_edge_checkpoints_recommend_with_their_decoder(tmp_path, capsys, split):
     """A link checkpoint of held-out edges between users and items (split random or
@@ -523,3 +548,16 @@ def test_recommend_on_the_graph_grown_since_training(trained, tmp_path):
     want = dict(zip(ids, unit @ (q / np.linalg.norm(q)) + bias))
     for item, score in zip(recs.column("item").to_pylist(), recs.column("score").to_pylist()):
         assert score == pytest.approx(want[item], rel=1e-5, abs=1e-5)
+
+
+def test_item_task_builds_gat_with_the_heads_asked(tmp_path):
+    """``heads`` is gat's setting on every task: the item task built its gat with 8 heads
+    whatever ``heads`` said (the held-out-edge link and node tasks passed it on)."""
+    from .conftest import write_bipartite
+
+    g = write_bipartite(tmp_path / "g")
+    res = train(g, TrainConfig(task="link", model="gat", heads=2, fanouts=[3, 3], hidden=8,
+                               batch_size=64, epochs=1), out=tmp_path / "run")
+    assert res.model.heads == 2
+    _, config, _ = load_checkpoint(tmp_path / "run" / "checkpoint")
+    assert config["heads"] == 2

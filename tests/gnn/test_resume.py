@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 
 import numpy as np
 import pyarrow as pa
@@ -14,6 +15,7 @@ import pytest
 import torch
 
 import graphsys
+from graphsys.errors import FormatError, GraphsysError
 from graphsys.gnn import TrainConfig, train
 from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
@@ -124,3 +126,119 @@ def test_a_node_state_saved_before_the_one_loop_still_resumes(tmp_path):
     resumed = train(g, TrainConfig(**settings, epochs=2), out=tmp_path / "b")
     assert resumed.metrics == straight.metrics
     assert _timeless(resumed.history) == _timeless(straight.history)
+
+
+@pytest.mark.parametrize("task", ["node", "temporal"])
+def test_a_damaged_last_state_is_refused_in_one_line(tmp_path, task):
+    """``out/last/model.json`` carries no checksum: a value the loop never writes there was
+    resumed from (meta.epoch -5 trained 7 more epochs, meta.epoch 10**9 reported 10**9
+    epochs, meta.stopped "no" ended the run, a history string became records 'a', 'b', a
+    malformed temporal task_state raised AttributeError, a missing rng trained other
+    dropout masks); now each is one FormatError before any training."""
+    write, settings = CASES[task]
+    g = write(tmp_path / "g")
+    train(g, TrainConfig(**settings, epochs=1), out=tmp_path / "base")
+    header = json.loads((tmp_path / "base" / "last" / "model.json").read_text())
+    edits = [("meta", "epoch", -5), ("meta", "epoch", 10**9), ("meta", "epoch", True),
+             ("meta", "stopped", "no"), ("meta", "task_state", "x"),
+             ("monitor", "bad", -3), ("monitor", "best", "nan"), ("monitor", "best", "inf"),
+             ("monitor", "history", "abc"), ("monitor", "history", [1]),
+             ("tensors", "rng", None)]
+    if task == "temporal":
+        edits.append(("task_state", "best_test", "x"))
+    for k, (where, key, value) in enumerate(edits):
+        run = tmp_path / f"run{k}"
+        shutil.copytree(tmp_path / "base", run)
+        h = json.loads(json.dumps(header))
+        part = {"meta": h["meta"], "tensors": h["tensors"], "monitor": h["meta"]["monitor"],
+                "task_state": h["meta"]["task_state"]}[where]
+        if value is None:
+            del part[key]
+        else:
+            part[key] = value
+        (run / "last" / "model.json").write_text(json.dumps(h))
+        with pytest.raises(FormatError, match=r"last") as err:
+            train(g, TrainConfig(**settings, epochs=2), out=run)
+        assert "\n" not in str(err.value), (where, key, value)
+
+
+def test_a_resume_without_the_kept_model_is_refused(tmp_path):
+    """``out/checkpoint`` gone while ``out/last`` records a kept model: the resumed run
+    reported the last epoch's model as the best (MRR 0.178 for the kept model's 0.297,
+    val_mrr NaN); now refused in one line."""
+    write, settings = CASES["node"]
+    g = write(tmp_path / "g")
+    train(g, TrainConfig(**settings, epochs=1), out=tmp_path / "run")
+    shutil.rmtree(tmp_path / "run" / "checkpoint")
+    with pytest.raises(FormatError, match="checkpoint: missing, but .* records a kept model"):
+        train(g, TrainConfig(**settings, epochs=2), out=tmp_path / "run")
+
+
+def test_a_rerun_with_fewer_epochs_than_run_is_refused(tmp_path):
+    """``epochs`` may grow on a resume; a rerun asking for fewer epochs than ``out`` holds
+    returned the longer run's model and reported ``epochs=3`` for ``epochs=2``."""
+    write, settings = CASES["node"]
+    g = write(tmp_path / "g")
+    train(g, TrainConfig(**settings, epochs=3), out=tmp_path / "run")
+    with pytest.raises(GraphsysError, match="holds a run of 3 epochs, more than epochs=2"):
+        train(g, TrainConfig(**settings, epochs=2), out=tmp_path / "run")
+
+
+def test_a_resume_with_other_features_is_refused(tmp_path):
+    """The node task's caller features are no setting of TrainConfig: a run of 1 epoch on
+    an array resumed to 2 on another array, on a column, or on the default ``feat``,
+    mixing two trainings; the same array still resumes."""
+    write, settings = CASES["node"]
+    g = write(tmp_path / "g")
+    x1, x2 = (np.random.default_rng(s).normal(size=(200, 8)).astype(np.float32) for s in (0, 1))
+    train(g, TrainConfig(**settings, epochs=1), out=tmp_path / "a", features=x1)
+    for k, other in enumerate([{"features": x2}, {"features": "feat"}, {}]):
+        shutil.copytree(tmp_path / "a", tmp_path / f"b{k}")
+        with pytest.raises(GraphsysError, match="holds a run with other settings, features"):
+            train(g, TrainConfig(**settings, epochs=2), out=tmp_path / f"b{k}", **other)
+    assert train(g, TrainConfig(**settings, epochs=2), out=tmp_path / "a",
+                 features=x1.copy()).epochs == 2
+
+
+def test_a_resumed_run_reports_progress_from_the_epochs_done(tmp_path):
+    """A resumed run's progress starts at the batches of its epochs done: it reported
+    from 0 and ended at 2 of 3 epochs' batches (``done < total`` at its end)."""
+    write, settings = CASES["node"]
+    g = write(tmp_path / "g")
+    train(g, TrainConfig(**settings, epochs=1), out=tmp_path / "run")
+    steps = []
+    train(g, TrainConfig(**settings, epochs=3), out=tmp_path / "run", progress=steps.append)
+    assert steps[-1].done == steps[-1].total and steps[0].done == steps[-1].total // 3 + 1
+
+
+def test_a_grown_patience_trains_on_after_an_early_stop(tmp_path):
+    """``patience`` may grow on a resume: a run stopped by patience 1 after 4 of 6 epochs,
+    rerun with patience 4, returned at once (4 epochs); it now trains on, to the answer of
+    a patience-4 run from the start (6 epochs)."""
+    write, settings = CASES["link"]
+    g = write(tmp_path / "g")
+    s = {**settings, "lr": 0.05, "epochs": 6}
+    assert train(g, TrainConfig(**s, patience=1), out=tmp_path / "b").epochs == 4
+    resumed = train(g, TrainConfig(**s, patience=4), out=tmp_path / "b")
+    straight = train(g, TrainConfig(**s, patience=4), out=tmp_path / "a")
+    assert resumed.epochs == straight.epochs == 6
+    assert _timeless(resumed.history) == _timeless(straight.history)
+    assert resumed.metrics == straight.metrics
+
+
+def test_a_resume_on_another_device_type_is_refused(tmp_path, monkeypatch):
+    """``out/last`` holds the generators of the run's device type (CPU, plus CUDA's on
+    CUDA): a CUDA run resumed on the CPU took the CPU part and went on with other
+    numerics, and a CPU run resumed on CUDA was called a damaged file. Simulated here with
+    a CUDA-length row written by a CPU run."""
+    import graphsys.gnn.fit as fit
+
+    write, settings = CASES["node"]
+    g = write(tmp_path / "g")
+    cpu = fit.rng_state
+    monkeypatch.setattr(fit, "rng_state", lambda device: torch.cat(
+        [cpu(device), torch.zeros(16, dtype=torch.uint8)]))
+    train(g, TrainConfig(**settings, epochs=1), out=tmp_path / "run")
+    monkeypatch.setattr(fit, "rng_state", cpu)
+    with pytest.raises(GraphsysError, match="saved by a run on another device type than cpu"):
+        train(g, TrainConfig(**settings, epochs=2), out=tmp_path / "run")

@@ -239,6 +239,20 @@ def test_selection_is_checked():
         TrainConfig(task="link", selection="val_accuracy_and_loss")
 
 
+@pytest.mark.parametrize("kw", [{"full_graph": "no"}, {"full_graph": 1},
+                                {"layerwise_inference": "false"}, {"task": ["node"]},
+                                {"entity_type": ["node"]}, {"entity_type": ""}])
+def test_switches_and_the_task_are_checked(kw):
+    """``full_graph="no"`` (a config file's quoted "false") trained on full graphs,
+    ``layerwise_inference="false"`` evaluated every node, ``task=["node"]`` and
+    ``entity_type=["node"]`` raised TypeError: unhashable type, ``entity_type=""`` was
+    read as unset; each is now one ParameterError naming the field."""
+    from graphsys.errors import ParameterError
+
+    with pytest.raises(ParameterError, match=f"^{next(iter(kw))} must be"):
+        TrainConfig(**kw)
+
+
 def test_one_training_entry_point():
     """``graphsys.gnn.train`` is the function (the module is ``training``); the task
     functions are private and every option is an explicit keyword."""
