@@ -15,6 +15,7 @@ from typing import Any
 from graphsys.config_values import read_config_file
 from graphsys.errors import ParameterError
 from graphsys.gnn.full_graph import check_full_graph
+from graphsys.memory import over_budget
 from graphsys.plugins import GNN_MODELS
 
 #: The defaults that depend on the task: a :class:`TrainConfig` field left None takes
@@ -536,6 +537,12 @@ class TrainConfig:
             if value is not None or name not in ("batch_size", "patience",
                                                  "batches_per_epoch", "num_negatives"):
                 _check_number(name, value)
+        # counts whose id arrays alone exceed the RAM (2**40 negatives, walks or candidates
+        # failed in the allocator with a traceback): 8 bytes an id, a lower bound
+        for name, per in (("num_negatives", self.batch_size), ("num_random_walks", 1),
+                          ("num_traversals", 1), ("link_eval_negatives", 1)):
+            if short := over_budget(8 * max(getattr(self, name) or 0, 0) * (per or 1)):
+                raise ParameterError(name, f"{getattr(self, name)} needs {short}")
         if self.fanouts is not None and not _fanout_list(self.fanouts):
             raise ParameterError("fanouts", f"must be a list of positive integers (-1: every "
                                             f"neighbour), got {self.fanouts!r}")

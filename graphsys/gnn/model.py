@@ -17,11 +17,12 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from graphsys.errors import GraphsysError, check_count
+from graphsys.errors import GraphsysError, ParameterError, check_count
 from graphsys.gnn.config import _check_number
 from graphsys.gnn.conv._base import project_first
 from graphsys.gnn.dropout import dropout, relu_dropout
 from graphsys.gnn.sparse_input import is_sparse
+from graphsys.memory import over_budget
 from graphsys.plugins import GNN_MODELS
 from graphsys.sampling.block import Block
 
@@ -104,6 +105,12 @@ class GNN(nn.Module):
             check_count(name, size)  # 0 gave a ZeroDivisionError, -1 torch's RuntimeError
         _check_number("dropout", dropout)  # NaN and 1.5 failed only in training, in NumPy
         _check_number("heads", heads)
+        # the weight matrices alone, a lower bound (hidden_dim 2**40 failed in the allocator)
+        weights = (in_dim + out_dim + max(num_layers - 2, 0) * hidden_dim) * hidden_dim
+        if short := over_budget(4 * weights):
+            raise ParameterError("hidden_dim", f"{hidden_dim}: the weights of a "
+                                               f"{num_layers}-layer {model} of {in_dim} inputs "
+                                               f"need {short}")
         self.model, self.num_layers, self.dropout, self.heads = model, num_layers, dropout, heads
         self.in_dim, self.hidden_dim, self.out_dim = in_dim, hidden_dim, out_dim
         convs, self.head = spec.layers(in_dim, hidden_dim, out_dim, num_layers, dropout, heads)

@@ -360,3 +360,18 @@ def test_gnn_refuses_a_size_or_dropout_out_of_range(setting, value):
 
     with pytest.raises(ParameterError, match=f"^{setting} must be"):
         GNN(**{"model": "gat", "in_dim": 4, "hidden_dim": 8, "out_dim": 3, setting: value})
+
+
+@pytest.mark.parametrize("setting,value", [
+    ("hidden_dim", 2 ** 40), ("num_negatives", 2 ** 40), ("link_eval_negatives", 2 ** 62),
+    ("num_random_walks", 2 ** 40), ("num_traversals", 2 ** 40)])
+def test_a_size_no_ram_can_hold_is_refused_in_one_line(setting, value):
+    """Each failed in the allocator with a MemoryError or RuntimeError traceback; the
+    arrays or weights it needs at the least are now compared with the RAM first."""
+    from graphsys.gnn import GNN
+
+    with pytest.raises(ParameterError, match=f"^{setting} .*need.* of available RAM"):
+        if setting == "hidden_dim":
+            GNN("sage", 100, value, 7)
+        else:
+            TrainConfig(task="link", **{setting: value})
