@@ -22,6 +22,7 @@ from graphsys.errors import FormatError, GraphsysError
 from graphsys.storage import kernels
 from graphsys.storage.column_file import map_column
 from graphsys.storage.format import node_column_file, node_file
+from graphsys.storage.ids import ids_array
 from graphsys.storage.partitioned_rows import PartitionedRows
 from graphsys.storage.structure import check_node_table
 
@@ -84,7 +85,11 @@ def to_internal(graph, ids, entity_type: str | None = None) -> np.ndarray:
                 (v for v in ids if not isinstance(v, str)), ids)
             raise GraphsysError(f"ids of entity type {et.name!r} are strings; got "
                                 f"{' '.join(repr(first).split())}") from None  # one line
-        pos = kernels.lookup_strings(sorted_ids, q)
+        # as the ingest read them: integer text is canonical ("01", "+1" and " 1" are "1")
+        canonical = ids_array(q)
+        if isinstance(canonical, np.ndarray):  # every id integer text
+            canonical = pa.array(canonical.astype(str), pa.large_string())
+        pos = kernels.lookup_strings(sorted_ids, canonical)
     if (pos < 0).any():
         bad = q[int(np.flatnonzero(pos < 0)[0])]
         bad = bad.as_py() if hasattr(bad, "as_py") else bad.item()
