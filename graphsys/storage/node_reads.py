@@ -60,15 +60,7 @@ def to_internal(graph, ids, entity_type: str | None = None) -> np.ndarray:
     """Internal ids of original ids, by binary search in the ids sorted once per Graph
     (:meth:`Graph.to_internal <graphsys.storage.graph.Graph.to_internal>`)."""
     et = graph.entity_type(entity_type)
-    if et.name not in graph._id_index:
-        orig = original_ids(graph, et.name)
-        if et.id_type == "int64":
-            order = np.argsort(orig, kind="stable")
-            graph._id_index[et.name] = (orig[order], order)
-        else:
-            order = pc.sort_indices(orig).to_numpy()
-            graph._id_index[et.name] = (orig.take(pa.array(order)), order)
-    sorted_ids, order = graph._id_index[et.name]
+    sorted_ids, order = id_order(graph, et.name)
     scalar = np.isscalar(ids) or isinstance(ids, str)
     if et.id_type == "int64":
         q = integer_ids(ids, f"ids of entity type {et.name!r} are integers")
@@ -95,6 +87,22 @@ def to_internal(graph, ids, entity_type: str | None = None) -> np.ndarray:
         bad = bad.as_py() if hasattr(bad, "as_py") else bad.item()
         raise GraphsysError(f"node id {bad!r} is not in the graph (entity type {et.name!r})")
     return order[pos].astype(np.int64)
+
+
+def id_order(graph, entity_type: str | None = None) -> tuple[object, np.ndarray]:
+    """``(the original ids sorted, the internal id of each)``, sorted once per Graph: the
+    nodes in an order that does not depend on how the graph is laid out (partitions,
+    partitioner, appends)."""
+    et = graph.entity_type(entity_type)
+    if et.name not in graph._id_index:
+        orig = original_ids(graph, et.name)
+        if et.id_type == "int64":
+            order = np.argsort(orig, kind="stable")
+            graph._id_index[et.name] = (orig[order], order)
+        else:
+            order = pc.sort_indices(orig).to_numpy()
+            graph._id_index[et.name] = (orig.take(pa.array(order)), order)
+    return graph._id_index[et.name]
 
 
 def original_ids(graph, entity_type: str):
