@@ -69,6 +69,10 @@ def test_pairs_of_ids_with_spaces(tmp_path, capsys):
                  "--method", "common"]) == 0
     assert capsys.readouterr().out.splitlines()[1:] == ["ann lee\tdee dee\t1.0",
                                                          "bo\tcy\t1.0"]
+    (tmp_path / "nodes.txt").write_text("ann lee\n")  # one id per line: the whole line
+    assert main(["links", str(tmp_path / "g"), "--top", "2", "--nodes",
+                 str(tmp_path / "nodes.txt"), "--method", "common"]) == 0
+    assert capsys.readouterr().out.splitlines()[1:] == ["ann lee\tdee dee\t1.0"]
 
 
 @pytest.mark.parametrize("argv, message", [
