@@ -78,9 +78,12 @@ def to_internal(graph, ids, entity_type: str | None = None) -> np.ndarray:
             raise GraphsysError(f"ids of entity type {et.name!r} are strings; got "
                                 f"{' '.join(repr(first).split())}") from None  # one line
         # as the ingest read them: integer text is canonical ("01", "+1" and " 1" are "1")
-        canonical = ids_array(q)
+        canonical = ids_array(pc.fill_null(q, "") if q.null_count else q)
         if isinstance(canonical, np.ndarray):  # every id integer text
             canonical = pa.array(canonical.astype(str), pa.large_string())
+        if q.null_count:  # a null is no node: named as such
+            canonical = pc.if_else(pc.is_null(q), pa.scalar(None, pa.large_string()),
+                                   canonical)
         pos = kernels.lookup_strings(sorted_ids, canonical)
     if (pos < 0).any():
         bad = q[int(np.flatnonzero(pos < 0)[0])]

@@ -114,6 +114,8 @@ def test_string_ids_are_looked_up_as_ingested(tmp_path):
     assert g.to_internal(["01", "1", " 1", "+7", "007", "b", " x"]).tolist() == want
     with pytest.raises(GraphsysError, match="^node id '02' is not in the graph"):
         g.to_internal(["01", "02"])
+    with pytest.raises(GraphsysError, match="^node id None is not in the graph"):
+        g.to_internal(["01", None])
     with pytest.raises(GraphsysError, match="^node id 'x' is not in the graph"):
         g.to_internal("x")  # a string that is not integer text keeps its whitespace
 
