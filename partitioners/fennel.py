@@ -147,17 +147,22 @@ class FennelPartitioner(Partitioner):
                 "order": self.order}
 
     def capacity(self, num_nodes: int) -> int:
-        """Most nodes any partition may hold: max(ceil(N / P), floor(nu * N / P))."""
+        """Most nodes any partition may hold: max(ceil(N / P), floor(nu * N / P)), at most N."""
         p = self.num_partitions
-        return max(-(-num_nodes // p), math.floor(self.nu * num_nodes / p))
+        slack = self.nu * num_nodes / p  # may be inf, and past int64: no partition holds > N
+        return num_nodes if slack >= num_nodes else max(-(-num_nodes // p), math.floor(slack))
 
     def resolved_alpha(self, num_nodes: int, num_edges: float) -> float:
         """alpha, or m * P**(gamma - 1) / N**gamma for ``num_edges`` = m undirected edges."""
         if self.alpha is not None:
             return self.alpha
-        if num_nodes == 0:
+        if num_nodes == 0 or num_edges == 0:
             return 0.0
-        return num_edges * self.num_partitions ** (self.gamma - 1.0) / num_nodes ** self.gamma
+        try:
+            return num_edges * self.num_partitions ** (self.gamma - 1.0) / num_nodes ** self.gamma
+        except OverflowError:  # a large gamma: the same quotient in logarithms, capped
+            return math.exp(min(math.log(num_edges) + (self.gamma - 1.0) * math.log(
+                self.num_partitions) - self.gamma * math.log(num_nodes), 709.0))
 
     def assign(self, ctx: PartitionContext) -> np.ndarray:
         n = ctx.num_nodes

@@ -158,13 +158,16 @@ def read_ids(graph, path: Path, flag: str, per_line: int = 1) -> list:
 
 
 def read_rows(path: Path, flag: str, per_line: int) -> list[list[str]]:
-    """The lines of a text file as ``per_line`` whitespace-separated fields each (blank lines
-    and ``#`` comments skipped); a missing file or a line of another width is one line."""
+    """The lines of a text file as ``per_line`` fields each: tab-separated on a line with a
+    tab (as a TSV edge list holds ids with spaces), else the stripped line for one field,
+    else whitespace-separated (blank lines and ``#`` comments skipped); a missing file or
+    a line of another width is one line."""
     from graphsys.errors import InputError
 
     if not Path(path).is_file():
         raise InputError(f"{flag}: {path} is not a file")
-    rows = [line.split() for line in Path(path).read_text(encoding="utf-8").splitlines()
+    rows = [line.split("\t") if "\t" in line else [line.strip()] if per_line == 1
+            else line.split() for line in Path(path).read_text(encoding="utf-8").splitlines()
             if line.strip() and not line.lstrip().startswith("#")]
     bad = next((n for n, r in enumerate(rows) if len(r) != per_line), None)
     if bad is not None:

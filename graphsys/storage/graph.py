@@ -538,7 +538,8 @@ class Graph(GraphSchema, SubgraphMethods):
         Parameters
         ----------
         ids : int, str or array-like
-            Original ids (integers, or strings for a graph with string ids).
+            Original ids (integers, or strings for a graph with string ids, read as the
+            ingest reads them: integer text is canonical, ``"01"`` is node ``"1"``).
         entity_type : str, optional
             The entity type; None for the only one.
 

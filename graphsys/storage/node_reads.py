@@ -22,6 +22,7 @@ from graphsys.errors import FormatError, GraphsysError
 from graphsys.storage import kernels
 from graphsys.storage.column_file import map_column
 from graphsys.storage.format import node_column_file, node_file
+from graphsys.storage.ids import ids_array
 from graphsys.storage.partitioned_rows import PartitionedRows
 from graphsys.storage.structure import check_node_table
 
@@ -59,15 +60,7 @@ def to_internal(graph, ids, entity_type: str | None = None) -> np.ndarray:
     """Internal ids of original ids, by binary search in the ids sorted once per Graph
     (:meth:`Graph.to_internal <graphsys.storage.graph.Graph.to_internal>`)."""
     et = graph.entity_type(entity_type)
-    if et.name not in graph._id_index:
-        orig = original_ids(graph, et.name)
-        if et.id_type == "int64":
-            order = np.argsort(orig, kind="stable")
-            graph._id_index[et.name] = (orig[order], order)
-        else:
-            order = pc.sort_indices(orig).to_numpy()
-            graph._id_index[et.name] = (orig.take(pa.array(order)), order)
-    sorted_ids, order = graph._id_index[et.name]
+    sorted_ids, order = id_order(graph, et.name)
     scalar = np.isscalar(ids) or isinstance(ids, str)
     if et.id_type == "int64":
         q = integer_ids(ids, f"ids of entity type {et.name!r} are integers")
@@ -84,12 +77,35 @@ def to_internal(graph, ids, entity_type: str | None = None) -> np.ndarray:
                 (v for v in ids if not isinstance(v, str)), ids)
             raise GraphsysError(f"ids of entity type {et.name!r} are strings; got "
                                 f"{' '.join(repr(first).split())}") from None  # one line
-        pos = kernels.lookup_strings(sorted_ids, q)
+        # as the ingest read them: integer text is canonical ("01", "+1" and " 1" are "1")
+        canonical = ids_array(pc.fill_null(q, "") if q.null_count else q)
+        if isinstance(canonical, np.ndarray):  # every id integer text
+            canonical = pa.array(canonical.astype(str), pa.large_string())
+        if q.null_count:  # a null is no node: named as such
+            canonical = pc.if_else(pc.is_null(q), pa.scalar(None, pa.large_string()),
+                                   canonical)
+        pos = kernels.lookup_strings(sorted_ids, canonical)
     if (pos < 0).any():
         bad = q[int(np.flatnonzero(pos < 0)[0])]
         bad = bad.as_py() if hasattr(bad, "as_py") else bad.item()
         raise GraphsysError(f"node id {bad!r} is not in the graph (entity type {et.name!r})")
     return order[pos].astype(np.int64)
+
+
+def id_order(graph, entity_type: str | None = None) -> tuple[object, np.ndarray]:
+    """``(the original ids sorted, the internal id of each)``, sorted once per Graph: the
+    nodes in an order that does not depend on how the graph is laid out (partitions,
+    partitioner, appends)."""
+    et = graph.entity_type(entity_type)
+    if et.name not in graph._id_index:
+        orig = original_ids(graph, et.name)
+        if et.id_type == "int64":
+            order = np.argsort(orig, kind="stable")
+            graph._id_index[et.name] = (orig[order], order)
+        else:
+            order = pc.sort_indices(orig).to_numpy()
+            graph._id_index[et.name] = (orig.take(pa.array(order)), order)
+    return graph._id_index[et.name]
 
 
 def original_ids(graph, entity_type: str):

@@ -704,6 +704,10 @@ def cancel_table_reads() -> None:
         _early.pop().batches.close()
 
 
+def _schema_text(schema: pa.Schema) -> str:
+    return ", ".join(f"{f.name}: {f.type}" for f in schema)
+
+
 def read_memory(table: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch], where: str,
                 roles: dict[str, str | int | None]) -> Iterator[RawEdgeBatch]:
     """Stream an in-memory Arrow table (or record batches) in slices of at most
@@ -716,6 +720,12 @@ def read_memory(table: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch], whe
         if not batches or not all(isinstance(b, pa.RecordBatch) for b in batches):
             raise InputError("expected a pyarrow Table or a non-empty sequence of "
                              "RecordBatches", path=where)
+        other = next((k for k, b in enumerate(batches) if b.schema != batches[0].schema), None)
+        if other is not None:
+            raise InputError(f"record batch {other} has another schema than batch 0 "
+                             f"({_schema_text(batches[other].schema)} vs "
+                             f"{_schema_text(batches[0].schema)}): give batches of one "
+                             f"schema", path=where)
         table = pa.Table.from_batches(batches)
     roles = default_table_roles(roles, table.column_names)
     selected = _select_columns(Path(where), roles, table.column_names, has_names=True)

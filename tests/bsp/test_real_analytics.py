@@ -65,7 +65,9 @@ def test_betweenness_sample_on_enron(real):
     scales up) and networkx's scaling."""
     g, G = real["enron"]
     n, k = g.num_nodes(), 50
-    sources = np.sort(np.random.default_rng(0).choice(n, k, replace=False))
+    # drawn among the nodes in original-id order: their internal ids
+    by_id = np.argsort(g.node_ids(), kind="stable")
+    sources = np.sort(by_id[np.random.default_rng(0).choice(n, k, replace=False)])
     res = bsp.betweenness(g, k=k, seed=0, normalized=False)
     scale = np.full(n, k / (n - 1))
     scale[sources] = (k - 1) / (n - 1)
@@ -76,7 +78,9 @@ def test_betweenness_sample_on_enron(real):
 def test_sampled_closeness_on_the_road_graph(real):
     g, G = real["lux"]
     n, k = g.num_nodes(), 20
-    sources = np.sort(np.random.default_rng(4).choice(n, k, replace=False))
+    # drawn among the nodes in original-id order: their internal ids
+    by_id = np.argsort(g.node_ids(), kind="stable")
+    sources = np.sort(by_id[np.random.default_rng(4).choice(n, k, replace=False)])
     dist = np.array(G.distances(source=sources.tolist()), float)
     far = np.isfinite(dist) & (dist > 0)
     total, reached = np.where(far, dist, 0).sum(0), far.sum(0)

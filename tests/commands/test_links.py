@@ -59,6 +59,22 @@ def test_pairs_and_top(stored, capsys):
         assert mine == [(-v, float(c)) for c, v in cands]
 
 
+def test_pairs_of_ids_with_spaces(tmp_path, capsys):
+    # a TSV edge list holds ids with spaces ("ann lee"); --pairs split every line on
+    # whitespace, so such a pair was refused ("a line holds 4 fields, not 2")
+    (tmp_path / "e.tsv").write_text("ann lee\tbo\nbo\tcy\nann lee\tcy\ncy\tdee dee\n")
+    graphsys.ingest(tmp_path / "e.tsv", tmp_path / "g", undirected=True)
+    (tmp_path / "pairs.txt").write_text("ann lee\tdee dee\nbo cy\n")
+    assert main(["links", str(tmp_path / "g"), "--pairs", str(tmp_path / "pairs.txt"),
+                 "--method", "common"]) == 0
+    assert capsys.readouterr().out.splitlines()[1:] == ["ann lee\tdee dee\t1.0",
+                                                         "bo\tcy\t1.0"]
+    (tmp_path / "nodes.txt").write_text("ann lee\n")  # one id per line: the whole line
+    assert main(["links", str(tmp_path / "g"), "--top", "2", "--nodes",
+                 str(tmp_path / "nodes.txt"), "--method", "common"]) == 0
+    assert capsys.readouterr().out.splitlines()[1:] == ["ann lee\tdee dee\t1.0"]
+
+
 @pytest.mark.parametrize("argv, message", [
     ([], "give --pairs FILE or --top K"),
     (["--top", "2", "--pairs", "pairs.txt"], "give --pairs FILE or --top K"),

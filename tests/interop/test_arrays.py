@@ -115,3 +115,10 @@ def test_from_arrow_record_batches_and_options(tmp_path):
     assert g.num_edges() == 2
     with pytest.raises(ParameterError, match="^no_such_option is not an ingest option"):
         graphsys.from_arrow(batches, tmp_path / "g2", no_such_option=1)
+    # batches of int ids then string ids raised Arrow's multi-line "Schema at index 1 was
+    # different" traceback
+    strings = pa.record_batch({"src": ["a", "01"], "dst": ["1", "b"]})
+    with pytest.raises(InputError, match=r"record batch 2 has another schema than batch 0 "
+                                         r"\(src: string, dst: string vs src: int64"):
+        graphsys.from_arrow([*batches, strings], tmp_path / "g3")
+    assert not (tmp_path / "g3").exists()

@@ -162,3 +162,21 @@ def test_memmap_adjacency(make_ctx, tmp_path):
     expected = FennelPartitioner(4).assign(ctx)
     ctx.adjacency = lambda: tuple(mapped)
     assert np.array_equal(FennelPartitioner(4).assign(ctx), expected)
+
+
+@pytest.mark.parametrize("params", [{"nu": 1e30}, {"nu": 1e308}, {"gamma": 2000.0},
+                                    {"gamma": 1e300}])
+def test_extreme_finite_params_partition(make_ctx, params, check):
+    # nu = 1e30 made a capacity past int64 (a numba TypingError traceback), nu = 1e308 an
+    # infinite one and gamma = 2000 an overflowing default alpha (OverflowError): a capacity
+    # past N is N, and alpha is the same quotient taken in logarithms
+    ctx = make_ctx(6, src=[0, 1, 2, 3], dst=[1, 2, 3, 4])
+    fennel = FennelPartitioner(2, **params)
+    check(fennel.assign(ctx), 6, 2)
+    if "nu" in params:
+        assert fennel.capacity(6) == 6
+        assert fennel.assign(ctx).tolist() == reference_fennel(ctx, FennelPartitioner(2, nu=2.0))
+    else:
+        assert fennel.resolved_alpha(6, 4.0) == 0.0  # 4 * 2**1999 / 6**2000 underflows
+    assert FennelPartitioner(7, gamma=2000.0).resolved_alpha(5, 3.0) == pytest.approx(
+        math.exp(math.log(3) + 1999 * math.log(7) - 2000 * math.log(5)))

@@ -99,6 +99,27 @@ def test_to_original_reads_the_node_tables_once(weighted, monkeypatch):
         g.to_original([g.num_nodes()])
 
 
+def test_string_ids_are_looked_up_as_ingested(tmp_path):
+    # the ingest reads integer text canonically ("01" and "1" are one node, stored "1"), so
+    # a lookup of the id as written in the input finds it: "01" was "not in the graph"
+    import pyarrow as pa
+
+    from graphsys import from_arrow
+
+    g = from_arrow(pa.table({"src": ["01", "b", " x"], "dst": ["b", "+7", "b"]}),
+                   tmp_path / "g", partitions=2)
+    assert sorted(g.node_ids().to_pylist()) == [" x", "1", "7", "b"]
+    ids = g.node_ids().to_pylist()
+    want = [ids.index(v) for v in ("1", "1", "1", "7", "7", "b", " x")]
+    assert g.to_internal(["01", "1", " 1", "+7", "007", "b", " x"]).tolist() == want
+    with pytest.raises(GraphsysError, match="^node id '02' is not in the graph"):
+        g.to_internal(["01", "02"])
+    with pytest.raises(GraphsysError, match="^node id None is not in the graph"):
+        g.to_internal(["01", None])
+    with pytest.raises(GraphsysError, match="^node id 'x' is not in the graph"):
+        g.to_internal("x")  # a string that is not integer text keeps its whitespace
+
+
 def test_bucket_orders(weighted):
     g, *_ = weighted
     rows = [(b.i, b.j) for b in g.buckets("row-major", skip_empty=False)]

@@ -27,6 +27,7 @@ from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
 from graphsys.errors import GraphsysError, ParameterError, check_count, check_flag
 from graphsys.progress import progress_bar
+from graphsys.storage.node_reads import id_order
 
 if TYPE_CHECKING:
     import torch
@@ -42,7 +43,8 @@ SOURCES_PER_CALL = 32
 def sample_sources(graph, k, seed, sources) -> np.ndarray | None:
     """The sources of a run as sorted internal ids, or None for every node: ``sources``
     (original ids) when given, else ``k`` drawn without replacement by
-    ``numpy.random.default_rng(seed)``; ``k`` = N means every node (as networkx's)."""
+    ``numpy.random.default_rng(seed)`` among the nodes in original-id order (the same
+    nodes however the graph is partitioned); ``k`` = N means every node (as networkx's)."""
     n = graph.num_nodes()
     if sources is not None:
         if k is not None:
@@ -60,7 +62,8 @@ def sample_sources(graph, k, seed, sources) -> np.ndarray | None:
     seed = check_count("seed", seed, minimum=0)  # numpy's generators take no negative seed
     if k == n:
         return None
-    return np.sort(np.random.default_rng(int(seed)).choice(n, int(k), replace=False))
+    drawn = np.random.default_rng(int(seed)).choice(n, int(k), replace=False)
+    return np.sort(id_order(graph)[1][drawn].astype(np.int64))
 
 
 def check_positive_weights(graph, edge_set: str | None, name: str) -> None:
@@ -452,7 +455,8 @@ _SAMPLE_DOC = """k : int, optional
     ``numpy.random.default_rng(seed)``) and scale their sums into an estimate; None
     (default): every node is a source (exact). ``k`` = N is exact too.
 seed : int, default 0
-    Seed of the sample of ``k`` sources (a non-negative integer).
+    Seed of the sample of ``k`` sources (a non-negative integer), drawn among the nodes in
+    original-id order: the same sources whatever the graph's partitions.
 sources : node id or list of node ids, optional
     The sample itself (original ids), instead of ``k`` and ``seed``; scaled as a sample
     of ``len(sources)``.
