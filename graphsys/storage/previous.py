@@ -358,13 +358,15 @@ def _check_columns(table: pa.Table, where: str, column: str | tuple) -> None:
                       f"{', '.join(f'{f.name} ({f.type})' for f in table.schema)}")
 
 
-def columns_digest(table: pa.Table) -> str:
-    """sha256 over every column of ``table``: its name, kind, null count and values (numbers
-    as stored, a string column as its lengths and bytes), streamed from Arrow's buffers chunk
-    by chunk; the same for any chunking and either string width. What a result records of
-    its rows (its provenance's ``checksum``, by :func:`tagged`) and a run started from it
-    checks (:func:`read_previous`)."""
-    h = hashlib.sha256()
+def columns_digest(table: pa.Table, provenance: dict) -> str:
+    """sha256 over ``provenance`` (its JSON, ``checksum`` aside) and every column of
+    ``table``: its name, kind, null count and values (numbers as stored, a string column as
+    its lengths and bytes), streamed from Arrow's buffers chunk by chunk; the same for any
+    chunking and either string width. What a result records of itself (its provenance's
+    ``checksum``, by :func:`tagged`) and a run started from it checks
+    (:func:`read_previous`)."""
+    h = hashlib.sha256(json.dumps({k: v for k, v in provenance.items() if k != "checksum"},
+                                  sort_keys=True).encode())
     for field, col in zip(table.schema, table.columns):
         kind, width = field.type, 0
         if pa.types.is_fixed_size_list(kind):
@@ -389,8 +391,8 @@ def columns_digest(table: pa.Table) -> str:
 
 def _check_checksum(table: pa.Table, meta: dict, where: str, algorithm: str,
                     internal: np.ndarray) -> None:
-    """A one-line FormatError unless ``table``'s rows are those its provenance's checksum
-    was taken of (:func:`columns_digest`): rows in another order are compared in the
+    """A one-line FormatError unless ``table``'s rows and provenance ``meta`` are those its
+    checksum was taken of (:func:`columns_digest`): rows in another order are compared in the
     graph's order (``internal``: each row's internal id), the order a result writes."""
     again = f"run {algorithm} from scratch (without a previous result) to write a new one"
     recorded = meta.get("checksum")
@@ -402,9 +404,10 @@ def _check_checksum(table: pa.Table, meta: dict, where: str, algorithm: str,
                           f"this release reads version {CHECKSUM_VERSION}; {again}")
     if len(internal) > 1 and not np.all(internal[1:] > internal[:-1]):
         table = table.take(np.argsort(internal, kind="stable"))
-    if recorded.get("sha256") != columns_digest(table):
-        raise FormatError(f"{where}: its node ids or values differ from those it recorded a "
-                          f"checksum of (edited or damaged since it was written); {again}")
+    if recorded.get("sha256") != columns_digest(table, meta):
+        raise FormatError(f"{where}: its node ids, values or {RESULT_METADATA} metadata "
+                          f"differ from those it recorded a checksum of (edited or damaged "
+                          f"since it was written); {again}")
 
 
 def _positive(value: Any) -> float | None:
@@ -640,12 +643,12 @@ def _last_weights(keys: list, weights: list) -> tuple[np.ndarray, np.ndarray]:
 
 
 def tagged(table: pa.Table, provenance: dict | None) -> pa.Table:
-    """``table`` with ``provenance`` (JSON) and the checksum of its columns
+    """``table`` with ``provenance`` (JSON) and the checksum of both
     (:func:`columns_digest`, as ``checksum``: its version and ``sha256``) in its schema
     metadata, so that a Parquet file of it can start a later run (``init=``), which refuses
-    rows edited since; unchanged without a provenance."""
+    rows or provenance edited since; unchanged without a provenance."""
     if not provenance:
         return table
-    checksum = {"version": CHECKSUM_VERSION, "sha256": columns_digest(table)}
+    checksum = {"version": CHECKSUM_VERSION, "sha256": columns_digest(table, provenance)}
     return table.replace_schema_metadata({RESULT_METADATA: json.dumps(
         {**provenance, "checksum": checksum}, sort_keys=True)})
