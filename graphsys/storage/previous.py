@@ -190,6 +190,9 @@ def result_provenance(init, footer: bool = False) -> tuple[pa.Table, dict[str, A
         raise FormatError(f"{where}: its {RESULT_METADATA} metadata is not JSON") from None
     if not isinstance(meta, dict) or not isinstance(meta.get("edge_sets"), dict):
         raise FormatError(f"{where}: its {RESULT_METADATA} metadata has no edge sets")
+    if not isinstance(meta.get("params", {}), dict):
+        raise FormatError(f"{where}: its {RESULT_METADATA} metadata's params are not an "
+                          f"object (name: value)")
     return table, meta, where
 
 

@@ -315,6 +315,13 @@ def test_a_result_whose_values_were_edited_is_refused(tmp_path, capsys):
                  "--overwrite", "--init", "auto"]) == 0
     assert "started from" not in capsys.readouterr().out
     assert "checksum" in previous.result_provenance(tmp_path / "old.parquet")[1]
+    # params that are not an object: a traceback from --init auto's footer check
+    pq.write_table(table.replace_schema_metadata({"graphsys.result": json.dumps(
+        {**meta, "params": [1]})}), tmp_path / "p.parquet")
+    with pytest.raises(FormatError, match="params are not an object"):
+        bsp.pagerank(g, init=tmp_path / "p.parquet")
+    assert main(["run", "pagerank", str(g.path), "--out", str(tmp_path / "p.parquet"),
+                 "--overwrite", "--init", "auto"]) == 0
     s = pa.table({"node": pa.array(["a", "bb", ""]), "value": [1.0, 2.0, 3.0]})
     assert previous.columns_digest(s, {}) == previous.columns_digest(pa.Table.from_batches(
         s.cast(pa.schema([("node", pa.large_string()), ("value", pa.float64())]))
