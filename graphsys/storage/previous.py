@@ -363,14 +363,15 @@ def _check_columns(table: pa.Table, where: str, column: str | tuple) -> None:
 
 def columns_digest(table: pa.Table, provenance: dict) -> str:
     """sha256 over ``provenance`` (its JSON, ``checksum`` aside) and every column of
-    ``table``: its name, kind, null count and values (numbers as stored, a string column as
-    its lengths and bytes), streamed from Arrow's buffers chunk by chunk; the same for any
-    chunking and either string width. What a result records of itself (its provenance's
-    ``checksum``, by :func:`tagged`) and a run started from it checks
-    (:func:`read_previous`)."""
+    ``table`` in the order of their names: its name, kind, null count and values (numbers
+    as stored, a string column as its lengths and bytes), streamed from Arrow's buffers
+    chunk by chunk; the same for any chunking, column order and either string width. What a
+    result records of itself (its provenance's ``checksum``, by :func:`tagged`) and a run
+    started from it checks (:func:`read_previous`)."""
     h = hashlib.sha256(json.dumps({k: v for k, v in provenance.items() if k != "checksum"},
                                   sort_keys=True).encode())
-    for field, col in zip(table.schema, table.columns):
+    for i in sorted(range(table.num_columns), key=lambda i: table.schema.names[i]):
+        field, col = table.schema.field(i), table.column(i)
         kind, width = field.type, 0
         if pa.types.is_fixed_size_list(kind):
             kind, width = kind.value_type, kind.list_size
