@@ -345,10 +345,11 @@ def starts_from(graph, init, algorithm: str, params: dict[str, Any], edge_set=No
 def _check_columns(table: pa.Table, where: str, column: str | tuple) -> None:
     """A one-line FormatError unless ``table`` holds ``node`` and the value columns: a float
     ``value`` and nothing else but an integer ``order``, or the numeric columns ``column``
-    beside others."""
+    beside others; each name once."""
     names = set(table.column_names)
     want = [column] if isinstance(column, str) else list(column)
-    kinds = [table.schema.field(c).type for c in want if c in names]
+    kinds = [table.schema.field(c).type for c in want if c in names] \
+        if len(names) == table.num_columns else []  # a name twice: refused
     if "node" in names and len(kinds) == len(want) and (
             names - {"order"} == {"node", "value"} and pa.types.is_floating(kinds[0]) and (
                 "order" not in names or pa.types.is_integer(table.schema.field("order").type))

@@ -329,3 +329,13 @@ def test_a_result_whose_values_were_edited_is_refused(tmp_path, capsys):
         .to_batches(max_chunksize=1)), {})
     assert previous.columns_digest(s, {}) != previous.columns_digest(
         s.set_column(0, "node", pa.array(["ab", "b", ""])), {})
+
+
+def test_a_result_table_with_a_column_twice_is_refused(tmp_path):
+    """A table with ``node`` (or ``value``) twice raised KeyError from Arrow; one line."""
+    g = graphsys.from_numpy(np.array([0, 1, 2]), np.array([1, 2, 3]), tmp_path / "g")
+    t = bsp.wcc(g).to_table()
+    for cols in (["node", "node", "value"], ["node", "value", "value"]):
+        twice = pa.Table.from_arrays([t[c] for c in cols], names=cols)
+        with pytest.raises(FormatError, match="expected columns node and value"):
+            bsp.wcc(g, init=twice.replace_schema_metadata(t.schema.metadata))
