@@ -186,7 +186,7 @@ def result_provenance(init, footer: bool = False) -> tuple[pa.Table, dict[str, A
                           f"graphsys's run, or one written before results recorded it)")
     try:
         meta = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # nested past the stack
         raise FormatError(f"{where}: its {RESULT_METADATA} metadata is not JSON") from None
     if not isinstance(meta, dict) or not isinstance(meta.get("edge_sets"), dict):
         raise FormatError(f"{where}: its {RESULT_METADATA} metadata has no edge sets")

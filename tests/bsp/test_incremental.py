@@ -339,3 +339,12 @@ def test_a_result_table_with_a_column_twice_is_refused(tmp_path):
         twice = pa.Table.from_arrays([t[c] for c in cols], names=cols)
         with pytest.raises(FormatError, match="expected columns node and value"):
             bsp.wcc(g, init=twice.replace_schema_metadata(t.schema.metadata))
+
+
+def test_a_result_whose_metadata_nests_deeply_is_refused(tmp_path):
+    """Metadata of 200,000 nested arrays raised RecursionError from json; one line."""
+    g = graphsys.from_numpy(np.array([0, 1, 2]), np.array([1, 2, 3]), tmp_path / "g")
+    deep = bsp.wcc(g).to_table().replace_schema_metadata(
+        {"graphsys.result": "[" * 200_000 + "]" * 200_000})
+    with pytest.raises(FormatError, match="metadata is not JSON"):
+        bsp.wcc(g, init=deep)
