@@ -150,10 +150,10 @@ def _table(init, footer: bool = False) -> tuple[pa.Table | pa.Schema, str]:
     if callable(getattr(init, "to_table", None)):
         try:
             return init.to_table(), "a result"
-        except GraphsysError as exc:  # its Graph's files were replaced (an append)
-            raise GraphsysError(f"init: the graph of this result changed on disk since it "
-                                f"was computed ({exc}); start from its to_table(), taken "
-                                f"before the change") from None
+        except GraphsysError as exc:  # its Graph's files replaced (an append), no table
+            raise GraphsysError(f"init: this result gives no table ({exc}); one whose graph "
+                                f"changed on disk since it was computed starts a run from "
+                                f"its to_table(), taken before the change") from None
     if not isinstance(init, (str, os.PathLike)):
         raise ParameterError("init", f"must be a result file (.parquet), a table or a Result, "
                                      f"got {type(init).__name__}")
