@@ -92,8 +92,10 @@ class Result(NodeValues):
             ``fixed_size_list<float64>[d]`` for (N, d) values), one row per node in
             internal id order, and ``order`` (int64) where the run kept an
             :attr:`order`; the schema metadata ``graphsys.result`` holds :attr:`provenance`
-            as JSON (with the ``order`` column's version, :data:`ORDER_VERSION`), so a
-            Parquet file of it can start a later run (``init=``).
+            as JSON (with the ``order`` column's version, :data:`ORDER_VERSION`, and a
+            checksum of it and the columns: :func:`~graphsys.storage.previous.tagged`),
+            so a Parquet file of it can start a later run (``init=``), which refuses one
+            edited since.
         """
         table, meta = super().to_table(), self.provenance
         if self.order is not None:

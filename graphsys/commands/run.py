@@ -99,9 +99,11 @@ def register(subparsers) -> None:
                         "where more than 5%% of the edges changed; pagerank/ppr by a delta "
                         "push or a warm start: the summary line and --json's start say "
                         "which); the answer is a run from scratch's (pagerank "
-                        "to --tol; wcc, bfs and sssp refuse a PREV that did not converge). "
-                        "auto (default): the --out file being replaced (--overwrite) when it "
-                        "is such a converged result of the same run; none: from scratch")
+                        "to --tol; wcc, bfs and sssp refuse a PREV that did not converge; "
+                        "every run refuses one edited since it was written, by the checksum "
+                        "it records). auto (default): the --out file being replaced "
+                        "(--overwrite) when it is such a converged result of the same run "
+                        "that records a checksum; none: from scratch")
     p.add_argument("--threads", type=int, help="out-of-core worker threads")
     p.add_argument("--schedule", default="auto",
                    help="auto (default: bfs and wcc in memory on CPU run their own "

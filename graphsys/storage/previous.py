@@ -11,6 +11,7 @@ triangle counts (:mod:`graphsys.mining.incremental`).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 from dataclasses import dataclass
@@ -32,6 +33,10 @@ RESULT_METADATA = "graphsys.result"
 #: The version of the ``order`` column a BSP result writes (recorded in the provenance as
 #: ``order``): a later run reads the column only when it knows its version
 ORDER_VERSION = 1
+#: The version of the checksum of a result's columns (:func:`columns_digest`) that a result
+#: records (its provenance's ``checksum``): a result without one, or of another version, is
+#: not started from
+CHECKSUM_VERSION = 1
 #: The largest share of the edges read that may have changed (appended, deleted or
 #: re-weighted pairs) for a repair; above it a run from scratch
 REPAIR_MAX_FRACTION = 0.05
@@ -145,10 +150,10 @@ def _table(init, footer: bool = False) -> tuple[pa.Table | pa.Schema, str]:
     if callable(getattr(init, "to_table", None)):
         try:
             return init.to_table(), "a result"
-        except GraphsysError as exc:  # its Graph's files were replaced (an append)
-            raise GraphsysError(f"init: the graph of this result changed on disk since it "
-                                f"was computed ({exc}); start from its to_table(), taken "
-                                f"before the change") from None
+        except GraphsysError as exc:  # its Graph's files replaced (an append), no table
+            raise GraphsysError(f"init: this result gives no table ({exc}); one whose graph "
+                                f"changed on disk since it was computed starts a run from "
+                                f"its to_table(), taken before the change") from None
     if not isinstance(init, (str, os.PathLike)):
         raise ParameterError("init", f"must be a result file (.parquet), a table or a Result, "
                                      f"got {type(init).__name__}")
@@ -181,10 +186,13 @@ def result_provenance(init, footer: bool = False) -> tuple[pa.Table, dict[str, A
                           f"graphsys's run, or one written before results recorded it)")
     try:
         meta = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # nested past the stack
         raise FormatError(f"{where}: its {RESULT_METADATA} metadata is not JSON") from None
     if not isinstance(meta, dict) or not isinstance(meta.get("edge_sets"), dict):
         raise FormatError(f"{where}: its {RESULT_METADATA} metadata has no edge sets")
+    if not isinstance(meta.get("params", {}), dict):
+        raise FormatError(f"{where}: its {RESULT_METADATA} metadata's params are not an "
+                          f"object (name: value)")
     return table, meta, where
 
 
@@ -248,6 +256,7 @@ def read_previous(graph, init, algorithm: str, edge_set=None, source=None,
         raise FormatError(f"{where}: lists {len(internal):,} nodes, the graph it was computed "
                           f"on has {listed:,} (a truncated or edited result); start from "
                           f"scratch (without a previous result)")
+    _check_checksum(table, meta, where, algorithm, internal)
     got = [np.asarray(table.column(c).to_numpy(), np.float64)
            for c in ([column] if isinstance(column, str) else column)]
     values = np.full(n if isinstance(column, str) else (n, len(column)), np.nan)
@@ -309,7 +318,8 @@ def starts_from(graph, init, algorithm: str, params: dict[str, Any], edge_set=No
     (what ``graphsys run --init auto`` asks of its ``--out`` file), from its provenance
     alone (the file's footer; the values are read once, by the run): True for the same
     run (:func:`same_run`) on an earlier version of the edges it reads, converged; False
-    for anything unreadable or that does not match; why not, where it matches but a
+    for anything unreadable, that does not match, or that records no checksum of its values
+    (:func:`tagged`: a run from scratch then writes one); why not, where it matches but a
     repair after deletions and weight updates (WCC, BFS, SSSP, k-core) would run from
     scratch for the share of the edges changed (:data:`REPAIR_MAX_FRACTION`, counted from
     the manifest): a run from scratch then does not read the values at all."""
@@ -318,7 +328,9 @@ def starts_from(graph, init, algorithm: str, params: dict[str, Any], edge_set=No
         es, changed = _match(graph, meta, where, algorithm, edge_set, source)
     except GraphsysError:
         return False
-    if not _same_params(meta, algorithm, params) or meta.get("converged") is not True:
+    if not _same_params(meta, algorithm, params) or meta.get("converged") is not True or not (
+            isinstance(meta.get("checksum"), dict)
+            and meta["checksum"].get("version") == CHECKSUM_VERSION):
         return False
     if changed and algorithm in REPAIRS_CHANGES and algorithm not in ("pagerank", "ppr"):
         sets = getattr(graph, "stored", graph).manifest.edge_sets
@@ -333,10 +345,11 @@ def starts_from(graph, init, algorithm: str, params: dict[str, Any], edge_set=No
 def _check_columns(table: pa.Table, where: str, column: str | tuple) -> None:
     """A one-line FormatError unless ``table`` holds ``node`` and the value columns: a float
     ``value`` and nothing else but an integer ``order``, or the numeric columns ``column``
-    beside others."""
+    beside others; each name once."""
     names = set(table.column_names)
     want = [column] if isinstance(column, str) else list(column)
-    kinds = [table.schema.field(c).type for c in want if c in names]
+    kinds = [table.schema.field(c).type for c in want if c in names] \
+        if len(names) == table.num_columns else []  # a name twice: refused
     if "node" in names and len(kinds) == len(want) and (
             names - {"order"} == {"node", "value"} and pa.types.is_floating(kinds[0]) and (
                 "order" not in names or pa.types.is_integer(table.schema.field("order").type))
@@ -347,6 +360,59 @@ def _check_columns(table: pa.Table, where: str, column: str | tuple) -> None:
                       f"({'float' if column == 'value' else 'numeric'})"
                       f"{', and order (integer) or none' if column == 'value' else ''}, got "
                       f"{', '.join(f'{f.name} ({f.type})' for f in table.schema)}")
+
+
+def columns_digest(table: pa.Table, provenance: dict) -> str:
+    """sha256 over ``provenance`` (its JSON, ``checksum`` aside) and every column of
+    ``table`` in the order of their names: its name, kind, null count and values (numbers
+    as stored, a string column as its lengths and bytes), streamed from Arrow's buffers
+    chunk by chunk; the same for any chunking, column order and either string width. What a
+    result records of itself (its provenance's ``checksum``, by :func:`tagged`) and a run
+    started from it checks (:func:`read_previous`)."""
+    h = hashlib.sha256(json.dumps({k: v for k, v in provenance.items() if k != "checksum"},
+                                  sort_keys=True).encode())
+    for i in sorted(range(table.num_columns), key=lambda i: table.schema.names[i]):
+        field, col = table.schema.field(i), table.column(i)
+        kind, width = field.type, 0
+        if pa.types.is_fixed_size_list(kind):
+            kind, width = kind.value_type, kind.list_size
+        text = pa.types.is_string(kind) or pa.types.is_large_string(kind)
+        numeric = pa.types.is_integer(kind) or pa.types.is_floating(kind)
+        tag = "str" if text else np.dtype(kind.to_pandas_dtype()).str if numeric else str(kind)
+        h.update(f"{field.name}\0{tag}\0{width}\0{col.null_count}\0".encode())
+        lengths = hashlib.sha256()
+        for chunk in col.chunks:
+            chunk = chunk.flatten() if width else chunk
+            if text:
+                ends = np.frombuffer(chunk.buffers()[1], np.int32 if pa.types.is_string(kind)
+                                     else np.int64)[chunk.offset:chunk.offset + len(chunk) + 1]
+                lengths.update(np.diff(ends).astype(np.int64))
+                h.update(memoryview(chunk.buffers()[2] or b"")[ends[0]:ends[-1]])
+            elif numeric:
+                h.update(np.ascontiguousarray(chunk.to_numpy(zero_copy_only=False)))
+        h.update(lengths.digest() if text else b"")
+    return h.hexdigest()
+
+
+def _check_checksum(table: pa.Table, meta: dict, where: str, algorithm: str,
+                    internal: np.ndarray) -> None:
+    """A one-line FormatError unless ``table``'s rows and provenance ``meta`` are those its
+    checksum was taken of (:func:`columns_digest`): rows in another order are compared in the
+    graph's order (``internal``: each row's internal id), the order a result writes."""
+    again = f"run {algorithm} from scratch (without a previous result) to write a new one"
+    recorded = meta.get("checksum")
+    if not isinstance(recorded, dict) or "version" not in recorded:
+        raise FormatError(f"{where}: records no checksum of its values (written before "
+                          f"results recorded one), so an edit to them cannot be told; {again}")
+    if recorded["version"] != CHECKSUM_VERSION:
+        raise FormatError(f"{where}: records a checksum of version {recorded['version']!r}, "
+                          f"this release reads version {CHECKSUM_VERSION}; {again}")
+    if len(internal) > 1 and not np.all(internal[1:] > internal[:-1]):
+        table = table.take(np.argsort(internal, kind="stable"))
+    if recorded.get("sha256") != columns_digest(table, meta):
+        raise FormatError(f"{where}: its node ids, values or {RESULT_METADATA} metadata "
+                          f"differ from those it recorded a checksum of (edited or damaged "
+                          f"since it was written); {again}")
 
 
 def _positive(value: Any) -> float | None:
@@ -582,9 +648,12 @@ def _last_weights(keys: list, weights: list) -> tuple[np.ndarray, np.ndarray]:
 
 
 def tagged(table: pa.Table, provenance: dict | None) -> pa.Table:
-    """``table`` with ``provenance`` (JSON) in its schema metadata, so that a Parquet file of
-    it can start a later run (``init=``); unchanged without one."""
+    """``table`` with ``provenance`` (JSON) and the checksum of both
+    (:func:`columns_digest`, as ``checksum``: its version and ``sha256``) in its schema
+    metadata, so that a Parquet file of it can start a later run (``init=``), which refuses
+    rows or provenance edited since; unchanged without a provenance."""
     if not provenance:
         return table
-    return table.replace_schema_metadata(
-        {RESULT_METADATA: json.dumps(provenance, sort_keys=True)})
+    checksum = {"version": CHECKSUM_VERSION, "sha256": columns_digest(table, provenance)}
+    return table.replace_schema_metadata({RESULT_METADATA: json.dumps(
+        {**provenance, "checksum": checksum}, sort_keys=True)})

@@ -192,7 +192,7 @@ def _expecting(path, supersteps: int):
     ``supersteps``."""
     table, meta, _ = incremental.result_provenance(path)
     meta["supersteps"] = supersteps
-    return table.replace_schema_metadata({"graphsys.result": json.dumps(meta)})
+    return previous.tagged(table, meta)
 
 
 def test_a_short_started_run_streams_and_equals_networkx(tmp_path):
@@ -214,7 +214,7 @@ def test_a_short_started_run_streams_and_equals_networkx(tmp_path):
     # to a tighter tolerance than the previous run's, its count says nothing: no streaming
     table, meta, _ = incremental.result_provenance(tmp_path / "pagerank.parquet")
     meta["supersteps"], meta["params"]["tol"] = 5, 1e-3
-    loose = table.replace_schema_metadata({"graphsys.result": json.dumps(meta)})
+    loose = previous.tagged(table, meta)
     assert bsp.pagerank(g, tol=1e-10, init=loose).stats.mode == "memory"
     # an explicit mode is kept
     kept = bsp.pagerank(g, tol=1e-10, init=_expecting(tmp_path / "pagerank.parquet", 5),
@@ -278,3 +278,73 @@ def test_a_result_that_did_not_converge_is_never_repaired_from(tmp_path, capsys)
     assert not pr.stats.converged
     warm = bsp.pagerank(open_graph(g), tol=1e-10, init=pr.to_table())
     assert np.abs(warm.values - bsp.pagerank(open_graph(g), tol=1e-10).values).sum() < 1e-8
+
+
+def test_a_result_whose_values_were_edited_is_refused(tmp_path, capsys):
+    """Values edited in a result file that kept its metadata (SSSP all 0, WCC [0,1,2,3] on a
+    path, k-core all 5) were started from and answered wrongly; the checksum of its columns
+    and provenance refuses them (and an edited provenance) in one line, as it does a result
+    written before results recorded one (``--init auto`` then runs from scratch and writes
+    one that does). Rows in another order, string ids or a Parquet round trip keep it."""
+    g = graphsys.from_numpy(np.array([0, 1, 2]), np.array([1, 2, 3]), tmp_path / "g",
+                            weight=np.ones(3))
+    for algo, source, edited in (("sssp", 0, [0.0] * 4), ("wcc", None, [0.0, 1, 2, 3]),
+                                 ("kcore", None, [5.0] * 4), ("bfs", 0, [0.0, 1, 1, 1]),
+                                 ("pagerank", None, [0.25] * 4)):
+        spec = ALGORITHMS.get(algo)
+        table = spec.run(g, source).to_table()
+        want = spec.run(g, source).values
+        pq.write_table(table, tmp_path / f"{algo}.parquet")
+        for prev in (table, tmp_path / f"{algo}.parquet", table.take([2, 0, 3, 1]),
+                     table.select(table.column_names[::-1])):
+            np.testing.assert_allclose(spec.run(g, source, init=prev).values, want, atol=1e-6)
+        swapped = table.set_column(0, "node", pa.array([1, 0, 2, 3]))  # the same if 0 == 1
+        meta = json.loads(table.schema.metadata[b"graphsys.result"])
+        for bad in (table.set_column(1, "value", pa.array(edited)),
+                    table.replace_schema_metadata({"graphsys.result": json.dumps(
+                        {**meta, "converged": not meta["converged"]})}),
+                    table.set_column(1, "value", table["value"].cast(pa.float32())),
+                    *([swapped] if want[0] != want[1] else [])):
+            with pytest.raises(FormatError, match="differ from those it recorded a checksum"):
+                spec.run(g, source, init=bad)
+        old = table.replace_schema_metadata({"graphsys.result": json.dumps(
+            {k: v for k, v in meta.items() if k != "checksum"})})
+        with pytest.raises(FormatError, match="records no checksum .* from scratch"):
+            spec.run(g, source, init=old)
+    pq.write_table(old, tmp_path / "old.parquet")
+    assert main(["run", "pagerank", str(g.path), "--out", str(tmp_path / "old.parquet"),
+                 "--overwrite", "--init", "auto"]) == 0
+    assert "started from" not in capsys.readouterr().out
+    assert "checksum" in previous.result_provenance(tmp_path / "old.parquet")[1]
+    # params that are not an object: a traceback from --init auto's footer check
+    pq.write_table(table.replace_schema_metadata({"graphsys.result": json.dumps(
+        {**meta, "params": [1]})}), tmp_path / "p.parquet")
+    with pytest.raises(FormatError, match="params are not an object"):
+        bsp.pagerank(g, init=tmp_path / "p.parquet")
+    assert main(["run", "pagerank", str(g.path), "--out", str(tmp_path / "p.parquet"),
+                 "--overwrite", "--init", "auto"]) == 0
+    s = pa.table({"node": pa.array(["a", "bb", ""]), "value": [1.0, 2.0, 3.0]})
+    assert previous.columns_digest(s, {}) == previous.columns_digest(pa.Table.from_batches(
+        s.cast(pa.schema([("node", pa.large_string()), ("value", pa.float64())]))
+        .to_batches(max_chunksize=1)), {})
+    assert previous.columns_digest(s, {}) != previous.columns_digest(
+        s.set_column(0, "node", pa.array(["ab", "b", ""])), {})
+
+
+def test_a_result_table_with_a_column_twice_is_refused(tmp_path):
+    """A table with ``node`` (or ``value``) twice raised KeyError from Arrow; one line."""
+    g = graphsys.from_numpy(np.array([0, 1, 2]), np.array([1, 2, 3]), tmp_path / "g")
+    t = bsp.wcc(g).to_table()
+    for cols in (["node", "node", "value"], ["node", "value", "value"]):
+        twice = pa.Table.from_arrays([t[c] for c in cols], names=cols)
+        with pytest.raises(FormatError, match="expected columns node and value"):
+            bsp.wcc(g, init=twice.replace_schema_metadata(t.schema.metadata))
+
+
+def test_a_result_whose_metadata_nests_deeply_is_refused(tmp_path):
+    """Metadata of 200,000 nested arrays raised RecursionError from json; one line."""
+    g = graphsys.from_numpy(np.array([0, 1, 2]), np.array([1, 2, 3]), tmp_path / "g")
+    deep = bsp.wcc(g).to_table().replace_schema_metadata(
+        {"graphsys.result": "[" * 200_000 + "]" * 200_000})
+    with pytest.raises(FormatError, match="metadata is not JSON"):
+        bsp.wcc(g, init=deep)

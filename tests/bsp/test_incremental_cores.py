@@ -170,14 +170,19 @@ def test_a_result_it_cannot_start_from_is_one_line(tmp_path):
     _write(tmp_path / "e.parquet", [(0, 1), (1, 2), (2, 0)])
     g = graphsys.ingest(tmp_path / "e.parquet", tmp_path / "g")
     table = bsp.kcore(g).to_table()
+    meta = json.loads(table.schema.metadata[b"graphsys.result"])
     bad = table.set_column(1, "value", pa.array([1.5, 2.0, 2.0]))
+    with pytest.raises(GraphsysError, match=r"differ from those it recorded a checksum of"):
+        bsp.kcore(g, init=bad)
+    bad = previous.tagged(bad, meta)  # its checksum taken again: read, then refused for its values
     with pytest.raises(GraphsysError, match=r"non-negative integers; run kcore from scratch"):
         bsp.kcore(g, init=bad)
     wcc = bsp.wcc(g).to_table()
     with pytest.raises(GraphsysError) as err:
         bsp.kcore(g, init=wcc)
     assert "\n" not in str(err.value)
-    garbled = table.set_column(2, "order", pa.array([0, 0, 1]))  # not a numbering
+    garbled = previous.tagged(table.set_column(2, "order", pa.array([0, 0, 1])),  # not a
+                              meta)                                               # numbering
     with pytest.raises(GraphsysError, match=r"not a peeling order of its core numbers"):
         bsp.kcore(g, init=garbled)
 
@@ -191,9 +196,10 @@ def test_a_result_without_an_order_runs_from_scratch_then_updates(tmp_path):
     table = bsp.kcore(g).to_table()
     assert table.column_names == ["node", "value", "order"]
     meta = json.loads(table.schema.metadata[b"graphsys.result"])
-    later = table.replace_schema_metadata({"graphsys.result": json.dumps({**meta,
-                                                                          "order": 99})})
-    old = table.drop_columns(["order"])  # as the release before wrote it
+    later = previous.tagged(table, {**meta, "order": 99})
+    # as the release before wrote it (with a checksum)
+    old = previous.tagged(table.drop_columns(["order"]),
+                          {k: v for k, v in meta.items() if k != "order"})
     delete_edges(tmp_path / "g", [0], [1])
     g = open_graph(tmp_path / "g")
     for prev in (old, later):

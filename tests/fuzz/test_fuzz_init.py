@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 import graphsys
 from graphsys.plugins import ALGORITHMS
+from graphsys.storage.previous import tagged
 
 from .conftest import FUZZ
 from .test_fuzz import outcome
@@ -82,8 +83,7 @@ def world(tmp_path_factory):
                                                 d / f"{algo}-n.parquet")
         meta = json.loads(table.schema.metadata[b"graphsys.result"])
         meta.pop("converged", None)
-        files[(algo, "unrecorded")] = _write(table.replace_schema_metadata(
-            {"graphsys.result": json.dumps(meta)}), d / f"{algo}-o.parquet")
+        files[(algo, "unrecorded")] = _write(tagged(table, meta), d / f"{algo}-o.parquet")
         values = np.asarray(table["value"]).copy()
         values[3] = np.nan
         files[(algo, "nan-value")] = _write(table.set_column(

@@ -157,6 +157,9 @@ def test_an_update_reading_past_its_limit_stops(tmp_path, monkeypatch):
     g = open_graph(tmp_path / "g")
     with pytest.raises(GraphsysError, match="changed on disk since it was computed"):
         mining.triangle_stats(g, init=prev)  # node 3 was appended: its table, taken before
+    # stats without per-node counts: said to be of a graph changed on disk
+    with pytest.raises(GraphsysError, match=r"gives no table \(triangle stats without per-n"):
+        mining.triangle_stats(g, per_node=True, init=mining.triangle_stats(g))
     monkeypatch.setattr(incremental, "SCAN_SWEEPS", 0.05)  # 23 entries: past the first row
     got = mining.triangle_stats(g, per_node=True, init=table)
     assert "from scratch: the update reads more than 0.05x" in got.method
