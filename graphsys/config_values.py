@@ -65,9 +65,9 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: cannot read the config ({exc})") from None
     try:
         values = json.loads(text) if path.suffix.lower() == ".json" else tomllib.loads(text)
-    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"{path}: invalid {path.suffix.lstrip('.') or 'toml'}: {exc}"
-                          ) from None
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise ConfigError(f"{path}: invalid {path.suffix.lstrip('.') or 'toml'}: "
+                          f"{exc if str(exc) else 'nested too deeply'}") from None
     if not isinstance(values, dict):              # a JSON list raised a raw AttributeError
         raise ConfigError(f"{path}: a config is a table of settings, got "
                           f"{type(values).__name__}")

@@ -295,6 +295,25 @@ def test_missing_dimension_and_bad_json(tmp_path):
         import_pbg_config(js)
 
 
+@pytest.mark.parametrize("suffix", [".json", ".toml"])
+def test_json_nested_past_the_stack_is_one_line(tmp_path, suffix):
+    """A PBG config, a names file or a settings file nested 200,000 arrays deep raised
+    RecursionError with a traceback; each is now one line naming the file."""
+    from graphsys.config_values import read_config_file
+    from graphsys.embed.interop.pbg_files import read_names
+
+    deep = "[" * 200_000 + "]" * 200_000
+    f = tmp_path / f"c{suffix}"
+    f.write_text(deep if suffix == ".json" else f"a = {deep}")
+    with pytest.raises(ConfigError, match=f"c\\{suffix}: invalid"):
+        read_config_file(f)
+    if suffix == ".json":
+        with pytest.raises(ConfigError, match="c.json: invalid JSON"):
+            import_pbg_config(f)
+        with pytest.raises(FormatError, match="c.json: invalid JSON"):
+            read_names(f)
+
+
 # =============================================================================================
 # Checkpoints
 

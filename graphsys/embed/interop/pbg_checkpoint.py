@@ -445,8 +445,9 @@ def _load_pbg_config(config, src: Path, attrs: dict[str, Any]) -> PBGConfig:
                                        f"stored in its model file")
     try:
         raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise FormatError(f"{src}: model file's config/json is invalid ({exc.msg})") from None
+    except (json.JSONDecodeError, RecursionError) as exc:   # nested past the stack
+        raise FormatError(f"{src}: model file's config/json is invalid "
+                          f"({getattr(exc, 'msg', 'nested too deeply')})") from None
     return pbg_config_from_dict(raw, source=f"{src}/model.h5:config/json")
 
 

@@ -123,6 +123,8 @@ def import_pbg_config(path: str | Path) -> PBGConfig:
             raw = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg})") from None
+        except RecursionError:   # nested past the stack: a traceback
+            raise ConfigError(f"{path}: invalid JSON (nested too deeply)") from None
     else:
         raise ConfigError(f"{path}: a PBG config is a .py (get_torchbiggraph_config) or "
                           f".json file")

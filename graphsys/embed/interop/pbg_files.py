@@ -71,6 +71,8 @@ def read_names(path: Path) -> list[str]:
         names = json.loads(read_text(path, "PBG names"))
     except json.JSONDecodeError as exc:
         raise FormatError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg})") from None
+    except RecursionError:   # nested past the stack: a traceback
+        raise FormatError(f"{path}: invalid JSON (nested too deeply)") from None
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
         raise FormatError(f"{path}: expected a JSON list of name strings")
     return names
