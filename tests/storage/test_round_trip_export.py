@@ -187,6 +187,17 @@ def test_typed_graph_round_trips_with_its_relation_types(tmp_path, suffix):
     assert {t: back.num_nodes(t) for t in back.entity_types} == {"user": 3, "item": 2}
     assert [(r.name, r.lhs, r.rhs) for r in back.relation_types] == [
         (r.name, r.lhs, r.rhs) for r in g.relation_types]
+    # undeclared, the types come from the src_type / dst_type columns: user 1 and item 1
+    # were one node "1" of type node (3 nodes where the graph has 5)
+    plain = graphsys.ingest(tmp_path / f"out{suffix}", tmp_path / "plain", rel_col="rel")
+    assert {t: plain.num_nodes(t) for t in plain.entity_types} == {"user": 3, "item": 2}
+    assert sorted((r.name, r.lhs, r.rhs) for r in plain.relation_types) == sorted(
+        (r.name, r.lhs, r.rhs) for r in g.relation_types)
+    # a declaration the columns contradict (lhs and rhs swapped) was taken as given
+    with pytest.raises(GraphsysError, match="relation 'rates' joins entity types "
+                                            "\('user', 'item'\) in the file's src_type"):
+        graphsys.ingest(tmp_path / f"out{suffix}", tmp_path / "swapped", rel_col="rel",
+                        relation_types=["rates:item:user", "follows:user:user"])
 
 
 def test_relation_types_are_checked(tmp_path):
