@@ -11,12 +11,17 @@ from torch import nn
 from graphsys.errors import ParameterError
 from graphsys.sampling.hetero import HeteroBlock, Relation
 
+#: Names ``nn.ModuleDict`` refuses as keys (its attributes: ``items``, ``keys``, ``train``).
+_TAKEN = frozenset(dir(nn.ModuleDict))
+
 
 def _key(*parts: str) -> str:
     """A module-dict key of a node type or canonical relation: the parts joined by ``__``,
-    ``.`` written ``#`` as PyG's ``ModuleDict`` does (``nn.ModuleDict`` and buffer names
-    refuse ``.``, which stored type names may hold)."""
-    return "__".join(parts).replace(".", "#")
+    ``.`` written ``#`` and an attribute's name (a type named ``items``) written ``<items>``,
+    as PyG's ``ModuleDict`` does (``nn.ModuleDict`` and buffer names refuse both, which
+    stored type names may be)."""
+    key = "__".join(parts).replace(".", "#")
+    return f"<{key}>" if key in _TAKEN else key
 
 
 def _keys(names: list, what: str) -> list[str]:

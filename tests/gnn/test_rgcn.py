@@ -287,3 +287,12 @@ def test_type_names_with_dots_and_shared_module_keys():
         HeteroConv({("a__b", "r", "c"): SAGEConv(3, 2), ("a", "b__r", "c"): SAGEConv(3, 2)})
     with pytest.raises(GraphsysError, match="one module key"):
         TypedInput({"a.b": 1, "a#b": 1}, 2)
+    # a type named as a ModuleDict attribute (a user-items graph) raised torch's KeyError
+    inp = TypedInput({"user": 2, "items": 3, "train": 1}, 4, features={"items": feats[:, :2]
+                                                                       .repeat(2, 1)[:3]})
+    out = inp(torch.tensor([0, 4, 5]))
+    torch.testing.assert_close(out[1], inp.proj["<items>"](getattr(inp, "feat_<items>")[2]))
+    torch.testing.assert_close(out[2], inp.emb["<train>"].weight[0])
+    rel = ("user", "rates", "items")
+    assert set(HeteroConv({rel: SAGEConv(3, 2), ("items", "keys", "user"): SAGEConv(3, 2)})
+               .convs) == {"user__rates__items", "items__keys__user"}
