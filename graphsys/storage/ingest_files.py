@@ -282,6 +282,8 @@ def _written_types(paths: list[Path], fmt: str, rel_col, relation: str | None
     found: dict[str, tuple[str, str]] = {}
     where = None
     for path in paths:
+        if not path.is_file():    # a FIFO would block here; the ingest refuses it
+            continue
         try:
             _, reader = resolve_format(path, fmt)
             if reader is PARQUET:
