@@ -8,7 +8,6 @@ function has no keyword for: several sources, in-memory tables, several node tab
 
 from __future__ import annotations
 
-import io
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -273,7 +272,6 @@ def _written_types(paths: list[Path], fmt: str, rel_col, relation: str | None
     :func:`~graphsys.storage.export.export_edges` writes of a typed graph (each endpoint's
     entity type; ids repeat across types), and a file holding them; ``{}`` for files
     without them. A relation written with two type pairs is refused."""
-    import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
 
     from graphsys.storage.format import DEFAULT_RELATION
@@ -296,28 +294,43 @@ def _written_types(paths: list[Path], fmt: str, rel_col, relation: str | None
                 line = head.decode("utf-8", "replace").rstrip("\r")
                 delim = "," if "," in line and "\t" not in line else "\t"
                 names = line.split(delim)
-        except (OSError, pa.ArrowException, ValueError, io.UnsupportedOperation):
+        except (OSError, pa.ArrowException, ValueError):
             continue      # the ingest's own reading says what is wrong with the file
         if not {"src_type", "dst_type"} <= set(names):
             continue
         rel = names[rel_col] if isinstance(rel_col, int) and 0 <= rel_col < len(names) else rel_col
         cols = ["src_type", "dst_type"] + ([rel] if rel in names else [])
-        if reader is PARQUET:
-            t = pq.read_table(str(path), columns=cols)
-        else:
-            t = pacsv.read_csv(str(path), parse_options=pacsv.ParseOptions(delimiter=delim),
-                convert_options=pacsv.ConvertOptions(
-                    include_columns=cols, column_types={c: pa.string() for c in cols}))
+        try:
+            _types_of(path, None if reader is PARQUET else delim, cols,
+                      relation or DEFAULT_RELATION, found)
+        except pa.ArrowException as exc:  # ids of two types must not merge: refused
+            raise InputError(f"cannot read its src_type and dst_type columns ("
+                             f"{' '.join(str(exc).split())[:200]})", path=path) from None
+        where = path
+    return found, where
+
+
+def _types_of(path: Path, delim: str | None, cols: list[str], relation: str,
+              found: dict[str, tuple[str, str]]) -> None:
+    """Add the distinct ``(rel, src_type, dst_type)`` of one file (Parquet, or text split at
+    ``delim``) to ``found``, a batch at a time, refusing a relation written with two type
+    pairs."""
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    batches = (pq.ParquetFile(str(path)).iter_batches(columns=cols) if delim is None
+               else pacsv.open_csv(str(path), parse_options=pacsv.ParseOptions(
+                   delimiter=delim), convert_options=pacsv.ConvertOptions(
+                   include_columns=cols, column_types={c: pa.string() for c in cols})))
+    for batch in batches:
+        t = pa.Table.from_batches([batch]).select(cols)
         if len(cols) == 2:
-            t = t.append_column("rel", pa.array([relation or DEFAULT_RELATION] * len(t)))
-            cols.append("rel")
-        for row in t.group_by(cols).aggregate([]).to_pylist():
-            name, pair = str(row[cols[2]]), (row["src_type"], row["dst_type"])
+            t = t.append_column("rel", pa.array([relation] * len(t)))
+        for row in t.group_by(t.column_names).aggregate([]).to_pylist():
+            name, pair = str(row[t.column_names[2]]), (row["src_type"], row["dst_type"])
             if found.setdefault(name, pair) != pair:
                 raise InputError(f"relation {name!r} is written with entity types "
                                  f"{found[name]} and {pair} (src_type, dst_type)", path=path)
-        where = path
-    return found, where
 
 
 def _relation_types(specs) -> list[RelationType]:

@@ -239,3 +239,13 @@ def test_nodes_out_gives_back_isolated_nodes_and_node_columns(tmp_path, suffix):
     with pytest.raises(GraphsysError, match="no such directory"):
         export_edges(g, tmp_path / "y.parquet", nodes_out=tmp_path / "sub" / "n.parquet")
     assert not (tmp_path / "y.parquet").exists()
+
+
+def test_typed_columns_that_cannot_be_read_are_refused(tmp_path):
+    # skipping the bad line would read the typed file as one type, merging ids of two types
+    import graphsys
+
+    f = tmp_path / "e.tsv"
+    f.write_text("src\tdst\trel\tsrc_type\tdst_type\n1\t2\tab\tA\tB\n3\t4\tab\n")
+    with pytest.raises(GraphsysError, match="cannot read its src_type and dst_type columns"):
+        graphsys.ingest(f, tmp_path / "g", rel_col="rel", on_bad_line="skip")
