@@ -231,15 +231,17 @@ def ingest(inputs: str | Path | Sequence[str | Path], out: str | Path, *,
     if append and relation_types:
         raise ParameterError("relation_types", "cannot be given when appending to a graph "
                                                "(its relation types are its own)")
-    if format != "jodie" and not append:
+    if format != "jodie":
         written, where = _written_types(source.paths, format, rel_col, relation)
-        declared = {r.name: (r.lhs, r.rhs) for r in opts.relation_types or ()}
-        if written and opts.relation_types is None:   # an export of a typed graph
+        has = open_graph(out).relation_types if append and written else opts.relation_types
+        declared = {r.name: (r.lhs, r.rhs) for r in has or ()}
+        if written and has is None:   # an export of a typed graph
             opts.relation_types = [RelationType(n, *written[n]) for n in sorted(written)]
         for name, pair in written.items():              # else ids of two types merged
             if declared and declared.get(name) != pair:
                 raise InputError(f"relation {name!r} joins entity types {pair} in the file's "
-                                 f"src_type and dst_type columns; relation_types declares "
+                                 f"src_type and dst_type columns; "
+                                 f"{'the graph' if append else 'relation_types'} declares "
                                  f"{declared.get(name)}", path=where)
     if not append and join is not True:
         raise ParameterError("join", "applies when appending to a graph (append=True)")

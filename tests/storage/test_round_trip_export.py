@@ -249,3 +249,19 @@ def test_typed_columns_that_cannot_be_read_are_refused(tmp_path):
     f.write_text("src\tdst\trel\tsrc_type\tdst_type\n1\t2\tab\tA\tB\n3\t4\tab\n")
     with pytest.raises(GraphsysError, match="cannot read its src_type and dst_type columns"):
         graphsys.ingest(f, tmp_path / "g", rel_col="rel", on_bad_line="skip")
+
+
+def test_appending_a_typed_file_checks_its_types_against_the_graph(tmp_path):
+    # rates is user -> item in the graph; a file saying item -> user was appended as given
+    import graphsys
+
+    f = tmp_path / "e.tsv"
+    f.write_text("src\tdst\trel\tsrc_type\tdst_type\n1\t2\trates\tuser\titem\n")
+    graphsys.ingest(f, tmp_path / "g", rel_col="rel")
+    f.write_text("src\tdst\trel\tsrc_type\tdst_type\n5\t1\trates\titem\tuser\n")
+    with pytest.raises(GraphsysError, match="\\('item', 'user'\\) in the file's src_type and "
+                                            "dst_type columns; the graph declares"):
+        graphsys.ingest(f, tmp_path / "g", rel_col="rel", append=True, edge_set="more")
+    f.write_text("src\tdst\trel\tsrc_type\tdst_type\n5\t7\trates\tuser\titem\n")
+    g = graphsys.ingest(f, tmp_path / "g", rel_col="rel", append=True, edge_set="more")
+    assert {t: g.num_nodes(t) for t in g.entity_types} == {"user": 2, "item": 2}
