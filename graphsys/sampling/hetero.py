@@ -173,6 +173,11 @@ def _relation_fanouts(fanouts, relations: list[Relation]) -> list[list[int]]:
     mapping by canonical relation or relation name (every relation listed; 0 = none)."""
     if not isinstance(fanouts, Mapping):
         return [parse_fanouts(fanouts)] * len(relations)
+    known = set(relations) | {r[1] for r in relations}
+    unknown = [k for k in fanouts if k not in known]
+    if unknown:     # a misspelt or foreign relation was ignored without a word
+        raise ParameterError("fanouts", f"{unknown[0]!r} is no relation of the sampler "
+                                        f"(relations: {', '.join(r[1] for r in relations)})")
     out = []
     for rel in relations:
         v = fanouts.get(rel, fanouts.get(rel[1]))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 import numpy as np
@@ -137,6 +138,11 @@ def test_per_relation_fanouts(graph):
         with pytest.raises(ParameterError, match="^fanouts relation .*rates"):
             HeteroNeighborSampler(graph, {**fan, "rates": bad})
     assert HeteroNeighborSampler(graph, {**fan, "rates": "2"}).fanouts[0] == [2]
+    # a misspelt or foreign relation was ignored without a word
+    for extra in ("rate", ("user", "rates", "user")):
+        with pytest.raises(ParameterError, match=f"^fanouts {re.escape(repr(extra))} is no "
+                                                 f"relation of the sampler"):
+            HeteroNeighborSampler(graph, {**fan, extra: [3]})
 
 
 def test_hetero_blocks(graph):
