@@ -41,6 +41,7 @@ from graphsys.errors import GraphsysError, ParameterError, check_count, check_fl
 from graphsys.execution import Execution, with_threads
 from graphsys.progress import display
 from graphsys.trace import trace_range
+from graphsys.views.limits import one_type
 
 if TYPE_CHECKING:
     import torch
@@ -338,9 +339,7 @@ def _check_run(graph, program: VertexProgram, schedule: str, max_iters, device_b
                                           f"{', '.join(SCHEDULES)})")
     max_iters = check_count("max_iters", max_iters)
     check_budget(device_budget)
-    if len(graph.entity_types) != 1:
-        raise GraphsysError(f"the BSP engine needs a graph with one entity type, this one has "
-                            f"{graph.entity_types}")
+    one_type(graph, "the BSP engine")
     program.check()
     return (max_iters, check_flag("fuse", fuse), check_count("readahead", readahead, minimum=0),
             check_number(dense_divisor, "dense_divisor"))

@@ -11,10 +11,31 @@ from torch import nn
 from graphsys.errors import ParameterError
 from graphsys.sampling.hetero import HeteroBlock, Relation
 
+#: Names ``nn.ModuleDict`` refuses as keys (its attributes: ``items``, ``keys``, ``train``).
+_TAKEN = frozenset(dir(nn.ModuleDict))
 
-def _key(rel: Relation) -> str:
-    """A module-dict key of a canonical relation (``nn.ModuleDict`` keys are strings)."""
-    return "__".join(rel)
+
+def _key(*parts: str) -> str:
+    """A module-dict key of a node type or canonical relation: the parts joined by ``__``,
+    ``.`` written ``#`` and an attribute's name (a type named ``items``) written ``<items>``,
+    as PyG's ``ModuleDict`` does (``nn.ModuleDict`` and buffer names refuse both, which
+    stored type names may be)."""
+    key = "__".join(parts).replace(".", "#")
+    return f"<{key}>" if key in _TAKEN else key
+
+
+def _keys(names: list, what: str) -> list[str]:
+    """:func:`_key` of each name, refused in one line where two names share a key (they
+    would share one module's weights)."""
+    keys, seen = [], {}
+    for n in names:
+        k = _key(*n) if isinstance(n, tuple) else _key(n)
+        if k in seen:
+            raise ParameterError(what, f"{seen[k]!r} and {n!r} have one module key {k!r} "
+                                 f"(rename one)")
+        seen[k] = n
+        keys.append(k)
+    return keys
 
 
 class HeteroConv(nn.Module):
@@ -69,14 +90,15 @@ class HeteroConv(nn.Module):
         for r in self.relations:
             if len(r) != 3:
                 raise ParameterError("convs", f"relation {r!r} is not (src, name, dst)")
-        self.convs = nn.ModuleDict({_key(r): c for r, c in convs.items()})
+        self.convs = nn.ModuleDict(dict(zip(_keys(self.relations, "convs"),
+                                            convs.values(), strict=True)))
         self.aggr = aggr
 
     def forward(self, x: Mapping[str, torch.Tensor], block: HeteroBlock
                 ) -> dict[str, torch.Tensor]:
         outs: dict[str, list[torch.Tensor]] = {}
         for rel in block.relations:
-            k = _key(rel)
+            k = _key(*rel)
             if k not in self.convs:
                 raise ParameterError("convs", f"the block has edges of relation {rel!r} "
                                      f"but no conv is given for it")
@@ -137,23 +159,24 @@ class TypedInput(nn.Module):
         if unknown:
             raise ParameterError("features", f"unknown node type(s) {sorted(unknown)}")
         self.types = list(num_nodes)
+        self._keys = _keys(self.types, "num_nodes")
         self.dim = dim
         sizes = [0] + [int(num_nodes[t]) for t in self.types]
         self.register_buffer("offsets", torch.tensor(sizes).cumsum(0), persistent=False)
         self.emb = nn.ModuleDict()
         self.proj = nn.ModuleDict()
-        for t in self.types:
+        for t, key in zip(self.types, self._keys, strict=True):
             if t in features:
                 f = torch.as_tensor(features[t], dtype=torch.float32)
                 if f.dim() != 2 or f.shape[0] != num_nodes[t]:
                     raise ParameterError("features", f"type {t!r}: shape {tuple(f.shape)}, "
                                          f"expected ({num_nodes[t]}, F)")
-                self.register_buffer(f"feat_{t}", f, persistent=False)
-                self.proj[t] = nn.Linear(f.shape[1], dim)
+                self.register_buffer(f"feat_{key}", f, persistent=False)
+                self.proj[key] = nn.Linear(f.shape[1], dim)
             else:
                 e = nn.Embedding(int(num_nodes[t]), dim)
                 nn.init.normal_(e.weight, std=init_std)
-                self.emb[t] = e
+                self.emb[key] = e
 
     @property
     def num_nodes(self) -> int:
@@ -164,7 +187,7 @@ class TypedInput(nn.Module):
         out = None
         one = len(self.types) == 1
         tix = None if one else torch.searchsorted(self.offsets, nodes, right=True) - 1
-        for k, t in enumerate(self.types):
+        for k, t in enumerate(self._keys):
             # one type: every row, without a data-dependent selection (a host sync on CUDA)
             sel = None if one else torch.nonzero(tix == k).squeeze(1)
             local = (nodes if sel is None else nodes[sel]) - self.offsets[k]

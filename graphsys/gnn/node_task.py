@@ -121,7 +121,15 @@ class NodeTask(Task):
                                 f"split (no labelled node in val_mask); the run selects "
                                 f"its model on it")
         self.features, self.labels = data["x"], data["labels"]
-        self.adj = homogeneous_adjacency(graph, data["entity_type"], symmetric=True)
+        et = data["entity_type"]
+        if len(graph.entity_types) > 1 and not any(r.lhs == r.rhs == et
+                                                   for r in graph.relation_types):
+            # every relation left out: the model saw no edge and trained as an MLP
+            raise GraphsysError(f"entity type {et!r}: the node task reads the edges among "
+                                f"its nodes, and no relation joins {et!r} to {et!r} ("
+                                + ", ".join(f"{r.name}: {r.lhs} -> {r.rhs}"
+                                            for r in graph.relation_types) + ")")
+        self.adj = homogeneous_adjacency(graph, et, symmetric=True)
         self.sampler = node_sampler(cfg, self.adj)
         self.inp = NodeInput(data["x"], data["num_nodes"], cfg.hidden).to(device)
         self.dims = node_model_dims(cfg, self.inp.dim, data["num_classes"],

@@ -16,7 +16,9 @@ plus ``rgcn.reg`` times the mean squares of the node encodings and relation vect
 epoch is as many steps as cover the training triples once.
 
 Evaluation encodes every node over the whole training graph (both directions), then ranks
-each triple's tail among all entities for ``(h, r, ?)`` and its head for ``(?, r, t)``,
+each triple's tail among all entities of the relation's tail type for ``(h, r, ?)`` and its
+head among those of its head type for ``(?, r, t)`` (PBG's rule, as
+:func:`graphsys.embed.evaluate`),
 removing every other candidate that forms a true triple in any edge set of the graph
 (*filtered*, protocol ``"full, filtered, both sides"``); ranks count ties half and a NaN
 score worst (:mod:`graphsys.ranking`). Validation ranks a seeded sample of
@@ -152,6 +154,18 @@ def _graph_block(nodes: np.ndarray, s: np.ndarray, r: np.ndarray, o: np.ndarray,
                       torch.from_numpy(dst), None, torch.from_numpy(et))
 
 
+def relation_ranges(graph: Graph) -> np.ndarray:
+    """int64 (R, 4): per relation the global ids ``[lo, hi)`` of its rhs (tail) entity type,
+    then of its lhs (head) type."""
+    toff = graph.type_offsets
+
+    def span(t: str) -> list[int]:
+        return [toff[t], toff[t] + graph.num_nodes(t)]
+
+    return np.array([span(x.rhs) + span(x.lhs) for x in graph.relation_types],
+                    np.int64).reshape(-1, 4)
+
+
 def global_triples(graph: Graph, edge_set: str | None) -> tuple[np.ndarray, np.ndarray,
                                                                   np.ndarray]:
     """``(h, r, t)`` int64 of an edge set in global node ids; None: every true triple of
@@ -165,11 +179,15 @@ def global_triples(graph: Graph, edge_set: str | None) -> tuple[np.ndarray, np.n
 
 def rank_triples(z: torch.Tensor, rel: torch.Tensor, h: np.ndarray, r: np.ndarray,
                  t: np.ndarray, known: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
-                 candidates: np.ndarray | None = None) -> np.ndarray:
+                 candidates: np.ndarray | None = None, types: np.ndarray | None = None
+                 ) -> np.ndarray:
     """Filtered ranks of the tails of ``(h, r, ?)`` then the heads of ``(?, r, t)`` (float64
     (2n,)) under DistMult over encodings ``z`` and relation vectors ``rel``; ``known``:
     every true triple ``(h, r, t)`` (the filter). ``candidates``: global ids ranked
-    (default all rows of ``z``); the true answer must be among them."""
+    (default all rows of ``z``); the true answer must be among them. ``types``: int64
+    (R, 4), each relation's global id ranges ``[lo, hi)`` of its tail type then of its head
+    type (:func:`relation_ranges`): only nodes of the answer's entity type are its rivals,
+    as :func:`graphsys.embed.evaluate` (PBG) ranks (default: every candidate)."""
     n_all = z.shape[0]
     cand = np.arange(n_all) if candidates is None else np.asarray(candidates, np.int64)
     pos_of = np.full(n_all, -1, np.int64)
@@ -185,9 +203,9 @@ def rank_triples(z: torch.Tensor, rel: torch.Tensor, h: np.ndarray, r: np.ndarra
     def on(a: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(a).to(dev)
 
-    zc = z[on(cand)]
+    zc, zc_ids = z[on(cand)], on(cand)[None, :]
     out = []
-    for anchor, answer, filt in ((h, t, filt_tail), (t, h, filt_head)):
+    for side, (anchor, answer, filt) in enumerate(((h, t, filt_tail), (t, h, filt_head))):
         ranks = np.zeros(len(h))
         for start in range(0, len(h), EVAL_BATCH):
             sl = slice(start, start + EVAL_BATCH)
@@ -203,6 +221,9 @@ def rank_triples(z: torch.Tensor, rel: torch.Tensor, h: np.ndarray, r: np.ndarra
             valid = torch.ones(scores.shape, dtype=torch.bool, device=dev)
             valid[on(qr[keep]), on(pos_of[other[keep]])] = False
             valid[ar, on(ap)] = False           # the answer is not its rival
+            if types is not None:               # nor a node of another entity type
+                lo, hi = (on(types[rr, 2 * side + k])[:, None] for k in (0, 1))
+                valid &= (zc_ids >= lo) & (zc_ids < hi)
             ranks[sl] = ranking.ranks(pos, scores, valid)
         out.append(ranks)
     return np.concatenate(out)
@@ -230,12 +251,13 @@ class RGCNData:
         self.known = [global_triples(graph, None)]
         self.num_nodes = {t: graph.num_nodes(t) for t in graph.entity_types}
         self.num_relations = len(graph.relation_types)
+        self.types = relation_ranges(graph)
         self.full = _graph_block(np.arange(sum(self.num_nodes.values()), dtype=np.int64),
                                  *self.train, self.num_relations)
 
     def ranks(self, model: RGCNLinkModel, z: torch.Tensor, which: tuple) -> np.ndarray:
         """Filtered ranks of the triples ``which``, tails then heads."""
-        return rank_triples(z, model.rel.detach(), *which, self.known)
+        return rank_triples(z, model.rel.detach(), *which, self.known, types=self.types)
 
 
 @torch.no_grad()

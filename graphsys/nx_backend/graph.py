@@ -272,6 +272,7 @@ def from_graph(graph, *, edge_set: str | None = None) -> BackendGraph:
     {1: 0.333, 2: 0.333, 3: 0.333}
     """
     from graphsys.storage.graph import Graph, open_graph
+    from graphsys.views.limits import one_type
 
     if not isinstance(graph, Graph):
         if not (isinstance(graph, str) or hasattr(graph, "__fspath__")):
@@ -281,6 +282,8 @@ def from_graph(graph, *, edge_set: str | None = None) -> BackendGraph:
             raise ParameterError("graph", f"must be a graphsys Graph or a graph directory, "
                                           f"got {kind.__module__}.{kind.__qualname__}")
         graph = open_graph(graph)
+    # several entity types: node_ids() said "name one", which from_graph cannot
+    one_type(graph, "the NetworkX backend")
     if edge_set is not None and len(graph.edge_sets) > 1:
         raise GraphsysError("from_graph: a graph with several edge sets is not supported")
     es = graph.edge_set(edge_set)

@@ -173,6 +173,11 @@ def _relation_fanouts(fanouts, relations: list[Relation]) -> list[list[int]]:
     mapping by canonical relation or relation name (every relation listed; 0 = none)."""
     if not isinstance(fanouts, Mapping):
         return [parse_fanouts(fanouts)] * len(relations)
+    known = set(relations) | {r[1] for r in relations}
+    unknown = [k for k in fanouts if k not in known]
+    if unknown:     # a misspelt or foreign relation was ignored without a word
+        raise ParameterError("fanouts", f"{unknown[0]!r} is no relation of the sampler "
+                                        f"(relations: {', '.join(r[1] for r in relations)})")
     out = []
     for rel in relations:
         v = fanouts.get(rel, fanouts.get(rel[1]))
@@ -258,6 +263,10 @@ class HeteroNeighborSampler(LayerwiseSampler):
         rts, typed = graph.relation_types, view(graph, "typed", edge_set=edge_set)
         self.relations: list[Relation] = [(r.lhs, r.name, r.rhs) for r in rts] + (
             [(r.rhs, "rev_" + r.name, r.lhs) for r in rts] if reverse else [])
+        twice = next((r for k, r in enumerate(self.relations) if r in self.relations[:k]), None)
+        if twice is not None:   # a HeteroBlock keyed by it kept one relation's edges
+            raise GraphsysError(f"relation {twice!r} is both a stored relation and the reverse "
+                                f"of one; rename the stored one or sample with reverse=False")
         # each relation's in-rows (type-local rows, global ids): the typed view's
         self._adj = list(typed.csc + typed.csr if reverse else typed.csc)
         self.fanouts = _relation_fanouts(fanouts, self.relations)

@@ -51,7 +51,6 @@ from graphsys.memory import lifetime_peak_rss
 from graphsys.storage import edge_views, index_merge
 from graphsys.storage.atomic import link_unchanged, replacement_directory, sync_files
 from graphsys.storage.format import (
-    SAFE_NAME,
     EntityType,
     IndexInfo,
     Manifest,
@@ -140,8 +139,6 @@ def append_edges(graph: str | Path, edges: Sequence[EdgeSource],
         if name in m.edge_sets:
             raise GraphsysError(f"{graph}: edge set {name!r} already exists (choose another "
                                 f"edge set name)")
-        if not SAFE_NAME.fullmatch(name):
-            raise GraphsysError(f"invalid edge set name {name!r}")
     for et in m.entity_types.values():
         mapped = [c.name for c in et.columns if c.dtype and c.kind != "string"]
         if mapped:

@@ -59,6 +59,7 @@ from graphsys.storage.format import (
     DEFAULT_EDGE_SET,
     DEFAULT_RELATION,
     MAX_PARTITIONS,
+    SAFE_NAME,
     EdgeSet,
     Manifest,
     RelationType,
@@ -137,12 +138,19 @@ def write_edge_sets(job: IngestJob, names: Sequence[str], staging: Path,
 
 
 def edge_set_names(edges: Sequence[EdgeSource]) -> set[str]:
-    """The edge set names of ``edges``; a name that cannot be a directory is refused."""
+    """The edge set names of ``edges``; a name the manifest's readers refuse is refused."""
     names = {e.edge_set for e in edges}
     for name in names:
-        if not name or "/" in name or name.startswith("."):
-            raise GraphsysError(f"invalid edge set name {name!r}")
+        check_name("edge set", name)
     return names
+
+
+def check_name(kind: str, name) -> None:
+    """Refuse an edge set or entity type name that no reader of the manifest accepts
+    (:data:`~graphsys.storage.format.SAFE_NAME`), before anything is written."""
+    if not isinstance(name, str) or not SAFE_NAME.fullmatch(name):
+        raise GraphsysError(f"invalid {kind} name {name!r} (letters, digits, _ . + = -, "
+                            f"not starting with . + = -; at most 128)")
 
 
 def ingest_sources(edges: Sequence[EdgeSource], out: str | Path,
@@ -210,6 +218,9 @@ def ingest_sources(edges: Sequence[EdgeSource], out: str | Path,
     if not edges and not nodes:
         raise InputError("no input given")
     names = edge_set_names(edges)
+    for t in [t for r in opts.relation_types or () for t in (r.lhs, r.rhs)] + [
+            ns.entity_type for ns in nodes]:
+        check_name("entity type", t)
     out = Path(out)
     t0 = time.perf_counter()
     seconds: dict[str, float] = {}

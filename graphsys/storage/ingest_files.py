@@ -141,7 +141,9 @@ def ingest(inputs: str | Path | Sequence[str | Path], out: str | Path, *,
         ``lhs`` to one of type ``rhs``, and ids are resolved within their type (a user and
         an item may share an id). Default: one entity type, ``node``, for every relation.
         What ``export`` writes of a typed graph (``rel``, ``src_type``, ``dst_type``)
-        ingests back to the same graph with the same declarations.
+        ingests back to the same graph: without this, the relation types are read from
+        its ``src_type`` and ``dst_type`` columns; a declaration they contradict is
+        refused.
     return_report : bool, default False
         Also return the :class:`~graphsys.storage.ingest.IngestReport` (counts, seconds
         per pass, peak memory): ``(graph, report)``.
@@ -229,6 +231,18 @@ def ingest(inputs: str | Path | Sequence[str | Path], out: str | Path, *,
     if append and relation_types:
         raise ParameterError("relation_types", "cannot be given when appending to a graph "
                                                "(its relation types are its own)")
+    if format != "jodie":
+        written, where = _written_types(source.paths, format, rel_col, relation)
+        has = open_graph(out).relation_types if append and written else opts.relation_types
+        declared = {r.name: (r.lhs, r.rhs) for r in has or ()}
+        if written and has is None:   # an export of a typed graph
+            opts.relation_types = [RelationType(n, *written[n]) for n in sorted(written)]
+        for name, pair in written.items():              # else ids of two types merged
+            if declared and declared.get(name) != pair:
+                raise InputError(f"relation {name!r} joins entity types {pair} in the file's "
+                                 f"src_type and dst_type columns; "
+                                 f"{'the graph' if append else 'relation_types'} declares "
+                                 f"{declared.get(name)}", path=where)
     if not append and join is not True:
         raise ParameterError("join", "applies when appending to a graph (append=True)")
     if append and nodes is not None:
@@ -252,6 +266,73 @@ def ingest(inputs: str | Path | Sequence[str | Path], out: str | Path, *,
         result.seconds["index"] = round(time.perf_counter() - t0, 3)
         result.peak_rss_bytes = lifetime_peak_rss()
     return (graph, result) if return_report else graph
+
+
+def _written_types(paths: list[Path], fmt: str, rel_col, relation: str | None
+                   ) -> tuple[dict[str, tuple[str, str]], Path | None]:
+    """``{relation: (lhs, rhs)}`` read from the ``src_type`` / ``dst_type`` columns that
+    :func:`~graphsys.storage.export.export_edges` writes of a typed graph (each endpoint's
+    entity type; ids repeat across types), and a file holding them; ``{}`` for files
+    without them. A relation written with two type pairs is refused."""
+    import pyarrow.parquet as pq
+
+    from graphsys.storage.format import DEFAULT_RELATION
+    from graphsys.storage.formats import PARQUET, resolve_format
+
+    found: dict[str, tuple[str, str]] = {}
+    where = None
+    for path in paths:
+        if not path.is_file():    # a FIFO would block here; the ingest refuses it
+            continue
+        try:
+            _, reader = resolve_format(path, fmt)
+            if reader is PARQUET:
+                names = pq.ParquetFile(str(path)).schema_arrow.names
+            elif reader is None or not reader.text:
+                continue
+            else:
+                with pa.input_stream(str(path), compression="detect") as f:
+                    head = f.read(1 << 16).split(b"\n", 1)[0]
+                line = head.decode("utf-8", "replace").rstrip("\r")
+                delim = "," if "," in line and "\t" not in line else "\t"
+                names = line.split(delim)
+        except (OSError, pa.ArrowException, ValueError):
+            continue      # the ingest's own reading says what is wrong with the file
+        if not {"src_type", "dst_type"} <= set(names):
+            continue
+        rel = names[rel_col] if isinstance(rel_col, int) and 0 <= rel_col < len(names) else rel_col
+        cols = ["src_type", "dst_type"] + ([rel] if rel in names else [])
+        try:
+            _types_of(path, None if reader is PARQUET else delim, cols,
+                      relation or DEFAULT_RELATION, found)
+        except pa.ArrowException as exc:  # ids of two types must not merge: refused
+            raise InputError(f"cannot read its src_type and dst_type columns ("
+                             f"{' '.join(str(exc).split())[:200]})", path=path) from None
+        where = path
+    return found, where
+
+
+def _types_of(path: Path, delim: str | None, cols: list[str], relation: str,
+              found: dict[str, tuple[str, str]]) -> None:
+    """Add the distinct ``(rel, src_type, dst_type)`` of one file (Parquet, or text split at
+    ``delim``) to ``found``, a batch at a time, refusing a relation written with two type
+    pairs."""
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    batches = (pq.ParquetFile(str(path)).iter_batches(columns=cols) if delim is None
+               else pacsv.open_csv(str(path), parse_options=pacsv.ParseOptions(
+                   delimiter=delim), convert_options=pacsv.ConvertOptions(
+                   include_columns=cols, column_types={c: pa.string() for c in cols})))
+    for batch in batches:
+        t = pa.Table.from_batches([batch]).select(cols)
+        if len(cols) == 2:
+            t = t.append_column("rel", pa.array([relation] * len(t)))
+        for row in t.group_by(t.column_names).aggregate([]).to_pylist():
+            name, pair = str(row[t.column_names[2]]), (row["src_type"], row["dst_type"])
+            if found.setdefault(name, pair) != pair:
+                raise InputError(f"relation {name!r} is written with entity types "
+                                 f"{found[name]} and {pair} (src_type, dst_type)", path=path)
 
 
 def _relation_types(specs) -> list[RelationType]:

@@ -210,3 +210,27 @@ def test_a_refused_source_is_named_on_one_line(small, tmp_path):
     with pytest.raises(GraphsysError) as caught:
         named.to_internal([named.to_original(0)])
     assert "\n" not in str(caught.value) and "are strings" in str(caught.value)
+
+
+def test_a_typed_graph_is_refused_before_its_source_is_looked_up(tmp_path):
+    # bfs(g, 0) and profile bfs said "graph has entity types [...]: name one", though no
+    # algorithm takes a type
+    import pyarrow as pa
+
+    from graphsys.analysis.workloads import make_program
+    from graphsys.errors import GraphsysError
+    from graphsys.storage.format import RelationType
+    from graphsys.storage.graph import open_graph
+    from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest_sources
+
+    ingest_sources([EdgeSource(table=pa.table({"src": [0], "dst": [1]}), relation="r")],
+                   tmp_path / "g", IngestOptions(relation_types=[RelationType("r", "u", "i")]),
+                   nodes=[NodeSource(pa.table({"id": [0]}), "u"),
+                          NodeSource(pa.table({"id": [0, 1]}), "i")])
+    g = open_graph(tmp_path / "g")
+    for call in (lambda: bsp.bfs(g, 0), lambda: bsp.personalized_pagerank(g, [0, 1]),
+                 lambda: bsp.betweenness(g, sources=[0]), lambda: bsp.pagerank(tmp_path / "g"),
+                 lambda: make_program(g, "bfs", source=0)):   # what graphsys profile runs
+        with pytest.raises(GraphsysError, match="^the BSP engine needs a graph of one entity "
+                                                "type; .* has 2 \\(u, i\\)$"):
+            call()

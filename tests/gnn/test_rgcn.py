@@ -264,3 +264,35 @@ def test_block_messages_per_relation_match_the_gather(monkeypatch, kw):
         torch.testing.assert_close(a, b)
     torch.testing.assert_close(got[0][0].double(), dense_reference(conv, x.detach(), block),
                                rtol=1e-5, atol=1e-5)
+
+
+def test_type_names_with_dots_and_shared_module_keys():
+    # stored type names may hold "."; nn.ModuleDict refuses it (written "#", as PyG does)
+    rel = ("b.c", "r.1", "a")
+    hb = HeteroBlock({"b.c": torch.tensor([0, 1]), "a": torch.tensor([3])},
+                     {"b.c": 0, "a": 1}, {rel: (torch.tensor([0, 1]), torch.tensor([0, 0]))})
+    conv = SAGEConv(4, 2)
+    x = {"b.c": torch.randn(2, 4), "a": torch.randn(1, 4)}
+    out = HeteroConv({rel: conv})(x, hb)["a"]
+    plain = HeteroBlock({"u": hb.src_nodes["b.c"], "a": hb.src_nodes["a"]}, {"u": 0, "a": 1},
+                        {("u", "r", "a"): hb.edges[rel]})
+    ref = HeteroConv({("u", "r", "a"): conv})({"u": x["b.c"], "a": x["a"]}, plain)["a"]
+    torch.testing.assert_close(out, ref)
+    feats = torch.randn(2, 5)
+    inp = TypedInput({"x.y": 3, "item": 2}, 4, features={"item": feats})
+    inp2 = TypedInput({"x.y": 3, "v.w": 2}, 4, features={"v.w": feats})
+    assert inp(torch.tensor([1])).shape == inp2(torch.tensor([4])).shape == (1, 4)
+    # two relations whose keys would coincide would share one conv's weights: refused
+    with pytest.raises(GraphsysError, match="one module key"):
+        HeteroConv({("a__b", "r", "c"): SAGEConv(3, 2), ("a", "b__r", "c"): SAGEConv(3, 2)})
+    with pytest.raises(GraphsysError, match="one module key"):
+        TypedInput({"a.b": 1, "a#b": 1}, 2)
+    # a type named as a ModuleDict attribute (a user-items graph) raised torch's KeyError
+    inp = TypedInput({"user": 2, "items": 3, "train": 1}, 4, features={"items": feats[:, :2]
+                                                                       .repeat(2, 1)[:3]})
+    out = inp(torch.tensor([0, 4, 5]))
+    torch.testing.assert_close(out[1], inp.proj["<items>"](getattr(inp, "feat_<items>")[2]))
+    torch.testing.assert_close(out[2], inp.emb["<train>"].weight[0])
+    rel = ("user", "rates", "items")
+    assert set(HeteroConv({rel: SAGEConv(3, 2), ("items", "keys", "user"): SAGEConv(3, 2)})
+               .convs) == {"user__rates__items", "items__keys__user"}

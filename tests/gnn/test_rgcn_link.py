@@ -144,6 +144,36 @@ def test_rank_triples_filter_and_candidates(device):
     assert ranks.tolist() == [1.0, 2.0]
 
 
+def test_rank_triples_ranks_among_the_answer_type_only(device):
+    # types A = [0, 2), B = [2, 4); relation 0: A -> B. A node of the other type was a rival:
+    # tail rank 3 (A's node 1 scores 2 > 1.5), head rank 4, where PBG's typed rule gives 2, 2
+    z = torch.tensor([[1.0], [2.0], [1.5], [3.0]], device=device)
+    rel = torch.tensor([[1.0]], device=device)
+    h, r, t = np.array([0]), np.array([0]), np.array([2])
+    assert rank_triples(z, rel, h, r, t, [(h, r, t)]).tolist() == [3.0, 4.0]
+    types = np.array([[2, 4, 0, 2]])
+    assert rank_triples(z, rel, h, r, t, [(h, r, t)], types=types).tolist() == [2.0, 2.0]
+
+
+def test_relation_ranges(kg, tmp_path):
+    import pyarrow as pa
+
+    from graphsys.gnn.rgcn_link import relation_ranges
+    from graphsys.storage.format import RelationType
+    from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest_sources
+
+    n = kg.num_nodes()
+    assert relation_ranges(kg).tolist() == [[0, n, 0, n]] * len(kg.relation_types)
+    edges = pa.table({"src": [0, 2], "dst": [1, 1], "rel": ["ab", "ba"]})
+    ingest_sources([EdgeSource(table=edges, rel_col="rel")], tmp_path / "g",
+                   IngestOptions(relation_types=[RelationType("ab", "A", "B"),
+                                                 RelationType("ba", "B", "A")]),
+                   nodes=[NodeSource(pa.table({"id": [0, 1]}), "A"),
+                          NodeSource(pa.table({"id": [0, 1, 2]}), "B")])
+    # tails of ab are B's ids 2..4, heads A's 0..1; ba the other way round
+    assert relation_ranges(open_graph(tmp_path / "g")).tolist() == [[2, 5, 0, 2], [0, 2, 2, 5]]
+
+
 def test_settings_are_nested_and_checked(kg):
     assert TrainConfig(task="link", model="rgcn", hidden=60).rgcn == RGCNSettings(num_blocks=12)
     with pytest.raises(ParameterError, match="^rgcn.num_blocks 4 blocks must divide hidden"):

@@ -153,6 +153,26 @@ def test_node_task_with_an_empty_validation_split_is_refused(tmp_path):
         train(open_graph(tmp_path / "g"), TrainConfig(epochs=2, hidden=4, fanouts=[2]))
 
 
+def test_node_task_on_a_type_without_edges_among_its_nodes_is_refused(tmp_path):
+    # users rate items, items are labelled: the node task reads item-item edges only, so
+    # the model saw none and trained as an MLP, reported as success
+    import pyarrow as pa
+
+    from graphsys.storage.format import RelationType
+    from graphsys.storage.graph import open_graph
+    from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest_sources
+    n = 12
+    ids = np.arange(n)
+    ingest_sources([EdgeSource(table=pa.table({"src": ids % 4, "dst": ids}), relation="rates")],
+                   tmp_path / "g", IngestOptions(relation_types=[RelationType("rates", "user",
+                                                                              "item")]),
+                   nodes=[NodeSource(pa.table({"id": ids, "label": ids % 2}), "item")])
+    with pytest.raises(GraphsysError, match="^entity type 'item': the node task reads the "
+                                            "edges among its nodes, .*\(rates: user -> item\)$"):
+        train(open_graph(tmp_path / "g"), TrainConfig(epochs=1, hidden=4, fanouts=[2],
+                                                      entity_type="item"))
+
+
 def _ingest(mirror, tmp_path, name):
     from graphsys.gnn.data import open_source
     return open_source(name, mirror=mirror, cache=tmp_path / "cache")

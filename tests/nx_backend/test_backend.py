@@ -515,3 +515,18 @@ def test_clustering_dispatch_does_not_import_torch():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_from_graph_refuses_a_graph_of_several_entity_types(tmp_path):
+    # node_ids() said "graph has entity types [...]: name one", which from_graph cannot
+    import pyarrow as pa
+
+    from graphsys.errors import GraphsysError
+    from graphsys.storage.format import RelationType
+    from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
+
+    ingest_sources([EdgeSource(table=pa.table({"src": [0], "dst": [0]}), relation="r")],
+                   tmp_path / "g", IngestOptions(relation_types=[RelationType("r", "u", "i")]))
+    with pytest.raises(GraphsysError, match="^the NetworkX backend needs a graph of one "
+                                            "entity type; .* has 2 \\(u, i\\)$"):
+        from_graph(tmp_path / "g")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 import numpy as np
@@ -137,6 +138,11 @@ def test_per_relation_fanouts(graph):
         with pytest.raises(ParameterError, match="^fanouts relation .*rates"):
             HeteroNeighborSampler(graph, {**fan, "rates": bad})
     assert HeteroNeighborSampler(graph, {**fan, "rates": "2"}).fanouts[0] == [2]
+    # a misspelt or foreign relation was ignored without a word
+    for extra in ("rate", ("user", "rates", "user")):
+        with pytest.raises(ParameterError, match=f"^fanouts {re.escape(repr(extra))} is no "
+                                                 f"relation of the sampler"):
+            HeteroNeighborSampler(graph, {**fan, extra: [3]})
 
 
 def test_hetero_blocks(graph):
@@ -183,3 +189,22 @@ def test_mapped_index_single_relation(tmp_path):
     assert key(a) == key(b)
     assert key(a) == sorted((k, d, s) for (k, d), c in brute_in_neighbours(g).items()
                             for s, n in c.items() for _ in range(n))
+
+
+def test_a_stored_relation_named_as_a_reverse_is_refused(tmp_path):
+    # stored x: A -> B and rev_x: B -> A; x's reverse is ('B', 'rev_x', 'A') too, and the
+    # HeteroBlock keyed by it held 3 of the 4 sampled edges
+    from graphsys.storage.ingest import NodeSource
+
+    e = pa.table({"src": [0, 1], "dst": [1, 0], "rel": ["x", "rev_x"]})
+    ingest_sources([EdgeSource(table=e, rel_col="rel")], tmp_path / "g",
+                   IngestOptions(relation_types=[RelationType("x", "A", "B"),
+                                                 RelationType("rev_x", "B", "A")]),
+                   nodes=[NodeSource(pa.table({"id": [0, 1]}), "A"),
+                          NodeSource(pa.table({"id": [0, 1]}), "B")])
+    g = open_graph(tmp_path / "g")
+    with pytest.raises(GraphsysError, match="'rev_x', 'A'\\) is both a stored relation"):
+        HeteroNeighborSampler(g, [-1])
+    hb = HeteroNeighborSampler(g, [-1], reverse=False).sample_hetero_blocks(
+        {"A": [0, 1], "B": [0, 1]})[0]
+    assert hb.num_edges() == 2

@@ -336,3 +336,18 @@ def test_a_matrix_market_size_line_is_not_an_edge(tmp_path, gap):
     ref = scipy.io.mmread(f).tocoo()
     want = {(int(i) + 1, int(j) + 1, float(v)): 1 for i, j, v in zip(ref.row, ref.col, ref.data)}
     assert edges_of(open_graph(tmp_path / "g")) == want
+
+
+@pytest.mark.parametrize("edge_set, etype", [("a b", "user"), ("ok", "b c"), ("ok", ""),
+                                             ("ok", "é"), ("-x", "user")])
+def test_names_the_manifest_refuses_are_refused_before_writing(tmp_path, edge_set, etype):
+    # such a name was written into a manifest that every reader then refused
+    table = pa.table({"src": [0], "dst": [1]})
+    with pytest.raises(GraphsysError, match="invalid (edge set|entity type) name") as info:
+        ingest_sources([EdgeSource(table=table, edge_set=edge_set, relation="r")],
+                       tmp_path / "g",
+                       IngestOptions(relation_types=[RelationType("r", etype, etype)]))
+    assert "\n" not in str(info.value) and not (tmp_path / "g").exists()
+    with pytest.raises(GraphsysError, match="invalid entity type name"):
+        ingest_sources([EdgeSource(table=table)], tmp_path / "h",
+                       nodes=[NodeSource(pa.table({"id": [0]}), "a b")])

@@ -187,6 +187,17 @@ def test_typed_graph_round_trips_with_its_relation_types(tmp_path, suffix):
     assert {t: back.num_nodes(t) for t in back.entity_types} == {"user": 3, "item": 2}
     assert [(r.name, r.lhs, r.rhs) for r in back.relation_types] == [
         (r.name, r.lhs, r.rhs) for r in g.relation_types]
+    # undeclared, the types come from the src_type / dst_type columns: user 1 and item 1
+    # were one node "1" of type node (3 nodes where the graph has 5)
+    plain = graphsys.ingest(tmp_path / f"out{suffix}", tmp_path / "plain", rel_col="rel")
+    assert {t: plain.num_nodes(t) for t in plain.entity_types} == {"user": 3, "item": 2}
+    assert sorted((r.name, r.lhs, r.rhs) for r in plain.relation_types) == sorted(
+        (r.name, r.lhs, r.rhs) for r in g.relation_types)
+    # a declaration the columns contradict (lhs and rhs swapped) was taken as given
+    with pytest.raises(GraphsysError, match="relation 'rates' joins entity types "
+                                            "\('user', 'item'\) in the file's src_type"):
+        graphsys.ingest(tmp_path / f"out{suffix}", tmp_path / "swapped", rel_col="rel",
+                        relation_types=["rates:item:user", "follows:user:user"])
 
 
 def test_relation_types_are_checked(tmp_path):
@@ -228,3 +239,29 @@ def test_nodes_out_gives_back_isolated_nodes_and_node_columns(tmp_path, suffix):
     with pytest.raises(GraphsysError, match="no such directory"):
         export_edges(g, tmp_path / "y.parquet", nodes_out=tmp_path / "sub" / "n.parquet")
     assert not (tmp_path / "y.parquet").exists()
+
+
+def test_typed_columns_that_cannot_be_read_are_refused(tmp_path):
+    # skipping the bad line would read the typed file as one type, merging ids of two types
+    import graphsys
+
+    f = tmp_path / "e.tsv"
+    f.write_text("src\tdst\trel\tsrc_type\tdst_type\n1\t2\tab\tA\tB\n3\t4\tab\n")
+    with pytest.raises(GraphsysError, match="cannot read its src_type and dst_type columns"):
+        graphsys.ingest(f, tmp_path / "g", rel_col="rel", on_bad_line="skip")
+
+
+def test_appending_a_typed_file_checks_its_types_against_the_graph(tmp_path):
+    # rates is user -> item in the graph; a file saying item -> user was appended as given
+    import graphsys
+
+    f = tmp_path / "e.tsv"
+    f.write_text("src\tdst\trel\tsrc_type\tdst_type\n1\t2\trates\tuser\titem\n")
+    graphsys.ingest(f, tmp_path / "g", rel_col="rel")
+    f.write_text("src\tdst\trel\tsrc_type\tdst_type\n5\t1\trates\titem\tuser\n")
+    with pytest.raises(GraphsysError, match="\\('item', 'user'\\) in the file's src_type and "
+                                            "dst_type columns; the graph declares"):
+        graphsys.ingest(f, tmp_path / "g", rel_col="rel", append=True, edge_set="more")
+    f.write_text("src\tdst\trel\tsrc_type\tdst_type\n5\t7\trates\tuser\titem\n")
+    g = graphsys.ingest(f, tmp_path / "g", rel_col="rel", append=True, edge_set="more")
+    assert {t: g.num_nodes(t) for t in g.entity_types} == {"user": 2, "item": 2}

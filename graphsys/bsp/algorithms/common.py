@@ -9,15 +9,17 @@ from pathlib import Path
 import numpy as np
 
 from graphsys.errors import GraphsysError, ParameterError
+from graphsys.views.limits import one_type
 
 
 def open_if_path(graph):
-    """Accept an opened Graph or a graph directory path."""
+    """Accept an opened Graph or a graph directory path, of one entity type (refused before
+    a source id is looked up in no type)."""
     if isinstance(graph, (str, Path)):
         from graphsys import open_graph
 
-        return open_graph(graph)
-    return graph
+        graph = open_graph(graph)
+    return one_type(graph, "the BSP engine")
 
 
 def source_index(graph, source) -> int:

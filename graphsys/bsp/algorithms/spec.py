@@ -91,6 +91,7 @@ class AlgorithmSpec:
         if unknown:
             raise GraphsysError(f"{self.name} takes no parameter {', '.join(unknown)}")
         given = {k: v for k, v in params.items() if v is not None}
+        graph = open_if_path(graph)   # one entity type, before a source is looked up
         if self.needs_source:
             return self.program(graph, source=source, edge_set=edge_set, **given)
         return self.program(graph, edge_set=edge_set, **given)
