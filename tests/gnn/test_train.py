@@ -168,7 +168,7 @@ def test_node_task_on_a_type_without_edges_among_its_nodes_is_refused(tmp_path):
                                                                               "item")]),
                    nodes=[NodeSource(pa.table({"id": ids, "label": ids % 2}), "item")])
     with pytest.raises(GraphsysError, match="^entity type 'item': the node task reads the "
-                                            "edges among its nodes, .*\(rates: user -> item\)$"):
+                                            r"edges among its nodes, .*\(rates: user -> item\)$"):
         train(open_graph(tmp_path / "g"), TrainConfig(epochs=1, hidden=4, fanouts=[2],
                                                       entity_type="item"))
 

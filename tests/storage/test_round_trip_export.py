@@ -195,7 +195,7 @@ def test_typed_graph_round_trips_with_its_relation_types(tmp_path, suffix):
         (r.name, r.lhs, r.rhs) for r in g.relation_types)
     # a declaration the columns contradict (lhs and rhs swapped) was taken as given
     with pytest.raises(GraphsysError, match="relation 'rates' joins entity types "
-                                            "\('user', 'item'\) in the file's src_type"):
+                                            r"\('user', 'item'\) in the file's src_type"):
         graphsys.ingest(tmp_path / f"out{suffix}", tmp_path / "swapped", rel_col="rel",
                         relation_types=["rates:item:user", "follows:user:user"])
 
