@@ -35,8 +35,9 @@ another kernel or signature) is reported in one line
 (:class:`KernelCacheWarning`, naming the file, once per file and process) and the kernel
 is compiled as on a miss, then saved over the entry where its directory can be written.
 An index of another numba version, or in numba's own format, is a plain miss (no line).
-Each file is written under a temporary name, flushed to disk (``fsync``) and renamed over
-the old one, the data file before the index that names it, with the index rewritten
+Each file is written under a temporary name (holding the writer's process id: the next
+write of the file removes those of a killed writer), flushed to disk (``fsync``) and
+renamed over the old one, the data file before the index that names it, with the index rewritten
 under an exclusive lock of the directory (``flock``): two processes compiling the same
 kernel at once leave one whole entry, and a reader sees the old entry or the new one. A
 data file is named by its signature's key, so two processes saving different signatures
@@ -67,9 +68,10 @@ import os
 import pickle
 import stat
 import sys
-import uuid
 import warnings
 from pathlib import Path
+
+from graphsys.temp_files import temp_beside
 
 #: The package directory whose modules are keyed (graphsys/).
 PACKAGE = Path(__file__).resolve().parent
@@ -189,10 +191,11 @@ def read_file(path: str | os.PathLike) -> bytes:
 
 
 def write_atomic(path: str, blob: bytes, sync: bool = True) -> None:
-    """Write ``blob`` to ``path`` whole: a new file under a temporary name beside it, flushed
-    to disk (unless not ``sync``), then renamed over ``path`` (mode ``0o666`` less the
-    umask, as numba's)."""
-    tmp = f"{path}.{uuid.uuid4().hex[:12]}.tmp"
+    """Write ``blob`` to ``path`` whole: a new file under a temporary name beside it that
+    holds this process's id (:func:`~graphsys.temp_files.temp_beside`, which first removes
+    those a killed writer of ``path`` left), flushed to disk (unless not ``sync``), then
+    renamed over ``path`` (mode ``0o666`` less the umask, as numba's)."""
+    tmp = temp_beside(Path(path))
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(fd, "wb") as f:

@@ -245,7 +245,7 @@ def test_two_processes_saving_at_once_leave_one_whole_entry(tmp_path):
         assert p.wait(timeout=900) == 0 and not p.stderr.read().strip()
     got, err = _child(tmp_path)
     assert got["counts"] == RIGHT and (got["hits"], got["misses"]) == (2, 0) and not err.strip()
-    assert not list((tmp_path / "xdg").rglob("*.tmp"))
+    assert not list((tmp_path / "xdg").rglob("*.tmp-*"))
 
 
 #: A kernel module of a copied install: a parallel kernel and a kernel that calls it.
@@ -381,6 +381,22 @@ def test_an_entry_saved_without_the_thread_hook_gets_it_as_it_loads():
     assert jit_cache.with_thread_start(serial) is serial
     for other in (None, ("a",), payload(parallel, [])[:8]):
         assert jit_cache.with_thread_start(other) is other
+
+
+def test_a_killed_writers_temp_file_is_removed_by_the_next_write(tmp_path):
+    """A save killed between its temporary file and the rename left ``{path}.{uuid}.tmp``
+    for ever; the temporary name now holds the writer's pid, and the next write of the file
+    removes those of dead processes (a live writer's is left alone)."""
+    dead = subprocess.Popen([sys.executable, "-c", ""])
+    dead.wait()
+    target = tmp_path / "count_into-1.py312.nbi"
+    stale = tmp_path / f".{target.name}.tmp-{dead.pid}-0123abcd"
+    live = tmp_path / f".{target.name}.tmp-{os.getpid()}-4567abcd"
+    stale.write_bytes(b"half an entry")
+    live.write_bytes(b"being written")
+    jit_cache.write_atomic(str(target), b"entry", sync=False)
+    assert target.read_bytes() == b"entry"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([target.name, live.name])
 
 
 def test_frame_checks_every_byte():

@@ -136,6 +136,7 @@ def run(args) -> int:
     from graphsys.distributed import init_from_env, peer_failures
     from graphsys.outputs import check_outputs
     from graphsys.trace import recording
+    from graphsys.views.limits import one_type
 
     if args.program is not None:
         func, needs_source, parameters = _user_program(args), False, ()
@@ -149,7 +150,10 @@ def run(args) -> int:
     distributed = init_from_env(device)
     # opened once; each file the run reads is hash-checked as it is first read (buckets,
     # adjacency index, node ids), so verifying costs no pass of its own over the edges
-    graph = open_graph(args.graph, until=args.until, since=args.since)
+    # a typed graph is refused before any output (the engine's own refusal came after the
+    # step table's header)
+    graph = one_type(open_graph(args.graph, until=args.until, since=args.since),
+                     "the BSP engine")
     graph.verify_hashes = not args.no_verify
     kwargs = _engine_kwargs(args, parameters, str(device), distributed)
     source = _parse_source(graph, args.source) if needs_source else None

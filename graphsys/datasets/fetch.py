@@ -44,7 +44,8 @@ from typing import IO, Any
 
 from graphsys.datasets.registry import DataFile, Dataset
 from graphsys.errors import GraphsysError, InputError
-from graphsys.storage.atomic import pid_alive, sha256_file, temp_beside
+from graphsys.storage.atomic import sha256_file
+from graphsys.temp_files import pid_alive, temp_beside
 
 ENV_CACHE = "GRAPHSYS_DATA"
 ENV_MIRROR = "GRAPHSYS_MIRROR"

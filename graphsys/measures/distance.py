@@ -35,6 +35,7 @@ from graphsys.measures import kernels_distance as kd
 from graphsys.measures.kernels_view import DIRECTED
 from graphsys.measures.view import internal_ids, undirected_view
 from graphsys.progress import display
+from graphsys.storage.node_reads import id_rank
 from graphsys.storage.node_values import FormerArray, NodeValues
 
 
@@ -86,6 +87,9 @@ class _Searcher:
         #: the view's lists as the search reads them (:mod:`~graphsys.measures.kernels_distance`)
         self.lists = (*self.args[:4], view.sym == DIRECTED, view.bound)
         self.dist, self.queue, *self.bitmaps = kb.buffers(n, view.oidx.dtype)
+        #: the tie-break of equal nodes: original-id order, so that the sweeps do not depend
+        #: on how the graph is partitioned
+        self.rank = id_rank(view.graph)
         #: an upper bound of every node's eccentricity, from the searches so far
         #: (``d(x, s) + ecc(s)``, Takes and Kosters' bound)
         self.upper = np.full(n, np.iinfo(np.int32).max, np.int32)
@@ -114,25 +118,25 @@ class _Searcher:
         goes to the neighbour with the longest rows (:func:`kd.step_back
         <graphsys.measures.kernels_distance.step_back>`): as in Takes and Kosters' choice of
         the next source, the candidate least bounded by the searches so far, then the one of highest
-        degree (a hub, likely central, as the middle of the path); both keys of the node
-        alone, so the sweeps do not depend on the order a search listed a level in (nor on
-        the number of threads)."""
+        degree (a hub, likely central, as the middle of the path), ties in original-id order;
+        both keys of the node alone, so the sweeps do not depend on the order a search listed
+        a level in (nor on the number of threads or the partitions)."""
         count = self.bfs(source)
         far = self.peripheral(self.queue[kd.last_level(self.dist, self.queue, count):count])
         ecc = int(self.dist[far])
         mid = far
         for _ in range(ecc // 2 if middle else 0):
-            mid = int(kd.step_back(mid, *self.args, self.dist))
+            mid = int(kd.step_back(mid, *self.args, self.dist, self.rank))
         kd.settle(self.upper, self.dist, self.queue, count, ecc,
                   _NONE_BOOL if reached is None else reached, _NONE32)
         return far, ecc, mid
 
     def peripheral(self, nodes: np.ndarray) -> int:
         """Of ``nodes`` (of one level of a search), the one with the largest eccentricity
-        bound from the searches so far, then the highest degree, then the smallest id
-        (:func:`kd.peripheral <graphsys.measures.kernels_distance.peripheral>`)."""
+        bound from the searches so far, then the highest degree, then the smallest original
+        id (:func:`kd.peripheral <graphsys.measures.kernels_distance.peripheral>`)."""
         return int(kd.peripheral(nodes, self.upper, self.view.optr, self.view.iptr,
-                                 self.view.sym))
+                                 self.view.sym, self.rank))
 
     def levels(self, source: int) -> tuple[np.ndarray, np.ndarray]:
         """The nodes reached from ``source`` in BFS order, and where each level starts."""
@@ -260,23 +264,27 @@ def diameter(graph, *, exact: bool = False, edge_set: str | None = None,
     if view.num_nodes == 0:
         return Diameter(0, 0, 0, True, (), 0, 0)
     search = _Searcher(view)
-    # the component of the node of largest degree first: its first sweep labels it; then
-    # the other components (a search each, over the nodes left)
-    hub = int(np.argmax(_degrees(view)))
+    # the component of the node of largest degree (the smallest original id of ties) first:
+    # its first sweep labels it; then the other components (a search each, over the nodes
+    # left), the largest first, ties by their smallest original id
+    hub = int(np.lexsort((search.rank, -_degrees(view)))[0])
     reached = np.zeros(view.num_nodes, np.bool_)
     first, _, _ = search.sweep(hub, reached=reached)
     label, sizes = _hub_first(view, reached)
     hubs = None
     lower, upper, ends = 0, 0, (hub, hub)
+    first_id = np.full(len(sizes), view.num_nodes, np.int64)
+    np.minimum.at(first_id, label, search.rank)
     with display(progress, unit="search", desc="diameter") as bar:
-        for c in np.argsort(-sizes, kind="stable"):
+        for c in np.lexsort((first_id, -sizes)):
             if sizes[c] - 1 <= lower:
                 break  # no path in this or a smaller component can be longer
             if c == 0:
                 start = (hub, first)
             else:
                 if hubs is None:
-                    hubs = kd.hubs(label, len(sizes), view.optr, view.iptr, view.sym)
+                    hubs = kd.hubs(label, len(sizes), view.optr, view.iptr, view.sym,
+                                   search.rank)
                 start = (int(hubs[c]), None)
             lo, hi, pair = _component(search, start, int(sizes[c]), exact, lower, bar)
             if lo > lower:

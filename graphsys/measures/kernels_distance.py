@@ -200,38 +200,46 @@ def multi_eccentricities(sources, optr, oidx, iptr, iidx, sym, seen, cur, nxt, q
 
 
 @numba.njit(cache=True, nogil=True)
-def hubs(label, count, optr, iptr, sym):
-    """The node of largest row length (the smallest id of ties) of each component
+def hubs(label, count, optr, iptr, sym, rank):
+    """The node of largest row length (the smallest ``rank`` of ties) of each component
     ``0..count-1`` of ``label``, int64."""
     best = np.full(count, -1, np.int64)
     most = np.full(count, -1, np.int64)
     for v in range(label.shape[0]):
         c = label[v]
         d = row_bound(v, optr, iptr, sym)
-        if d > most[c]:
+        if d > most[c] or (d == most[c] and rank[v] < rank[best[c]]):
             most[c] = d
             best[c] = v
     return best
 
 
 @numba.njit(cache=True, nogil=True)
-def step_back(v, optr, oidx, iptr, iidx, sym, dist):
+def step_back(v, optr, oidx, iptr, iidx, sym, dist, rank):
     """A neighbour of ``v`` one step closer to the search's source: of those, the one with
     the longest rows (:func:`~graphsys.measures.kernels_view.row_bound`: the degree where
-    rows hold no repeats), the first listed among equals (so the smallest id of a row)."""
+    rows hold no repeats), then the smallest ``rank`` (a key of the node alone)."""
     want = dist[v] - 1
     best = np.int64(-1)
     most = -1
     for e in range(optr[v], optr[v + 1]):
-        w = np.int64(oidx[e])
-        if dist[w] == want and row_bound(w, optr, iptr, sym) > most:
-            best, most = w, row_bound(w, optr, iptr, sym)
+        best, most = _closer(np.int64(oidx[e]), want, best, most, optr, iptr, sym, dist, rank)
     if not sym:
         for e in range(iptr[v], iptr[v + 1]):
-            w = np.int64(iidx[e])
-            if dist[w] == want and row_bound(w, optr, iptr, sym) > most:
-                best, most = w, row_bound(w, optr, iptr, sym)
+            best, most = _closer(np.int64(iidx[e]), want, best, most, optr, iptr, sym, dist,
+                                 rank)
     return best
+
+
+@numba.njit(cache=True, nogil=True)
+def _closer(w, want, best, most, optr, iptr, sym, dist, rank):
+    """``(best, most)`` of :func:`step_back` after looking at the neighbour ``w``."""
+    if dist[w] != want:
+        return best, most
+    d = row_bound(w, optr, iptr, sym)
+    if d > most or (d == most and rank[w] < rank[best]):
+        return w, d
+    return best, most
 
 
 @numba.njit(cache=True, nogil=True)
@@ -244,10 +252,10 @@ def last_level(dist, queue, count):
 
 
 @numba.njit(cache=True, nogil=True)
-def peripheral(nodes, upper, optr, iptr, sym):
+def peripheral(nodes, upper, optr, iptr, sym, rank):
     """The node of ``nodes`` with the largest eccentricity bound ``upper``, then the longest
-    rows (:func:`~graphsys.measures.kernels_view.row_bound`), then the smallest id: a key
-    of the node alone, so the same node whatever order ``nodes`` lists them in."""
+    rows (:func:`~graphsys.measures.kernels_view.row_bound`), then the smallest ``rank``: a
+    key of the node alone, so the same node whatever order ``nodes`` lists them in."""
     best = np.int64(nodes[0])
     for i in range(1, nodes.shape[0]):
         x = np.int64(nodes[i])
@@ -255,7 +263,7 @@ def peripheral(nodes, upper, optr, iptr, sym):
             better = upper[x] > upper[best]
         else:
             dx, db = row_bound(x, optr, iptr, sym), row_bound(best, optr, iptr, sym)
-            better = dx > db or (dx == db and x < best)
+            better = dx > db or (dx == db and rank[x] < rank[best])
         if better:
             best = x
     return best

@@ -18,6 +18,8 @@ from graphsys.mining.parallel import SERIAL_WORK, TASKS_PER_THREAD, Ranks, run_t
 from graphsys.mining.results import check_beside
 from graphsys.mining.triangle import TRIAD_NAMES
 from graphsys.progress import display
+from graphsys.storage.node_reads import id_rank
+from graphsys.views.rows import from_pairs
 
 #: Connected undirected 3-node classes.
 UNDIRECTED_3 = ("wedge", "triangle")
@@ -88,11 +90,14 @@ def small_bytes(view, size: int, threads: int, samples: int) -> int:
     """Anonymous bytes of a 3- or 4-node census beside its oriented view at the peak: per
     node its counts and sums; 4-node, per edge the triangles through it and the sums over
     edges, the symmetric rows and two scratch rows per thread of the 4-cycle pass, and
-    the draws of a sampled one."""
+    the draws and renumbered view of a sampled one."""
     n, m = view.num_nodes, view.num_edges
     if size == 3:
         return 40 * n
-    return (32 + 2 * view.indices.itemsize) * m + (64 + 8 * threads) * n + 40 * samples
+    # a sampled one renumbers the view (:func:`_by_rank`): its pairs, sort orders and rows
+    renumbered = ((88 + 3 * view.indices.itemsize) * m + 16 * n) if samples else 0
+    return ((32 + 2 * view.indices.itemsize) * m + (64 + 8 * threads) * n + 40 * samples
+            + renumbered)
 
 
 def small_census(g, size: int, method: str, samples: int, seed: int, edge_set,
@@ -133,13 +138,15 @@ def small_census(g, size: int, method: str, samples: int, seed: int, edge_set,
             n_k4 = _four_cliques(view, nthreads, ranks, progress)
             err_c4 = err_k4 = 0.0
         else:
+            ptr, idx, dptr, didx, per_edge = _by_rank(g, view, rows, per_edge)
+            d = np.diff(ptr)
             rng = np.random.default_rng(seed)
             # 4-cycles from uniform wedges, 4-cliques from edges drawn by their diamond pairs
             n_c4, err_c4 = _sampled(d * (d - 1) // 2, 4, rng, samples, ranks,
-                                    lambda *a: motif_kernels.sample_wedges(*view.full(), *a))
+                                    lambda *a: motif_kernels.sample_wedges(ptr, idx, *a))
             n_k4, err_k4 = _sampled(per_edge * (per_edge - 1) // 2, 6, rng, samples, ranks,
                                     lambda *a: motif_kernels.sample_diamonds(
-                                        view.indptr, view.indices, *view.full(), *a))
+                                        dptr, didx, ptr, idx, *a))
     star, path, paw, dia = (exact["3-star"], exact["4-path"], exact["tailed-triangle"],
                             exact["diamond"])
     rest = {"4-path": path - 2 * paw + 6 * dia, "3-star": star - paw + 2 * dia,
@@ -153,6 +160,22 @@ def small_census(g, size: int, method: str, samples: int, seed: int, edge_set,
               for k in UNDIRECTED_4}
     return MotifCensus(4, False, {k: float(v) for k, v in counts.items()}, "sampled", stderr,
                        int(samples), int(seed))
+
+
+def _by_rank(g, view, rows: np.ndarray, per_edge: np.ndarray) -> tuple:
+    """``(ptr, idx, dptr, didx, tri)``: the oriented view renumbered by
+    :func:`~graphsys.storage.node_reads.id_rank` (so that a seed draws the same wedges and
+    edges however the graph is partitioned): its symmetric rows, its rows of higher
+    neighbours (ascending) and the triangles through each edge in their order; ``rows``
+    is the row of each of the view's edges, ``per_edge`` its triangles."""
+    rank = id_rank(g)[view.order]
+    a, b = rank[rows], rank[view.indices]
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    n, dtype = view.num_nodes, view.indices.dtype
+    dptr, didx, tri = from_pairs(n, lo, hi.astype(dtype), per_edge, by=(hi,))
+    cols = np.concatenate((hi, lo))
+    ptr, idx = from_pairs(n, np.concatenate((lo, hi)), cols.astype(dtype), by=(cols,))
+    return ptr, idx, dptr, didx, tri
 
 
 def _sampled(weights: np.ndarray, per_copy: int, rng, samples: int, ranks: Ranks,

@@ -175,7 +175,8 @@ def motifs(graph, size: int = 3, *, directed: bool = False, method: str = "exact
     samples : int, default 100000
         Draws for each of the two estimated sums.
     seed : int, default 0
-        The draws' seed (the same seed, the same draws, whatever the threads).
+        The draws' seed (the same seed, the same draws, whatever the threads or the
+        partitions).
     %(edge_set)s
     %(options)s
 

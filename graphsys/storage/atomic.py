@@ -5,16 +5,15 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
-import glob
 import hashlib
 import os
-import secrets
 import shutil
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from graphsys.errors import GraphsysError
+from graphsys.temp_files import temp_beside
 
 #: In the name of a staging directory beside its graph: ``.NAME.staging-PID-HEX``.
 STAGING_MARK = ".staging-"
@@ -191,16 +190,6 @@ def disk_full(exc: OSError, path: Path) -> bool:
         return False
 
 
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 @contextlib.contextmanager
 def staging_directory(out: Path) -> Iterator[Path]:
     """Yield an empty staging directory beside ``out``; rename it to ``out`` on success.
@@ -235,21 +224,6 @@ def staging_directory(out: Path) -> Iterator[Path]:
 
     with _staged(out, rename_into_place, "nothing written") as staging:
         yield staging
-
-
-def temp_beside(out: Path, mark: str = ".tmp-") -> Path:
-    """A fresh temporary path ``.NAME{mark}PID-HEX`` beside ``out`` (holding this pid),
-    after removing those of dead processes (a killed writer's temp file or staging
-    directory), so that crashes do not pile them up."""
-    prefix = f".{out.name}{mark}"
-    for stale in out.parent.glob(glob.escape(prefix) + "*"):
-        pid = stale.name[len(prefix):].split("-")[0]
-        if pid.isdigit() and not pid_alive(int(pid)):
-            if stale.is_dir() and not stale.is_symlink():
-                shutil.rmtree(stale, ignore_errors=True)
-            else:
-                stale.unlink(missing_ok=True)
-    return out.parent / f"{prefix}{os.getpid()}-{secrets.token_hex(4)}"
 
 
 def exchange_directories(a: Path, b: Path) -> None:

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.ipc as paipc
 
 from graphsys.errors import FormatError
-from graphsys.storage.atomic import temp_beside
+from graphsys.temp_files import temp_beside
 
 
 def _arrow_type(dtype: np.dtype, width: int) -> pa.DataType:

@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from graphsys.errors import GraphsysError
-from graphsys.storage.atomic import fsync_path, sha256_file, temp_beside
+from graphsys.storage.atomic import fsync_path, sha256_file
 from graphsys.storage.column_file import allocate_column
 from graphsys.storage.format import (
     MAPPED_COLUMN_DTYPES,
@@ -30,6 +30,7 @@ from graphsys.storage.format import (
 )
 from graphsys.storage.lock import writer_lock
 from graphsys.storage.node_files import write_string_column
+from graphsys.temp_files import temp_beside
 
 
 def write_node_column(path: str | Path, name: str, kind: str,

@@ -108,6 +108,18 @@ def id_order(graph, entity_type: str | None = None) -> tuple[object, np.ndarray]
     return graph._id_index[et.name]
 
 
+def id_rank(graph) -> np.ndarray:
+    """int64 (N,): each global id's position in an order that does not depend on how the
+    graph is laid out: entity types in manifest order, each in original-id order
+    (:func:`id_order`). Seeded draws and tie-breaks that follow it give the same answer
+    whatever the partitions."""
+    order = np.concatenate([np.zeros(0, np.int64)] + [
+        off + id_order(graph, t)[1] for t, off in graph.type_offsets.items()])
+    rank = np.empty(len(order), np.int64)
+    rank[order] = np.arange(len(order))
+    return rank
+
+
 def original_ids(graph, entity_type: str):
     """:func:`node_ids` of every partition, read once per Graph (a query that names a few
     nodes, such as a nearest-neighbour lookup, then reads no node table); read-only."""

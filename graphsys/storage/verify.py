@@ -11,11 +11,12 @@ import pyarrow.fs as pafs
 
 from graphsys.errors import FormatError
 from graphsys.storage.adjacency_index import leftover_temps
-from graphsys.storage.atomic import STAGING_MARK, pid_alive
+from graphsys.storage.atomic import STAGING_MARK
 from graphsys.storage.csr import verify_indexes
 from graphsys.storage.edge_changes import verify_changes
 from graphsys.storage.graph import open_graph
 from graphsys.storage.structure import check_listed, check_structure
+from graphsys.temp_files import pid_alive
 
 
 def verify_graph(path: str | Path, *, quick: bool = False,

@@ -130,6 +130,24 @@ def test_bad_input_is_one_line_error(main, graph_dir, tmp_path, capsys, case):
     assert not out.exists() and not list(tmp_path.glob(".o.parquet*"))
 
 
+def test_a_typed_graph_is_refused_before_any_output(main, tmp_path, capsys):
+    """run on a graph of several entity types printed the step table's header, then the
+    engine's refusal; the refusal now comes first and alone."""
+    from graphsys.storage.format import RelationType
+    from graphsys.storage.ingest import NodeSource
+
+    ingest_sources([EdgeSource(table=pa.table({"src": [0], "dst": [1]}), relation="r")],
+                   tmp_path / "g", IngestOptions(relation_types=[RelationType("r", "u", "i")]),
+                   nodes=[NodeSource(pa.table({"id": [0]}), "u"),
+                          NodeSource(pa.table({"id": [0, 1]}), "i")])
+    for argv in (["pagerank"], ["bfs", "--source", "0"]):
+        assert main(["run", argv[0], str(tmp_path / "g"), *argv[1:]]) == 2
+        got = capsys.readouterr()
+        assert got.out == "" and got.err == (
+            f"error: the BSP engine needs a graph of one entity type; {tmp_path / 'g'} has "
+            "2 (u, i)\n")
+
+
 def test_distributed_run_is_the_command_under_torchrun(graph_dir, tmp_path):
     """``torchrun -m graphsys run``: both ranks run the command, rank 0 writes --out, each
     rank closes its process group (the library's launch module no longer wraps the CLI)."""

@@ -40,6 +40,22 @@ def test_small_graphs_match_networkx(tmp_path, directed):
 
 
 @pytest.mark.parametrize("directed", [False, True])
+def test_diameter_does_not_depend_on_the_partitions(tmp_path, directed):
+    """Ties of degree and distance go by original id: the estimate, its bounds and its
+    endpoints are the same for 1, 3 and 5 partitions (they went by internal id, and the
+    estimate of one graph in three layouts was 6, 6 and 7)."""
+    for seed in range(6):
+        runs = set()
+        for p in (1, 3, 5):
+            (tmp_path / f"{seed}-{p}").mkdir()
+            g = small_graph(tmp_path / f"{seed}-{p}", seed, directed, partitions=p, n=50,
+                            m=80).graph
+            d = diameter(g)
+            runs.add((d.value, d.lower, d.upper, d.endpoints, diameter(g, exact=True).value))
+        assert len(runs) == 1, (seed, runs)
+
+
+@pytest.mark.parametrize("directed", [False, True])
 def test_many_sources_at_once_match_networkx(tmp_path, directed):
     # one source, a word of sources searched together (repeats, other components) and more
     # than a word (the searches spread over threads)
@@ -123,8 +139,8 @@ def test_threaded_search_matches_scipy_on_any_thread_count(tmp_path, directed):
 
 def test_sweep_choices_are_keys_of_the_node():
     """The 4-sweep's farthest node: the largest eccentricity bound, then the longest rows,
-    then the smallest id, whatever order the level is listed in; a step back goes to the
-    neighbour with the longest rows."""
+    then the smallest rank (original-id order), whatever order the level is listed in; a
+    step back goes to the neighbour with the longest rows, then the smallest rank."""
     from graphsys.measures.kernels_distance import last_level, peripheral, step_back
     from graphsys.measures.kernels_view import UNIQUE
 
@@ -133,11 +149,13 @@ def test_sweep_choices_are_keys_of_the_node():
     ptr = np.cumsum([0] + [len(rows[v]) for v in range(6)]).astype(np.int64)
     idx = np.concatenate([rows[v] for v in range(6)]).astype(np.int32)
     upper = np.full(6, 9, np.int32)
+    rank = np.arange(6)
     for order in ([3, 4, 5], [5, 4, 3], [4, 3, 5]):
         nodes = np.array(order, np.int64)
-        assert peripheral(nodes, upper, ptr, ptr, UNIQUE) == 4  # 4 and 5: two entries; 4 < 5
+        assert peripheral(nodes, upper, ptr, ptr, UNIQUE, rank) == 4  # two entries; 4 < 5
+        assert peripheral(nodes, upper, ptr, ptr, UNIQUE, rank[::-1].copy()) == 5
         upper[3] = 10
-        assert peripheral(nodes, upper, ptr, ptr, UNIQUE) == 3  # least bounded first
+        assert peripheral(nodes, upper, ptr, ptr, UNIQUE, rank) == 3  # least bounded first
         upper[3] = 9
     dist = np.array([0, 1, 2, 3, 3, 3], np.int32)
     queue = np.array([0, 1, 2, 5, 3, 4], np.int64)
@@ -148,9 +166,17 @@ def test_sweep_choices_are_keys_of_the_node():
     ptr = np.cumsum([0] + [len(rows[v]) for v in range(5)]).astype(np.int64)
     idx = np.concatenate([rows[v] for v in range(5)]).astype(np.int32)
     dist = np.array([0, 1, 1, 2, 2], np.int32)
-    assert step_back(3, ptr, idx, ptr, idx, UNIQUE, dist) == 2
-    assert step_back(4, ptr, idx, ptr, idx, UNIQUE, dist) == 2
-    assert step_back(1, ptr, idx, ptr, idx, UNIQUE, dist) == 0
+    rank = np.arange(5)
+    assert step_back(3, ptr, idx, ptr, idx, UNIQUE, dist, rank) == 2
+    assert step_back(4, ptr, idx, ptr, idx, UNIQUE, dist, rank) == 2
+    assert step_back(1, ptr, idx, ptr, idx, UNIQUE, dist, rank) == 0
+    # 1 and 2 both with two rows from 3 in 0-1, 0-2, 1-3, 2-3: the smaller rank
+    rows = {0: [1, 2], 1: [0, 3], 2: [0, 3], 3: [1, 2]}
+    ptr = np.cumsum([0] + [len(rows[v]) for v in range(4)]).astype(np.int64)
+    idx = np.concatenate([rows[v] for v in range(4)]).astype(np.int32)
+    dist = np.array([0, 1, 1, 2], np.int32)
+    assert step_back(3, ptr, idx, ptr, idx, UNIQUE, dist, np.arange(4)) == 1
+    assert step_back(3, ptr, idx, ptr, idx, UNIQUE, dist, np.array([0, 2, 1, 3])) == 2
 
 
 def test_farthest_is_the_smallest_id_of_the_last_level():

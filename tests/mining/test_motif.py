@@ -70,6 +70,18 @@ def test_sampled_estimator_is_unbiased(graph_of):
     assert again.counts == runs[3].counts
 
 
+def test_sampled_estimate_does_not_depend_on_the_partitions(graph_of):
+    """A seed draws the same wedges and edges however the graph is partitioned (the draws
+    followed internal ids: 1, 3 and 5 partitions gave three estimates)."""
+    rng = np.random.default_rng(8)
+    n = 30
+    pairs = np.array([p for p in itertools.combinations(range(n), 2) if rng.random() < 0.3])
+    runs = [mining.motifs(graph_of(pairs[:, 0], pairs[:, 1], n, partitions=p), 4,
+                          method="sampled", samples=300, seed=1) for p in (1, 3, 5)]
+    assert runs[0].counts == runs[1].counts == runs[2].counts
+    assert runs[0].stderr == runs[1].stderr == runs[2].stderr
+
+
 def test_bad_parameters(graph_of):
     g = graph_of([0, 1], [1, 2], 3)
     with pytest.raises(ParameterError, match="size"):
