@@ -45,7 +45,7 @@ from graphsys.storage.location import not_an_input
 from graphsys.storage.pages import scratch_array
 from graphsys.storage.partition_context import SpilledEdges
 from graphsys.storage.read_ahead import read_ahead
-from graphsys.storage.readers import NeedCarefulRead, narrow_ids, read_memory
+from graphsys.storage.readers import NeedCarefulRead, narrow_ids, read_memory, text_block_bytes
 
 #: Transient copies an edge buffer goes through (group by bucket, sort, convert): each
 #: phase's buffer is sized at ``memory_limit / _COPIES`` bytes.
@@ -224,7 +224,8 @@ class IngestJob:
                        else read_ahead(fmt.read(path, roles, source=src,
                                                 on_bad_line=self.opts.on_bad_line,
                                                 progress=progress, bad_lines=bad,
-                                                careful=careful),
+                                                careful=careful, block_bytes=text_block_bytes(
+                                                    self.opts.memory_limit)),
                                        self.opts.memory_limit // 4))
             first_spill = len(self.spills)
             try:
