@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import shlex
 import shutil
 import warnings
 from pathlib import Path
@@ -129,7 +130,8 @@ def build_command(graph, kinds: tuple[str, ...], edge_set: str | None = None) ->
     Returns
     -------
     str
-        ``graphsys index DIR`` and the options that select ``kinds``.
+        ``graphsys index DIR`` and the options that select ``kinds``, quoted for a POSIX
+        shell (a path with a space runs as it reads).
 
     Examples
     --------
@@ -138,9 +140,10 @@ def build_command(graph, kinds: tuple[str, ...], edge_set: str | None = None) ->
     >>> build_command(g, ("sym",)).endswith("/g --undirected")
     True
     """
-    parts = ["graphsys index", str(graph.location)] + [_KIND_OPTIONS[k] for k in kinds]
+    parts = ["graphsys index", shlex.quote(str(graph.location))] + [
+        _KIND_OPTIONS[k] for k in kinds]
     if edge_set is not None and len(graph.edge_sets) > 1:
-        parts += ["--edge-set", graph.edge_set(edge_set).name]
+        parts += ["--edge-set", shlex.quote(graph.edge_set(edge_set).name)]
     return " ".join(parts)
 
 
