@@ -228,7 +228,6 @@ def ingest_sources(edges: Sequence[EdgeSource], out: str | Path,
     with staging_directory(out) as staging:
         job = IngestJob(edges, nodes, opts, staging)
         job.read_all()
-        trim_heap()  # the decoded blocks, freed: not resident through the passes that follow
         _check_partitions(opts.partitions, job.index)
         if opts.undirected and any(r.lhs != r.rhs for r in job.relations):
             raise ParameterError("undirected", "needs relations whose lhs and rhs entity "

@@ -20,6 +20,7 @@ import pyarrow.ipc as paipc
 
 import partitioners
 from graphsys.errors import GraphsysError, InputError
+from graphsys.memory import trim_heap
 from graphsys.progress import progress_bar
 from graphsys.storage import kernels, kernels_small
 from graphsys.storage.edge_runs import (
@@ -141,7 +142,8 @@ class IngestJob:
         file's second read) and numba has started (the first kernel call would wait for it,
         where the batches can go on decoding), else once every batch is parsed: a text
         file's fast read is discarded and read again carefully when it meets a bad line, and
-        the ids of discarded rows must not become nodes."""
+        the ids of discarded rows must not become nodes. The heap pages the pass freed are
+        handed back (:func:`~graphsys.memory.trim_heap`)."""
         jit = None
         if self.kernels is kernels:
             jit = threading.Thread(target=kernels.start_up, name="graphsys-jit", daemon=True)
@@ -200,6 +202,7 @@ class IngestJob:
             self.index[etype] = self.collector(etype).finish()
             if len(self.index[etype]) == 0 and len(self.entity_types) == 1:
                 raise InputError("empty input: no edges and no nodes")
+        trim_heap()  # the decoded blocks, freed: not resident through the passes after
 
     def _read_source(self, src: EdgeSource, path: Path, fmt: InputFormat | None, n_src: int,
                      progress) -> None:
