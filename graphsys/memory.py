@@ -10,8 +10,10 @@ Linux reports ``RssAnon`` (heap, NumPy/torch arrays: what a memory budget bounds
 from __future__ import annotations
 
 import abc
+import contextlib
 import os
 import resource
+import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,6 +112,19 @@ class PeakMemory(BackgroundSampler):
         """``peak_rss_bytes``, ``peak_rss_anon_bytes``, ``peak_rss_file_bytes``."""
         return {"peak_rss_bytes": self.peak_total, "peak_rss_anon_bytes": self.peak_anon,
                 "peak_rss_file_bytes": self.peak_file}
+
+
+def trim_heap() -> None:
+    """Hand the free pages of the C heap (glibc ``malloc_trim``) and of Arrow's memory pool
+    back to the system, so memory freed by one phase (a read's decoded blocks, a profiled
+    run's per-batch temporaries) does not stay resident, counted in the peak of the next.
+    A no-op where glibc is absent, and for Arrow where pyarrow is not loaded."""
+    if (pa := sys.modules.get("pyarrow")) is not None:
+        pa.default_memory_pool().release_unused()
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 def lifetime_peak_rss() -> int:

@@ -49,3 +49,20 @@ def test_sampler_without_a_reading_is_refused():
     """The base class has no reading of its own: it cannot be made without one."""
     with pytest.raises(TypeError):
         BackgroundSampler(0.01)
+
+
+def test_trim_heap_releases_arrow_and_c_heap_pages(monkeypatch):
+    """trim_heap asks Arrow's pool (when pyarrow is loaded) and glibc to hand back free
+    pages, and is harmless to call again."""
+    import pyarrow as pa
+
+    from graphsys import memory
+
+    released = []
+    pool = pa.default_memory_pool()
+    monkeypatch.setattr(pa, "default_memory_pool",
+                        lambda: type("Pool", (), {"release_unused": lambda self: released.append(
+                            pool.backend_name)})())
+    memory.trim_heap()
+    memory.trim_heap()
+    assert len(released) == 2

@@ -45,6 +45,7 @@ from graphsys.analysis.balance import RankWork, work_by_range
 from graphsys.analysis.kernels import StepMarker, profile_call
 from graphsys.analysis.simt import GPU, SimtAccumulator
 from graphsys.errors import GraphsysError, check_count
+from graphsys.memory import trim_heap
 
 #: Global ids per vectorized slice when compacting a frontier (a multiple of 8: masks are
 #: bit-packed).
@@ -225,16 +226,6 @@ class FrontierLog:
         if self._file is not None:
             self._file.close()
             self._file = None
-
-
-def trim_heap() -> None:
-    """Hand the C heap's free pages back to the system (glibc ``malloc_trim``), so memory
-    freed by one phase (e.g. the profiled run's per-batch temporaries) does not stay in
-    the peak of the next. A no-op where glibc is absent."""
-    with contextlib.suppress(OSError, AttributeError):
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -65,6 +65,7 @@ from graphsys.storage.atomic import (
 from graphsys.storage.column_file import allocate_column
 from graphsys.storage.csr import (
     CHECK_CHUNK,
+    build_command,
     chunks,
     edges_digest,
     forget_mapped,
@@ -107,43 +108,6 @@ _UINT32_MAX = 2**32 - 1
 
 
 #: The ``graphsys index`` option that builds each kind (named by :func:`build_command`).
-_KIND_OPTIONS = {"csr": "--csr", "csc": "--csc", "push": "--push", "sym": "--undirected",
-                 "temporal": "--temporal"}
-
-
-def build_command(graph, kinds: tuple[str, ...], edge_set: str | None = None) -> str:
-    """The command line that builds the ``kinds`` indexes of an edge set of ``graph``.
-
-    What a refusal to build an adjacency in RAM names; the Python equivalent is
-    :func:`build_index` with the same ``kinds``.
-
-    Parameters
-    ----------
-    graph : Graph
-        An opened graph.
-    kinds : tuple of str
-        Index kinds among ``csr``, ``csc``, ``push``, ``sym``.
-    edge_set : str, optional
-        The edge set; named in the command only when the graph has several.
-
-    Returns
-    -------
-    str
-        ``graphsys index DIR`` and the options that select ``kinds``.
-
-    Examples
-    --------
-    >>> import tempfile, numpy as np, graphsys
-    >>> g = graphsys.from_numpy(np.array([0, 1]), np.array([1, 2]), tempfile.mkdtemp() + "/g")
-    >>> build_command(g, ("sym",)).endswith("/g --undirected")
-    True
-    """
-    parts = ["graphsys index", str(graph.location)] + [_KIND_OPTIONS[k] for k in kinds]
-    if edge_set is not None and len(graph.edge_sets) > 1:
-        parts += ["--edge-set", graph.edge_set(edge_set).name]
-    return " ".join(parts)
-
-
 def min_build_memory(num_nodes: int, kinds: tuple[str, ...] = ("csr", "csc")) -> int:
     """The least ``memory_limit`` (bytes) a build of ``kinds`` over ``num_nodes`` nodes runs
     in."""

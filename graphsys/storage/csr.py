@@ -16,6 +16,7 @@ which checks them against the manifest (stale ones refused) and their values in 
 from __future__ import annotations
 
 import hashlib
+import shlex
 from dataclasses import dataclass, replace
 
 import numba
@@ -201,6 +202,46 @@ def index_state(manifest: Manifest, edge_set: str, kind: str) -> str:
     return "grown" if index_merge.grown_from(info.layout, now) else "stale"
 
 
+_KIND_OPTIONS = {"csr": "--csr", "csc": "--csc", "push": "--push", "sym": "--undirected",
+                 "temporal": "--temporal"}
+
+
+def build_command(graph, kinds: tuple[str, ...], edge_set: str | None = None) -> str:
+    """The command line that builds the ``kinds`` indexes of an edge set of ``graph``.
+
+    What a refusal to build an adjacency in RAM, or to read a stale index, names; the
+    Python equivalent is
+    :func:`~graphsys.storage.adjacency_index.build_index` with the same ``kinds``.
+
+    Parameters
+    ----------
+    graph : Graph
+        An opened graph.
+    kinds : tuple of str
+        Index kinds among ``csr``, ``csc``, ``push``, ``sym``, ``temporal``.
+    edge_set : str, optional
+        The edge set; named in the command only when the graph has several.
+
+    Returns
+    -------
+    str
+        ``graphsys index DIR`` and the options that select ``kinds``, quoted for a POSIX
+        shell (a path with a space runs as it reads).
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np, graphsys
+    >>> g = graphsys.from_numpy(np.array([0, 1]), np.array([1, 2]), tempfile.mkdtemp() + "/g")
+    >>> build_command(g, ("sym",)).endswith("/g --undirected")
+    True
+    """
+    parts = ["graphsys index", shlex.quote(str(graph.location))] + [
+        _KIND_OPTIONS[k] for k in kinds]
+    if edge_set is not None and len(graph.edge_sets) > 1:
+        parts += ["--edge-set", shlex.quote(graph.edge_set(edge_set).name)]
+    return " ".join(parts)
+
+
 def _current(graph, edge_set: str, kind: str) -> IndexInfo | None:
     """The manifest's entry of the ``kind`` index of ``edge_set`` (None if it lists none,
     or for a ``push`` index built before an append, which is not renumbered), refused as
@@ -221,8 +262,8 @@ def _current(graph, edge_set: str, kind: str) -> IndexInfo | None:
                   else info.num_edges == es.num_edges)
     if state == "stale" or not entries_ok:
         first = graph.location.file(index_file(edge_set, kind, info.columns()[0]))
-        raise FormatError(f"{first}: stale index (built for other edges; run graphsys index "
-                          f"again)")
+        raise FormatError(f"{first}: stale index (built for other edges; build it again: "
+                          f"{build_command(graph, (kind,), edge_set)})")
     return info
 
 

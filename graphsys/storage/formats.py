@@ -18,14 +18,22 @@ import pyarrow.ipc as paipc
 
 from graphsys.errors import InputError
 from graphsys.plugins import INPUT_FORMATS
-from graphsys.storage.readers import RawEdgeBatch, default_table_roles, read_table, read_text
+from graphsys.storage.readers import (
+    TEXT_BLOCK_BYTES,
+    RawEdgeBatch,
+    default_table_roles,
+    read_table,
+    read_text,
+)
 
-#: ``read(path, roles, *, source, on_bad_line, progress, bad_lines, careful)``: the batches of
-#: one file. ``roles`` maps ``src``/``dst``/``rel``/``weight`` to a column name or 0-based
-#: index (None: the format's default for src/dst, absent for rel/weight); ``source`` is the
-#: :class:`~graphsys.storage.ingest.EdgeSource` (delimiter, header, comment characters);
-#: ``progress(bytes_read)``; ``bad_lines`` collects the lines skipped with
-#: ``on_bad_line="skip"``; ``careful`` as :func:`~graphsys.storage.readers.read_text`.
+#: ``read(path, roles, *, source, on_bad_line, progress, bad_lines, careful, block_bytes)``:
+#: the batches of one file. ``roles`` maps ``src``/``dst``/``rel``/``weight`` to a column
+#: name or 0-based index (None: the format's default for src/dst, absent for rel/weight);
+#: ``source`` is the :class:`~graphsys.storage.ingest.EdgeSource` (delimiter, header,
+#: comment characters); ``progress(bytes_read)``; ``bad_lines`` collects the lines skipped
+#: with ``on_bad_line="skip"``; ``careful`` and ``block_bytes`` (text per block, which the
+#: ingest sizes to its ``memory_limit``) as :func:`~graphsys.storage.readers.read_text`; a
+#: format takes the keywords it has no use for in ``**_``.
 Reader = Callable[..., Iterator[RawEdgeBatch]]
 
 
@@ -64,12 +72,13 @@ def resolve_format(path: Path, name: str) -> tuple[str, InputFormat]:
 def _delimited(fmt: str) -> Reader:
     """The reader of delimited text ``fmt`` (``tsv``: delimiter sniffed; ``csv``)."""
     def read(path: Path, roles: dict[str, Any], *, source, on_bad_line: str, progress,
-             bad_lines: list[int], careful: bool) -> Iterator[RawEdgeBatch]:
+             bad_lines: list[int], careful: bool,
+             block_bytes: int = TEXT_BLOCK_BYTES) -> Iterator[RawEdgeBatch]:
         roles = {**roles, "src": 0 if roles["src"] is None else roles["src"],
                  "dst": 1 if roles["dst"] is None else roles["dst"]}
         return read_text(path, fmt, roles, delimiter=source.delimiter, header=source.header,
                          comment=source.comment, on_bad_line=on_bad_line, progress=progress,
-                         bad_lines=bad_lines, careful=careful)
+                         bad_lines=bad_lines, careful=careful, block_bytes=block_bytes)
     return read
 
 

@@ -52,7 +52,7 @@ from typing import Any
 from graphsys import openmp
 from graphsys._version import __version__
 from graphsys.errors import GraphsysError, InputError, ParameterError
-from graphsys.memory import lifetime_peak_rss
+from graphsys.memory import lifetime_peak_rss, trim_heap
 from graphsys.progress import progress_bar
 from graphsys.storage.atomic import staging_directory, sync_files
 from graphsys.storage.format import (
@@ -104,6 +104,7 @@ def write_edge_sets(job: IngestJob, names: Sequence[str], staging: Path,
     for name in names:
         t = time.perf_counter()
         routed = job.route(name)
+        trim_heap()  # the routing scratch, freed
         if seconds is not None:
             seconds["route"] = seconds.get("route", 0.0) + time.perf_counter() - t
 

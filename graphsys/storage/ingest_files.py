@@ -259,13 +259,26 @@ def ingest(inputs: str | Path | Sequence[str | Path], out: str | Path, *,
         result = ingest_sources([source], out, opts, node_sources)
     graph = open_graph(out)
     if kinds:
-        from graphsys.storage.adjacency_index import build_index
-
-        t0 = time.perf_counter()
-        build_index(graph, kinds, memory_limit=limit, progress=progress)
-        result.seconds["index"] = round(time.perf_counter() - t0, 3)
-        result.peak_rss_bytes = lifetime_peak_rss()
+        _index_ingested(graph, kinds, limit, progress, result)
     return (graph, result) if return_report else graph
+
+
+def _index_ingested(graph: Graph, kinds: tuple[str, ...], limit: int, progress: bool,
+                    result: IngestReport) -> None:
+    """Build the ``kinds`` indexes of a graph just ingested, timed in ``result``; a budget
+    below the build's least is refused in one line that says the graph is written and
+    names the command that indexes it."""
+    from graphsys.storage.adjacency_index import build_command, build_index, min_build_memory
+
+    if limit < (need := min_build_memory(graph.num_nodes(), kinds)):
+        raise GraphsysError(f"{graph.location} is ingested, but not indexed: indexing its "
+                            f"{graph.num_nodes():,} nodes needs a memory_limit of at least "
+                            f"{need:,} bytes, got {limit:,}; index it with "
+                            f"{build_command(graph, kinds)}")
+    t0 = time.perf_counter()
+    build_index(graph, kinds, memory_limit=limit, progress=progress)
+    result.seconds["index"] = round(time.perf_counter() - t0, 3)
+    result.peak_rss_bytes = lifetime_peak_rss()
 
 
 def _written_types(paths: list[Path], fmt: str, rel_col, relation: str | None

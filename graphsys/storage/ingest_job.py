@@ -20,6 +20,7 @@ import pyarrow.ipc as paipc
 
 import partitioners
 from graphsys.errors import GraphsysError, InputError
+from graphsys.memory import trim_heap
 from graphsys.progress import progress_bar
 from graphsys.storage import kernels, kernels_small
 from graphsys.storage.edge_runs import (
@@ -45,7 +46,7 @@ from graphsys.storage.location import not_an_input
 from graphsys.storage.pages import scratch_array
 from graphsys.storage.partition_context import SpilledEdges
 from graphsys.storage.read_ahead import read_ahead
-from graphsys.storage.readers import NeedCarefulRead, narrow_ids, read_memory
+from graphsys.storage.readers import NeedCarefulRead, narrow_ids, read_memory, text_block_bytes
 
 #: Transient copies an edge buffer goes through (group by bucket, sort, convert): each
 #: phase's buffer is sized at ``memory_limit / _COPIES`` bytes.
@@ -141,7 +142,8 @@ class IngestJob:
         file's second read) and numba has started (the first kernel call would wait for it,
         where the batches can go on decoding), else once every batch is parsed: a text
         file's fast read is discarded and read again carefully when it meets a bad line, and
-        the ids of discarded rows must not become nodes."""
+        the ids of discarded rows must not become nodes. The heap pages the pass freed are
+        handed back (:func:`~graphsys.memory.trim_heap`)."""
         jit = None
         if self.kernels is kernels:
             jit = threading.Thread(target=kernels.start_up, name="graphsys-jit", daemon=True)
@@ -200,6 +202,7 @@ class IngestJob:
             self.index[etype] = self.collector(etype).finish()
             if len(self.index[etype]) == 0 and len(self.entity_types) == 1:
                 raise InputError("empty input: no edges and no nodes")
+        trim_heap()  # the decoded blocks, freed: not resident through the passes after
 
     def _read_source(self, src: EdgeSource, path: Path, fmt: InputFormat | None, n_src: int,
                      progress) -> None:
@@ -224,7 +227,8 @@ class IngestJob:
                        else read_ahead(fmt.read(path, roles, source=src,
                                                 on_bad_line=self.opts.on_bad_line,
                                                 progress=progress, bad_lines=bad,
-                                                careful=careful),
+                                                careful=careful, block_bytes=text_block_bytes(
+                                                    self.opts.memory_limit)),
                                        self.opts.memory_limit // 4))
             first_spill = len(self.spills)
             try:

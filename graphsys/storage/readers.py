@@ -30,7 +30,7 @@ from graphsys.storage.read_ahead import read_ahead
 
 log = logging.getLogger(__name__)
 
-#: Bytes read from the input per text block.
+#: Bytes read from the input per text block, at most (:func:`text_block_bytes`).
 TEXT_BLOCK_BYTES = 16 << 20
 #: Rows per batch read from Parquet/Arrow inputs.
 TABLE_BATCH_ROWS = 1 << 20
@@ -60,13 +60,28 @@ class RawEdgeBatch:
         return len(next(iter(self.columns.values())))
 
 
+def text_block_bytes(memory_limit: int) -> int:
+    """Bytes per text block within a ``memory_limit`` (bytes): a 32nd of it, between 1 MiB
+    and :data:`TEXT_BLOCK_BYTES`. Arrow's reader holds several blocks at once (read ahead,
+    parsed and converted, one per thread), so a fixed block would overrun a small budget.
+
+    Examples
+    --------
+    >>> text_block_bytes(2_000_000_000) == TEXT_BLOCK_BYTES, text_block_bytes(64 << 20)
+    (True, 2097152)
+    """
+    return int(min(TEXT_BLOCK_BYTES, max(1 << 20, memory_limit // 32)))
+
+
 class _FilteredText(io.RawIOBase):
     """A byte stream with comment lines and blank lines removed (and whitespace runs squeezed
     when the delimiter is a space), recording where lines were removed so that a row index
     of the filtered stream maps back to a physical line number of the input."""
 
-    def __init__(self, stream, comment: str, squeeze_spaces: bool, progress: Callable[[int], None]):
+    def __init__(self, stream, comment: str, squeeze_spaces: bool, progress: Callable[[int], None],
+                 block_bytes: int = TEXT_BLOCK_BYTES):
         self._stream = stream
+        self._block_bytes = block_bytes
         self._comment = comment.encode()
         self._squeeze = squeeze_spaces
         self._progress = progress
@@ -90,7 +105,7 @@ class _FilteredText(io.RawIOBase):
 
     def _next_chunk(self) -> bytes:
         while True:
-            raw = self._stream.read(TEXT_BLOCK_BYTES)
+            raw = self._stream.read(self._block_bytes)
             self._progress(self._stream.position())
             if not raw:
                 self._eof = True
@@ -391,9 +406,10 @@ def _header_positions(path: Path, roles: dict[str, str | int | None], fields: li
 def read_text(path: Path, fmt: str, roles: dict[str, str | int | None], *, delimiter: str | None,
               header: bool | None, comment: str, on_bad_line: str,
               progress: Callable[[int], None], bad_lines: list[int],
-              careful: bool) -> Iterator[RawEdgeBatch]:
+              careful: bool, block_bytes: int = TEXT_BLOCK_BYTES) -> Iterator[RawEdgeBatch]:
     """Stream a delimited text file. ``roles`` maps src/dst/rel/weight to a column name or
-    0-based index (None = role absent).
+    0-based index (None = role absent); ``block_bytes``: text per block
+    (:func:`text_block_bytes` of a budget).
 
     The fast path (``careful=False``) lets Arrow's multi-threaded reader parse the file
     directly, ids as int64 and weights as float64, and raises :class:`NeedCarefulRead` at the
@@ -402,9 +418,11 @@ def read_text(path: Path, fmt: str, roles: dict[str, str | int | None], *, delim
     """
     layout = _text_layout(path, fmt, roles, delimiter, header, comment)
     if careful or layout.squeeze:
-        yield from _read_careful(path, layout, comment, on_bad_line, progress, bad_lines)
+        yield from _read_careful(path, layout, comment, on_bad_line, progress, bad_lines,
+                                 block_bytes)
     else:
-        yield from _read_fast(path, layout, comment, on_bad_line, progress, bad_lines)
+        yield from _read_fast(path, layout, comment, on_bad_line, progress, bad_lines,
+                              block_bytes)
 
 
 def _row_handler(fn: Callable) -> Callable:
@@ -427,7 +445,8 @@ def _row_handler(fn: Callable) -> Callable:
 
 
 def _read_fast(path: Path, layout: _TextLayout, comment: str, on_bad_line: str,
-               progress: Callable[[int], None], bad_lines: list[int]) -> Iterator[RawEdgeBatch]:
+               progress: Callable[[int], None], bad_lines: list[int],
+               block_bytes: int) -> Iterator[RawEdgeBatch]:
     comment_b = tuple(comment)
 
     @_row_handler
@@ -446,7 +465,7 @@ def _read_fast(path: Path, layout: _TextLayout, comment: str, on_bad_line: str,
     try:
         reader = pacsv.open_csv(
             _HexGuard(source.stream),
-            read_options=pacsv.ReadOptions(block_size=TEXT_BLOCK_BYTES, use_threads=True,
+            read_options=pacsv.ReadOptions(block_size=block_bytes, use_threads=True,
                                            skip_rows=layout.leading + (1 if layout.header else 0),
                                            column_names=layout.names),
             parse_options=pacsv.ParseOptions(delimiter=layout.delimiter,
@@ -474,9 +493,10 @@ def _read_fast(path: Path, layout: _TextLayout, comment: str, on_bad_line: str,
 
 
 def _read_careful(path: Path, layout: _TextLayout, comment: str, on_bad_line: str,
-                  progress: Callable[[int], None], bad_lines: list[int]) -> Iterator[RawEdgeBatch]:
+                  progress: Callable[[int], None], bad_lines: list[int],
+                  block_bytes: int) -> Iterator[RawEdgeBatch]:
     stream = _Input(path)
-    filtered = _FilteredText(stream, comment, layout.squeeze, progress)
+    filtered = _FilteredText(stream, comment, layout.squeeze, progress, block_bytes)
     row_base = int(layout.header) + int(layout.size_line)  # rows before the first edge
     state = {"bad": None}
 
@@ -489,7 +509,7 @@ def _read_careful(path: Path, layout: _TextLayout, comment: str, on_bad_line: st
         return "error"
 
     read_opts = pacsv.ReadOptions(
-        block_size=TEXT_BLOCK_BYTES, use_threads=on_bad_line == "skip",
+        block_size=block_bytes, use_threads=on_bad_line == "skip",
         skip_rows=row_base, column_names=layout.names,
     )
     parse_opts = pacsv.ParseOptions(delimiter=layout.delimiter,

@@ -330,3 +330,31 @@ def test_padded_sample_is_deprecated_and_agrees_with_blocks(tmp_path):
     rows = top.src_nodes.numpy()
     m = int(hops[0].mask.sum())
     np.testing.assert_array_equal(rows[len(nodes):len(nodes) + m], hops[0].nbr[hops[0].mask])
+
+
+def test_a_stale_temporal_index_names_the_command_that_builds_it_again(tmp_path):
+    """After an append, the default edge set's temporal index (not read renumbered) is
+    stale; the refusal said 'run graphsys index again', and ``graphsys index DIR`` built
+    the new edge set's CSR/CSC, leaving it stale. It now names
+    ``graphsys index DIR --temporal --edge-set default``, which builds it again."""
+    import shlex
+
+    from graphsys.cli import main
+    from graphsys.errors import FormatError
+    from graphsys.storage.append import append_edges
+    from graphsys.storage.ingest import EdgeSource, IngestOptions
+
+    first, more = tmp_path / "a.tsv", tmp_path / "b.tsv"
+    first.write_text("0\t1\t5\n1\t2\t6\n2\t0\t7\n")
+    more.write_text("3\t0\t9\n")
+    path = tmp_path / "g"
+    graphsys.ingest(first, path, edge_columns={"timestamp": 2}, index="temporal")
+    append_edges(path, [EdgeSource([more], edge_set="more", edge_columns={"timestamp": 2})],
+                 IngestOptions())
+    with pytest.raises(FormatError, match="stale index") as info:
+        graphsys.open_graph(path).view("temporal", edge_set="default")
+    argv = shlex.split(str(info.value).rsplit("build it again: ", 1)[1].rstrip(")"))
+    assert argv[:3] == ["graphsys", "index", str(path)] and "--temporal" in argv
+    assert main(argv[1:] + ["--quiet"]) == 0
+    view = graphsys.open_graph(path).view("temporal", edge_set="default")
+    assert view.mapped and sorted(view.time.tolist()) == [5, 5, 6, 6, 7, 7]

@@ -454,3 +454,25 @@ def test_a_rebuild_never_shows_a_reader_new_files_against_the_old_manifest(tmp_p
     np.testing.assert_array_equal(after.csr("default").to_scipy().toarray(), old)
     assert verify_graph(path)["leftovers"] == []
     assert sorted(p.name for p in tmp_path.iterdir()) == ["e.tsv", "g", "more.tsv"]
+
+
+def test_the_refusals_index_command_runs_for_a_path_with_a_space(tmp_path):
+    """A build refused over memory_limit names the command that builds the index on disk;
+    for a graph at ``my graph`` it read ``graphsys index .../my graph --undirected``, which
+    a shell splits into two paths (``graphsys index: error: unrecognized arguments``). The
+    path is now quoted, and the command, run as a shell splits it, builds the index that
+    serves the view."""
+    import shlex
+
+    import graphsys
+    from graphsys.sampling.adjacency import homogeneous_adjacency
+
+    g = graphsys.from_numpy(np.array([0, 1, 2]), np.array([1, 2, 0]), tmp_path / "my graph")
+    with pytest.raises(GraphsysError, match="graphsys index") as info:
+        homogeneous_adjacency(g, memory_limit=1)
+    command = str(info.value).rsplit(": ", 1)[1]
+    argv = shlex.split(command)
+    assert argv[:3] == ["graphsys", "index", str(tmp_path / "my graph")]
+    assert main(argv[1:] + ["--quiet"]) == 0
+    adj = homogeneous_adjacency(open_graph(tmp_path / "my graph"), memory_limit=1)
+    assert adj.indptr.tolist() == [0, 2, 4, 6]

@@ -173,3 +173,29 @@ def test_ids_that_start_with_a_comment_character(tmp_path, caplog):
     assert graphsys.open_graph(tmp_path / "c").num_edges() == 3
     with pytest.raises(ParameterError, match="^comment must be a string of ASCII"):
         graphsys.ingest(f, tmp_path / "x", comment=None)
+
+
+def test_an_index_over_the_budget_says_the_graph_is_ingested_and_how_to_index_it(
+        tmp_path, monkeypatch, capsys):
+    """``ingest --index csr,csc`` with a ``memory_limit`` below the index build's least
+    wrote the graph and then failed with 'memory_limit ... is too small to index' alone: the
+    same command again says the directory already holds a graph. The line now says the
+    graph is ingested and names the command that indexes it, which runs."""
+    import shlex
+
+    from graphsys.storage import adjacency_index
+
+    monkeypatch.setattr(adjacency_index, "BUILD_FIXED_BYTES", 1 << 20)  # a tiny graph's least
+    path = tmp_path / "e.tsv"
+    path.write_text("".join(f"{i}\t{i + 1}\n" for i in range(100)))
+    out = tmp_path / "g"
+    argv = ["ingest", str(path), "--out", str(out), "--memory-limit", "1MiB", "--index",
+            "csr,csc", "--quiet"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: {out} is ingested, but not indexed:") and "\n" not in err
+    assert graphsys.open_graph(out).num_edges() == 100
+    command = shlex.split(err.rsplit("; index it with ", 1)[1])
+    assert command[:2] == ["graphsys", "index"]
+    assert main(command[1:] + ["--quiet"]) == 0
+    assert graphsys.open_graph(out).csr().indptr[-1] == 100

@@ -165,3 +165,34 @@ def test_an_early_read_of_a_fifo_is_not_begun(tmp_path, capsys):
     assert done == [False]
     assert cli.main(["ingest", str(fifo), "--out", str(tmp_path / "g")]) == 2
     assert "not a regular file (a FIFO)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("ids", ["int", "str"])
+def test_an_ingest_reads_text_in_blocks_its_memory_limit_sizes(tmp_path, monkeypatch, ids):
+    """A text file is read in blocks of a 32nd of ``memory_limit`` (at least 1 MiB, at most
+    16 MiB): Arrow's reader holds several at once, and a fixed 16 MiB block had an ingest
+    of 8M edges with ``memory_limit='100MB'`` peak at 464 MiB of anonymous memory (315
+    with 3 MiB blocks). Fast path (integer ids) and careful path (string ids) alike."""
+    import numpy as np
+
+    import graphsys
+    from graphsys.storage import readers
+
+    assert readers.text_block_bytes(32 << 20) == 1 << 20
+    assert readers.text_block_bytes(1 << 30) == readers.TEXT_BLOCK_BYTES
+    sizes = []
+    open_csv = readers.pacsv.open_csv
+
+    def spy(source, read_options=None, **kw):
+        sizes.append(read_options.block_size)
+        return open_csv(source, read_options=read_options, **kw)
+
+    monkeypatch.setattr(readers.pacsv, "open_csv", spy)
+    rng = np.random.default_rng(0)
+    edges = rng.integers(0, 10**9, size=(60_000, 2))
+    prefix = "" if ids == "int" else "n"
+    path = tmp_path / "e.tsv"
+    path.write_text("".join(f"{prefix}{s}\t{prefix}{d}\n" for s, d in edges.tolist()))
+    g = graphsys.ingest(path, tmp_path / "g", memory_limit=32 << 20, progress=False)
+    assert g.num_edges() == len(edges)
+    assert sizes and all(size == 1 << 20 for size in sizes)
