@@ -170,13 +170,13 @@ def test_a_file_another_generate_wrote_meanwhile_is_kept(tmp_path):
     """Two generates to one new --out at once: the second renamed over the first's file."""
     path = tmp_path / "g.tsv"
 
-    def chunks():
-        yield from _grid_chunks()[:1]
-        path.write_text("theirs\n")              # the other generate committed first
+    def progress(rows):   # after a chunk is written (not from the generator, which a
+        if not path.exists():   # thread pulls ahead, maybe before the output is checked)
+            path.write_text("theirs\n")         # the other generate committed first
 
     with pytest.raises(GraphsysError, match="was created by another process while this one "
                                             "wrote; nothing written"):
-        write_edges(chunks(), path)
+        write_edges(iter(_grid_chunks()[:2]), path, progress=progress)
     assert path.read_text() == "theirs\n" and os.listdir(tmp_path) == ["g.tsv"]
 
 
