@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from graphsys.errors import GraphsysError, ParameterError, check_count
+from graphsys.memory import over_budget
 from graphsys.sampling import _kernels as K
 from graphsys.sampling._util import as_seed_array, run_parallel, scratch
 from graphsys.sampling.adjacency import Adjacency, homogeneous_adjacency
@@ -101,8 +102,11 @@ def pick_neighbors(adj: Adjacency, seeds: np.ndarray, fanout: int, replace: bool
     counts = np.empty(len(seeds), np.int64)
     (K.count_picks_par if parallel else K.count_picks_ser)(adj.indptr, seeds, fanout, replace,
                                                            counts)
-    if (picks := counts.sum(dtype=np.float64)) > 1 << 24:   # no int64 wrap; huge layers only
-        _check_picks_fit(picks, fanout)
+    # picks (two int64 arrays, then the block's ids and edges) past the RAM: a fanout of
+    # 10**15 with replacement failed in NumPy's allocator (summed in float64: no int64 wrap)
+    if (picks := counts.sum(dtype=np.float64)) > 1 << 24 and (short := over_budget(40 * picks)):
+        raise GraphsysError(f"fanout {fanout} draws {picks:.0f} neighbours in one layer of this "
+                            f"batch, needing {short} (use a smaller fanout or batch)")
     offsets = np.zeros(len(seeds) + 1, np.int64)
     np.cumsum(counts, out=offsets[1:])
     nbr = np.empty(offsets[-1], np.int64)
@@ -110,16 +114,6 @@ def pick_neighbors(adj: Adjacency, seeds: np.ndarray, fanout: int, replace: bool
     (K.fill_picks_par if parallel else K.fill_picks_ser)(
         adj.indptr, adj.indices, seeds, fanout, replace, rng_seed, offsets, nbr, eid)
     return nbr, counts, eid
-
-
-def _check_picks_fit(picks: float, fanout: int) -> None:
-    """Refuse a layer whose picks (two int64 arrays, then the block's ids and edges) exceed
-    the RAM available: a fanout of 10**15 with replacement failed in NumPy's allocator."""
-    from graphsys.memory import over_budget
-
-    if short := over_budget(40 * picks):
-        raise GraphsysError(f"fanout {fanout} draws {picks:.0f} neighbours in one layer of this "
-                            f"batch, needing {short} (use a smaller fanout or batch)")
 
 
 def make_block(dst: np.ndarray, nbr: np.ndarray, counts: np.ndarray,
