@@ -27,6 +27,7 @@ from typing import Any
 import pyarrow as pa
 
 from graphsys.errors import FormatError
+from graphsys.memory import available_memory
 from graphsys.storage.atomic import write_bytes_atomic
 from graphsys.storage.location import GraphLocation
 
@@ -48,6 +49,8 @@ DEFAULT_ENTITY_TYPE = "node"
 DEFAULT_RELATION = "default"
 #: Most partitions a graph may have (P x P buckets; ingest also caps P by the node count).
 MAX_PARTITIONS = 4096
+#: RAM a manifest takes while parsed, per byte of its file (bytes, text and objects).
+MANIFEST_PARSE_FACTOR = 6
 #: Rows per Arrow record batch in a bucket file (2**24 = 16,777,216 edges).
 DEFAULT_MAX_BATCH_ROWS = 1 << 24
 
@@ -600,11 +603,19 @@ def read_manifest(directory: str | Path | GraphLocation) -> Manifest:
     path = loc.file(MANIFEST)
     if not loc.is_dir():
         raise FormatError(f"{loc}: not a directory")
-    if loc.size(MANIFEST) is None:
+    size = loc.size(MANIFEST)
+    if size is None:
         raise FormatError(f"{path}: no manifest (not a graphsys graph, or an ingest that did "
                           f"not finish)")
+    # parsed JSON takes several times its bytes (the text, its str, the objects): a
+    # manifest that could not be parsed in the RAM there is is refused before it is read
+    limit = available_memory() // MANIFEST_PARSE_FACTOR
+    if size > limit:
+        raise FormatError(f"{path}: {size:,} bytes, more than the {limit:,} a manifest may "
+                          f"hold with the RAM available now (parsing takes about "
+                          f"{MANIFEST_PARSE_FACTOR}x its size)")
     try:
-        data = json.loads(loc.read_bytes(MANIFEST).decode("utf-8"))
+        data = json.loads(loc.read_bytes(MANIFEST, max_bytes=limit).decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise FormatError(f"{path}: manifest is not valid JSON ({exc})") from None
     except (OSError, pa.ArrowException) as exc:

@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from graphsys.errors import FormatError, GraphsysError
+from graphsys.storage import file_rules
 
 
 class GraphLocation:
@@ -130,11 +131,17 @@ class GraphLocation:
             return pa.memory_map(str(self.root / rel))
         return self.filesystem.open_input_file(self._remote(rel))
 
-    def read_bytes(self, rel: str) -> bytes:
+    def read_bytes(self, rel: str, *, max_bytes: int) -> bytes:
+        """The content of the regular file ``rel``, at most ``max_bytes``: a larger file is
+        refused in one line before it is read (locally, also a symlink out of the root)."""
         if self.local:
-            return (self.root / rel).read_bytes()
+            return file_rules.read_bytes(self.root, rel, max_bytes=max_bytes)
         with self.filesystem.open_input_stream(self._remote(rel)) as f:
-            return f.read()
+            data = f.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            raise FormatError(f"{self.file(rel)}: more than the {max_bytes:,} bytes such a "
+                              f"file may hold")
+        return data
 
     def sha256(self, rel: str, chunk: int = 8 << 20) -> str:
         """Hex sha256 of ``rel``, streamed in ``chunk``-byte reads."""

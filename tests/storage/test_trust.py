@@ -460,3 +460,23 @@ def test_out_through_a_symlink_is_written_where_it_points(tmp_path, target):
         (staging / "x").write_text("mine")
     assert (tmp_path / "link").is_symlink()
     assert (tmp_path / target / "x").read_text() == "mine"
+
+
+def test_a_manifest_too_large_to_parse_is_refused_before_it_is_read(graph_dir, monkeypatch):
+    import graphsys.storage.format as fmt
+
+    size = (graph_dir / MANIFEST).stat().st_size
+    monkeypatch.setattr(fmt, "available_memory", lambda: size * fmt.MANIFEST_PARSE_FACTOR - 1)
+    monkeypatch.setattr(fmt.GraphLocation, "read_bytes", lambda *a, **k: pytest.fail("read"))
+    with pytest.raises(FormatError, match=r"manifest\.json: [\d,]+ bytes, more than the "
+                                          r"[\d,]+ a manifest may hold with the RAM"):
+        open_graph(graph_dir)
+
+
+def test_a_manifest_symlinked_out_of_the_directory_is_refused(graph_dir, tmp_path):
+    outside = tmp_path / "manifest-elsewhere.json"
+    shutil.copy(graph_dir / MANIFEST, outside)
+    (graph_dir / MANIFEST).unlink()
+    (graph_dir / MANIFEST).symlink_to(outside)
+    with pytest.raises(FormatError, match="resolves outside"):
+        open_graph(graph_dir)
