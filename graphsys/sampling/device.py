@@ -666,13 +666,17 @@ class DeviceNeighborSampler(Sampler):
                             self.fanouts[k] < 0) for k, o in enumerate(layers)]
 
     def _device_seeds(self, seeds: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Seeds already on the sampling device, clamped into the table (an id outside
-        the graph reads the padding row), and the device count of ids outside it (checked
-        with the batch's one read)."""
+        """Seeds already on the sampling device, clamped into the graph's ids (an id
+        outside reads a node's row; the batch is refused after its read), and the device
+        count of ids outside (``num_nodes`` too: the padding row, which no clamp into the
+        table would tell apart, made it read as a repeated seed). A graph without nodes
+        has no row to read: its seeds are checked on the host."""
         if seeds.is_floating_point() or seeds.dtype == torch.bool:
             raise GraphsysError(f"seed ids must be integers, got dtype {seeds.dtype}")
         s = seeds.reshape(-1)
-        d = s.clamp(0, self.num_nodes).to(torch.int64)
+        if self.num_nodes == 0:
+            as_seed_array(s, 0)                  # raises for any seed
+        d = s.clamp(0, max(self.num_nodes - 1, 0)).to(torch.int64)
         return d, (d != s).sum()
 
     def _upload_packed(self, packed: torch.Tensor) -> torch.Tensor:

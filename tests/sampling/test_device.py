@@ -144,7 +144,9 @@ def test_errors_match_cpu_sampler():
     for seeds in ([1, 2, 1], torch.tensor([5, 5])):
         with pytest.raises(GraphsysError, match="unique"):
             dev.sample_blocks(seeds)
-    for seeds in ([1, 500], torch.tensor([3, -1])):
+    # num_nodes itself, on the device, read the padding row and was called a repeat
+    for seeds in ([1, 500], torch.tensor([3, -1]), torch.tensor([adj.num_rows]),
+                  torch.tensor([4, adj.num_rows], dtype=torch.int32)):
         with pytest.raises(GraphsysError, match="outside the graph"):
             dev.sample_blocks(seeds)
     with pytest.raises(GraphsysError, match="integers"):
@@ -164,6 +166,15 @@ def test_empty_batch_and_edgeless_graph():
         want = NeighborSampler(adj, [2, -1]).sample_blocks(seeds, 4)
         got = DeviceNeighborSampler(adj, [2, -1], device="cpu").sample_blocks(seeds, 4)
         assert all(_same(a, b) for a, b in zip(want, got))
+
+
+def test_seeds_of_a_graph_without_nodes():
+    empty = from_coo(np.zeros(0, np.int64), np.zeros(0, np.int64), 0, 0)
+    dev = DeviceNeighborSampler(empty, [2, 2], device="cpu")
+    assert [b.num_edges for b in dev.sample_blocks(torch.zeros(0, dtype=torch.int64))] == [0, 0]
+    for seeds in ([0], torch.tensor([0])):
+        with pytest.raises(GraphsysError, match="outside the graph .it has no nodes"):
+            dev.sample_blocks(seeds)
 
 
 def test_fanout_above_every_degree_takes_whole_rows():
