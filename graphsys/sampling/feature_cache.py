@@ -155,6 +155,8 @@ class DeviceFeatureCache:
         ids = torch.as_tensor(ids).reshape(-1)
         if len(ids) and (ids.is_floating_point() or ids.dtype == torch.bool):  # 1.7: row 1
             raise GraphsysError(f"feature row ids must be integers, got dtype {ids.dtype}")
+        if len(ids) and not len(self.table):    # no row to clamp into: every id is outside
+            checked_ids(self.table, ids.cpu())
         ids = ids.to(self.device, torch.int64)
         inside = ids.clamp(0, len(self.table) - 1)
         slot = self.slot.index_select(0, inside)
