@@ -21,7 +21,8 @@ tensor methods that read values on the host, which a CPU tensor serves without a
   a host-only run, a copy *addressed* to a device (``t.to(device, copy=True)``: on a GPU
   run it crosses the bus), and every read of a device value on the host.
 * **Synchronisations.** Scalar reads (``.item()``, ``int(t)``, ``bool(t)``), host reads
-  (``.tolist()``, ``.cpu()``, ``.numpy()``: a copy to pageable memory waits), and the
+  (``.tolist()``, ``.cpu()``, ``.numpy()``, a NumPy view through DLPack: a copy to
+  pageable memory waits), and the
   operators whose output size depends on the data (``nonzero``, ``unique``, boolean-mask
   indexing, ``repeat_interleave`` without ``output_size``, ...), which read a count on the
   host on CUDA.
@@ -60,8 +61,10 @@ DATA_DEPENDENT = frozenset({
     "nonzero", "nonzero_static_fallback", "_unique", "_unique2", "unique_dim",
     "unique_consecutive", "masked_select", "bincount", "histc",
 })
-#: Tensor methods that read values on the host without an operator on a CPU tensor.
-HOST_READS = ("tolist", "numpy", "cpu")
+#: Tensor methods that read values on the host without an operator on a CPU tensor
+#: (``__dlpack__``: NumPy's view of a tensor, :func:`graphsys.device.host_array`, which a
+#: CUDA tensor cannot give without a copy to the host).
+HOST_READS = ("tolist", "numpy", "cpu", "__dlpack__")
 
 
 def _pieces(name: str, args) -> int:
