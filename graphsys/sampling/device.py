@@ -411,9 +411,10 @@ class DeviceNeighborSampler(Sampler):
     -----
     Host reads per batch: one (a few counts, after the last layer), plus one per layer of
     fanout -1 (its edge count) and, with ``csr="staged"``, one per layer (its positions).
-    The sizes of the intermediate buffers are bounds known on the host: ``D * fanout``
-    picks for ``D`` padded destinations and at most ``min(D * (fanout + 1), num_nodes)``
-    sources, so all of a batch's operators before its read have shapes fixed by the batch
+    The sizes of the intermediate buffers are bounds known on the host: ``D * k`` picks
+    for ``D`` padded destinations and at most ``min(D * (k + 1), num_nodes)`` sources,
+    ``k`` the fanout (without replacement at most the largest degree, which every row
+    then keeps whole), so all of a batch's operators before its read have shapes fixed by the batch
     size. Device memory: 24 bytes a node for the table (and 4 for the degrees, the
     :attr:`~graphsys.sampling.Block.src_degree` of a layer of fanout -1, only when there is
     one), 4 or 8 an edge (none with ``csr`` ``"uva"`` or ``"staged"``), and per layer of a
