@@ -22,10 +22,9 @@ tensor methods that read values on the host, which a CPU tensor serves without a
   run it crosses the bus), and every read of a device value on the host.
 * **Synchronisations.** Scalar reads (``.item()``, ``int(t)``, ``bool(t)``), host reads
   (``.tolist()``, ``.cpu()``, ``.numpy()``, a NumPy view through DLPack: a copy to
-  pageable memory waits), and the
-  operators whose output size depends on the data (``nonzero``, ``unique``, boolean-mask
-  indexing, ``repeat_interleave`` without ``output_size``, ...), which read a count on the
-  host on CUDA.
+  pageable memory waits), and the operators whose output size depends on the data
+  (``nonzero``, ``unique``, boolean-mask indexing, ``repeat_interleave`` without
+  ``output_size``, ...), which read a count on the host on CUDA.
 
 On a host-only run the device is emulated: a tensor counts as *on the device* when it was
 made inside the counted region from device data (by a copy addressed to a device, by a
