@@ -28,9 +28,11 @@ tensor methods that read values on the host, which a CPU tensor serves without a
 
 On a host-only run the device is emulated: a tensor counts as *on the device* when it was
 made inside the counted region from device data (by a copy addressed to a device, by a
-factory that names a device, ``torch.arange(n, device=d)``, or by an operator one of whose
-inputs is on the device), or
-when it was named in ``device_tensors`` (a CSR or feature table uploaded before). Host
+factory such as ``torch.arange(n, device=d)``, or by an operator one of whose inputs is on
+the device), or when it was named in ``device_tensors`` (a CSR or feature table uploaded
+before). The dispatcher hands every factory a device, the CPU where none was named, so
+``torch.zeros(n)`` made in the region counts as on the device too (``torch.tensor`` and
+``torch.from_numpy`` of host data do not: they make no factory call). Host
 reads of such tensors are the synchronisations and transfers a GPU run would make; reads
 of host tensors (a batch's seed ids sliced from a host permutation) are not counted.
 """
