@@ -104,11 +104,17 @@ def resolve_device(device: str | torch.device) -> torch.device:
     if name == "cpu":
         return torch.device("cpu")
     if name.startswith("cuda"):
+        try:                            # refuses "cuda:-1", "cuda:x", "cudax"
+            dev = torch.device(name)
+        except RuntimeError:
+            dev = None
+        if dev is None or dev.type != "cuda":
+            raise ParameterError("device", f"{name!r}: not a CUDA device (cuda, or cuda:k "
+                                           f"for GPU k >= 0)")
         if not torch.cuda.is_available():
             why = "no GPU visible" if torch.version.cuda else "torch built without CUDA"
             raise ParameterError("device", f"{name}: no CUDA device is available ({why}, "
                                            f"torch {torch.__version__}); use cpu or auto")
-        dev = torch.device(name)
         if dev.index is not None and dev.index >= torch.cuda.device_count():
             raise ParameterError("device", f"{name}: only {torch.cuda.device_count()} CUDA "
                                            f"device(s)")

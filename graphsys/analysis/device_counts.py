@@ -21,16 +21,18 @@ tensor methods that read values on the host, which a CPU tensor serves without a
   a host-only run, a copy *addressed* to a device (``t.to(device, copy=True)``: on a GPU
   run it crosses the bus), and every read of a device value on the host.
 * **Synchronisations.** Scalar reads (``.item()``, ``int(t)``, ``bool(t)``), host reads
-  (``.tolist()``, ``.cpu()``, ``.numpy()``: a copy to pageable memory waits), and the
-  operators whose output size depends on the data (``nonzero``, ``unique``, boolean-mask
-  indexing, ``repeat_interleave`` without ``output_size``, ...), which read a count on the
-  host on CUDA.
+  (``.tolist()``, ``.cpu()``, ``.numpy()``, a NumPy view through DLPack: a copy to
+  pageable memory waits), and the operators whose output size depends on the data
+  (``nonzero``, ``unique``, boolean-mask indexing, ``repeat_interleave`` without
+  ``output_size``, ...), which read a count on the host on CUDA.
 
 On a host-only run the device is emulated: a tensor counts as *on the device* when it was
 made inside the counted region from device data (by a copy addressed to a device, by a
-factory that names a device, ``torch.arange(n, device=d)``, or by an operator one of whose
-inputs is on the device), or
-when it was named in ``device_tensors`` (a CSR or feature table uploaded before). Host
+factory such as ``torch.arange(n, device=d)``, or by an operator one of whose inputs is on
+the device), or when it was named in ``device_tensors`` (a CSR or feature table uploaded
+before). The dispatcher hands every factory a device, the CPU where none was named, so
+``torch.zeros(n)`` made in the region counts as on the device too (``torch.tensor`` and
+``torch.from_numpy`` of host data do not: they make no factory call). Host
 reads of such tensors are the synchronisations and transfers a GPU run would make; reads
 of host tensors (a batch's seed ids sliced from a host permutation) are not counted.
 """
@@ -60,8 +62,10 @@ DATA_DEPENDENT = frozenset({
     "nonzero", "nonzero_static_fallback", "_unique", "_unique2", "unique_dim",
     "unique_consecutive", "masked_select", "bincount", "histc",
 })
-#: Tensor methods that read values on the host without an operator on a CPU tensor.
-HOST_READS = ("tolist", "numpy", "cpu")
+#: Tensor methods that read values on the host without an operator on a CPU tensor
+#: (``__dlpack__``: NumPy's view of a tensor, :func:`graphsys.device.host_array`, which a
+#: CUDA tensor cannot give without a copy to the host).
+HOST_READS = ("tolist", "numpy", "cpu", "__dlpack__")
 
 
 def _pieces(name: str, args) -> int:

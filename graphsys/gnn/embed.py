@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from graphsys.device import resolve_device
 from graphsys.errors import GraphsysError
 from graphsys.gnn.batches import eval_blocks, link_sampler, node_sampler, walk_sampler
 from graphsys.gnn.checkpoint import (
@@ -110,7 +111,8 @@ def embed_checkpoint(checkpoint: str | Path, out: str | Path, *, graph: Graph | 
         them their old neighbours' mean row, :func:`~graphsys.gnn.checkpoint.grown_rows`).
         A graph whose old nodes moved is refused in one line.
     device : str or torch.device, optional
-        Where inference runs (default ``"cpu"``).
+        Where inference runs: ``"cpu"`` (default), ``"cuda[:k]"`` or ``"auto"``
+        (:func:`~graphsys.device.resolve_device`).
     log : callable, optional
         Called with a line per partition written.
     progress : bool or callable, optional
@@ -163,7 +165,7 @@ def embed_checkpoint(checkpoint: str | Path, out: str | Path, *, graph: Graph | 
         graph = open_graph(meta_field(meta, "graph", checkpoint))
     old = check_graph(meta, graph, checkpoint, grown=True)
     cfg = train_config_of(meta, checkpoint)
-    device = torch.device(device)
+    device = resolve_device(device)
     et = meta_field(meta, "entity_type", checkpoint)
     task = meta_field(meta, "task", checkpoint)
     if et not in graph.entity_types:

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from graphsys.device import resolve_device
 from graphsys.errors import GraphsysError, ParameterError
 from graphsys.gnn.dropout import feature_dropout
 from graphsys.sampling._util import as_seed_array, derive_seed, serial_kernels
@@ -405,7 +406,8 @@ class NodeLoader:
         Node labels: a node column of ``graph`` (default ``"label"``) or an (N,)
         tensor/array; each batch's ``y`` holds the seeds' labels. None: ``y`` is None.
     device : str or torch.device, optional
-        Where the batches are delivered (default ``"cpu"``; from pinned memory on CUDA).
+        Where the batches are delivered: ``"cpu"`` (default), ``"cuda[:k]"`` (from pinned
+        memory) or ``"auto"`` (:func:`~graphsys.device.resolve_device`).
     drop_last : bool, optional
         Drop an epoch's last, incomplete batch (default False).
     rank, world_size : int, optional
@@ -533,8 +535,9 @@ class NodeLoader:
         if sampler is not None and not isinstance(sampler, Sampler):
             raise ParameterError("sampler", f"must be a graphsys.sampling.Sampler, got "
                                             f"{type(sampler).__name__}")
+        device = resolve_device(device)
         if sampler is not None:
-            sampler = on_device(sampler, torch.device(device), device_sampling)
+            sampler = on_device(sampler, device, device_sampling)
         fixed = negatives is not None and np.ndim(negatives) == 2
         for name, value, lo in (("batch_size", batch_size, 1), ("num_workers", num_workers, 0),
                                 ("prefetch", prefetch, 1), ("world_size", world_size, 1),
@@ -565,7 +568,7 @@ class NodeLoader:
         self.batch_time = bool(batch_time)
         self.batch_size, self.shuffle, self.seed = int(batch_size), bool(shuffle), int(seed)
         self.num_workers, self.prefetch = int(num_workers), int(prefetch)
-        self.device = torch.device(device)
+        self.device = device
         self.drop_last = bool(drop_last)
         if rank >= world_size:
             raise ParameterError("rank", f"must be < world_size ({world_size}), got {rank}")

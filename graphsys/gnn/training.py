@@ -27,6 +27,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from graphsys.device import resolve_device
 from graphsys.distributed import destroy, peer_failures
 from graphsys.errors import GraphsysError
 from graphsys.execution import OPTION_DOCS, fill_doc
@@ -83,7 +84,8 @@ def train(graph: Graph | str | Path, config: TrainConfig | None = None, *,
         given (default: the ``feat`` column row-normalised, else a learned embedding per
         node).
     device : str or torch.device, optional
-        Where the model trains (default ``"cpu"``).
+        Where the model trains: ``"cpu"`` (default), ``"cuda[:k]"`` or ``"auto"``
+        (:func:`~graphsys.device.resolve_device`; another name is refused in one line).
     out : str or Path, optional
         Directory for the best checkpoint (``out/checkpoint``, which
         :func:`~graphsys.gnn.embed_checkpoint` reads, and, for R-GCN,
@@ -188,7 +190,7 @@ def train(graph: Graph | str | Path, config: TrainConfig | None = None, *,
         from graphsys.storage.time_view import until
 
         graph = until(graph, cfg.until, since=cfg.since)
-    device = torch.device(device)
+    device = resolve_device(device)
     out = Path(out) if out is not None else None
     if out is not None:
         check_place(out)

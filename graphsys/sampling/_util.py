@@ -33,8 +33,9 @@ def as_seed_array(seed_nodes, num_nodes: int, what: str = "seed") -> np.ndarray:
         arr = np.ascontiguousarray(arr, dtype=np.int64)
         bad = (arr < 0) | (arr >= num_nodes)
     if bad.any():
+        valid = f"valid: 0..{num_nodes - 1}" if num_nodes else "it has no nodes"
         raise GraphsysError(f"{what} id {int(arr[np.flatnonzero(bad)[0]])} is outside the "
-                            f"graph (valid: 0..{num_nodes - 1})")
+                            f"graph ({valid})")
     return np.ascontiguousarray(arr, dtype=np.int64)
 
 

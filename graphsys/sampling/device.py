@@ -44,6 +44,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from graphsys.device import resolve_device
 from graphsys.errors import GraphsysError
 from graphsys.sampling._util import as_seed_array, derive_seed
 from graphsys.sampling.adjacency import Adjacency
@@ -146,8 +147,9 @@ class _Fanout:
     stream's golden-ratio steps ``(j + 1) * golden``, ``shift`` ``steps - k`` (so that
     ``deg + shift`` is Floyd's ``top``), ``scale`` ``(shift + 1) * 2**-53`` (float64; with
     ``deg * 2**-53`` added, the factor that takes a draw's 53 bits to ``[0, top]``),
-    ``tri`` the (k, k) mask ``j < c`` and ``lim`` what a step is compared with the degree
-    by (``steps``; zeros with replacement: every step or none is kept)."""
+    ``tri`` the (k, k) mask ``j < c`` (None with replacement: no Floyd) and ``lim`` what a
+    step is compared with the degree by (``steps``; zeros with replacement: every step or
+    none is kept)."""
 
     def __init__(self, k: int, replace: bool, device: torch.device):
         self.k = k
@@ -155,7 +157,7 @@ class _Fanout:
         self.words = (self.steps + 1) * _GOLDEN
         self.shift = self.steps - k
         self.scale = (self.shift + 1).to(torch.float64) * _INV53
-        self.tri = self.steps.unsqueeze(1) > self.steps
+        self.tri = None if replace else self.steps.unsqueeze(1) > self.steps    # Floyd's
         self.lim = torch.zeros_like(self.steps) if replace else self.steps
         self.fused = None
 
@@ -343,8 +345,9 @@ class DeviceNeighborSampler(Sampler):
     replace : bool, optional
         Sample with replacement (default False), as the CPU sampler.
     device : str or torch.device, optional
-        Where the CSR lives and the blocks are made (default ``"cuda"`` when available,
-        else ``"cpu"``).
+        Where the CSR lives and the blocks are made: ``"cpu"``, ``"cuda[:k]"`` or ``"auto"``
+        (default: ``"cuda"`` when available, else ``"cpu"``;
+        :func:`~graphsys.device.resolve_device`).
     pin_memory : bool, optional
         Keep the CSR in pinned host memory instead of on ``device`` (a graph larger than
         the GPU's memory): the batch is drawn by the same torch ops on the host and its
@@ -408,9 +411,10 @@ class DeviceNeighborSampler(Sampler):
     -----
     Host reads per batch: one (a few counts, after the last layer), plus one per layer of
     fanout -1 (its edge count) and, with ``csr="staged"``, one per layer (its positions).
-    The sizes of the intermediate buffers are bounds known on the host: ``D * fanout``
-    picks for ``D`` padded destinations and at most ``min(D * (fanout + 1), num_nodes)``
-    sources, so all of a batch's operators before its read have shapes fixed by the batch
+    The sizes of the intermediate buffers are bounds known on the host: ``D * k`` picks
+    for ``D`` padded destinations and at most ``min(D * (k + 1), num_nodes)`` sources,
+    ``k`` the fanout (without replacement at most the largest degree, which every row
+    then keeps whole), so all of a batch's operators before its read have shapes fixed by the batch
     size. Device memory: 24 bytes a node for the table (and 4 for the degrees, the
     :attr:`~graphsys.sampling.Block.src_degree` of a layer of fanout -1, only when there is
     one), 4 or 8 an edge (none with ``csr`` ``"uva"`` or ``"staged"``), and per layer of a
@@ -455,9 +459,13 @@ class DeviceNeighborSampler(Sampler):
         self.fanouts = parse_fanouts(fanouts)
         self.replace = bool(replace)
         self.adj: Adjacency = base.adj
+        # the fanout each layer draws: without replacement a row of at most k neighbours
+        # keeps them all, in CSR order, so a fanout above the largest degree draws the
+        # largest degree's picks, and the (D, k) and (k, k) buffers stay bounded by the graph
+        top = max(1, int(self.adj.degrees().max(initial=0)))
+        self._draws = [k if k < 0 or self.replace else min(k, top) for k in self.fanouts]
         self.entity_type = base.entity_type
-        self.device = torch.device(device if device is not None else
-                                   "cuda" if torch.cuda.is_available() else "cpu")
+        self.device = resolve_device("auto" if device is None else device)
         self.pin_memory = bool(pin_memory)
         if self.pin_memory and not torch.cuda.is_available():
             raise GraphsysError("pin_memory needs CUDA (pinned host memory is page-locked "
@@ -487,7 +495,7 @@ class DeviceNeighborSampler(Sampler):
         self._degrees = (torch.from_numpy(self.adj.source_degrees).to(where)
                          if min(self.fanouts) < 0 else None)
         self._fanouts = {k: _Fanout(k, self.replace, where)
-                         for k in set(self.fanouts) if k > 0}
+                         for k in set(self._draws) if k > 0}
         self._pad = torch.full((1,), self.num_nodes, dtype=torch.int64, device=where)
         self._zero = torch.zeros(1, dtype=torch.int64, device=where)
         self._inv53 = torch.tensor(_INV53, dtype=torch.float64, device=where)
@@ -539,20 +547,20 @@ class DeviceNeighborSampler(Sampler):
         >>> from graphsys.sampling import from_coo
         >>> from graphsys.sampling.device import DeviceNeighborSampler
         >>> adj = from_coo(np.array([0, 1]), np.array([1, 2]), 3, 3)
-        >>> DeviceNeighborSampler(adj, [2], device="cpu").csr_bytes()   # 24 * 4 + 4 * (2 + 2)
-        112
+        >>> DeviceNeighborSampler(adj, [2], device="cpu").csr_bytes()   # 24 * 4 + 4 * (2 + 1)
+        108
         """
         adj = self.adj
         if index_dtype is None:
             fits = max(adj.nnz, adj.num_rows) < 2**31 - 1
             index_dtype = torch.int32 if fits else torch.int64
         width = 4 if index_dtype == torch.int32 else 8
-        return 24 * (adj.num_rows + 1) + width * (adj.nnz + max(1, *self.fanouts))
+        return 24 * (adj.num_rows + 1) + width * (adj.nnz + 1)
 
     def _upload(self, index_dtype: torch.dtype | None) -> tuple[torch.Tensor, torch.Tensor]:
         """The node table and the neighbour ids where they are read (a one-off copy); the
-        ids are followed by ``max(fanouts)`` entries holding the padding node, read for the
-        steps past a row's picks. The table goes to the device unless the batch is
+        ids are followed by one entry holding the padding node, read for the steps past a
+        row's picks. The table goes to the device unless the batch is
         drawn on the host; the ids stay on the host with ``csr`` ``"uva"`` (pinned, seen
         by CUDA as device memory: :func:`uva_view`) or ``"staged"``."""
         adj = self.adj
@@ -560,8 +568,7 @@ class DeviceNeighborSampler(Sampler):
             fits = max(adj.nnz, adj.num_rows) < 2**31 - 1
             index_dtype = torch.int32 if fits else torch.int64
         dtype = np.dtype(str(index_dtype).removeprefix("torch."))
-        pad = max(1, *self.fanouts)
-        indices = np.full(adj.nnz + pad, adj.num_rows, dtype)     # padding: the padding node
+        indices = np.full(adj.nnz + 1, adj.num_rows, dtype)     # padding: the padding node
         indices[:adj.nnz] = adj.indices
         ids = torch.from_numpy(indices)
         if self.csr == "host":
@@ -660,13 +667,17 @@ class DeviceNeighborSampler(Sampler):
                             self.fanouts[k] < 0) for k, o in enumerate(layers)]
 
     def _device_seeds(self, seeds: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Seeds already on the sampling device, clamped into the table (an id outside
-        the graph reads the padding row), and the device count of ids outside it (checked
-        with the batch's one read)."""
+        """Seeds already on the sampling device, clamped into the graph's ids (an id
+        outside reads a node's row; the batch is refused after its read), and the device
+        count of ids outside (``num_nodes`` too: the padding row, which no clamp into the
+        table would tell apart, made it read as a repeated seed). A graph without nodes
+        has no row to read: its seeds are checked on the host."""
         if seeds.is_floating_point() or seeds.dtype == torch.bool:
             raise GraphsysError(f"seed ids must be integers, got dtype {seeds.dtype}")
         s = seeds.reshape(-1)
-        d = s.clamp(0, self.num_nodes).to(torch.int64)
+        if self.num_nodes == 0:
+            as_seed_array(s, 0)                  # raises for any seed
+        d = s.clamp(0, max(self.num_nodes - 1, 0)).to(torch.int64)
         return d, (d != s).sum()
 
     def _upload_packed(self, packed: torch.Tensor) -> torch.Tensor:
@@ -808,7 +819,7 @@ class DeviceNeighborSampler(Sampler):
         ``offsets``, and the 0-dim counts ``n_src`` (sources) and ``n_edges``; ``firsts``
         (running count of first appearances over the padding node, ``dst``, the picks)."""
         info = self.table.index_select(0, dst)
-        k = self.fanouts[layer]
+        k = self._draws[layer]
         if k < 0:
             return self._every_neighbour(dst, info[:, 0], info[:, 1])
         eid, mask = self._picks(info, key, k)

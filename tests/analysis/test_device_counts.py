@@ -45,6 +45,18 @@ def test_host_reads_of_device_values_only():
     assert c.syncs == 3 and c.sync_reasons["scalar read"] == 1
 
 
+def test_a_numpy_view_through_dlpack_is_a_host_read():
+    """``host_array`` (``np.from_dlpack``) of a device tensor reads it on the host (on
+    CUDA it cannot be made without a copy); it went uncounted, no operator being run."""
+    from graphsys.device import host_array
+
+    host, dev = torch.arange(6), torch.arange(4)
+    with DeviceWorkCounter(device_tensors=[dev]) as c:
+        host_array(host)                        # a host tensor: not counted
+        assert host_array(dev).tolist() == [0, 1, 2, 3]
+    assert c.records == [("d2h", 32)] and dict(c.sync_reasons) == {"host read (__dlpack__)": 1}
+
+
 def test_a_real_second_device_counts_crossings():
     x = torch.ones(4)
     tolist = torch.Tensor.tolist

@@ -123,6 +123,9 @@ def test_device_selection():
         resolve_backend("numba", torch.device("cuda"))
     with pytest.raises(GraphsysError, match="unknown device"):
         resolve_device("tpu")
+    for name in ("cuda:-1", "cuda:x", "cudax"):     # torch's RuntimeError where CUDA is
+        with pytest.raises(ParameterError, match="not a CUDA device"):
+            resolve_device(name)
     if not torch.cuda.is_available():
         with pytest.raises(GraphsysError, match="no CUDA device"):
             resolve_device("cuda")

@@ -160,6 +160,29 @@ def test_sampler_choice(graph):
         on_device(PinSAGESampler.__new__(PinSAGESampler), torch.device("cpu"), True)
 
 
+def test_device_names_as_the_cli_takes_them(graph):
+    """NodeLoader and train take ``device`` as ``--device`` does: ``"auto"`` picks one, and
+    a name that is not a usable device is refused in one line before any work. They
+    passed it to torch.device: "auto" raised torch's list of backends, "cuda:7" on a
+    host without CUDA an AssertionError from the sampler's memory query, "meta" loaded
+    empty batches."""
+    sampler = NeighborSampler(graph, [2])
+    loader = NodeLoader(graph, sampler, seeds=np.arange(20), batch_size=8, device="auto")
+    want = "cuda" if torch.cuda.is_available() else "cpu"
+    assert loader.device.type == next(iter(loader)).x.device.type == want
+    bad = ["gpu", "mps", "meta", "", "CPU", "cuda:-1", "cuda:x"]
+    if not torch.cuda.is_available():
+        bad.append("cuda:7")
+    makers = (lambda name: NodeLoader(graph, sampler, seeds=np.arange(20), device=name),
+              lambda name: DeviceNeighborSampler(sampler, device=name),
+              lambda name: train(graph, TrainConfig(fanouts=[2], epochs=1), device=name))
+    for name in bad:
+        for make in makers:
+            with pytest.raises(ParameterError, match="device") as err:
+                make(name)
+            assert "\n" not in str(err.value), name
+
+
 def test_train_config_sampler(tmp_path):
     with pytest.raises(ParameterError, match="sampler"):
         TrainConfig(sampler="gpu")

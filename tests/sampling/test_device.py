@@ -144,7 +144,9 @@ def test_errors_match_cpu_sampler():
     for seeds in ([1, 2, 1], torch.tensor([5, 5])):
         with pytest.raises(GraphsysError, match="unique"):
             dev.sample_blocks(seeds)
-    for seeds in ([1, 500], torch.tensor([3, -1])):
+    # num_nodes itself, on the device, read the padding row and was called a repeat
+    for seeds in ([1, 500], torch.tensor([3, -1]), torch.tensor([adj.num_rows]),
+                  torch.tensor([4, adj.num_rows], dtype=torch.int32)):
         with pytest.raises(GraphsysError, match="outside the graph"):
             dev.sample_blocks(seeds)
     with pytest.raises(GraphsysError, match="integers"):
@@ -164,6 +166,28 @@ def test_empty_batch_and_edgeless_graph():
         want = NeighborSampler(adj, [2, -1]).sample_blocks(seeds, 4)
         got = DeviceNeighborSampler(adj, [2, -1], device="cpu").sample_blocks(seeds, 4)
         assert all(_same(a, b) for a, b in zip(want, got))
+
+
+def test_seeds_of_a_graph_without_nodes():
+    empty = from_coo(np.zeros(0, np.int64), np.zeros(0, np.int64), 0, 0)
+    dev = DeviceNeighborSampler(empty, [2, 2], device="cpu")
+    assert [b.num_edges for b in dev.sample_blocks(torch.zeros(0, dtype=torch.int64))] == [0, 0]
+    for seeds in ([0], torch.tensor([0])):
+        with pytest.raises(GraphsysError, match="outside the graph .it has no nodes"):
+            dev.sample_blocks(seeds)
+
+
+def test_fanout_above_every_degree_takes_whole_rows():
+    """Without replacement a fanout above the largest degree keeps every row whole, as
+    the CPU sampler does; it once sized a (k, k) mask and (D, k) buffers by the fanout
+    (10**5: 10 GB, 2**62: refused by NumPy)."""
+    adj = GRAPHS["hub"]
+    seeds = np.array([0, 3, 7, 110])
+    for fanouts in ([10**5], [3, 2**62], [-1, 10**9]):
+        want = NeighborSampler(adj, fanouts).sample_blocks(seeds, 8)
+        got = DeviceNeighborSampler(adj, fanouts, device="cpu").sample_blocks(seeds, 8)
+        assert all(_same(a, b) for a, b in zip(want, got))
+        assert got[-1].num_edges == int(adj.degrees()[seeds].sum())
 
 
 def _star_picks(replace: bool, rng_seeds) -> np.ndarray:
@@ -265,7 +289,7 @@ def test_csr_read_from_host_memory_gives_the_same_blocks(csr):
 def test_csr_placement_follows_the_memory_budget():
     adj = GRAPHS["random+isolated"]
     need = DeviceNeighborSampler(adj, [4, 3], device="cpu").csr_bytes()
-    assert need == 24 * (adj.num_rows + 1) + 4 * (adj.nnz + 4)
+    assert need == 24 * (adj.num_rows + 1) + 4 * (adj.nnz + 1)
     fits = DeviceNeighborSampler(adj, [4, 3], device="cpu", device_memory_budget=need)
     over = DeviceNeighborSampler(adj, [4, 3], device="cpu", device_memory_budget=need - 1)
     assert (fits.csr, over.csr) == ("device", "staged")

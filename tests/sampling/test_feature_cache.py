@@ -94,6 +94,10 @@ def test_errors(table):
     for bad in (torch.tensor([1.7]), [1.5, 2.0], torch.tensor([True])):  # were truncated
         with pytest.raises(GraphsysError, match="integers"):
             cache.rows(bad)
+    empty = DeviceFeatureCache(table[:0], [], device="cpu")   # torch's IndexError before
+    assert empty.rows(torch.zeros(0, dtype=torch.int64)).shape == (0, table.shape[1])
+    with pytest.raises(GraphsysError, match="outside the column's 0 rows"):
+        empty.rows([0])
     for bad in ({"batch_size": 0}, {"batch_size": 2.5}, {"num_batches": True}):
         with pytest.raises(GraphsysError, match="must be a positive integer"):
             presample_hot_nodes(NeighborSampler(from_coo([0], [1], 2, 2), [1]), [0], **bad)
