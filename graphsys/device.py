@@ -101,7 +101,7 @@ def resolve_device(device: str | torch.device) -> torch.device:
     name = str(device)
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cpu":
+    if name == "cpu" or name == "cpu:0":   # str(torch.device("cpu", 0)) is "cpu:0"
         return torch.device("cpu")
     if name.startswith("cuda"):
         try:                            # refuses "cuda:-1", "cuda:x", "cudax"

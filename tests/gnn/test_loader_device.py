@@ -170,6 +170,9 @@ def test_device_names_as_the_cli_takes_them(graph):
     loader = NodeLoader(graph, sampler, seeds=np.arange(20), batch_size=8, device="auto")
     want = "cuda" if torch.cuda.is_available() else "cpu"
     assert loader.device.type == next(iter(loader)).x.device.type == want
+    # torch's own name of the CPU (str(torch.device("cpu", 0))) is the CPU
+    assert NodeLoader(graph, sampler, seeds=np.arange(20), device=torch.device("cpu", 0)
+                      ).device == torch.device("cpu")
     bad = ["gpu", "mps", "meta", "", "CPU", "cuda:-1", "cuda:x"]
     if not torch.cuda.is_available():
         bad.append("cuda:7")
