@@ -206,3 +206,29 @@ def test_pass_never_returns_a_community_in_pieces(monkeypatch):
     member, records = leiden_levels(level, 1.0, np.random.default_rng(0), start=start)
     assert records[0]["moves"] == 0 and records[0]["merges"] == 0
     np.testing.assert_array_equal(member, split)
+
+
+def test_the_refinement_leaves_numba_s_generator_alone(tmp_path):
+    """The refinement seeded numba's generator (np.random.seed in the kernel: the calling
+    thread's, the one a user's own jitted code draws from) and drew from it; its draws now
+    come from the run's seeded NumPy generator, so a run leaves that generator where it
+    was, and still gives one answer per seed, another for another seed."""
+    import numba
+
+    @numba.njit
+    def reseed(s):
+        np.random.seed(s)
+
+    @numba.njit
+    def draw():
+        return np.random.random()
+
+    g = store(nx.gnp_random_graph(80, 0.06, seed=3), tmp_path / "g")
+    reseed(5)
+    want = draw()
+    reseed(5)
+    a = bsp.leiden(g, seed=1, theta=0.5).values
+    assert draw() == want
+    assert np.array_equal(a, bsp.leiden(g, seed=1, theta=0.5).values)
+    assert any(not np.array_equal(a, bsp.leiden(g, seed=s, theta=0.5).values)
+               for s in range(2, 6))

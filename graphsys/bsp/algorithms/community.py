@@ -136,7 +136,7 @@ def leiden_levels(level: Level, gamma: float, rng: np.random.Generator, *,
             break
         ref = np.empty(level.n, np.int64)
         merges = kl.refine(*level.arrays, level.kout, level.kin, level.m, gamma, theta, comm,
-                           rng.permutation(level.n), int(rng.integers(2**31)), ref, level.unit)
+                           rng.permutation(level.n), rng.random(level.n), ref, level.unit)
         records[-1]["merges"] = int(merges)
         if merges == 0:  # the communities' connected parts, each a community of its own
             kl.connected_parts(*level.arrays, comm, ref, level.unit)
