@@ -101,3 +101,32 @@ def test_afforest_stops_sampling_once_one_round_connects_the_graph():
     m = 600
     s, d = rng.integers(0, 2000, m), rng.integers(0, 2000, m)
     _afforest(sp.csr_matrix((np.ones(m), (s, d)), shape=(2000, 2000)))
+
+
+def test_afforest_leaves_numba_s_generator_alone():
+    """Afforest sampled its vertices with np.random.seed(seed) and np.random.randint in the
+    kernel: every WCC call reset the calling thread's numba generator (the one a user's
+    own jitted code draws from) to seed 0. The samples now come from their own stream."""
+    import numba
+
+    @numba.njit
+    def reseed(s):
+        np.random.seed(s)
+
+    @numba.njit
+    def draw():
+        return np.random.random()
+
+    rng = np.random.default_rng(1)
+    n, m = 3000, 30_000
+    a = sp.csr_matrix((np.ones(m), (rng.integers(0, n, m), rng.integers(0, n, m))),
+                      shape=(n, n))
+    t = a.T.tocsr()
+    comp = np.empty(n, np.int64)
+    reseed(5)
+    want = draw()
+    reseed(5)
+    afforest.afforest(a.indptr.astype(np.int64), a.indices.astype(np.int32),
+                      t.indptr.astype(np.int64), t.indices.astype(np.int32), True, 0, comp)
+    assert draw() == want
+    np.testing.assert_array_equal(comp, _min_labels(a))
