@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import tomllib
+from numbers import Integral
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +24,9 @@ def check_type(key: str, value: Any, annotation: str) -> Any:
         raise ConfigError(f"{key}: must not be null")
     if base == "int":
         if isinstance(value, bool) or not isinstance(value, int):
-            if isinstance(value, float) and value.is_integer():
-                return int(value)
+            if not isinstance(value, bool) and (isinstance(value, Integral) or isinstance(
+                    value, float) and value.is_integer()):
+                return int(value)   # NumPy's integers too: np.int64(3) was refused
             raise ConfigError(f"{key}: must be an integer, got {value!r}")
     elif base == "float":
         if isinstance(value, bool) or not isinstance(value, (int, float)):

@@ -104,15 +104,15 @@ class Partitioner(ABC):
     num_partitions : int
         ``P >= 1``.
     seed : int, default 0
-        Seed of every random choice the strategy makes (any integer; strategies use it
-        modulo ``2**64``).
+        Seed of every random choice the strategy makes, an integer in ``[-2**63, 2**64)``
+        (strategies use it modulo ``2**64``: a negative seed ``s`` is ``2**64 + s``).
     **params
         Strategy-specific parameters; unknown names are errors.
 
     Raises
     ------
     ValueError
-        ``num_partitions < 1``, a non-integer seed, or an unknown parameter.
+        ``num_partitions < 1``, a seed that is not such an integer, or an unknown parameter.
 
     See Also
     --------
@@ -142,8 +142,9 @@ class Partitioner(ABC):
         if isinstance(num_partitions, bool) or not isinstance(num_partitions, int) \
                 or num_partitions < 1:
             raise ValueError(f"num_partitions must be an integer >= 1, got {num_partitions!r}")
-        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
-            raise ValueError(f"seed must be an integer, got {seed!r}")
+        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) \
+                or not -(1 << 63) <= seed < 1 << 64:   # 2**64 placed nodes as seed 0
+            raise ValueError(f"seed must be an integer in [-2**63, 2**64), got {seed!r}")
         self.num_partitions = num_partitions
         self.seed = int(seed)
         if params:

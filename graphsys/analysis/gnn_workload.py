@@ -247,11 +247,12 @@ class _SyntheticSteps:
                                      rng.standard_normal((n, 16), dtype=np.float32))
         self.labels = torch.as_tensor(rng.integers(0, 4, n))
         self.classes = int(self.labels.max()) + 1 if n else 1
-        torch.manual_seed(cfg.seed)
         self.sampler = node_sampler(cfg, homogeneous_adjacency(graph, et, symmetric=True))
         layers = self.sampler.num_layers
-        self.model = build_node_model(cfg, node_model_dims(cfg, self.feats.shape[1],
-                                                           self.classes, layers))
+        with torch.random.fork_rng(devices=[]):   # seeded; the caller's generator kept
+            torch.manual_seed(cfg.seed)
+            self.model = build_node_model(cfg, node_model_dims(cfg, self.feats.shape[1],
+                                                               self.classes, layers))
         self.model.to(self.dev)
         self.model.train()
         self.opt = fused_adam(self.model.parameters(), lr=cfg.lr,
@@ -264,11 +265,13 @@ class _SyntheticSteps:
     def work(self, marker: StepMarker) -> None:
         from torch.nn.functional import cross_entropy
 
+        from graphsys.sampling._util import derive_seed
+
         dims = ([self.feats.shape[1]] + [self.cfg.hidden] * (self.sampler.num_layers - 1)
                 + [self.classes])
         for k, seeds in enumerate(self.batches):
             marker.step()
-            blocks = self.sampler.sample_blocks(np.sort(seeds), self.cfg.seed + k,
+            blocks = self.sampler.sample_blocks(np.sort(seeds), derive_seed(self.cfg.seed, k),
                                                 parallel=False)
             self.block_dst.append([(b.edge_dst, b.num_dst_nodes) for b in blocks])
             x = self.feats[blocks[0].src_nodes].to(self.dev)

@@ -85,7 +85,7 @@ def move_nodes_fast(sptr, sidx, sw, kout, kin, m, gamma, comm, order, unit=0.0):
 
 
 @numba.njit(cache=True, nogil=True)
-def refine(sptr, sidx, sw, kout, kin, m, gamma, theta, comm, order, seed, ref, unit=0.0):
+def refine(sptr, sidx, sw, kout, kin, m, gamma, theta, comm, order, draws, ref, unit=0.0):
     """Leiden's refinement: within each community of ``comm``, nodes that are still alone
     in the refined partition and well connected to their community (in ``order``) join a
     refined community of the same community that is well connected too, that they are
@@ -93,10 +93,12 @@ def refine(sptr, sidx, sw, kout, kin, m, gamma, theta, comm, order, seed, ref, u
     and that they do not make worse, drawn with probability proportional to
     ``exp(gain / theta)`` (staying alone among the choices, at gain 0; the gain in units
     of edge weight, half the symmetrised weight, as igraph's ``beta``; ``theta`` 0: the
-    best). ``ref`` int64 (n,) written: each node's refined community (a node id); ``unit``
-    as in :func:`~graphsys.bsp.kernels_community.move_nodes`. Returns the merges made."""
+    best). ``draws`` float64 (n,): uniforms in [0, 1), ``draws[i]`` the draw of the
+    ``i``-th node of ``order`` (made by the caller's seeded generator: the kernel neither
+    reads nor reseeds numba's own, which is the calling thread's). ``ref`` int64 (n,)
+    written: each node's refined community (a node id); ``unit`` as in
+    :func:`~graphsys.bsp.kernels_community.move_nodes`. Returns the merges made."""
     n = kout.shape[0]
-    np.random.seed(seed)
     ctout = np.zeros(n)
     ctin = np.zeros(n)
     for v in range(n):
@@ -154,7 +156,7 @@ def refine(sptr, sidx, sw, kout, kin, m, gamma, theta, comm, order, seed, ref, u
             for j in range(kept):
                 total += np.exp((gains[j] - best_gain) * scale)
             total += np.exp(-best_gain * scale)
-            x = np.random.random() * total
+            x = draws[i] * total
             best = v
             for j in range(kept):
                 x -= np.exp((gains[j] - best_gain) * scale)

@@ -303,8 +303,9 @@ def _source_args(p) -> None:
     p.add_argument("--cache", help="dataset cache (else GRAPHSYS_DATA)")
     p.add_argument("--split", choices=("public", "random", "temporal"), default=None,
                    help="with --dataset: the standard public split (Planetoid for Cora and "
-                        "CiteSeer; the default where it exists), the seeded random split, or "
-                        "(MovieLens) the leave-last-out split by timestamp")
+                        "CiteSeer; the default where it exists), the registry's seeded random "
+                        "split (its own seed, not --seed), or (MovieLens) the leave-last-out "
+                        "split by timestamp")
 
 
 def _device_args(p, seed: int | None = None) -> None:

@@ -555,6 +555,8 @@ class _Validator:
             self.no_extra(table, {"method", "seed", "train_per_class", "val", "test", "note",
                                   "public"}, "split")
             out = {"method": method, "seed": self.get(table, "seed", int, "split")}
+            if out["seed"] < 0:   # raised NumPy's ValueError as the split was drawn
+                self.fail("split.seed", f"must be a non-negative integer, got {out['seed']}")
             for key in ("train_per_class", "val", "test"):
                 out[key] = self.positive(table, key, "split")
             if loader not in ("linqs", "planetoid"):

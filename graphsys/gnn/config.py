@@ -329,6 +329,8 @@ class TrainConfig:
         None or all -1 (default False).
     seed : int
         Seed of every random choice: splits, initialisation, shuffles, samples (default 0).
+        Training seeds torch's default generators with it and gives the caller's states
+        back as it ends (NumPy's global generator is never touched).
     num_workers : int
         Sampling threads (default 1; 0 samples in the training thread).
     prefetch : int

@@ -26,7 +26,6 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import numpy as np
 import torch
 from torch import nn
 
@@ -169,10 +168,16 @@ def fit(build: Callable[[], Task], cfg: TrainConfig, graph: Graph, *, ranks: Ran
         device: torch.device, out: Path | None = None, log: Callable[[dict], None] | None = None,
         progress: bool | Callable = False) -> GNNResult:
     """Seed, build the task (``build()``) and train it (see the module docstring): the
-    :class:`~graphsys.gnn.GNNResult` of :func:`~graphsys.gnn.train`."""
+    :class:`~graphsys.gnn.GNNResult` of :func:`~graphsys.gnn.train`. The run seeds torch's
+    default generators with ``cfg.seed`` (initialisation, dropout) and gives the caller's
+    states back as it ends; NumPy's global generator is neither read nor reset."""
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+        torch.manual_seed(cfg.seed)
+        return _fit(build, cfg, graph, ranks, device, out, log, progress)
+
+
+def _fit(build, cfg, graph, ranks, device, out, log, progress) -> GNNResult:
     clock = Clock()
-    torch.manual_seed(cfg.seed)
-    np.random.seed(cfg.seed % (2 ** 32))
     task = build()
     if ranks.distributed:
         _data_parallel(task, cfg, graph, ranks, device)

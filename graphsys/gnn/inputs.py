@@ -18,6 +18,7 @@ from torch import nn
 from graphsys.errors import GraphsysError
 from graphsys.gnn.link import LinkData
 from graphsys.gnn.loader import RowBuffers
+from graphsys.sampling._util import seed_entropy
 from graphsys.sampling.features import feature_rows
 from graphsys.storage.graph import Graph
 from graphsys.storage.partitioned_rows import PartitionedRows
@@ -76,7 +77,7 @@ def node_task_data(graph: Graph, entity_type: str | None = None, seed: int = 0,
         masks = [graph.node_column(m, et) for m in ("train_mask", "val_mask", "test_mask")]
     else:
         ids = np.flatnonzero(labels >= 0)
-        perm = np.random.default_rng(seed).permutation(ids)
+        perm = np.random.default_rng(seed_entropy(seed)).permutation(ids)
         a, b = int(0.6 * len(perm)), int(0.8 * len(perm))
         masks = [np.zeros(n, bool) for _ in range(3)]
         for m, part in zip(masks, (perm[:a], perm[a:b], perm[b:])):

@@ -32,7 +32,7 @@ from graphsys.gnn.loader import NodeLoader
 from graphsys.gnn.model import GNN
 from graphsys.gnn.optim import adam
 from graphsys.ranking import protocol, ranks
-from graphsys.sampling._util import derive_seed
+from graphsys.sampling._util import derive_seed, seed_entropy
 from graphsys.sampling.adjacency import from_coo, typed_edges
 from graphsys.sampling.block import MiniBatch
 from graphsys.sampling.negative import PPRHardNegativeSampler, UniformNegativeSampler
@@ -59,7 +59,7 @@ def holdout_split(users: np.ndarray, items: np.ndarray, seed: int
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Boolean masks (train, val, test) over interactions: one test and one validation
     interaction per user with at least 3 (seeded), the rest train."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(seed_entropy(seed))
     e = len(users)
     order = np.lexsort((rng.random(e), users))          # users grouped, random within user
     u_sorted = users[order]

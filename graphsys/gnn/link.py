@@ -35,6 +35,7 @@ from torch import nn
 from graphsys.errors import GraphsysError, ParameterError
 from graphsys.gnn.config import LINK_DECODERS, check_choice
 from graphsys.ranking import auc, group_positions, rank_metrics, ranks, recall_at_k
+from graphsys.sampling._util import seed_entropy
 from graphsys.sampling.adjacency import Adjacency, from_coo, typed_edges
 from graphsys.sampling.block import Block
 from graphsys.storage.edge_changes import node_pair_keys
@@ -45,7 +46,8 @@ def split_edges(num_edges: int, val_fraction: float, test_fraction: float, seed:
                 time: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Boolean masks ``(train, val, test)`` over ``num_edges`` edges.
 
-    Without ``time``: a ``numpy.random.default_rng(seed)`` permutation; its first
+    Without ``time``: a ``numpy.random.default_rng(seed)`` permutation (``seed`` an integer
+    in [-2**63, 2**64), as a sampler's; None is refused, not fresh entropy); its first
     ``round(test_fraction * E)`` edges are test, the next ``round(val_fraction * E)``
     validation, the rest training. With ``time`` (one timestamp per edge; ``seed`` unused):
     the edges ordered by timestamp in the column's own type (int64 nanoseconds stay exact),
@@ -90,7 +92,7 @@ def split_edges(num_edges: int, val_fraction: float, test_fraction: float, seed:
                                                    f"edge of {num_edges:,}")
     masks = [np.zeros(num_edges, bool) for _ in range(3)]
     if time is None:
-        order = np.random.default_rng(seed).permutation(num_edges)
+        order = np.random.default_rng(seed_entropy(seed)).permutation(num_edges)
         masks[2][order[:n_test]] = True
         masks[1][order[n_test:n_test + n_val]] = True
         masks[0][order[n_test + n_val:]] = True
@@ -442,7 +444,7 @@ def evaluate_scores(pairs, every, data: LinkData, mask: np.ndarray, negatives: i
     candidate tail (called only when ``negatives`` is -1)."""
     heads, tails = data.head[mask], data.tail[mask]
     lo, hi = data.tails
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(seed_entropy(seed))
     rank_parts, pos_all, aucneg = [], [], []
     neg_ids = rng.integers(lo, hi, (len(heads), negatives if negatives > 0 else 1))
     for a in range(0, len(heads), chunk):

@@ -25,7 +25,7 @@ import torch
 from graphsys.device import resolve_device
 from graphsys.errors import GraphsysError, ParameterError
 from graphsys.gnn.dropout import feature_dropout
-from graphsys.sampling._util import as_seed_array, derive_seed, serial_kernels
+from graphsys.sampling._util import as_seed_array, derive_seed, seed_entropy, serial_kernels
 from graphsys.sampling.base import Sampler, SamplerInput, refuse_times
 from graphsys.sampling.block import Block, MiniBatch
 from graphsys.sampling.device import DeviceNeighborSampler, _note_launch, as_int64, mix64
@@ -391,7 +391,7 @@ class NodeLoader:
         Reshuffle the seeds every epoch (default True); else batches follow ``seeds``'
         order (the samples still differ by epoch).
     seed : int, optional
-        Seed of the shuffles and of the samples (default 0).
+        Seed of the shuffles and of the samples, an integer in [-2**63, 2**64) (default 0).
     num_workers : int, optional
         Sampling threads (default 1; 0 samples in the iterating thread).
     prefetch : int, optional
@@ -566,6 +566,7 @@ class NodeLoader:
         if batch_time and (links is None or times is None):
             raise ParameterError("batch_time", "reads links with times; give both")
         self.batch_time = bool(batch_time)
+        seed_entropy(seed)   # a float, bool or None seed is refused (1.5 shuffled as 1)
         self.batch_size, self.shuffle, self.seed = int(batch_size), bool(shuffle), int(seed)
         self.num_workers, self.prefetch = int(num_workers), int(prefetch)
         self.device = device

@@ -34,6 +34,7 @@ import numpy as np
 
 from graphsys.errors import ParameterError
 from graphsys.ranking import auc, average_precision, mrr, rank_metrics, ranks
+from graphsys.sampling._util import seed_entropy
 
 #: Share of TGB's negatives drawn from the source's training destinations.
 HIST_RATIO = 0.5
@@ -90,7 +91,8 @@ def tgb_negatives(src, dst, time, train, held_out, negatives: int, seed: int, *,
     negatives : int
         Negatives per event, ``>= 1``.
     seed : int
-        The draw's seed: the same seed gives the same negatives.
+        The draw's seed, an integer in [-2**63, 2**64) (None, which drew fresh negatives
+        every call, is refused): the same seed gives the same negatives.
     pool : array_like, optional
         The candidate destinations (default: every destination of an event).
     hist_ratio : float, optional
@@ -126,7 +128,7 @@ def tgb_negatives(src, dst, time, train, held_out, negatives: int, seed: int, *,
     _, query = np.unique(np.stack([hs, np.unique(ht, return_inverse=True)[1].reshape(-1)],
                                   axis=1), axis=0, return_inverse=True)
     answers = _rows(query.reshape(-1), hd)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(seed_entropy(seed))
     out = np.full((len(hs), m), -1, np.int64)
     for i in range(len(hs)):
         same = _row(*answers, query.reshape(-1)[i])

@@ -23,6 +23,10 @@ import numpy as np
 
 NEIGHBOR_ROUNDS = 2
 SAMPLES = 1024
+#: splitmix64's increment and multipliers: the sampled vertices' own stream (numba's
+#: generator, the calling thread's, is neither read nor reseeded)
+_GOLDEN, _MIX1, _MIX2 = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9),
+                         np.uint64(0x94D049BB133111EB))
 #: Afforest when edges per vertex (out-edges, plus in-edges on a directed graph) exceed this
 AFFOREST_MIN_DEGREE = 4.0
 
@@ -109,11 +113,19 @@ def _link_round(indptr, indices, comp, r):
 
 
 @numba.njit(inline="always")
-def _largest_sampled(comp, sample):
-    """The root most of ``sample.shape[0]`` random vertices share (after a compression)."""
-    n = comp.shape[0]
+def _splitmix(z):
+    z = (z ^ (z >> np.uint64(30))) * _MIX1
+    z = (z ^ (z >> np.uint64(27))) * _MIX2
+    return z ^ (z >> np.uint64(31))
+
+
+@numba.njit(inline="always")
+def _largest_sampled(comp, sample, key):
+    """The root most of ``sample.shape[0]`` random vertices share (after a compression):
+    vertex ``i`` of the sample is splitmix64's ``i``-th output from ``key``, modulo N."""
+    n = np.uint64(comp.shape[0])
     for i in range(sample.shape[0]):
-        sample[i] = comp[np.random.randint(0, n)]
+        sample[i] = comp[np.int64(_splitmix(key + np.uint64(i + 1) * _GOLDEN) % n)]
     sample.sort()
     big, best, run = sample[0], 0, 0
     for i in range(sample.shape[0]):
@@ -140,7 +152,8 @@ def _left_to_read(indptr, in_indptr, comp, big, skip_out, skip_in, directed):
 def afforest(indptr, indices, in_indptr, in_indices, directed, seed, comp):
     """Afforest over the out-edges CSR (``indptr``, ``indices``) and, when ``directed``, the
     in-edges CSC (``in_*``; ignored otherwise); ``comp`` (N,) int, written with each
-    vertex's smallest component id. Returns (edges read, the skipped component's id).
+    vertex's smallest component id; ``seed`` (a non-negative int) keys the sampled
+    vertices. Returns (edges read, the skipped component's id).
 
     Up to :data:`NEIGHBOR_ROUNDS` sampling rounds; on a directed graph they alternate
     directions, starting with the one with fewer empty rows (a vertex with an empty row is
@@ -160,7 +173,6 @@ def afforest(indptr, indices, in_indptr, in_indices, directed, seed, comp):
             empty_out += indptr[u + 1] == indptr[u]
             empty_in += in_indptr[u + 1] == in_indptr[u]
         out_first = empty_out <= empty_in
-    np.random.seed(seed)
     sample = np.empty(SAMPLES, comp.dtype)
     skip_out, skip_in, big = 0, 0, comp[0]
     for r in range(NEIGHBOR_ROUNDS):
@@ -171,7 +183,7 @@ def afforest(indptr, indices, in_indptr, in_indices, directed, seed, comp):
             read += _link_round(in_indptr, in_indices, comp, skip_in)
             skip_in += 1
         _compress(comp)
-        big = _largest_sampled(comp, sample)
+        big = _largest_sampled(comp, sample, _splitmix(np.uint64(seed) + np.uint64(r) * _GOLDEN))
         left = _left_to_read(indptr, in_indptr, comp, big, skip_out, skip_in, directed)
         if left == 0:
             return read, big  # comp is compressed and no edge is left to link

@@ -9,9 +9,10 @@ from contextlib import contextmanager
 import numpy as np
 import torch
 
-from graphsys.errors import GraphsysError
+from graphsys.errors import GraphsysError, ParameterError, check_count
 
 _MASK63 = (1 << 63) - 1
+_NEGATIVE = 0xD6E8FEB86659FD93   # the word a negative seed part mixes after its own
 _local = threading.local()
 
 
@@ -39,26 +40,44 @@ def as_seed_array(seed_nodes, num_nodes: int, what: str = "seed") -> np.ndarray:
     return np.ascontiguousarray(arr, dtype=np.int64)
 
 
+def seed_entropy(seed) -> int:
+    """``seed``, an integer in [-2**63, 2**64) (NumPy and torch integers too), as a distinct
+    non-negative int (a negative ``s`` as ``2**64 + ~s``: seed -1 is not seed 2**64 - 1):
+    the entropy of ``numpy.random.default_rng`` and of :func:`derive_seed`. A float, a bool,
+    None or a string (``rng_seed=1.5`` drew seed 1's sample), or an integer outside the
+    range (``2**64`` drew seed 0's), is refused in one line."""
+    try:
+        if isinstance(seed, (bool, np.bool_)):
+            raise TypeError
+        p = operator.index(seed)
+        if not -(1 << 63) <= p < 1 << 64:
+            raise TypeError
+    except TypeError:
+        raise GraphsysError(f"a random seed must be an integer in [-2**63, 2**64), got "
+                            f"{seed!r}") from None
+    return p if p >= 0 else (1 << 64) + ~p
+
+
+def kernel_seed(rng_seed) -> int:
+    """``rng_seed`` of a kernel that seeds its draws with it as given (an int64), checked
+    to be an integer in ``[0, 2**63)`` (True read as 1, ``2**63`` as 0, -1 as ``2**63-1``)."""
+    if check_count("rng_seed", rng_seed, minimum=0) >= 1 << 63:
+        raise ParameterError("rng_seed", f"must be below 2**63, got {rng_seed}")
+    return int(rng_seed)
+
+
 def derive_seed(*parts: int) -> int:
-    """A 63-bit seed from integers (e.g. base seed, epoch, batch, layer); stable across runs
-    and platforms. A part that is not an integer (a float, a bool, a string: ``rng_seed=1.5``
-    drew seed 1's sample), or lies outside [-2**63, 2**64) (``2**64`` drew seed 0's), is
-    refused in one line."""
+    """A 63-bit seed from integers (e.g. base seed, epoch, batch, layer), each checked and
+    read by :func:`seed_entropy` (a negative part mixes a marker word after its low 64
+    bits); stable across runs and platforms."""
     h = 0x243F6A8885A308D3
     for p in parts:
-        try:
-            if isinstance(p, (bool, np.bool_)):
-                raise TypeError
-            p = operator.index(p)
-            if not -(1 << 63) <= p < 1 << 64:   # 2**64 drew seed 0's sample
-                raise TypeError
-        except TypeError:
-            raise GraphsysError(f"a random seed must be an integer in [-2**63, 2**64), got "
-                                f"{p!r}") from None
-        h = (h ^ (p & ((1 << 64) - 1))) * 0x100000001B3 & ((1 << 64) - 1)
-        h ^= h >> 29
-        h = h * 0xBF58476D1CE4E5B9 & ((1 << 64) - 1)
-        h ^= h >> 32
+        e = seed_entropy(p)
+        for word in ((e, _NEGATIVE) if e >> 64 else (e,)):
+            h = (h ^ (word & ((1 << 64) - 1))) * 0x100000001B3 & ((1 << 64) - 1)
+            h ^= h >> 29
+            h = h * 0xBF58476D1CE4E5B9 & ((1 << 64) - 1)
+            h ^= h >> 32
     return h & _MASK63
 
 

@@ -19,7 +19,7 @@ import torch
 
 from graphsys.device import resolve_device
 from graphsys.errors import GraphsysError, check_count
-from graphsys.sampling._util import as_seed_array, derive_seed
+from graphsys.sampling._util import as_seed_array, derive_seed, seed_entropy
 from graphsys.sampling.base import Sampler
 from graphsys.sampling.features import checked_ids, feature_rows
 
@@ -64,7 +64,7 @@ def presample_hot_nodes(sampler: Sampler, seeds, *, batch_size: int = 1024,
     batch_size, num_batches = (check_count("batch_size", batch_size),
                                check_count("num_batches", num_batches))
     n = sampler.num_nodes
-    rng = np.random.default_rng(check_count("rng_seed", rng_seed, minimum=0))
+    rng = np.random.default_rng(seed_entropy(rng_seed))
     order = rng.permutation(as_seed_array(seeds, n))
     counts = np.zeros(n, np.int64)
     for i in range(min(num_batches, -(-len(order) // batch_size))):

@@ -7,10 +7,11 @@ drawn uniformly from the ranks ``[rank_lo, rank_hi)`` (PinSage used 2000-5000 on
 of pins; small graphs need a proportionally smaller band).
 
 Unlike the neighbourhood samplers, whose random streams are keyed by node id, negatives are
-drawn from one NumPy generator seeded with ``rng_seed``, in query order: a negative belongs
-to a (query, training pair) of a batch, not to a node (a query repeats within a batch, once
-per positive, and each occurrence needs its own negatives), and the link task is not split
-between data-parallel ranks.
+drawn from one NumPy generator seeded with ``rng_seed`` (as every sampler's, an integer in
+[-2**63, 2**64), each its own draws), in query order: a negative belongs to a (query,
+training pair) of a batch, not to a node (a query repeats within a batch, once per positive,
+and each occurrence needs its own negatives), and the link task is not split between
+data-parallel ranks.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import torch
 
 from graphsys.errors import GraphsysError, ParameterError, check_count
 from graphsys.memory import over_budget
-from graphsys.sampling._util import as_seed_array
+from graphsys.sampling._util import as_seed_array, seed_entropy
 from graphsys.sampling.adjacency import Adjacency
 
 #: Queries whose PPR runs together (:meth:`PPRHardNegativeSampler.band`).
@@ -47,7 +48,7 @@ class UniformNegativeSampler:
     def __call__(self, queries, rng_seed: int = 0) -> torch.Tensor:
         """int64 (Q, num_negatives)."""
         q = as_seed_array(queries, self.num_nodes, "query")
-        rng = np.random.default_rng(rng_seed)
+        rng = np.random.default_rng(seed_entropy(rng_seed))
         return torch.from_numpy(rng.integers(self.low, self.num_nodes,
                                              (len(q), self.num_negatives), dtype=np.int64))
 
@@ -201,6 +202,6 @@ class PPRHardNegativeSampler:
     def __call__(self, queries, rng_seed: int = 0) -> torch.Tensor:
         """int64 (Q, num_negatives) node ids ranked in ``[rank_lo, rank_hi)`` for each query."""
         band = self.band(queries)
-        rng = np.random.default_rng(rng_seed)
+        rng = np.random.default_rng(seed_entropy(rng_seed))
         pick = rng.integers(0, band.shape[1], (band.shape[0], self.num_negatives))
         return torch.from_numpy(np.take_along_axis(band, pick, axis=1))

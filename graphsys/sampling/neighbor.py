@@ -13,10 +13,10 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from graphsys.errors import GraphsysError, ParameterError, check_count
+from graphsys.errors import GraphsysError
 from graphsys.memory import over_budget
 from graphsys.sampling import _kernels as K
-from graphsys.sampling._util import as_seed_array, run_parallel, scratch
+from graphsys.sampling._util import as_seed_array, kernel_seed, run_parallel, scratch
 from graphsys.sampling.adjacency import Adjacency, homogeneous_adjacency
 from graphsys.sampling.base import LayerwiseSampler
 from graphsys.sampling.block import Block
@@ -90,9 +90,7 @@ def sample_neighbors(adj: Adjacency, seeds: np.ndarray, fanout: int, *, replace:
     if not (isinstance(fanout, (int, np.integer)) and not isinstance(fanout, bool)
             and fanout == 0):  # 0: no picks
         fanout = parse_fanouts([fanout])[0]  # -2 and NaN were read as -1, 1.5 as 1
-    if check_count("rng_seed", rng_seed, minimum=0) >= 1 << 63:  # beyond the kernels' int64
-        raise ParameterError("rng_seed", f"must be below 2**63, got {rng_seed}")
-    return pick_neighbors(adj, seeds, fanout, replace, rng_seed, parallel)
+    return pick_neighbors(adj, seeds, fanout, replace, kernel_seed(rng_seed), parallel)
 
 
 def pick_neighbors(adj: Adjacency, seeds: np.ndarray, fanout: int, replace: bool,

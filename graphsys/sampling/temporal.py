@@ -38,7 +38,7 @@ from numba import njit, prange
 from graphsys import views
 from graphsys.errors import GraphsysError
 from graphsys.sampling import _kernels as K
-from graphsys.sampling._util import as_seed_array, derive_seed, run_parallel
+from graphsys.sampling._util import as_seed_array, derive_seed, kernel_seed, run_parallel
 from graphsys.sampling.base import Sampler, SamplerInput
 from graphsys.sampling.block import Block
 from graphsys.storage.graph import Graph
@@ -369,7 +369,10 @@ class TemporalNeighborSampler(Sampler):
         """One hop: up to ``fanout`` neighbours of each event ``(nodes[i], times[i])``,
         numba-parallel over the events for ``parallel=True``, or for None outside
         :func:`~graphsys.sampling._util.serial_kernels` when there are at least
-        :data:`PARALLEL_MIN_PICKS` picks; the same picks either way."""
+        :data:`PARALLEL_MIN_PICKS` picks; the same picks either way. ``rng_seed`` seeds the
+        draws as given, an integer in ``[0, 2**63)`` (as
+        :func:`~graphsys.sampling.sample_neighbors`)."""
+        rng_seed = kernel_seed(rng_seed)
         try:
             fanout = _fanout(fanout)
         except (TypeError, ValueError):
@@ -392,7 +395,7 @@ class TemporalNeighborSampler(Sampler):
             parallel or s * fanout >= PARALLEL_MIN_PICKS) else _pick_ser
         kernel(self.adj.indptr, self.adj.indices, self.adj.time, self.adj.eid, nodes, t,
                _time_keys(t), fanout, self.strategy == "recent",
-               np.int64(rng_seed & ((1 << 63) - 1)), nbr, et, eid, count)
+               np.int64(rng_seed), nbr, et, eid, count)
         return TemporalNeighbors(nodes, t, nbr, et, eid, count)
 
     def sample(self, nodes, times, rng_seed: int = 0, *, parallel: bool | None = None

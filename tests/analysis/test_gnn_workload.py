@@ -78,3 +78,21 @@ def test_gnn_config_errors_name_the_key_not_a_flag(graph, item, message):
         cfg = train_config_from_overrides([item], G.GNN_DEFAULTS)
         G.profile_gnn(graph, recorder=_recorder(), steps=1, config=cfg)
     assert "--" not in str(err.value) and "\n" not in str(err.value)
+
+
+def test_gnn_profiling_leaves_the_caller_s_generator_alone(graph):
+    """The synthetic steps called torch.manual_seed(seed): a profile reset the caller's
+    global generator. Their batches' samples were seeded seed + k (seed 0's second step
+    drew seed 1's first): now derive_seed(seed, k)."""
+    import torch
+
+    from graphsys.gnn.overrides import train_config_from_overrides
+
+    cfg = train_config_from_overrides(["batch_size=16"], G.GNN_DEFAULTS)
+    torch.manual_seed(5)
+    before = torch.get_rng_state()
+    steps = G._SyntheticSteps(graph, cfg, 2, "cpu")
+    assert torch.equal(torch.get_rng_state(), before)
+    again = G._SyntheticSteps(graph, cfg, 2, "cpu")
+    assert all(torch.equal(a, b) for a, b in zip(steps.model.state_dict().values(),
+                                                 again.model.state_dict().values()))

@@ -141,3 +141,17 @@ def nx_graph(g, undirected: bool, weights: bool = True):
         else:
             G.add_edges_from(zip(s, d))
     return G
+
+
+def keeps_numba_generator(run) -> bool:
+    """Whether ``run()`` leaves the calling thread's numba generator (the one a user's own
+    jitted code draws from) where it was: a kernel that seeds it resets it."""
+    import numba
+
+    reseed = numba.njit(lambda s: np.random.seed(s))
+    draw = numba.njit(lambda: np.random.random())
+    reseed(5)
+    want = draw()
+    reseed(5)
+    run()
+    return draw() == want

@@ -13,7 +13,7 @@ from scipy.sparse import csgraph
 from graphsys import bsp
 from graphsys.kernels import components as afforest
 
-from .conftest import GRAPH_KEYS, random_digraphs
+from .conftest import GRAPH_KEYS, keeps_numba_generator, random_digraphs
 
 
 def _min_labels(a):
@@ -47,11 +47,15 @@ def test_afforest_and_union_find_match_scipy(a, seed, dtype):
     np.testing.assert_array_equal(comp, ref)
 
 
-def test_afforest_skips_the_big_component():
+def _random_digraph(n: int, m: int):
     rng = np.random.default_rng(0)
+    return sp.csr_matrix((np.ones(m), (rng.integers(0, n, m), rng.integers(0, n, m))),
+                         shape=(n, n))
+
+
+def test_afforest_skips_the_big_component():
     n, m = 20_000, 200_000
-    a = sp.csr_matrix((np.ones(m), (rng.integers(0, n, m), rng.integers(0, n, m))),
-                      shape=(n, n))
+    a = _random_digraph(n, m)
     t = a.T.tocsr()
     comp = np.empty(n, np.int32)
     read, big = afforest.afforest(a.indptr.astype(np.int64), a.indices.astype(np.int32),
@@ -101,3 +105,16 @@ def test_afforest_stops_sampling_once_one_round_connects_the_graph():
     m = 600
     s, d = rng.integers(0, 2000, m), rng.integers(0, 2000, m)
     _afforest(sp.csr_matrix((np.ones(m), (s, d)), shape=(2000, 2000)))
+
+
+
+def test_afforest_leaves_numba_s_generator_alone():
+    """Afforest sampled its vertices with np.random.seed(seed) and np.random.randint in the
+    kernel: every WCC call reset the calling thread's numba generator to seed 0. The
+    samples now come from their own stream."""
+    a = _random_digraph(3000, 30_000)
+    t, comp = a.T.tocsr(), np.empty(3000, np.int64)
+    assert keeps_numba_generator(lambda: afforest.afforest(
+        a.indptr.astype(np.int64), a.indices.astype(np.int32), t.indptr.astype(np.int64),
+        t.indices.astype(np.int32), True, 0, comp))
+    np.testing.assert_array_equal(comp, _min_labels(a))

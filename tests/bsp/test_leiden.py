@@ -17,6 +17,8 @@ from graphsys import bsp
 from graphsys.bsp import kernels_leiden as kl
 from graphsys.bsp.algorithms.community_level import Level
 
+from .conftest import keeps_numba_generator
+
 
 def store(G: nx.Graph, path, partitions: int | None = 2) -> graphsys.Graph:
     """``G`` (nodes 0..n-1) as a graph directory, its ``weight`` attributes where it has
@@ -206,3 +208,17 @@ def test_pass_never_returns_a_community_in_pieces(monkeypatch):
     member, records = leiden_levels(level, 1.0, np.random.default_rng(0), start=start)
     assert records[0]["moves"] == 0 and records[0]["merges"] == 0
     np.testing.assert_array_equal(member, split)
+
+
+
+def test_the_refinement_leaves_numba_s_generator_alone(tmp_path):
+    """The refinement seeded numba's generator (np.random.seed in the kernel: the calling
+    thread's, the one a user's own jitted code draws from) and drew from it; its draws now
+    come from the run's seeded NumPy generator, so a run leaves that generator where it
+    was, and still gives one answer per seed, another for another seed."""
+    g = store(nx.gnp_random_graph(80, 0.06, seed=3), tmp_path / "g")
+    runs = []
+    assert keeps_numba_generator(lambda: runs.append(bsp.leiden(g, seed=1, theta=0.5).values))
+    assert np.array_equal(runs[0], bsp.leiden(g, seed=1, theta=0.5).values)
+    assert any(not np.array_equal(runs[0], bsp.leiden(g, seed=s, theta=0.5).values)
+               for s in range(2, 6))

@@ -138,6 +138,8 @@ def _broken(tmp_path: Path, old: str, new: str, name: str = "cora") -> Path:
     ('delimiter = "\\t"', 'delimiter = "\\t\\t"', r"files\[0\]\.format\.delimiter: must be one"),
     ('loader = "linqs"', 'loader = "edge_list"', r"graph\.content: unknown key"),
     ('[stats]\n', '[stats]\nbad = -1\n', r"stats\.bad: must be a non-negative integer"),
+    # NumPy's raw ValueError when the split was drawn at ingest
+    ('seed = 0', 'seed = -1', r"split\.seed: must be a non-negative integer, got -1"),
 ])
 def test_validation_errors_name_file_and_key(tmp_path, old, new, message):
     path = _broken(tmp_path, old, new)

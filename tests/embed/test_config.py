@@ -56,6 +56,17 @@ def test_errors_name_the_key(raw, key):
         config_from_dict(raw)
 
 
+def test_numpy_integers_are_integers():
+    """config_from_dict refused a seed (any integer setting) made by NumPy: 'seed: must be
+    an integer, got np.int64(3)'; a NumPy bool is still no integer."""
+    import numpy as np
+
+    cfg = config_from_dict({"seed": np.int64(3), "dimension": np.uint16(8)})
+    assert (cfg.seed, cfg.dimension) == (3, 8) and type(cfg.seed) is int
+    with pytest.raises(ConfigError, match="^seed: must be an integer"):
+        config_from_dict({"seed": np.True_})
+
+
 @pytest.mark.parametrize("kw, key", [
     ({"lr": float("inf")}, "lr"),                     # diverged in the first batch
     ({"margin": float("inf")}, "margin"),

@@ -189,6 +189,16 @@ def test_bad_input(graph):
         NodeLoader(g, object(), [1])
 
 
+def test_a_loader_seed_that_is_not_an_integer_is_refused(graph):
+    """NodeLoader read its seed with int(): seed=1.5 shuffled and sampled as seed 1 and
+    True as 1, silently. It takes the samplers' seeds, integers in [-2**63, 2**64)."""
+    for bad in (1.5, True, None, 1 << 64):
+        with pytest.raises(GraphsysError, match="random seed must be an integer"):
+            _loader(graph[0], seed=bad)
+    first = [next(iter(_loader(graph[0], seed=s))).seeds for s in (np.int64(-1), -1, 1)]
+    assert torch.equal(first[0], first[1]) and not torch.equal(first[1], first[2])
+
+
 def test_input_dropout_in_the_loader(graph):
     """``input_dropout``: x is the gathered rows with the row-keyed mask of
     ``feature_dropout`` under the per-batch key ``derive_seed(key, i)``, the key one draw of

@@ -71,6 +71,23 @@ def test_tgb_negatives_refusals_and_empty_slots():
     assert (neg == -1).all()
 
 
+def test_tgb_negatives_and_edge_splits_refuse_a_seed_numpy_would_misread():
+    """tgb_negatives and split_edges seeded NumPy with ``seed`` as given: None drew other
+    negatives (another split) every call, True drew seed 1's and -1 raised NumPy's raw
+    ValueError. They take a sampler's seeds, integers in [-2**63, 2**64)."""
+    from graphsys.gnn.link import split_edges
+
+    args = ([0, 0, 1, 1], [1, 2, 3, 4], [1, 2, 3, 4], [1, 1, 0, 0], [0, 0, 1, 1], 2)
+    for bad in (None, True, 1.5, 1 << 64):
+        with pytest.raises(GraphsysError, match="random seed must be an integer"):
+            tgb_negatives(*args, seed=bad, pool=range(40))
+        with pytest.raises(GraphsysError, match="random seed must be an integer"):
+            split_edges(100, 0.1, 0.2, bad)
+    assert (tgb_negatives(*args, seed=-1, pool=range(40))
+            == tgb_negatives(*args, seed=np.int64(-1), pool=range(40))).all()
+    assert (split_edges(100, 0.1, 0.2, -1)[2] == split_edges(100, 0.1, 0.2, -1)[2]).all()
+
+
 def test_filtered_mrr_equals_tgb_evaluator_by_brute_force():
     rng = np.random.default_rng(2)
     h, m = 50, 7

@@ -49,6 +49,24 @@ def test_deterministic_with_several_workers(tmp_path, device, deterministic):
     assert [h["loss"] for h in a.history] != [h["loss"] for h in c.history]
 
 
+def test_training_leaves_the_caller_s_global_generators_alone(tmp_path):
+    """train() called torch.manual_seed(seed) and np.random.seed(seed % 2**32): the
+    caller's global generators came back reset to the run's seed (NumPy's, which no part
+    of training reads, too). The run still draws from its seed alone."""
+    g = sbm_graph(tmp_path)
+    cfg = TrainConfig(model="sage", fanouts=[3, 3], hidden=8, epochs=1, batch_size=16,
+                      seed=3, dropout=0.5)
+    runs = []
+    for pre in (1, 2):
+        np.random.seed(pre)
+        torch.manual_seed(pre)
+        np_state, torch_state = np.random.get_state()[1].copy(), torch.get_rng_state()
+        runs.append(train(g, cfg).model.state_dict())
+        assert (np.random.get_state()[1] == np_state).all()
+        assert torch.equal(torch.get_rng_state(), torch_state)
+    assert all(torch.equal(runs[0][k], runs[1][k]) for k in runs[0])
+
+
 def test_early_stopping_checkpoint_and_embed(tmp_path, device):
     g = sbm_graph(tmp_path)
     out = tmp_path / "run"

@@ -30,8 +30,10 @@ def test_bad_common_params(name):
     for bad in (-1, 0, 2.0, True):
         with pytest.raises(ValueError, match="num_partitions"):
             get_partitioner(name, bad)
-    with pytest.raises(ValueError, match="seed"):
-        get_partitioner(name, 2, seed=1.5)
+    for bad in (1.5, True, 1 << 64, -(1 << 63) - 1):   # 2**64 placed nodes as seed 0
+        with pytest.raises(ValueError, match=r"seed must be an integer in \[-2\*\*63"):
+            get_partitioner(name, 2, seed=bad)
+    get_partitioner(name, 2, seed=np.uint64((1 << 64) - 1))
     with pytest.raises(ValueError, match="nonsense"):
         get_partitioner(name, 2, nonsense=1)
 

@@ -128,3 +128,37 @@ def test_a_random_seed_that_is_not_an_integer_is_refused():
             s.sample_blocks([0], rng_seed=bad)
     assert derive_seed(np.uint64(5), torch.tensor(2)) == derive_seed(5, 2)
     assert derive_seed((1 << 64) - 1) != derive_seed(0)
+
+
+def test_negative_samplers_and_presampling_take_the_samplers_seeds():
+    """The negative samplers and presample_hot_nodes seeded NumPy with rng_seed as given:
+    True drew seed 1's negatives, 2**64 was taken, None drew fresh entropy (another answer
+    every call) and -1 raised NumPy's raw ValueError (presampling refused it, though the
+    samplers take it). Seed -1 drew seed 2**64 - 1's sample. Now every sampler takes an
+    integer in [-2**63, 2**64), each its own draws, and refuses the rest in one line."""
+    from graphsys.sampling import (
+        PPRHardNegativeSampler,
+        UniformNegativeSampler,
+        from_coo,
+        presample_hot_nodes,
+    )
+    from graphsys.sampling._util import derive_seed
+
+    rng = np.random.default_rng(0)
+    src, dst = rng.integers(0, 50, 400), rng.integers(0, 50, 400)
+    adj = from_coo(np.r_[src, dst], np.r_[dst, src], 50, 50)
+    q, ns = torch.arange(20), NeighborSampler(adj, [3])
+    draws = {"uniform": UniformNegativeSampler(50, 4).__call__,
+             "ppr": PPRHardNegativeSampler(adj, adj, 2, 30, 4).__call__,
+             "presample": lambda _, s: torch.as_tensor(presample_hot_nodes(
+                 ns, np.arange(50), batch_size=5, num_batches=2, rng_seed=s)),
+             "neighbor": lambda _, s: ns.sample_blocks(np.arange(20), s)[0].src_nodes}
+    for name, draw in draws.items():
+        for bad in (1.5, True, None, "3", 1 << 64, -(1 << 63) - 1):
+            with pytest.raises(GraphsysError, match=r"random seed must be an integer in"):
+                draw(q, bad)
+        seen = [draw(q, s) for s in (0, 1, -1, (1 << 64) - 1, -(1 << 63))]
+        assert torch.equal(draw(q, np.int64(-1)), seen[2]), name
+        assert len({t.numpy().tobytes() for t in seen}) == len(seen), name
+    assert derive_seed(-1) != derive_seed((1 << 64) - 1)
+    assert derive_seed(-1, 5) != derive_seed(-1, 6) != derive_seed(0, 6)

@@ -358,3 +358,18 @@ def test_a_stale_temporal_index_names_the_command_that_builds_it_again(tmp_path)
     assert main(argv[1:] + ["--quiet"]) == 0
     view = graphsys.open_graph(path).view("temporal", edge_set="default")
     assert view.mapped and sorted(view.time.tolist()) == [5, 5, 6, 6, 7, 7]
+
+
+def test_a_hop_seed_outside_the_kernels_range_is_refused(tmp_path):
+    """sample_hop seeded its kernel with ``rng_seed & (2**63 - 1)``: True drew seed 1's
+    picks, 2**63 seed 0's and -1 seed 2**63 - 1's; 1.5 raised a raw TypeError. It takes
+    an integer in [0, 2**63), as sample_neighbors, and refuses the rest in one line."""
+    from graphsys.errors import ParameterError
+
+    g, s, d, t = _graph(tmp_path, 3)
+    sampler = TemporalNeighborSampler(g, 2, strategy="uniform")
+    for bad in (True, 1.5, None, -1, 1 << 63):
+        with pytest.raises(ParameterError, match="rng_seed"):
+            sampler.sample_hop([1, 2], [61, 61], 2, rng_seed=bad)
+    a = sampler.sample_hop([1, 2], [61, 61], 2, rng_seed=np.int64(7))
+    assert (a.eid == sampler.sample_hop([1, 2], [61, 61], 2, rng_seed=7).eid).all()

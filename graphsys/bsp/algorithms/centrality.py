@@ -455,8 +455,9 @@ _SAMPLE_DOC = """k : int, optional
     ``numpy.random.default_rng(seed)``) and scale their sums into an estimate; None
     (default): every node is a source (exact). ``k`` = N is exact too.
 seed : int, default 0
-    Seed of the sample of ``k`` sources (a non-negative integer), drawn among the nodes in
-    original-id order: the same sources whatever the graph's partitions.
+    Seed of the sample of ``k`` sources (a non-negative integer; None, as for every
+    parameter, the default 0, never a fresh seed), drawn among the nodes in original-id
+    order: the same sources whatever the graph's partitions.
 sources : node id or list of node ids, optional
     The sample itself (original ids), instead of ``k`` and ``seed``; scaled as a sample
     of ``len(sources)``.

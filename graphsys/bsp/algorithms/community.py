@@ -136,7 +136,7 @@ def leiden_levels(level: Level, gamma: float, rng: np.random.Generator, *,
             break
         ref = np.empty(level.n, np.int64)
         merges = kl.refine(*level.arrays, level.kout, level.kin, level.m, gamma, theta, comm,
-                           rng.permutation(level.n), int(rng.integers(2**31)), ref, level.unit)
+                           rng.permutation(level.n), rng.random(level.n), ref, level.unit)
         records[-1]["merges"] = int(merges)
         if merges == 0:  # the communities' connected parts, each a community of its own
             kl.connected_parts(*level.arrays, comm, ref, level.unit)
@@ -282,8 +282,10 @@ _RETURNS_DOC = """Result
 _COMMUNITY_DOC = """resolution : float, default 1.0
     The resolution ``gamma`` of the modularity (larger: more, smaller communities).
 seed : int, default 0
-    Non-negative seed of the random node orders (``numpy.random.default_rng(seed)``):
-    the same seed, graph and thread count give the same communities.
+    Non-negative seed of the random node orders (``numpy.random.default_rng(seed)``;
+    None, as for every parameter, the default 0, never a fresh seed): the same seed,
+    graph and thread count give the same communities. The orders and ties run over
+    internal ids, so the same edges ingested into other partitions may give others.
 weighted : bool, optional
     Edge weights as strengths: None (default) when the edge set has them (networkx's
     ``weight="weight"``), True requires them, False counts every edge as 1.
