@@ -147,6 +147,8 @@ def test_bad_seeds(graph):
     assert parse_fanouts(np.array([10, -1])) == parse_fanouts(torch.tensor([10, -1])) == [10, -1]
     with pytest.raises(GraphsysError, match=r"seed id 9223372036854775809 is outside"):
         s.sample_blocks(np.array([1, 2**63 + 1], np.uint64))    # named as given, not wrapped
+    with pytest.raises(GraphsysError, match="must be integers, got a bool"):
+        s.sample_blocks([True, 2])  # np.asarray read it as [1, 2]: seed node 1
 
 
 @pytest.mark.parametrize("bad", [[99], [-5], [0.5]])

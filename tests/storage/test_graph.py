@@ -138,3 +138,15 @@ def test_unknown_ids_and_names(weighted):
         g.num_edges("test")
     with pytest.raises(GraphsysError, match="has no node column 'label'"):
         g.node_column("label")
+
+
+def test_a_bool_among_integer_ids_is_refused(weighted):
+    """``np.asarray([True, 2])`` is ``[1, 2]``: a bool in a list of ids read as node 1."""
+    g, *_ = weighted
+    ids = g.node_ids()
+    for bad in ([True, int(ids[2])], (int(ids[2]), np.True_), [[True, int(ids[2])]]):
+        with pytest.raises(GraphsysError, match="are integers; got True"):
+            g.to_internal(bad)
+    with pytest.raises(GraphsysError, match="internal ids are integers; got True"):
+        g.to_original([True, 0])
+    np.testing.assert_array_equal(g.to_internal([int(ids[2]), np.int32(ids[1])]), [2, 1])
