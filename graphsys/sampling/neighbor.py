@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from graphsys.errors import GraphsysError, ParameterError, check_count
+from graphsys.errors import GraphsysError, ParameterError, check_count, check_flag
 from graphsys.memory import over_budget
 from graphsys.sampling import _kernels as K
 from graphsys.sampling._util import as_seed_array, run_parallel, scratch
@@ -92,7 +92,7 @@ def sample_neighbors(adj: Adjacency, seeds: np.ndarray, fanout: int, *, replace:
         fanout = parse_fanouts([fanout])[0]  # -2 and NaN were read as -1, 1.5 as 1
     if check_count("rng_seed", rng_seed, minimum=0) >= 1 << 63:  # beyond the kernels' int64
         raise ParameterError("rng_seed", f"must be below 2**63, got {rng_seed}")
-    return pick_neighbors(adj, seeds, fanout, replace, rng_seed, parallel)
+    return pick_neighbors(adj, seeds, fanout, check_flag("replace", replace), rng_seed, parallel)
 
 
 def pick_neighbors(adj: Adjacency, seeds: np.ndarray, fanout: int, replace: bool,
@@ -204,7 +204,7 @@ class NeighborSampler(LayerwiseSampler):
                  edge_set: str | None = None, symmetric: bool = True,
                  direction: str = "in", memory_limit: int | None = None):
         self.fanouts = parse_fanouts(fanouts)
-        self.replace = bool(replace)
+        self.replace = check_flag("replace", replace)  # "no" sampled with replacement
         if isinstance(graph, Adjacency):
             given = [name for name, value, default in (
                 ("edge_set", edge_set, None), ("symmetric", symmetric, True),

@@ -230,3 +230,23 @@ def test_stored_and_built_rows_share_one_kernel_signature(tmp_path):
         top_links(g, ids[:2], 3, "jaccard")
     assert len(ks.pair_scores.signatures) == 1
     assert len(ks.top_k.signatures) == 1
+
+
+def test_internal_is_a_flag_of_every_measure(tmp_path):
+    """``internal="no"`` was read as True (the ids taken as internal ones, the answer in
+    internal ids); it is now refused in one line, as ``exact`` already was."""
+    from graphsys.measures import diameter, eccentricity, reciprocity
+
+    t = small_graph(tmp_path, 1, False, n=5, m=6)
+    calls = (lambda f: link_scores(t.graph, [(3, 10)], internal=f),
+             lambda f: common_neighbors(t.graph, 3, 10, internal=f),
+             lambda f: top_links(t.graph, internal=f),
+             lambda f: eccentricity(t.graph, [3], internal=f),
+             lambda f: reciprocity(t.graph, [3], internal=f))
+    for call in calls:
+        for bad in ("no", 1, None):
+            with pytest.raises(ParameterError, match="^internal must be True or False"):
+                call(bad)
+        call(np.False_)
+    with pytest.raises(ParameterError, match="^exact must be True or False"):
+        diameter(t.graph, exact="no")
