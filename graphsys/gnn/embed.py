@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from graphsys.device import resolve_device
 from graphsys.errors import GraphsysError
 from graphsys.gnn.batches import eval_blocks, link_sampler, node_sampler, walk_sampler
 from graphsys.gnn.checkpoint import (
@@ -163,7 +164,7 @@ def embed_checkpoint(checkpoint: str | Path, out: str | Path, *, graph: Graph | 
         graph = open_graph(meta_field(meta, "graph", checkpoint))
     old = check_graph(meta, graph, checkpoint, grown=True)
     cfg = train_config_of(meta, checkpoint)
-    device = torch.device(device)
+    device = resolve_device(device)
     et = meta_field(meta, "entity_type", checkpoint)
     task = meta_field(meta, "task", checkpoint)
     if et not in graph.entity_types:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
+from graphsys.device import resolve_device
 from graphsys.execution import OPTION_DOCS, fill_doc
 from graphsys.gnn.model import GNN
 from graphsys.progress import display
@@ -95,7 +96,7 @@ def layerwise_inference(model: GNN, inputs: Callable[[torch.Tensor], torch.Tenso
     True
     """
     model.eval()
-    device = torch.device(device)
+    device = resolve_device(device)
     prev: torch.Tensor | None = None
     projected = False
     with display(progress, total=model.num_layers * num_nodes, unit="node", unit_scale=True,
@@ -157,7 +158,7 @@ def layerwise_inference_on(model: GNN, inputs: Callable[[torch.Tensor], torch.Te
     and the later passes reuse them instead of drawing them again.
     """
     model.eval()
-    device = torch.device(device)
+    device = resolve_device(device)
     seeds = np.asarray(seeds.cpu() if torch.is_tensor(seeds) else seeds, dtype=np.int64)
     L = model.num_layers
     if len(seeds) == 0:

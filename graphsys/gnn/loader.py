@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from graphsys.device import resolve_device
 from graphsys.errors import GraphsysError, ParameterError
 from graphsys.gnn.dropout import feature_dropout
 from graphsys.sampling._util import as_seed_array, derive_seed, serial_kernels
@@ -534,7 +535,7 @@ class NodeLoader:
             raise ParameterError("sampler", f"must be a graphsys.sampling.Sampler, got "
                                             f"{type(sampler).__name__}")
         if sampler is not None:
-            sampler = on_device(sampler, torch.device(device), device_sampling)
+            sampler = on_device(sampler, resolve_device(device), device_sampling)
         fixed = negatives is not None and np.ndim(negatives) == 2
         for name, value, lo in (("batch_size", batch_size, 1), ("num_workers", num_workers, 0),
                                 ("prefetch", prefetch, 1), ("world_size", world_size, 1),
@@ -565,7 +566,7 @@ class NodeLoader:
         self.batch_time = bool(batch_time)
         self.batch_size, self.shuffle, self.seed = int(batch_size), bool(shuffle), int(seed)
         self.num_workers, self.prefetch = int(num_workers), int(prefetch)
-        self.device = torch.device(device)
+        self.device = resolve_device(device)  # "auto" too, as every engine reads it
         self.drop_last = bool(drop_last)
         if rank >= world_size:
             raise ParameterError("rank", f"must be < world_size ({world_size}), got {rank}")

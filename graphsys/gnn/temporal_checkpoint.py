@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from graphsys.device import resolve_device
 from graphsys.errors import FormatError, GraphsysError
 from graphsys.gnn.checkpoint import (
     check_fits,
@@ -88,7 +89,7 @@ def load_temporal(checkpoint: str | Path, graph: Graph | None = None, *, device=
     if "edge_features" not in meta and not graph.edge_set(None).has_weight:
         cfg.edge_features = []   # a run from before feature columns were read: no features
     _check_dimensions(checkpoint, config, cfg, state)
-    task = TemporalTask(graph, cfg, torch.device(device),
+    task = TemporalTask(graph, cfg, resolve_device(device),
                         scales=_feature_scales(checkpoint, meta, config["raw_dim"]))
     ev = task.ev
     if (config["num_nodes"], config["raw_dim"]) != (ev.num_nodes, ev.raw.shape[1]):

@@ -27,6 +27,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from graphsys.device import resolve_device
 from graphsys.distributed import destroy, peer_failures
 from graphsys.errors import GraphsysError
 from graphsys.execution import OPTION_DOCS, fill_doc
@@ -188,7 +189,7 @@ def train(graph: Graph | str | Path, config: TrainConfig | None = None, *,
         from graphsys.storage.time_view import until
 
         graph = until(graph, cfg.until, since=cfg.since)
-    device = torch.device(device)
+    device = resolve_device(device)
     out = Path(out) if out is not None else None
     if out is not None:
         check_place(out)

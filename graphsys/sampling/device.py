@@ -44,6 +44,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from graphsys.device import resolve_device
 from graphsys.errors import GraphsysError
 from graphsys.sampling._util import as_seed_array, derive_seed
 from graphsys.sampling.adjacency import Adjacency
@@ -456,8 +457,7 @@ class DeviceNeighborSampler(Sampler):
         self.replace = bool(replace)
         self.adj: Adjacency = base.adj
         self.entity_type = base.entity_type
-        self.device = torch.device(device if device is not None else
-                                   "cuda" if torch.cuda.is_available() else "cpu")
+        self.device = resolve_device("auto" if device is None else device)
         self.pin_memory = bool(pin_memory)
         if self.pin_memory and not torch.cuda.is_available():
             raise GraphsysError("pin_memory needs CUDA (pinned host memory is page-locked "

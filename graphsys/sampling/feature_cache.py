@@ -17,6 +17,7 @@ import threading
 import numpy as np
 import torch
 
+from graphsys.device import resolve_device
 from graphsys.errors import GraphsysError, check_count
 from graphsys.sampling._util import as_seed_array, derive_seed
 from graphsys.sampling.base import Sampler
@@ -133,8 +134,7 @@ class DeviceFeatureCache:
             # 1.5 was cut to 1, True read as 1, NaN raised a raw ValueError
             raise GraphsysError(f"capacity must be an integer >= 0, got {capacity!r}")
         capacity = len(hot) if capacity is None else int(capacity)
-        self.device = torch.device(device if device is not None else
-                                   "cuda" if torch.cuda.is_available() else "cpu")
+        self.device = resolve_device("auto" if device is None else device)
         self.table = table
         self.shape = table.shape
         self.dtype = np.dtype(np.float32)
