@@ -22,7 +22,7 @@ import numpy as np
 from graphsys import openmp, views
 from graphsys.kernels.arrays import read_only
 from graphsys.measures.kernels_view import DIRECTED, SYMMETRIC, UNIQUE, max_row_bound
-from graphsys.storage.node_reads import checked_internal
+from graphsys.storage.node_reads import checked_internal, internal_of
 
 
 @dataclass
@@ -132,4 +132,4 @@ def internal_ids(graph, ids, name: str, *, internal: bool) -> np.ndarray:
     one-line errors name ``name``."""
     if internal:
         return checked_internal(ids, graph.num_nodes(), name)
-    return graph.to_internal(ids)
+    return internal_of(graph, ids, name)

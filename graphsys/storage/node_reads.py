@@ -148,6 +148,16 @@ def checked_internal(values, num_nodes: int, name: str) -> np.ndarray:
     return arr
 
 
+def internal_of(graph, ids, name: str, entity_type: str | None = None) -> np.ndarray:
+    """:meth:`Graph.to_internal <graphsys.storage.graph.Graph.to_internal>` of the
+    parameter ``name``'s original ids, its one-line refusal (an id not in the graph, or
+    of the wrong kind) a :class:`~graphsys.errors.ParameterError` naming ``name``."""
+    try:
+        return graph.to_internal(ids, entity_type)
+    except GraphsysError as exc:
+        raise ParameterError(name, f"must hold ids of the graph's nodes: {exc}") from None
+
+
 def to_original(graph, internal, entity_type: str | None = None):
     """Original ids of internal ids, range-checked (:meth:`Graph.to_original
     <graphsys.storage.graph.Graph.to_original>`)."""

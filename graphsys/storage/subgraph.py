@@ -39,7 +39,7 @@ from graphsys.errors import GraphsysError, ParameterError, check_count
 from graphsys.storage.csr import CSR
 from graphsys.storage.edge_changes import node_pair_keys
 from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest_sources
-from graphsys.storage.node_reads import checked_internal
+from graphsys.storage.node_reads import checked_internal, internal_of
 
 __all__ = ["edge_mask_fn", "ego_adjacency", "ego_mask", "node_mask", "node_table",
            "write_subgraph"]
@@ -121,8 +121,8 @@ def node_mask(graph, nodes=None, where=None, *, internal: bool = False) -> np.nd
             if internal:
                 idx = checked_internal(nodes, n, "nodes")
             else:
-                idx = graph.to_internal(nodes if isinstance(nodes, (np.ndarray, pa.Array))
-                                        or np.isscalar(nodes) else list(nodes))
+                idx = internal_of(graph, nodes if isinstance(nodes, (np.ndarray, pa.Array))
+                                  or np.isscalar(nodes) else list(nodes), "nodes")
             keep[idx] = True
     if where is not None:
         keep &= _predicate(node_table(graph), where, "node table")
@@ -301,7 +301,7 @@ def _centres(graph, centers, internal: bool, radius) -> np.ndarray:
     if internal:
         return checked_internal(centers, graph.num_nodes(), "centers")
     scalar = np.isscalar(centers) or isinstance(centers, str)
-    return graph.to_internal([centers] if scalar else centers)
+    return internal_of(graph, [centers] if scalar else centers, "centers")
 
 
 def _scratch(graph, n: int) -> list:
@@ -389,8 +389,7 @@ def edge_mask_fn(graph, edges=None, where=None, *, internal: bool = False,
         if internal:
             u, v = (checked_internal(pairs[:, k], n, "edges") for k in (0, 1))
         else:
-            u = graph.to_internal(pairs[:, 0].tolist())
-            v = graph.to_internal(pairs[:, 1].tolist())
+            u, v = (internal_of(graph, pairs[:, k].tolist(), "edges") for k in (0, 1))
         keys = np.unique(np.concatenate([node_pair_keys(u, v, n)] + (
             [node_pair_keys(v, u, n)] if graph.edge_set(edge_set).undirected else [])))
 

@@ -10,7 +10,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from graphsys.errors import GraphsysError, ParameterError
+from graphsys.errors import ParameterError
 from graphsys.measures import common_neighbors, link_scores, top_links
 from tests.measures.conftest import small_graph
 
@@ -111,8 +111,11 @@ def test_bad_input_is_one_line(tmp_path):
         link_scores(t.graph, [(3, 10)], "cosine")
     with pytest.raises(ParameterError, match="pairs"):
         link_scores(t.graph, [(3, 10, 17)])
-    with pytest.raises(GraphsysError, match="node id 4 is not in the graph"):
-        link_scores(t.graph, [(3, 4)])
+    with pytest.raises(ParameterError, match="^pairs must hold ids of the graph's nodes: "
+                                             "node id 4 is not in the graph"):
+        link_scores(t.graph, [(3, 4)])  # the parameter is named, not the id alone
+    with pytest.raises(ParameterError, match="^u, v must hold ids .* node id 4 is not"):
+        common_neighbors(t.graph, 3, 4)
     with pytest.raises(ParameterError, match="internal id 99"):
         link_scores(t.graph, [(0, 99)], internal=True)
     for dtype in (np.int64, np.int32, np.uint64):  # an array's columns, checked in one pass

@@ -97,8 +97,10 @@ def test_predicate_mask_and_internal_ids(tmp_path):
         g.subgraph(where=pc.field("nope") > 1)
     with pytest.raises(ParameterError, match="nodes or where"):
         g.subgraph()
-    with pytest.raises(GraphsysError, match="not in the graph"):
+    with pytest.raises(ParameterError, match="^nodes must hold ids .*not in the graph"):
         g.subgraph([100_000])
+    with pytest.raises(ParameterError, match="^centers must hold ids .*not in the graph"):
+        g.ego_graph(100_000)
 
 
 @pytest.mark.parametrize("undirected", [False, True])
