@@ -150,3 +150,13 @@ def test_a_bool_among_integer_ids_is_refused(weighted):
     with pytest.raises(GraphsysError, match="internal ids are integers; got True"):
         g.to_original([True, 0])
     np.testing.assert_array_equal(g.to_internal([int(ids[2]), np.int32(ids[1])]), [2, 1])
+
+
+def test_a_bucket_is_named_by_two_partition_numbers(weighted):
+    """``bucket(True, 0)`` read bucket (1, 0) and ``bucket("1", 0)`` was a TypeError; NumPy
+    integers name a bucket as ints do."""
+    g, *_ = weighted
+    assert g.bucket(np.int64(1), np.uint8(0)).num_edges == g.bucket(1, 0).num_edges
+    for bad in ((True, 0), ("1", 0), (0, 1.0), (0, g.num_partitions), (-1, 0)):
+        with pytest.raises(GraphsysError, match=r"^bucket \(.*\) out of range for 4 partitions"):
+            g.bucket(*bad)
