@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import tomllib
-from numbers import Integral
+from numbers import Integral, Real
 from pathlib import Path
 from typing import Any
 
@@ -22,14 +22,16 @@ def check_type(key: str, value: Any, annotation: str) -> Any:
         if "None" in annotation:
             return None
         raise ConfigError(f"{key}: must not be null")
+    if getattr(value, "dtype", None) == bool and getattr(value, "shape", None) == ():
+        value = bool(value)  # NumPy's bool: a flag, never a number
     if base == "int":
-        if isinstance(value, bool) or not isinstance(value, int):
-            if not isinstance(value, bool) and (isinstance(value, Integral) or isinstance(
-                    value, float) and value.is_integer()):
-                return int(value)   # NumPy's integers too: np.int64(3) was refused
+        if isinstance(value, bool) or not isinstance(value, Integral):
+            if isinstance(value, float) and value.is_integer():
+                return int(value)
             raise ConfigError(f"{key}: must be an integer, got {value!r}")
+        return int(value)  # NumPy's integers too
     elif base == "float":
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if isinstance(value, bool) or not isinstance(value, Real):
             raise ConfigError(f"{key}: must be a number, got {value!r}")
         return float(value)
     elif base == "str":
@@ -39,9 +41,25 @@ def check_type(key: str, value: Any, annotation: str) -> Any:
         if not isinstance(value, bool):
             raise ConfigError(f"{key}: must be true or false, got {value!r}")
     elif base == "str | int":
-        if isinstance(value, bool) or not isinstance(value, (str, int)):
+        if isinstance(value, bool) or not isinstance(value, (str, Integral)):
             raise ConfigError(f"{key}: must be a size like '2GB' or a byte count, got {value!r}")
+        return value if isinstance(value, str) else int(value)
     return value
+
+
+def plain(value: Any) -> Any:
+    """``json.dumps``'s ``default`` for config data: a NumPy or torch scalar as the Python
+    number or bool it holds; anything else that JSON cannot hold is a one-line
+    :class:`ConfigError`.
+
+    >>> import json, numpy as np
+    >>> json.dumps({"dimension": np.int32(8)}, default=plain)
+    '{"dimension": 8}'
+    """
+    if getattr(value, "ndim", None) == 0 and hasattr(value, "item"):
+        return value.item()
+    raise ConfigError(f"config: {value!r} is no plain value (a number, string, bool, list "
+                      f"or table)")
 
 
 def parse_value(text: str) -> Any:

@@ -81,6 +81,26 @@ def check_count(name: str, value, *, minimum: int = 1) -> int:
     return int(value)
 
 
+def first_bool(values):
+    """The first bool (Python's or NumPy's) among the items of a list or tuple ``values``
+    (nested ones included), else None. ``np.asarray([True, 2])`` is ``[1, 2]``: a bool
+    among integers would pass as the integer 1, so a reader of integers (ids, counts)
+    refuses what this finds.
+
+    >>> first_bool([3, (4, True)]), first_bool([3, 4]), first_bool(None)
+    (True, None, None)
+    """
+    stack = [values] if isinstance(values, (list, tuple)) else []
+    while stack:
+        for v in stack.pop():
+            if isinstance(v, bool) or (getattr(v, "dtype", None) == bool
+                                       and getattr(v, "shape", None) == ()):  # NumPy's
+                return bool(v)
+            if isinstance(v, (list, tuple)):
+                stack.append(v)
+    return None
+
+
 def check_flag(name: str, value) -> bool:
     """``value`` as a ``bool`` when it is one (NumPy's included), else a one-line
     :class:`ParameterError` naming ``name`` (a string such as ``"no"`` is not read as

@@ -45,7 +45,7 @@ from typing import NamedTuple
 
 from tqdm import tqdm
 
-from graphsys.errors import GraphsysError, ParameterError
+from graphsys.errors import GraphsysError, ParameterError, check_flag
 
 __all__ = ["DEFAULT_SECONDS", "ENV", "Bar", "CompileAware", "LineProgress", "Step",
            "check_progress", "compile_ended", "compile_started", "display", "interval",
@@ -342,9 +342,11 @@ def check_progress(progress) -> bool | Callable:
     is False); anything else is refused in one line."""
     if callable(progress):
         return progress
-    if progress is None or isinstance(progress, bool):
-        return bool(progress)
-    raise ParameterError("progress", f"must be True, False or a callable, got {progress!r}")
+    try:  # NumPy's bools too, as every flag (check_flag)
+        return False if progress is None else check_flag("progress", progress)
+    except ParameterError:
+        raise ParameterError("progress", f"must be True, False or a callable, got "
+                                         f"{progress!r}") from None
 
 
 def display(progress, **kwargs) -> tqdm:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from numbers import Integral
 
 import numpy as np
 
@@ -58,10 +59,10 @@ def parse_size(text: str | int, *, field: str = "size", minimum: int = 1) -> int
     ...
     graphsys.errors.GraphsysError: memory_limit: size '1e99' is more than 8 EiB (...)
     """
-    if isinstance(text, bool) or not isinstance(text, (int, str)):
+    if isinstance(text, bool) or not isinstance(text, (Integral, str)):
         raise GraphsysError(f"{field}: cannot parse size {text!r} (examples: 2GB, 512MiB)")
-    if isinstance(text, int):
-        value = text
+    if isinstance(text, Integral):  # NumPy's integers too
+        value = int(text)
     else:
         m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][0-9]+)?)\s*([a-zA-Z]*)\s*", str(text))
         if not m or m.group(2).lower() not in _SIZE_UNITS:

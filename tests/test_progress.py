@@ -291,3 +291,15 @@ def test_display_one_rule_for_every_engine(monkeypatch):
     assert steps == [progress.Step("count", 1, 3, "block"), progress.Step("count", 3, 3, "block")]
     with pytest.raises(ParameterError, match="^progress must be True, False or a callable"):
         progress.display("yes", total=1)
+
+
+def test_progress_takes_numpy_bools_as_every_flag_does():
+    """``progress=np.False_`` was refused while every other flag (``check_flag``) takes
+    NumPy's bools; 1 and "no" stay refused."""
+    import numpy as np
+
+    assert progress.check_progress(np.False_) is False
+    assert progress.check_progress(np.True_) is True
+    for bad in (1, "no", np.array([True])):
+        with pytest.raises(ParameterError, match="^progress must be True, False or a callable"):
+            progress.check_progress(bad)

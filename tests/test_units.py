@@ -65,3 +65,15 @@ def test_minimum_is_named():
     with pytest.raises(GraphsysError, match=r"^x: size '1' is less than 1,000,000 bytes, the "
                                             r"least that can work$"):
         parse_size("1", field="x", minimum=1_000_000)
+
+
+def test_a_numpy_integer_is_a_byte_count():
+    """``ingest(memory_limit=np.int64(10**9))`` was refused ("cannot parse size
+    np.int64(1000000000)") while every int is a byte count; a bool and a float stay
+    refused."""
+    import numpy as np
+
+    assert parse_size(np.int64(10**9)) == 10**9 and type(parse_size(np.uint32(4096))) is int
+    for bad in (True, np.float64(1e9), 1.5e9):
+        with pytest.raises(GraphsysError, match="cannot parse size"):
+            parse_size(bad)

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from graphsys.config_values import check_type, parse_value, read_config_file
+from graphsys.config_values import check_type, parse_value, plain, read_config_file
 from graphsys.device import DEVICES
 from graphsys.embed.model import COMPARATORS, LOSSES, OPERATORS
 from graphsys.errors import ConfigError, GraphsysError, ParameterError
@@ -263,6 +263,8 @@ class EmbedConfig:
         self.entities = {n: e if isinstance(e, EntityConfig) else
                          _sub(EntityConfig, f"entities.{n}", e)
                          for n, e in self.entities.items()}
+        for f in dataclasses.fields(self):  # as config_from_dict reads them: np.int32(8) is 8
+            setattr(self, f.name, check_type(f.name, getattr(self, f.name), str(f.type)))
         self.validate()
 
     def _check_grouping(self) -> None:
@@ -443,7 +445,7 @@ def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]
     if not isinstance(overrides, (list, tuple)) or not all(isinstance(x, str) for x in overrides):
         raise ParameterError("overrides", f"must be a list of 'key=value' strings, got "
                                           f"{overrides!r}")
-    out = json.loads(json.dumps(raw))
+    out = json.loads(json.dumps(raw, default=plain))  # NumPy's scalars as numbers
     for item in overrides:
         if "=" not in item:
             raise ParameterError("overrides", f"{item!r}: expected key=value")

@@ -32,6 +32,7 @@ from graphsys.errors import FormatError, GraphsysError, ParameterError
 from graphsys.storage.embedding_files import is_embedding_directory, read_embedding_files
 from graphsys.storage.graph import Graph, open_graph
 from graphsys.storage.identity import stored_record
+from graphsys.storage.node_reads import checked_internal
 
 
 class Embeddings(EmbeddingQueries, EmbeddingExports):
@@ -315,9 +316,10 @@ class Embeddings(EmbeddingQueries, EmbeddingExports):
         return np.concatenate(parts) if parts else np.zeros((0, self.dimension), np.float32)
 
     def rows(self, internal: np.ndarray, entity_type: str | None = None) -> np.ndarray:
-        """Embeddings of type-global ids ``internal`` (int64 ``(k,)``) -> float32 ``(k, d)``."""
+        """Embeddings of type-global ids ``internal`` (int64 ``(k,)``) -> float32 ``(k, d)``;
+        an id that is no integer of ``0..num_entities-1`` is a one-line ParameterError."""
         t = self._etype(entity_type)
-        internal = np.asarray(internal, np.int64)
+        internal = checked_internal(internal, self.num_entities(t), "internal")
         offs = self._offsets[t]
         part = np.searchsorted(offs, internal, side="right") - 1
         parts = self.partitions(t)   # checked against the dimension before it sizes `out`
@@ -333,7 +335,7 @@ class Embeddings(EmbeddingQueries, EmbeddingExports):
 
     def original(self, internal, entity_type: str | None = None):
         """Original ids of type-global ids: an int64 array, or a list of strings."""
-        ids = self.graph.to_original(np.asarray(internal, np.int64), self._etype(entity_type))
+        ids = self.graph.to_original(internal, self._etype(entity_type))
         return ids.to_pylist() if isinstance(ids, pa.Array) else ids
 
     # -- lookups ----------------------------------------------------------------------------

@@ -541,7 +541,7 @@ class NodeLoader:
         fixed = negatives is not None and np.ndim(negatives) == 2
         for name, value, lo in (("batch_size", batch_size, 1), ("num_workers", num_workers, 0),
                                 ("prefetch", prefetch, 1), ("world_size", world_size, 1),
-                                ("rank", rank, 0),
+                                ("rank", rank, 0), ("seed", seed, 0),  # 2.5 was seed 2
                                 ("negatives", 0 if callable(negatives) or fixed else negatives,
                                  0)):
             if (not isinstance(value, (int, np.integer)) or isinstance(value, bool)

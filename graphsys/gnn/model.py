@@ -99,9 +99,9 @@ class GNN(nn.Module):
                  num_layers: int = 2, dropout: float = 0.5, heads: int = 8):
         super().__init__()
         spec = GNN_MODELS.get(model)
-        if num_layers < 1:
-            raise GraphsysError(f"num_layers must be >= 1, got {num_layers}")
-        for name, size in (("in_dim", in_dim), ("hidden_dim", hidden_dim), ("out_dim", out_dim)):
+        # num_layers too: True built one layer, 2.5 and None failed in arithmetic
+        for name, size in (("in_dim", in_dim), ("hidden_dim", hidden_dim), ("out_dim", out_dim),
+                           ("num_layers", num_layers)):
             check_count(name, size)  # 0 gave a ZeroDivisionError, -1 torch's RuntimeError
         _check_number("dropout", dropout)  # NaN and 1.5 failed only in training, in NumPy
         _check_number("heads", heads)

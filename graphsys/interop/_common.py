@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from graphsys.errors import GraphsysError, InputError, ParameterError, check_count
+from graphsys.errors import GraphsysError, InputError, ParameterError, check_count, first_bool
 from graphsys.execution import fill_doc
 from graphsys.interop._dense import write_dense
 from graphsys.storage.graph import Graph, open_graph
@@ -175,6 +175,8 @@ def _values(values, name: str) -> np.ndarray | pa.Array | pa.ChunkedArray:
     v = np.asarray(values)
     if v.ndim != 1:
         raise InputError(f"{name} must be one-dimensional, got shape {v.shape}")
+    if v.dtype != bool and first_bool(values) is not None:  # np.asarray([True, 2]): [1, 2]
+        raise InputError(f"{name} must hold ids or numbers, got a bool among them")
     return v
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import warnings
 from pathlib import Path
 
-from graphsys.errors import GraphsysError, InputError
+from graphsys.errors import GraphsysError, InputError, check_flag
 from graphsys.interop._common import (
     DEFAULT_MAX_EDGES,
     document,
@@ -171,8 +171,8 @@ def to_dgl(graph: Graph, *, edge_set: str | None = None,
     import torch
 
     dgl = import_dgl()
-    if hetero is None:
-        hetero = len(graph.entity_types) > 1
+    # "no" was read as True (a HeteroData of one type)
+    hetero = len(graph.entity_types) > 1 if hetero is None else check_flag("hetero", hetero)
     if hetero:
         return _to_hetero(graph, edge_set, max_edges, dgl)
     ex = export_arrays(graph, edge_set=edge_set, max_edges=max_edges, what="to_dgl")

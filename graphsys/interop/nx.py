@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from graphsys.errors import InputError
+from graphsys.errors import InputError, check_flag
 from graphsys.interop._common import document, export_arrays, ingest_arrays, node_column_values
 from graphsys.storage.graph import Graph
 
@@ -157,7 +157,7 @@ def to_networkx(graph: Graph, *, edge_set: str | None = None,
     import networkx as nx
 
     ex = export_arrays(graph, edge_set=edge_set, max_edges=max_edges, what="to_networkx",
-                       columns=node_columns)
+                       columns=check_flag("node_columns", node_columns))
     G = nx.Graph() if ex.undirected else nx.DiGraph()
     ids = list(ex.ids.tolist() if isinstance(ex.ids, np.ndarray) else ex.ids)
     attrs: list[dict[str, Any]] = [{} for _ in ids]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from graphsys.errors import GraphsysError, InputError
+from graphsys.errors import GraphsysError, InputError, check_flag
 from graphsys.interop._common import DEFAULT_MAX_EDGES, document, export_arrays, ingest_arrays
 from graphsys.storage.graph import Graph
 
@@ -165,8 +165,8 @@ def to_pyg(graph: Graph, *, edge_set: str | None = None,
     import torch
 
     pyg = _import_pyg()
-    if hetero is None:
-        hetero = len(graph.entity_types) > 1
+    # "no" was read as True (a HeteroData of one type)
+    hetero = len(graph.entity_types) > 1 if hetero is None else check_flag("hetero", hetero)
     if hetero:
         return _to_hetero(graph, edge_set, max_edges, pyg)
     ex = export_arrays(graph, edge_set=edge_set, max_edges=max_edges, what="to_pyg")

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from graphsys.errors import InputError
+from graphsys.errors import InputError, check_flag
 from graphsys.interop._common import DEFAULT_MAX_EDGES, document, export_arrays, ingest_arrays
 from graphsys.storage.graph import Graph
 
@@ -64,6 +64,7 @@ def from_scipy(matrix, out: str | Path, *, weighted: bool | None = None,
                          f"weights are real: pass matrix.real or abs(matrix) explicitly")
     if weighted is None:
         weighted = bool(len(data)) and not np.all(data == 1)
+    weighted = check_flag("weighted", weighted)  # "no" kept the weights
     return ingest_arrays(coo.row.astype(np.int64), coo.col.astype(np.int64), out, num_nodes=n,
                          weight=data.astype(np.float64) if weighted else None,
                          node_columns=node_columns, metadata={"source": "scipy.sparse"},

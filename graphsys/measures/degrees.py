@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from graphsys import views
-from graphsys.errors import ParameterError
+from graphsys.errors import ParameterError, check_flag
 from graphsys.measures import kernels_degrees as kg
 from graphsys.measures.view import undirected_view
 
@@ -258,6 +258,7 @@ def reciprocity(graph, nodes=None, *, edge_set: str | None = None, internal: boo
     """
     from graphsys.measures.view import internal_ids
 
+    internal = check_flag("internal", internal)
     rec = _reciprocal(graph, edge_set)
     if nodes is None:
         total = int(rec.out.sum())

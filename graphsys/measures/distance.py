@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from graphsys.errors import ParameterError
+from graphsys.errors import check_flag
 from graphsys.execution import OPTION_DOCS, Execution, fill_doc, with_threads
 from graphsys.kernels import bfs as kb
 from graphsys.kernels import components as kc
@@ -257,8 +257,7 @@ def diameter(graph, *, exact: bool = False, edge_set: str | None = None,
     >>> d.value, d.exact, sorted(d.endpoints), d.components
     (4, True, [0, 4], 2)
     """
-    if not isinstance(exact, (bool, np.bool_)):
-        raise ParameterError("exact", f"must be True or False, got {exact!r}")
+    exact = check_flag("exact", exact)
     ex = Execution.of(execution, progress=progress).in_memory("diameter", "distributed")
     progress, view = ex.progress, undirected_view(graph, edge_set, ex.memory_limit)
     if view.num_nodes == 0:
@@ -397,6 +396,7 @@ def eccentricity(graph, nodes=None, *, edge_set: str | None = None, internal: bo
     >>> eccentricity(g).to_dict(), eccentricity(g, [2]).tolist()
     ({0: 4, 1: 3, 2: 2, 3: 3, 4: 4}, [2])
     """
+    internal = check_flag("internal", internal)
     ex = Execution.of(execution, progress=progress).in_memory("eccentricity", "distributed")
     progress, view = ex.progress, undirected_view(graph, edge_set, ex.memory_limit)
     search = _Searcher(view)

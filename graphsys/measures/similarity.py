@@ -43,7 +43,7 @@ import numba
 import numpy as np
 import pyarrow as pa
 
-from graphsys.errors import ParameterError, check_count
+from graphsys.errors import ParameterError, check_count, check_flag
 from graphsys.execution import OPTION_DOCS, Execution, fill_doc, with_threads
 from graphsys.measures import kernels_similarity as ks
 from graphsys.measures.kernels_view import UNIQUE, gather
@@ -136,7 +136,7 @@ def link_scores(graph, pairs, method: str = "jaccard", *, edge_set: str | None =
     >>> link_scores(g, [(0, 3)], "preferential_attachment").tolist()
     [4.0]
     """
-    code = _method(method)
+    code, internal = _method(method), check_flag("internal", internal)  # "no" was True
     view = undirected_view(graph, edge_set)
     us, vs = _pair_ids(graph, pairs, internal)
     out = np.empty(len(us), np.float64)
@@ -232,7 +232,7 @@ def common_neighbors(graph, u, v, *, edge_set: str | None = None, internal: bool
     >>> common_neighbors(g, 0, 3).tolist()
     [2]
     """
-    view = undirected_view(graph, edge_set)
+    internal, view = check_flag("internal", internal), undirected_view(graph, edge_set)
     a, b = internal_ids(graph, [u, v], "u, v", internal=internal).tolist()
     nu, nv = (np.empty(int(_row_lengths(view, np.array([x]))[0]), np.int64) for x in (a, b))
     nu = nu[:_gather(view, a, nu)]
@@ -335,7 +335,7 @@ def top_links(graph, nodes=None, k: int = 10, method: str = "jaccard", *,
     [(0, 3, 1.0), (4, 2, 1.0)]
     """
     code = _method(method)
-    k = check_count("k", k, minimum=0)
+    k, internal = check_count("k", k, minimum=0), check_flag("internal", internal)
     ex = Execution.of(execution, progress=progress).in_memory("top_links", "distributed")
     progress, view = ex.progress, undirected_view(graph, edge_set, ex.memory_limit)
     n = view.num_nodes

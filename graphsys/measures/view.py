@@ -20,10 +20,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from graphsys import openmp, views
-from graphsys.errors import GraphsysError, ParameterError
 from graphsys.kernels.arrays import read_only
 from graphsys.measures.kernels_view import DIRECTED, SYMMETRIC, UNIQUE, max_row_bound
-from graphsys.storage.node_reads import integer_ids
+from graphsys.storage.node_reads import checked_internal, internal_of
 
 
 @dataclass
@@ -132,13 +131,5 @@ def internal_ids(graph, ids, name: str, *, internal: bool) -> np.ndarray:
     """``ids`` (original ids, or internal ids when ``internal``) as int64 internal ids;
     one-line errors name ``name``."""
     if internal:
-        try:  # not an int64 cast: that truncated 0.5 to node 0 and read True as 1
-            arr = integer_ids(ids, "internal ids are integers").reshape(-1)
-        except GraphsysError as exc:
-            raise ParameterError(name, f"must hold integer internal ids ({exc})") from None
-        n = graph.num_nodes()
-        if len(arr) and (arr.min() < 0 or arr.max() >= n):
-            bad = arr[(arr < 0) | (arr >= n)][0]
-            raise ParameterError(name, f"holds internal id {int(bad)}, outside 0..{n - 1}")
-        return arr
-    return graph.to_internal(ids)
+        return checked_internal(ids, graph.num_nodes(), name)
+    return internal_of(graph, ids, name)

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from graphsys import views
-from graphsys.errors import ParameterError, check_count
+from graphsys.errors import ParameterError, check_count, check_flag
 from graphsys.execution import Execution
 from graphsys.mining import stream
 from graphsys.mining._docs import document
@@ -240,6 +240,7 @@ def frequent_subgraphs(graph, labels, support: int, *, max_edges: int = 3,
     """
     check_count("support", support)
     check_count("max_edges", max_edges)
+    exact = check_flag("exact", exact)
     memory_limit = Execution.of(execution, memory_limit=memory_limit).in_memory(
         "frequent subgraph mining", "distributed", "progress").memory_limit
     g = as_graph(graph)

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from graphsys import views
-from graphsys.errors import ParameterError, check_count
+from graphsys.errors import ParameterError, check_count, check_flag
 from graphsys.execution import Execution
 from graphsys.mining import match_kernels, stream
 from graphsys.mining._docs import document
@@ -651,6 +651,7 @@ def count(graph, pattern, *, induced: bool = False, labels=None, edge_labels=Non
     ...              edge_labels="kind")
     4
     """
+    induced = check_flag("induced", induced)  # "no" was read as True
     ex = Execution.of(execution, threads=threads, memory_limit=memory_limit,
                       distributed=distributed, progress=progress).in_memory("pattern counting")
     g, p, view, node_labels = _prepare(graph, pattern, labels, edge_set, ex.memory_limit,
@@ -736,6 +737,7 @@ def matches(graph, pattern, *, induced: bool = False, labels=None, edge_labels=N
     if limit is not None and (isinstance(limit, bool) or not isinstance(
             limit, (int, np.integer)) or limit < 0):
         raise ParameterError("limit", f"must be a non-negative integer or None, got {limit!r}")
+    induced = check_flag("induced", induced)
     ex = Execution.of(execution, memory_limit=memory_limit).in_memory(
         "pattern matching", "distributed", "progress")
     if callback is not None:
@@ -807,7 +809,7 @@ def iter_matches(graph, pattern, *, induced: bool = False, labels=None, edge_lab
     >>> sum(1 for _ in graphsys.mining.iter_matches(k4, "4-cycle", chunk=1))
     3
     """
-    chunk = check_count("chunk", chunk)
+    chunk, induced = check_count("chunk", chunk), check_flag("induced", induced)
     limit = Execution.of(execution, memory_limit=memory_limit).in_memory(
         "pattern matching", "distributed", "progress").memory_limit
     g, p, view, node_labels = _prepare(graph, pattern, labels, edge_set, limit, edge_labels)

@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from graphsys import views
-from graphsys.errors import GraphsysError
+from graphsys.errors import GraphsysError, check_flag
 from graphsys.execution import Execution
 from graphsys.mining import kernels
 from graphsys.mining._docs import document
@@ -310,6 +310,7 @@ def triangle_stats(graph, *, per_node: bool = False, edge_set: str | None = None
     After edges were deleted or appended, from a previous result
     (:mod:`graphsys.mining.incremental` has an example).
     """
+    per_node = check_flag("per_node", per_node)
     ex = Execution.of(execution, mode=mode, threads=threads, memory_limit=memory_limit,
                       distributed=distributed, progress=progress).on_cpu("triangle counting")
     g = as_graph(graph)
@@ -499,6 +500,7 @@ def average_clustering(graph, *, edge_set: str | None = None, count_zeros: bool 
     >>> round(mining.average_clustering(g), 4)
     0.8333
     """
+    count_zeros = check_flag("count_zeros", count_zeros)  # "no" was read as True
     values = triangle_stats(graph, per_node=True, edge_set=edge_set, execution=Execution.of(
         execution, mode=mode, threads=threads, memory_limit=memory_limit, distributed=distributed,
         progress=progress)).clustering.values

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 import numpy as np
 import torch
 
-from graphsys.errors import GraphsysError, ParameterError, check_count
+from graphsys.errors import GraphsysError, ParameterError, check_count, first_bool
 
 _MASK63 = (1 << 63) - 1
 _NEGATIVE = 0xD6E8FEB86659FD93   # the word a negative seed part mixes after its own
@@ -27,6 +27,8 @@ def as_seed_array(seed_nodes, num_nodes: int, what: str = "seed") -> np.ndarray:
         arr = np.asarray(seed_nodes)
         if arr.size and not np.issubdtype(arr.dtype, np.integer):
             raise GraphsysError(f"{what} ids must be integers, got {arr.dtype}")
+        if first_bool(seed_nodes) is not None:  # np.asarray([True, 2]) is [1, 2]
+            raise GraphsysError(f"{what} ids must be integers, got a bool among them")
     arr = arr.reshape(-1)
     if arr.dtype.kind == "u":   # unsigned ids are checked before the cast could wrap them
         bad = arr >= num_nodes

@@ -22,7 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from graphsys import views
-from graphsys.errors import GraphsysError
+from graphsys.errors import GraphsysError, check_flag
 from graphsys.storage.graph import Graph
 
 #: Anonymous bytes per stored edge alive at once at the peak of building the symmetric view
@@ -211,6 +211,7 @@ def homogeneous_adjacency(graph: Graph, entity_type: str | None = None, *,
     """
     if direction not in ("in", "out"):
         raise GraphsysError(f"direction must be 'in' or 'out', got {direction!r}")
+    symmetric = check_flag("symmetric", symmetric)  # "no" built the undirected view
     mapped = mapped_adjacency(graph, entity_type, edge_set=edge_set, symmetric=symmetric,
                               direction=direction)
     if mapped is not None:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from graphsys.errors import GraphsysError
+from graphsys.errors import GraphsysError, check_flag
 from graphsys.memory import over_budget
 from graphsys.sampling import _kernels as K
 from graphsys.sampling._util import as_seed_array, kernel_seed, run_parallel, scratch
@@ -90,7 +90,8 @@ def sample_neighbors(adj: Adjacency, seeds: np.ndarray, fanout: int, *, replace:
     if not (isinstance(fanout, (int, np.integer)) and not isinstance(fanout, bool)
             and fanout == 0):  # 0: no picks
         fanout = parse_fanouts([fanout])[0]  # -2 and NaN were read as -1, 1.5 as 1
-    return pick_neighbors(adj, seeds, fanout, replace, kernel_seed(rng_seed), parallel)
+    return pick_neighbors(adj, seeds, fanout, check_flag("replace", replace), kernel_seed(rng_seed),
+                          parallel)
 
 
 def pick_neighbors(adj: Adjacency, seeds: np.ndarray, fanout: int, replace: bool,
@@ -202,7 +203,7 @@ class NeighborSampler(LayerwiseSampler):
                  edge_set: str | None = None, symmetric: bool = True,
                  direction: str = "in", memory_limit: int | None = None):
         self.fanouts = parse_fanouts(fanouts)
-        self.replace = bool(replace)
+        self.replace = check_flag("replace", replace)  # "no" sampled with replacement
         if isinstance(graph, Adjacency):
             given = [name for name, value, default in (
                 ("edge_set", edge_set, None), ("symmetric", symmetric, True),

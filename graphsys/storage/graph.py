@@ -26,6 +26,7 @@ mappings kept); its methods are thin calls into the modules that do each job:
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from numbers import Integral
 from pathlib import Path
 
 import numpy as np
@@ -231,8 +232,10 @@ class Graph(GraphSchema, SubgraphMethods):
         (Bucket('default', 1, 1, edges=3), [0, 1, 2], [1, 2, 0])
         """
         p = self.num_partitions
-        if not (0 <= i < p and 0 <= j < p):
-            raise GraphsysError(f"bucket ({i}, {j}) out of range for {p} partitions")
+        if not all(isinstance(x, Integral) and not isinstance(x, bool) and 0 <= x < p
+                   for x in (i, j)):  # "1" was a TypeError, True read as partition 1
+            raise GraphsysError(f"bucket ({i!r}, {j!r}) out of range for {p} partitions")
+        i, j = int(i), int(j)
         es = self._stored(edge_set)  # one stored name as stored: a change set's pairs too
         if es.members:  # several edge sets read as one
             return UnionBucket(self, es, i, j)

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc as paipc
 
-from graphsys.errors import FormatError, GraphsysError
+from graphsys.errors import FormatError, GraphsysError, ParameterError, first_bool
 from graphsys.storage import kernels
 from graphsys.storage.column_file import map_column
 from graphsys.storage.format import node_column_file, node_file
@@ -130,6 +130,32 @@ def original_ids(graph, entity_type: str):
             ids.flags.writeable = False
         graph._original_ids[entity_type] = ids
     return ids
+
+
+def checked_internal(values, num_nodes: int, name: str) -> np.ndarray:
+    """``values`` (internal ids: a scalar, a sequence, an array or a tensor) as int64 (1-D)
+    in ``0..num_nodes-1``: never a cast, which truncated 0.5 to node 0 and read True as 1;
+    a bool, a fraction, a string or an id out of range is a one-line
+    :class:`~graphsys.errors.ParameterError` naming the parameter ``name``."""
+    try:
+        arr = integer_ids(values, "internal ids are integers").reshape(-1)
+    except GraphsysError as exc:
+        raise ParameterError(name, f"must hold integer internal ids ({exc})") from None
+    if len(arr) and (arr.min() < 0 or arr.max() >= num_nodes):
+        bad = arr[(arr < 0) | (arr >= num_nodes)][0]
+        raise ParameterError(name, f"holds internal id {int(bad)}, outside "
+                                   f"0..{num_nodes - 1}")
+    return arr
+
+
+def internal_of(graph, ids, name: str, entity_type: str | None = None) -> np.ndarray:
+    """:meth:`Graph.to_internal <graphsys.storage.graph.Graph.to_internal>` of the
+    parameter ``name``'s original ids, its one-line refusal (an id not in the graph, or
+    of the wrong kind) a :class:`~graphsys.errors.ParameterError` naming ``name``."""
+    try:
+        return graph.to_internal(ids, entity_type)
+    except GraphsysError as exc:
+        raise ParameterError(name, f"must hold ids of the graph's nodes: {exc}") from None
 
 
 def to_original(graph, internal, entity_type: str | None = None):
@@ -266,6 +292,8 @@ def integer_ids(values, what: str) -> np.ndarray:
         arr = np.atleast_1d(np.asarray(values))
     except (TypeError, ValueError, OverflowError):
         arr = np.atleast_1d(np.asarray(values, dtype=object))
+    if arr.dtype.kind in "iuf" and (flag := first_bool(values)) is not None:
+        raise GraphsysError(f"{what}; got {flag!r}")  # np.asarray([True, 2]) is [1, 2]
     if arr.dtype == bool or arr.dtype.kind not in "iuf":
         if arr.dtype.kind == "O" and all(isinstance(v, (int, np.integer)) and
                                          not isinstance(v, (bool, np.bool_)) for v in arr) \

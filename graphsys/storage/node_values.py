@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from graphsys.errors import ParameterError, check_count
+from graphsys.errors import ParameterError, check_count, check_flag
 
 
 @dataclass(repr=False)
@@ -128,6 +128,7 @@ class NodeValues:
         1
         """
         check_count("k", k, minimum=0)
+        largest = check_flag("largest", largest)  # "no" ranked the largest first
         values = self._ranked_column(column)
         key = -values if largest else values  # ascending key: best first
         n, k = len(key), min(int(k), len(key))

@@ -39,6 +39,7 @@ from graphsys.errors import GraphsysError, ParameterError, check_count
 from graphsys.storage.csr import CSR
 from graphsys.storage.edge_changes import node_pair_keys
 from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest_sources
+from graphsys.storage.node_reads import checked_internal, internal_of
 
 __all__ = ["edge_mask_fn", "ego_adjacency", "ego_mask", "node_mask", "node_table",
            "write_subgraph"]
@@ -107,6 +108,8 @@ def node_mask(graph, nodes=None, where=None, *, internal: bool = False) -> np.nd
         raise ParameterError("nodes", "or where is needed to choose the nodes")
     keep = np.ones(n, bool)
     if nodes is not None:
+        if hasattr(nodes, "detach"):  # a torch tensor: its values (a bool mask too)
+            nodes = nodes.detach().cpu().numpy()
         arr = nodes if isinstance(nodes, (np.ndarray, pa.Array)) else None
         if arr is not None and arr.dtype == bool:
             if arr.shape != (n,):
@@ -116,12 +119,10 @@ def node_mask(graph, nodes=None, where=None, *, internal: bool = False) -> np.nd
         else:
             keep[:] = False
             if internal:
-                idx = np.asarray(nodes, np.int64).reshape(-1)
-                if len(idx) and (idx.min() < 0 or idx.max() >= n):
-                    raise ParameterError("nodes", f"holds internal ids outside 0..{n - 1}")
+                idx = checked_internal(nodes, n, "nodes")
             else:
-                idx = graph.to_internal(list(nodes) if not isinstance(
-                    nodes, (np.ndarray, pa.Array)) else nodes)
+                idx = internal_of(graph, nodes if isinstance(nodes, (np.ndarray, pa.Array))
+                                  or np.isscalar(nodes) else list(nodes), "nodes")
             keep[idx] = True
     if where is not None:
         keep &= _predicate(node_table(graph), where, "node table")
@@ -298,11 +299,9 @@ def _centres(graph, centers, internal: bool, radius) -> np.ndarray:
     internal ones are range-checked by the search), ``radius`` checked: a one-line error."""
     check_count("radius", radius, minimum=0)
     if internal:
-        if type(centers) is int:
-            return np.full(1, centers, np.int64)
-        return np.array(centers, np.int64, ndmin=1).reshape(-1)
+        return checked_internal(centers, graph.num_nodes(), "centers")
     scalar = np.isscalar(centers) or isinstance(centers, str)
-    return graph.to_internal([centers] if scalar else centers)
+    return internal_of(graph, [centers] if scalar else centers, "centers")
 
 
 def _scratch(graph, n: int) -> list:
@@ -378,7 +377,8 @@ def edge_mask_fn(graph, edges=None, where=None, *, internal: bool = False,
     n = graph.num_nodes()
     keys = None
     if edges is not None:
-        pairs = np.asarray(edges, dtype=object if not internal else np.int64)
+        # objects but for an array: np.asarray([(True, 2)]) would read True as node 1
+        pairs = edges if isinstance(edges, np.ndarray) else np.asarray(edges, dtype=object)
         if pairs.ndim != 2 or pairs.shape[1] != 2:
             try:
                 pairs = np.asarray([tuple(p) for p in edges], dtype=object)
@@ -387,10 +387,9 @@ def edge_mask_fn(graph, edges=None, where=None, *, internal: bool = False,
             if pairs.ndim != 2 or pairs.shape[1] != 2:
                 raise ParameterError("edges", "must be a sequence of (u, v) pairs")
         if internal:
-            u, v = pairs[:, 0].astype(np.int64), pairs[:, 1].astype(np.int64)
+            u, v = (checked_internal(pairs[:, k], n, "edges") for k in (0, 1))
         else:
-            u = graph.to_internal(pairs[:, 0].tolist())
-            v = graph.to_internal(pairs[:, 1].tolist())
+            u, v = (internal_of(graph, pairs[:, k].tolist(), "edges") for k in (0, 1))
         keys = np.unique(np.concatenate([node_pair_keys(u, v, n)] + (
             [node_pair_keys(v, u, n)] if graph.edge_set(edge_set).undirected else [])))
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from graphsys.errors import ParameterError, check_count
+from graphsys.errors import ParameterError, check_count, check_flag
 from graphsys.storage.csr import CSR, build_rows
 from graphsys.storage.temporal_index import (
     RAM_BYTES_PER_ENTRY,
@@ -132,6 +132,8 @@ def view(graph, kind: str, *, edge_set: str | None = None, memory_limit: int | N
     """
     if kind not in KINDS:
         raise ParameterError("kind", f"must be one of {', '.join(KINDS)}, got {kind!r}")
+    weights, directions, sort = (check_flag(name, v) for name, v in (  # "no" was True
+        ("weights", weights), ("directions", directions), ("sort", sort)))
     for name, given, kinds in (("weights", weights, ("out", "in", "sym")),
                                ("directions", directions, ("oriented",)),
                                ("sort", not sort, ("oriented",)),

@@ -8,7 +8,7 @@ from scipy.sparse import csgraph
 
 from graphsys import bsp
 from graphsys.bsp.algorithms import PageRank
-from graphsys.errors import ConvergenceWarning, GraphsysError
+from graphsys.errors import ConvergenceWarning, GraphsysError, ParameterError
 from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
 from .conftest import GRAPH_KEYS, MODES, to_global
@@ -71,8 +71,17 @@ def test_sssp_rejects_negative_weights(tmp_path):
 
 
 def test_unknown_source(graphs):
-    with pytest.raises(GraphsysError, match="node id 9999 is not in the graph"):
-        bsp.bfs(graphs["directed-p1"].graph, 9999)
+    """The refusal names the parameter that held the id (it named the id alone)."""
+    g = graphs["directed-p1"].graph
+    with pytest.raises(ParameterError, match="^source must hold ids of the graph's nodes: "
+                                             "node id 9999 is not in the graph"):
+        bsp.bfs(g, 9999)
+    with pytest.raises(ParameterError, match="^source .* are integers; got True"):
+        bsp.sssp(g, True)
+    with pytest.raises(ParameterError, match="^sources .*node id 9999 is not in the graph"):
+        bsp.betweenness(g, sources=[9999])
+    with pytest.raises(ParameterError, match="^sources .*node id 9999 is not in the graph"):
+        bsp.personalized_pagerank(g, [int(g.node_ids()[0]), 9999])
 
 
 @pytest.mark.parametrize("key", GRAPH_KEYS)

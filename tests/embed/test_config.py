@@ -293,3 +293,24 @@ def test_settings_a_run_would_not_apply_are_refused_by_training_only(kg1, tmp_pa
     cfg = config_from_dict({"dimension": 8, **raw})
     with pytest.raises(ConfigError, match=f"^{message}"):
         Trainer(cfg, open_graph(kg1), tmp_path / "ck")
+
+
+def test_numpy_and_torch_scalars_are_read_as_the_numbers_they_hold():
+    """``load_config(dimension=np.int32(8))`` failed in ``json.dumps`` ("Object of type
+    int32 is not JSON serializable") and ``EmbedConfig(dimension=np.int32(8))`` was refused
+    as no integer; each is now the int 8, as a config file's 8 is."""
+    import numpy as np
+    import torch
+
+    from graphsys.embed.config import EmbedConfig
+
+    for value in (np.int32(8), np.uint8(8), torch.tensor(8), np.float64(8.0)):
+        c = load_config(dimension=value, lr=np.float32(0.5))
+        assert (c.dimension, type(c.dimension), type(c.lr)) == (8, int, float)
+        assert load_config(raw={"dimension": value}).dimension == 8
+    c = EmbedConfig(dimension=np.int64(8), seed=np.uint16(3), all_negs=np.True_)
+    assert (type(c.dimension), type(c.seed), c.all_negs) == (int, int, True)
+    with pytest.raises(ConfigError, match="^dimension: must be an integer"):
+        EmbedConfig(dimension=np.float64(2.5))
+    with pytest.raises(ConfigError, match="^config: .* is no plain value"):
+        load_config(dimension=object())

@@ -77,3 +77,18 @@ def test_numpy_k_reaches_faiss_as_an_int(tmp_path):
     assert len(ids) == 3
     with pytest.raises(ParameterError, match="k must be a positive integer"):
         e.nearest(5, 2.5)
+
+
+def test_internal_rows_are_checked_never_cast(emb):
+    """``rows`` cast its internal ids to int64: 0.5 read row 0, True row 1, -1 a row of
+    another partition and an id past the end a NumPy IndexError. ``original`` cast too."""
+    e, _ = emb
+    n = e.num_entities()
+    np.testing.assert_array_equal(e.rows([n - 1, 0]), e.to_numpy()[[n - 1, 0]])
+    for bad, match in (([0.5], "integer internal ids"), ([True], "got True"),
+                       ([-1], f"internal id -1, outside 0..{n - 1}"),
+                       ([n], f"internal id {n}, outside")):
+        with pytest.raises(ParameterError, match=f"^internal .*{match}"):
+            e.rows(bad)
+    with pytest.raises(GraphsysError, match="internal ids are integers; got 0.5"):
+        e.original([0.5])

@@ -224,3 +224,26 @@ def test_a_run_resumes_with_the_other_sampler(tmp_path):
     res = train(g, TrainConfig(**base, epochs=2, sampler="device"), out=run)
     assert [h["epoch"] for h in res.history] == [1, 2]
     assert [h["loss"] for h in res.history] == [h["loss"] for h in whole.history]
+
+
+def test_device_names_are_read_as_every_engine_reads_them(graph):
+    """``device="auto"`` (the BSP engine's and the embeddings' name for "CUDA when there
+    is one") was torch's RuntimeError listing its 20 device types in NodeLoader and
+    DeviceNeighborSampler, as "gpu" was; each name now goes through resolve_device."""
+    from graphsys.device import resolve_device
+    from graphsys.sampling.feature_cache import DeviceFeatureCache
+
+    s = NeighborSampler(graph, [2])
+    auto = resolve_device("auto")
+    assert NodeLoader(graph, s, [1, 2], device="auto").device == auto
+    assert DeviceNeighborSampler(graph, [2], device="auto").device == auto
+    assert DeviceFeatureCache(np.zeros((4, 2), np.float32), np.array([0]),
+                              device="auto").device == auto
+    for bad in ("gpu", "CPU"):
+        with pytest.raises(ParameterError, match=f"^device '{bad}': unknown device"):
+            NodeLoader(graph, s, [1, 2], device=bad)
+        with pytest.raises(ParameterError, match=f"^device '{bad}': unknown device"):
+            DeviceNeighborSampler(graph, [2], device=bad)
+    if not torch.cuda.is_available():
+        with pytest.raises(ParameterError, match="^device cuda: no CUDA device"):
+            NodeLoader(graph, s, [1, 2], device="cuda")

@@ -183,6 +183,10 @@ def test_bad_input(graph):
         NodeLoader(g, s, [1], batch_size=0)
     with pytest.raises(ParameterError, match="batch_size"):      # was a batch of 1
         NodeLoader(g, s, [1], batch_size=True)
+    for seed in (2.5, "2", True, -1, float("nan")):  # 2.5 was seed 2; NaN a raw ValueError
+        with pytest.raises(ParameterError, match="^seed must be an integer >= 0"):
+            NodeLoader(g, s, [1], seed=seed)
+    assert NodeLoader(g, s, [1], seed=np.int32(3)).seed == 3
     with pytest.raises(ParameterError, match="^either_end swaps the ends of links"):
         NodeLoader(g, s, [1], either_end=True)                    # was silently ignored
     with pytest.raises(ParameterError, match="Sampler"):

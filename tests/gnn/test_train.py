@@ -389,7 +389,10 @@ def test_train_refuses_a_setting_the_node_task_ignores(tmp_path):
 
 @pytest.mark.parametrize("setting,value", [
     ("dropout", float("nan")), ("dropout", 1.5), ("dropout", -0.1), ("heads", 0),
-    ("hidden_dim", 0), ("out_dim", 0), ("in_dim", -1)])
+    ("hidden_dim", 0), ("out_dim", 0), ("in_dim", -1),
+    # True built one layer; 2.5, None and "2" failed in arithmetic, NaN read "nan-layer"
+    ("num_layers", True), ("num_layers", 2.5), ("num_layers", None), ("num_layers", "2"),
+    ("num_layers", float("nan")), ("num_layers", 0)])
 def test_gnn_refuses_a_size_or_dropout_out_of_range(setting, value):
     """``GNN(...)`` built every such model: dropout NaN or 1.5 failed only when training
     began (NumPy's "cannot convert float NaN to integer"), and heads or a width of 0 raised

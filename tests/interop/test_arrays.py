@@ -82,7 +82,8 @@ def test_from_numpy_refuses_node_columns_it_would_misstore(tmp_path, columns, ma
 
 @pytest.mark.parametrize("src,match", [
     (np.array([1, "b"], dtype=object), r"^src: values of dtype object are not ids"),
-    (np.array([1j, 2j]), r"^src: values of dtype complex128 are not ids")])
+    (np.array([1j, 2j]), r"^src: values of dtype complex128 are not ids"),
+    ([True, 2], r"^src must hold ids or numbers, got a bool")])  # NumPy read it as [1, 2]
 def test_from_numpy_refuses_ids_arrow_cannot_hold_in_one_line(tmp_path, src, match):
     with pytest.raises(InputError, match=match):
         graphsys.from_numpy(src, [1, 2], tmp_path / "g")

@@ -8,7 +8,7 @@ import pytest
 import scipy.sparse as sp
 
 import graphsys
-from graphsys.errors import GraphsysError, InputError
+from graphsys.errors import GraphsysError, InputError, ParameterError
 
 
 def test_scipy_round_trip_with_weights(tmp_path):
@@ -108,3 +108,19 @@ def test_a_bad_max_edges_is_refused_in_one_line(tmp_path, bad):
         with pytest.raises(ParameterError, match="max_edges must be a non-negative integer"):
             export(g, max_edges=bad)
     assert graphsys.to_scipy(g, max_edges=2).nnz == 2
+
+
+def test_conversion_flags_refuse_what_is_no_bool(tmp_path):
+    """``hetero="no"`` gave a HeteroData of one type, ``node_columns="no"`` kept the
+    columns, ``weighted="no"`` kept the weights: each flag is now checked in one line."""
+    g = graphsys.from_numpy([0, 1], [1, 2], tmp_path / "g", weight=[2.0, 3.0])
+    m = graphsys.to_scipy(g)
+    with pytest.raises(ParameterError, match="^weighted must be True or False"):
+        graphsys.from_scipy(m, tmp_path / "s", weighted="no")
+    assert not graphsys.from_scipy(m, tmp_path / "s", weighted=np.False_).edge_set().has_weight
+    with pytest.raises(ParameterError, match="^node_columns must be True or False"):
+        graphsys.to_networkx(g, node_columns="no")
+    pytest.importorskip("torch_geometric")
+    with pytest.raises(ParameterError, match="^hetero must be True or False"):
+        graphsys.to_pyg(g, hetero="no")
+    assert type(graphsys.to_pyg(g, hetero=np.False_)).__name__ == "Data"

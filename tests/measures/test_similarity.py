@@ -10,7 +10,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from graphsys.errors import GraphsysError, ParameterError
+from graphsys.errors import ParameterError
 from graphsys.measures import common_neighbors, link_scores, top_links
 from tests.measures.conftest import small_graph
 
@@ -111,8 +111,11 @@ def test_bad_input_is_one_line(tmp_path):
         link_scores(t.graph, [(3, 10)], "cosine")
     with pytest.raises(ParameterError, match="pairs"):
         link_scores(t.graph, [(3, 10, 17)])
-    with pytest.raises(GraphsysError, match="node id 4 is not in the graph"):
-        link_scores(t.graph, [(3, 4)])
+    with pytest.raises(ParameterError, match="^pairs must hold ids of the graph's nodes: "
+                                             "node id 4 is not in the graph"):
+        link_scores(t.graph, [(3, 4)])  # the parameter is named, not the id alone
+    with pytest.raises(ParameterError, match="^u, v must hold ids .* node id 4 is not"):
+        common_neighbors(t.graph, 3, 4)
     with pytest.raises(ParameterError, match="internal id 99"):
         link_scores(t.graph, [(0, 99)], internal=True)
     for dtype in (np.int64, np.int32, np.uint64):  # an array's columns, checked in one pass
@@ -230,3 +233,23 @@ def test_stored_and_built_rows_share_one_kernel_signature(tmp_path):
         top_links(g, ids[:2], 3, "jaccard")
     assert len(ks.pair_scores.signatures) == 1
     assert len(ks.top_k.signatures) == 1
+
+
+def test_internal_is_a_flag_of_every_measure(tmp_path):
+    """``internal="no"`` was read as True (the ids taken as internal ones, the answer in
+    internal ids); it is now refused in one line, as ``exact`` already was."""
+    from graphsys.measures import diameter, eccentricity, reciprocity
+
+    t = small_graph(tmp_path, 1, False, n=5, m=6)
+    calls = (lambda f: link_scores(t.graph, [(3, 10)], internal=f),
+             lambda f: common_neighbors(t.graph, 3, 10, internal=f),
+             lambda f: top_links(t.graph, internal=f),
+             lambda f: eccentricity(t.graph, [3], internal=f),
+             lambda f: reciprocity(t.graph, [3], internal=f))
+    for call in calls:
+        for bad in ("no", 1, None):
+            with pytest.raises(ParameterError, match="^internal must be True or False"):
+                call(bad)
+        call(np.False_)
+    with pytest.raises(ParameterError, match="^exact must be True or False"):
+        diameter(t.graph, exact="no")

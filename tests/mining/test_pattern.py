@@ -159,3 +159,25 @@ def test_a_match_call_counts_against_the_budget(graph_of):
                                                 r"RAM needs about"):
             call()
     assert mining.count(g, "4-cycle", memory_limit=64 * tight) == want
+
+
+def test_the_mining_flags_refuse_what_is_no_bool(graph_of):
+    """A flag was read by its truth: ``induced="no"`` counted induced matches,
+    ``count_zeros="no"`` averaged over every node, ``directed="no"`` ran the directed
+    triad census, ``largest="no"`` ranked the largest first. Each is now one line."""
+    g = graph_of([0, 1, 2, 2], [1, 2, 0, 3], 4)
+    calls = {"induced": (lambda f: mining.count(g, "wedge", induced=f),
+                         lambda f: mining.matches(g, "wedge", induced=f),
+                         lambda f: mining.iter_matches(g, "wedge", induced=f)),
+             "per_node": (lambda f: mining.triangle_stats(g, per_node=f),),
+             "count_zeros": (lambda f: mining.average_clustering(g, count_zeros=f),),
+             "directed": (lambda f: mining.motifs(g, 3, directed=f),),
+             "exact": (lambda f: mining.frequent_subgraphs(g, np.zeros(4, int), 1, exact=f),),
+             "largest": (lambda f: mining.triangles(g).top(2, largest=f),)}
+    for name, fs in calls.items():
+        for call in fs:
+            with pytest.raises(ParameterError, match=f"^{name} must be True or False"):
+                call("no")
+            call(np.False_)
+    want = nx.average_clustering(simple_graph([0, 1, 2, 2], [1, 2, 0, 3], 4), count_zeros=False)
+    assert mining.average_clustering(g, count_zeros=False) == pytest.approx(want)

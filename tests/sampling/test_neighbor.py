@@ -147,6 +147,8 @@ def test_bad_seeds(graph):
     assert parse_fanouts(np.array([10, -1])) == parse_fanouts(torch.tensor([10, -1])) == [10, -1]
     with pytest.raises(GraphsysError, match=r"seed id 9223372036854775809 is outside"):
         s.sample_blocks(np.array([1, 2**63 + 1], np.uint64))    # named as given, not wrapped
+    with pytest.raises(GraphsysError, match="must be integers, got a bool"):
+        s.sample_blocks([True, 2])  # np.asarray read it as [1, 2]: seed node 1
 
 
 @pytest.mark.parametrize("bad", [[99], [-5], [0.5]])
@@ -271,3 +273,16 @@ def test_a_layer_too_large_for_memory_is_refused_in_one_line():
     for fanout in (10**15, 2**62):
         with pytest.raises(GraphsysError, match=f"fanout {fanout} draws .* of available RAM"):
             sample_neighbors(adj, np.array([0, 1, 2]), fanout, replace=True)
+
+
+def test_replace_and_symmetric_are_flags(graph):
+    """``replace="no"`` sampled with replacement (and reached the numba kernels as a
+    string in sample_neighbors); ``symmetric="no"`` built the undirected view."""
+    adj = from_coo(np.array([0, 0, 0, 1]), np.array([1, 2, 3, 0]), 4, 4)
+    with pytest.raises(ParameterError, match="^replace must be True or False"):
+        sample_neighbors(adj, np.array([0, 1]), 2, replace="no")
+    with pytest.raises(ParameterError, match="^replace must be True or False"):
+        NeighborSampler(graph, [2], replace="no")
+    assert NeighborSampler(graph, [2], replace=np.True_).replace is True
+    with pytest.raises(ParameterError, match="^symmetric must be True or False"):
+        homogeneous_adjacency(graph, symmetric="no")

@@ -138,3 +138,25 @@ def test_unknown_ids_and_names(weighted):
         g.num_edges("test")
     with pytest.raises(GraphsysError, match="has no node column 'label'"):
         g.node_column("label")
+
+
+def test_a_bool_among_integer_ids_is_refused(weighted):
+    """``np.asarray([True, 2])`` is ``[1, 2]``: a bool in a list of ids read as node 1."""
+    g, *_ = weighted
+    ids = g.node_ids()
+    for bad in ([True, int(ids[2])], (int(ids[2]), np.True_), [[True, int(ids[2])]]):
+        with pytest.raises(GraphsysError, match="are integers; got True"):
+            g.to_internal(bad)
+    with pytest.raises(GraphsysError, match="internal ids are integers; got True"):
+        g.to_original([True, 0])
+    np.testing.assert_array_equal(g.to_internal([int(ids[2]), np.int32(ids[1])]), [2, 1])
+
+
+def test_a_bucket_is_named_by_two_partition_numbers(weighted):
+    """``bucket(True, 0)`` read bucket (1, 0) and ``bucket("1", 0)`` was a TypeError; NumPy
+    integers name a bucket as ints do."""
+    g, *_ = weighted
+    assert g.bucket(np.int64(1), np.uint8(0)).num_edges == g.bucket(1, 0).num_edges
+    for bad in ((True, 0), ("1", 0), (0, 1.0), (0, g.num_partitions), (-1, 0)):
+        with pytest.raises(GraphsysError, match=r"^bucket \(.*\) out of range for 4 partitions"):
+            g.bucket(*bad)

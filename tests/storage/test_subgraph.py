@@ -97,8 +97,10 @@ def test_predicate_mask_and_internal_ids(tmp_path):
         g.subgraph(where=pc.field("nope") > 1)
     with pytest.raises(ParameterError, match="nodes or where"):
         g.subgraph()
-    with pytest.raises(GraphsysError, match="not in the graph"):
+    with pytest.raises(ParameterError, match="^nodes must hold ids .*not in the graph"):
         g.subgraph([100_000])
+    with pytest.raises(ParameterError, match="^centers must hold ids .*not in the graph"):
+        g.ego_graph(100_000)
 
 
 @pytest.mark.parametrize("undirected", [False, True])
@@ -173,3 +175,31 @@ def test_edge_subgraph_keys_pairs_past_the_int64_product(tmp_path, monkeypatch, 
     monkeypatch.setattr(edge_changes, "MAX_PACKED_NODES", 1)
     assert edge_changes.node_pair_keys(np.array([1]), np.array([0]), 3).dtype.names
     assert edges_of(g.edge_subgraph(some)) == want
+
+
+def test_internal_ids_are_read_never_cast(tmp_path):
+    """Internal ids (``internal=True``) were cast to int64: 0.5 and 1.9 chose nodes 0 and
+    1, True node 1, the text "1" node 1, and a torch bool mask read as the ids 1 and 0.
+    Now each is refused in one line naming the parameter, and a torch mask is a mask."""
+    import torch
+
+    g, _, _ = stored(tmp_path, 4, undirected=False, partitions=2)
+    n, ids = g.num_nodes(), g.node_ids()
+    for bad in ([0.5, 1], [True], [1.9], ["1"], [float("nan")]):
+        with pytest.raises(ParameterError, match="^nodes must hold integer internal ids"):
+            g.subgraph(bad, internal=True)
+        with pytest.raises(ParameterError, match="^centers must hold integer internal ids"):
+            g.ego_graph(bad[0], 1, internal=True)
+        with pytest.raises(ParameterError, match="^edges must hold integer internal ids"):
+            g.edge_subgraph([(bad[0], 1)], internal=True)
+    with pytest.raises(ParameterError, match=f"^edges holds internal id -1, outside 0..{n - 1}"):
+        g.edge_subgraph([(-1, 1)], internal=True)
+    mask = np.zeros(n, bool)
+    mask[[0, 2, 5]] = True
+    for m in (torch.from_numpy(mask), mask):
+        for internal in (False, True):
+            assert g.subgraph(m, internal=internal).node_ids().tolist() == ids[mask].tolist()
+    assert g.subgraph(np.int32(3), internal=True).node_ids().tolist() == [ids[3]]
+    assert g.subgraph(int(ids[3])).node_ids().tolist() == [ids[3]]  # one id: no TypeError
+    with pytest.raises(GraphsysError, match="are integers; got True"):
+        g.edge_subgraph([(True, int(ids[1]))])  # a bool among original ids too

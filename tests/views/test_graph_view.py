@@ -124,6 +124,16 @@ def test_an_option_of_another_kind_is_refused_in_one_line(graph_of, kind, option
         g.view(kind, **options)
 
 
+def test_a_view_flag_that_is_no_bool_is_refused_in_one_line(graph_of):
+    """``view("out", weights="no")`` was read as weights=True; ``sort="no"`` of an oriented
+    view was read as sorted."""
+    g = graph_of([0, 1], [1, 2], 3)
+    for kind, name in (("out", "weights"), ("oriented", "directions"), ("oriented", "sort")):
+        with pytest.raises(ParameterError, match=f"^{name} must be True or False"):
+            views.view(g, kind, **{name: "no"})
+    assert views.view(g, "out", weights=np.False_) is views.view(g, "out")
+
+
 def test_a_negative_beside_is_refused_in_one_line(graph_of):
     """``beside=-5`` let a kept oriented view be used 5 bytes past the budget."""
     g = graph_of([0, 1], [1, 2], 3)

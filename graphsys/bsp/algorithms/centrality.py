@@ -27,7 +27,7 @@ from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
 from graphsys.errors import GraphsysError, ParameterError, check_count, check_flag
 from graphsys.progress import progress_bar
-from graphsys.storage.node_reads import id_order
+from graphsys.storage.node_reads import id_order, internal_of
 
 if TYPE_CHECKING:
     import torch
@@ -49,7 +49,7 @@ def sample_sources(graph, k, seed, sources) -> np.ndarray | None:
     if sources is not None:
         if k is not None:
             raise ParameterError("k", "and sources exclude each other: give one")
-        ids = np.asarray(graph.to_internal(id_list(sources)), np.int64)
+        ids = np.asarray(internal_of(graph, id_list(sources), "sources"), np.int64)
         if len(ids) == 0:
             raise ParameterError("sources", "is empty: give at least one node id")
         if len(np.unique(ids)) != len(ids):

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from graphsys.errors import GraphsysError, ParameterError
+from graphsys.storage.node_reads import internal_of
 from graphsys.views.limits import one_type
 
 
@@ -23,14 +24,14 @@ def open_if_path(graph):
 
 
 def source_index(graph, source) -> int:
-    """Global id of the original node id ``source``; GraphsysError when absent, a
-    ParameterError when ``source`` is not one id (a list of them included)."""
+    """Global id of the original node id ``source``; a ParameterError naming ``source``
+    when it is not one id (a list of them included) or not in the graph."""
     if source is None:
         raise ParameterError("source", "is needed by this algorithm: give a node id")
     if not isinstance(source, str) and np.ndim(source) != 0:
         raise ParameterError("source", f"must be one node id, got "
                                        f"{' '.join(repr(source).split())}")  # one line
-    return int(graph.to_internal([source])[0])
+    return int(internal_of(graph, [source], "source")[0])
 
 
 def id_list(ids) -> list:

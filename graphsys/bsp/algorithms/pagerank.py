@@ -85,6 +85,7 @@ from graphsys.errors import GraphsysError, ParameterError, check_flag
 from graphsys.kernels.arrays import read_only
 from graphsys.storage.adjacency_index import build_command, build_index, warn_outdated_push
 from graphsys.storage.lock import manifest_digest
+from graphsys.storage.node_reads import internal_of
 from graphsys.storage.push_layout import degree_order, min_blocks, push_layout, sums_length
 
 #: PageRank renumbers the vertices of graphs with fewer in-edges per vertex than this in
@@ -749,7 +750,7 @@ def personalized_pagerank(graph, sources, *, weights=None, damping: float = 0.85
     if init is not None:
         raise ParameterError("init", "starts a personalized pagerank of one source without "
                                      "weights (the runs a result records)")
-    idx = graph.to_internal(src)
+    idx = internal_of(graph, src, "sources")
     w = teleport_weights(np.ones(len(idx)) if weights is None else weights,
                          "personalization weights")
     if w.shape != idx.shape:
