@@ -541,7 +541,7 @@ class NodeLoader:
         fixed = negatives is not None and np.ndim(negatives) == 2
         for name, value, lo in (("batch_size", batch_size, 1), ("num_workers", num_workers, 0),
                                 ("prefetch", prefetch, 1), ("world_size", world_size, 1),
-                                ("rank", rank, 0), ("seed", seed, 0),  # 2.5 was seed 2
+                                ("rank", rank, 0),
                                 ("negatives", 0 if callable(negatives) or fixed else negatives,
                                  0)):
             if (not isinstance(value, (int, np.integer)) or isinstance(value, bool)
@@ -566,7 +566,7 @@ class NodeLoader:
         if batch_time and (links is None or times is None):
             raise ParameterError("batch_time", "reads links with times; give both")
         self.batch_time = bool(batch_time)
-        seed_entropy(seed)   # a float, bool or None seed is refused (1.5 shuffled as 1)
+        seed_entropy(seed, "seed")   # a float, bool or None is refused (1.5 shuffled as 1)
         self.batch_size, self.shuffle, self.seed = int(batch_size), bool(shuffle), int(seed)
         self.num_workers, self.prefetch = int(num_workers), int(prefetch)
         self.device = device

@@ -42,12 +42,13 @@ def as_seed_array(seed_nodes, num_nodes: int, what: str = "seed") -> np.ndarray:
     return np.ascontiguousarray(arr, dtype=np.int64)
 
 
-def seed_entropy(seed) -> int:
+def seed_entropy(seed, name: str | None = None) -> int:
     """``seed``, an integer in [-2**63, 2**64) (NumPy and torch integers too), as a distinct
     non-negative int (a negative ``s`` as ``2**64 + ~s``: seed -1 is not seed 2**64 - 1):
     the entropy of ``numpy.random.default_rng`` and of :func:`derive_seed`. A float, a bool,
     None or a string (``rng_seed=1.5`` drew seed 1's sample), or an integer outside the
-    range (``2**64`` drew seed 0's), is refused in one line."""
+    range (``2**64`` drew seed 0's), is refused in one line (a :class:`ParameterError`
+    naming ``name`` when given)."""
     try:
         if isinstance(seed, (bool, np.bool_)):
             raise TypeError
@@ -55,6 +56,9 @@ def seed_entropy(seed) -> int:
         if not -(1 << 63) <= p < 1 << 64:
             raise TypeError
     except TypeError:
+        if name is not None:
+            raise ParameterError(name, f"must be an integer in [-2**63, 2**64) (a random "
+                                       f"seed), got {seed!r}") from None
         raise GraphsysError(f"a random seed must be an integer in [-2**63, 2**64), got "
                             f"{seed!r}") from None
     return p if p >= 0 else (1 << 64) + ~p
