@@ -69,7 +69,8 @@ def _read(path: Path, column: str, dim: int, ids: list | None = None) -> np.ndar
     if ids is not None:
         ids.append(table.column("id").combine_chunks())
     col = table.column(column).combine_chunks()
-    if col.type != pa.list_(pa.float32(), dim) or col.null_count:
+    if not pa.types.is_fixed_size_list(col.type) or col.type.list_size != dim \
+            or col.type.value_type != pa.float32() or col.null_count:
         raise ValueError(f"column {column} is {col.type}, not fixed_size_list<float>[{dim}] "
                          f"without nulls")
     flat = col.flatten()

@@ -119,6 +119,9 @@ def test_a_hop_file_of_another_width_or_a_negative_hop_count_is_refused(tmp_path
     with pytest.raises(FormatError, match=r"cannot read hop 0 .*column feat is "
                                           r"fixed_size_list<item: float>\[1\], not"):
         read_hop(out, 0)
+    (out / INDEX).write_text(json.dumps({**header, "dim": 2**63}))   # no raw OverflowError
+    with pytest.raises(FormatError, match=r"cannot read hop 0 .*not fixed_size_list<float>"):
+        read_hop(out, 0)
     (out / INDEX).write_text(json.dumps({**header, "hops": -1}))
     with pytest.raises(FormatError, match=r"hops \(an integer >= 0\)"):
         sign_features(out)
