@@ -5,12 +5,18 @@ config files both read (:func:`read_config_file`)."""
 from __future__ import annotations
 
 import json
+import os
+import stat
 import tomllib
 from numbers import Integral, Real
 from pathlib import Path
 from typing import Any
 
 from graphsys.errors import ConfigError
+
+#: The largest config file read (bytes): a table of settings is a few kilobytes; a larger
+#: file is refused before it is read.
+MAX_CONFIG_BYTES = 16 << 20
 
 
 def check_type(key: str, value: Any, annotation: str) -> Any:
@@ -71,18 +77,40 @@ def parse_value(text: str) -> Any:
         return text
 
 
+def read_config_text(path: str | Path, what: str = "the config") -> str:
+    """The UTF-8 text of the config file ``path``: a regular file (opened without blocking
+    and checked before a byte is read: a FIFO, a device or a directory is refused) of at most
+    :data:`MAX_CONFIG_BYTES`; anything else is a one-line :class:`ConfigError` naming it
+    and ``what`` it was read as."""
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read {what} ({exc.strerror or exc})") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):        # a FIFO blocked the read forever
+            raise ConfigError(f"{path}: cannot read {what} (not a regular file: a "
+                              f"directory, a FIFO or a device)")
+        if st.st_size > MAX_CONFIG_BYTES:        # read whole, a sparse 1 TB file filled RAM
+            raise ConfigError(f"{path}: cannot read {what} ({st.st_size:,} bytes, more than "
+                              f"the {MAX_CONFIG_BYTES:,} a config file may hold)")
+        with os.fdopen(os.dup(fd), "rb") as f:
+            return f.read(MAX_CONFIG_BYTES + 1).decode("utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read {what} ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:            # a non-UTF-8 file raised a raw error
+        raise ConfigError(f"{path}: cannot read {what} ({exc})") from None
+    finally:
+        os.close(fd)
+
+
 def read_config_file(path: str | Path) -> dict[str, Any]:
     """The table of settings in a ``.json`` (by its suffix) or TOML (any other) config
-    file; a file that cannot be read, is not UTF-8, does not parse or holds no table raises
-    a one-line :class:`ConfigError` naming it."""
+    file; a file that cannot be read (:func:`read_config_text`), does not parse or holds
+    no table raises a one-line :class:`ConfigError` naming it."""
     path = Path(path)
-    if path.exists() and not path.is_file():      # a FIFO blocked the read forever
-        raise ConfigError(f"{path}: cannot read the config (not a regular file: a directory, "
-                          f"a FIFO or a device)")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:   # a non-UTF-8 file raised a raw error
-        raise ConfigError(f"{path}: cannot read the config ({exc})") from None
+    text = read_config_text(path)
     try:
         values = json.loads(text) if path.suffix.lower() == ".json" else tomllib.loads(text)
     except (tomllib.TOMLDecodeError, json.JSONDecodeError, RecursionError) as exc:

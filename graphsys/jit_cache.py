@@ -80,6 +80,9 @@ FORMAT = 2
 #: The first bytes of every file this module writes; a SHA-256 of the rest follows.
 MAGIC = b"graphsys-kernel-cache/1\n"
 _DIGEST = 32
+#: The largest kernel cache file read (an index, or one kernel's compiled code: kilobytes
+#: to a few megabytes); a larger one is refused before it is read.
+MAX_ENTRY_BYTES = 1 << 30
 
 
 class KernelCacheWarning(UserWarning):
@@ -181,13 +184,18 @@ def with_thread_start(payload):
 
 
 def read_file(path: str | os.PathLike) -> bytes:
-    """The bytes of the regular file ``path``; anything else in its place (a FIFO, which
-    would block the read forever, a device, a directory) is refused unread (BadEntry)."""
+    """The bytes of the regular file ``path`` of at most :data:`MAX_ENTRY_BYTES`; anything
+    else in its place (a FIFO, which would block the read forever, a device, a directory,
+    a larger file, which would fill memory) is refused unread (BadEntry)."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             raise BadEntry("not a regular file")
-        return f.read()
+        if st.st_size > MAX_ENTRY_BYTES:
+            raise BadEntry(f"{st.st_size:,} bytes, more than a kernel cache file holds "
+                           f"({MAX_ENTRY_BYTES:,})")
+        return f.read(MAX_ENTRY_BYTES + 1)
 
 
 def write_atomic(path: str, blob: bytes, sync: bool = True) -> None:

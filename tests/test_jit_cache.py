@@ -192,6 +192,17 @@ def test_a_fifo_in_place_of_an_entry_does_not_hang(warm, tmp_path):
     assert 1 <= len(lines) <= 2 and all("not a regular file" in ln for ln in lines), lines
 
 
+def test_a_huge_entry_is_refused_before_it_is_read(tmp_path):
+    """A sparse 1 TB file in place of an entry was read whole (MemoryError, or all the
+    memory there was) before its frame was checked."""
+    from graphsys.jit_cache import BadEntry, read_file
+
+    with open(tmp_path / "x.nbc", "wb") as f:
+        f.truncate(1 << 40)
+    with pytest.raises(BadEntry, match="1,099,511,627,776 bytes, more than a kernel cache"):
+        read_file(tmp_path / "x.nbc")
+
+
 def _read_only_runner(root: Path) -> list[str] | None:
     """A prefix that runs a command with ``root`` read-only (a read-only bind mount for
     root, which permissions do not stop), or [] where permissions suffice; None where

@@ -310,6 +310,10 @@ class CheckpointStorage:
             try:
                 if rel not in on_disk:
                     raise file_rules.MissingFile(f"{f}: missing (listed in {META})")
+                with file_rules.open_regular(self.root, f) as (fd, size, _):
+                    # its size against its own header first: a sparse terabyte in its
+                    # place was hashed through (minutes to hours) before it was refused
+                    file_rules.npy_header(fd, size, f)
                 if file_rules.sha256(self.root, f) != digest:
                     raise FormatError(f"{f}: sha256 mismatch (corrupted or modified file)")
             except file_rules.MissingFile:

@@ -22,15 +22,17 @@ Stored in the checkpoint directory, beside the versions it was built from (no pi
     CKPT/index/{entity_type}.{by}.faiss   faiss.write_index's own binary format
     CKPT/index/{entity_type}.{by}.json    {"format": INDEX_FORMAT, "checkpoint_version",
                                            "entity_type", "by", "kind", "num_entities",
-                                           "dimension", "params", "sha256", "seconds",
-                                           "recall": {"k", "recall", "queries", ...}}
+                                           "dimension", "params", "sha256", "bytes",
+                                           "seconds", "recall": {"k", "recall", ...}}
 
 Both are written atomically, the JSON last; the JSON records the checkpoint version the rows
-came from and the faiss file's sha256, checked before faiss reads the file (a truncated or
-foreign file is refused, never handed to the reader). An index of another version than the
-checkpoint's committed one is stale (:class:`StaleIndexError`): :func:`open_index` refuses
-it, and :meth:`Embeddings.nearest <graphsys.embed.embeddings.Embeddings.nearest>` warns and
-searches exactly instead (rebuild it after training on).
+came from and the faiss file's size and sha256, checked before faiss reads the file (the
+size before the hash; a record from before sizes were kept is hashed alone): a truncated,
+extended or foreign file is refused, never handed to the reader. An index of another
+version than the checkpoint's committed one is stale (:class:`StaleIndexError`):
+:func:`open_index` refuses it, and :meth:`Embeddings.nearest
+<graphsys.embed.embeddings.Embeddings.nearest>` warns and searches exactly instead (rebuild
+it after training on).
 """
 
 from __future__ import annotations
@@ -282,11 +284,11 @@ class NearestIndex:
             try:
                 with atomic_path(data, overwrite=True) as tmp:
                     faiss.write_index(self.index, str(tmp))
-                    digest = sha256_file(tmp)
+                    digest, size = sha256_file(tmp), tmp.stat().st_size
                 meta = {"format": INDEX_FORMAT, "checkpoint_version": int(version),
                         "entity_type": entity_type, "by": self.by, "kind": self.kind,
                         "num_entities": self.num_entities, "dimension": int(self.index.d),
-                        "params": asdict(self.params), "sha256": digest,
+                        "params": asdict(self.params), "sha256": digest, "bytes": size,
                         "seconds": round(seconds, 3)}
                 if recall is not None:
                     meta["recall"] = recall
@@ -419,6 +421,10 @@ def open_index(ckpt: str | Path, entity_type: str, by: str, *, version: int,
                           f"{dimension}")
     if meta.get("kind") not in KINDS:
         raise FormatError(f"{meta_path}: unknown index kind {meta.get('kind')!r}")
+    size = file_rules.file_size(ckpt, data)
+    if meta.get("bytes", size) != size:   # before the hash: a sparse terabyte took hours
+        raise FormatError(f"{data}: {size:,} bytes, the {meta_path.name} record says "
+                          f"{meta['bytes']!r} (damaged or replaced; rebuild it)")
     digest = file_rules.sha256(ckpt, data)
     if digest != meta.get("sha256"):
         raise FormatError(f"{data}: sha256 {digest[:12]}... does not match the "

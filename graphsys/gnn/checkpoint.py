@@ -274,12 +274,15 @@ def load_checkpoint(path: str | Path) -> tuple[dict[str, torch.Tensor], dict[str
             raise FormatError(f"{where}: tensor {name!r} has file {entry['file']!r}, not "
                               f"tensors.vNNNNNN/NNNN.npy inside the checkpoint")
         f = path / entry["file"]
+        shape = tuple(entry["shape"])
+        if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
+            # int() of each took 2.5 as 2 and raised a raw OverflowError on infinity
+            raise FormatError(f"{where}: tensor {name!r} has shape {entry['shape']!r}, not a "
+                              f"list of non-negative integers")
         try:
-            shape = tuple(int(d) for d in entry["shape"])
             dtype = np.dtype(entry["dtype"])
         except (TypeError, ValueError) as exc:
-            raise FormatError(f"{where}: tensor {name!r} has a bad shape or dtype ({exc})"
-                              ) from None
+            raise FormatError(f"{where}: tensor {name!r} has a bad dtype ({exc})") from None
         try:
             arr = file_rules.load_npy(path, entry["file"], shape=shape, dtype=dtype,
                                       sha256=entry["sha256"])

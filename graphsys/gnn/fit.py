@@ -467,16 +467,24 @@ def load_optimizer(opt: torch.optim.Optimizer, state: dict[str, torch.Tensor],
     against parameter ``i`` (a one-line FormatError for one that does not fit)."""
     sd = opt.state_dict()
     params = [p for group in opt.param_groups for p in group["params"]]
+    # Adam's state of a parameter: all of these or none (torch raised a raw KeyError at
+    # the first step for one missing)
+    names = {"step", "exp_avg", "exp_avg_sq"} | (
+        {"max_exp_avg_sq"} if any(g.get("amsgrad") for g in opt.param_groups) else set())
     per: dict[int, dict[str, torch.Tensor]] = {}
     for k, v in state.items():
         if k.startswith("optim."):
-            _, i, name = k.split(".", 2)
-            want = () if name == "step" else tuple(params[int(i)].shape) \
-                if i.isdigit() and int(i) < len(params) else None
+            _, i, name = (k.split(".", 2) + ["", ""])[:3]   # 'optim.0step' raised raw
+            want = None if name not in names or not i.isdigit() or int(i) >= len(params) \
+                else () if name == "step" else tuple(params[int(i)].shape)
             if want is None or tuple(v.shape) != want:
                 raise FormatError(f"{where}: tensor {k} does not fit the optimiser of the "
                                   f"model rebuilt from its config")
             per.setdefault(int(i), {})[name] = v
+    for i, got in per.items():
+        if set(got) != names:
+            raise FormatError(f"{where}: the optimiser state of parameter {i} holds "
+                              f"{', '.join(sorted(got))}, not {', '.join(sorted(names))}")
     sd["state"] = per
     opt.load_state_dict(sd)
 

@@ -68,7 +68,14 @@ def _read(path: Path, column: str, dim: int, ids: list | None = None) -> np.ndar
     table = paipc.open_file(pa.memory_map(str(path))).read_all()
     if ids is not None:
         ids.append(table.column("id").combine_chunks())
-    flat = table.column(column).combine_chunks().flatten()
+    col = table.column(column).combine_chunks()
+    if not pa.types.is_fixed_size_list(col.type) or col.type.list_size != dim \
+            or col.type.value_type != pa.float32() or col.null_count:
+        raise ValueError(f"column {column} is {col.type}, not fixed_size_list<float>[{dim}] "
+                         f"without nulls")
+    flat = col.flatten()
+    if len(flat) != len(col) * dim:  # a damaged child length: rows read as other rows
+        raise ValueError(f"{len(flat)} values for {len(col)} rows of {dim}")
     return flat.to_numpy(zero_copy_only=False).reshape(-1, dim)
 
 
@@ -240,11 +247,13 @@ def _header(out: Path) -> dict:
     header = file_rules.read_json(out, INDEX)
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise FormatError(f"{out / INDEX}: not a {FORMAT} index")
-    if not isinstance(header.get("files"), dict) or not isinstance(header.get("hops"), int) \
-            or not isinstance(header.get("dim"), int) or not isinstance(header.get("column"),
-                                                                        str):
-        raise FormatError(f"{out / INDEX}: needs files (an object), hops and dim (integers) "
-                          f"and column (a name)")
+    if not isinstance(header.get("files"), dict) or not all(
+            type(header.get(k)) is int and header[k] >= least for k, least in (("hops", 0),
+                                                                           ("dim", 1))) \
+            or not isinstance(header.get("column"), str):
+        # hops -1 raised a raw ValueError from np.concatenate
+        raise FormatError(f"{out / INDEX}: needs files (an object), hops (an integer >= 0), "
+                          f"dim (an integer >= 1) and column (a name)")
     return header
 
 

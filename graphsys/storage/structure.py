@@ -22,21 +22,33 @@ import pyarrow.ipc as paipc
 
 from graphsys.errors import FormatError
 from graphsys.storage.edge_runs import bucket_schema
-from graphsys.storage.format import EdgeSet, Manifest, bucket_file, node_file
+from graphsys.storage.format import (
+    EdgeSet,
+    Manifest,
+    bucket_file,
+    index_file,
+    node_column_file,
+    node_file,
+)
 from graphsys.storage.location import GraphLocation
 from partitioners.hash import mix_inplace
 
 
 def expected_files(m: Manifest) -> set[str]:
-    """Relative paths of every node partition and non-empty bucket file ``m`` describes."""
+    """Relative paths of every node partition, node column (a column with a ``dtype``),
+    index column and non-empty bucket file ``m`` describes."""
     out = {node_file(t, p) for t in m.entity_types for p in range(m.num_partitions)}
+    out |= {node_column_file(t, c.name) for t, et in m.entity_types.items()
+            for c in et.columns if c.dtype}
+    out |= {index_file(name, kind, column) for name, kinds in m.indexes.items()
+            for kind, info in kinds.items() for column in info.columns()}
     for name, es in m.edge_sets.items():
         out |= {bucket_file(name, i, j) for (i, j), n in es.buckets.items() if n}
     return out
 
 
 def check_listed(m: Manifest, directory: Path | GraphLocation) -> None:
-    """Raise :class:`FormatError` for the first node or bucket file the manifest needs but
+    """Raise :class:`FormatError` for the first file (:func:`expected_files`) the manifest needs but
     does not list in ``files`` (so its size, path and hash are never checked)."""
     missing = sorted(expected_files(m) - set(m.files))
     if missing:

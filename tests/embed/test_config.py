@@ -105,6 +105,12 @@ def test_bad_override_and_file(tmp_path):
     for special in (tmp_path / "fifo.toml", tmp_path):
         with pytest.raises(ConfigError, match="cannot read the config .not a regular file"):
             load_config(special)
+    # a sparse 1 TB file was read whole before it was parsed (filling memory)
+    with open(tmp_path / "huge.toml", "wb") as f:
+        f.truncate(1 << 40)
+    with pytest.raises(ConfigError, match="huge.toml: cannot read the config .1,099,511,627,776 "
+                                          "bytes, more than"):
+        load_config(tmp_path / "huge.toml")
 
 
 @pytest.mark.parametrize("raw, override, message", [

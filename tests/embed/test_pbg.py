@@ -246,6 +246,10 @@ def test_a_fifo_config_is_refused_not_waited_on(tmp_path):
     os.mkfifo(tmp_path / "cfg.py")                       # read_text waited forever
     with pytest.raises(ConfigError, match="cannot read PBG config .not a regular file"):
         import_pbg_config(tmp_path / "cfg.py")
+    with open(tmp_path / "huge.json", "wb") as f:        # read whole before it was parsed
+        f.truncate(1 << 40)
+    with pytest.raises(ConfigError, match="huge.json: cannot read PBG config .1,099,511,627,776"):
+        import_pbg_config(tmp_path / "huge.json")
 
 
 def test_py_config_without_the_function(tmp_path):

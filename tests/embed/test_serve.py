@@ -228,7 +228,18 @@ def test_index_of_another_version_is_skipped_and_a_damaged_one_refused(ckpt):
         again = stale.nearest(["e0", "e1"], 3)
     assert got[0] == emb.nearest("e0", 3, exact=True)[0] == again[0][0]
     meta_path.write_text(json.dumps(meta))
-    data.write_bytes(data.read_bytes()[:-16])
+    whole = data.read_bytes()
+    data.write_bytes(whole[:-16])
+    with pytest.raises(GraphsysError, match=f"{len(whole) - 16:,} bytes, the .*cos.json record "
+                                            f"says {len(whole)}"):
+        Embeddings.load(ckpt).nearest("e0", 3)
+    # a sparse terabyte was hashed through (hours) before it was refused
+    with open(data, "r+b") as f:
+        f.truncate(1 << 40)
+    with pytest.raises(GraphsysError, match="1,099,511,627,776 bytes, the"):
+        Embeddings.load(ckpt).nearest("e0", 3)
+    data.write_bytes(whole[:-16])   # a record from before sizes were kept: hashed
+    meta_path.write_text(json.dumps({k: v for k, v in meta.items() if k != "bytes"}))
     with pytest.raises(GraphsysError, match="sha256"):
         Embeddings.load(ckpt).nearest("e0", 3)
     build_and_save(emb, "flat", "cos")

@@ -81,6 +81,18 @@ def test_flipped_embedding_byte_is_refused_on_load_and_resume(trained, kg1, smal
         _train(kg1, small, ck, epochs=3)  # resume
 
 
+def test_a_huge_file_is_refused_before_it_is_hashed(trained, tmp_path):
+    """A sparse terabyte in place of an optimiser file was hashed through (hours) before
+    its sha256 refused it; its .npy header is read first."""
+    ck = _copy(trained, tmp_path / "ck")
+    version = json.loads((ck / "checkpoint.json").read_text())["version"]
+    f = CheckpointStorage(ck).optim_path("node", 0, version)
+    with open(f, "r+b") as out:
+        out.truncate(1 << 40)
+    with pytest.raises(FormatError, match=r"part-00000.*1,099,511,627,776 bytes, its header"):
+        Embeddings.load(ck)
+
+
 def test_non_finite_embeddings_are_refused_even_with_matching_hashes(trained, tmp_path):
     ck = _copy(trained, tmp_path / "ck")
     st = CheckpointStorage(ck)

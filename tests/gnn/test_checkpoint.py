@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -191,6 +192,20 @@ def test_hand_edited_model_json_is_refused_naming_the_field(tmp_path, field, val
         load_checkpoint(ck)
     assert str(err.value).startswith(f"{ck / 'model.json'}: ") and says in str(err.value)
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("shape", [[float("inf")], [2.5], [True], ["3"], [-1]])
+def test_a_tensor_shape_of_other_than_counts_is_refused(tmp_path, shape):
+    # infinity raised a raw OverflowError; 2.5 was read as 2
+    ck = tmp_path / "ck"
+    save_checkpoint(ck, _state(1.0), CFG, {})
+    header = json.loads((ck / "model.json").read_text())
+    name = next(iter(header["tensors"]))
+    header["tensors"][name]["shape"] = shape
+    (ck / "model.json").write_text(json.dumps(header))
+    with pytest.raises(FormatError, match=re.escape(f"tensor {name!r} has shape {shape!r}, "
+                                                    f"not a list of non-negative integers")):
+        load_checkpoint(ck)
 
 
 @pytest.mark.parametrize("field", ["hidden_dim", "in_dim"])

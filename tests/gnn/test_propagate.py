@@ -94,3 +94,34 @@ def test_features_of_a_graph_grown_since_are_refused(tmp_path):
     for read in (lambda: read_hop(out, 1), lambda: sign_features(out, grown)):
         with pytest.raises(GraphsysError, match="had 4 nodes in 2 partitions.*propagate again"):
             read()
+
+
+def test_a_hop_file_of_another_width_or_a_negative_hop_count_is_refused(tmp_path):
+    """A hop file whose feature column is 1 wide was reshaped into half as many rows of 2
+    (read_hop returned 3 rows for 4 nodes), as was one whose values Arrow's child length
+    cut short; a negative ``hops`` raised a raw ValueError from np.concatenate."""
+    import pyarrow as pa
+    import pyarrow.ipc as paipc
+
+    from graphsys.errors import FormatError
+
+    x = np.arange(8, dtype=np.float32).reshape(4, 2)
+    g = graphsys.from_numpy([0, 1, 2, 3], [1, 2, 3, 0], tmp_path / "g", num_nodes=4,
+                            node_columns={"feat": x}, partitions=2)
+    out = propagate(g, tmp_path / "p", hops=1)
+    header = json.loads((out / INDEX).read_text())
+    path = out / header["files"]["0"][0]
+    table = paipc.open_file(pa.memory_map(str(path))).read_all()
+    narrow = pa.FixedSizeListArray.from_arrays(pa.array(np.zeros(len(table), np.float32)), 1)
+    with paipc.new_file(str(path), pa.schema([table.schema.field("id"),
+                                              pa.field("feat", narrow.type)])) as w:
+        w.write_table(pa.table({"id": table.column("id"), "feat": narrow}))
+    with pytest.raises(FormatError, match=r"cannot read hop 0 .*column feat is "
+                                          r"fixed_size_list<item: float>\[1\], not"):
+        read_hop(out, 0)
+    (out / INDEX).write_text(json.dumps({**header, "dim": 2**63}))   # no raw OverflowError
+    with pytest.raises(FormatError, match=r"cannot read hop 0 .*not fixed_size_list<float>"):
+        read_hop(out, 0)
+    (out / INDEX).write_text(json.dumps({**header, "hops": -1}))
+    with pytest.raises(FormatError, match=r"hops \(an integer >= 0\)"):
+        sign_features(out)

@@ -118,6 +118,23 @@ def test_unlisted_file_is_refused_at_open(graph_dir):
         open_graph(graph_dir)
 
 
+@pytest.mark.parametrize("rel", ["index/default/csr-indices.arrow",
+                                 "nodes/node/column-title.arrow"])
+def test_an_unlisted_index_or_node_column_file_is_refused_at_open(tmp_path, rel):
+    # each was mapped unlisted: its size never checked, and verify hashed none of them
+    from graphsys.storage.adjacency_index import build_index
+    from graphsys.storage.ingest import NodeSource
+
+    (tmp_path / "e.tsv").write_text("0\t1\n1\t2\n2\t0\n")
+    ingest_sources([EdgeSource([tmp_path / "e.tsv"])], tmp_path / "g", IngestOptions(),
+                   nodes=[NodeSource(pa.table({"id": [0, 1, 2], "title": ["a", "b", "c"]}))])
+    build_index(open_graph(tmp_path / "g"), ("csr",))
+    _edit_manifest(tmp_path / "g", lambda d: d["files"].pop(rel))
+    for read in (open_graph, verify_graph):
+        with pytest.raises(FormatError, match=f"{rel}: not listed in the manifest"):
+            read(tmp_path / "g")
+
+
 # -- defect 3: inconsistent graphs never segfault or run ---------------------------------------
 
 def test_corrupted_offset_is_refused_by_every_reader(graph_dir):

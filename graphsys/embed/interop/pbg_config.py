@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from graphsys.config_values import read_config_text
 from graphsys.embed.config import EmbedConfig, config_from_dict
 from graphsys.errors import ConfigError
 from graphsys.storage.graph import Graph, open_graph
@@ -109,13 +110,7 @@ def import_pbg_config(path: str | Path) -> PBGConfig:
     that returns a literal dict; never executed) and translate it; see the module docstring.
     """
     path = Path(path)
-    if path.exists() and not path.is_file():  # a FIFO blocked the read forever
-        raise ConfigError(f"{path}: cannot read PBG config (not a regular file: a directory, "
-                          f"a FIFO or a device)")
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read PBG config ({exc})") from None
+    text = read_config_text(path, "PBG config")
     if path.suffix.lower() == ".py":
         raw = _literal_config_from_py(path, text)
     elif path.suffix.lower() == ".json":
