@@ -103,7 +103,9 @@ def id_order(graph, entity_type: str | None = None) -> tuple[object, np.ndarray]
             order = np.argsort(orig, kind="stable")
             graph._id_index[et.name] = (orig[order], order)
         else:
-            order = pc.sort_indices(orig).to_numpy()
+            # sort_indices gives uint64: int64 like the int64 branch, so that offsets
+            # added to it and arrays joined with it stay integer
+            order = pc.sort_indices(orig).to_numpy().astype(np.int64)
             graph._id_index[et.name] = (orig.take(pa.array(order)), order)
     return graph._id_index[et.name]
 

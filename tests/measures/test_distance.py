@@ -81,6 +81,30 @@ def test_path_cycle_and_isolated_nodes(tmp_path):
         diameter(c, exact="yes")
 
 
+@pytest.mark.parametrize("partitions", [1, 3])
+def test_string_ids_match_networkx(tmp_path, partitions):
+    """Nodes with string ids (a knowledge graph's entities): the original-id order that
+    breaks ties was an unsigned array, joined with int64 into float64, and eccentricity,
+    diameter and the triad census failed with an IndexError."""
+    import pyarrow as pa
+
+    from graphsys import mining, open_graph
+    from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
+
+    t = small_graph(tmp_path, 5, True, n=30, m=50)
+    edges = [(f"/m/{u:03d}", f"/m/{v:03d}") for u, v in t.G.edges()]
+    src, dst = (list(c) for c in zip(*edges))
+    ingest_sources([EdgeSource(table=pa.table({"src": src, "dst": dst}))], tmp_path / "s",
+                   IngestOptions(partitions=partitions))
+    g = open_graph(tmp_path / "s")
+    D = nx.DiGraph(edges)
+    ref = nx_eccentricities(D.to_undirected())
+    assert eccentricity(g).to_dict() == ref
+    assert eccentricity(g, ["/m/003", "/m/010"]).tolist() == [ref["/m/003"], ref["/m/010"]]
+    assert diameter(g, exact=True).value == max(ref.values())
+    assert mining.triad_census(g) == nx.triadic_census(D)
+
+
 @pytest.mark.parametrize("name", ["email-enron", "soc-slashdot0902", "luxembourg-osm"])
 def test_real_graphs(real, name):
     r = real[name]

@@ -149,7 +149,8 @@ def hits(graph, *, tol: float = 1e-8, max_iters: int | None = None,
     weighted : bool, optional
         Multiply by the edge weights: None (default) when the edge set has weights, True
         requires them, False counts every edge as 1. ``result.stats.weighted`` records
-        which was computed.
+        which was computed. Negative weights (signed ratings) are read as networkx reads
+        them: a column whose scores sum to a negative number is divided by that sum too.
     %(engine_options)s
 
     Returns
@@ -193,9 +194,11 @@ def _hits_program(graph, *, edge_set=None, tol: float = 1e-8, weighted: bool | N
 
 
 def _normalise(res):
-    """Scale each column of ``res.values`` to sum to 1, and name the columns."""
+    """Scale each column of ``res.values`` to sum to 1, and name the columns. The sum may
+    be negative (signed weights: networkx divides by it alike, which fixes the singular
+    vector's sign); a zero one (no edges) leaves the column as it is."""
     total = res.values.sum(axis=0)
-    res.values = res.values / np.where(total > 0, total, 1.0)
+    res.values = res.values / np.where(total != 0, total, 1.0)
     res.columns = ("hub", "authority")
     return res
 
