@@ -387,7 +387,9 @@ class Graph(GraphSchema, SubgraphMethods):
         """The out-neighbour lists of an edge set as CSR over internal ids.
 
         Built reading every bucket once (:func:`graphsys.storage.csr.build_rows`): memory is
-        the output plus the record batches of one partition's rows. When the graph directory
+        the output plus the record batches of one partition's rows, sized first against the
+        RAM available (over it, refused in one line naming the ``graphsys index`` command
+        of the index mapped instead). When the graph directory
         holds a stored index (:func:`graphsys.ingest` with ``index``, or ``graphsys index``)
         and ``edge_ids`` is not asked for, the index is memory-mapped instead: no build, no
         anonymous memory.
@@ -407,6 +409,11 @@ class Graph(GraphSchema, SubgraphMethods):
         -------
         CSR
             Neighbour ids int32 where every node id fits (int64 from 2**31 nodes).
+
+        Raises
+        ------
+        GraphsysError
+            A build over the RAM available now (one line).
 
         Examples
         --------
