@@ -276,9 +276,10 @@ class Graph(GraphSchema, SubgraphMethods):
                 yield b
 
     def iter_edges(self, edge_set: EdgeSets = None) -> Iterator[tuple[np.ndarray, ...]]:
-        """Stream the edges of an edge set in internal ids, one record batch at a time.
+        """Stream the edges of an edge set in internal ids, a run of at most
+        :data:`~graphsys.storage.edges.STREAM_ROWS` rows of one record batch at a time.
 
-        Memory is one batch, whatever the graph's size; batches come in row-major bucket order.
+        Memory is one run, whatever the graph's size; runs come in row-major bucket order.
 
         Parameters
         ----------
@@ -306,8 +307,8 @@ class Graph(GraphSchema, SubgraphMethods):
 
     def edge_column(self, name: str, edge_set: EdgeSets = None) -> Iterator[np.ndarray]:
         """Stream an edge column (a numeric column kept beside the edges at ingest, such as
-        a rating's ``timestamp``), one record batch at a time, in the order of
-        :meth:`iter_edges`: the ``k``-th array is row for row with the ``k``-th batch of
+        a rating's ``timestamp``), one run of a record batch at a time, in the order of
+        :meth:`iter_edges`: the ``k``-th array is row for row with the ``k``-th item of
         edges.
 
         Parameters
