@@ -49,22 +49,23 @@ def parse_kinds(csr: bool, csc: bool, push: bool, undirected: bool = False,
 
 
 def run(args) -> int:
-    from graphsys.memory import lifetime_peak_rss
+    from graphsys.memory import PeakMemory
     from graphsys.storage.adjacency_index import build_index
     from graphsys.storage.graph import open_graph
     from graphsys.units import parse_size
 
     t0 = time.perf_counter()
-    built = build_index(open_graph(args.graph), parse_kinds(args.csr, args.csc, args.push,
-                                                       args.undirected, args.temporal),
-                        edge_sets=args.edge_sets,
-                        memory_limit=parse_size(args.memory_limit, field="--memory-limit"),
-                        force=args.force, progress=show_progress(args))
+    with PeakMemory() as peak:  # the anonymous peak is what --memory-limit bounds
+        built = build_index(open_graph(args.graph), parse_kinds(
+            args.csr, args.csc, args.push, args.undirected, args.temporal),
+            edge_sets=args.edge_sets,
+            memory_limit=parse_size(args.memory_limit, field="--memory-limit"),
+            force=args.force, progress=show_progress(args))
     seconds = time.perf_counter() - t0
     listed = [f"{name}/{kind}" for name, kinds in built.items() for kind in kinds]
     if args.json:
         emit_json({"graph": str(args.graph), "built": listed, "seconds": round(seconds, 3),
-                   "peak_rss_bytes": lifetime_peak_rss()})
+                   **peak.to_json()})
     else:
         print(f"indexed {args.graph}: {', '.join(listed) or 'nothing to do (indexes current)'}"
               f" in {seconds:.2f} s")

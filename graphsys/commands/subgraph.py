@@ -82,7 +82,7 @@ def parse_where(text: str):
     return where
 
 def run(args) -> int:
-    from graphsys.memory import lifetime_peak_rss
+    from graphsys.memory import PeakMemory
     from graphsys.outputs import check_output_directory
     from graphsys.storage.graph import open_graph
 
@@ -92,27 +92,28 @@ def run(args) -> int:
     if args.nodes is not None and args.center is not None:
         raise ParameterError("nodes", "and --ego choose the nodes two ways: give one")
     t0 = time.perf_counter()
-    graph = open_graph(args.graph)
-    where = parse_where(args.where) if args.where is not None else None
-    if args.center is not None:
-        center = typed_ids(graph, args.center, "--ego")
-        if where is not None:  # the ego nodes that satisfy the predicate
-            from graphsys.storage import subgraph as sub
+    with PeakMemory() as peak:
+        graph = open_graph(args.graph)
+        where = parse_where(args.where) if args.where is not None else None
+        if args.center is not None:
+            center = typed_ids(graph, args.center, "--ego")
+            if where is not None:  # the ego nodes that satisfy the predicate
+                from graphsys.storage import subgraph as sub
 
-            keep = sub.ego_mask(graph, center, args.radius, undirected=args.undirected,
-                                edge_set=args.edge_set)
-            h = graph.subgraph(keep, args.out, where=where)
+                keep = sub.ego_mask(graph, center, args.radius, undirected=args.undirected,
+                                    edge_set=args.edge_set)
+                h = graph.subgraph(keep, args.out, where=where)
+            else:
+                h = graph.ego_graph(center, args.radius, args.out, undirected=args.undirected,
+                                    edge_set=args.edge_set)
         else:
-            h = graph.ego_graph(center, args.radius, args.out, undirected=args.undirected,
-                                edge_set=args.edge_set)
-    else:
-        nodes = read_ids(graph, args.nodes, "--nodes") if args.nodes is not None else None
-        h = graph.subgraph(nodes, args.out, where=where)
+            nodes = read_ids(graph, args.nodes, "--nodes") if args.nodes is not None else None
+            h = graph.subgraph(nodes, args.out, where=where)
     seconds = time.perf_counter() - t0
     edges = {name: h.num_edges(name) for name in h.edge_sets}
     if args.json:
         emit_json({"out": str(args.out), "nodes": h.num_nodes(), "edges": edges,
-                   "seconds": round(seconds, 3), "peak_rss_bytes": lifetime_peak_rss()})
+                   "seconds": round(seconds, 3), **peak.to_json()})
     else:
         print(f"wrote {args.out}: {h.num_nodes():,} nodes, "
               + ", ".join(f"{n:,} edges in {name}" for name, n in edges.items())

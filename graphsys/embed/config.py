@@ -184,8 +184,8 @@ class EmbedConfig:
     # -- scheduling -------------------------------------------------------------------------
     bucket_order: str = _h("bucket order: " + ", ".join(BUCKET_ORDERS), default="inside_out")
     buffer_partitions: int | None = _h("partitions held in memory (default: all; never more "
-                                       "than memory_budget allows); others are swapped to "
-                                       "disk", default=None)
+                                       "than memory_budget, or without it the RAM available, "
+                                       "allows); others are swapped to disk", default=None)
     memory_budget: str | int | None = _h("bytes for resident embeddings + Adagrad state, "
                                          "e.g. '2GB'", default=None)
     prefetch: bool = _h("load the next bucket's partitions and write back evicted ones in the "

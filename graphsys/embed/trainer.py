@@ -63,7 +63,7 @@ from graphsys.embed.schedule import bucket_order, plan_buffer
 from graphsys.embed.stats import EpochStats, RankStats
 from graphsys.embed.step import MinibatchStep
 from graphsys.errors import ConfigError, GraphsysError
-from graphsys.memory import over_budget
+from graphsys.memory import budget, over_budget
 from graphsys.progress import progress_bar
 from graphsys.storage import file_rules
 from graphsys.storage.atomic import make_directory
@@ -215,9 +215,11 @@ class Trainer(MinibatchStep):
         return why is None
 
     def _capacity(self) -> int:
-        """Partitions held in memory; refuses a model whose fewest resident partitions (of
-        one bucket) and one batch's negatives already exceed the RAM available (a dimension
-        or ``num_uniform_negs`` of 10**12 failed in the allocator)."""
+        """Partitions held in memory: ``buffer_partitions`` (default all) or fewer, as many
+        as ``memory_budget`` holds, or without one the RAM available beside one batch's
+        negatives; refuses a model whose fewest resident partitions (of one bucket) and one
+        batch's negatives already exceed the RAM available (a dimension or
+        ``num_uniform_negs`` of 10**12 failed in the allocator)."""
         cfg = self.cfg
         rows = max(sum(s[p] for s in self.sizes.values()) for p in range(self.P))
         per = rows * (cfg.dimension + math.prod(cfg.adagrad_state_shape(1))) * 4
@@ -239,6 +241,8 @@ class Trainer(MinibatchStep):
                                   f"of {per} bytes; 2 are needed (raise it or use more "
                                   f"partitions)")
             cap = min(cap, fits)
+        else:  # the RAM available now is the budget, as every engine's without a limit
+            cap = min(cap, (budget(None) - 8 * negs * (cfg.dimension + batch)) // max(per, 1))
         return max(min(cap, self.P), min(2, self.P))
 
     def _prepare(self) -> tuple[int, dict[str, Any] | None]:

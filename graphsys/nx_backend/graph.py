@@ -12,6 +12,7 @@ from fractions import Fraction
 from operator import itemgetter
 from typing import Any
 
+import numba
 import numpy as np
 
 from graphsys.errors import GraphsysError
@@ -227,16 +228,39 @@ class BackendGraph:
 
 
 def _has_parallel_edges(graph) -> bool:
-    """Whether a pair repeats among the stored graph's edges (the default view)."""
+    """Whether a pair repeats among the stored graph's edges (the default view): a row of
+    its out-rows (mapped, or built within the RAM available) holding a neighbour twice."""
     es = graph.edge_set()
     if es.dedupe and not es.members:
         return False
     c = graph.csr(weights=False)
-    n = graph.num_nodes()
-    keys = np.repeat(np.arange(n, dtype=np.int64), np.diff(c.indptr)) * n + c.indices
-    if len(keys) > 1 and not (keys[1:] >= keys[:-1]).all():
-        keys.sort()
-    return bool(len(keys) > 1 and (keys[1:] == keys[:-1]).any())
+    return bool(_row_repeats(c.indptr, c.indices))
+
+
+@numba.njit(cache=True)
+def _row_repeats(indptr, indices) -> bool:
+    """Whether some row holds a neighbour twice: adjacent entries compared where the row
+    ascends, else in a sorted copy of the row (no per-edge array: scratch of the widest
+    row)."""
+    widest = 0
+    for r in range(len(indptr) - 1):
+        widest = max(widest, indptr[r + 1] - indptr[r])
+    scratch = np.empty(widest, indices.dtype)
+    for r in range(len(indptr) - 1):
+        lo, hi = indptr[r], indptr[r + 1]
+        ascending = True
+        for k in range(lo + 1, hi):
+            if indices[k] == indices[k - 1]:
+                return True
+            ascending = ascending and indices[k] > indices[k - 1]
+        if not ascending:
+            row = scratch[:hi - lo]
+            row[:] = indices[lo:hi]
+            row.sort()
+            for k in range(1, hi - lo):
+                if row[k] == row[k - 1]:
+                    return True
+    return False
 
 
 def from_graph(graph, *, edge_set: str | None = None) -> BackendGraph:

@@ -2,8 +2,10 @@
 or mapped from the stored indexes.
 
 :func:`build_rows` is the one in-RAM build of the out-neighbour (or in-neighbour) rows,
-every engine's and view's (:mod:`graphsys.views` keeps what it builds): each bucket read
-once, the rows of a partition counted and scattered while its pages are in cache.
+every engine's and view's (:mod:`graphsys.views` keeps what it builds): sized first and
+refused in one line over the budget (:func:`check_rows`, through :func:`check_build`, the
+one refusal of every build in RAM), then each bucket read once, the rows of a partition
+counted and scattered while its pages are in cache.
 The indexes :mod:`graphsys.storage.adjacency_index` stores (``csr``, ``csc``,
 ``sym``, ``push``; their files are described there) are mapped instead by :func:`map_index`,
 which checks them against the manifest (stale ones refused) and their values in range, and
@@ -22,7 +24,8 @@ from dataclasses import dataclass, replace
 import numba
 import numpy as np
 
-from graphsys.errors import FormatError
+from graphsys.errors import FormatError, GraphsysError
+from graphsys.memory import budget
 from graphsys.storage import edge_changes, index_merge, kernels, pages
 from graphsys.storage.column_file import map_column
 from graphsys.storage.edges import bucket_pairs, rel_bases
@@ -34,6 +37,8 @@ from graphsys.storage.format import (
     index_file,
 )
 from graphsys.storage.push_layout import PUSH_STEP_MAX, layout_problem
+from graphsys.storage.time_view import TimeView
+from graphsys.units import format_size
 
 #: Entries per slice of a mapped column read in one go by a checking or counting pass
 #: (:func:`chunks`): 64 MiB of int32
@@ -240,6 +245,75 @@ def build_command(graph, kinds: tuple[str, ...], edge_set: str | None = None) ->
     if edge_set is not None and len(graph.edge_sets) > 1:
         parts += ["--edge-set", shlex.quote(graph.edge_set(edge_set).name)]
     return " ".join(parts)
+
+
+def time_view_note(view: TimeView) -> str:
+    """Why a time view maps no index, and the way to one: a stored index holds every edge,
+    also those after the view's time."""
+    return (f"ingest the view as a graph of its own and index it (a view "
+            f"{view.window} maps none of the indexes of {view.path}: they hold the edges "
+            f"stamped later too)")
+
+
+def check_build(graph, edge_set: str | None, what: str, need: int, memory_limit,
+          kinds: tuple[str, ...] | None = None, then: str = "") -> int:
+    """The budget of ``memory_limit`` (:func:`budget`), refusing in one line a build of
+    ``need`` bytes over it.
+
+    Parameters
+    ----------
+    graph : Graph
+        The opened graph.
+    edge_set : str or None
+        The edge set.
+    what : str
+        What would be built, as the message names it.
+    need : int
+        Its size in bytes.
+    memory_limit : int or None
+        The budget in bytes; None: the RAM available now.
+    kinds : tuple of str, optional
+        The stored indexes that would be mapped instead (None: none can).
+    then : str, default ""
+        What else those indexes allow, for the message.
+
+    Returns
+    -------
+    int
+        The budget in bytes.
+
+    Raises
+    ------
+    GraphsysError
+        ``need`` exceeds the budget: one line naming both sizes and the way out (the
+        ``graphsys index`` command that builds ``kinds``).
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np, graphsys
+    >>> g = graphsys.from_numpy(np.array([0, 1]), np.array([1, 2]), tempfile.mkdtemp() + "/g")
+    >>> try:
+    ...     check_build(g, None, "the symmetric adjacency", 10**9, 10**6, ("sym",))
+    ... except GraphsysError as exc:
+    ...     print(str(exc).replace(str(g.path), "G"))
+    building the symmetric adjacency in RAM needs about 1 GB, more than the 1 MB of
+    memory_limit; build its index on disk once and it is mapped instead: graphsys index G
+    --undirected
+    """
+    limit = budget(memory_limit)
+    if need <= limit:
+        return limit
+    if isinstance(graph, TimeView):
+        fix = f"raise memory_limit, or {time_view_note(graph)}"
+    elif kinds:
+        fix = (f"build its index on disk once and it is mapped instead{then}: "
+               f"{build_command(graph, kinds, edge_set)}")
+    else:
+        fix = "no stored index can serve it: raise memory_limit or use a machine with more RAM"
+    raise GraphsysError(f"building {what} in RAM needs about {format_size(need)}, more than "
+                        f"the {format_size(limit)} of "
+                        f"{'memory_limit' if memory_limit is not None else 'available RAM'}; "
+                        f"{fix}")
 
 
 def _current(graph, edge_set: str, kind: str) -> IndexInfo | None:
@@ -477,14 +551,40 @@ def verify_indexes(graph) -> int:
     return count
 
 
+#: Anonymous bytes of the rows :func:`build_rows` holds beside the neighbour ids (int32 per
+#: edge where the ids fit, else int64): float32 weights and int64 edge ids per edge, int64
+#: offsets per node and a partition's int64 cursor.
+WEIGHT_BYTES, EDGE_ID_BYTES, ROW_BYTES_PER_NODE = 4, 8, 8
+
+
+def check_rows(graph, edge_set: str | None, kind: str, weights: bool, memory_limit=None,
+               edge_ids: bool = False) -> int:
+    """The budget of a :func:`build_rows` of these options (:func:`check_build`: the
+    anonymous bytes of its arrays against ``memory_limit``, None for the RAM available
+    now), refused in one line naming the ``graphsys index`` command whose index is mapped
+    instead (none can give ``edge_ids``)."""
+    es = graph.edge_set(edge_set)
+    n, out = graph.num_nodes(), kind in ("out", "csr")
+    per_edge = (4 if n < 2**31 else 8) + (WEIGHT_BYTES if weights and es.has_weight else 0) \
+        + (EDGE_ID_BYTES if edge_ids else 0)
+    need = per_edge * es.num_edges + ROW_BYTES_PER_NODE * (n + 1 + -(-n // max(
+        graph.num_partitions, 1)))
+    return check_build(graph, es.name, f"the {'out' if out else 'in'}-neighbour rows of "
+                                       f"edge set {es.name!r}", need, memory_limit,
+                       None if edge_ids else ("csr" if out else "csc",))
+
+
 def build_rows(graph, edge_set: str | None = None, kind: str = "out", weights: bool = True,
-               edge_ids: bool = False) -> CSR:
+               edge_ids: bool = False, memory_limit: int | None = None) -> CSR:
     """The one in-RAM build of an edge set's ``out`` (``csr``) or ``in`` (``csc``) rows
     over global ids (:meth:`Graph.csr <graphsys.storage.graph.Graph.csr>` holds the
     contract), reading every bucket once: on a graph of one entity type a partition's rows
     (contiguous ids, their edges in its buckets) are counted and scattered while their
     pages are in cache; on a typed graph every bucket is one group, ids made global. A
-    view of several edge sets has its rows sorted, as one ingest of them all."""
+    view of several edge sets has its rows sorted, as one ingest of them all. Sized first
+    against ``memory_limit`` (None: the RAM available now) by :func:`check_rows`, which
+    refuses a build over it in one line."""
+    check_rows(graph, edge_set, kind, weights, memory_limit, edge_ids)
     es = graph.edge_set(edge_set)
     n, p, m = graph.num_nodes(), graph.num_partitions, es.num_edges
     out = kind in ("out", "csr")

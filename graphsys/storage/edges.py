@@ -225,30 +225,44 @@ def rel_bases(graph, es: EdgeSet) -> tuple[np.ndarray, np.ndarray]:
     return src, dst
 
 
-def iter_edges(graph, es: EdgeSet) -> Iterator[tuple[np.ndarray, ...]]:
-    """``(src, dst, rel, weight)`` of every record batch of ``es`` in row-major bucket
-    order, ids made global with :func:`rel_bases` (:meth:`Graph.iter_edges
-    <graphsys.storage.graph.Graph.iter_edges>`)."""
-    src_base, dst_base = rel_bases(graph, es)
+#: Most rows of one item of :func:`iter_edges` and :func:`edge_column`: a record batch (up
+#: to the manifest's ``max_batch_rows``, millions of rows) is handed on in runs of this
+#: many, so what a stream derives per item (int64 ids, an export's columns) is bounded
+#: whatever the graph's size.
+STREAM_ROWS = 1 << 18
+
+
+def _runs(graph, es: EdgeSet) -> Iterator[tuple[EdgeBatch, slice]]:
+    """Every record batch of ``es`` in row-major bucket order, cut into runs of at most
+    :data:`STREAM_ROWS` rows: ``(batch, rows)``."""
     for b in graph.buckets("row-major", es.name):
         for eb in b.batches():
-            rel = eb.rel
-            if rel is None:
-                s = src_base[0][b.i] + eb.src
-                d = dst_base[0][b.j] + eb.dst
-            else:
-                s = src_base[rel, b.i] + eb.src
-                d = dst_base[rel, b.j] + eb.dst
-            yield s, d, rel, eb.weight
+            for lo in range(0, len(eb), STREAM_ROWS):
+                yield eb, slice(lo, lo + STREAM_ROWS)
+
+
+def iter_edges(graph, es: EdgeSet) -> Iterator[tuple[np.ndarray, ...]]:
+    """``(src, dst, rel, weight)`` of every run of :func:`_runs`, ids made global with
+    :func:`rel_bases` (:meth:`Graph.iter_edges
+    <graphsys.storage.graph.Graph.iter_edges>`)."""
+    src_base, dst_base = rel_bases(graph, es)
+    for eb, rows in _runs(graph, es):
+        rel = None if eb.rel is None else eb.rel[rows]
+        if rel is None:
+            s = src_base[0][eb.i] + eb.src[rows]
+            d = dst_base[0][eb.j] + eb.dst[rows]
+        else:
+            s = src_base[rel, eb.i] + eb.src[rows]
+            d = dst_base[rel, eb.j] + eb.dst[rows]
+        yield s, d, rel, None if eb.weight is None else eb.weight[rows]
 
 
 def edge_column(graph, name: str, es: EdgeSet) -> Iterator[np.ndarray]:
-    """The edge column ``name`` of ``es``, batch for batch with :func:`iter_edges`; a
-    column the edge set lacks is refused before the first batch."""
+    """The edge column ``name`` of ``es``, run for run with :func:`iter_edges`; a column
+    the edge set lacks is refused before the first run."""
     es.column(name)
-    for b in graph.buckets("row-major", es.name):
-        for eb in b.batches():
-            yield eb.columns[name]
+    for eb, rows in _runs(graph, es):
+        yield eb.columns[name][rows]
 
 
 def degrees(graph, edge_set: str | None, direction: str) -> np.ndarray:

@@ -279,9 +279,10 @@ class Graph(GraphSchema, SubgraphMethods):
                 yield b
 
     def iter_edges(self, edge_set: EdgeSets = None) -> Iterator[tuple[np.ndarray, ...]]:
-        """Stream the edges of an edge set in internal ids, one record batch at a time.
+        """Stream the edges of an edge set in internal ids, a run of at most
+        :data:`~graphsys.storage.edges.STREAM_ROWS` rows of one record batch at a time.
 
-        Memory is one batch, whatever the graph's size; batches come in row-major bucket order.
+        Memory is one run, whatever the graph's size; runs come in row-major bucket order.
 
         Parameters
         ----------
@@ -309,8 +310,8 @@ class Graph(GraphSchema, SubgraphMethods):
 
     def edge_column(self, name: str, edge_set: EdgeSets = None) -> Iterator[np.ndarray]:
         """Stream an edge column (a numeric column kept beside the edges at ingest, such as
-        a rating's ``timestamp``), one record batch at a time, in the order of
-        :meth:`iter_edges`: the ``k``-th array is row for row with the ``k``-th batch of
+        a rating's ``timestamp``), one run of a record batch at a time, in the order of
+        :meth:`iter_edges`: the ``k``-th array is row for row with the ``k``-th item of
         edges.
 
         Parameters
@@ -390,7 +391,9 @@ class Graph(GraphSchema, SubgraphMethods):
         """The out-neighbour lists of an edge set as CSR over internal ids.
 
         Built reading every bucket once (:func:`graphsys.storage.csr.build_rows`): memory is
-        the output plus the record batches of one partition's rows. When the graph directory
+        the output plus the record batches of one partition's rows, sized first against the
+        RAM available (over it, refused in one line naming the ``graphsys index`` command
+        of the index mapped instead). When the graph directory
         holds a stored index (:func:`graphsys.ingest` with ``index``, or ``graphsys index``)
         and ``edge_ids`` is not asked for, the index is memory-mapped instead: no build, no
         anonymous memory.
@@ -410,6 +413,11 @@ class Graph(GraphSchema, SubgraphMethods):
         -------
         CSR
             Neighbour ids int32 where every node id fits (int64 from 2**31 nodes).
+
+        Raises
+        ------
+        GraphsysError
+            A build over the RAM available now (one line).
 
         Examples
         --------

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from graphsys.errors import ParameterError, check_count, check_flag
-from graphsys.storage.csr import CSR, build_rows
+from graphsys.storage.csr import CSR, WEIGHT_BYTES, build_rows, check_rows
 from graphsys.storage.temporal_index import (
     RAM_BYTES_PER_ENTRY,
     RAM_BYTES_PER_NODE,
@@ -53,9 +53,6 @@ from graphsys.views.orient import (
 from graphsys.views.rows import INDEX, from_pairs
 
 KINDS = ("out", "in", "sym", "oriented", "temporal", "typed")
-#: Anonymous bytes of out/in rows built in RAM beside their ids (int32 per edge where the
-#: ids fit, else int64): float32 weights per edge (4), int64 offsets per node (8).
-WEIGHT_BYTES, CSR_BYTES_PER_NODE = 4, 8
 #: Anonymous bytes per stored edge at the peak of a ``sym`` build in RAM: the out rows (8),
 #: scipy's ones and transposed copy (20), the merged rows of both ways and their int64
 #: copy (40).
@@ -160,13 +157,10 @@ def _directed(graph, es, kind: str, memory_limit, weights: bool) -> CSR:
     mapped = graph.adjacency_index(es.name, INDEX[kind])
     if mapped is not None:
         return CSR(mapped.indptr, mapped.indices, mapped.weight if weights else None)
-    per_edge = (4 if graph.num_nodes() < 2**31 else 8) + (
-        WEIGHT_BYTES if weights and es.has_weight else 0)
-    need = per_edge * es.num_edges + CSR_BYTES_PER_NODE * (graph.num_nodes() + 1)
-    limit = check(graph, es.name, f"the {kind}-neighbour rows of edge set {es.name!r}", need,
-                  memory_limit, (INDEX[kind],))
+    limit = check_rows(graph, es.name, kind, weights, memory_limit)
     return cached(graph, (es.name, kind, weights), lambda: build_rows(
-        graph, es.name, kind, weights), nbytes=CSR.nbytes.fget, budget=limit)
+        graph, es.name, kind, weights, memory_limit=memory_limit), nbytes=CSR.nbytes.fget,
+        budget=limit)
 
 
 def _sym(graph, edge_set: str, memory_limit, weights: bool) -> CSR:

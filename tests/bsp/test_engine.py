@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from scipy.sparse import csgraph
+from scipy.sparse import csgraph, csr_matrix
 
 import graphsys
 from graphsys import bsp
@@ -224,3 +224,30 @@ def test_numpy_state_runs_however_the_cpu_is_named(tmp_path, device):
     assert len(set(bsp.wcc(g, device=device).to_dict().values())) == 1
     ranks = bsp.pagerank(g, device=device).values
     assert np.allclose(ranks, bsp.pagerank(g, device=device, backend="torch").values)
+
+
+def test_an_adjacency_over_the_available_ram_is_refused_in_one_line(tmp_path, monkeypatch):
+    """An in-memory run on a graph without an index sizes the rows it builds against the
+    RAM available (the BSP engine's budget): over it, one line naming the ``graphsys
+    index`` command, never a build the machine cannot hold; with the index stored the rows
+    are mapped, no build, and the run's answer is scipy's."""
+    from graphsys import memory
+    from graphsys.storage.adjacency_index import build_index
+
+    g = graphsys.from_numpy(np.arange(200) % 50, (np.arange(200) * 7 + 1) % 50,
+                            tmp_path / "g", partitions=2)
+    monkeypatch.setattr(memory, "available_memory", lambda: 1_000)  # of 1.4 KB of rows
+    for run, kind in ((lambda: bsp.pagerank(g, store_index=False), "--csc"),
+                      (lambda: bsp.bfs(g, 0), "--csr"), (lambda: bsp.wcc(g), "--csr")):
+        with pytest.raises(GraphsysError) as exc:
+            run()
+        message = str(exc.value)
+        assert "\n" not in message and "more than the 1 KB of available RAM" in message
+        assert message.endswith(f"graphsys index {g.path} {kind}")
+    with pytest.raises(GraphsysError, match="available RAM"):
+        g.csr()
+    build_index(g, ("csr", "csc"), memory_limit=1 << 30)
+    c = g.csr(weights=False)
+    adj = csr_matrix((np.ones(len(c.indices)), c.indices, c.indptr), shape=(50, 50))
+    expected = csgraph.shortest_path(adj, unweighted=True, indices=int(g.to_internal([0])[0]))
+    np.testing.assert_array_equal(bsp.bfs(g, 0).values, expected)

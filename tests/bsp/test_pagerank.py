@@ -393,3 +393,30 @@ def test_a_failed_store_warns_once_and_is_not_tried_again(tmp_path, monkeypatch)
     count.sum_duplicates()
     assert np.abs(first.values - scipy_pagerank(count)).sum() < 1e-10 * 0.85 / 0.15
     assert not graphsys.open_graph(tmp_path / "g").manifest.indexes
+
+
+def test_the_push_index_is_stored_within_the_available_ram(tmp_path, monkeypatch):
+    """The first in-memory run stores the push index within the run's budget, the RAM
+    available now: where that is below the build's least (64 MiB and up), the store is
+    refused with a warning naming the cause, and the run pulls to scipy's ranks."""
+    import importlib
+
+    import graphsys
+    from graphsys import memory
+    from graphsys.generators import rmat_edges, write_edges
+
+    pagerank_module = importlib.import_module("graphsys.bsp.algorithms.pagerank")
+    monkeypatch.setattr(pagerank_module, "PUSH_STORE_MIN_BYTES", 0)
+    monkeypatch.setattr(pagerank_module, "_STORE_FAILED", set())
+    write_edges(rmat_edges(1 << 13, 80_000, seed=5), tmp_path / "e.parquet")
+    g = graphsys.ingest(tmp_path / "e.parquet", tmp_path / "g", partitions=2)
+    c = g.csr(weights=False)
+    monkeypatch.setattr(memory, "available_memory", lambda: 32 << 20)  # rows: 0.4 MB
+    with pytest.warns(UserWarning, match="could not store the push index.*too small"):
+        result = bsp.pagerank(g, tol=1e-10)
+    assert "stored" not in result.stats.method
+    assert not graphsys.open_graph(tmp_path / "g").manifest.indexes
+    n = g.num_nodes()
+    count = sp.csr_matrix((np.ones(len(c.indices)), c.indices, c.indptr), shape=(n, n))
+    count.sum_duplicates()
+    assert np.abs(result.values - scipy_pagerank(count)).sum() < 1e-10 * 0.85 / 0.15

@@ -41,6 +41,7 @@ def test_node_file_where_and_ego(stored, capsys):
     S = G.subgraph([1, 5, 7, 40, 12])
     assert sorted(h.node_ids().tolist()) == sorted(S) and out["nodes"] == 5
     assert _edges(h) == set(S.edges()) and out["edges"]["default"] == S.number_of_edges()
+    assert 0 < out["peak_rss_anon_bytes"] <= out["peak_rss_bytes"]
 
     assert main(["subgraph", str(tmp / "g"), str(tmp / "b"), "--where", "label >= 2"]) == 0
     assert "wrote" in capsys.readouterr().out

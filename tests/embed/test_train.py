@@ -93,6 +93,23 @@ def test_buffer_partitions_never_exceed_the_memory_budget(kg4, small, tmp_path):
     assert Trainer(cfg, open_graph(kg4), tmp_path / "c").capacity == 3
 
 
+def test_the_default_buffer_holds_what_the_available_ram_does(kg4, small, tmp_path,
+                                                              monkeypatch):
+    # without memory_budget every partition stayed resident whatever the RAM available,
+    # which was checked for a bucket's 2 only: 4 held where 3 fit
+    from graphsys import memory
+    from graphsys.embed.trainer import Trainer
+    per = 55 * (32 + 1) * 4          # the largest partition of kg4, d = 32, row Adagrad
+    cfg = load_config(None, small)
+    graph = open_graph(kg4)
+    negs = 0 if cfg.all_negs else 8 * cfg.num_uniform_negs * (
+        cfg.dimension + min(cfg.batch_size, graph.num_edges()))
+    monkeypatch.setattr(memory, "available_memory", lambda: negs + 3 * per + 10)
+    assert Trainer(cfg, graph, tmp_path / "a").capacity == 3
+    monkeypatch.setattr(memory, "available_memory", lambda: 1 << 30)
+    assert Trainer(cfg, graph, tmp_path / "b").capacity == 4
+
+
 def test_a_buffer_of_one_partition_is_refused_as_the_budget_of_one_is(kg1, kg4, small,
                                                                     tmp_path):
     # buffer_partitions=1 with 4 partitions was raised to 2 in silence, while a

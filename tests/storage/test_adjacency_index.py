@@ -282,6 +282,9 @@ def test_index_cli_and_bad_kind(tmp_path, capsys):
     assert main(["index", str(tmp_path / "g"), "--csc", "--json"]) == 0
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert out["built"] == ["default/csc"]
+    # the anonymous peak (what --memory-limit bounds) beside the total, which counts the
+    # mapped files' pages too
+    assert 0 < out["peak_rss_anon_bytes"] <= out["peak_rss_bytes"]
     assert main(["ingest", str(f), "--out", str(tmp_path / "h"), "--index", "csx"]) == 2
     assert "--index" in capsys.readouterr().err
     assert not (tmp_path / "h").exists()

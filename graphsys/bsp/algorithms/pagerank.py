@@ -347,8 +347,9 @@ class PageRank(VertexProgram):
 def store_push_index(graph, edge_set: str | None):
     """Build and store the ``push`` index of ``edge_set`` (and the CSC it is built from), as
     ``graphsys index --push`` does, and return it mapped; None where it is not written: the
-    run then keeps its in-memory layouts. The files are written out of core, under the
-    writer lock, and listed in the manifest last, as every index is.
+    run then keeps its in-memory layouts. The files are written out of core, within the
+    RAM available now (the budget of an in-memory run), under the writer lock, and listed
+    in the manifest last, as every index is.
 
     A view of several edge sets, a remote graph and a directory this process may not write
     (or whose parent it may not write: the index is committed as a new tree beside it) are
@@ -364,7 +365,7 @@ def store_push_index(graph, edge_set: str | None):
     if key in _STORE_FAILED:
         return None
     try:
-        build_index(graph, ("push",), edge_sets=[es.name])
+        build_index(graph, ("push",), edge_sets=[es.name], memory_limit=None)  # RAM free now
     except (GraphsysError, OSError) as exc:
         _STORE_FAILED.add(key)
         warnings.warn(f"{graph.path}: PageRank could not store the push index of edge set "
