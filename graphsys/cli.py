@@ -21,7 +21,10 @@ raises :class:`Terminated`, a :class:`KeyboardInterrupt`, in the command, so eve
 cleanup runs (a staging directory, an index build directory, a temporary file is removed;
 a graph or checkpoint keeps its last complete state), and the command exits with 143
 after one ``error:`` line. A second SIGTERM during that cleanup is ignored (SIGKILL still
-stops the process at once).
+stops the process at once). Ctrl-C or SIGTERM reads the same from the import of the
+command's modules on, and when it lands in a callback from C code (LLVM's, while numba
+compiles a kernel), where Python only reports it, it is raised again once the callback
+returns (:class:`_Redeliver`) rather than dropped.
 
 The program (:func:`program`: the ``graphsys`` script and ``python -m graphsys``) ends the
 process once a command whose work is all on disk (``fast_exit``, e.g. ``ingest``) has
@@ -44,6 +47,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 
 from graphsys import openmp
@@ -179,11 +183,47 @@ class Terminated(KeyboardInterrupt):
     :class:`KeyboardInterrupt`, so the same cleanup runs."""
 
 
+class _Redeliver:
+    """Raises again an interrupt that Python could only report: a
+    :class:`KeyboardInterrupt` (Ctrl-C) or :class:`Terminated` raised while the main thread
+    ran a callback from C code (LLVM's, while numba compiles a kernel) is printed as
+    ``Exception ignored on calling ctypes callback function`` and dropped, and the command
+    would run on. :meth:`hook` (``sys.unraisablehook``) takes it instead, and a thread
+    sends the main thread a SIGINT once the callback has returned, whose handler
+    (:meth:`on_int`) raises it again, where it propagates as any interrupt does."""
+
+    def __init__(self) -> None:
+        self.pending: type[KeyboardInterrupt] | None = None
+        self.returned = True  # whether the hook that took the pending interrupt returned
+        self.previous = sys.unraisablehook
+
+    def hook(self, unraisable) -> None:
+        if (not isinstance(unraisable.exc_value, KeyboardInterrupt) or self.pending
+                or threading.current_thread() is not threading.main_thread()):
+            self.previous(unraisable)
+            return
+        self.pending, self.returned = type(unraisable.exc_value), False
+        threading.Thread(target=self._signal_main, daemon=True).start()
+        self.returned = True  # last: no check for signals between it and the return
+
+    def _signal_main(self) -> None:
+        while not self.returned:  # raised within the hook, it would be reported again
+            time.sleep(0.001)
+        # a signal, not interrupt_main's flag: it also wakes a wait in a system call
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+
+    def on_int(self, signum, frame):
+        pending, self.pending = self.pending, None
+        raise (pending or KeyboardInterrupt)()
+
+
 @contextlib.contextmanager
 def terminate_as_interrupt():
     """Within the block, SIGTERM raises :class:`Terminated` in the main thread (once: a
-    later SIGTERM is ignored while the cleanup runs); the previous handler is restored
-    after. Off the main thread (where no handler can be set) it does nothing."""
+    later SIGTERM is ignored while the cleanup runs), and an interrupt raised in a
+    callback from C code, which Python only reports, is raised again after it
+    (:class:`_Redeliver`); the previous handlers are restored after. Off the main thread
+    (where no handler can be set) it does nothing."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -192,11 +232,16 @@ def terminate_as_interrupt():
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         raise Terminated()
 
-    previous = signal.signal(signal.SIGTERM, on_term)
+    redeliver = _Redeliver()
+    previous = signal.signal(signal.SIGTERM, on_term), signal.signal(signal.SIGINT,
+                                                                     redeliver.on_int)
+    sys.unraisablehook = redeliver.hook
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGTERM, previous[0])
+        signal.signal(signal.SIGINT, previous[1])
+        sys.unraisablehook = redeliver.previous
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -249,14 +294,23 @@ def _run(argv: list[str] | None, program: bool = False
     ``program``: the process is :func:`program`'s, which ends after the command."""
     openmp.apply_wait_policy()  # before any command loads an OpenMP runtime
     argv = sys.argv[1:] if argv is None else argv
-    parser = build_parser(argv)
-    args, extra = parser.parse_known_args(argv)
-    if extra:  # named by the command's own parser, which points at its own --help
-        command_parser(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
-    if program and getattr(args, "fast_exit", False):
-        freeze_long_lived()  # the process exits without teardown once the command returns
     with readers_may_leave():
-        return _command(parser, args), args
+        try:
+            with terminate_as_interrupt():  # from the imports of the command's module on
+                parser = build_parser(argv)
+                args, extra = parser.parse_known_args(argv)
+                if extra:  # named by the command's own parser, which points at its --help
+                    command_parser(parser, args).error(
+                        f"unrecognized arguments: {' '.join(extra)}")
+                if program and getattr(args, "fast_exit", False):
+                    freeze_long_lived()  # the process exits without teardown after it
+                return _command(parser, args), args
+        except Terminated:
+            print("error: terminated (SIGTERM)", file=sys.stderr)
+            return 128 + signal.SIGTERM, None
+        except KeyboardInterrupt:
+            print("error: interrupted", file=sys.stderr)
+            return 130, None
 
 
 class ReaderMayLeave:
@@ -309,8 +363,7 @@ def readers_may_leave():
 def _command(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     """The chosen command's exit code; a user-facing failure printed as one line."""
     try:
-        with terminate_as_interrupt():
-            return int(args.func(args) or 0)
+        return int(args.func(args) or 0)
     except GraphsysError as exc:
         print(f"error: {user_message(exc, parser, args)}", file=sys.stderr)
         return exc.exit_code
@@ -320,12 +373,6 @@ def _command(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 1
-    except Terminated:
-        print("error: terminated (SIGTERM)", file=sys.stderr)
-        return 128 + signal.SIGTERM
-    except KeyboardInterrupt:
-        print("error: interrupted", file=sys.stderr)
-        return 130
 
 
 if __name__ == "__main__":

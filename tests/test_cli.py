@@ -133,6 +133,48 @@ def test_sigterm_is_an_interrupt_on_the_main_thread_only(tmp_path, capsys):
     assert rc == [0] and (tmp_path / "g" / "manifest.json").is_file()
 
 
+@pytest.mark.parametrize("interrupt", [KeyboardInterrupt, cli.Terminated])
+def test_an_interrupt_raised_in_a_callback_from_c_still_stops_the_command(interrupt,
+                                                                          capsys):
+    """Ctrl-C or SIGTERM landing in a callback from C code (LLVM's object-cache callback
+    while numba compiles a kernel) was reported as ``Exception ignored on calling ctypes
+    callback function`` and dropped: the command ran on to exit 0. It is raised again
+    once the callback returns, and the command stops with its one line."""
+    import ctypes
+    import sys
+    import threading
+
+    def command(args):
+        def raise_it():
+            raise interrupt()
+        ctypes.CFUNCTYPE(None)(raise_it)()  # Python reports it, cannot raise it
+        threading.Event().wait(10)  # interrupted by the interrupt raised again
+        raise AssertionError("the interrupt was dropped")
+
+    parser = cli.ArgumentParser(prog="graphsys")
+    parser.set_defaults(func=command)
+    hook = sys.unraisablehook
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(cli, "build_parser", lambda argv: parser)
+        code = cli.main([])
+    assert code == (143 if interrupt is cli.Terminated else 130)
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [
+        "error: terminated (SIGTERM)" if interrupt is cli.Terminated else "error: interrupted"]
+    assert sys.unraisablehook is hook
+
+
+def test_an_interrupt_while_the_command_loads_is_one_line(monkeypatch, capsys):
+    """Ctrl-C while the command's modules import (the first second of every command) was
+    a traceback of the import machinery and exit -2; it reads as any interrupt."""
+    def importing(argv):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "build_parser", importing)
+    assert cli.main(["ingest", "e.tsv", "--out", "g"]) == 130
+    assert capsys.readouterr().err == "error: interrupted\n"
+
+
 def test_program_ends_the_process_after_a_fast_exit_command(tmp_path):
     """``python -m graphsys ingest`` (a ``fast_exit`` command) leaves without the
     interpreter's teardown: its JSON line is flushed into a pipe, the exit handlers run (a
