@@ -306,11 +306,13 @@ def _run(argv: list[str] | None, program: bool = False
                     freeze_long_lived()  # the process exits without teardown after it
                 return _command(parser, args), args
         except Terminated:
-            print("error: terminated (SIGTERM)", file=sys.stderr)
-            return 128 + signal.SIGTERM, None
+            code, line = 128 + signal.SIGTERM, "error: terminated (SIGTERM)"
         except KeyboardInterrupt:
-            print("error: interrupted", file=sys.stderr)
-            return 130, None
+            code, line = 130, "error: interrupted"
+        # printed once the interrupt and the frames it held are gone: a progress display
+        # they left open closes first, its last line above this one
+        print(line, file=sys.stderr)
+        return code, None
 
 
 class ReaderMayLeave:

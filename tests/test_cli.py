@@ -175,6 +175,26 @@ def test_an_interrupt_while_the_command_loads_is_one_line(monkeypatch, capsys):
     assert capsys.readouterr().err == "error: interrupted\n"
 
 
+def test_the_interrupt_line_is_the_last_line(monkeypatch, capsys):
+    """A progress display the interrupt left open (its frame held by the interrupt's
+    traceback) printed its last line (what compiled) below ``error: interrupted``; it is
+    closed before that line."""
+    from graphsys.progress import LineProgress, compile_ended, compile_started
+
+    def command(args):
+        bar = LineProgress(total=2, unit="edge", desc="index csr")  # left open
+        compile_started("graphsys.storage.adjacency_index")
+        compile_ended("graphsys.storage.adjacency_index")
+        raise KeyboardInterrupt(bar)
+
+    parser = cli.ArgumentParser(prog="graphsys")
+    parser.set_defaults(func=command)
+    monkeypatch.setattr(cli, "build_parser", lambda argv: parser)
+    assert cli.main([]) == 130
+    err = capsys.readouterr().err.splitlines()
+    assert err[-1] == "error: interrupted" and "compiled 1 adjacency_index kernel" in err[-2]
+
+
 def test_program_ends_the_process_after_a_fast_exit_command(tmp_path):
     """``python -m graphsys ingest`` (a ``fast_exit`` command) leaves without the
     interpreter's teardown: its JSON line is flushed into a pipe, the exit handlers run (a
