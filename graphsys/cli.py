@@ -28,7 +28,9 @@ returns (:class:`_Redeliver`) rather than dropped.
 
 The program (:func:`program`: the ``graphsys`` script and ``python -m graphsys``) ends the
 process once a command whose work is all on disk (``fast_exit``, e.g. ``ingest``) has
-returned, and once any command that destroyed a process group has (a rank of a distributed
+returned, once any interrupted command has printed its line (its cleanup has run; the
+teardown of torch's modules would keep the user waiting seconds more), and once any
+command that destroyed a process group has (a rank of a distributed
 run, whose gloo threads outlive the group: :func:`graphsys.distributed.destroy`): its output
 flushed, the interpreter's exit handlers run and its threads joined, it leaves without
 tearing down every imported module's objects (numba's, LLVM's, Arrow's), which only frees
@@ -63,6 +65,8 @@ COMMANDS = ("demo", "ingest", "index", "info", "verify", "export", "generate", "
 #: NumPy's and SciPy's, otherwise starts a worker per core, each of which spins waiting for
 #: work before it sleeps).
 SERIAL_BLAS = ("ingest",)
+#: Exit codes of a command interrupted by Ctrl-C (SIGINT) and by SIGTERM, as a shell's.
+INTERRUPTED = (128 + signal.SIGINT, 128 + signal.SIGTERM)
 #: Library parameter -> the argparse destinations of flags that set it under another name
 #: (``graphsys generate --nodes`` sets ``num_nodes``, ``graphsys run --edges`` sets
 #: ``edge_set``, ``--partitions`` sets ``partitions`` or ``num_partitions``); a parameter
@@ -251,12 +255,13 @@ def main(argv: list[str] | None = None) -> int:
 
 def program() -> None:
     """The ``graphsys`` program: :func:`main` on ``sys.argv``, then the process exits with
-    its code; after a ``fast_exit`` command that succeeded, without the interpreter's
-    teardown (see the module docstring)."""
+    its code; after a ``fast_exit`` command that succeeded or any command interrupted,
+    without the interpreter's teardown (see the module docstring)."""
     if _command_name(sys.argv[1:]) in SERIAL_BLAS and "numpy" not in sys.modules:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before NumPy loads
     code, args = _run(None, program=True)
-    if code == 0 and getattr(args, "fast_exit", False) or _ran_a_process_group():
+    if (code == 0 and getattr(args, "fast_exit", False) or _ran_a_process_group()
+            or args is None and code in INTERRUPTED):
         _exit_now(code)
     sys.exit(code)
 
@@ -306,9 +311,9 @@ def _run(argv: list[str] | None, program: bool = False
                     freeze_long_lived()  # the process exits without teardown after it
                 return _command(parser, args), args
         except Terminated:
-            code, line = 128 + signal.SIGTERM, "error: terminated (SIGTERM)"
+            code, line = INTERRUPTED[1], "error: terminated (SIGTERM)"
         except KeyboardInterrupt:
-            code, line = 130, "error: interrupted"
+            code, line = INTERRUPTED[0], "error: interrupted"
         # printed once the interrupt and the frames it held are gone: a progress display
         # they left open closes first, its last line above this one
         print(line, file=sys.stderr)

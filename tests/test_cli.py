@@ -226,6 +226,37 @@ def test_program_ends_the_process_after_a_fast_exit_command(tmp_path):
     assert len(bad.stderr.splitlines()) == 1
 
 
+@pytest.mark.parametrize("interrupt", ["KeyboardInterrupt", "cli.Terminated"])
+def test_program_ends_the_process_once_an_interrupted_command_cleaned_up(interrupt,
+                                                                          tmp_path):
+    """An interrupted command's cleanup has run when it prints its line; the process then
+    ends without the interpreter's teardown (which took seconds after a torch command):
+    the exit handlers run, the objects of ``__main__`` are not torn down."""
+    import os
+    import subprocess
+    import sys
+
+    child = ("import atexit, sys\n"
+             "class Torn:\n    def __del__(self): print('torn down', flush=True)\n"
+             "held = Torn()\n"
+             "atexit.register(lambda: print('atexit ran', flush=True))\n"
+             "sys.argv[0] = 'graphsys'\n"
+             "from graphsys import cli\n"
+             f"def command(args): raise {interrupt}()\n"
+             "parser = cli.ArgumentParser(prog='graphsys')\n"
+             "parser.set_defaults(func=command)\n"
+             "cli.build_parser = lambda argv: parser\n"
+             "cli.program()\n")
+    out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True,
+                         timeout=120, cwd=tmp_path,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    terminated = interrupt == "cli.Terminated"
+    assert out.returncode == (143 if terminated else 130), out.stderr
+    assert out.stderr == ("error: terminated (SIGTERM)\n" if terminated
+                          else "error: interrupted\n")
+    assert out.stdout == "atexit ran\n"
+
+
 def test_a_reader_that_leaves_does_not_end_the_command(tmp_path, capsys, monkeypatch):
     """``graphsys run ... --out F | head -1``: stdout's reader is gone before the first
     superstep line; the run still writes F, exits 0 and prints no 'Broken pipe'."""
