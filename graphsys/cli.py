@@ -222,12 +222,15 @@ class _Redeliver:
 
 
 @contextlib.contextmanager
-def terminate_as_interrupt():
+def terminate_as_interrupt(ignore_after: bool = False):
     """Within the block, SIGTERM raises :class:`Terminated` in the main thread (once: a
     later SIGTERM is ignored while the cleanup runs), and an interrupt raised in a
     callback from C code, which Python only reports, is raised again after it
-    (:class:`_Redeliver`); the previous handlers are restored after. Off the main thread
-    (where no handler can be set) it does nothing."""
+    (:class:`_Redeliver`); the previous handlers are restored after, or with
+    ``ignore_after`` (the program's, whose process ends after the command) an interrupted
+    block leaves both signals ignored: its cleanup has run, and another Ctrl-C would only
+    break the exit (a traceback from an exit handler). Off the main thread (where no
+    handler can be set) it does nothing."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -242,6 +245,10 @@ def terminate_as_interrupt():
     sys.unraisablehook = redeliver.hook
     try:
         yield
+    except KeyboardInterrupt:
+        if ignore_after:
+            previous = signal.SIG_IGN, signal.SIG_IGN
+        raise
     finally:
         signal.signal(signal.SIGTERM, previous[0])
         signal.signal(signal.SIGINT, previous[1])
@@ -301,7 +308,7 @@ def _run(argv: list[str] | None, program: bool = False
     argv = sys.argv[1:] if argv is None else argv
     with readers_may_leave():
         try:
-            with terminate_as_interrupt():  # from the imports of the command's module on
+            with terminate_as_interrupt(program):  # from the command's module's imports on
                 parser = build_parser(argv)
                 args, extra = parser.parse_known_args(argv)
                 if extra:  # named by the command's own parser, which points at its --help

@@ -231,7 +231,8 @@ def test_program_ends_the_process_once_an_interrupted_command_cleaned_up(interru
                                                                           tmp_path):
     """An interrupted command's cleanup has run when it prints its line; the process then
     ends without the interpreter's teardown (which took seconds after a torch command):
-    the exit handlers run, the objects of ``__main__`` are not torn down."""
+    the exit handlers run, the objects of ``__main__`` are not torn down. A second Ctrl-C
+    by then is ignored (it was a traceback from an exit handler)."""
     import os
     import subprocess
     import sys
@@ -239,7 +240,11 @@ def test_program_ends_the_process_once_an_interrupted_command_cleaned_up(interru
     child = ("import atexit, sys\n"
              "class Torn:\n    def __del__(self): print('torn down', flush=True)\n"
              "held = Torn()\n"
-             "atexit.register(lambda: print('atexit ran', flush=True))\n"
+             "import os, signal\n"
+             "def at_exit():\n"
+             "    os.kill(os.getpid(), signal.SIGINT)\n"
+             "    print('atexit ran', flush=True)\n"
+             "atexit.register(at_exit)\n"
              "sys.argv[0] = 'graphsys'\n"
              "from graphsys import cli\n"
              f"def command(args): raise {interrupt}()\n"
