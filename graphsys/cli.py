@@ -196,10 +196,11 @@ class _Redeliver:
     sends the main thread a SIGINT once the callback has returned, whose handler
     (:meth:`on_int`) raises it again, where it propagates as any interrupt does."""
 
-    def __init__(self) -> None:
+    def __init__(self, sigint) -> None:
         self.pending: type[KeyboardInterrupt] | None = None
         self.returned = True  # whether the hook that took the pending interrupt returned
         self.previous = sys.unraisablehook
+        self.sigint = sigint  # the SIGINT handler it stands in for
 
     def hook(self, unraisable) -> None:
         if (not isinstance(unraisable.exc_value, KeyboardInterrupt) or self.pending
@@ -217,8 +218,17 @@ class _Redeliver:
         signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
 
     def on_int(self, signum, frame):
+        """The pending interrupt; else what the handler it stands in for does: Python's
+        raises KeyboardInterrupt, a caller's own runs, an ignored SIGINT (a job a script
+        started in the background) stays ignored."""
         pending, self.pending = self.pending, None
-        raise (pending or KeyboardInterrupt)()
+        if pending is not None:
+            raise pending()
+        if callable(self.sigint):
+            return self.sigint(signum, frame)
+        if self.sigint != signal.SIG_IGN:
+            raise KeyboardInterrupt()
+        return None
 
 
 @contextlib.contextmanager
@@ -239,7 +249,7 @@ def terminate_as_interrupt(ignore_after: bool = False):
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         raise Terminated()
 
-    redeliver = _Redeliver()
+    redeliver = _Redeliver(signal.getsignal(signal.SIGINT))
     previous = signal.signal(signal.SIGTERM, on_term), signal.signal(signal.SIGINT,
                                                                      redeliver.on_int)
     sys.unraisablehook = redeliver.hook

@@ -164,6 +164,30 @@ def test_an_interrupt_raised_in_a_callback_from_c_still_stops_the_command(interr
     assert sys.unraisablehook is hook
 
 
+def test_an_ignored_sigint_stays_ignored(monkeypatch, capsys):
+    """A SIGINT the process ignores (a job a script started in the background, which the
+    terminal's Ctrl-C must not stop) stays ignored while a command runs."""
+    import os
+    import signal
+
+    def command(args):
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(1000):  # Python runs a signal's handler between two instructions
+            pass
+        return 0
+
+    parser = cli.ArgumentParser(prog="graphsys")
+    parser.set_defaults(func=command)
+    monkeypatch.setattr(cli, "build_parser", lambda argv: parser)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        assert cli.main([]) == 0
+        assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert capsys.readouterr().err == ""
+
+
 def test_an_interrupt_while_the_command_loads_is_one_line(monkeypatch, capsys):
     """Ctrl-C while the command's modules import (the first second of every command) was
     a traceback of the import machinery and exit -2; it reads as any interrupt."""
