@@ -23,8 +23,8 @@ a graph or checkpoint keeps its last complete state), and the command exits with
 after one ``error:`` line. A second SIGTERM during that cleanup is ignored (SIGKILL still
 stops the process at once). Ctrl-C or SIGTERM reads the same from the import of the
 command's modules on, and when it lands in a callback from C code (LLVM's, while numba
-compiles a kernel), where Python only reports it, it is raised again once the callback
-returns (:class:`_Redeliver`) rather than dropped.
+compiles a kernel) or a finalizer, where Python only reports it, it is raised again once
+that returns (:class:`_Redeliver`) rather than dropped.
 
 The program (:func:`program`: the ``graphsys`` script and ``python -m graphsys``) ends the
 process once a command whose work is all on disk (``fast_exit``, e.g. ``ingest``) has
@@ -190,11 +190,12 @@ class Terminated(KeyboardInterrupt):
 class _Redeliver:
     """Raises again an interrupt that Python could only report: a
     :class:`KeyboardInterrupt` (Ctrl-C) or :class:`Terminated` raised while the main thread
-    ran a callback from C code (LLVM's, while numba compiles a kernel) is printed as
-    ``Exception ignored on calling ctypes callback function`` and dropped, and the command
-    would run on. :meth:`hook` (``sys.unraisablehook``) takes it instead, and a thread
-    sends the main thread a SIGINT once the callback has returned, whose handler
-    (:meth:`on_int`) raises it again, where it propagates as any interrupt does."""
+    ran a callback from C code (LLVM's, while numba compiles a kernel) or a finalizer
+    (``__del__``) is printed as ``Exception ignored on calling ctypes callback function``
+    (or ``in ... __del__``) and dropped, and the command would run on. :meth:`hook`
+    (``sys.unraisablehook``) takes it instead, and a thread sends the main thread a SIGINT
+    once the callback has returned, whose handler (:meth:`on_int`) raises it again, where
+    it propagates as any interrupt does."""
 
     def __init__(self, sigint) -> None:
         self.pending: type[KeyboardInterrupt] | None = None
