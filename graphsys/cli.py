@@ -21,11 +21,16 @@ raises :class:`Terminated`, a :class:`KeyboardInterrupt`, in the command, so eve
 cleanup runs (a staging directory, an index build directory, a temporary file is removed;
 a graph or checkpoint keeps its last complete state), and the command exits with 143
 after one ``error:`` line. A second SIGTERM during that cleanup is ignored (SIGKILL still
-stops the process at once).
+stops the process at once). Ctrl-C or SIGTERM reads the same from the import of the
+command's modules on, and when it lands in a callback from C code (LLVM's, while numba
+compiles a kernel) or a finalizer, where Python only reports it, it is raised again once
+that returns (:class:`_Redeliver`) rather than dropped.
 
 The program (:func:`program`: the ``graphsys`` script and ``python -m graphsys``) ends the
 process once a command whose work is all on disk (``fast_exit``, e.g. ``ingest``) has
-returned, and once any command that destroyed a process group has (a rank of a distributed
+returned, once any interrupted command has printed its line (its cleanup has run; the
+teardown of torch's modules would keep the user waiting seconds more), and once any
+command that destroyed a process group has (a rank of a distributed
 run, whose gloo threads outlive the group: :func:`graphsys.distributed.destroy`): its output
 flushed, the interpreter's exit handlers run and its threads joined, it leaves without
 tearing down every imported module's objects (numba's, LLVM's, Arrow's), which only frees
@@ -44,6 +49,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 
 from graphsys import openmp
@@ -59,6 +65,8 @@ COMMANDS = ("demo", "ingest", "index", "info", "verify", "export", "generate", "
 #: NumPy's and SciPy's, otherwise starts a worker per core, each of which spins waiting for
 #: work before it sleeps).
 SERIAL_BLAS = ("ingest",)
+#: Exit codes of a command interrupted by Ctrl-C (SIGINT) and by SIGTERM, as a shell's.
+INTERRUPTED = (128 + signal.SIGINT, 128 + signal.SIGTERM)
 #: Library parameter -> the argparse destinations of flags that set it under another name
 #: (``graphsys generate --nodes`` sets ``num_nodes``, ``graphsys run --edges`` sets
 #: ``edge_set``, ``--partitions`` sets ``partitions`` or ``num_partitions``); a parameter
@@ -179,11 +187,61 @@ class Terminated(KeyboardInterrupt):
     :class:`KeyboardInterrupt`, so the same cleanup runs."""
 
 
+class _Redeliver:
+    """Raises again an interrupt that Python could only report: a
+    :class:`KeyboardInterrupt` (Ctrl-C) or :class:`Terminated` raised while the main thread
+    ran a callback from C code (LLVM's, while numba compiles a kernel) or a finalizer
+    (``__del__``) is printed as ``Exception ignored on calling ctypes callback function``
+    (or ``in ... __del__``) and dropped, and the command would run on. :meth:`hook`
+    (``sys.unraisablehook``) takes it instead, and a thread sends the main thread a SIGINT
+    once the callback has returned, whose handler (:meth:`on_int`) raises it again, where
+    it propagates as any interrupt does."""
+
+    def __init__(self, sigint) -> None:
+        self.pending: type[KeyboardInterrupt] | None = None
+        self.returned = True  # whether the hook that took the pending interrupt returned
+        self.previous = sys.unraisablehook
+        self.sigint = sigint  # the SIGINT handler it stands in for
+
+    def hook(self, unraisable) -> None:
+        if (not isinstance(unraisable.exc_value, KeyboardInterrupt) or self.pending
+                or threading.current_thread() is not threading.main_thread()):
+            self.previous(unraisable)
+            return
+        self.pending, self.returned = type(unraisable.exc_value), False
+        threading.Thread(target=self._signal_main, daemon=True).start()
+        self.returned = True  # last: no check for signals between it and the return
+
+    def _signal_main(self) -> None:
+        while not self.returned:  # raised within the hook, it would be reported again
+            time.sleep(0.001)
+        # a signal, not interrupt_main's flag: it also wakes a wait in a system call
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+
+    def on_int(self, signum, frame):
+        """The pending interrupt; else what the handler it stands in for does: Python's
+        raises KeyboardInterrupt, a caller's own runs, an ignored SIGINT (a job a script
+        started in the background) stays ignored."""
+        pending, self.pending = self.pending, None
+        if pending is not None:
+            raise pending()
+        if callable(self.sigint):
+            return self.sigint(signum, frame)
+        if self.sigint != signal.SIG_IGN:
+            raise KeyboardInterrupt()
+        return None
+
+
 @contextlib.contextmanager
-def terminate_as_interrupt():
+def terminate_as_interrupt(ignore_after: bool = False):
     """Within the block, SIGTERM raises :class:`Terminated` in the main thread (once: a
-    later SIGTERM is ignored while the cleanup runs); the previous handler is restored
-    after. Off the main thread (where no handler can be set) it does nothing."""
+    later SIGTERM is ignored while the cleanup runs), and an interrupt raised in a
+    callback from C code, which Python only reports, is raised again after it
+    (:class:`_Redeliver`); the previous handlers are restored after, or with
+    ``ignore_after`` (the program's, whose process ends after the command) an interrupted
+    block leaves both signals ignored: its cleanup has run, and another Ctrl-C would only
+    break the exit (a traceback from an exit handler). Off the main thread (where no
+    handler can be set) it does nothing."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -192,11 +250,20 @@ def terminate_as_interrupt():
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         raise Terminated()
 
-    previous = signal.signal(signal.SIGTERM, on_term)
+    redeliver = _Redeliver(signal.getsignal(signal.SIGINT))
+    previous = signal.signal(signal.SIGTERM, on_term), signal.signal(signal.SIGINT,
+                                                                     redeliver.on_int)
+    sys.unraisablehook = redeliver.hook
     try:
         yield
+    except KeyboardInterrupt:
+        if ignore_after:
+            previous = signal.SIG_IGN, signal.SIG_IGN
+        raise
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGTERM, previous[0])
+        signal.signal(signal.SIGINT, previous[1])
+        sys.unraisablehook = redeliver.previous
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -206,12 +273,13 @@ def main(argv: list[str] | None = None) -> int:
 
 def program() -> None:
     """The ``graphsys`` program: :func:`main` on ``sys.argv``, then the process exits with
-    its code; after a ``fast_exit`` command that succeeded, without the interpreter's
-    teardown (see the module docstring)."""
+    its code; after a ``fast_exit`` command that succeeded or any command interrupted,
+    without the interpreter's teardown (see the module docstring)."""
     if _command_name(sys.argv[1:]) in SERIAL_BLAS and "numpy" not in sys.modules:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before NumPy loads
     code, args = _run(None, program=True)
-    if code == 0 and getattr(args, "fast_exit", False) or _ran_a_process_group():
+    if (code == 0 and getattr(args, "fast_exit", False) or _ran_a_process_group()
+            or args is None and code in INTERRUPTED):
         _exit_now(code)
     sys.exit(code)
 
@@ -249,14 +317,25 @@ def _run(argv: list[str] | None, program: bool = False
     ``program``: the process is :func:`program`'s, which ends after the command."""
     openmp.apply_wait_policy()  # before any command loads an OpenMP runtime
     argv = sys.argv[1:] if argv is None else argv
-    parser = build_parser(argv)
-    args, extra = parser.parse_known_args(argv)
-    if extra:  # named by the command's own parser, which points at its own --help
-        command_parser(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
-    if program and getattr(args, "fast_exit", False):
-        freeze_long_lived()  # the process exits without teardown once the command returns
     with readers_may_leave():
-        return _command(parser, args), args
+        try:
+            with terminate_as_interrupt(program):  # from the command's module's imports on
+                parser = build_parser(argv)
+                args, extra = parser.parse_known_args(argv)
+                if extra:  # named by the command's own parser, which points at its --help
+                    command_parser(parser, args).error(
+                        f"unrecognized arguments: {' '.join(extra)}")
+                if program and getattr(args, "fast_exit", False):
+                    freeze_long_lived()  # the process exits without teardown after it
+                return _command(parser, args), args
+        except Terminated:
+            code, line = INTERRUPTED[1], "error: terminated (SIGTERM)"
+        except KeyboardInterrupt:
+            code, line = INTERRUPTED[0], "error: interrupted"
+        # printed once the interrupt and the frames it held are gone: a progress display
+        # they left open closes first, its last line above this one
+        print(line, file=sys.stderr)
+        return code, None
 
 
 class ReaderMayLeave:
@@ -309,8 +388,7 @@ def readers_may_leave():
 def _command(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     """The chosen command's exit code; a user-facing failure printed as one line."""
     try:
-        with terminate_as_interrupt():
-            return int(args.func(args) or 0)
+        return int(args.func(args) or 0)
     except GraphsysError as exc:
         print(f"error: {user_message(exc, parser, args)}", file=sys.stderr)
         return exc.exit_code
@@ -320,12 +398,6 @@ def _command(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 1
-    except Terminated:
-        print("error: terminated (SIGTERM)", file=sys.stderr)
-        return 128 + signal.SIGTERM
-    except KeyboardInterrupt:
-        print("error: interrupted", file=sys.stderr)
-        return 130
 
 
 if __name__ == "__main__":

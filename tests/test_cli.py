@@ -133,6 +133,92 @@ def test_sigterm_is_an_interrupt_on_the_main_thread_only(tmp_path, capsys):
     assert rc == [0] and (tmp_path / "g" / "manifest.json").is_file()
 
 
+@pytest.mark.parametrize("interrupt", [KeyboardInterrupt, cli.Terminated])
+def test_an_interrupt_raised_in_a_callback_from_c_still_stops_the_command(interrupt,
+                                                                          capsys):
+    """Ctrl-C or SIGTERM landing in a callback from C code (LLVM's object-cache callback
+    while numba compiles a kernel) was reported as ``Exception ignored on calling ctypes
+    callback function`` and dropped: the command ran on to exit 0. It is raised again
+    once the callback returns, and the command stops with its one line."""
+    import ctypes
+    import sys
+    import threading
+
+    def command(args):
+        def raise_it():
+            raise interrupt()
+        ctypes.CFUNCTYPE(None)(raise_it)()  # Python reports it, cannot raise it
+        threading.Event().wait(10)  # interrupted by the interrupt raised again
+        raise AssertionError("the interrupt was dropped")
+
+    parser = cli.ArgumentParser(prog="graphsys")
+    parser.set_defaults(func=command)
+    hook = sys.unraisablehook
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(cli, "build_parser", lambda argv: parser)
+        code = cli.main([])
+    assert code == (143 if interrupt is cli.Terminated else 130)
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [
+        "error: terminated (SIGTERM)" if interrupt is cli.Terminated else "error: interrupted"]
+    assert sys.unraisablehook is hook
+
+
+def test_an_ignored_sigint_stays_ignored(monkeypatch, capsys):
+    """A SIGINT the process ignores (a job a script started in the background, which the
+    terminal's Ctrl-C must not stop) stays ignored while a command runs."""
+    import os
+    import signal
+
+    def command(args):
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(1000):  # Python runs a signal's handler between two instructions
+            pass
+        return 0
+
+    parser = cli.ArgumentParser(prog="graphsys")
+    parser.set_defaults(func=command)
+    monkeypatch.setattr(cli, "build_parser", lambda argv: parser)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        assert cli.main([]) == 0
+        assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert capsys.readouterr().err == ""
+
+
+def test_an_interrupt_while_the_command_loads_is_one_line(monkeypatch, capsys):
+    """Ctrl-C while the command's modules import (the first second of every command) was
+    a traceback of the import machinery and exit -2; it reads as any interrupt."""
+    def importing(argv):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "build_parser", importing)
+    assert cli.main(["ingest", "e.tsv", "--out", "g"]) == 130
+    assert capsys.readouterr().err == "error: interrupted\n"
+
+
+def test_the_interrupt_line_is_the_last_line(monkeypatch, capsys):
+    """A progress display the interrupt left open (its frame held by the interrupt's
+    traceback) printed its last line (what compiled) below ``error: interrupted``; it is
+    closed before that line."""
+    from graphsys.progress import LineProgress, compile_ended, compile_started
+
+    def command(args):
+        bar = LineProgress(total=2, unit="edge", desc="index csr")  # left open
+        compile_started("graphsys.storage.adjacency_index")
+        compile_ended("graphsys.storage.adjacency_index")
+        raise KeyboardInterrupt(bar)
+
+    parser = cli.ArgumentParser(prog="graphsys")
+    parser.set_defaults(func=command)
+    monkeypatch.setattr(cli, "build_parser", lambda argv: parser)
+    assert cli.main([]) == 130
+    err = capsys.readouterr().err.splitlines()
+    assert err[-1] == "error: interrupted" and "compiled 1 adjacency_index kernel" in err[-2]
+
+
 def test_program_ends_the_process_after_a_fast_exit_command(tmp_path):
     """``python -m graphsys ingest`` (a ``fast_exit`` command) leaves without the
     interpreter's teardown: its JSON line is flushed into a pipe, the exit handlers run (a
@@ -162,6 +248,42 @@ def test_program_ends_the_process_after_a_fast_exit_command(tmp_path):
                          timeout=300)
     assert bad.returncode != 0 and bad.stderr.startswith("error: ")
     assert len(bad.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize("interrupt", ["KeyboardInterrupt", "cli.Terminated"])
+def test_program_ends_the_process_once_an_interrupted_command_cleaned_up(interrupt,
+                                                                          tmp_path):
+    """An interrupted command's cleanup has run when it prints its line; the process then
+    ends without the interpreter's teardown (which took seconds after a torch command):
+    the exit handlers run, the objects of ``__main__`` are not torn down. A second Ctrl-C
+    by then is ignored (it was a traceback from an exit handler)."""
+    import os
+    import subprocess
+    import sys
+
+    child = ("import atexit, sys\n"
+             "class Torn:\n    def __del__(self): print('torn down', flush=True)\n"
+             "held = Torn()\n"
+             "import os, signal\n"
+             "def at_exit():\n"
+             "    os.kill(os.getpid(), signal.SIGINT)\n"
+             "    print('atexit ran', flush=True)\n"
+             "atexit.register(at_exit)\n"
+             "sys.argv[0] = 'graphsys'\n"
+             "from graphsys import cli\n"
+             f"def command(args): raise {interrupt}()\n"
+             "parser = cli.ArgumentParser(prog='graphsys')\n"
+             "parser.set_defaults(func=command)\n"
+             "cli.build_parser = lambda argv: parser\n"
+             "cli.program()\n")
+    out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True,
+                         timeout=120, cwd=tmp_path,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    terminated = interrupt == "cli.Terminated"
+    assert out.returncode == (143 if terminated else 130), out.stderr
+    assert out.stderr == ("error: terminated (SIGTERM)\n" if terminated
+                          else "error: interrupted\n")
+    assert out.stdout == "atexit ran\n"
 
 
 def test_a_reader_that_leaves_does_not_end_the_command(tmp_path, capsys, monkeypatch):
