@@ -63,7 +63,8 @@ MATCH_BYTES_PER_NODE = 40
 def _whole(x, none: bool = False) -> int:
     """``x`` as an int: an integer, or a float with no fractional part (None as -1 where
     ``none``); anything else (a bool, a string, 1.5, a value past int64, which the label
-    arrays hold) is a ``ValueError``, where ``int`` would truncate or parse it."""
+    arrays hold) is a ``ValueError``, where ``int`` would truncate or parse it. ``none``
+    (a label): a value below -1 too, since the matcher reads every negative label as any."""
     if none and x is None:
         return -1
     if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer, float,
@@ -73,6 +74,8 @@ def _whole(x, none: bool = False) -> int:
         raise ValueError(f"not an integer: {x!r}")
     if not -2**63 <= int(x) < 2**63:
         raise ValueError(f"not an int64: {x!r}")
+    if none and int(x) < -1:
+        raise ValueError(f"{x!r} is below -1; -1 or None matches any label")
     return int(x)
 
 
@@ -146,7 +149,7 @@ class Pattern:
         node must lie on an edge and the pattern must be connected.
     labels : sequence of int or None, optional
         One label per node (a value of the graph's label column), or None/-1 for a node
-        that matches any label.
+        that matches any label; a label below -1 is refused.
     anti_edges : sequence of (int, int), optional
         Pairs of pattern nodes whose graph nodes must not be adjacent (anti-edges, per
         pair; ``induced=True`` makes every non-edge one).
@@ -157,7 +160,8 @@ class Pattern:
     edge_labels : sequence of int or None, or dict, optional
         One label per edge of ``edges``, in its order (None/-1: any label), or a dict
         ``{(a, b): label}``: the matched pair needs a stored edge with that value in the
-        graph's edge-label column (undirected: in either direction; directed: ``a -> b``).
+        graph's edge-label column (undirected: in either direction; directed: ``a -> b``);
+        a label below -1 is refused.
 
     Attributes
     ----------
