@@ -76,7 +76,7 @@ import itertools
 
 import numpy as np
 
-from graphsys.errors import ParameterError
+from graphsys.errors import ParameterError, check_flag
 from graphsys.execution import Execution
 from graphsys.mining._docs import document
 from graphsys.mining.census import (
@@ -131,6 +131,7 @@ def _five_census(g, edge_set, ex: Execution) -> MotifCensus:
 
 
 def _check(size, directed, method, samples, seed) -> None:
+    check_flag("directed", directed)  # "no" is truthy: the triad census where not asked
     if size not in (3, 4, 5) or isinstance(size, bool):
         raise ParameterError("size", f"must be 3, 4 or 5, got {size!r}")
     if directed and size != 3:

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from graphsys import views
-from graphsys.errors import ParameterError, check_count
+from graphsys.errors import ParameterError, check_count, check_flag
 from graphsys.execution import Execution
 from graphsys.mining import match_kernels, stream
 from graphsys.mining._docs import document
@@ -211,7 +211,7 @@ class Pattern:
             raise ParameterError("pattern", "has a self-loop")
         self.num_nodes = k
         self.edges = tuple(sorted({(min(a, b), max(a, b)) for a, b in pairs}))
-        self.directed = bool(directed)
+        self.directed = check_flag("directed", directed)
         self.arcs = tuple(sorted(set(pairs))) if self.directed else ()
         self._dir = np.zeros((k, k), bool)
         for a, b in self.arcs:
@@ -560,7 +560,8 @@ def _node_labels(g, labels, view) -> np.ndarray:
     return np.ascontiguousarray(values.astype(np.int64)[view.order])
 
 
-def _prepare(graph, pattern, labels, edge_set, memory_limit, elabels=None):
+def _prepare(graph, pattern, labels, edge_set, memory_limit, elabels=None, induced=False):
+    check_flag("induced", induced)  # "no" is truthy: an induced count reported as asked
     g = as_graph(graph)
     p = as_pattern(pattern)
     if p.labelled and labels is None:
@@ -658,7 +659,7 @@ def count(graph, pattern, *, induced: bool = False, labels=None, edge_labels=Non
     ex = Execution.of(execution, threads=threads, memory_limit=memory_limit,
                       distributed=distributed, progress=progress).in_memory("pattern counting")
     g, p, view, node_labels = _prepare(graph, pattern, labels, edge_set, ex.memory_limit,
-                                       edge_labels)
+                                       edge_labels, induced)
     census = census_class(p) if induced else None
     if census is not None:
         return int(small_census(g, p.num_nodes, "exact", 0, 0, edge_set, ex)[census])
@@ -753,7 +754,7 @@ def matches(graph, pattern, *, induced: bool = False, labels=None, edge_labels=N
                                            execution=ex, chunk=chunk),
                               callback, limit)
     g, p, view, node_labels = _prepare(graph, pattern, labels, edge_set, ex.memory_limit,
-                                       edge_labels)
+                                       edge_labels, induced)
     limit = listed_rows(g, edge_set, limit, p.num_nodes, lambda: count(
         g, p, induced=induced, labels=labels, edge_labels=edge_labels, edge_set=edge_set,
         execution=ex), "matches", ex.memory_limit)
@@ -814,7 +815,8 @@ def iter_matches(graph, pattern, *, induced: bool = False, labels=None, edge_lab
     chunk = check_count("chunk", chunk)
     limit = Execution.of(execution, memory_limit=memory_limit).in_memory(
         "pattern matching", "distributed", "progress").memory_limit
-    g, p, view, node_labels = _prepare(graph, pattern, labels, edge_set, limit, edge_labels)
+    g, p, view, node_labels = _prepare(graph, pattern, labels, edge_set, limit, edge_labels,
+                                       induced)
     rows = match_rows(g, p, view, edge_labels, edge_set, limit)
     return stream.rows_of(stream.chunks(g, view, node_labels, p.plan(bool(induced)), chunk,
                                         rows=rows))

@@ -109,6 +109,8 @@ def test_bad_parameters(graph_of):
         mining.motifs(g, 4, method="sampled", samples=1)
     with pytest.raises(ParameterError, match="seed"):  # was numpy's ValueError
         mining.motifs(g, 4, method="sampled", seed=-1)
+    with pytest.raises(ParameterError, match="directed"):  # "no" gave the triad census
+        mining.motifs(g, 3, directed="no")
 
 
 @pytest.mark.parametrize("size,options", [

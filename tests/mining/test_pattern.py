@@ -87,6 +87,18 @@ def test_a_label_below_minus_one_is_refused(tmp_path):
     assert mining.count(g, Pattern([(0, 1)], edge_labels=[-1]), edge_labels="kind") == 2
 
 
+
+def test_induced_is_a_flag(graph_of):
+    """``induced="no"`` counted induced 4-cycles (none in a 4-clique; a brute force finds
+    three 4-cycles in it): a flag that is no bool is refused in one line by every entry."""
+    src, dst = zip(*itertools.combinations(range(4), 2))
+    g = graph_of(src, dst, 4)
+    assert mining.count(g, "4-cycle") == 3
+    for call in (mining.count, mining.matches, mining.iter_matches):
+        with pytest.raises(ParameterError, match="induced"):
+            call(g, "4-cycle", induced="no")
+
+
 @pytest.mark.parametrize("k", [5, 6, 7, 8])
 def test_larger_patterns(graph_of, k):
     """Random connected patterns of k nodes on random graphs small enough for brute
@@ -129,6 +141,8 @@ def test_patterns_and_errors():
         with pytest.raises(ParameterError, match="not an int64"):
             Pattern([(0, 1), (1, 2)], **options)
     assert Pattern([(0, 1)], labels=[2**63 - 1, -1]).labels == (2**63 - 1, -1)
+    with pytest.raises(ParameterError, match="directed"):  # "no" made an arc
+        Pattern([(0, 1)], directed="no")
     assert Pattern(np.array([[0.0, 1.0], [1.0, 2.0]]), labels=np.array([3, -1, 3])) == \
         Pattern([(0, 1), (1, 2)], labels=[3, None, 3])
 
