@@ -791,7 +791,8 @@ def iter_matches(graph, pattern, *, induced: bool = False, labels=None, edge_lab
     %(edge_set)s
     %(memory_options)s
     chunk : int, default 1024
-        Matches the search writes at a time: the memory of the matches in flight.
+        Matches the search writes at a time: the memory of the matches in flight
+        (counted against the budget with the matcher's rows).
 
     Yields
     ------
@@ -817,6 +818,9 @@ def iter_matches(graph, pattern, *, induced: bool = False, labels=None, edge_lab
         "pattern matching", "distributed", "progress").memory_limit
     g, p, view, node_labels = _prepare(graph, pattern, labels, edge_set, limit, edge_labels,
                                        induced)
+    # a chunk's buffer, its rows by original id and their tuples: 24 bytes per id
+    check_beside(g, edge_set, view, f"a chunk of {chunk:,} matches", 24 * p.num_nodes * chunk,
+                 limit)
     rows = match_rows(g, p, view, edge_labels, edge_set, limit)
     return stream.rows_of(stream.chunks(g, view, node_labels, p.plan(bool(induced)), chunk,
                                         rows=rows))
