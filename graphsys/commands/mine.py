@@ -369,7 +369,8 @@ def run_pattern(args) -> int:
             if args.limit:
                 result["listed"] = rows.tolist()
                 lines += [" ".join(str(x) for x in row) for row in rows.tolist()]
-            table = pa.table({f"node{i}": pa.array(rows[:, i].tolist())
+            ids = pa.array(graph.node_ids()).type  # typed when no row matched, too
+            table = pa.table({f"node{i}": pa.array(rows[:, i].tolist(), ids)
                               for i in range(pattern.num_nodes)})
         return result, lines, table
 

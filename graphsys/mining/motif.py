@@ -131,6 +131,7 @@ def _five_census(g, edge_set, ex: Execution) -> MotifCensus:
 
 
 def _check(size, directed, method, samples, seed) -> None:
+    check_flag("directed", directed)  # "no" is truthy: the triad census where not asked
     if size not in (3, 4, 5) or isinstance(size, bool):
         raise ParameterError("size", f"must be 3, 4 or 5, got {size!r}")
     check_flag("directed", directed)  # "no" ran the directed triad census

@@ -63,7 +63,8 @@ MATCH_BYTES_PER_NODE = 40
 def _whole(x, none: bool = False) -> int:
     """``x`` as an int: an integer, or a float with no fractional part (None as -1 where
     ``none``); anything else (a bool, a string, 1.5, a value past int64, which the label
-    arrays hold) is a ``ValueError``, where ``int`` would truncate or parse it."""
+    arrays hold) is a ``ValueError``, where ``int`` would truncate or parse it. ``none``
+    (a label): a value below -1 too, since the matcher reads every negative label as any."""
     if none and x is None:
         return -1
     if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer, float,
@@ -73,6 +74,8 @@ def _whole(x, none: bool = False) -> int:
         raise ValueError(f"not an integer: {x!r}")
     if not -2**63 <= int(x) < 2**63:
         raise ValueError(f"not an int64: {x!r}")
+    if none and int(x) < -1:
+        raise ValueError(f"{x!r} is below -1; -1 or None matches any label")
     return int(x)
 
 
@@ -146,7 +149,7 @@ class Pattern:
         node must lie on an edge and the pattern must be connected.
     labels : sequence of int or None, optional
         One label per node (a value of the graph's label column), or None/-1 for a node
-        that matches any label.
+        that matches any label; a label below -1 is refused.
     anti_edges : sequence of (int, int), optional
         Pairs of pattern nodes whose graph nodes must not be adjacent (anti-edges, per
         pair; ``induced=True`` makes every non-edge one).
@@ -157,7 +160,8 @@ class Pattern:
     edge_labels : sequence of int or None, or dict, optional
         One label per edge of ``edges``, in its order (None/-1: any label), or a dict
         ``{(a, b): label}``: the matched pair needs a stored edge with that value in the
-        graph's edge-label column (undirected: in either direction; directed: ``a -> b``).
+        graph's edge-label column (undirected: in either direction; directed: ``a -> b``);
+        a label below -1 is refused.
 
     Attributes
     ----------
@@ -207,7 +211,7 @@ class Pattern:
             raise ParameterError("pattern", "has a self-loop")
         self.num_nodes = k
         self.edges = tuple(sorted({(min(a, b), max(a, b)) for a, b in pairs}))
-        self.directed = bool(directed)
+        self.directed = check_flag("directed", directed)
         self.arcs = tuple(sorted(set(pairs))) if self.directed else ()
         self._dir = np.zeros((k, k), bool)
         for a, b in self.arcs:
@@ -556,7 +560,8 @@ def _node_labels(g, labels, view) -> np.ndarray:
     return np.ascontiguousarray(values.astype(np.int64)[view.order])
 
 
-def _prepare(graph, pattern, labels, edge_set, memory_limit, elabels=None):
+def _prepare(graph, pattern, labels, edge_set, memory_limit, elabels=None, induced=False):
+    check_flag("induced", induced)  # "no" is truthy: an induced count reported as asked
     g = as_graph(graph)
     p = as_pattern(pattern)
     if p.labelled and labels is None:
@@ -655,7 +660,7 @@ def count(graph, pattern, *, induced: bool = False, labels=None, edge_labels=Non
     ex = Execution.of(execution, threads=threads, memory_limit=memory_limit,
                       distributed=distributed, progress=progress).in_memory("pattern counting")
     g, p, view, node_labels = _prepare(graph, pattern, labels, edge_set, ex.memory_limit,
-                                       edge_labels)
+                                       edge_labels, induced)
     census = census_class(p) if induced else None
     if census is not None:
         return int(small_census(g, p.num_nodes, "exact", 0, 0, edge_set, ex)[census])
@@ -751,7 +756,7 @@ def matches(graph, pattern, *, induced: bool = False, labels=None, edge_labels=N
                                            execution=ex, chunk=chunk),
                               callback, limit)
     g, p, view, node_labels = _prepare(graph, pattern, labels, edge_set, ex.memory_limit,
-                                       edge_labels)
+                                       edge_labels, induced)
     limit = listed_rows(g, edge_set, limit, p.num_nodes, lambda: count(
         g, p, induced=induced, labels=labels, edge_labels=edge_labels, edge_set=edge_set,
         execution=ex), "matches", ex.memory_limit)
@@ -788,7 +793,8 @@ def iter_matches(graph, pattern, *, induced: bool = False, labels=None, edge_lab
     %(edge_set)s
     %(memory_options)s
     chunk : int, default 1024
-        Matches the search writes at a time: the memory of the matches in flight.
+        Matches the search writes at a time: the memory of the matches in flight
+        (counted against the budget with the matcher's rows).
 
     Yields
     ------
@@ -812,7 +818,11 @@ def iter_matches(graph, pattern, *, induced: bool = False, labels=None, edge_lab
     chunk, induced = check_count("chunk", chunk), check_flag("induced", induced)
     limit = Execution.of(execution, memory_limit=memory_limit).in_memory(
         "pattern matching", "distributed", "progress").memory_limit
-    g, p, view, node_labels = _prepare(graph, pattern, labels, edge_set, limit, edge_labels)
+    g, p, view, node_labels = _prepare(graph, pattern, labels, edge_set, limit, edge_labels,
+                                       induced)
+    # a chunk's buffer, its rows by original id and their tuples: 24 bytes per id
+    check_beside(g, edge_set, view, f"a chunk of {chunk:,} matches", 24 * p.num_nodes * chunk,
+                 limit)
     rows = match_rows(g, p, view, edge_labels, edge_set, limit)
     return stream.rows_of(stream.chunks(g, view, node_labels, p.plan(bool(induced)), chunk,
                                         rows=rows))

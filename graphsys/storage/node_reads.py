@@ -93,9 +93,9 @@ def to_internal(graph, ids, entity_type: str | None = None) -> np.ndarray:
 
 
 def id_order(graph, entity_type: str | None = None) -> tuple[object, np.ndarray]:
-    """``(the original ids sorted, the internal id of each)``, sorted once per Graph: the
-    nodes in an order that does not depend on how the graph is laid out (partitions,
-    partitioner, appends)."""
+    """``(the original ids sorted, the internal id of each (int64))``, sorted once per
+    Graph: the nodes in an order that does not depend on how the graph is laid out
+    (partitions, partitioner, appends)."""
     et = graph.entity_type(entity_type)
     if et.name not in graph._id_index:
         orig = original_ids(graph, et.name)

@@ -113,6 +113,12 @@ def test_pattern(graph, capsys, tmp_path):
         a, b, c = r["node0"], r["node1"], r["node2"]
         assert G.has_edge(a, b) and G.has_edge(b, c) and not G.has_edge(a, c)
         assert a % 2 == 0 and c % 2 == 0
+    # no match: the columns still hold the graph's ids (they were of Arrow's null type)
+    k = max(len(c) for c in nx.find_cliques(G)) + 1
+    got = run(["pattern", str(lab), f"{k}-clique", "--out", str(out), "--overwrite"], capsys)
+    empty = pq.read_table(out)
+    assert got["matches"] == 0 and empty.num_rows == 0
+    assert [str(t) for t in empty.schema.types] == ["int64"] * k
 
 
 def test_pattern_anti_edges(graph, capsys):

@@ -7,8 +7,10 @@ import itertools
 
 import networkx as nx
 import numpy as np
+import pyarrow as pa
 import pytest
 
+import graphsys
 from graphsys import mining
 from graphsys.errors import ParameterError
 from graphsys.mining.motif import DIRECTED_3, UNDIRECTED_3, UNDIRECTED_4
@@ -82,6 +84,19 @@ def test_sampled_estimate_does_not_depend_on_the_partitions(graph_of):
     assert runs[0].stderr == runs[1].stderr == runs[2].stderr
 
 
+def test_sampled_estimate_on_string_ids(tmp_path):
+    """String ids: the draws follow the original ids' order as with integer ids (the
+    order's uint64 positions made a float index: IndexError). On a complete graph every
+    wedge closes the same number of 4-cycles and every pair of common neighbours is
+    adjacent, so the estimate is exact: C(6, 4) 4-cliques, nothing else."""
+    pairs = list(itertools.combinations(range(6), 2))
+    table = pa.table({"src": [f"v{a}" for a, _ in pairs], "dst": [f"v{b}" for _, b in pairs]})
+    runs = [mining.motifs(graphsys.from_arrow(table, tmp_path / f"g{p}", partitions=p), 4,
+                          method="sampled", samples=200, seed=2) for p in (1, 3)]
+    want = dict.fromkeys(UNDIRECTED_4, 0.0) | {"4-clique": 15.0}
+    assert runs[0].counts == runs[1].counts == pytest.approx(want)
+
+
 def test_bad_parameters(graph_of):
     g = graph_of([0, 1], [1, 2], 3)
     with pytest.raises(ParameterError, match="size"):
@@ -94,6 +109,8 @@ def test_bad_parameters(graph_of):
         mining.motifs(g, 4, method="sampled", samples=1)
     with pytest.raises(ParameterError, match="seed"):  # was numpy's ValueError
         mining.motifs(g, 4, method="sampled", seed=-1)
+    with pytest.raises(ParameterError, match="directed"):  # "no" gave the triad census
+        mining.motifs(g, 3, directed="no")
 
 
 @pytest.mark.parametrize("size,options", [

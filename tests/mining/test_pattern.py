@@ -8,8 +8,10 @@ import itertools
 
 import networkx as nx
 import numpy as np
+import pyarrow as pa
 import pytest
 
+import graphsys
 from graphsys import mining
 from graphsys.errors import ParameterError
 from graphsys.mining.pattern import NAMED, Pattern
@@ -70,6 +72,33 @@ def test_labelled_patterns(graph_of):
         mining.count(g, Pattern([(0, 1)], labels=[0, 1]))
 
 
+def test_a_label_below_minus_one_is_refused(tmp_path):
+    """The matcher reads every negative label as any: a pattern asking for node label -5
+    or edge label -3 counted both edges of the path 0 - 1 - 2 (a brute force finds one
+    each); such labels are refused in one line, -1 and None still match any."""
+    g = graphsys.from_arrow(pa.table({"src": [0, 1], "dst": [1, 2], "kind": [-3, 4]}),
+                            tmp_path / "g", edge_columns=["kind"])
+    labels = np.array([{0: -5, 1: 3, 2: 3}[v] for v in g.node_ids()])
+    for options in ({"labels": [-5, None]}, {"edge_labels": [-3]},
+                    {"edge_labels": {(1, 0): -2**63}}):
+        with pytest.raises(ParameterError, match="below -1"):
+            Pattern([(0, 1)], **options)
+    assert mining.count(g, Pattern([(0, 1)], labels=[-1, 3]), labels=labels) == 3
+    assert mining.count(g, Pattern([(0, 1)], edge_labels=[-1]), edge_labels="kind") == 2
+
+
+
+def test_induced_is_a_flag(graph_of):
+    """``induced="no"`` counted induced 4-cycles (none in a 4-clique; a brute force finds
+    three 4-cycles in it): a flag that is no bool is refused in one line by every entry."""
+    src, dst = zip(*itertools.combinations(range(4), 2))
+    g = graph_of(src, dst, 4)
+    assert mining.count(g, "4-cycle") == 3
+    for call in (mining.count, mining.matches, mining.iter_matches):
+        with pytest.raises(ParameterError, match="induced"):
+            call(g, "4-cycle", induced="no")
+
+
 @pytest.mark.parametrize("k", [5, 6, 7, 8])
 def test_larger_patterns(graph_of, k):
     """Random connected patterns of k nodes on random graphs small enough for brute
@@ -111,7 +140,9 @@ def test_patterns_and_errors():
                     {"edge_labels": [-2**70, 0]}, {"edge_labels": {(0, 1): 2**64}}):
         with pytest.raises(ParameterError, match="not an int64"):
             Pattern([(0, 1), (1, 2)], **options)
-    assert Pattern([(0, 1)], labels=[2**63 - 1, -2**63]).labels == (2**63 - 1, -2**63)
+    assert Pattern([(0, 1)], labels=[2**63 - 1, -1]).labels == (2**63 - 1, -1)
+    with pytest.raises(ParameterError, match="directed"):  # "no" made an arc
+        Pattern([(0, 1)], directed="no")
     assert Pattern(np.array([[0.0, 1.0], [1.0, 2.0]]), labels=np.array([3, -1, 3])) == \
         Pattern([(0, 1), (1, 2)], labels=[3, None, 3])
 

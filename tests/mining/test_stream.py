@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from graphsys import mining
-from graphsys.errors import ParameterError
+from graphsys.errors import GraphsysError, ParameterError
 from graphsys.mining import stream
 from graphsys.mining.pattern import Pattern, _prepare
 from tests.mining.conftest import brute_matches, labelled_graph, random_edges, simple_graph
@@ -116,6 +116,10 @@ def test_bad_input(graph_of):
         mining.matches(g, "edge", callback=3)
     with pytest.raises(ParameterError, match="limit"):
         mining.matches(g, "edge", callback=print, limit=-1)
+    # a chunk over the budget: refused in one line (numpy's MemoryError before)
+    with pytest.raises(GraphsysError, match="a chunk of 1,000,000 matches"):
+        mining.iter_matches(g, "wedge", chunk=10**6, memory_limit=10 << 20)
+    assert len(list(mining.iter_matches(g, "wedge", chunk=1000, memory_limit=10 << 20))) == 1
 
 
 def test_explain_lists_order_conditions_and_checks():
