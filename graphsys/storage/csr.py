@@ -256,7 +256,7 @@ def time_view_note(view: TimeView) -> str:
 
 
 def check_build(graph, edge_set: str | None, what: str, need: int, memory_limit,
-          kinds: tuple[str, ...] | None = None, then: str = "") -> int:
+                kinds: tuple[str, ...] | None = None, then: str = "") -> int:
     """The budget of ``memory_limit`` (:func:`budget`), refusing in one line a build of
     ``need`` bytes over it.
 
