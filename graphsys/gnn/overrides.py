@@ -29,7 +29,7 @@ def train_config_from_overrides(overrides: list[str], base: dict[str, Any] | Non
             raise GraphsysError(f"{key}: unknown GNN training key (known: {', '.join(fields)})")
         value = parse_value(text.strip())
         if key in ("fanouts", "hard_band"):
-            value = parse_fanouts(value if isinstance(value, list) else str(value))
+            value = parse_fanouts(value if isinstance(value, list) else str(value), key)
             if key == "hard_band" and len(value) != 2:
                 raise GraphsysError(f"hard_band: expected two ranks like 50,300, got {text!r}")
             value = tuple(value) if key == "hard_band" else value

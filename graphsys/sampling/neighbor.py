@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from graphsys.errors import GraphsysError, check_flag
+from graphsys.errors import GraphsysError, ParameterError, check_flag
 from graphsys.memory import over_budget
 from graphsys.sampling import _kernels as K
 from graphsys.sampling._util import as_seed_array, kernel_seed, run_parallel, scratch
@@ -23,26 +23,27 @@ from graphsys.sampling.block import Block
 from graphsys.storage.graph import Graph
 
 
-def parse_fanouts(text: str | Sequence[int]) -> list[int]:
-    """``"10,25"`` or ``[10, 25]`` to a list of positive ints (-1 = all neighbours)."""
+def parse_fanouts(text: str | Sequence[int], name: str = "fanouts") -> list[int]:
+    """``"10,25"`` or ``[10, 25]`` to a list of positive ints (-1 = all neighbours); an
+    error names ``name``, the parameter the caller gave the list as."""
     if isinstance(text, str):
         parts = [p.strip() for p in text.split(",")]
         try:
             values = [int(p) for p in parts]
         except ValueError:
-            raise GraphsysError(f"fanouts must be comma-separated integers like 10,25; got "
-                                f"{text!r}") from None
+            raise ParameterError(name, f"must be comma-separated integers like 10,25; got "
+                                       f"{text!r}") from None
     else:
         try:                                        # 1.5 was cut to 1, True read as 1
             if any(isinstance(v, (bool, np.bool_)) for v in text):
                 raise TypeError
             values = [operator.index(v) for v in text]
         except TypeError:
-            raise GraphsysError(f"fanouts must be integers, one per layer (-1: all "
-                                f"neighbours); got {text!r}") from None
+            raise ParameterError(name, f"must be integers, one per layer (-1: all "
+                                       f"neighbours); got {text!r}") from None
     if not values or any(v == 0 or v < -1 or v >= 2**63 for v in values):
-        raise GraphsysError(f"fanouts must be positive integers (below 2**63) or -1 (all "
-                            f"neighbours), one per layer; got {text!r}")
+        raise ParameterError(name, f"must be positive integers (below 2**63) or -1 (all "
+                                   f"neighbours), one per layer; got {text!r}")
     return values
 
 
@@ -89,7 +90,12 @@ def sample_neighbors(adj: Adjacency, seeds: np.ndarray, fanout: int, *, replace:
     seeds = as_seed_array(seeds, adj.num_rows)   # the kernels read rows unchecked
     if not (isinstance(fanout, (int, np.integer)) and not isinstance(fanout, bool)
             and fanout == 0):  # 0: no picks
-        fanout = parse_fanouts([fanout])[0]  # -2 and NaN were read as -1, 1.5 as 1
+        try:  # -2 and NaN were read as -1, 1.5 as 1
+            fanout = parse_fanouts([fanout])[0]
+        except GraphsysError:
+            raise ParameterError("fanout", f"must be a positive integer (below 2**63), 0 (no "
+                                           f"picks) or -1 (every neighbour), got {fanout!r}"
+                                 ) from None
     return pick_neighbors(adj, seeds, fanout, check_flag("replace", replace), kernel_seed(rng_seed),
                           parallel)
 

@@ -174,14 +174,14 @@ def _reach(sources, radius, optr, oidx, iptr, iidx, both, seen, queue):
     return queue, tail
 
 
-def ego_mask(graph, centers, radius: int = 1, *, undirected: bool = False,
+def ego_mask(graph, center, radius: int = 1, *, undirected: bool = False,
              edge_set: str | None = None, internal: bool = False) -> np.ndarray:
-    """The nodes within ``radius`` hops of any of ``centers`` (following out-edges, or
+    """The nodes within ``radius`` hops of any of ``center`` (following out-edges, or
     edges either way when ``undirected``), as a bool mask (N,) over internal ids. Reads
     the CSR (and CSC): the stored adjacency index where the graph has one."""
     plan = _ego_plan(graph, edge_set, undirected)
     n = plan[0]
-    src = _centres(graph, centers, internal, radius)
+    src = _centres(graph, center, internal, radius)
     mask = np.zeros(n, bool)
     entry = _scratch(graph, n)
     try:
@@ -196,13 +196,13 @@ def ego_mask(graph, centers, radius: int = 1, *, undirected: bool = False,
     finally:
         entry[0].release()
     if count < 0:
-        raise ParameterError("centers", f"holds internal ids outside 0..{n - 1}")
+        raise ParameterError("center", f"holds internal ids outside 0..{n - 1}")
     return mask
 
 
-def ego_adjacency(graph, centers, radius: int = 1, *, undirected: bool = False,
+def ego_adjacency(graph, center, radius: int = 1, *, undirected: bool = False,
                   edge_set: str | None = None, internal: bool = False):
-    """The ego graph of ``centers`` in memory: the nodes within ``radius`` hops (as
+    """The ego graph of ``center`` in memory: the nodes within ``radius`` hops (as
     :func:`ego_mask` finds them) and the edges among them, without writing a graph
     directory (:meth:`~graphsys.storage.graph.Graph.ego_graph` writes one).
 
@@ -216,7 +216,7 @@ def ego_adjacency(graph, centers, radius: int = 1, *, undirected: bool = False,
     ----------
     graph : Graph
         A stored graph with one entity type.
-    centers : int, str or array-like
+    center : int, str or array-like
         An original node id (internal when ``internal``), or several.
     radius : int, default 1
         Hops.
@@ -225,7 +225,7 @@ def ego_adjacency(graph, centers, radius: int = 1, *, undirected: bool = False,
     edge_set : str, optional
         The edge set.
     internal : bool, default False
-        ``centers`` holds internal ids.
+        ``center`` holds internal ids.
 
     Returns
     -------
@@ -247,8 +247,8 @@ def ego_adjacency(graph, centers, radius: int = 1, *, undirected: bool = False,
     plan = _ego_plan(graph, edge_set, undirected)
     n = plan[0]
     # one internal id and a plain radius (the usual call) go straight to the search
-    one = internal and type(centers) is int and type(radius) is int and radius >= 0
-    src = centers if one else _centres(graph, centers, internal, radius)
+    one = internal and type(center) is int and type(radius) is int and radius >= 0
+    src = center if one else _centres(graph, center, internal, radius)
     entry = _scratch(graph, n)
     try:
         nodes, indptr, indices = (_ego_at if one else _ego)(
@@ -260,7 +260,7 @@ def ego_adjacency(graph, centers, radius: int = 1, *, undirected: bool = False,
     finally:
         entry[0].release()
     if not len(indptr):
-        raise ParameterError("centers", f"holds internal ids outside 0..{n - 1}")
+        raise ParameterError("center", f"holds internal ids outside 0..{n - 1}")
     return nodes, CSR(indptr, indices)
 
 
@@ -294,14 +294,14 @@ def _ego_plan(graph, edge_set, undirected) -> tuple:
     return plan
 
 
-def _centres(graph, centers, internal: bool, radius) -> np.ndarray:
-    """int64 ids of ``centers`` (original ids mapped to internal ones unless ``internal``;
+def _centres(graph, center, internal: bool, radius) -> np.ndarray:
+    """int64 ids of ``center`` (original ids mapped to internal ones unless ``internal``;
     internal ones are range-checked by the search), ``radius`` checked: a one-line error."""
     check_count("radius", radius, minimum=0)
     if internal:
-        return checked_internal(centers, graph.num_nodes(), "centers")
-    scalar = np.isscalar(centers) or isinstance(centers, str)
-    return internal_of(graph, [centers] if scalar else centers, "centers")
+        return checked_internal(center, graph.num_nodes(), "center")
+    scalar = np.isscalar(center) or isinstance(center, str)
+    return internal_of(graph, [center] if scalar else center, "center")
 
 
 def _scratch(graph, n: int) -> list:

@@ -69,6 +69,7 @@ def test_gnn_profiles_a_factory_model_from_the_config(graph, tmp_path, monkeypat
     ("lr=-1", "lr must be a finite number > 0"), ("heads=0", "heads must be an integer >= 1"),
     ("batch_size=2.5", "batch_size: must be an integer"), ("fanouts", "expected key=value"),
     ("task=link", "task: the GNN profile runs the node task"),
+    ("hard_band=a,b", "^hard_band must be comma-separated"),  # was named fanouts
 ])
 def test_gnn_config_errors_name_the_key_not_a_flag(graph, item, message):
     from graphsys.errors import GraphsysError

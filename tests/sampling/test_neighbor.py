@@ -165,8 +165,8 @@ def test_sample_neighbors_refuses_a_fanout_that_is_no_count(fanout):
     """The one-layer function passed its fanout to the kernels unchecked: -2 and NaN drew
     every neighbour (as -1), and 1.5 or True compiled another kernel that drew 1."""
     adj = from_coo(np.array([0, 0, 0, 1]), np.array([1, 2, 3, 0]), 4, 4)
-    with pytest.raises(GraphsysError, match="fanouts must be"):
-        sample_neighbors(adj, np.array([0, 1]), fanout)
+    with pytest.raises(ParameterError, match="^fanout must be a positive integer"):
+        sample_neighbors(adj, np.array([0, 1]), fanout)  # named the list's "fanouts"
     assert sample_neighbors(adj, np.array([0, 1]), 0)[1].tolist() == [0, 0]  # no picks
 
 

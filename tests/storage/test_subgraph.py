@@ -99,7 +99,7 @@ def test_predicate_mask_and_internal_ids(tmp_path):
         g.subgraph()
     with pytest.raises(ParameterError, match="^nodes must hold ids .*not in the graph"):
         g.subgraph([100_000])
-    with pytest.raises(ParameterError, match="^centers must hold ids .*not in the graph"):
+    with pytest.raises(ParameterError, match="^center must hold ids .*not in the graph"):
         g.ego_graph(100_000)
 
 
@@ -188,12 +188,14 @@ def test_internal_ids_are_read_never_cast(tmp_path):
     for bad in ([0.5, 1], [True], [1.9], ["1"], [float("nan")]):
         with pytest.raises(ParameterError, match="^nodes must hold integer internal ids"):
             g.subgraph(bad, internal=True)
-        with pytest.raises(ParameterError, match="^centers must hold integer internal ids"):
+        with pytest.raises(ParameterError, match="^center must hold integer internal ids"):
             g.ego_graph(bad[0], 1, internal=True)
         with pytest.raises(ParameterError, match="^edges must hold integer internal ids"):
             g.edge_subgraph([(bad[0], 1)], internal=True)
     with pytest.raises(ParameterError, match=f"^edges holds internal id -1, outside 0..{n - 1}"):
         g.edge_subgraph([(-1, 1)], internal=True)
+    with pytest.raises(ParameterError, match=f"^center holds internal id {n}, outside 0..{n - 1}"):
+        g.ego_graph(n, 1, internal=True)  # named the storage function's "centers"
     mask = np.zeros(n, bool)
     mask[[0, 2, 5]] = True
     for m in (torch.from_numpy(mask), mask):
