@@ -104,8 +104,10 @@ class Partitioner(ABC):
     num_partitions : int
         ``P >= 1``.
     seed : int, default 0
-        Seed of every random choice the strategy makes, an integer in ``[-2**63, 2**64)``
-        (strategies use it modulo ``2**64``: a negative seed ``s`` is ``2**64 + s``).
+        Seed of every random choice the strategy makes, an integer in ``[-2**63, 2**64)``,
+        taken modulo ``2**64``: a negative seed ``s`` is ``2**64 + s`` (seed -1 places
+        nodes as seed ``2**64 - 1`` does). :attr:`seed` and :meth:`params`, which the
+        manifest records, hold that value in ``[0, 2**64)``.
     **params
         Strategy-specific parameters; unknown names are errors.
 
@@ -146,7 +148,7 @@ class Partitioner(ABC):
                 or not -(1 << 63) <= seed < 1 << 64:   # 2**64 placed nodes as seed 0
             raise ValueError(f"seed must be an integer in [-2**63, 2**64), got {seed!r}")
         self.num_partitions = num_partitions
-        self.seed = int(seed)
+        self.seed = int(seed) % (1 << 64)  # the seed the strategies use, as recorded
         if params:
             raise ValueError(f"partitioner {self.name!r} has no parameter(s) "
                              f"{', '.join(sorted(params))}")

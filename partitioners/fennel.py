@@ -176,7 +176,7 @@ class FennelPartitioner(Partitioner):
             order = np.zeros(0, dtype=np.int32)
         else:
             order = np.arange(n, dtype=np.int32 if n < 2**31 else np.int64)
-            np.random.default_rng(self.seed % 2**64).shuffle(order)
+            np.random.default_rng(self.seed).shuffle(order)
         out = np.empty(n, dtype=np.int32)
         _fennel(indptr, indices, order, natural, self.num_partitions, alpha, self.gamma,
                 self.capacity(n), out)

@@ -70,7 +70,8 @@ def ingest(inputs: str | Path | Sequence[str | Path], out: str | Path, *,
         How nodes are assigned to partitions: a registered partitioner such as ``hash``,
         ``range`` or ``fennel`` (streaming, edge-cut minimising [2]_).
     seed : int, default 0
-        Seed of the partitioner.
+        Seed of the partitioner, an integer in ``[-2**63, 2**64)`` taken modulo ``2**64``
+        (seed -1 is seed ``2**64 - 1``; the manifest records the seed in ``[0, 2**64)``).
     format : str, default "auto"
         Input format: ``auto`` (by file name, else tsv) or a registered format (``tsv``,
         ``csv``, ``parquet``, ``arrow``, ...). ``jodie``: JODIE's interaction files

@@ -39,6 +39,21 @@ def test_bad_common_params(name):
 
 
 @pytest.mark.parametrize("name", sorted(PARTITIONERS))
+def test_a_negative_seed_is_recorded_as_the_seed_it_places_nodes_as(name, make_ctx):
+    """Strategies use the seed modulo 2**64 (seed -1 places nodes as 2**64 - 1), but the
+    manifest recorded -1: two records for one placement. The recorded seed is the one
+    used, in [0, 2**64), and places nodes where the seed given did."""
+    ctx = make_ctx(60, src=np.arange(59), dst=np.arange(1, 60))
+    for s in (-1, -(1 << 63), 5):
+        given = get_partitioner(name, 3, seed=s)
+        same = get_partitioner(name, 3, seed=s + (1 << 64) if s < 0 else s)
+        assert given.params() == same.params() and given.params()["seed"] == s % (1 << 64)
+        again = get_partitioner(name, 3, **json.loads(json.dumps(given.params())))
+        assert given.assign(ctx).tolist() == same.assign(ctx).tolist() == \
+            again.assign(ctx).tolist()
+
+
+@pytest.mark.parametrize("name", sorted(PARTITIONERS))
 def test_params_round_trip_through_json(name, make_ctx, check):
     part = get_partitioner(name, 3, seed=np.int64(11))
     params = json.loads(json.dumps(part.params()))

@@ -54,6 +54,20 @@ def test_round_trip_multiset(tmp_path, partitions, partitioner):
     assert g.manifest.partitioner["name"] == partitioner or partitions == 1
 
 
+def test_a_negative_seed_is_recorded_as_the_partitioner_used_it(tmp_path):
+    """ingest(seed=-1) recorded -1 while the hash placed nodes as seed 2**64 - 1: the
+    manifest records the seed used, and the nodes land where the hash formula puts them."""
+    from tests.partitioners.test_hash import ref_partition
+
+    f = tmp_path / "e.tsv"
+    f.write_text("".join(f"{a}\t{a + 1}\n" for a in range(0, 40, 2)))
+    ingest_sources([EdgeSource([f])], tmp_path / "g", IngestOptions(partitions=3, seed=-1))
+    g = open_graph(tmp_path / "g")
+    assert g.manifest.partitioner == {"name": "hash", "params": {"seed": (1 << 64) - 1}}
+    for k in range(3):
+        assert {ref_partition(int(i), -1, 3) for i in g.node_ids(partition=k)} == {k}
+
+
 def test_buckets_sorted_and_partition_consistent(tmp_path):
     rng = np.random.default_rng(2)
     s, d = random_edges(rng, 500, 5000)
