@@ -315,7 +315,7 @@ def test_json_nested_past_the_stack_is_one_line(tmp_path, suffix):
         with pytest.raises(ConfigError, match="c.json: invalid JSON"):
             import_pbg_config(f)
         with pytest.raises(FormatError, match="c.json: invalid JSON"):
-            read_names(f)
+            read_names(f, 100)
 
 
 # =============================================================================================
@@ -659,6 +659,26 @@ def test_broken_pbg_checkpoints_name_the_file(dyn_pbg, kg1, tmp_path):
     (ckpt / "checkpoint_version.txt").unlink()
     with pytest.raises(FormatError, match="not a PBG checkpoint"):
         import_pbg_checkpoint(ckpt, data, kg1, tmp_path / "c")
+
+
+@pytest.mark.parametrize("name", ["entity_names_all_1.json", "dynamic_rel_names.json",
+                                  "no count file"])
+def test_a_huge_sparse_names_file_is_refused_before_it_is_read(dyn_pbg, kg1, tmp_path, name):
+    """A names file was read whole up to 1 TB (a sparse one filled memory): its limit is
+    now the names it holds (the count file's, else the embeddings' rows) times a bound on
+    one name's bytes, and a larger file is refused by its size."""
+    from graphsys.embed.interop.pbg_files import MAX_NAME_BYTES
+
+    ckpt, data, names, *_ = dyn_pbg
+    if name == "no count file":
+        (data / "entity_count_all_1.txt").unlink()
+        name = "entity_names_all_1.json"
+    count = len(DYN_NAMES) if name.startswith("dynamic") else len(names[1])
+    with open(data / name, "wb") as f:
+        f.truncate(1 << 40)
+    with pytest.raises(FormatError, match=f"{name}: 1,099,511,627,776 bytes, more than the "
+                                          f"{4096 + count * MAX_NAME_BYTES:,} "):
+        import_pbg_checkpoint(ckpt, data, kg1, tmp_path / "a")
 
 
 def test_partition_count_mismatch_is_reported(dyn_pbg, kg1, tmp_path):

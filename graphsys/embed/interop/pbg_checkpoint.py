@@ -327,7 +327,7 @@ def _pbg_relation_names(pcfg: PBGConfig, ent_dir: Path) -> list[str]:
     if not pcfg.dynamic_relations:
         return [r["name"] for r in pcfg.relations]
     count = read_count(ent_dir / "dynamic_rel_count.txt")
-    names = read_names(ent_dir / "dynamic_rel_names.json")
+    names = read_names(ent_dir / "dynamic_rel_names.json", count)
     if len(names) != count:
         raise FormatError(f"{ent_dir / 'dynamic_rel_names.json'}: {len(names)} "
                           f"names, dynamic_rel_count.txt says {count}")
@@ -451,6 +451,15 @@ def _load_pbg_config(config, src: Path, attrs: dict[str, Any]) -> PBGConfig:
     return pbg_config_from_dict(raw, source=f"{src}/model.h5:config/json")
 
 
+def _embedding_rows(h5py, path: Path) -> int:
+    """The row count of the ``embeddings`` dataset of ``path`` (its shape, nothing read)."""
+    with open_h5(h5py, path) as hf, h5_errors(path):
+        ds = hf.get("embeddings")
+        if not isinstance(ds, h5py.Dataset) or ds.ndim != 2:
+            raise FormatError(f"{path}: no 'embeddings' dataset (names x dimension)")
+        return ds.shape[0]
+
+
 def _fill_entities(h5py, src: Path, ent_dir: Path, version: int, ptype: str, pparts: int,
                    g: Graph, etype: str, sizes: list[int], arrays: list[np.ndarray],
                    states: list[np.ndarray], dim: int, glob: np.ndarray | None,
@@ -460,10 +469,14 @@ def _fill_entities(h5py, src: Path, ent_dir: Path, version: int, ptype: str, ppa
     names: list[str] = []
     part_start = [0]
     for q in range(pparts):
-        part_names = read_names(ent_dir / f"entity_names_{ptype}_{q}.json")
         count_file = ent_dir / f"entity_count_{ptype}_{q}.txt"
-        if count_file.is_file() and read_count(count_file) != len(part_names):
-            raise FormatError(f"{count_file}: says {read_count(count_file)}, "
+        # the names file's size is bounded by the count file's count, else by the rows of
+        # the partition's embeddings (whose shape is checked against the names below)
+        count = (read_count(count_file) if count_file.is_file() else
+                 _embedding_rows(h5py, src / f"embeddings_{ptype}_{q}.v{version}.h5"))
+        part_names = read_names(ent_dir / f"entity_names_{ptype}_{q}.json", count)
+        if len(part_names) != count and count_file.is_file():
+            raise FormatError(f"{count_file}: says {count}, "
                               f"entity_names_{ptype}_{q}.json has {len(part_names)} names")
         names.extend(part_names)
         part_start.append(len(names))

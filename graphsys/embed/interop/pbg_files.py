@@ -66,9 +66,18 @@ def read_count(path: Path) -> int:
     return int(text)
 
 
-def read_names(path: Path) -> list[str]:
+#: The most bytes one name may take in a PBG names file: the JSON string, escapes
+#: included, with its separator and indentation.
+MAX_NAME_BYTES = 4096
+
+
+def read_names(path: Path, count: int) -> list[str]:
+    """The JSON list of name strings in ``path``, a file that holds ``count`` names (as the
+    count file beside it says): one over ``count * MAX_NAME_BYTES`` bytes (plus the
+    brackets) is refused before it is read."""
     try:
-        names = json.loads(read_text(path, "PBG names"))
+        names = json.loads(read_text(path, "PBG names",
+                                     max_bytes=MAX_NUMBER_BYTES + count * MAX_NAME_BYTES))
     except json.JSONDecodeError as exc:
         raise FormatError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg})") from None
     except RecursionError:   # nested past the stack: a traceback
