@@ -123,6 +123,25 @@ def resolve_device(device: str | torch.device) -> torch.device:
                                    f"{', '.join(DEVICES)})")
 
 
+def device_key(device: torch.device) -> torch.device:
+    """``device`` (a resolved one) with its index filled in: ``cuda`` as ``cuda:k`` for the
+    current GPU ``k``, so that a cache of copies per device holds one for ``cuda`` and
+    ``cuda:k`` (one GPU, one copy). The CPU has no index.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from graphsys.device import device_key
+    >>> device_key(torch.device("cpu"))
+    device(type='cpu')
+    """
+    import torch
+
+    if device.type == "cuda" and device.index is None:
+        return torch.device("cuda", torch.cuda.current_device())
+    return device
+
+
 def host_array(t: torch.Tensor | np.ndarray) -> np.ndarray:
     """A NumPy view (no copy) of a CPU tensor's memory, bool as uint8, taken through DLPack:
     no torch operator is dispatched (``Tensor.numpy()`` dispatches four, which a profiled

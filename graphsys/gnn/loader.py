@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from graphsys.device import resolve_device
+from graphsys.device import device_key, resolve_device
 from graphsys.errors import GraphsysError, ParameterError
 from graphsys.gnn.dropout import feature_dropout
 from graphsys.sampling._util import as_seed_array, derive_seed, seed_entropy, serial_kernels
@@ -115,9 +115,10 @@ def on_device(sampler: Sampler, device: torch.device, device_sampling: bool | No
         raise ParameterError("device_sampling", f"samples a NeighborSampler's blocks on the "
                                                 f"device, not a {type(sampler).__name__}'s")
     made = sampler.__dict__.setdefault("_device_copies", {})
-    if device not in made:
-        made[device] = DeviceNeighborSampler(sampler, device=device, cuda_graphs=None)
-    return made[device]
+    key = device_key(device)  # "cuda" and "cuda:0": one GPU, one copy of the CSR
+    if key not in made:
+        made[key] = DeviceNeighborSampler(sampler, device=key, cuda_graphs=None)
+    return made[key]
 
 
 def pair_seeds(heads, tails, neg, times=None, query_time=None):

@@ -160,6 +160,30 @@ def test_sampler_choice(graph):
         on_device(PinSAGESampler.__new__(PinSAGESampler), torch.device("cpu"), True)
 
 
+def test_one_device_copy_for_cuda_and_cuda_0(graph, monkeypatch):
+    """The copies were keyed by torch.device as given: "cuda" and "cuda:0" (one GPU)
+    each copied the CSR there. They are keyed by the device with its index filled in
+    (checked on the CPU: the key function, and on_device with the copy stubbed)."""
+    import graphsys.gnn.loader as loader
+    from graphsys.device import device_key
+
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    assert device_key(torch.device("cuda")) == device_key(torch.device("cuda:0")) == \
+        torch.device("cuda", 0) != device_key(torch.device("cuda:1"))
+    assert device_key(torch.device("cpu")) == torch.device("cpu")
+    made = []
+
+    class Copy:  # records the device each copy is made on, copying nothing
+        def __init__(self, sampler, device, cuda_graphs):
+            made.append(device)
+
+    monkeypatch.setattr(loader, "DeviceNeighborSampler", Copy)
+    cpu = NeighborSampler(graph, [2])
+    for name in ("cuda", "cuda:0", "cuda", "cuda:1"):
+        on_device(cpu, torch.device(name), True)
+    assert made == [torch.device("cuda", 0), torch.device("cuda", 1)]
+
+
 def test_device_names_as_the_cli_takes_them(graph):
     """NodeLoader and train take ``device`` as ``--device`` does: ``"auto"`` picks one, and
     a name that is not a usable device is refused in one line before any work. They
