@@ -92,7 +92,8 @@ def split_paths(path: str | os.PathLike,
     Parameters
     ----------
     path : str or path-like
-        An edge file name with a known extension (see the module docstring).
+        An edge file name with a known extension (see the module docstring; another
+        is a GraphsysError).
     names : sequence of str, default ("train", "valid", "test")
         The split names.
 
@@ -100,11 +101,6 @@ def split_paths(path: str | os.PathLike,
     -------
     dict of str to Path
         One file per name, in the order of ``names``, the extension (gzip too) kept.
-
-    Raises
-    ------
-    GraphsysError
-        An unknown extension.
 
     Examples
     --------
@@ -384,25 +380,15 @@ def write_nodes(chunks: Iterable[Chunk], path: str | os.PathLike, *, features: i
         Chunks of NumPy arrays of equal length with the columns of
         :func:`node_schema`: ``id``, ``label``, ``feat`` (n, ``features``) when
         ``features > 0``, ``train_mask``, ``val_mask``, ``test_mask``.
-    path : str or path-like
-        The output file; its directory must exist.
+    path, overwrite, progress
+        As :func:`write_edges` takes them (and refuses them).
     features : int
         The feature dimension (0: no ``feat`` column).
-    overwrite : bool, default False
-        Replace an existing file; otherwise it is refused.
-    progress : callable, optional
-        Called with the row count of each chunk after it is written.
 
     Returns
     -------
     int
         The rows written.
-
-    Raises
-    ------
-    GraphsysError
-        An unknown extension, a missing directory, an existing file (without
-        ``overwrite``) or a chunk without a column of the schema.
 
     Examples
     --------

@@ -318,17 +318,16 @@ def sign_features(out: str | Path, graph: Graph | None = None) -> np.ndarray:
 
     Examples
     --------
+    One edge 0 - 1 stored both ways: :math:`S` averages the two nodes' features.
+
     >>> import tempfile, numpy as np, graphsys
     >>> from graphsys.gnn import propagate
-    >>> work = tempfile.mkdtemp()
-    >>> feat = {"feat": np.eye(3, 1, dtype=np.float32)}
-    >>> g = graphsys.from_numpy(np.array([0, 1]), np.array([1, 2]), work + "/g", num_nodes=3,
-    ...                         undirected=True, node_columns=feat)
-    >>> _ = propagate(g, work + "/prop", hops=1)
-    >>> sign_features(work + "/prop").round(4)  # [X, S X]
-    array([[1.    , 0.5   ],
-           [0.    , 0.4082],
-           [0.    , 0.    ]], dtype=float32)
+    >>> d = tempfile.mkdtemp()
+    >>> g = graphsys.from_numpy([0, 1], [1, 0], d + "/g", num_nodes=2,
+    ...                         node_columns={"feat": np.float32([[1.0], [0.0]])})
+    >>> sign_features(propagate(g, d + "/prop", hops=2)).round(4)  # [X, S X, S^2 X]
+    array([[1. , 0.5, 0.5],
+           [0. , 0.5, 0.5]], dtype=float32)
     """
     header = _header(Path(out))
     return np.concatenate([read_hop(out, k, graph) for k in range(header["hops"] + 1)],
