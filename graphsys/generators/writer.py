@@ -87,7 +87,28 @@ def node_table_path(path: str | os.PathLike) -> Path:
 
 def split_paths(path: str | os.PathLike,
                 names: Sequence[str] = ("train", "valid", "test")) -> dict[str, Path]:
-    """``{name: <stem>.<name><ext>}`` for each split name."""
+    """``{name: <stem>.<name><ext>}`` for each split name.
+
+    Parameters
+    ----------
+    path : str or path-like
+        An edge file name with a known extension (see the module docstring; another
+        is a GraphsysError).
+    names : sequence of str, default ("train", "valid", "test")
+        The split names.
+
+    Returns
+    -------
+    dict of str to Path
+        One file per name, in the order of ``names``, the extension (gzip too) kept.
+
+    Examples
+    --------
+    >>> {k: p.name for k, p in split_paths("out/kg.tsv.gz").items()}
+    {'train': 'kg.train.tsv.gz', 'valid': 'kg.valid.tsv.gz', 'test': 'kg.test.tsv.gz'}
+    >>> [p.name for p in split_paths("kg.parquet", ("train", "test")).values()]
+    ['kg.train.parquet', 'kg.test.parquet']
+    """
     stem, ext = split_stem(path)
     return {name: stem.with_name(f"{stem.name}.{name}{ext}") for name in names}
 
@@ -108,7 +129,35 @@ def check_writable(path: str | os.PathLike, *, overwrite: bool = False) -> None:
 def edge_schema(path: str | os.PathLike, *, rel: bool = False,
                 weight: np.dtype | type | None = None) -> pa.Schema:
     """Schema of an edge file: text order ``src [rel] dst [weight]``, columnar order
-    ``src dst [rel] [weight]``; ``weight`` is the NumPy float dtype of the weights or None."""
+    ``src dst [rel] [weight]``.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file name; its extension picks text or columnar order.
+    rel : bool, default False
+        A ``rel`` (string) column: knowledge-graph triples.
+    weight : numpy dtype or type, optional
+        The float dtype of the weights; None: no ``weight`` column.
+
+    Returns
+    -------
+    pyarrow.Schema
+        ``src`` and ``dst`` int64, ``rel`` string, ``weight`` of ``weight``'s type.
+
+    Raises
+    ------
+    GraphsysError
+        An unknown extension.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> edge_schema("kg.tsv", rel=True).names  # head rel tail, as FB15k
+    ['src', 'rel', 'dst']
+    >>> edge_schema("kg.parquet", rel=True, weight=np.float32).types
+    [DataType(int64), DataType(int64), DataType(string), DataType(float)]
+    """
     fmt = output_format(path)[1]
     fields = [pa.field("src", pa.int64()), pa.field("dst", pa.int64())]
     if rel:
@@ -322,7 +371,36 @@ def write_edges(chunks: Iterable[Chunk], path: str | os.PathLike, *,
 
 def write_nodes(chunks: Iterable[Chunk], path: str | os.PathLike, *, features: int,
                 overwrite: bool = False, progress: Callable[[int], object] | None = None) -> int:
-    """Write a node table (see :func:`node_schema`) to ``path``; return the rows."""
+    """Write a node table (see :func:`node_schema`) to ``path``, atomically as
+    :func:`write_edges` writes.
+
+    Parameters
+    ----------
+    chunks : iterable of dict
+        Chunks of NumPy arrays of equal length with the columns of
+        :func:`node_schema`: ``id``, ``label``, ``feat`` (n, ``features``) when
+        ``features > 0``, ``train_mask``, ``val_mask``, ``test_mask``.
+    path, overwrite, progress
+        As :func:`write_edges` takes them (and refuses them).
+    features : int
+        The feature dimension (0: no ``feat`` column).
+
+    Returns
+    -------
+    int
+        The rows written.
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np, pyarrow.parquet as pq
+    >>> path = tempfile.mkdtemp() + "/g.nodes.parquet"
+    >>> masks = {f"{s}_mask": np.arange(3) == i for i, s in enumerate(("train", "val", "test"))}
+    >>> write_nodes([{"id": np.arange(3), "label": np.array([0, 1, 0]), **masks}], path,
+    ...             features=0)
+    3
+    >>> pq.read_table(path).column("val_mask").to_pylist()
+    [False, True, False]
+    """
     stream = _prefetch(chunks)
     try:
         with TableWriter(path, node_schema(features), overwrite=overwrite) as writer:
@@ -338,13 +416,63 @@ def write_split_edges(labelled: Iterable[tuple[str, Chunk]],
                       rel_names: Sequence[str] | None = None, overwrite: bool = False,
                       progress: Callable[[int], object] | None = None) -> dict[str, int]:
     """Write ``(name, chunk)`` pairs to ``paths[name]``; all files commit, or none do
-    (files committed before a failing commit are left). Returns rows per name."""
+    (files committed before a failing commit are left).
+
+    Parameters
+    ----------
+    labelled : iterable of (str, dict)
+        Each chunk (as :func:`write_edges` takes them) with the split it belongs to
+        (:meth:`~graphsys.generators.KnowledgeGraph.split` yields them).
+    paths : mapping of str to path
+        The file of each split (:func:`split_paths`); every one is written, empty or not.
+    schema : pyarrow.Schema
+        The columns (:func:`edge_schema`).
+    rel_names : sequence of str, optional
+        Names of integer ``rel`` codes.
+    overwrite : bool, default False
+        Replace existing files; otherwise they are refused.
+    progress : callable, optional
+        Called with the row count of each chunk after it is written.
+
+    Returns
+    -------
+    dict of str to int
+        The rows written per split.
+
+    Raises
+    ------
+    GraphsysError
+        A chunk of a split ``paths`` does not name, a chunk without a column of
+        ``schema``, or a path :func:`write_edges` would refuse; no file is written.
+
+    Examples
+    --------
+    >>> import os, tempfile, numpy as np
+    >>> d = tempfile.mkdtemp()
+    >>> paths = split_paths(d + "/g.tsv", ("train", "test"))
+    >>> chunk = lambda s, t: {"src": np.array(s), "dst": np.array(t)}
+    >>> write_split_edges([("train", chunk([0, 1], [1, 2])), ("test", chunk([2], [0]))],
+    ...                   paths, edge_schema(paths["train"]))
+    {'train': 2, 'test': 1}
+    >>> open(paths["test"]).read().split()  # no header
+    ['2', '0']
+    >>> write_split_edges([("valid", chunk([0], [1]))], split_paths(d + "/h.tsv", ("train",)),
+    ...                   edge_schema(paths["train"]))
+    Traceback (most recent call last):
+    ...
+    graphsys.errors.GraphsysError: a chunk of split 'valid', which has no file (splits: train)
+    >>> sorted(os.listdir(d))  # nothing of h
+    ['g.test.tsv', 'g.train.tsv']
+    """
     writers: dict[str, TableWriter] = {}
     stream = _prefetch(labelled)
     try:
         for name, path in paths.items():
             writers[name] = TableWriter(path, schema, rel_names=rel_names, overwrite=overwrite)
         for name, chunk in stream:
+            if name not in writers:  # a raw KeyError before
+                raise GraphsysError(f"a chunk of split {name!r}, which has no file (splits: "
+                                    f"{', '.join(writers)})")
             _write_one(writers[name], chunk, progress)
         for writer in writers.values():
             writer.commit()

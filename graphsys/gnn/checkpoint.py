@@ -185,7 +185,46 @@ def save_checkpoint(path: str | Path, state: dict[str, torch.Tensor], config: di
                     meta: dict[str, Any] | None = None) -> Path:
     """Write ``state`` (name -> tensor) with the JSON-able ``config`` and ``meta`` as a new
     version of the checkpoint ``path``, committed atomically (see the module docstring).
-    Raises :class:`GraphsysError` for a non-finite tensor or a write that fails."""
+
+    Parameters
+    ----------
+    path : str or Path
+        The checkpoint directory (created if missing).
+    state : dict of str to torch.Tensor
+        The tensors, saved as NumPy arrays.
+    config : dict
+        The model's configuration, as :meth:`GNN.config` writes it (``model`` a builtin
+        name or ``module:Factory``), checked again by :func:`load_checkpoint`.
+    meta : dict, optional
+        Anything else JSON-able (``train_config``, ``graph_identity`` are checked on load).
+
+    Returns
+    -------
+    Path
+        ``path``.
+
+    Raises
+    ------
+    GraphsysError
+        A non-finite tensor (the previous version stays), another saver holding the lock,
+        or a write that fails.
+
+    Examples
+    --------
+    >>> import os, tempfile, torch
+    >>> d = tempfile.mkdtemp() + "/ckpt"
+    >>> config = {"model": "mypkg:Net", "in_dim": 3}
+    >>> _ = save_checkpoint(d, {"w": torch.ones(3)}, config, {"epoch": 1})
+    >>> _ = save_checkpoint(d, {"w": torch.zeros(3)}, config, {"epoch": 2})
+    >>> sorted(os.listdir(d))  # the older version is gone once the new one is committed
+    ['model.json', 'tensors.v000002']
+    >>> save_checkpoint(d, {"w": torch.tensor([float("nan")])}, config)
+    Traceback (most recent call last):
+    ...
+    graphsys.errors.GraphsysError: ...: tensor 'w' holds NaN or infinity; not saved ...
+    >>> load_checkpoint(d)[2]
+    {'epoch': 2}
+    """
     path = Path(path)
     arrays = {name: t.detach().cpu().numpy() for name, t in state.items()}
     for name, arr in arrays.items():
@@ -239,7 +278,43 @@ def _save(path: Path, arrays: dict[str, np.ndarray], config: dict[str, Any],
 def load_checkpoint(path: str | Path) -> tuple[dict[str, torch.Tensor], dict[str, Any],
                                                dict[str, Any]]:
     """``(state, config, meta)`` of the checkpoint directory ``path``; every problem is a
-    one-line :class:`FormatError` naming the file."""
+    one-line error naming the file.
+
+    Parameters
+    ----------
+    path : str or Path
+        A directory :func:`save_checkpoint` wrote.
+
+    Returns
+    -------
+    state : dict of str to torch.Tensor
+        The tensors of the committed version, each checked against its sha256, shape and
+        dtype, all finite.
+    config : dict
+        The model's configuration, checked field by field.
+    meta : dict
+        What the save recorded (empty if nothing).
+
+    Raises
+    ------
+    GraphsysError
+        ``path`` holds no ``model.json``.
+    FormatError
+        Anything in it not as :func:`save_checkpoint` writes it.
+
+    Examples
+    --------
+    >>> import tempfile, torch
+    >>> d = tempfile.mkdtemp() + "/ckpt"
+    >>> _ = save_checkpoint(d, {"w": torch.arange(3.0)}, {"model": "mypkg:Net", "in_dim": 3})
+    >>> state, config, meta = load_checkpoint(d)
+    >>> state["w"].tolist(), config["in_dim"], meta
+    ([0.0, 1.0, 2.0], 3, {})
+    >>> load_checkpoint(tempfile.mkdtemp())
+    Traceback (most recent call last):
+    ...
+    graphsys.errors.GraphsysError: ...: not a GNN checkpoint (no model.json)
+    """
     path = Path(path)
     where = path / "model.json"
     try:

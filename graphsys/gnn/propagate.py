@@ -217,7 +217,50 @@ def read_hop(out: str | Path, hop: int, graph: Graph | None = None) -> np.ndarra
     order of ``graph`` (default: the graph recorded, when its directory is there), checked
     to be the order propagated over: the files' ids, partition by partition, must be the
     graph's. A graph grown by an append since (its internal ids moved, new nodes have no
-    rows) or re-ingested is refused in one line: propagate again."""
+    rows) or re-ingested is refused in one line: propagate again.
+
+    Parameters
+    ----------
+    out : str or Path
+        A directory :func:`propagate` wrote.
+    hop : int
+        ``0..hops`` (0: the input column as stored).
+    graph : Graph, optional
+        The graph the rows are for (default: the one recorded, if it is still there).
+
+    Returns
+    -------
+    numpy.ndarray
+        float32 (N, dim).
+
+    Raises
+    ------
+    GraphsysError
+        A hop not written, or a graph whose nodes are not the ones propagated over.
+    FormatError
+        An index or hop file not as :func:`propagate` writes it.
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np, graphsys
+    >>> from graphsys.gnn import propagate
+    >>> work = tempfile.mkdtemp()
+    >>> feat = {"feat": np.eye(3, 1, dtype=np.float32)}
+    >>> g = graphsys.from_numpy(np.array([0, 1]), np.array([1, 2]), work + "/g", num_nodes=3,
+    ...                         undirected=True, node_columns=feat)
+    >>> _ = propagate(g, work + "/prop", hops=1)
+    >>> read_hop(work + "/prop", 0).ravel()  # the input
+    array([1., 0., 0.], dtype=float32)
+    >>> read_hop(work + "/prop", 2)
+    Traceback (most recent call last):
+    ...
+    graphsys.errors.GraphsysError: ...: hop 2 not written (hops 0..1)
+    >>> h = graphsys.from_numpy(np.array([0, 1]), np.array([1, 3]), work + "/h", num_nodes=4)
+    >>> read_hop(work + "/prop", 1, h)
+    Traceback (most recent call last):
+    ...
+    graphsys.errors.GraphsysError: ...had 3 nodes in 1 partitions [3], the graph ... has 4 ...
+    """
     out = Path(out)
     header = _header(out)
     if str(hop) not in header["files"]:
@@ -259,7 +302,33 @@ def _header(out: Path) -> dict:
 
 def sign_features(out: str | Path, graph: Graph | None = None) -> np.ndarray:
     """SIGN's input ``[X^(0), ..., X^(k)]``, float32 (N, (k+1) dim), checked against
-    ``graph`` as :func:`read_hop` checks it."""
+    ``graph`` as :func:`read_hop` checks it.
+
+    Parameters
+    ----------
+    out : str or Path
+        A directory :func:`propagate` wrote.
+    graph : Graph, optional
+        The graph the rows are for (default: the one recorded, if it is still there).
+
+    Returns
+    -------
+    numpy.ndarray
+        float32 (N, (hops+1) dim): the hops side by side, hop 0 first.
+
+    Examples
+    --------
+    One edge 0 - 1 stored both ways: :math:`S` averages the two nodes' features.
+
+    >>> import tempfile, numpy as np, graphsys
+    >>> from graphsys.gnn import propagate
+    >>> d = tempfile.mkdtemp()
+    >>> g = graphsys.from_numpy([0, 1], [1, 0], d + "/g", num_nodes=2,
+    ...                         node_columns={"feat": np.float32([[1.0], [0.0]])})
+    >>> sign_features(propagate(g, d + "/prop", hops=2)).round(4)  # [X, S X, S^2 X]
+    array([[1. , 0.5, 0.5],
+           [0. , 0.5, 0.5]], dtype=float32)
+    """
     header = _header(Path(out))
     return np.concatenate([read_hop(out, k, graph) for k in range(header["hops"] + 1)],
                           axis=1)

@@ -90,9 +90,42 @@ class Adjacency:
 
 def from_coo(rows: np.ndarray, cols: np.ndarray, num_rows: int, num_cols: int,
              weight: np.ndarray | None = None, *, merge: bool = True) -> Adjacency:
-    """Build an :class:`Adjacency` from edge arrays (int64 (E,)); parallel edges merge
-    (weights add up), or with ``merge=False`` each stays an entry of its row (side by
-    side, the row ascending)."""
+    """Build an :class:`Adjacency` from edge arrays; parallel edges merge (weights add up),
+    or with ``merge=False`` each stays an entry of its row (side by side, the row ascending).
+
+    Parameters
+    ----------
+    rows, cols : array-like of int
+        Edge endpoints (E,): row node ``rows[k]`` lists column node ``cols[k]``.
+    num_rows, num_cols : int
+        Row ids are ``0..num_rows-1``, column ids ``0..num_cols-1``.
+    weight : array-like of float, optional
+        Edge weights (E,); without them the result has ``weight`` None.
+    merge : bool, default True
+        Merge parallel edges into one entry (summing their weights).
+
+    Returns
+    -------
+    Adjacency
+        int64 ``indptr`` and ``indices``, each row's columns ascending.
+
+    Raises
+    ------
+    GraphsysError
+        An endpoint outside its node range.
+
+    Examples
+    --------
+    >>> a = from_coo([0, 0, 1], [1, 1, 0], 2, 2, weight=[1.0, 2.0, 3.0])
+    >>> a.indptr.tolist(), a.indices.tolist(), a.weight.tolist()
+    ([0, 1, 2], [1, 0], [3.0, 3.0])
+    >>> from_coo([0, 0, 1], [1, 1, 0], 2, 2, merge=False).indices.tolist()
+    [1, 1, 0]
+    >>> from_coo([2], [0], 2, 2)
+    Traceback (most recent call last):
+    ...
+    graphsys.errors.GraphsysError: edge endpoint outside the 2 x 2 node range
+    """
     rows = np.asarray(rows, np.int64)
     cols = np.asarray(cols, np.int64)
     if len(rows) and (rows.min() < 0 or rows.max() >= num_rows or cols.min() < 0
@@ -182,6 +215,39 @@ def mapped_adjacency(graph: Graph, entity_type: str | None = None, *,
     parallel edges merged; its weights doubled, a copy, as the ``sym`` view sums both
     directions: :func:`graphsys.views.mapped_sym`). Memory: page cache only; nothing else
     is copied.
+
+    Parameters
+    ----------
+    graph : Graph
+        An opened graph.
+    entity_type : str, optional
+        The entity type (the graph's only one when it can serve it).
+    edge_set : str, optional
+        The edge set (default: the default one).
+    symmetric : bool, default True
+        The undirected view rather than one direction.
+    direction : {"in", "out"}, default "in"
+        With ``symmetric`` False: each node's sources (CSC) or targets (CSR).
+
+    Returns
+    -------
+    Adjacency or None
+        The stored index's arrays (``indices`` int32), or None when no index serves it.
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np, graphsys
+    >>> from graphsys.storage.adjacency_index import build_index
+    >>> g = graphsys.from_numpy(np.array([0, 1, 1]), np.array([1, 2, 2]),
+    ...                         tempfile.mkdtemp() + "/g")
+    >>> mapped_adjacency(g, symmetric=False) is None  # no index yet
+    True
+    >>> _ = build_index(g, ("csc",))
+    >>> a = mapped_adjacency(g, symmetric=False)  # in-neighbours, parallel edges kept
+    >>> a.indptr.tolist(), a.indices.tolist(), a.indices.dtype
+    ([0, 0, 1, 3], [0, 1, 1], dtype('int32'))
+    >>> mapped_adjacency(g) is None  # the CSC does not hold the symmetric view
+    True
     """
     if len(graph.entity_types) != 1:
         return None
@@ -208,6 +274,44 @@ def homogeneous_adjacency(graph: Graph, entity_type: str | None = None, *,
     and kept); else built in RAM (int64 COO, then CSR). A build that needs more than
     ``memory_limit`` bytes (None: the RAM available) is refused naming the command that
     builds the index (:func:`graphsys.views.check`).
+
+    Parameters
+    ----------
+    graph : Graph
+        An opened graph.
+    entity_type : str, optional
+        The entity type (default: the first one).
+    edge_set : str, optional
+        The edge set (default: the default one).
+    symmetric : bool, default True
+        Both directions of every edge, parallel edges merged.
+    direction : {"in", "out"}, default "in"
+        With ``symmetric`` False: list each node's sources or its targets.
+    memory_limit : int, optional
+        Bytes a build in RAM may use (default: the RAM available).
+
+    Returns
+    -------
+    Adjacency
+        Square over the type's nodes, type-local ids.
+
+    Raises
+    ------
+    GraphsysError
+        ``direction`` not ``in``/``out``, or a build over ``memory_limit``.
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np, graphsys
+    >>> g = graphsys.from_numpy(np.array([0, 1, 1]), np.array([1, 2, 2]),
+    ...                         tempfile.mkdtemp() + "/g")
+    >>> s = homogeneous_adjacency(g)  # 1 - 2 stored twice, merged
+    >>> s.indptr.tolist(), s.indices.tolist()
+    ([0, 1, 3, 4], [1, 0, 2, 1])
+    >>> homogeneous_adjacency(g, symmetric=False).indices.tolist()  # sources, both 1 -> 2 kept
+    [0, 1, 1]
+    >>> homogeneous_adjacency(g, symmetric=False, direction="out").indptr.tolist()
+    [0, 1, 3, 3]
     """
     if direction not in ("in", "out"):
         raise GraphsysError(f"direction must be 'in' or 'out', got {direction!r}")
@@ -318,6 +422,37 @@ def bipartite_adjacency(graph: Graph, ntype: str, other_type: str, *,
     (type-local ids; :func:`mapped_bipartite` maps the stored indexes instead) unless that
     needs more than ``memory_limit`` bytes (None: the RAM available), which is refused in
     one line (:func:`graphsys.views.check`).
+
+    Parameters
+    ----------
+    graph : Graph
+        An opened graph.
+    ntype, other_type : str
+        The entity type walked from, and the one walked through.
+    edge_set : str, optional
+        The edge set (default: the default one).
+    memory_limit : int, optional
+        Bytes a build in RAM may use (default: the RAM available).
+
+    Returns
+    -------
+    tuple of (Adjacency, Adjacency)
+        ``fw`` (``ntype`` rows, ``other_type`` columns) and ``bw`` (the transpose).
+
+    Raises
+    ------
+    GraphsysError
+        An unknown entity type, no edges between the two types, or a build over
+        ``memory_limit``.
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np, graphsys
+    >>> g = graphsys.from_numpy(np.array([0, 1, 1]), np.array([1, 2, 2]),
+    ...                         tempfile.mkdtemp() + "/g")
+    >>> fw, bw = bipartite_adjacency(g, "node", "node")
+    >>> fw is bw, fw.indices.tolist()  # one type: the symmetric view, parallel edges merged
+    (True, [1, 0, 2, 1])
     """
     for t in (ntype, other_type):
         graph.entity_type(t)

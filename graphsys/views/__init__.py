@@ -194,7 +194,37 @@ def mapped_sym(graph, edge_set: str, weights: bool, memory_limit=None) -> CSR | 
     ``weights``: the index's weights, as a built ``sym`` view sums them; an undirected
     deduplicated edge set's CSR index holds each stored direction of a pair (its weight
     once), while the merged entry sums both: those weights are doubled (a copy, kept on
-    the opened graph)."""
+    the opened graph).
+
+    Parameters
+    ----------
+    graph : Graph
+        An opened graph.
+    edge_set : str
+        The edge set's name.
+    weights : bool
+        Carry the weights (None when the edge set has none).
+    memory_limit : int, optional
+        The budget the doubled weights are kept within (default: the RAM available).
+
+    Returns
+    -------
+    CSR or None
+        The mapped rows, or None when no stored index holds them.
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np, graphsys
+    >>> from graphsys.storage.adjacency_index import build_index
+    >>> g = graphsys.from_numpy(np.array([0, 1]), np.array([1, 2]), tempfile.mkdtemp() + "/g",
+    ...                         weight=np.array([1.0, 3.0]), undirected=True, dedupe=True)
+    >>> mapped_sym(g, "default", True) is None  # no index yet
+    True
+    >>> _ = build_index(g, ("csr",))
+    >>> rows = mapped_sym(g, "default", True)
+    >>> rows.indices.tolist(), rows.weight.tolist()  # each pair's two directions summed
+    ([1, 0, 2, 1], [2.0, 2.0, 6.0, 6.0])
+    """
     mapped = mapped_symmetric(graph, edge_set)
     if mapped is None:
         return None

@@ -51,7 +51,37 @@ def cache_budget(memory_limit) -> int:
 
 def one_type(graph, reader: str):
     """``graph``, refused in one line when it has several entity types (``reader``, e.g.
-    ``"pattern mining"``, numbers the nodes of one)."""
+    ``"pattern mining"``, numbers the nodes of one).
+
+    Parameters
+    ----------
+    graph : Graph
+        An opened graph.
+    reader : str
+        What needs one entity type, named in the error.
+
+    Returns
+    -------
+    Graph
+        ``graph`` itself.
+
+    Raises
+    ------
+    GraphsysError
+        ``graph`` has several entity types.
+
+    Examples
+    --------
+    >>> import tempfile, pyarrow as pa, graphsys
+    >>> from graphsys.storage.format import RelationType
+    >>> edges = pa.table({"src": ["u1", "u2"], "rel": ["rates"] * 2, "dst": ["i1", "i1"]})
+    >>> g = graphsys.from_arrow(edges, tempfile.mkdtemp() + "/g", rel_col="rel",
+    ...                         relation_types=[RelationType("rates", "user", "item")])
+    >>> one_type(g, "pattern mining")
+    Traceback (most recent call last):
+    ...
+    graphsys.errors.GraphsysError: pattern mining needs a graph of one entity type; ... (user, item)
+    """
     if len(graph.entity_types) != 1:
         raise GraphsysError(f"{reader} needs a graph of one entity type; {graph.path} has "
                             f"{len(graph.entity_types)} ({', '.join(graph.entity_types)})")

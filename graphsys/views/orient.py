@@ -148,7 +148,36 @@ class Oriented:
 def mapped_symmetric(graph: Graph, edge_set: str | None = None):
     """``(indptr, indices, kind)`` of a stored index that holds the undirected simple view's
     rows (sorted, each neighbour once, a self-loop at most once), or None: the ``sym``
-    index, else the CSR index of an undirected, deduplicated edge set of one relation."""
+    index, else the CSR index of an undirected, deduplicated edge set of one relation.
+
+    Parameters
+    ----------
+    graph : Graph
+        An opened graph (None for a graph of several entity types).
+    edge_set : str, optional
+        The edge set (default: the default one).
+
+    Returns
+    -------
+    tuple of (numpy.ndarray, numpy.ndarray, str) or None
+        The index's mapped ``indptr`` and ``indices``, and ``"sym index"`` or
+        ``"csr index"``; None when no stored index holds the view.
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np, graphsys
+    >>> from graphsys.storage.adjacency_index import build_index
+    >>> g = graphsys.from_numpy(np.array([0, 1]), np.array([1, 2]), tempfile.mkdtemp() + "/g",
+    ...                         undirected=True, dedupe=True)
+    >>> _ = build_index(g, ("csr",))
+    >>> indptr, indices, kind = mapped_symmetric(g)
+    >>> indptr.tolist(), indices.tolist(), kind
+    ([0, 1, 3, 4], [1, 0, 2, 1], 'csr index')
+    >>> h = graphsys.from_numpy(np.array([0, 1]), np.array([1, 2]), tempfile.mkdtemp() + "/h")
+    >>> _ = build_index(h, ("csr",))
+    >>> mapped_symmetric(h) is None  # a directed edge set's CSR holds one direction
+    True
+    """
     es = graph.edge_set(edge_set)
     if len(graph.entity_types) != 1:
         return None

@@ -189,6 +189,17 @@ def test_failed_split_writes_nothing(tmp_path):
     assert os.listdir(tmp_path) == []
 
 
+def test_split_without_a_file_is_refused(tmp_path):
+    # a chunk labelled with a split that paths does not name raised a raw KeyError
+    paths = split_paths(tmp_path / "g.tsv", ("train", "test"))
+    chunk = {"src": np.array([0]), "dst": np.array([1])}
+    with pytest.raises(GraphsysError, match=r"split 'valid', which has no file \(splits: "
+                                            r"train, test\)"):
+        write_split_edges([("train", chunk), ("valid", chunk)], paths,
+                          edge_schema(paths["train"]))
+    assert os.listdir(tmp_path) == []
+
+
 def test_refuses_to_overwrite_and_bad_paths(tmp_path):
     path = tmp_path / "g.tsv"
     write_edges(iter(_grid_chunks()), path)

@@ -108,6 +108,47 @@ class PBGConfig:
 def import_pbg_config(path: str | Path) -> PBGConfig:
     """Read a PBG config file (``.json``, or ``.py`` defining ``get_torchbiggraph_config``
     that returns a literal dict; never executed) and translate it; see the module docstring.
+
+    Parameters
+    ----------
+    path : str or Path
+        The config file.
+
+    Returns
+    -------
+    PBGConfig
+        The translation: ``config`` (an :class:`EmbedConfig`), PBG keys ``ignored``, and
+        ``warnings`` for settings graphsys trains differently.
+
+    Raises
+    ------
+    ConfigError
+        Another suffix, invalid JSON, code that is not a literal, an unknown key or a bad
+        value: one line naming the file (and line or key).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> path = tempfile.mkdtemp() + "/config.py"
+    >>> _ = open(path, "w").write('''
+    ... def get_torchbiggraph_config():
+    ...     config = dict(entity_path="data", entities={"all": {"num_partitions": 1}},
+    ...                   relations=[{"name": "r", "lhs": "all", "rhs": "all",
+    ...                               "operator": "translation"}],
+    ...                   dimension=16, num_epochs=3, dynamic_relations=True, global_emb=False)
+    ...     return config
+    ... ''')
+    >>> pbg = import_pbg_config(path)
+    >>> pbg.config.dimension, pbg.config.num_epochs, pbg.config.comparator, pbg.ignored
+    (16, 3, 'cos', ['entity_path'])
+    >>> _ = open(path, "w").write('''
+    ... def get_torchbiggraph_config():
+    ...     return dict(dimension=__import__("os").cpu_count())
+    ... ''')
+    >>> import_pbg_config(path)
+    Traceback (most recent call last):
+    ...
+    graphsys.errors.ConfigError: ...:3: ... is not a literal; graphsys never runs config code ...
     """
     path = Path(path)
     text = read_config_text(path, "PBG config")
