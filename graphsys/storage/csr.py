@@ -256,7 +256,8 @@ def time_view_note(view: TimeView) -> str:
 
 
 def check_build(graph, edge_set: str | None, what: str, need: int, memory_limit,
-                kinds: tuple[str, ...] | None = None, then: str = "") -> int:
+                kinds: tuple[str, ...] | None = None, then: str = "",
+                instead: str = "raise memory_limit or use a machine with more RAM") -> int:
     """The budget of ``memory_limit`` (:func:`budget`), refusing in one line a build of
     ``need`` bytes over it.
 
@@ -276,6 +277,9 @@ def check_build(graph, edge_set: str | None, what: str, need: int, memory_limit,
         The stored indexes that would be mapped instead (None: none can).
     then : str, default ""
         What else those indexes allow, for the message.
+    instead : str, optional
+        The way out where no index serves (``kinds`` None): by default, raise
+        ``memory_limit`` or use a machine with more RAM.
 
     Returns
     -------
@@ -311,7 +315,7 @@ def check_build(graph, edge_set: str | None, what: str, need: int, memory_limit,
                f"mapped instead{then}: "
                f"{build_command(graph, kinds, edge_set)}")
     else:
-        fix = "no stored index can serve it: raise memory_limit or use a machine with more RAM"
+        fix = f"no stored index can serve it: {instead}"
     raise GraphsysError(f"building {what} in RAM needs about {format_size(need)}, more than "
                         f"the {format_size(limit)} of "
                         f"{'memory_limit' if memory_limit is not None else 'available RAM'}; "
