@@ -277,6 +277,19 @@ class MemoryEdges:
             self.build_seconds += time.perf_counter() - t0
         return read_only(*self._adj[kind]) if self.use_numba else self._adj[kind]
 
+    def adjacencies(self, *kinds: str) -> tuple:
+        """:meth:`adjacency` of each of ``kinds`` (``csr``, ``csc``), those neither at hand
+        nor mapped from a stored index sized together first
+        (:func:`~graphsys.storage.csr.check_rows`): a run that needs both directions is
+        refused before either is built, in one line naming every index it needs."""
+        build = [k for k in dict.fromkeys(kinds) if k not in self._adj
+                 and k + "-hot" not in self._adj
+                 and self.graph.adjacency_index(self.edge_set, k) is None]
+        if len(build) > 1:
+            views.check_rows(self.graph, self.edge_set, build[0], self.program.uses_weights,
+                             also=tuple(build[1:]))
+        return tuple(self.adjacency(k) for k in kinds)
+
     def private(self, kind: str) -> bool:
         """Whether ``kind``'s adjacency was built in memory for this run (its arrays are
         the run's own), not a mapped adjacency index."""

@@ -146,6 +146,18 @@ def pagerank_step(indptr, indices, slot, send, new_send, rank, inv_deg, p, dampi
     return _in_order(deltas), _in_order(masses)
 
 
+def ell_bytes(indptr: np.ndarray, dtype: np.dtype, renumbered: bool) -> int:
+    """Anonymous bytes at the peak of :func:`ell_layout`'s build over the CSC ``indptr``
+    (int64 (N+1,)) with ``dtype`` ids: its slots, offsets and overflow; ``renumbered``:
+    first :func:`bfs_order` and :func:`renumber`'s copy of the adjacency, which the layout
+    is built from (all held until the run ends)."""
+    n, size = indptr.shape[0] - 1, np.dtype(dtype).itemsize
+    m = int(indptr[-1] - indptr[0])
+    overflow = m - int(np.minimum(np.diff(indptr), ELL_SLOTS).sum())
+    ell = 4 * ELL_SLOTS * n + 8 * (n + 1) + 4 * overflow
+    return ell + (9 * n + 8 * (n + 1) + size * (n + m) if renumbered else 0)
+
+
 @numba.njit(cache=True, nogil=True)
 def ell_layout(indptr, indices):
     """The CSC ``indptr`` int64 (N+1,) / ``indices`` (E,) as :data:`ELL_SLOTS` slots per

@@ -97,13 +97,14 @@ def run(args) -> int:
     # partitions), so the library's parameter errors read as these flags
     appending = args.append_to is not None
     out = args.append_to if appending else check_output_directory(args.out)
+    from graphsys.memory import PeakMemory
     from graphsys.storage import readers
 
     try:
         _start_read(args)
         from graphsys.storage.ingest_inputs import SmallBudgetWarning
 
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), PeakMemory() as peak:
             # said once, in one line, once the run has gone through (the library warns
             # from inside it; a run refused for another reason says only why)
             warnings.simplefilter("ignore", SmallBudgetWarning)
@@ -112,7 +113,7 @@ def run(args) -> int:
         readers.cancel_table_reads()  # a read begun early that the ingest did not take
     _say_small_budget(args.memory_limit)
     if args.json:
-        emit_json(report.to_json())
+        emit_json({**report.to_json(), **peak.to_json()})  # the anonymous peak too
     else:
         edges = ", ".join(f"{k}: {v:,}" for k, v in report.edges.items())
         nodes_s = ", ".join(f"{k}: {v:,}" for k, v in report.nodes.items())

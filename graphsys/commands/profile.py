@@ -179,21 +179,25 @@ def run(args) -> int:
         graph = open_graph(graph)
         source = _parse_source(graph, args.source)
     _check_bsp_flags(args)
-    prof = profile_graph(graph, algorithm=algo, workload=args.workload, mappings=mappings,
-                         device=args.device, backend=args.backend, mode=args.mode,
-                         schedule=args.schedule, threads=args.threads, damping=args.damping,
-                         tol=args.tol, sum_dtype=args.sum_dtype,
-                         store_index=False if args.no_store_index else None,
-                         model_gpu=True if args.model_gpu is not None else None,
-                         started=started, progress=show_progress(args),
-                         gpu=args.gpu, block_size=args.block_size,
-                         items_per_thread=args.items_per_thread, max_iters=args.max_iters,
-                         source=source, edge_set=args.edges, ranks=args.ranks,
-                         dense=not args.no_dense, steps=args.steps,
-                         batch_size=args.batch_size, ncu=args.ncu, ncu_path=args.ncu_path,
-                         ncu_launch_count=args.ncu_launch_count, trace=trace,
-                         embed_config=embed_config, gnn_config=gnn_config,
-                         step_schedule=None if args.all_steps else "auto")
+    from graphsys.memory import PeakMemory
+
+    with PeakMemory() as peak:
+        prof = profile_graph(graph, algorithm=algo, workload=args.workload, mappings=mappings,
+                             device=args.device, backend=args.backend, mode=args.mode,
+                             schedule=args.schedule, threads=args.threads, damping=args.damping,
+                             tol=args.tol, sum_dtype=args.sum_dtype,
+                             store_index=False if args.no_store_index else None,
+                             model_gpu=True if args.model_gpu is not None else None,
+                             started=started, progress=show_progress(args),
+                             gpu=args.gpu, block_size=args.block_size,
+                             items_per_thread=args.items_per_thread, max_iters=args.max_iters,
+                             source=source, edge_set=args.edges, ranks=args.ranks,
+                             dense=not args.no_dense, steps=args.steps,
+                             batch_size=args.batch_size, ncu=args.ncu, ncu_path=args.ncu_path,
+                             ncu_launch_count=args.ncu_launch_count, trace=trace,
+                             embed_config=embed_config, gnn_config=gnn_config,
+                             step_schedule=None if args.all_steps else "auto")
+    prof.update(peak.to_json())  # the process's peak while profiling, total and anonymous
     paths = None
     t_report = time.perf_counter()
     if args.report is not None:

@@ -72,7 +72,10 @@ DEGENERACY_ENTRIES_PER_EDGE, DEGENERACY_BYTES_PER_NODE = 3, 72
 
 
 def _clique_view(graph, edge_set, memory_limit) -> tuple[Oriented, int]:
-    view = views.view(graph, "oriented", edge_set=edge_set, memory_limit=memory_limit)
+    n, m = graph.num_nodes(), graph.num_edges(edge_set)  # at most m entries kept
+    view = views.view(graph, "oriented", edge_set=edge_set, memory_limit=memory_limit,
+                      beside=DEGENERACY_ENTRIES_PER_EDGE * _index_dtype(n).itemsize * m
+                      + DEGENERACY_BYTES_PER_NODE * n)
     check_beside(graph, edge_set, view, "the degeneracy ordering of the clique search",
                  DEGENERACY_ENTRIES_PER_EDGE * view.indices.itemsize * view.num_edges
                  + DEGENERACY_BYTES_PER_NODE * view.num_nodes, memory_limit)

@@ -48,7 +48,7 @@ def _mode(mode: str, graph, edge_set, memory_limit) -> str:
     need = triangle_bytes(graph, edge_set)
     if need > views.budget(memory_limit) and mapped_symmetric(graph, edge_set) is not None:
         return "out-of-core"
-    refuse_build(graph, edge_set, need, memory_limit)  # over the budget: refused
+    refuse_build(graph, edge_set, need, memory_limit, triangles=True)  # over it: refused
     return "memory"
 
 
@@ -190,7 +190,7 @@ def _kept_whole(g, edge_set: str, sym, limit: int, memory_limit, threads: int, b
     first = views.peek(g, key) is None
 
     def build():
-        refuse_build(g, edge_set, triangle_bytes(g, edge_set), memory_limit)
+        refuse_build(g, edge_set, triangle_bytes(g, edge_set), memory_limit, triangles=True)
         return orient_whole(sym[0], sym[1], threads)
 
     whole = views.cached(g, key, build, nbytes=lambda w: w.nbytes, budget=limit,

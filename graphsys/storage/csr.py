@@ -256,7 +256,8 @@ def time_view_note(view: TimeView) -> str:
 
 
 def check_build(graph, edge_set: str | None, what: str, need: int, memory_limit,
-                kinds: tuple[str, ...] | None = None, then: str = "") -> int:
+                kinds: tuple[str, ...] | None = None, then: str = "",
+                instead: str = "raise memory_limit or use a machine with more RAM") -> int:
     """The budget of ``memory_limit`` (:func:`budget`), refusing in one line a build of
     ``need`` bytes over it.
 
@@ -276,6 +277,9 @@ def check_build(graph, edge_set: str | None, what: str, need: int, memory_limit,
         The stored indexes that would be mapped instead (None: none can).
     then : str, default ""
         What else those indexes allow, for the message.
+    instead : str, optional
+        The way out where no index serves (``kinds`` None): by default, raise
+        ``memory_limit`` or use a machine with more RAM.
 
     Returns
     -------
@@ -306,10 +310,12 @@ def check_build(graph, edge_set: str | None, what: str, need: int, memory_limit,
     if isinstance(graph, TimeView):
         fix = f"raise memory_limit, or {time_view_note(graph)}"
     elif kinds:
-        fix = (f"build its index on disk once and it is mapped instead{then}: "
+        its = "its index" if len(kinds) == 1 else "their indexes"
+        fix = (f"build {its} on disk once and {'it is' if len(kinds) == 1 else 'they are'} "
+               f"mapped instead{then}: "
                f"{build_command(graph, kinds, edge_set)}")
     else:
-        fix = "no stored index can serve it: raise memory_limit or use a machine with more RAM"
+        fix = f"no stored index can serve it: {instead}"
     raise GraphsysError(f"building {what} in RAM needs about {format_size(need)}, more than "
                         f"the {format_size(limit)} of "
                         f"{'memory_limit' if memory_limit is not None else 'available RAM'}; "
@@ -558,20 +564,24 @@ WEIGHT_BYTES, EDGE_ID_BYTES, ROW_BYTES_PER_NODE = 4, 8, 8
 
 
 def check_rows(graph, edge_set: str | None, kind: str, weights: bool, memory_limit=None,
-               edge_ids: bool = False) -> int:
+               edge_ids: bool = False, also: tuple[str, ...] = ()) -> int:
     """The budget of a :func:`build_rows` of these options (:func:`check_build`: the
     anonymous bytes of its arrays against ``memory_limit``, None for the RAM available
     now), refused in one line naming the ``graphsys index`` command whose index is mapped
-    instead (none can give ``edge_ids``)."""
+    instead (none can give ``edge_ids``). ``also``: the other direction (``out``/``in``,
+    ``csr``/``csc``) where the caller builds it next, sized with this one and named in the
+    same refusal, so that one command builds every index the run needs."""
     es = graph.edge_set(edge_set)
-    n, out = graph.num_nodes(), kind in ("out", "csr")
+    n = graph.num_nodes()
+    outs = sorted({k in ("out", "csr") for k in (kind, *also)}, reverse=True)  # out first
     per_edge = (4 if n < 2**31 else 8) + (WEIGHT_BYTES if weights and es.has_weight else 0) \
         + (EDGE_ID_BYTES if edge_ids else 0)
-    need = per_edge * es.num_edges + ROW_BYTES_PER_NODE * (n + 1 + -(-n // max(
-        graph.num_partitions, 1)))
-    return check_build(graph, es.name, f"the {'out' if out else 'in'}-neighbour rows of "
-                                       f"edge set {es.name!r}", need, memory_limit,
-                       None if edge_ids else ("csr" if out else "csc",))
+    need = len(outs) * (per_edge * es.num_edges + ROW_BYTES_PER_NODE * (n + 1 + -(-n // max(
+        graph.num_partitions, 1))))
+    rows = " and ".join("out" if out else "in" for out in outs)
+    return check_build(graph, es.name, f"the {rows.replace(' and ', '- and ')}-neighbour "
+                                       f"rows of edge set {es.name!r}", need, memory_limit,
+                       None if edge_ids else tuple("csr" if out else "csc" for out in outs))
 
 
 def build_rows(graph, edge_set: str | None = None, kind: str = "out", weights: bool = True,

@@ -231,6 +231,20 @@ def push_layout(indptr, indices, order, out_degree, num_min_blocks):
     return bounds, slot_ptr, step, dst, runs, heavy
 
 
+def layout_bytes(num_nodes: int, num_edges: int, num_min_blocks: int, threads: int) -> int:
+    """Anonymous bytes at the peak of :func:`push_layout`'s build, at most: 3 per slot
+    (the edges and the padding, at most one per :data:`PUSH_STEP_MAX` vertices per
+    block), the runs of the heavy sources (each has :data:`PUSH_HEAVY_RUN` edges per block
+    or more), the inverse order, and per thread the marks and counts of the block it
+    fills (9 bytes per vertex); ``num_min_blocks`` as :func:`min_blocks` gives (a vertex
+    cap can cut more blocks: each holds at most :data:`PUSH_BLOCK_MAX_NODES`)."""
+    n, m = num_nodes, num_edges
+    nb = num_min_blocks + n // PUSH_BLOCK_MAX_NODES + 1
+    slots = m + nb * (n // PUSH_STEP_MAX + 1)
+    runs = 8 * (m // PUSH_HEAVY_RUN + nb)
+    return 3 * slots + runs + 16 * (nb + 1) + 4 * n + 9 * n * max(threads, 1)
+
+
 def sums_length(num_nodes: int, bounds: np.ndarray) -> int:
     """The length of a push step's ``acc`` over a layout's ``bounds``: every target's sum
     and one spare per block (its padding slots' target)."""

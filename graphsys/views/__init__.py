@@ -91,7 +91,8 @@ def view(graph, kind: str, *, edge_set: str | None = None, memory_limit: int | N
         (:func:`~graphsys.views.orient.oriented`).
     beside : int, default 0
         ``oriented``: bytes the caller needs beside the view; a kept view is used when it
-        fits the budget with them (:func:`~graphsys.views.cache.cached`).
+        fits the budget with them (:func:`~graphsys.views.cache.cached`), and a refusal of
+        its build names the ``sym`` index only where the view from it fits with them.
 
         An option given to a kind it does not apply to is refused.
 
@@ -338,7 +339,7 @@ def _oriented(graph, edge_set: str, memory_limit, directions: bool, sort: bool,
         rows = None if directions else peek(graph, (edge_set, "sym", False))
         if rows is None:
             return oriented(graph, edge_set, directions=directions, memory_limit=memory_limit,
-                            sort=sort)
+                            sort=sort, beside=beside)
         return _from_symmetric(rows.indptr, rows.indices, sort)
 
     return cached(graph, (edge_set, "oriented", "degree", directions, sort), build,

@@ -38,7 +38,9 @@ import numpy as np
 from graphsys.errors import GraphsysError
 from graphsys.kernels.arrays import read_only
 from graphsys.kernels.atomic import atomic_add
+from graphsys.memory import budget
 from graphsys.storage.graph import Graph
+from graphsys.units import format_size
 from graphsys.views.limits import check, one_type
 
 #: Anonymous bytes per node of an oriented view: offsets (8), order (8), degree (8), the
@@ -218,17 +220,27 @@ def build_bytes(graph: Graph, edge_set: str | None = None, *, directions: bool =
     return es.num_edges * EDGES_BYTES_PER_EDGE + n * BYTES_PER_NODE
 
 
-def refuse_build(graph, edge_set: str | None, need: int, memory_limit) -> int:
-    """:func:`~graphsys.views.limits.check` of an oriented build of ``need`` bytes: the way
-    out is the undirected index."""
-    kinds = ("sym",) if mapped_symmetric(graph, edge_set) is None and len(
-        graph.entity_types) == 1 else None
-    return check(graph, edge_set, "the oriented graph", need, memory_limit, kinds,
-                 ", and triangles run out of core")
+def refuse_build(graph, edge_set: str | None, need: int, memory_limit, *,
+                 triangles: bool = False, directions: bool = False, beside: int = 0) -> int:
+    """:func:`~graphsys.views.limits.check` of an oriented build of ``need`` bytes. The
+    way out it names, where the graph has no ``sym`` index, is that undirected index when
+    it helps what runs: a triangle count (``triangles``) then runs out of core; anything
+    else (cliques, motifs, a census) still orders the graph in RAM, from the index, so the
+    index is named only where that smaller build and the ``beside`` bytes the call
+    derives from it fit the budget (their size said)."""
+    then, kinds = "", None
+    if mapped_symmetric(graph, edge_set) is None and len(graph.entity_types) == 1:
+        from_index = build_bytes(graph, edge_set, directions=directions, mapped=True) + beside
+        if triangles:
+            then, kinds = ", and triangles run out of core", ("sym",)
+        elif from_index <= budget(memory_limit):
+            then = f" (the call then needs about {format_size(from_index)})"
+            kinds = ("sym",)
+    return check(graph, edge_set, "the oriented graph", need, memory_limit, kinds, then)
 
 
 def oriented(graph, edge_set: str | None = None, *, directions: bool = False,
-             memory_limit: int | None = None, sort: bool = True) -> Oriented:
+             memory_limit: int | None = None, sort: bool = True, beside: int = 0) -> Oriented:
     """The degree-ordered :class:`Oriented` view of an edge set, in RAM.
 
     Parameters
@@ -245,6 +257,9 @@ def oriented(graph, edge_set: str | None = None, *, directions: bool = False,
         Anonymous bytes the build may take (default: the RAM available now).
     sort : bool, default True
         Sort each row (False: rows in no order, for kernels that only probe them).
+    beside : int, default 0
+        Bytes the caller derives beside the view: a refusal names the ``sym`` index only
+        where the view built from it fits the budget with them (:func:`refuse_build`).
 
     Returns
     -------
@@ -275,7 +290,7 @@ def oriented(graph, edge_set: str | None = None, *, directions: bool = False,
     sym = mapped_symmetric(g, es.name)
     from_index = sym is not None and not (directions and not es.undirected)
     refuse_build(g, es.name, build_bytes(g, es.name, directions=directions, mapped=from_index),
-                 memory_limit)
+                 memory_limit, directions=directions, beside=beside)
     if from_index:
         indptr, indices, kind = sym
         view = _from_symmetric(indptr, indices, sort)

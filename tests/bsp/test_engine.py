@@ -230,7 +230,9 @@ def test_an_adjacency_over_the_available_ram_is_refused_in_one_line(tmp_path, mo
     """An in-memory run on a graph without an index sizes the rows it builds against the
     RAM available (the BSP engine's budget): over it, one line naming the ``graphsys
     index`` command, never a build the machine cannot hold; with the index stored the rows
-    are mapped, no build, and the run's answer is scipy's."""
+    are mapped, no build, and the run's answer is scipy's. A run that needs both
+    directions (a direction-optimizing BFS, Afforest on a directed edge set) names both
+    indexes in its one refusal, not one per try."""
     from graphsys import memory
     from graphsys.storage.adjacency_index import build_index
 
@@ -238,7 +240,8 @@ def test_an_adjacency_over_the_available_ram_is_refused_in_one_line(tmp_path, mo
                             tmp_path / "g", partitions=2)
     monkeypatch.setattr(memory, "available_memory", lambda: 1_000)  # of 1.4 KB of rows
     for run, kind in ((lambda: bsp.pagerank(g, store_index=False), "--csc"),
-                      (lambda: bsp.bfs(g, 0), "--csr"), (lambda: bsp.wcc(g), "--csr")):
+                      (lambda: bsp.bfs(g, 0), "--csr --csc"),
+                      (lambda: bsp.wcc(g), "--csr --csc")):
         with pytest.raises(GraphsysError) as exc:
             run()
         message = str(exc.value)

@@ -409,3 +409,28 @@ def test_push_needs_the_sent_values_in_half_the_cache(graphs, monkeypatch):
 ])
 def test_iterations_left(deltas, tol, cap, want):
     assert pagerank_module.iterations_left(deltas, tol, cap) == want
+
+
+
+def test_push_switch_keeps_pulling_where_its_layout_does_not_fit(graphs, monkeypatch):
+    """The forecast switch built the push layout (3 bytes a slot, 9 a vertex per thread)
+    whatever the RAM available; it now sizes it first (layout_bytes) against the RAM
+    available, and a run where it does not fit keeps pulling, to the same ranks (the
+    switch only saves time)."""
+    import numba
+
+    from graphsys.storage.push_layout import layout_bytes, min_blocks
+
+    _force_push(monkeypatch)
+    g = graphs["undirected-p3"].graph
+    pushed = bsp.pagerank(g, tol=1e-14, max_iters=1000, weighted=False)
+    assert "push blocks" in pushed.stats.method
+    asked = []
+    monkeypatch.setattr(pagerank_module, "over_budget",
+                        lambda need: asked.append(need) or "over the RAM available")
+    pulled = bsp.pagerank(g, tol=1e-14, max_iters=1000, weighted=False)
+    assert pulled.stats.method == "fused-pagerank"
+    n = g.num_nodes()
+    assert asked == [layout_bytes(n, g.num_edges(), min_blocks(n), numba.get_num_threads())
+                     + 48 * (n + 1)]
+    np.testing.assert_allclose(pulled.values, pushed.values, rtol=1e-9, atol=1e-14)

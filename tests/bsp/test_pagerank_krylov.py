@@ -215,3 +215,38 @@ def test_chebyshev_weights():
     w = chebyshev_weights(0.85, 60)
     assert w[0] == 1.0 and w[1] == pytest.approx(1 / (1 - 0.85**2 / 2))
     assert w[-1] == pytest.approx(2 / (1 + np.sqrt(1 - 0.85**2)), rel=1e-12)
+
+
+def test_layouts_beyond_the_rows_are_sized_against_the_ram(tmp_path, small_krylov, monkeypatch):
+    """The rows of an in-memory PageRank were sized (4 bytes per edge), then the solve's
+    ELL layout and vectors (or the fused loop's breadth-first ELL copy) built unchecked:
+    about three times as much on a graph of 5,000 nodes. Each layout is now sized before
+    its build against the RAM available and refused in one line, naming the push index
+    where a push over it replaces the layout, else the run out of core; with the index
+    stored the same budget runs, to ranks a power iteration in scipy leaves unchanged."""
+    from graphsys import memory
+    from graphsys.errors import GraphsysError
+    from graphsys.storage.adjacency_index import build_index
+
+    g = make(tmp_path, 5000, 80_000, undirected=False, band=None)
+    rows = g.csr(weights=False).nbytes
+    monkeypatch.setattr(memory, "available_memory", lambda: 2 * rows)  # the rows fit
+    with pytest.raises(GraphsysError) as exc:
+        bsp.pagerank(g, store_index=False)
+    said = str(exc.value)
+    assert said.startswith("building the ELL layout and vectors of PageRank's linear solve "
+                           "in RAM needs about ") and "\n" not in said
+    assert said.endswith(f"mapped instead: graphsys index {g.path} --push")
+    build_index(g, ("push",), memory_limit=1 << 30)
+    g = graphsys.open_graph(g.path)
+    res = bsp.pagerank(g, tol=1e-10, store_index=False)
+    assert "push index" in res.stats.method
+    assert res.values.sum() == pytest.approx(1.0)
+    assert power_residual(stored_matrix(g), res.values) < 1e-9
+    sparse = make(tmp_path, 3000, 6000, undirected=False, name="sparse")  # 2 in-edges each
+    rows = sparse.csr().nbytes
+    monkeypatch.setattr(memory, "available_memory", lambda: 3 * rows)
+    with pytest.raises(GraphsysError, match=r"^building PageRank's breadth-first ELL layout "
+                                            r"in RAM .* no stored index can serve it: run "
+                                            r"it out of core"):
+        bsp.pagerank(sparse, store_index=False, max_iters=5)  # the fused loop's layout

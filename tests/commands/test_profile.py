@@ -41,6 +41,8 @@ def test_bsp_report_and_json(main, graph_dir, tmp_path, capsys):
     maps = doc["mappings"]
     assert len(maps) == 4
     _check_keys(doc, maps)
+    # the memory every command reports: total, anonymous and file peaks (one sampler)
+    assert 0 < doc["peak_rss_anon_bytes"] <= doc["peak_rss_bytes"]
     on_disk = json.loads(report.with_suffix(".json").read_text())
     assert on_disk["kernels"]["invocations"] == doc["kernels"]["invocations"]
     # one SIMT entry per superstep that ran an edge kernel, frontier sizes from the engine

@@ -24,6 +24,9 @@ def test_ingest_info_verify_export(tmp_path, capsys):
                  "--partitioner", "fennel", "--json"]) == 0
     report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert report["edges"] == {"default": 3000}
+    # the memory every command reports: total, anonymous and file peaks (one sampler)
+    assert 0 < report["peak_rss_anon_bytes"] <= report["peak_rss_bytes"]
+    assert report["peak_rss_file_bytes"] <= report["peak_rss_bytes"]
     assert main(["info", str(tmp_path / "g"), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     es = info["edge_sets"]["default"]

@@ -98,15 +98,17 @@ def test_the_samplers_symmetric_rows_merge_the_relations_of_a_pair(tmp_path):
 
 def test_a_build_over_the_budget_is_refused_in_one_line(graph_of):
     g = graph_of([0, 1, 2], [1, 2, 0], 3)
+    # the oriented view from a sym index would not fit 10 bytes either: no index named
     for kind, flag in (("out", "--csr"), ("in", "--csc"), ("sym", "--undirected"),
-                       ("oriented", "--undirected")):
+                       ("oriented", "no stored index can serve it")):
         with pytest.raises(GraphsysError) as err:
             views.view(g, kind, memory_limit=10)
         message = str(err.value)
         assert "\n" not in message
         assert message.startswith("building ") and "more than the 10 bytes of memory_limit" \
             in message
-        assert f"graphsys index {g.path}" in message and flag in message
+        assert flag in message and (kind == "oriented") != (f"graphsys index {g.path}"
+                                                            in message)
     assert views.held_bytes(g) == 0
     with pytest.raises(ParameterError, match="memory_limit"):
         views.view(g, "out", memory_limit=0)
@@ -234,3 +236,39 @@ def test_the_typed_view_equals_a_brute_force_build(tmp_path, relations, indexed)
     if indexed:
         assert np.shares_memory(typed.csc[0].indices, g.adjacency_index(kind="csc").indices)
     assert (g.view("typed") is typed) == (relations > 1)  # several: built once and kept
+
+
+def test_an_oriented_build_refusal_names_what_the_sym_index_does_for_the_call(graph_of):
+    """Without a ``sym`` index, a refused clique or motif count said "build its index ...
+    and triangles run out of core": cliques do not run out of core, and with the index
+    their ordering (and the degeneracy view beside it) may still be over the budget. Now
+    a triangle count names the index and its out-of-core run; any other call names the
+    index only where its build from the index fits the budget, with that size."""
+    from graphsys.mining.clique import DEGENERACY_BYTES_PER_NODE, DEGENERACY_ENTRIES_PER_EDGE
+    from graphsys.views.orient import BYTES_PER_EDGE, BYTES_PER_NODE, build_bytes
+
+    def refusal(call, *args, **options) -> str:
+        with pytest.raises(GraphsysError) as exc:
+            call(*args, **options)
+        return str(exc.value)
+
+    for n, m in ((60, 300), (10, 1000)):  # the index too large for cliques / small enough
+        g = graph_of(*random_edges(n, m, 5), n)
+        cmd = f"graphsys index {g.path} --undirected"
+        tight = build_bytes(g) - 1  # the build from the buckets does not fit
+        with_index = (BYTES_PER_EDGE + DEGENERACY_ENTRIES_PER_EDGE * 4) * m \
+            + (BYTES_PER_NODE + DEGENERACY_BYTES_PER_NODE) * n
+        said = refusal(mining.clique_count, g, 3, memory_limit=tight)
+        assert "triangles" not in said
+        if with_index > tight:
+            assert said.endswith("no stored index can serve it: raise memory_limit or use a "
+                                 "machine with more RAM")
+        else:
+            assert said.endswith(f"(the call then needs about {with_index / 1000:.1f} KB): "
+                                 f"{cmd}")
+        assert "triangles" not in refusal(mining.count, g, "square", memory_limit=tight)
+        assert refusal(mining.triangle_count, g, memory_limit=100).endswith(
+            f"and triangles run out of core: {cmd}")
+    build_index(g, ("sym",))  # the index named: the clique count now fits
+    assert mining.clique_count(open_graph(g.path), 3, memory_limit=tight) == \
+        mining.clique_count(g, 3)

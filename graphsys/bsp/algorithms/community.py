@@ -225,8 +225,8 @@ class Louvain(VertexProgram):
         """Level 0 of the edge set; where it reads the stored index itself (stored both
         ways, unweighted, no self-loop) it is kept beside the mapped index
         (:meth:`~graphsys.bsp.edges.MemoryEdges.derived`): later runs skip its pass."""
-        out = edges.adjacency("csr")
-        into = None if self.undirected_store else edges.adjacency("csc")
+        out, into = (edges.adjacency("csr"), None) if self.undirected_store else \
+            edges.adjacencies("csr", "csc")
         built: list[Level] = []
 
         def build() -> Level | None:  # the level where it holds no entries of its own

@@ -59,9 +59,10 @@ class WCC(_LabelProgram):
             return None
         directed = self.direction == "both"
         method = afforest.choose(ctx.num_nodes, edges.num_edges, directed)
-        indptr, idx, _ = edges.adjacency("csr")
-        into = edges.adjacency("csc")[:2] if method == "afforest" and directed else (
-            indptr, idx)
+        both = method == "afforest" and directed
+        adj = edges.adjacencies("csr", "csc") if both else edges.adjacencies("csr")
+        indptr, idx, _ = adj[0]
+        into = adj[-1][:2]
         t0 = time.perf_counter()
         comp = np.empty(ctx.num_nodes, idx.dtype)
         if method == "afforest":

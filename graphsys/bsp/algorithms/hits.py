@@ -97,7 +97,7 @@ class HITS(VertexProgram):
         run's time split evenly."""
         if schedule != "auto":
             return None
-        csr, csc = edges.adjacency("csr"), edges.adjacency("csc")
+        csr, csc = edges.adjacencies("csr", "csc")
         t0 = time.perf_counter()
         hub, auth = host_array(state["hub"]), host_array(state["auth"])
         steps, converged = hits_solve(*csc, *csr, self.uses_weights, self.tol, max_iters,

@@ -97,8 +97,8 @@ class KCore(VertexProgram):
         if schedule != "auto":
             return None
         two = self.direction == "both"
-        out = edges.adjacency("csr")[:2]
-        into = edges.adjacency("csc")[:2] if two else out
+        adj = edges.adjacencies("csr", "csc") if two else edges.adjacencies("csr")
+        out, into = adj[0][:2], adj[-1][:2]
         t0 = time.perf_counter()
         n = ctx.num_nodes
         entries = int(out[0][-1]) + (int(into[0][-1]) if two else 0)

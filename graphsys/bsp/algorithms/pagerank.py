@@ -62,7 +62,7 @@ from graphsys.bsp.algorithms.common import (
     teleport_weights,
 )
 from graphsys.bsp.algorithms.pagerank_device import solve_on_device
-from graphsys.bsp.algorithms.pagerank_krylov import solve_krylov
+from graphsys.bsp.algorithms.pagerank_krylov import check_layout, solve_krylov
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
 from graphsys.bsp.docstrings import ENGINE_OPTIONS, cite, document_options, fill_doc
 from graphsys.bsp.edges import DENSE_DIVISOR, cache_bytes
@@ -71,6 +71,7 @@ from graphsys.bsp.incremental_pagerank import pagerank_from
 from graphsys.bsp.kernels import PARALLEL_MIN_ITEMS
 from graphsys.bsp.kernels_pagerank import (
     bfs_order,
+    ell_bytes,
     ell_layout,
     pagerank_ell_step,
     pagerank_push_step,
@@ -83,10 +84,17 @@ from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
 from graphsys.errors import GraphsysError, ParameterError, check_flag
 from graphsys.kernels.arrays import read_only
+from graphsys.memory import over_budget
 from graphsys.storage.adjacency_index import build_command, build_index, warn_outdated_push
 from graphsys.storage.lock import manifest_digest
 from graphsys.storage.node_reads import internal_of
-from graphsys.storage.push_layout import degree_order, min_blocks, push_layout, sums_length
+from graphsys.storage.push_layout import (
+    degree_order,
+    layout_bytes,
+    min_blocks,
+    push_layout,
+    sums_length,
+)
 
 #: PageRank renumbers the vertices of graphs with fewer in-edges per vertex than this in
 #: breadth-first order (in memory, CPU): on road networks and meshes a locality order puts
@@ -327,7 +335,8 @@ class PageRank(VertexProgram):
         steps, deltas, converged = [], [], False
         for it in range(max_iters):
             if loop.pushable and it == PUSH_FORECAST_AFTER and iterations_left(
-                    deltas, self.tol, max_iters - it) >= PUSH_BREAK_EVEN_ITERATIONS:
+                    deltas, self.tol, max_iters - it) >= PUSH_BREAK_EVEN_ITERATIONS \
+                    and loop.push_fits():
                 loop.switch_to_push(ctx)
             delta, ss = loop.iterate(it, self.damping)
             steps.append(ss)
@@ -447,7 +456,9 @@ class _FusedLoop:
             slot[hub_order] = np.arange(n, dtype=idx.dtype)
             layout, step = (indptr, idx, slot), pagerank_step
             method, direction = "fused-pagerank (hub order)", "pull"
-        elif m < LOCALITY_MAX_DEGREE * n:
+        elif m < LOCALITY_MAX_DEGREE * n:  # no push index serves so sparse a graph
+            check_layout(ctx, "PageRank's breadth-first ELL layout",
+                         ell_bytes(indptr, idx.dtype, True), index=False)
             order = bfs_order(indptr, idx)
             layout = ell_layout(*read_only(*renumber(indptr, idx, order)))
             step = pagerank_ell_step
@@ -472,6 +483,14 @@ class _FusedLoop:
                    send, np.zeros_like(send), float(state["dangling"]),
                    program.fused_float32, pushable, (indptr, idx),
                    time.perf_counter() - t0)
+
+    def push_fits(self) -> bool:
+        """Whether the push layout's build (:func:`~graphsys.storage.push_layout.
+        layout_bytes`) and six float64 vertex arrays (the order, the sums, the vertex
+        arrays renumbered) fit the RAM available now: the switch only saves time, so a run
+        where they do not keeps pulling."""
+        need = layout_bytes(self.n, self.m, min_blocks(self.n), numba.get_num_threads())
+        return over_budget(need + 6 * 8 * (self.n + 1)) is None
 
     def switch_to_push(self, ctx) -> None:
         """Renumber by descending out-degree and push into destination blocks from now on

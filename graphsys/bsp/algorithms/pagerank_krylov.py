@@ -45,6 +45,7 @@ import numpy as np
 from graphsys.bsp.kernels_pagerank import (
     ELL_SLOTS,
     bfs_order,
+    ell_bytes,
     ell_layout,
     pagerank_ell_step,
     renumber,
@@ -60,6 +61,12 @@ from graphsys.bsp.program import Solved
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
 from graphsys.kernels.arrays import read_only
+from graphsys.storage.csr import check_build
+
+#: float64 (N+1,) vectors a solve holds at its peak: the start, BiCGSTAB's ten, the
+#: Jacobi/Chebyshev iterates and sent values beside them, the finishing power steps' and
+#: the temporaries of their first values
+KRYLOV_VECTORS = 18
 
 #: Krylov solves graphs from this many vertices: below, a power iteration costs a few
 #: microseconds and the solver's extra vector passes and reductions do not pay
@@ -102,6 +109,10 @@ def solve_krylov(prog, ctx, edges, state, max_iters: int, *, max_bytes: int,
     t0 = time.perf_counter()
     n, a = ctx.num_nodes, prog.damping
     indptr, idx, _ = edges.adjacency("csc")
+    dense = indptr[-1] - indptr[0] >= locality_degree * n  # a stored push index then serves
+    check_layout(ctx, "the ELL layout and vectors of PageRank's linear solve",
+                 ell_bytes(indptr, idx.dtype, not dense) + KRYLOV_VECTORS * 8 * (n + 1),
+                 index=bool(dense))
     deg = host_array(ctx.degree("out"))
     symmetric = (ctx.graph.edge_set(ctx.edge_set).undirected
                  and np.array_equal(np.diff(indptr), deg))
@@ -110,7 +121,7 @@ def solve_krylov(prog, ctx, edges, state, max_iters: int, *, max_bytes: int,
     # the start: the ranks scaled as the fixed point's z is (exact when they are it)
     z0 = host_array(state["rank"]) / (1.0 - a + a * float(state["dangling"]))
     order = None  # new id -> engine id, when renumbered
-    if indptr[-1] - indptr[0] < locality_degree * n:
+    if not dense:
         order = bfs_order(indptr, idx)
         inv, z0 = inv[order], z0[order]
         tele = tele[order] if len(tele) else tele
@@ -133,6 +144,17 @@ def solve_krylov(prog, ctx, edges, state, max_iters: int, *, max_bytes: int,
     detail = (f"{solver}{', bfs order' if order is not None else ''}, ell, {powers} power "
               f"step{'s' if powers != 1 else ''}{' after a breakdown' if broke else ''}")
     return Solved(f"fused-pagerank ({detail})", work.steps, 0 if converged else n, setup)
+
+
+def check_layout(ctx, what: str, need: int, *, index: bool) -> None:
+    """Refuse in one line (:func:`~graphsys.storage.csr.check_build`) the in-RAM build of
+    ``what``, a PageRank layout of ``need`` bytes, over the RAM available now (where the
+    adjacency it is built from lies already); ``index``: a stored ``push`` index would be
+    pushed over instead (no layout built), and the refusal names the command that stores
+    it, else the run out of core."""
+    check_build(ctx.graph, ctx.edge_set, what, need, None,
+                ("push",) if index else None,
+                instead="run it out of core (mode out-of-core) or on a machine with more RAM")
 
 
 class _Work:

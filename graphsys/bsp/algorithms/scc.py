@@ -148,7 +148,8 @@ class SCC(VertexProgram):
         Recorded as one superstep, the same labels. ``max_iters`` not applied."""
         if schedule != "auto":
             return None
-        out = edges.adjacency("csr")[:2]
+        adj = edges.adjacencies("csr") if self.undirected else edges.adjacencies("csr", "csc")
+        out, into = adj[0][:2], adj[-1][:2]
         t0 = time.perf_counter()
         label = host_array(state["label"])
         if self.undirected:  # the weak components: union-find, or Afforest on dense graphs
@@ -159,7 +160,7 @@ class SCC(VertexProgram):
             label[:] = comp
         else:  # the labels are written straight into the result
             method = "pivot-tarjan"
-            read, _ = scc_multistep(*out, *edges.adjacency("csc")[:2], label)
+            read, _ = scc_multistep(*out, *into, label)
         ss = SuperstepStats(superstep=0, active=ctx.num_nodes, direction=method,
                             edges_scanned=int(read), messages_sent=0, fused=True)
         ss.seconds["edges"] = time.perf_counter() - t0

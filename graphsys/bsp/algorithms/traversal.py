@@ -82,8 +82,9 @@ class BFS(_FromSource):
         level: a road graph has ~1,000 levels of a few microseconds each."""
         if schedule != "auto":
             return None
-        out = edges.adjacency("csr")[:2]
-        into = out if symmetric(ctx.graph, ctx.edge_set) else edges.adjacency("csc")[:2]
+        adj = (edges.adjacencies("csr") if symmetric(ctx.graph, ctx.edge_set)
+               else edges.adjacencies("csr", "csc"))
+        out, into = adj[0][:2], adj[-1][:2]
         t0 = time.perf_counter()
         rows, pulled, num_left = bfs_solve(*out, *into, self.source, host_array(state["level"]),
                                            max_iters, numba.get_num_threads())
