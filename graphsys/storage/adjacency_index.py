@@ -1,40 +1,20 @@
-"""Persistent CSR / CSC adjacency indexes in a graph directory, built out of core.
+"""Persistent adjacency indexes in a graph directory, built out of core.
 
-An index of kind ``csr`` lists every node's out-neighbours, ``csc`` its in-neighbours, over
-global node ids (see :mod:`graphsys.storage.graph`), in exactly the order
-:meth:`Graph.csr <graphsys.storage.graph.Graph.csr>` builds in RAM. Each column is one
-Arrow IPC file holding one record batch, so it memory-maps with no copy and pyarrow, Polars
-and DuckDB read it as it is::
+Kinds: ``csr`` (out-neighbours) and ``csc`` (in-neighbours) over global node ids, in
+exactly the order :meth:`Graph.csr <graphsys.storage.graph.Graph.csr>` builds in RAM;
+``sym``, the undirected simple rows of the samplers' symmetric view (:func:`_build_sym`);
+``push``, :mod:`graphsys.storage.push_layout`'s destination blocks, built from the CSC index
+(built first when missing); ``temporal`` (:mod:`graphsys.storage.temporal_index`).
+docs/format.md ("Adjacency indexes" and the sections after it) specifies their files.
 
-    index/{edge_set}/{kind}-indptr.arrow    int64 (N+1,)
-    index/{edge_set}/{kind}-indices.arrow   int32 (M,) while N < 2**31, else int64
-    index/{edge_set}/{kind}-weight.arrow    float32 (M,), only for weighted edge sets
-
-An index of kind ``sym`` lists every node's neighbours in the undirected view: ``v`` is in
-row ``u`` (and ``u`` in row ``v``) once whatever the number and direction of the stored edges
-between them; a self-loop is kept once; rows ascend; a weight is the sum over the merged
-edges in both directions (so a self-loop's weight counts twice), as the samplers' in-RAM
-symmetric view (:func:`graphsys.sampling.adjacency.homogeneous_adjacency`) has it. It is built
-by :func:`_build_sym`: a counting pass over both endpoints, then one scatter per row region
-(rows whose raw entries fit the budget) into a RAM buffer that is sorted and deduplicated
-per row and appended to a scratch file, then copied into the final column.
-
-An index of kind ``push`` stores the in-edges as :mod:`graphsys.storage.push_layout`'s
-destination blocks in degree order (``push-{order,bounds,edge_ptr,step,dst,runs}.arrow``), so
-PageRank's fused loop pushes from its first iteration with no build. It is built from the
-CSC index (built first when missing), in RAM per vertex and into the mapped files per edge.
-
-Building: each file is first written full of zeros (from a sparse file: no memory), then
-mapped read-write and filled in place: one pass over the buckets counts degrees into the
-mapped ``indptr``, a second scatters neighbours through a per-node cursor, one row partition
-at a time, into a RAM buffer of that partition's rows that is then copied into the file in
-one sequential write (random writes to a shared mapping make the kernel write the same dirty
-pages back again and again) or, when the buffer does not fit the budget, straight into the
-mapping. Anonymous memory: the cursor (8 bytes per node), one record batch, and the buffer.
-Each index is committed in a new tree of the graph swapped in whole, its manifest written last
-(:func:`_commit_index`), so an interrupted build (or a full disk) leaves no index in the
-manifest, and a reader never sees a rebuilt index's files against the old manifest. Reading
-an index (mapped, checked against the manifest and its values in range) is
+Building: each file is written full of zeros (from a sparse file), mapped read-write and
+filled in place: a pass over the buckets counts degrees into the mapped ``indptr``, a second
+scatters neighbours through a per-node cursor, one row partition at a time, into a RAM
+buffer then copied into the file in one sequential write (random writes to a shared mapping
+make the kernel write the same dirty pages back again and again), or straight into the
+mapping when the buffer does not fit the budget. Each index is committed in a new tree of
+the graph swapped in whole, its manifest written last (:func:`_commit_index`), so an
+interrupted build leaves no index in the manifest. Reading an index is
 :mod:`graphsys.storage.csr`'s job.
 """
 
@@ -107,7 +87,6 @@ _INT32_MAX = 2**31 - 1
 _UINT32_MAX = 2**32 - 1
 
 
-#: The ``graphsys index`` option that builds each kind (named by :func:`build_command`).
 def min_build_memory(num_nodes: int, kinds: tuple[str, ...] = ("csr", "csc")) -> int:
     """The least ``memory_limit`` (bytes) a build of ``kinds`` over ``num_nodes`` nodes runs
     in."""

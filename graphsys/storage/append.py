@@ -1,34 +1,15 @@
 """Append a new edge set, with new entities, to an existing graph directory.
 
 The existing node mapping is extended, never changed: every node keeps its partition and
-local offset (so trained embeddings of the graph stay valid row for row), and each new node
-is appended to the end of a partition: new nodes of a type go round-robin over the
-partitions, the smallest partition first (ties: the lower index), in sorted id order.
-
-The new edges are read, validated and bucketed by the same passes as
-:func:`~graphsys.storage.ingest.ingest_sources`; their relations must be relation types of
-the graph (a new relation would change a model's shape). A new id that already names an
-entity of another type (in a graph with several entity types) is refused with one line
-naming the id, as is a non-integer id for an entity type with integer ids.
-
-Crash safety: the new graph is built in a staging directory beside the old one (unchanged
-files are hard links, rewritten node partitions and the new buckets are new files, the
-manifest is written last) and swapped with it in one atomic rename
-(:func:`~graphsys.storage.atomic.replacement_directory`): readers see the old graph or the
-new one. Node columns stored in files of their own (``dtype`` set) are not extended: such
-graphs are refused, but for string columns, which are rewritten with ``""`` for each new
-node.
-
-The default view. A new edge set joins the default edge set's view (``appended_to`` in the
-manifest, :mod:`graphsys.storage.edge_views`) unless asked not to: engines that are not
-told which edge set to read then read the old and new edges together. It must then have
-the default edge set's shape (weighted or not, relation column or not, undirected or not).
-
-Indexes. The adjacency indexes of the old edge sets stay: when nodes were added, the
-global ids they list moved (a partition grew), so each records the partition sizes it was
-built with (``layout``) and is read renumbered (:mod:`graphsys.storage.index_merge`);
-``graphsys index`` then builds only the new edge set's. A ``push`` index (a PageRank
-layout in degree order) is dropped when nodes were added.
+local offset, and each new node is appended to the end of a partition, round-robin over the
+partitions, the smallest partition first (ties: the lower index), in sorted id order. The
+new edges are read, validated and bucketed by the same passes as
+:func:`~graphsys.storage.ingest.ingest_sources`. The new graph is built in a staging
+directory beside the old one (unchanged files hard-linked, the manifest written last) and
+swapped with it in one atomic rename (:func:`~graphsys.storage.atomic.replacement_directory`).
+The old edge sets' indexes stay, read renumbered (:mod:`graphsys.storage.index_merge`); a
+``push`` index is dropped when nodes were added. docs/format.md, "Appending edges with new
+entities", gives the rules (relations, ids, the default view, node columns).
 """
 
 from __future__ import annotations

@@ -1,29 +1,15 @@
 """Delete edges and nodes, update weights, compact: a graph that changes, not only grows.
 
-A change is written as a *change set* beside the graph's edge sets, as an append writes new
-edges (:mod:`graphsys.storage.edge_changes` says how it is read): :func:`delete_edges`
-writes the pairs whose edges go, :func:`delete_nodes` the pairs of every edge of the nodes,
-:func:`update_weights` the pairs and their new weights. The change set joins the default
-view and changes every edge set of it (its *targets*); engines that read the default view
-read the changed graph from then on. :func:`compact` folds the default view (the default
-edge set, the edge sets appended to it and the change sets) into one edge set of the
-resulting edges.
-
-Pairs are of original ids, the edges of the default view as it reads now: every parallel
-edge of a pair (and every relation between the two nodes) is deleted or re-weighted, and on
-an undirected graph both of its directions. A pair the view does not have is refused: the
-whole request is, in one line saying how many of the pairs are missing and naming the first,
-and nothing is written (``allow_missing=True``, ``--allow-missing``: the others are written
-and a warning says how many were not found). An unknown node id is refused in one line.
-
-Nodes stay. A deleted node loses every edge and stays an isolated node, at its partition
-and row, so ids, node columns, trained rows and stored results stay aligned; ids never
-move. Compaction keeps it too.
-
-Crash safety, as for an append: the new graph is built in a staging directory (unchanged
-files hard-linked, the change set's bucket files new, the manifest written last) and
-swapped with the old one in one atomic rename; one writer at a time
-(:func:`~graphsys.storage.lock.writer_lock`).
+:func:`delete_edges`, :func:`delete_nodes` and :func:`update_weights` write a *change set*
+beside the graph's edge sets (:mod:`graphsys.storage.edge_changes` says how it is read):
+the pairs whose edges go, or the pairs and their new weights. It joins the default view and
+changes every edge set of it; :func:`compact` folds the default view into one edge set.
+Pairs are of original ids, matched against the default view as it reads now (every parallel
+edge and relation of a pair, both directions on an undirected graph); a pair the view lacks
+refuses the whole request in one line unless ``allow_missing``. A deleted node stays, isolated,
+at its partition and row. Writing is an append's: a staging directory, the manifest last,
+one atomic rename, one writer at a time (:func:`~graphsys.storage.lock.writer_lock`).
+docs/growing.md, "Deletions and weight updates", is the guide.
 """
 
 from __future__ import annotations

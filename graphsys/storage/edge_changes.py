@@ -1,27 +1,14 @@
 """Change sets: deletions and weight updates stored as edge sets, applied where a view of
 several edge sets is read.
 
-A graph changes by appending *change sets* beside its edge sets (:mod:`graphsys.storage.
-changes` writes them): a ``delete`` set lists ``(src, dst)`` pairs whose edges no longer
-exist, an ``update`` set lists pairs with a new weight. Each records (``EdgeChange`` in
-the manifest) the edge sets it changes, its *targets*: every member of the default view
-before it, change sets included. Its bucket ``(i, j)`` holds its pairs of that bucket,
-sorted, as int32 local offsets like any bucket.
-
-Reading. A view (:mod:`graphsys.storage.edge_views`) that names a change set reads every
-edge of its other members through the change sets it names, in manifest order: an edge of
-member ``M`` whose ``(src, dst)`` a delete set targeting ``M`` lists is dropped, one an
-update set lists gets its weight (the last update wins). Every parallel edge of a pair, and
-every relation between the two nodes, is matched. The change sets yield no edges of their
-own. This is the one place every engine reads edges from (a view's buckets), so BSP runs,
-measures, mining, sampling, GNN training and exports all read the changed graph. Edges
-appended after a change are not its targets and stay.
-
-Counts. A delete set records how many edges of its targets it removes per bucket (edges an
-earlier delete already removed are not counted again), so a view's counts are the members'
-sums minus those, from the manifest alone, as for any view. A view naming a change set
-must name its targets (one line otherwise); a time view counts again within its window
-(:func:`removed_counts`).
+A ``delete`` set lists ``(src, dst)`` pairs whose edges no longer exist, an ``update`` set
+pairs with a new weight (:mod:`graphsys.storage.changes` writes them); each records its
+*targets*, the edge sets it changes. A view (:mod:`graphsys.storage.edge_views`) that names
+a change set reads every edge of its other members through the change sets it names, in
+manifest order: a deleted pair's edges are dropped, an updated pair's get its weight (the
+last update wins). A view's counts are the members' sums minus each delete set's recorded
+removals, from the manifest alone; a time view counts again within its window
+(:func:`removed_counts`). docs/format.md, "Change sets", gives the rules.
 """
 
 from __future__ import annotations

@@ -1,34 +1,15 @@
 """Several stored edge sets read as one edge set: what every engine reads when it is given
 a list of edge sets, ``"all"``, or nothing (the default view).
 
-A graph grows by appending edge sets (``graphsys ingest NEW --append-to DIR --edge-set
-day2``, :func:`graphsys.storage.append.append_edges`): the old buckets are never rewritten,
-the new edges get buckets of their own. Readers name what they read:
-
-* ``"day2"``: that stored edge set alone;
-* ``"default,day2"`` or ``["default", "day2"]``: those edge sets together, read in that
-  order, as one edge set (edge set names never hold a comma);
-* ``"all"``: every stored edge set, in manifest order (unless an edge set is itself named
-  ``all``, which the name then reads);
-* ``None``: the *default view*: the default edge set (the only one, else ``default``, else
-  ``train``) together with every edge set appended to it (an append records ``appended_to``
-  in the manifest, unless it was asked to stay apart). So after an append every engine
-  reads the grown graph by default.
-
-The edge sets of a view must agree on their shape: all with a relation column or none,
-all weighted or none, all stored undirected or none. The view is an
-:class:`~graphsys.storage.format.EdgeSet` whose :attr:`~graphsys.storage.format.EdgeSet.name`
-is its members joined by commas (so it can be passed on wherever an edge set name goes),
-whose bucket counts are the members' sums, and whose edge columns are those every member
-has with one type. Its bucket ``(i, j)`` (:class:`UnionBucket`) yields the members' record
-batches of that bucket one member after the other: within a member they keep the stored
-``(src, dst, rel)`` order, across members they do not, and parallel edges between members
-are all kept (the members were deduplicated, if at all, each on its own). Read as CSR/CSC
-(:func:`graphsys.storage.csr.build_csr`), a view's rows are sorted by neighbour, so they
-equal those of a fresh ingest of all the edges; stored indexes of the members are merged
-on read (:mod:`graphsys.storage.index_merge`). A view that names change sets (deletions,
-weight updates: :mod:`graphsys.storage.edge_changes`) reads its members through them, and
-its counts are what remains.
+Readers name what they read: ``"day2"`` (that stored edge set alone), ``"default,day2"`` or
+``["default", "day2"]`` (those together, in that order), ``"all"`` (every stored edge set,
+unless one is named ``all``) or ``None`` (the default edge set with every edge set appended
+to it). The view is an :class:`~graphsys.storage.format.EdgeSet` named by its members joined
+by commas, whose bucket counts are the members' sums and whose edge columns are those every
+member has with one type; its bucket ``(i, j)`` (:class:`UnionBucket`) yields the members'
+record batches of that bucket one member after the other. A view that names change sets
+reads its members through them (:mod:`graphsys.storage.edge_changes`). docs/format.md,
+"Reading several edge sets as one", gives the rules.
 """
 
 from __future__ import annotations

@@ -3,16 +3,8 @@
 Node numbering. Each node has, within its entity type, a partition ``p`` and a local offset
 ``l`` (its row in the partition: sorted by original id at ingest, appended nodes after). Its
 *type-global* id is ``partition_offsets(t)[p] + l``; across all types, the *global* id adds
-``type_offsets[t]`` (types in manifest order). For a graph with one entity type both are the
-same ``0..N-1`` numbering, which is what CSR/CSC, degrees and the BSP engine use.
-
-Internal ids across appends. An append (:mod:`~graphsys.storage.append`) keeps every node's
-partition and local offset but adds nodes at the ends of partitions, so the internal ids of
-later partitions (and types) move up: an array by internal id belongs to one state of the
-graph. What graphsys keeps by position records that state (partition sizes, the sha256 of
-each partition's ids) and is mapped or refused on load;
-:func:`~graphsys.storage.identity.grown_ids` maps an array of one's own (docs/growing.md,
-"Node ids across appends").
+``type_offsets[t]`` (types in manifest order). An append moves the internal ids of later
+partitions up (docs/growing.md, "Node ids across appends").
 
 :class:`Graph` holds the contract (its docstrings) and the per-graph state (checks done,
 mappings kept); its methods are thin calls into the modules that do each job:

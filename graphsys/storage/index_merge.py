@@ -1,23 +1,14 @@
 """Adjacency indexes of a grown graph: renumbered on read, and merged across edge sets.
 
-An append (:mod:`graphsys.storage.append`) never rewrites what is stored: old nodes keep
-their partition and local offset, new nodes go to the end of partitions. A node's global
-id (partition offset + local offset, types one after the other) therefore moves by the
-number of nodes added before it, and an index built before the append lists the old
-global ids. The move is the same for every node of one partition of one type and keeps
-their order (:func:`remap_ids`), so an old index reads correctly once each id is shifted:
-rows keep their order (the new nodes' rows are empty), and a row that ascended still does.
-The append records each index's old partition sizes as its ``layout``
-(:class:`~graphsys.storage.format.IndexInfo`); :func:`remap_index` applies the shift on
-read (the arrays then live in RAM: 8 bytes per node and 4 or 8 per entry; ``graphsys index
---force`` writes the index again in the grown numbering, to map it with no copy).
-
-Several edge sets read as one (:mod:`graphsys.storage.edge_views`) read their members'
-indexes merged (:func:`merge`): each node's row is the concatenation of its rows in the
-members, sorted by neighbour (stable: equal neighbours keep the members' order), so it
-equals the row of an index built over all the edges at once; for a ``sym`` index equal
-neighbours are then merged into one entry whose weight is their sum, as
-:mod:`graphsys.storage.adjacency_index` builds it.
+An append moves a node's global id by the number of nodes added before it, the same shift
+for every node of one partition of one type, keeping their order (:func:`remap_ids`); the
+append records each old index's partition sizes as its ``layout``
+(:class:`~graphsys.storage.format.IndexInfo`) and :func:`remap_index` shifts its ids on read
+(in RAM: 8 bytes per node and 4 or 8 per entry). Several edge sets read as one
+(:mod:`graphsys.storage.edge_views`) read their members' indexes merged (:func:`merge`):
+each row is the concatenation of the members' rows, stably sorted by neighbour, so it equals
+the row of an index built over all the edges at once; for a ``sym`` index equal neighbours
+are then merged into one entry whose weight is their sum.
 """
 
 from __future__ import annotations

@@ -1,43 +1,28 @@
 """Out-of-core ingest of edge lists into a partitioned graph directory.
 
 Three streaming passes, each bounded by ``IngestOptions.memory_limit`` apart from O(N)
-node arrays (ids, partition, local offset and routing code of every node). Each pass's edge
-buffer holds at most ``memory_limit / 8`` bytes, since sorting and grouping make transient
-copies of it, unless the whole edge set fits as described below:
+node arrays; an edge buffer holds at most ``memory_limit / 8`` bytes (sorting and grouping
+make transient copies of it), unless the whole edge set fits:
 
-1. **read**: parse every input block (decoded on a helper thread up to a quarter of the
-   budget ahead), validate it (column count, empty ids, numeric weights, known relations),
-   collect the node ids of each entity type (as each block is spilled, unless a text file's
-   fast read may be read again carefully), and keep the parsed columns (integer ids as
-   int32 when they fit) in memory up to a quarter of the budget, spilling the rest to
-   temporary Arrow files (so the text is parsed once).
-2. **route**: map ids to dense node indices, let the partitioner assign partitions, compute
-   local offsets, add reverse edges (``undirected``), drop self-loops, and group the edges
-   by bucket in a stable counting sort on two threads (integer ids too sparse for a direct
-   map are found by a binary search within a bucket of their high bits). An edge set whose
-   grouped columns fit half the budget is grouped in memory at once, each edge routed and
-   counted, then routed again and scattered (no per-edge scratch: its pages would be touched
-   once); a larger one a reused buffer at a time, each edge routed once into the buffer's
-   scratch and scattered from it, each buffer appended to its buckets' runs on disk, in
-   input order.
-3. **merge**: per bucket, sort its rows (in memory, or its runs read whole; an LSD radix
-   sort of the packed ``(src, dst[, rel])``) when that fits half the budget (the common
-   case: a bucket holds ~M/P² edges), else sort each run in place and k-way merge them
-   (dedupe on ``(src, dst, rel)`` if asked, keeping the first in input order), and write
-   the bucket's Arrow IPC file in record batches of at most ``max_batch_rows`` rows; two
-   buckets at a time when two fit together, each file's write-back to disk started as soon
-   as it is written.
+1. **read**: parse and validate every input block (decoded on a helper thread up to a
+   quarter of the budget ahead), collect the node ids of each entity type, and keep the
+   parsed columns in memory up to a quarter of the budget, spilling the rest to temporary
+   Arrow files (so the text is parsed once).
+2. **route**: map ids to dense node indices, assign partitions, compute local offsets, add
+   reverse edges (``undirected``), drop self-loops, and group the edges by bucket in a
+   stable counting sort on two threads: at once in memory when the grouped columns fit half
+   the budget, else a reused buffer at a time, appended to each bucket's runs on disk.
+3. **merge**: per bucket, sort its rows (an LSD radix sort of the packed
+   ``(src, dst[, rel])``) when they fit half the budget, else sort each run and k-way merge
+   them (deduping on ``(src, dst, rel)`` if asked, keeping the first in input order), and
+   write the bucket's Arrow IPC file in record batches of at most ``max_batch_rows`` rows.
 
-Everything is written into a staging directory beside ``out``; the manifest is written last
-and the directory renamed into place only when complete (see :mod:`graphsys.storage.atomic`).
-
-Modules: :mod:`~graphsys.storage.ingest_inputs` (sources, options, report),
-:mod:`~graphsys.storage.formats` (input formats), :mod:`~graphsys.storage.ids` (node ids),
-:mod:`~graphsys.storage.ingest_job` (the passes; a batch's checks in
-:mod:`~graphsys.storage.ingest_validate`, what a partitioner sees in
-:mod:`~graphsys.storage.partition_context`), :mod:`~graphsys.storage.edge_runs` (the
-external sort), :mod:`~graphsys.storage.node_files`; this module runs them into a staging
-directory and writes the manifest.
+Everything is written into a staging directory beside ``out``, the manifest last, and renamed
+into place only when complete (:mod:`graphsys.storage.atomic`). The passes live in
+:mod:`~graphsys.storage.ingest_job` (a batch's checks in
+:mod:`~graphsys.storage.ingest_validate`), the external sort in
+:mod:`~graphsys.storage.edge_runs`; sources, options and the report in
+:mod:`~graphsys.storage.ingest_inputs`.
 """
 
 from __future__ import annotations

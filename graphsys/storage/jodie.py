@@ -3,27 +3,13 @@ interaction files of Kumar et al.'s JODIE, read as a bipartite temporal graph.
 
 A file is comma-separated text with the header
 ``user_id,item_id,timestamp,state_label,comma_separated_list_of_features`` and then one
-interaction a line: a user id, an item id (non-negative integers, two separate id spaces), a
-time (a decimal number of seconds, at most 6 decimals), a state label (an integer: JODIE's
-user-state change, e.g. a ban on Wikipedia or Reddit, a drop-out on MOOC) and the same
-number ``d`` of feature values (numbers, ``d`` may be 0) on every line.
-
-The graph is one entity type (what the temporal link task reads), bipartite by ids: user
-``u`` is node ``u`` and item ``i`` is node ``items_from + i``, where ``items_from`` is the
-largest user id plus one over all the files of the ingest (the offset of JODIE's and TGN's
-own preprocessing). Every line is one directed edge user -> item (an interaction seen twice
-is two events), with the edge columns ``timestamp`` (int64 whole seconds, rounded down),
-``timestamp_us`` (int64 exact microseconds, only when some time has a fractional part),
-``state_label`` (int64) and ``feature_0`` .. ``feature_{d-1}`` (float32): the edge's
-``d``-column feature, in file order. The graph's metadata records the offset, the counts
-and the column names under ``jodie``.
-
-Times must not decrease down a file (and across the files of one ingest, in the order
-given): JODIE's files are written in time order, and a time that goes back is a file cut or
-concatenated wrongly, which a chronological split would silently mix up. Every malformed
-line (a wrong number of fields, a field that is not a number, a negative id, a time before
-the line above) stops the read with a one-line :class:`~graphsys.errors.InputError` naming
-the file and line.
+interaction a line. User ``u`` is node ``u`` and item ``i`` is node ``items_from + i``
+(``items_from``: the largest user id plus one over all the files); every line is one edge
+user -> item with the edge columns ``timestamp`` (int64 seconds, rounded down),
+``timestamp_us`` (exact microseconds, only when some time has a fraction), ``state_label``
+and ``feature_0`` .. ``feature_{d-1}`` (float32). Times must not decrease down the files;
+every malformed line stops the read with a one-line :class:`~graphsys.errors.InputError`
+naming the file and line. docs/growing.md, "JODIE's files", is the guide.
 """
 
 from __future__ import annotations

@@ -1,28 +1,14 @@
 """One writer at a time per graph directory, and no lost update.
 
-Every function that commits to an existing graph directory (appending edges, building an
-adjacency index, adding a node column) holds :func:`writer_lock` from before it reads what
-it will change until its manifest is written:
-
-* the lock is an exclusive ``fcntl.flock`` on the file ``.lock`` inside the directory
-  (:data:`LOCK_FILE`; it holds the pid of its last holder, for messages). The kernel
-  releases it when the holder's process ends, however it ends (``kill -9`` included), so a
-  lock is never stale (the holder removes the file when it is done; one left by a killed
-  holder is not locked and is simply locked again). The file is never opened through a
-  symlink (which could name a file outside the directory, then truncated) and must be a
-  regular file: anything else at its name is refused in one line. A second writer does not wait: it
-  fails at once with one line,
-  ``another writer holds DIR (pid N)``, and has written nothing;
-* a writer that read the manifest before taking the lock (an opened
-  :class:`~graphsys.storage.graph.Graph`) passes that manifest, and is refused, in one line
-  naming what changed, when the directory's manifest is no longer the same one (another
-  writer committed in between): it would otherwise write back a manifest that drops the
-  other writer's change.
-
-Readers never take the lock: the manifest is replaced atomically, last, so a reader sees one
-complete version. The lock file is not part of the graph: the manifest does not list it and
-verification ignores it. A writer that locked a file the path no longer names (removed by
-its last holder, or left in a tree an append swapped out) locks again.
+Every function that commits to an existing graph directory holds :func:`writer_lock` from
+before it reads what it will change until its manifest is written: an exclusive
+``fcntl.flock`` on :data:`LOCK_FILE` inside the directory, which the kernel releases when
+the holder's process ends, however it ends, so a lock is never stale. A second writer fails
+at once with one line, ``another writer holds DIR (pid N)``; a writer that read the manifest
+before taking the lock passes it and is refused, in one line naming what changed, when the
+directory's manifest is no longer that one. A writer that locked a file the path no longer
+names (removed by its last holder, or left in a tree an append swapped out) locks again.
+docs/format.md, "Writing protocol", gives the rules (symlinks refused, readers lock-free).
 """
 
 from __future__ import annotations

@@ -5,27 +5,10 @@ graph directory (:mod:`graphsys.storage.adjacency_index`), which every later run
 The vertices are renumbered by descending out-degree (ties by ascending id) and the targets
 cut into blocks of about equal in-edge counts; a block's edges are sorted by source, so a
 push step reads the sent values in one ascending sweep per block and adds into sums that stay
-in L2 (:func:`graphsys.bsp.kernels_pagerank.pagerank_push_step`). Arrays, in the new
-numbering:
-
-* ``order`` int64 (N,): new id -> global id;
-* ``bounds`` int64 (B+1,): block b's targets are ``bounds[b]:bounds[b+1]``, at most
-  :data:`PUSH_BLOCK_MAX_NODES` of them;
-* ``edge_ptr`` int64 (B+1,): block b's edge slots are ``edge_ptr[b]:edge_ptr[b+1]`` (its
-  edges, and the padding slots below);
-* ``step`` uint8 (S,), ``dst`` uint16 (S,): per slot, how far its source is past the
-  previous slot's, and its target's offset in the block (3 bytes per edge; S slots, M edges
-  and the padding). A block's sources ascend, so the gaps are small: a gap over
-  :data:`PUSH_STEP_MAX` is crossed by padding slots of that step whose target is the
-  block's spare sum (offset = the block's size, never read);
-* ``runs`` int64 (B * (heavy+1),) and ``heavy``: sources ``0:heavy`` have at least
-  :data:`PUSH_HEAVY_RUN` edges per block on average; in block b, heavy source s's edges start
-  at ``runs[b * (heavy+1) + s]`` (their steps are unused: the run names the source), and the
-  light sources' at ``runs[b * (heavy+1) + heavy]``, whose steps count from ``heavy``.
-
-The step coding replaced a uint32 source id per edge (6 bytes per edge): a push step
-streams the layout once per iteration, so its bytes per edge are most of the iteration's
-memory traffic (docs/scaling.md).
+in L2 (:func:`graphsys.bsp.kernels_pagerank.pagerank_push_step`). The arrays (``order``,
+``bounds``, ``edge_ptr``, ``step``, ``dst``, ``runs`` and ``heavy``: heavy sources' runs,
+light sources' steps of at most :data:`PUSH_STEP_MAX`, blocks of at most
+:data:`PUSH_BLOCK_MAX_NODES` targets) are specified in docs/format.md, "Push index".
 """
 
 from __future__ import annotations

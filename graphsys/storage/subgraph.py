@@ -1,22 +1,13 @@
 """Subgraphs of a stored graph, written as new graph directories through the ingest path.
 
-The methods :meth:`Graph.subgraph <graphsys.storage.graph.Graph.subgraph>`,
-:meth:`~graphsys.storage.graph.Graph.edge_subgraph` and
-:meth:`~graphsys.storage.graph.Graph.ego_graph` select nodes or edges here and write the
-result: the kept edges of every edge set are streamed from the buckets, batch by batch, into
-an Arrow IPC file beside the output (memory: one batch), then ingested with a node table
-of the kept nodes (so isolated members stay, with their original ids and every node
-column); weights, relations and edge columns stay with their edges, and the edge sets keep
-their ``undirected``/``dedupe``/``drop_self_loops`` rules. The ingest builds the directory
-beside ``out`` and renames it into place when complete (crash-safe, one writer), and the
-spill file is removed whatever happens.
-
-Without ``out`` the result lives in a temporary directory (:func:`tempfile.mkdtemp`;
-``dir`` chooses where, e.g. ``/dev/shm`` for memory), removed when the returned Graph is
-garbage collected or the process exits.
-
-Node selections are boolean masks over internal ids: :func:`node_mask` (ids, a mask, or a
-predicate over the node table), :func:`ego_mask` (nodes within ``radius`` hops of centres).
+The methods of :class:`~graphsys.storage.subgraph_methods.SubgraphMethods` select nodes or
+edges here and write the result: the kept edges of every edge set are streamed from the
+buckets, batch by batch, into an Arrow IPC file beside the output (memory: one batch), then
+ingested with a node table of the kept nodes (so isolated members stay, with their original
+ids and every node column), each edge set keeping its rules. The spill file is removed
+whatever happens; without ``out`` the result lives in a temporary directory removed when the
+returned Graph is garbage collected or the process exits. Node selections are boolean masks
+over internal ids: :func:`node_mask` and :func:`ego_mask`.
 """
 
 from __future__ import annotations

@@ -2,34 +2,22 @@
 
 An index of kind ``temporal`` lists, for every node ``v`` (global ids), the edges that touch
 it, as ``(neighbour, time, edge id)`` rows sorted by ``(time, edge id)``: an edge ``u -> w``
-stamped ``t`` is in row ``u`` (neighbour ``w``) and in row ``w`` (neighbour ``u``), once for
-a self-loop. An undirected edge set stores each edge in both directions (a self-loop once):
-there each stored edge is in its source's row only, so a node's row holds each of its
-events once, as in a directed edge set. The edge id is the edge's position in the edge
-set's bucket stream (row-major, as
-:meth:`Graph.iter_edges <graphsys.storage.graph.Graph.iter_edges>` and
-:meth:`Graph.edge_column <graphsys.storage.graph.Graph.edge_column>` yield them), so an
-edge column's values gather by it. Each column is one Arrow IPC file that memory-maps with no
-copy, beside the other indexes::
+stamped ``t`` is in row ``u`` and in row ``w``, once for a self-loop (an undirected edge
+set's stored edge in its source's row only, so each event is in a row once). The edge id is
+the edge's position in the bucket stream (as :meth:`Graph.iter_edges
+<graphsys.storage.graph.Graph.iter_edges>` yields them), so an edge column's values gather by
+it. Each column is one Arrow IPC file that memory-maps with no copy::
 
     index/{edge_set}/temporal-indptr.arrow    int64 (N+1,)
     index/{edge_set}/temporal-indices.arrow   int32 (M,) while N < 2**31, else int64
     index/{edge_set}/temporal-time.arrow      (M,) the ``timestamp`` column's dtype
     index/{edge_set}/temporal-eid.arrow       int64 (M,)
 
-``M`` is twice the edges less the self-loops (of an undirected edge set: its stored edges).
-The events of ``v`` strictly before ``t`` are then a prefix of its row (one binary search),
-which is what the temporal samplers (:class:`graphsys.sampling.TemporalNeighborSampler`)
-draw from.
-
-Building (``graphsys index DIR --temporal``, or :func:`~graphsys.storage.adjacency_index.
-build_index` with kind ``temporal``): a counting pass over the buckets into the mapped
-``indptr``, a scatter pass through a per-node cursor into the mapped columns (in edge-id
-order), then a parallel stable sort of each row by time. Anonymous memory: the cursor (8
-bytes per node), one record batch, and the longest row's sort keys. Without the index, the
-same arrays are built in RAM (:func:`temporal_adjacency`), refused in one line naming the
-command above where that would exceed the memory budget
-(:func:`graphsys.sampling.temporal.temporal_adjacency`).
+The events of ``v`` strictly before ``t`` are a prefix of its row (one binary search), what
+:class:`graphsys.sampling.TemporalNeighborSampler` draws from. Building (``graphsys index
+DIR --temporal``): a counting pass into the mapped ``indptr``, a scatter through a per-node
+cursor into the mapped columns, then a parallel stable sort of each row by time; without the
+index the same arrays are built in RAM (:func:`temporal_adjacency`).
 """
 
 from __future__ import annotations

@@ -1,35 +1,20 @@
 """A stored graph in a time window: :class:`TimeView`, what ``open_graph(path, until=t)``
 and ``open_graph(path, since=s, until=t)`` return.
 
-A graph whose edge sets carry a timestamp edge column (``timestamp`` by default, kept at
-ingest: ``graphsys ingest --edge-columns timestamp``, or a registry dataset that has one)
-can be read as it stood at time ``t``: only the edges stamped ``<= t`` exist. With
-``since=s`` only the edges stamped ``> s`` (strictly after ``s``) exist: the window is the
-half-open interval ``(since, until]``, ``until`` inclusive as it always was, ``since``
-exclusive, so consecutive windows ``(a, b]``, ``(b, c]`` tile time with no edge in both
-and none in neither (``since`` alone is ``(s, +inf)``, ``until`` alone ``(-inf, t]``).
-Every window is the same filter: each bucket's record batches keep the rows whose stamp is
-in the window, one comparison per bound. The view is a
-:class:`~graphsys.storage.graph.Graph`, so every engine that reads edges through the Graph
-API reads the view unchanged: BSP runs (``graphsys run --until/--since``), embedding and
-GNN training and the samplers (``graphsys embed train``, ``graphsys gnn train``,
-``TrainConfig(until=..., since=...)``), ``export`` and ``info``. Nodes stay: a node with no edge
-before ``t`` is still a node (isolated in the view), so ids and node columns are the
-stored graph's.
+Only the edges whose timestamp edge column (``timestamp`` by default) is in the half-open
+window ``(since, until]`` exist (``since`` alone is ``(s, +inf)``, ``until`` alone
+``(-inf, t]``), so consecutive windows tile time. The view is a
+:class:`~graphsys.storage.graph.Graph`, so every engine reads it unchanged; nodes stay (a
+node with no edge in the window is isolated), so ids and node columns are the stored
+graph's. docs/growing.md, "The graph as of a time", is the guide.
 
-How. Opening the view reads the time column once (one pass over the buckets, 8 bytes per
-edge of page cache) and counts each bucket's edges in the view; the view's manifest holds
-those counts and no adjacency index (a stored index covers every edge), so engines build
-what they need from the view's buckets, whose record batches are the stored ones filtered
-row for row (a batch entirely inside the view stays a zero-copy view of the mapped file).
-Comparisons run in the column's own type: an integer column is compared with an integer
-``until`` or ``since`` exactly (a fractional bound is rounded down, which selects the same
-edges: ``t <= 2.5`` iff ``t <= 2``, ``t > 2.5`` iff ``t > 2``).
-
-Times. ``until`` and ``since`` are each a number in the column's unit, or a date: a
-``datetime.date``, ``datetime.datetime`` or ISO-8601 string (``"2004-06-01"``,
-``"2004-06-01T12:00:00"``) is read as Unix seconds, UTC where it names no zone (the unit of
-every registry dataset's ``timestamp``): :func:`parse_time`.
+How. Opening the view reads the time column once and counts each bucket's edges in the
+window; the view's manifest holds those counts and no adjacency index, and its buckets'
+record batches are the stored ones filtered row for row (a batch entirely inside the window
+stays a zero-copy view of the mapped file). Comparisons run in the column's own type: an
+integer column is compared with an integer bound exactly (a fractional bound is rounded
+down, which selects the same edges). A bound is a number in the column's unit, or a date
+read as Unix seconds, UTC where it names no zone (:func:`parse_time`).
 """
 
 from __future__ import annotations
