@@ -1,19 +1,12 @@
 """Compaction: fold the default view of a graph (its default edge set, the edge sets appended
 to it and its change sets) into one edge set of the edges it reads.
 
-After many appends, deletions and weight updates, a view reads many small bucket files per
-bucket and filters each through the change sets; :func:`compact` writes, bucket by bucket,
-the edges the view reads (deleted edges gone, updated weights in place, edge columns kept)
-as the default edge set's new buckets, sorted by ``(src, dst, rel)`` as every bucket is
-(equal pairs keep the view's order), and drops the folded edge sets. Every engine reads the
-same edges after as before, now from one edge set: the same answers. A deleted edge is then
-gone from the directory too (an erasure request is met only once its graph is compacted).
-Nodes stay where they are (an isolated node stays a node), so ids do not move.
-
-The folded edge sets' adjacency indexes are dropped (``graphsys index DIR`` builds the new
-edge set's); edge sets kept apart (``--no-join``) and other base edge sets are untouched.
-Crash safety is an append's: a staging directory with the unchanged files hard-linked, the
-manifest written last, swapped with the graph in one atomic rename, one writer at a time.
+:func:`compact` writes, bucket by bucket, the edges the view reads (deleted edges gone,
+updated weights in place, edge columns kept) as the default edge set's new buckets, sorted
+by ``(src, dst, rel)`` (equal pairs keep the view's order), and drops the folded edge sets
+and their adjacency indexes: every engine reads the same edges after as before. Nodes stay
+where they are. Writing is an append's (a staging directory, the manifest last, one atomic
+rename, one writer at a time). docs/growing.md, "Compaction", is the guide.
 """
 
 from __future__ import annotations

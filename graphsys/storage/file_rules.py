@@ -1,27 +1,17 @@
 """The file rules of every directory graphsys reads back: checkpoints (embedding and GNN),
 GNN run directories, embedding directories and propagated features, as for graph
-directories.
+directories (docs/format.md, "Files are untrusted input").
 
-Files are untrusted input. A file of such a directory is read only when
-
-* it stays inside the directory: a path relative to it of safe components, whose
-  symlinks, if any, resolve inside it (the rule of
-  :func:`~graphsys.storage.format.safe_relative_path` for graph files): a symlink out of
-  the directory, to ``/dev/zero`` or another tree, is refused;
-* it is a regular file: it is opened with ``O_NONBLOCK`` (a FIFO opens at once instead of
-  waiting for a writer) and checked with ``fstat`` before a byte is read, so a FIFO, a
-  device, a socket or a directory is refused in one line and never read;
-* its size is checked before it is read: a JSON metadata file against a bound
-  (:data:`MAX_JSON_BYTES`), a NumPy ``.npy`` file against its own header (shape times item
-  size: a truncated or extended file is refused) and the header against the shape and
-  dtype its metadata records; an object dtype (pickle) never loads.
-
-Every refusal is a one-line :class:`~graphsys.errors.FormatError` naming the file; a missing
-file is a :class:`MissingFile` (a FormatError too), so callers can word "not a checkpoint".
-
-:func:`check_tree` is the writers' side: a directory a run is about to write into (a run
-directory, a checkpoint being resumed) must hold directories and regular files only, so
-nothing written there can follow a symlink out of it or block on a FIFO.
+A file of such a directory is read only when it stays inside the directory (safe path
+components, symlinks resolving inside it: the rule of
+:func:`~graphsys.storage.format.safe_relative_path`), is a regular file (opened with
+``O_NONBLOCK`` and checked with ``fstat`` before a byte is read, so a FIFO or device is
+never read) and its size is checked before it is read: a JSON file against
+:data:`MAX_JSON_BYTES`, a ``.npy`` file against its own header and the header against the
+shape and dtype its metadata records; an object dtype (pickle) never loads. Every refusal
+is a one-line :class:`~graphsys.errors.FormatError` naming the file; a missing file is a
+:class:`MissingFile`. :func:`check_tree` is the writers' side: a directory a run writes into
+must hold directories and regular files only.
 """
 
 from __future__ import annotations

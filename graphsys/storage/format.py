@@ -1,18 +1,10 @@
-"""The on-disk graph format, version 7: paths, manifest schema, reading and validation.
+"""The on-disk graph format: paths, manifest schema, reading and validation.
 
-A graph is a directory (see ``docs/format.md``)::
-
-    manifest.json                                   written last, atomically
-    nodes/{entity_type}/part-{p:05d}.arrow          original ``id`` + optional node columns
-    edges/{edge_set}/bucket-{i:05d}-{j:05d}.arrow   ``src``, ``dst`` local offsets
-                                                    [, ``rel``, ``weight``, edge columns]
-    index/{edge_set}/{csr|csc}-{column}.arrow       optional adjacency index (version 2)
-    index/{edge_set}/push-{column}.arrow            optional push layout (version 3; source
-                                                    steps, version 7)
-    index/{edge_set}/sym-{column}.arrow             optional undirected index (version 4)
-    nodes/{entity_type}/column-{name}.arrow         optional mapped node column (version 2)
-
-Every file is an Arrow IPC file (Feather v2, uncompressed) so it memory-maps with no copy.
+``docs/format.md`` specifies the directory: ``manifest.json`` (written last, atomically),
+the node partitions ``nodes/{entity_type}/part-{p:05d}.arrow``, the buckets
+``edges/{edge_set}/bucket-{i:05d}-{j:05d}.arrow`` and the optional indexes under
+``index/{edge_set}/`` and mapped node columns. Every file is an Arrow IPC file (Feather v2,
+uncompressed) so it memory-maps with no copy.
 """
 
 from __future__ import annotations

@@ -1,18 +1,15 @@
 """Paging advice for arrays that view memory-mapped graph files (Linux ``madvise``).
 
-Out-of-core passes stream bucket columns that are zero-copy views of the mapped Arrow files.
 :func:`will_need` asks the kernel to start reading a column's pages now (asynchronous
-read-ahead, no thread of ours); :func:`release` drops a consumed column's pages from this
-process's resident set (they stay in the page cache, and a later read faults them back in),
-so the resident memory of a pass is bounded by the columns in flight, not by the graph.
-Both are hints: on systems without ``madvise`` they do nothing.
+read-ahead); :func:`release` drops a consumed column's pages from this process's resident
+set (they stay in the page cache), so the resident memory of a pass is bounded by the
+columns in flight, not by the graph. Both are hints: without ``madvise`` they do nothing.
 
-:func:`huge_pages` and :func:`small_pages` are the advice for heap memory: large arrays that
-are read and written at random rows (embedding partitions) ask for transparent huge pages, so a
-row access costs no TLB miss (a 2 MiB page covers 5,000 rows of 100 float32 instead of 10);
-scratch written and read in order (an ingest's routing buffers) asks for none, since a huge
-page's first write can stall in the kernel's memory compaction, which NumPy invites by asking
-for huge pages on every array of 4 MiB and more.
+:func:`huge_pages` and :func:`small_pages` are the advice for heap memory: arrays read and
+written at random rows (embedding partitions) ask for transparent huge pages (no TLB miss
+per row); scratch written and read in order (an ingest's routing buffers) asks for none,
+since a huge page's first write can stall in the kernel's memory compaction, which NumPy
+invites by asking for huge pages on every array of 4 MiB and more.
 """
 
 from __future__ import annotations
