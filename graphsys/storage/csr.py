@@ -1,18 +1,14 @@
 """CSR / CSC reads: a graph's adjacency over global node ids, built in RAM from the buckets
 or mapped from the stored indexes.
 
-:func:`build_rows` is the one in-RAM build of the out-neighbour (or in-neighbour) rows,
-every engine's and view's (:mod:`graphsys.views` keeps what it builds): sized first and
-refused in one line over the budget (:func:`check_rows`, through :func:`check_build`, the
-one refusal of every build in RAM), then each bucket read once, the rows of a partition
-counted and scattered while its pages are in cache.
-The indexes :mod:`graphsys.storage.adjacency_index` stores (``csr``, ``csc``,
-``sym``, ``push``; their files are described there) are mapped instead by :func:`map_index`,
-which checks them against the manifest (stale ones refused) and their values in range, and
-:func:`map_offsets` maps only a ``csr``/``csc`` index's row offsets (the degrees) in O(N).
-:meth:`Graph.csr <graphsys.storage.graph.Graph.csr>`, ``csc``, ``adjacency_index`` and
-``index_offsets`` are thin calls into this module (each index mapped and checked once per
-:class:`~graphsys.storage.graph.Graph`, by :func:`mapped_index` and :func:`mapped_offsets`).
+:func:`build_rows` is the one in-RAM build of the out- (or in-) neighbour rows, every
+engine's and view's: sized first and refused in one line over the budget
+(:func:`check_build`, the one refusal of every build in RAM), then each bucket read once.
+:func:`map_index` maps a stored index (:mod:`graphsys.storage.adjacency_index`), checked
+against the manifest (stale ones refused) and its values in range; :func:`map_offsets` maps
+only a ``csr``/``csc`` index's row offsets (the degrees) in O(N). Each is mapped and checked
+once per :class:`~graphsys.storage.graph.Graph` (:func:`mapped_index`,
+:func:`mapped_offsets`), whose CSR methods are thin calls into this module.
 """
 
 from __future__ import annotations

@@ -9,15 +9,11 @@ The format that ``graphsys gnn embed`` writes (:class:`EmbeddingWriter`) and
                             partition's node order: id (original ids), embedding
                             fixed_size_list<float32>[dimension]
 
-Writing: each partition file appears atomically (temp name, fsync, rename) as soon as it is
-complete, and the index last, so a directory without ``embeddings.json`` holds no
-embeddings. Reading treats the directory as untrusted input (the rules of
-:mod:`graphsys.storage.file_rules`): the index is a regular file inside the directory of at
-most :data:`MAX_INDEX_BYTES`, every partition a relative path that stays inside the
-directory and names a regular file, every embedding column float32 of the index's dimension
-without nulls, and the rows add up to ``num_nodes``; anything else is a one-line
-:class:`~graphsys.errors.FormatError` naming the file. The embedding columns are
-memory-mapped, read-only (no copy).
+Each partition file appears atomically as soon as it is complete, and the index last, so a
+directory without ``embeddings.json`` holds no embeddings. Reading follows
+:mod:`graphsys.storage.file_rules` (the index at most :data:`MAX_INDEX_BYTES`, every
+embedding column float32 of the index's dimension without nulls, the rows adding up to
+``num_nodes``) and maps the embedding columns read-only.
 """
 
 from __future__ import annotations

@@ -470,23 +470,18 @@ def index_file(edge_set: str, kind: str, column: str) -> str:
 
 @dataclass(frozen=True)
 class IndexInfo:
-    """A stored adjacency index of one edge set over global node ids.
+    """A stored adjacency index of one edge set over global node ids (docs/format.md,
+    "Adjacency indexes").
 
-    ``index_dtype``: ``int32`` (while every id fits) or ``int64`` indices of a CSR/CSC
-    (``indptr`` is always int64); of a ``push`` index, ``uint8`` for its source steps
-    (:data:`PUSH_STEP_DTYPE`) or ``uint32`` for the source ids of the layout before it
-    (:data:`PUSH_IDS_DTYPE`: listed, not read, rebuilt by ``graphsys index --push``).
-    ``edges_digest``: sha256 of the edge set's bucket hashes when it was built (an index
-    whose digest differs from the current buckets' is stale). ``num_edges``: the index's
-    entries (the edge set's
-    edges, or for ``sym`` its deduplicated neighbours in both directions, at most twice the
-    edges). ``num_blocks`` and ``heavy``: a ``push`` index's
-    destination blocks and heavy sources (:mod:`graphsys.storage.push_layout`; 0 otherwise).
-    ``layout`` (version 6): the partition sizes of every entity type (manifest order, one
-    after the other) when the index was built, recorded when an append has since grown
-    them: the index's global ids are then mapped to the grown numbering on read
-    (:mod:`graphsys.storage.index_merge`); empty while the index is in the graph's current
-    numbering.
+    ``index_dtype``: ``int32`` or ``int64`` indices of a CSR/CSC (``indptr`` is always int64);
+    of a ``push`` index, :data:`PUSH_STEP_DTYPE` for its source steps, or
+    :data:`PUSH_IDS_DTYPE` for the older layout (listed, not read). ``edges_digest``: sha256 of
+    the edge set's bucket hashes when it was built (a different one: stale). ``num_edges``: the
+    index's entries (for ``sym``, at most twice the edges). ``num_blocks`` and ``heavy``: a
+    ``push`` index's destination blocks and heavy sources (0 otherwise). ``layout``: the
+    partition sizes of every entity type when the index was built, recorded once an append has
+    grown them, so its ids are renumbered on read (:mod:`graphsys.storage.index_merge`); empty
+    while the index is in the graph's current numbering.
     """
 
     kind: str

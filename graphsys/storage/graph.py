@@ -46,15 +46,14 @@ class Graph(GraphSchema, SubgraphMethods):
     Nodes of each entity type are split into ``num_partitions`` partitions and the edges of
     each edge set into the ``P x P`` buckets of PyTorch-BigGraph's layout [1]_: bucket
     ``(i, j)`` holds the edges from partition ``i`` to partition ``j``, sorted, in a
-    memory-mapped Arrow file. Engines read the buckets, or the CSR/CSC built from them.
-    The schema and counts, answered from the manifest alone, come from its base class
-    :class:`~graphsys.storage.schema.GraphSchema`.
+    memory-mapped Arrow file. The schema and counts, answered from the manifest alone, come
+    from its base class :class:`~graphsys.storage.schema.GraphSchema`.
 
     Node ids. Each node keeps its *original* id (an integer or a string, as ingested). Engines
     number nodes ``0..N-1``: partition by partition, and within a partition in ascending
-    original-id order (the *internal* or global id; with several entity types, types follow
-    one another in manifest order). :meth:`to_internal` and :meth:`to_original` map between
-    the two; CSR/CSC, degrees and every engine's results are by internal id.
+    original-id order (the *internal* id; types one after the other in manifest order).
+    :meth:`to_internal` and :meth:`to_original` map between the two; CSR/CSC, degrees and
+    every engine's results are by internal id.
 
     Attributes
     ----------

@@ -1,18 +1,13 @@
 """Which nodes a model's rows belong to: the sha256 of each partition's original ids.
 
-A trained model stores per-node rows (an embedding table, a GNN's learned id embedding and
-item bias) by position: row ``i`` of partition ``p`` is the ``i``-th node of that
-partition. The same edges ingested into another partition count, or ids in another order,
-put other nodes at those positions, with the same node counts. So a checkpoint records, per
-entity type, the nodes of each partition and the sha256 of their original ids in row order
-(:func:`node_record`); loading it for a graph compares them (:func:`check_nodes`) and
-refuses, in one line, a graph whose rows would attach to other nodes.
-
-An append keeps each old node's partition and row, but moves its internal id up by the
-nodes added to the partitions before its own: :func:`grown_ids` maps a recorded state's
-internal ids to the grown graph's, checked. A file that stores its ids beside rows by
-position (an embedding or propagation directory) is checked by :func:`stored_record` of
-them.
+A trained model stores per-node rows by position: row ``i`` of partition ``p`` is the
+``i``-th node of that partition, so another partition count or id order would attach the
+rows to other nodes. A checkpoint records, per entity type, the nodes of each partition and
+the sha256 of their original ids in row order (:func:`node_record`); loading it compares
+them (:func:`check_nodes`) and refuses, in one line, a graph whose rows would attach to
+other nodes. :func:`grown_ids` maps a recorded state's internal ids to a grown graph's
+(an append moves them up), checked; :func:`stored_record` checks a file that stores its
+ids beside its rows.
 
 Examples
 --------
