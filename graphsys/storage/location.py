@@ -1,15 +1,11 @@
 """Where a graph's files live: a local directory or a directory on a ``pyarrow.fs`` filesystem.
 
-The directory format is the same on both. A *local* graph (a plain path, a ``file://`` URI,
-or ``pyarrow.fs.LocalFileSystem``) is memory-mapped: every column is a zero-copy view of the
-page cache, as before. A *remote* graph (``s3://``, ``gs://``, ``hdfs://`` URIs, or any
-``pyarrow.fs.FileSystem`` passed in, e.g. an fsspec one wrapped in ``PyFileSystem``) is read
-through ``FileSystem.open_input_file``: each record batch, node partition or index column an
-engine touches is read into a heap buffer (ranged reads, no local disk cache), so memory is
-what the engine holds, not page cache. Relative paths come from the manifest and pass the
-same checks on both (:func:`graphsys.storage.format.safe_relative_path`); a remote store has
-no symlinks, so nothing but the lexical check is needed there. Remote graphs are read-only:
-writing (indexes, node columns) needs a local copy.
+A *local* graph (a plain path, a ``file://`` URI, or ``pyarrow.fs.LocalFileSystem``) is
+memory-mapped; a *remote* one (``s3://``, ``gs://``, ``hdfs://`` URIs, or any
+``pyarrow.fs.FileSystem`` passed in) is read through ``FileSystem.open_input_file``, each
+record batch, node partition or index column an engine touches into a heap buffer. Relative
+paths pass the same checks on both (:func:`graphsys.storage.format.safe_relative_path`);
+remote graphs are read-only. docs/format.md, "Where the directory lives", gives the rules.
 """
 
 from __future__ import annotations

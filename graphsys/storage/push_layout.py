@@ -199,7 +199,7 @@ def push_layout(indptr, indices, order, out_degree, num_min_blocks):
     ``order`` (int64 (N,), new id -> old; :func:`degree_order` of ``out_degree``, (N,) by
     old id, integer or float64 counts) as a push into destination blocks of about E /
     ``num_min_blocks`` in-edges (:func:`plan_blocks`), in RAM (3 bytes per edge). Returns
-    ``(bounds, edge_ptr, step, dst, runs, heavy)`` as in the module docstring."""
+    ``(bounds, edge_ptr, step, dst, runs, heavy)`` as docs/format.md ("Push index") specifies."""
     bounds, edge_ptr = plan_blocks(indptr, order, num_min_blocks)
     nb = len(bounds) - 1
     heavy = int(count_heavy(order, out_degree, nb))
