@@ -13,6 +13,7 @@ it. Each column is one Arrow IPC file that memory-maps with no copy::
     index/{edge_set}/temporal-time.arrow      (M,) the ``timestamp`` column's dtype
     index/{edge_set}/temporal-eid.arrow       int64 (M,)
 
+``M`` is twice the edges less the self-loops (of an undirected edge set: its stored edges).
 The events of ``v`` strictly before ``t`` are a prefix of its row (one binary search), what
 :class:`graphsys.sampling.TemporalNeighborSampler` draws from. Building (``graphsys index
 DIR --temporal``): a counting pass into the mapped ``indptr``, a scatter through a per-node
