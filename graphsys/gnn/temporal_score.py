@@ -304,18 +304,6 @@ def embed_temporal(checkpoint: str | Path, out: str | Path, *, graph: Graph | No
             "out": str(out), "files": writer.files, "as_of": as_of}
 
 
-def score_events(checkpoint: str | Path, src, dst, time, *, weight=None,
-                 update: bool = False, graph: Graph | None = None, at=None,
-                 device="cpu") -> np.ndarray:
-    """:meth:`TemporalScorer.score` of a freshly loaded checkpoint (``graphsys gnn score``):
-    scores of the events ``src[i] -> dst[i]`` at ``time[i]`` (original ids), in the order
-    given; ``update=True`` streams them (each batch scored, then taken into the memory)."""
-    if len(np.asarray(src).reshape(-1)) == 0:
-        raise GraphsysError("no events to score")
-    scorer = TemporalScorer(checkpoint, graph, at=at, device=device)
-    return scorer.score(src, dst, time, weight=weight, update=update)
-
-
 #: Columns of an events file (:func:`read_events`); ``weight`` optional.
 EVENT_COLUMNS = ("src", "dst", "timestamp")
 

@@ -4,8 +4,13 @@
 draws, bit for bit, from a CSR held as torch tensors: in GPU memory (the minibatches of a
 CUDA run are made where they are consumed), or on the CPU, where the same code runs and is
 tested. Every step is a whole-batch tensor operation on buffers whose sizes are bounds
-known on the host, so a batch makes no host read until its end; the only Python loops run
-over the layers and over the ``ceil(log2 fanout)`` rounds of :func:`floyd_resolve`.
+known on the host, so a batch makes no host read until its end (``.tolist()`` of a few
+counts: the blocks' sizes and the seeds' checks; a layer of fanout ``-1`` reads its edge
+count first, and ``csr="staged"`` reads each layer's CSR positions on the host); the only
+Python loops run over the layers and over the ``ceil(log2 fanout)`` rounds of
+:func:`floyd_resolve`. On CUDA a layer's picks are one kernel compiled at run time by
+torch's jiterator (:func:`fused_draw`, checked against the operators when the sampler is
+made); the launch counts are in docs/gnn.md, "Sampling on the GPU".
 
 The random stream is the CPU sampler's (:mod:`graphsys.sampling._kernels`): SplitMix64 keyed
 by ``(rng_seed, layer, node)``, written here in int64 torch arithmetic. The uint64 words of
@@ -14,26 +19,6 @@ give the same bits in two's complement (torch's integer arithmetic wraps, on the
 CUDA), and the right shifts, arithmetic on int64, are made logical by masking off the
 copied sign bits (:func:`srl64`). The conversion to a float in [0, 1) keeps the top 53 bits,
 exactly as the CPU kernel does, and the picks truncate the same float64 products.
-
-Operations per batch: a layer of fanout ``k`` runs 65 torch operators (each one kernel
-launch on a GPU) for ``k`` from 10 to 17: one gather of its destinations' CSR rows, degrees
-and first stream words (a per-node table made once), the two SplitMix64 finalisers of the
-streams and their ``k`` words (26 operators, int64 arithmetic having no logical shift),
-the draws scaled in float64 (4), Floyd's algorithm by pointer doubling (12, and 2 for rows
-of at most ``k`` neighbours), a gather of the picks and their widening to int64 (4), and
-one buffer of candidates (1, its pieces all int64: CUDA joins pieces of one dtype in one
-kernel and copies pieces of mixed dtypes one by one) whose sources are numbered by first
-appearance through a dense map of the node ids (8) and whose edges are compacted by a
-running count of the kept picks (5). One host read at
-the end of the batch (``.tolist()`` of a few counts) gives the blocks' sizes and the
-checks of the seeds; a layer with fanout ``-1`` (every neighbour) reads its edge count
-before it is drawn, one more read each, and with ``csr="staged"`` each layer reads its
-CSR positions on the host (one more read and two transfers a layer). On CUDA a layer's
-picks, from the table's gather to the CSR positions (48 operators for ``k = 15``), are one
-kernel compiled at run time by torch's jiterator (:func:`fused_draw`, checked against the
-operators when the sampler is made): 39 launches a GraphSAGE batch instead of 131. A
-layer of fanout ``-1`` also gathers its sources' graph degrees (one more launch), which GCN
-normalises a full neighbourhood by; a sampled layer's block keeps its own degrees.
 """
 
 from __future__ import annotations
@@ -89,18 +74,6 @@ def mix64(z: torch.Tensor) -> torch.Tensor:
     z = (z ^ srl64(z, 30)) * _M1
     z = (z ^ srl64(z, 27)) * _M2
     return z ^ srl64(z, 31)
-
-
-def node_streams(rng_seed: int, nodes: torch.Tensor) -> torch.Tensor:
-    """int64 (S,): the initial stream state of each node id (``_kernels._stream``)."""
-    return mix64(mix64(nodes + _GOLDEN) ^ as_int64(int(rng_seed) * 0x9E3779B97F4A7C15))
-
-
-def stream_uniforms(state: torch.Tensor, k: int) -> torch.Tensor:
-    """float64 (S, k): the first ``k`` uniforms in [0, 1) of each stream (``_uniform``
-    called ``k`` times: the ``j``-th advances the state by ``(j + 1)`` golden steps)."""
-    steps = torch.arange(1, k + 1, dtype=torch.int64, device=state.device) * _GOLDEN
-    return srl64(mix64(state.unsqueeze(1) + steps), 11).to(torch.float64) * _INV53
 
 
 def floyd_resolve(r: torch.Tensor, top: torch.Tensor, tri: torch.Tensor,
