@@ -8,19 +8,14 @@ _shared_source`) with its constant padded edge input ``E`` (Q, k, e), as numba p
 * :func:`weighted_edges`: ``S[q, h] = sum_j alpha[q, j, h] E[q, j]`` (Q, h, e), and
   ``alpha``'s gradient ``g[q, h] . E[q, j]``.
 
-torch runs the first as a product of output width ``h`` (2 heads) whose backward reads
-``E`` transposed, and the second as ``Q`` batched (h, k) x (k, e) products; each pass here
-reads every slot's row of ``E`` once, contiguously, one destination per thread, and skips
-a slot whose weight (or gradient) is zero: an unused one; the sums are reassociated
-(``fastmath`` without ``nnan``/``ninf``, so they vectorise and a non-finite value
-still reaches the loss). ``E`` takes no gradient (it is
-the edge features and a fixed time encoding).
-
-:func:`attend` is the whole layer's attention between the two (the scores from ``E @ C``
-plus a constant, the softmax over the used slots, the hashed attention dropout of
-:mod:`graphsys.gnn.dropout`, and ``S`` with the kept weights' sums) in one pass a
-destination, and its backward in one more: a destination's ``(k, e)`` block of ``E`` is
-read while it is in cache, not once per pass.
+Each pass reads every slot's row of ``E`` once, contiguously, one destination per thread,
+and skips a slot whose weight (or gradient) is zero (an unused one); the sums are
+reassociated (``fastmath`` without ``nnan``/``ninf``, so a non-finite value still reaches
+the loss). ``E`` takes no gradient (edge features and a fixed time encoding).
+:func:`attend` is the whole layer's attention between the two (the scores, the softmax over
+the used slots, the hashed attention dropout of :mod:`graphsys.gnn.dropout`, and ``S``) in
+one pass a destination, and its backward in one more, while the destination's ``(k, e)``
+block of ``E`` is in cache.
 """
 
 from __future__ import annotations

@@ -13,16 +13,12 @@ each head :math:`h` of width :math:`d` computes
     \\alpha_j = \\operatorname{softmax}_j \\Big( \\frac{q^\\top k_j}{\\sqrt{d}} \\Big), \\qquad
     x'_v = W_R\\, x_v + \\big\\|_{h} \\sum_j \\alpha_j\\, m_j,
 
-with :math:`\\phi(\\Delta t) = \\cos(\\omega \\Delta t + b)` a learned time encoding
-(:class:`TimeEncoder`, TGAT's functional encoding) and the softmax over the used slots only
-(a node without earlier events gets :math:`W_R x_v`). TGAT takes :math:`\\Delta_j = t -
-t_j`, the event's age at the query time :math:`t`; :class:`~graphsys.gnn.temporal.TGN`, as
-the TGN embedding of PyG's example, the neighbour's last memory update minus :math:`t_j`
-(whether the neighbour was active since). This is PyG's ``TransformerConv`` with
-``edge_dim`` and a root weight, which TGN's ``GraphAttentionEmbedding`` runs, on a dense
-``(queries, k)`` layout of the sampler's blocks (:func:`slots`): keys and values projected
-once per node and gathered for the used slots only, the softmax taken over the ``(queries,
-k)`` layout.
+with :math:`\\phi(\\Delta t) = \\cos(\\omega \\Delta t + b)` (:class:`TimeEncoder`) and the
+softmax over the used slots only (a node without earlier events gets :math:`W_R x_v`).
+TGAT takes :math:`\\Delta_j = t - t_j`; :class:`~graphsys.gnn.temporal.TGN` the neighbour's
+last memory update minus :math:`t_j`. PyG's ``TransformerConv`` with ``edge_dim`` and a
+root weight, on a dense ``(queries, k)`` layout of the sampler's blocks (:func:`slots`),
+keys and values projected once per node and gathered for the used slots only.
 """
 
 from __future__ import annotations
