@@ -29,13 +29,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from graphsys.gnn.conv._slot_products import (
-    attend,
-    attend_slots,
-    edge_scores,
-    usable,
-    weighted_edges,
-)
+from graphsys.gnn.conv._slot_products import attend, attend_slots, usable
 from graphsys.gnn.dropout import HashDropout
 
 
@@ -185,7 +179,7 @@ class TemporalAttentionConv(nn.Module):
         key, val = _linear2(x_src, self.key, self.value, pre).view(2, h, d)
         q, root = _linear2(x, self.query, self.root, pre).split(h * d, dim=1)
         q = q.view(-1, h, d)
-        # one query for every row (TGAT's first layer): the products with the constant
+        # one query for every row (TGAT's first layer): the attention with the constant
         # edge input as numba passes (gnn/conv/_slot_products.py), else torch's
         fused = q.shape[0] == 1 and edge.is_contiguous() and usable(edge, q, w)
         c = torch.einsum("qhd,hde->qeh", q, w)
@@ -196,14 +190,12 @@ class TemporalAttentionConv(nn.Module):
             # same functions and the same dropout mask as the passes below)
             s, a_sum = attend(edge, mask, c[0], base[0], math.sqrt(d), drop.p, drop.training)
         else:
-            score = ((edge_scores(edge, c[0]) if fused else torch.matmul(edge, c))
-                     + base.unsqueeze(1)) / math.sqrt(d)            # (Q, k, heads)
+            score = (torch.matmul(edge, c) + base.unsqueeze(1)) / math.sqrt(d)  # (Q, k, h)
             score = score.masked_fill(~mask.unsqueeze(-1), torch.finfo(score.dtype).min)
             # a row with no event: its uniform weights zeroed, so it gets the root term
             alpha = self.dropout(torch.softmax(score, dim=1)).masked_fill(
                 ~mask.unsqueeze(-1), 0)
-            s = (weighted_edges(alpha, edge) if fused
-                 else torch.matmul(alpha.transpose(1, 2), edge))
+            s = torch.matmul(alpha.transpose(1, 2), edge)
             a_sum = alpha.sum(1)
         if post is None:
             out = torch.einsum("qhe,hde->qhd", s, w) + a_sum.unsqueeze(-1) * val
