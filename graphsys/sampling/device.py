@@ -481,9 +481,12 @@ class DeviceNeighborSampler(Sampler):
             raise GraphsysError("fused needs CUDA and torch's jiterator (a kernel compiled "
                                 "at run time), whose picks matched the torch operators'")
 
-    @staticmethod
-    def _index_dtype(index_dtype: torch.dtype | None) -> torch.dtype | None:
-        if index_dtype not in (None, torch.int32, torch.int64):
+    def _index_dtype(self, index_dtype: torch.dtype | None) -> torch.dtype:
+        """``index_dtype`` checked; None: int32 where the node and edge counts fit."""
+        if index_dtype is None:
+            fits = max(self.adj.nnz, self.adj.num_rows) < 2**31 - 1
+            return torch.int32 if fits else torch.int64
+        if index_dtype not in (torch.int32, torch.int64):
             raise GraphsysError(f"index_dtype must be torch.int32 or torch.int64, got "
                                 f"{index_dtype}")
         return index_dtype
@@ -523,23 +526,16 @@ class DeviceNeighborSampler(Sampler):
         >>> DeviceNeighborSampler(adj, [2], device="cpu").csr_bytes()   # 24 * 4 + 4 * (2 + 1)
         108
         """
-        adj = self.adj
-        if index_dtype is None:
-            fits = max(adj.nnz, adj.num_rows) < 2**31 - 1
-            index_dtype = torch.int32 if fits else torch.int64
-        width = 4 if index_dtype == torch.int32 else 8
-        return 24 * (adj.num_rows + 1) + width * (adj.nnz + 1)
+        width = 4 if self._index_dtype(index_dtype) == torch.int32 else 8
+        return 24 * (self.adj.num_rows + 1) + width * (self.adj.nnz + 1)
 
-    def _upload(self, index_dtype: torch.dtype | None) -> tuple[torch.Tensor, torch.Tensor]:
+    def _upload(self, index_dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
         """The node table and the neighbour ids where they are read (a one-off copy); the
         ids are followed by one entry holding the padding node, read for the steps past a
         row's picks. The table goes to the device unless the batch is
         drawn on the host; the ids stay on the host with ``csr`` ``"uva"`` (pinned, seen
         by CUDA as device memory: :func:`uva_view`) or ``"staged"``."""
         adj = self.adj
-        if index_dtype is None:
-            fits = max(adj.nnz, adj.num_rows) < 2**31 - 1
-            index_dtype = torch.int32 if fits else torch.int64
         dtype = np.dtype(str(index_dtype).removeprefix("torch."))
         indices = np.full(adj.nnz + 1, adj.num_rows, dtype)     # padding: the padding node
         indices[:adj.nnz] = adj.indices
