@@ -176,22 +176,9 @@ _DRAW_CODE = """template <typename T> void gs_neighbour_draw(T w0, T key, T deg,
 def fused_draw(k: int, replace: bool, pad: int, device: torch.device):
     """The jiterator kernel of a layer's picks (:data:`_DRAW_CODE`) for fanout ``k``, or
     None off CUDA or where torch cannot compile it: a function of ``(w0, key, deg, lo,
-    steps)`` (int64 tensors broadcast to (D, k)) returning ``(positions, kept)``.
-
-    Parameters
-    ----------
-    k : int
-        The fanout (1 to 64: Floyd's chosen values are held in a per-thread array).
-    replace : bool
-        Draw with replacement.
-    pad : int
-        The CSR position read for a step past a row's picks.
-    device : torch.device
-        Where the kernel runs.
-
-    Returns
-    -------
-    callable or None
+    steps)`` (int64 tensors broadcast to (D, k)) returning ``(positions, kept)``. ``k``: 1
+    to 64 (Floyd's chosen values are held in a per-thread array); ``pad``: the CSR position
+    read for a step past a row's picks.
 
     Examples
     --------
@@ -251,19 +238,7 @@ def uva_view(host: torch.Tensor, device: torch.device) -> torch.Tensor | None:
     the CUDA array interface that the CUDA runtime knows (its pointer attributes are not
     "unregistered"), and page-locked memory from ``torch.Tensor.pin_memory`` is mapped for
     every device at the same address when addressing is unified (every 64-bit CUDA
-    platform). The view keeps ``host`` alive.
-
-    Parameters
-    ----------
-    host : torch.Tensor
-        A contiguous int32 or int64 tensor in pinned host memory.
-    device : torch.device
-        The CUDA device whose kernels read it.
-
-    Returns
-    -------
-    torch.Tensor or None
-        The view, on ``device``, or None.
+    platform). ``host``: a contiguous int32 or int64 tensor; the view keeps it alive.
 
     Examples
     --------
