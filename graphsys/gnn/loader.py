@@ -2,12 +2,10 @@
 features, labels) over the internal producer-consumer pipeline :class:`PrefetchLoader`.
 
 The numba sampling kernels release the GIL, so worker threads sample in parallel with the
-training step. Batch ``i`` of an epoch depends only on the loader's seed, the epoch and
-``i``: batches come out identical and in the same order whatever the number of workers.
-Inside the workers the samplers run their single-threaded (``nogil``) kernels
-(:func:`graphsys.sampling._util.serial_kernels`): the workers are the parallelism, and
-numba's OpenMP threads, left spin-waiting after each parallel call, would take the cores
-of torch's intra-op threads.
+training step. Inside the workers the samplers run their single-threaded (``nogil``)
+kernels (:func:`graphsys.sampling._util.serial_kernels`): the workers are the parallelism,
+and numba's OpenMP threads, left spin-waiting after each parallel call, would take the
+cores of torch's intra-op threads.
 """
 
 from __future__ import annotations

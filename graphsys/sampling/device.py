@@ -4,13 +4,10 @@
 draws, bit for bit, from a CSR held as torch tensors: in GPU memory (the minibatches of a
 CUDA run are made where they are consumed), or on the CPU, where the same code runs and is
 tested. Every step is a whole-batch tensor operation on buffers whose sizes are bounds
-known on the host, so a batch makes no host read until its end (``.tolist()`` of a few
-counts: the blocks' sizes and the seeds' checks; a layer of fanout ``-1`` reads its edge
-count first, and ``csr="staged"`` reads each layer's CSR positions on the host); the only
-Python loops run over the layers and over the ``ceil(log2 fanout)`` rounds of
-:func:`floyd_resolve`. On CUDA a layer's picks are one kernel compiled at run time by
-torch's jiterator (:func:`fused_draw`, checked against the operators when the sampler is
-made); the launch counts are in docs/gnn.md, "Sampling on the GPU".
+known on the host, so a batch makes no host read until its end; the only Python loops run
+over the layers and over the ``ceil(log2 fanout)`` rounds of :func:`floyd_resolve`. On CUDA
+a layer's picks are one kernel compiled at run time by torch's jiterator
+(:func:`fused_draw`); the launch counts are in docs/gnn.md, "Sampling on the GPU".
 
 The random stream is the CPU sampler's (:mod:`graphsys.sampling._kernels`): SplitMix64 keyed
 by ``(rng_seed, layer, node)``, written here in int64 torch arithmetic. The uint64 words of
