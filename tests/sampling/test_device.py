@@ -138,6 +138,10 @@ def test_errors_match_cpu_sampler():
         DeviceNeighborSampler(adj, [0], device="cpu")
     with pytest.raises(GraphsysError, match="index_dtype"):
         DeviceNeighborSampler(adj, [2], device="cpu", index_dtype=torch.float32)
+    # csr_bytes counted any other dtype as 8 bytes an edge
+    with pytest.raises(GraphsysError, match="index_dtype"):
+        dev.csr_bytes(torch.float32)
+    assert dev.csr_bytes(torch.int64) - dev.csr_bytes(torch.int32) == 4 * (adj.nnz + 1)
     if not torch.cuda.is_available():
         with pytest.raises(GraphsysError, match="CUDA"):
             DeviceNeighborSampler(adj, [2], pin_memory=True)
