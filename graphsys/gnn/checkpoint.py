@@ -74,10 +74,7 @@ def _check_rgcn_config(where: Path, config: dict[str, Any]) -> None:
     want = {"model", "num_nodes", "num_relations", "hidden", "num_layers", "num_blocks",
             "num_bases", "dropout"}
     # "norm" (optional: checkpoints from before it existed normalise per relation)
-    if set(config) - {"norm"} != want:
-        odd = sorted((set(config) - {"norm"}) ^ want)[0]
-        what = "is missing" if odd in want else "is not a field of an rgcn model"
-        raise FormatError(f"{where}: config.{odd} {what}")
+    _check_fields(where, set(config) - {"norm"}, want, "an rgcn model")
     if config.get("norm", "relation") not in ("node", "relation"):
         raise FormatError(f"{where}: config.norm is {config['norm']!r}, not 'node' or "
                           f"'relation'")
@@ -88,9 +85,7 @@ def _check_rgcn_config(where: Path, config: dict[str, Any]) -> None:
         raise FormatError(f"{where}: config.num_nodes must map entity types to node counts")
     for key, low in (("num_relations", 1), ("hidden", 1), ("num_layers", 1),
                      ("num_blocks", 0), ("num_bases", 0)):
-        value = config[key]
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise FormatError(f"{where}: config.{key} is {value!r}, not an integer >= {low}")
+        _check_int(where, key, config[key], low)
     _check_dropout(where, config["dropout"])
 
 
@@ -106,15 +101,22 @@ def _check_temporal_config(where: Path, config: dict[str, Any]) -> None:
         lows["heads"] = 1
     if config["model"] == TGAT:
         lows["num_layers"] = 1
-    want = {"model", *lows}
-    if set(config) != want:
-        odd = sorted(set(config) ^ want)[0]
-        what = "is missing" if odd in want else f"is not a field of a {config['model']} model"
-        raise FormatError(f"{where}: config.{odd} {what}")
+    _check_fields(where, set(config), {"model", *lows}, f"a {config['model']} model")
     for key, low in lows.items():
-        value = config[key]
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise FormatError(f"{where}: config.{key} is {value!r}, not an integer >= {low}")
+        _check_int(where, key, config[key], low)
+
+
+def _check_fields(where: Path, got: set, want: set, model: str) -> None:
+    """FormatError naming the first field of ``got`` or ``want`` not in both."""
+    if got != want:
+        odd = sorted(got ^ want)[0]
+        what = "is missing" if odd in want else f"is not a field of {model}"
+        raise FormatError(f"{where}: config.{odd} {what}")
+
+
+def _check_int(where: Path, key: str, value: Any, low: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise FormatError(f"{where}: config.{key} is {value!r}, not an integer >= {low}")
 
 
 def _check_dropout(where: Path, value: Any) -> None:
@@ -146,8 +148,7 @@ def _check_model_config(where: Path, config: dict[str, Any]) -> None:
         if key == "dropout":
             _check_dropout(where, value)
         elif key in _MODEL_INTS or not builtin:
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise FormatError(f"{where}: config.{key} is {value!r}, not an integer >= 1")
+            _check_int(where, key, value, 1)
         else:
             raise FormatError(f"{where}: config.{key}: not a field of a {model} model")
     missing = [k for k in (*_MODEL_INTS, "dropout") if builtin and k not in config]

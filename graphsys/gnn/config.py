@@ -379,16 +379,13 @@ class TrainConfig:
     link_decoder : {"mlp", "dot", "distmult"}
         Link task, ``random``/``time`` splits: the edge score. ``mlp`` (default): a
         two-layer perceptron on the Hadamard product ``z_h * z_t``, the decoder of OGB's
-        GraphSAGE/GCN link-prediction baselines; it can weight the embedding dimensions
-        that signal a shared neighbourhood apart from those that signal feature similarity,
-        which a plain ``<z_h, z_t>`` (``dot``) or DistMult's ``<z_h, diag(r), z_t>``
-        (``distmult``) sum with one sign.
+        GraphSAGE/GCN link-prediction baselines; ``dot``: ``<z_h, z_t>``; ``distmult``:
+        ``<z_h, diag(r), z_t>``.
     link_exclude_targets : bool
         Link task, ``random``/``time`` splits: remove each training minibatch's target
         edges from its own sampled neighbourhoods (every layer, both directions; default
-        True). A held-out edge is never in the message-passing graph, so a model trained
-        with its targets present learns to detect the edge rather than to predict it
-        (DGL's ``exclude="reverse_id"``; :func:`graphsys.gnn.link.exclude_pairs`).
+        True), as a held-out edge is never in the message-passing graph (DGL's
+        ``exclude="reverse_id"``; :func:`graphsys.gnn.link.exclude_pairs`).
     link_eval_negatives : int
         Link task, ``random``/``time`` splits: uniform negatives each held-out edge is
         ranked against (filtered of true edges), -1 for every candidate node (default
@@ -492,12 +489,8 @@ class TrainConfig:
     def negatives_for(self, split: str) -> int:
         """``num_negatives``, or its default for the link task's ``split`` (resolved: not
         ``auto``; ``"rgcn"`` for the R-GCN model): 16 for the held-out-edge splits
-        ``random`` and ``time``, 4 otherwise.
-
-        With a binary cross-entropy over sampled negatives, more uniform negatives per
-        positive bring the training objective closer to the evaluation's ranking of each
-        positive against many uniform tails; PinSage's max-margin loss and R-GCN keep the
-        setup of their references.
+        ``random`` and ``time`` (closer to the evaluation's ranking against many uniform
+        tails), 4 otherwise (the setups of PinSage and R-GCN).
 
         Examples
         --------

@@ -1,35 +1,26 @@
 """Dropout whose CPU mask comes from a counter-based hash, fused with the scaling.
 
 ``dropout(x, p, training)`` is ``F.dropout``'s function: each element is zeroed with
-probability ``p`` and the others are scaled by ``1 / (1 - p)``. On CPU, torch draws the mask
-with a serial Bernoulli generator, which on raw bag-of-words features (Cora's 2,708 x 1,433)
-costs more than the first layer's matmul. This version keeps element ``i`` of the flattened
-tensor when ``splitmix64(key + i * golden) >> 32 >= round(p * 2**32)``, computed and
-applied in one parallel numba pass (see docs/benchmarks.md for the timings). Only
-the 64-bit ``key`` is stored for the backward pass, which recomputes the mask, so no mask
-tensor is kept. ``key`` is one draw from torch's default generator, so ``torch.manual_seed``
-fixes the masks, and the result does not depend on the thread count.
+probability ``p`` and the others are scaled by ``1 / (1 - p)``. Where torch draws the mask
+with a serial Bernoulli generator, this version keeps element ``i`` of the flattened tensor
+when ``splitmix64(key + i * golden) >> 32 >= round(p * 2**32)``, computed and applied in one
+parallel numba pass; only the 64-bit ``key`` (one draw from torch's default generator, so
+``torch.manual_seed`` fixes the masks) is kept for the backward pass, which recomputes the
+mask. The result does not depend on the thread count; the keep probability is within
+``2**-33`` of ``1 - p``. CUDA tensors, dtypes other than float32/float64, and ``p`` of 0 or
+1 go to ``F.dropout``. A CSR tensor (:mod:`graphsys.gnn.sparse_input`) keeps its structure:
+entry ``(r, c)`` gets the draw of flat index ``r * F + c``; no gradient flows back to it.
 
-The keep probability is ``1 - round(p * 2**32) / 2**32``: within ``2**-33`` of ``1 - p``.
-CUDA tensors, dtypes other than float32/float64, and ``p`` of 0 or 1 go to ``F.dropout``.
-A CSR tensor (sparse raw features, :mod:`graphsys.gnn.sparse_input`) keeps its structure:
-each stored entry ``(r, c)`` gets the draw of flat index ``r * F + c``, so it is dropped
-exactly where the dense tensor's entry would be; no gradient flows back to it.
-
-:func:`feature_dropout` is the input dropout of a minibatch, applied where its feature rows
-are gathered (a :class:`~graphsys.gnn.NodeLoader` worker thread) in the same pass. One hash
-decides two neighbouring columns: with ``P = ceil(F / 2)`` column pairs per row and
-``z = splitmix64(key + (ids[r] * P + c // 2) * golden)``, element ``(r, c)`` is kept when
-its half of ``z`` (the lower 32 bits for an even ``c``, the upper 32 bits for an odd one)
-is ``>= round(p * 2**32)``. So a node's mask depends on the key and the node id alone, not
-on which other nodes share its batch or where its row lands; the two halves of a
-SplitMix64 output are each uniform on 32 bits.
+:func:`feature_dropout` is a minibatch's input dropout, applied where its feature rows are
+gathered (a :class:`~graphsys.gnn.NodeLoader` worker) in the same pass. One hash decides two
+neighbouring columns: with ``P = ceil(F / 2)`` and ``z = splitmix64(key + (ids[r] * P + c //
+2) * golden)``, element ``(r, c)`` is kept when its half of ``z`` (the lower 32 bits for an
+even ``c``, the upper for an odd one) is ``>= round(p * 2**32)``: a node's mask depends on
+the key and its id alone, not on its batch.
 
 :func:`relu_dropout` is ``dropout(relu(x))`` in one pass, with the same pairing over the
-flattened index (``z = splitmix64(key + (i // 2) * golden)``, the lower half for an even
-``i``). Its backward needs no mask: an element of the output is positive exactly where
-``x`` was positive and kept, so the gradient is ``grad / (1 - p)`` there and 0 elsewhere,
-read from the output (which the next layer keeps for its own backward anyway).
+flattened index; its backward needs no mask: the gradient is ``grad / (1 - p)`` where the
+output is positive and 0 elsewhere.
 """
 
 from __future__ import annotations

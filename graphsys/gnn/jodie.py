@@ -1,41 +1,26 @@
 """JODIE (Kumar, Zhang and Leskovec, KDD 2019, "Predicting Dynamic Embedding Trajectory in
-Temporal Interaction Networks") as the memory-based temporal link models of TGN's and TGL's
-frameworks express it: a per-node memory, and an embedding that is that memory projected
-forward in time; no attention over neighbours.
+Temporal Interaction Networks") as TGN's and TGL's frameworks express it: a per-node memory,
+and an embedding that is that memory projected forward in time (the guide:
+docs/growing.md, "JODIE, a second memory model").
 
-Memory. Each node keeps a memory vector :math:`s_i` (:class:`~graphsys.gnn.temporal.
-TemporalMemory`, the same code as TGN's). An event :math:`(i, j, t, e)` leaves both ends a
-message, :math:`[s_i \\| s_j \\| \\phi(t - t^-_i) \\| e]` for :math:`i` (and the mirror
-one for :math:`j`), where :math:`t^-_i` is the time of :math:`i`'s previous update and
-:math:`\\phi` TGAT's time encoding; a node's latest message updates its memory through an
-RNN cell, :math:`s_i \\leftarrow \\tanh(W [\\ldots] + U s_i + b)` (JODIE's mutually
-recursive RNNs: the user's update reads the item's memory and the other way round; one
-cell shared by both sides, as TGL's JODIE, since a graph's nodes need not be users and
-items). As in TGN the update runs when the node is next read, so the loss reaches the RNN.
+Memory: :class:`~graphsys.gnn.temporal.TemporalMemory`, TGN's, with an RNN cell
+:math:`s_i \\leftarrow \\tanh(W [\\ldots] + U s_i + b)` shared by both ends of an event
+(a graph's nodes need not be users and items); an event :math:`(i, j, t, e)` leaves
+:math:`i` the message :math:`[s_i \\| s_j \\| \\phi(t - t^-_i) \\| e]` (and :math:`j` the
+mirror one), applied when the node is next read, so the loss reaches the RNN.
 
-Embedding. A node's embedding at time :math:`t` is its memory projected over the time
-since its last update, JODIE's projection operator
+Embedding at time :math:`t`, JODIE's projection operator:
 
 .. math::
 
     \\hat s_i(t) = (1 + \\bar\\Delta\\, w) \\odot s_i, \\qquad
     \\bar\\Delta = \\frac{(t - t^-_i) - \\mu}{\\sigma},
 
-with :math:`w` a learned vector (JODIE's :math:`W_p`, one input, no bias, initialised
-from :math:`\\mathcal N(0, 1)` as JODIE's code) and the gap standardised as JODIE's code
-standardises its time differences: :math:`\\mu`, :math:`\\sigma` the mean and standard
-deviation of the gaps between a node's consecutive training events (each end of each event;
-:func:`time_shift_scale`; :math:`\\sigma = 1` when they are all equal). TGL divides the gap
-by :math:`t + 1` instead; with a time origin at the first event, that scale drifts as
-the stream goes on, so the training gaps' scale is used here. A pair is scored by TGN's
-link predictor (:class:`~graphsys.gnn.temporal.LinkPredictor`) on the ends' projections at
-the event's own time.
-
-Not modelled: JODIE's static (one-hot) embeddings, its prediction of the item's embedding
-with an L2 loss, and its t-Batch; training is TGN's (binary cross-entropy against negative
-destinations, batches in time order). :func:`graphsys.gnn.train` trains it with
-``task="temporal-link", model="jodie"`` (:mod:`graphsys.gnn.temporal_task`: the same
-events, split, negatives, loss, streaming evaluation and checkpoints as TGN).
+with :math:`w` a learned vector (initialised from :math:`\\mathcal N(0, 1)`) and
+:math:`\\mu`, :math:`\\sigma` the mean and standard deviation of the gaps between a node's
+consecutive training events (:func:`time_shift_scale`). A pair is scored by
+:class:`~graphsys.gnn.temporal.LinkPredictor` on the ends' projections at the event's time.
+Trained by :mod:`graphsys.gnn.temporal_task`.
 """
 
 from __future__ import annotations

@@ -154,25 +154,9 @@ def edge_timestamps(graph: Graph, entity_type: str | None = None) -> np.ndarray:
     ``graphsys ingest --edge-columns timestamp``, or a registry dataset that has one, such
     as ``movielens-100k``). A target edge is a distinct node pair (:func:`target_edges`,
     same order); a pair stored more than once (both orientations, or rated twice) takes its
-    earliest timestamp, when the pair was first seen.
-
-    Parameters
-    ----------
-    graph : Graph
-        The graph.
-    entity_type : str, optional
-        As for :func:`target_edges`.
-
-    Returns
-    -------
-    numpy.ndarray
-        (E,) timestamps in the column's own dtype (int64, float32 or float64), aligned with
-        :func:`target_edges`' head and tail.
-
-    Raises
-    ------
-    ParameterError
-        The edge set has no ``timestamp`` column (``link_split``).
+    earliest timestamp, when the pair was first seen. Returns (E,) timestamps in the
+    column's own dtype, aligned with :func:`target_edges`' head and tail; ParameterError
+    (``link_split``) when the edge set has no ``timestamp`` column.
 
     Examples
     --------
@@ -331,15 +315,9 @@ def link_data(graph: Graph, entity_type: str | None, val_fraction: float,
 def exclude_pairs(blocks: list[Block], heads: np.ndarray, tails: np.ndarray,
                   num_nodes: int) -> list[Block]:
     """``blocks`` without any edge that joins a pair ``(heads[i], tails[i])``, in either
-    direction, in any layer.
-
-    The link task's training targets are edges of the training graph, so a minibatch's
-    sampled neighbourhoods would otherwise contain the very edges it is asked to predict:
-    the encoder learns to detect the edge's presence in the message-passing graph (which
-    held-out edges never are), not to predict it. Removing them is DGL's
-    ``as_edge_prediction_sampler(exclude="reverse_id")`` and the effect of PyG's
-    ``RandomLinkSplit(disjoint_train_ratio=...)``. Nodes and the other edges stay; a
-    node whose only sampled neighbour was its target keeps no neighbour in that layer.
+    direction, in any layer: a minibatch's targets, so that the encoder learns to predict
+    an edge rather than detect it in the message-passing graph (DGL's
+    ``as_edge_prediction_sampler(exclude="reverse_id")``). Nodes and the other edges stay.
 
     Examples
     --------

@@ -2,12 +2,10 @@
 features, labels) over the internal producer-consumer pipeline :class:`PrefetchLoader`.
 
 The numba sampling kernels release the GIL, so worker threads sample in parallel with the
-training step. Batch ``i`` of an epoch depends only on the loader's seed, the epoch and
-``i``: batches come out identical and in the same order whatever the number of workers.
-Inside the workers the samplers run their single-threaded (``nogil``) kernels
-(:func:`graphsys.sampling._util.serial_kernels`): the workers are the parallelism, and
-numba's OpenMP threads, left spin-waiting after each parallel call, would take the cores
-of torch's intra-op threads.
+training step. Inside the workers the samplers run their single-threaded (``nogil``)
+kernels (:func:`graphsys.sampling._util.serial_kernels`): the workers are the parallelism,
+and numba's OpenMP threads, left spin-waiting after each parallel call, would take the
+cores of torch's intra-op threads.
 """
 
 from __future__ import annotations
@@ -17,6 +15,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -233,8 +232,6 @@ def _keep_operators(ids: torch.Tensor, width: int, key: int, thr: int) -> torch.
 
 
 _GOLDEN = 0x9E3779B97F4A7C15
-_PAIR_STEPS: dict[tuple[int, str], torch.Tensor] = {}
-_COLUMNS: dict[tuple[int, str], torch.Tensor] = {}
 _KEEP_KERNELS: dict[str, object] = {}
 
 #: :func:`_keep_operators` as one CUDA kernel (torch's jiterator) over (row, column): the
@@ -251,22 +248,16 @@ _KEEP_CODE = """template <typename T> T gs_feature_keep(T id, T col, T key, T th
 }"""
 
 
+@cache
 def _pair_steps(pairs: int, device: torch.device) -> torch.Tensor:
     """int64 ``c * golden`` for the column pairs ``c < pairs`` on ``device`` (made once)."""
-    steps = _PAIR_STEPS.get((pairs, str(device)))
-    if steps is None:
-        steps = torch.arange(pairs, dtype=torch.int64, device=device) * as_int64(_GOLDEN)
-        _PAIR_STEPS[(pairs, str(device))] = steps
-    return steps
+    return torch.arange(pairs, dtype=torch.int64, device=device) * as_int64(_GOLDEN)
 
 
+@cache
 def _columns(width: int, device: torch.device) -> torch.Tensor:
     """int64 (1, width) ``0..width-1`` on ``device`` (made once)."""
-    cols = _COLUMNS.get((width, str(device)))
-    if cols is None:
-        cols = torch.arange(width, dtype=torch.int64, device=device).unsqueeze(0)
-        _COLUMNS[(width, str(device))] = cols
-    return cols
+    return torch.arange(width, dtype=torch.int64, device=device).unsqueeze(0)
 
 
 def _keep_kernel(device: torch.device):

@@ -1,18 +1,10 @@
 """Item recommendations from a trained link-task (PinSage) checkpoint, and their metrics.
 
-:func:`recommend` returns each user's top-``k`` items in original ids; :func:`evaluate`
-ranks held-out interactions (e.g. the ``test`` edge set of
-``graphsys datasets ingest movielens-100k --split temporal``) and reports hits@K,
-recall@K and MRR. ``graphsys gnn recommend`` runs both.
-
-Each recommended item comes with its original id and, when the item type has a ``title``
-node column (``graphsys datasets ingest movielens-100k`` stores the movie titles as a string
-node column, :meth:`~graphsys.storage.graph.Graph.string_column`), its title, read from the
-mapped column for the recommended items only. The ratings' ``timestamp`` and ``rating`` are
-kept as edge columns (:meth:`~graphsys.storage.graph.Graph.edge_column`), so besides the
-per-user leave-last-out ``--split temporal`` at ingest, a graph ingested whole can be split
-by time at training (``link_split="time"``: the latest ratings are held out,
-:func:`graphsys.gnn.link.edge_timestamps`).
+:func:`recommend` returns each user's top-``k`` items in original ids, with the item type's
+``title`` node column when it has one (read for the recommended items only);
+:func:`evaluate` ranks held-out interactions (e.g. the ``test`` edge set of ``graphsys
+datasets ingest movielens-100k --split temporal``) and reports hits@K, recall@K and MRR.
+``graphsys gnn recommend`` runs both.
 
 Scoring is the item task's (:mod:`graphsys.gnn.item_task`), read from the checkpoint: the
 item embeddings ``z`` are the checkpoint's model over its training graph with fixed-seed

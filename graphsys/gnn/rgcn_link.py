@@ -66,24 +66,11 @@ class RGCNLinkModel(nn.Module):
     """R-GCN encoder (:class:`~graphsys.gnn.RGCNConv` layers over a learned embedding or
     per-type features, :class:`~graphsys.gnn.TypedInput`) and DistMult decoder.
 
-    Parameters
-    ----------
-    num_nodes : mapping
-        ``{entity type: count}`` in the graph's type order.
-    num_relations : int
-        Stored relations ``R``; the encoder also has their inverses (``2R`` relation ids).
-    hidden : int
-        Encoding width (:attr:`TrainConfig.hidden <graphsys.gnn.TrainConfig>`).
-    num_layers, num_blocks, num_bases : int
-        As :class:`~graphsys.gnn.RGCNSettings` (0 blocks or bases: a full weight per
-        relation).
-    norm : {"node", "relation"}
-        The normalisation constant, as :attr:`RGCNSettings.norm
-        <graphsys.gnn.RGCNSettings>` (default ``"node"``).
-    dropout : float
-        Dropout on the input and between layers.
-    features : mapping, optional
-        Per-type input features (:class:`~graphsys.gnn.TypedInput`).
+    ``num_nodes``: ``{entity type: count}`` in the graph's type order; ``num_relations``:
+    the stored relations ``R`` (the encoder also has their inverses, ``2R`` ids);
+    ``num_layers``, ``num_blocks``, ``num_bases``, ``norm``: as
+    :class:`~graphsys.gnn.RGCNSettings`; ``dropout`` on the input and between layers;
+    ``features``: per-type input features (:class:`~graphsys.gnn.TypedInput`).
 
     Examples
     --------

@@ -117,32 +117,10 @@ def check_run(out: Path, record: dict[str, Any]) -> None:
 def run_directory(out: str | Path | None, graph: Graph, cfg: TrainConfig, world_size: int,
                   *, lead: bool = True) -> Iterator[Path | None]:
     """Enter the run directory ``out`` of a run of ``cfg`` on ``graph``: checked, locked
-    and recorded (``run.json``) as the module docstring says, held until the block ends.
-
-    Parameters
-    ----------
-    out : str, Path or None
-        The run directory (created if missing); None: a run without one.
-    graph : Graph
-        The training graph.
-    cfg : TrainConfig
-        The run's settings.
-    world_size : int
-        Ranks of a data-parallel run (1 otherwise).
-    lead : bool, default True
-        Whether this process writes ``out`` (rank 0 of a data-parallel run); the others
-        check only its place.
-
-    Yields
-    ------
-    Path or None
-        ``out``.
-
-    Raises
-    ------
-    GraphsysError
-        ``out`` is or lies inside a graph, checkpoint or embedding directory, holds a
-        symlink or special file, is held by another run, or holds another run.
+    and recorded (``run.json``) as the module docstring says, held until the block ends;
+    yields ``out`` (created if missing; None: a run without one). ``lead``: this process
+    writes ``out`` (rank 0 of a data-parallel run of ``world_size`` ranks); the others
+    check only its place.
 
     Examples
     --------

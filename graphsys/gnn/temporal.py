@@ -4,12 +4,10 @@
 (:class:`TemporalMemory`: TGN's identity message and last-message aggregator), embeds a node
 at a time by temporal attention over its most recent (or uniform) earlier events
 (:class:`~graphsys.gnn.conv.temporal_attention.TemporalAttentionConv`, on the neighbours of
-:class:`~graphsys.sampling.TemporalNeighborSampler`), and scores a (source, destination)
-pair with TGN's link predictor. It is the model of PyG's ``examples/tgn.py`` (``TGNMemory``,
-``GraphAttentionEmbedding``, ``LinkPredictor``), with the neighbours drawn from the stored
-temporal index strictly before each batch instead of a ``LastNeighborLoader`` filled as
-training goes. :func:`graphsys.gnn.train` trains it with ``task="temporal-link"``
-(:mod:`graphsys.gnn.temporal_task`).
+:class:`~graphsys.sampling.TemporalNeighborSampler`, drawn from the stored temporal index
+strictly before each batch), and scores a (source, destination) pair with TGN's link
+predictor: the model of PyG's ``examples/tgn.py``. Trained by
+:mod:`graphsys.gnn.temporal_task`.
 
 One step over a batch of events in time order, first time :math:`t_0`:
 

@@ -1,30 +1,18 @@
 """A trained TGN, TGAT or JODIE checkpoint (``task="temporal-link"``,
 :mod:`graphsys.gnn.temporal_task`) loaded and evaluated again.
 
-What the checkpoint holds. Besides the model's parameters, for TGN and JODIE the memory
-twice: its buffers (``memory.memory``, ``memory.last_update`` and the pending messages) as
-the run left them, after streaming every event of the graph (training, validation, then
-test), and the same buffers as validation began, after the training events
-(``train_end.*``, the tensors of :data:`~graphsys.gnn.temporal_task.TRAIN_END`); under
-TGB's protocol also the fixed negatives of the validation and test events
-(``tgb_negatives.valid`` / ``.test``, the narrowest integer type of the node ids, (events,
-``link_eval_negatives``), checked on load: shape and node range). The neighbour store is
-the graph's events themselves. The memory belongs to the nodes and events of the training
-graph, so every use refuses, in one line, a graph that is not that very graph (its nodes,
-edges and partitions: :func:`graphsys.distributed.graph_digest`), after the run's ``until``
-view.
-
-* :func:`evaluate_temporal` (``graphsys gnn evaluate``) starts from the ``train_end``
-  memory and streams the validation and then the test events as training evaluated them
-  (each batch scored against the split's fixed candidates, then taken into the memory):
-  the same metrics under the same protocol as the run reported for its kept model, or
-  under the other protocol (``eval_protocol``).
-* :func:`~graphsys.gnn.temporal_score.embed_temporal` (``graphsys gnn embed``) and
-  :class:`~graphsys.gnn.temporal_score.TemporalScorer` (``graphsys gnn score``) embed
-  nodes at a time and score new events from :func:`load_temporal`'s model.
-
-A TGN checkpoint saved before the ``train_end`` memory was kept embeds and scores, but is
-refused by :func:`evaluate_temporal` in one line (train it again).
+Besides the model's parameters, a TGN or JODIE checkpoint holds the memory twice: its
+buffers (``memory.memory``, ``memory.last_update`` and the pending messages) after every
+event of the graph, and as validation began (``train_end.*``, the tensors of
+:data:`~graphsys.gnn.temporal_task.TRAIN_END`); under TGB's protocol also the fixed
+negatives of the validation and test events (``tgb_negatives.valid`` / ``.test``, the
+narrowest integer type of the node ids, (events, ``link_eval_negatives``), checked on load:
+shape and node range). The neighbour store is the graph's events themselves, so every use
+refuses, in one line, a graph that is not the training graph
+(:func:`graphsys.distributed.graph_digest`, after the run's ``until`` view).
+:func:`evaluate_temporal` (``graphsys gnn evaluate``) streams the validation and test events
+again from the ``train_end`` memory (refused, in one line, for a checkpoint saved without
+it); :mod:`graphsys.gnn.temporal_score` embeds nodes and scores new events.
 """
 
 from __future__ import annotations

@@ -1,31 +1,21 @@
 """Evaluation protocols of temporal link prediction, for any model that scores candidate
 destinations ``(src, dst, t)`` of held-out events: TGB's (Huang et al. 2023), and the
-inductive (new-node) subset of the held-out events.
+inductive (new-node) subset of the held-out events (the guide: docs/growing.md).
 
-TGB's protocol (``eval_protocol="tgb"``, :mod:`graphsys.gnn.temporal_task`), as its
-``NegativeEdgeGenerator`` (strategy ``hist_rnd``) and ``Evaluator`` define it:
-
-* **fixed negatives.** Each validation or test event ``(s, d, t)`` gets ``M`` negative
-  destinations, drawn once from a seed (:func:`tgb_negatives`) and saved with the model, so
-  that every model and every evaluation ranks against the same ones. Up to ``M // 2`` of
-  them (``hist_ratio``) are *historical*: destinations ``s`` sent to in the training events,
-  drawn without replacement; the rest are *random*: drawn without replacement from the
-  candidate destinations (every node that is a destination of some event; TGB takes the id
-  range of its datasets' destinations, which is that set there) less those historical ones.
-  When fewer are left than needed, the random ones are drawn with replacement (TGB's rule).
-* **filtered.** A destination of the same source at the same time in the same split (a true
-  answer of that query) is never a negative of it. A source whose every candidate is a
-  true answer leaves slots empty (``-1``), which compete with nothing.
-* **evaluator.** TGB's rank, the mean of its optimistic and pessimistic ranks, is
-  :mod:`graphsys.ranking`'s rule (ties half), and so are ``mrr`` and ``hits@k``. TGB's small
-  datasets use up to every destination (tgbl-wiki), tgbl-review 100 and the large ones 20
-  negatives; here ``M`` is ``link_eval_negatives``.
+TGB's protocol (``eval_protocol="tgb"``), as its ``NegativeEdgeGenerator`` (strategy
+``hist_rnd``) and ``Evaluator`` define it: each held-out event ``(s, d, t)`` gets ``M``
+negative destinations drawn once from a seed (:func:`tgb_negatives`) and saved with the
+model; up to ``M // 2`` (``hist_ratio``) *historical* (destinations ``s`` sent to in
+training, without replacement), the rest *random* from the other candidate destinations
+(every node that is a destination of some event), with replacement when too few are left
+(TGB's rule). Negatives are *filtered*: a true destination of the same source at the same
+time in the same split is never one; a source whose every candidate is true leaves slots
+empty (``-1``), which compete with nothing. Ranks, ``mrr`` and ``hits@k`` follow
+:mod:`graphsys.ranking` (ties half, as TGB's mean of optimistic and pessimistic ranks).
 
 Inductive metrics (either protocol): the held-out events whose source or destination is in
-no training event (TGN's "new node" events), ranked as the others, their ``mrr`` and ``ap``
-reported as ``inductive_mrr``, ``inductive_ap`` beside their count ``inductive_events``
-(the count alone when there is none). :func:`held_out_metrics` computes every figure from
-the scores.
+no training event, reported as ``inductive_mrr``, ``inductive_ap`` and their count
+``inductive_events``. :func:`held_out_metrics` computes every figure from the scores.
 """
 
 from __future__ import annotations

@@ -1,25 +1,15 @@
 """A trained temporal checkpoint (TGN, TGAT, JODIE) serving new events: scores of ``(src,
-dst, t)`` and node embeddings at a time, with the memory taking the new events when asked.
+dst, t)`` and node embeddings at a time, with the memory taking the new events when asked
+(the guide: docs/growing.md, "A temporal model: TGN").
 
 :class:`TemporalScorer` loads a ``task="temporal-link"`` checkpoint on its training graph
 (:func:`~graphsys.gnn.temporal_checkpoint.load_temporal`) with the state the run left: the
 memory after every event of the graph, and the graph's events as the neighbour store. Its
 time is that of the latest event it holds; ``at=T`` rewinds it to the events stamped before
 ``T`` (replayed from the memory as validation began, :data:`~graphsys.gnn.temporal_task.
-TRAIN_END`, batch by batch as evaluation streams them; for a ``T`` inside the training events,
-from an empty memory with the kept model's weights).
-
-* :meth:`TemporalScorer.score` scores new events, each from its nodes' memory and their
-  ``fanouts[0]`` events strictly before the event's batch (``batch_size`` events in time
-  order, as training and evaluation batch them). An event earlier than the scorer's time is
-  refused (the memory already holds later events). With ``update=True`` each batch is
-  scored first and then taken in, TGN's streaming protocol: its ends' memory updated, the
-  events their pending messages and part of the neighbour store, so later batches and
-  later calls see them. Without it nothing changes.
-* :meth:`TemporalScorer.embed` gives nodes' embeddings at the scorer's time: attention over
-  their latest events, on the memory with pending messages applied.
-
-Nothing is written: the checkpoint keeps its own memory.
+TRAIN_END`; for a ``T`` inside the training events, from an empty memory). Events are
+scored in batches of ``batch_size`` in time order, each from its nodes' memory and their
+``fanouts[0]`` events strictly before the batch; nothing is written to the checkpoint.
 """
 
 from __future__ import annotations
@@ -302,18 +292,6 @@ def embed_temporal(checkpoint: str | Path, out: str | Path, *, graph: Graph | No
         writer.close()
     return {"entity_type": et, "num_nodes": graph.num_nodes(et), "dimension": writer.dim,
             "out": str(out), "files": writer.files, "as_of": as_of}
-
-
-def score_events(checkpoint: str | Path, src, dst, time, *, weight=None,
-                 update: bool = False, graph: Graph | None = None, at=None,
-                 device="cpu") -> np.ndarray:
-    """:meth:`TemporalScorer.score` of a freshly loaded checkpoint (``graphsys gnn score``):
-    scores of the events ``src[i] -> dst[i]`` at ``time[i]`` (original ids), in the order
-    given; ``update=True`` streams them (each batch scored, then taken into the memory)."""
-    if len(np.asarray(src).reshape(-1)) == 0:
-        raise GraphsysError("no events to score")
-    scorer = TemporalScorer(checkpoint, graph, at=at, device=device)
-    return scorer.score(src, dst, time, weight=weight, update=update)
 
 
 #: Columns of an events file (:func:`read_events`); ``weight`` optional.

@@ -1,57 +1,19 @@
 """Temporal link prediction, ``task="temporal-link"`` of :func:`graphsys.gnn.train`: TGN
 (``model="tgn"``, :mod:`graphsys.gnn.temporal`), TGAT (``model="tgat"``,
 :mod:`graphsys.gnn.tgat`) or JODIE (``model="jodie"``, :mod:`graphsys.gnn.jodie`) on the
-timestamped edges of a one-type graph.
+timestamped edges of a one-type graph (the guide: docs/growing.md, "A temporal model").
 
-Data. Every stored edge of the default edge set is an event ``(src, dst, t)`` (a pair seen
-several times is several events; of an undirected edge set, stored in both directions, the
-copy with ``src <= dst``), ordered by ``(timestamp, edge id)``. Its features (TGN's
-messages, and the edge input of both models' attention) are the edge columns
-``edge_features`` names, or by default every ``feature_*`` column (the JODIE format's
-``feature_0``..., :mod:`graphsys.storage.jodie`), else the edge weight when the edge set has
-one, else none (:func:`feature_columns`); each column divided by its largest magnitude over
-the training events (recorded in the checkpoint's meta as ``feature_scales``). The
-split is chronological (:mod:`graphsys.gnn.time_split`): the latest ``link_test_fraction``
-of the events are test and the ``link_val_fraction`` before them validation, or the events
-from ``valid_from`` / ``test_from`` on; ties never straddle a cut. ``until`` first restricts
-the graph to the events up to a time.
-
-Training. Each epoch starts from an empty memory and walks the training events in time
-order, ``batch_size`` at a time; every event gets ``num_negatives`` uniform negative
-destinations (default 1, as TGN), and the loss is binary cross-entropy. Neighbours are the
-``fanouts[0]`` (default 10) events of each node strictly before the batch's first event,
-most recent (``temporal_strategy="recent"``, TGN's) or uniform
-(:class:`~graphsys.sampling.TemporalNeighborSampler`); so no event of the batch, or later,
-reaches its own prediction. TGAT draws one hop per layer (``fanouts``, default ``[10,
-10]``): each picked neighbour's own events before the event that reached it. JODIE reads
-no neighbours: each end of an event (and each negative) is its memory, with its pending
-message applied, projected to the event's own time.
-
-Evaluation. After every ``eval_every`` epochs the model goes on through the validation and
-then the test events, batch by batch: each batch is scored first, then its true events
-update the memory (TGN's streaming protocol, JODIE's too; TGAT has no memory). Each event
-is ranked against candidate destinations under ``eval_protocol``:
-
-* ``"sampled"`` (default): ``link_eval_negatives`` uniform candidates drawn from a seed
-  fixed per split (the same at every evaluation and for every model), protocol
-  ``sampled@N, raw`` (candidates that are true destinations are not filtered out), or
-  for -1 every node but the event's own destination, ``full, raw``;
-* ``"tgb"``: TGB's (:mod:`graphsys.gnn.temporal_eval`): ``link_eval_negatives`` fixed
-  negatives per event, half historical (the source's training destinations) and half
-  random, filtered of the query's true destinations, drawn once and saved in the
-  checkpoint; protocol ``tgb@N (hist_rnd), filtered``.
-
-Both give ``mrr`` and ``hits@k`` (an event's rank ``1 + #higher + #tied / 2``), and against
-one more uniform negative per event ``ap`` and ``auc`` (TGN's and PyG's ``examples/tgn.py``
-protocol, random negatives); and the same figures of the new-node events (a source or
-destination in no training event) as ``inductive_mrr``, ``inductive_ap``, with their count
-``inductive_events``. The model of the best validation MRR is kept; ``metrics`` are its test
-metrics (each evaluation computes both, so the test figures are those of the same pass over
-time). Its checkpoint (``out/checkpoint``) holds the model with its memory after the whole
-stream and, as :data:`TRAIN_END` tensors, as validation began (TGN, JODIE; TGAT's holds
-its parameters alone):
-:mod:`graphsys.gnn.temporal_checkpoint` evaluates it again, and
-:mod:`graphsys.gnn.temporal_score` embeds nodes at a time and scores new events.
+Every stored edge of the default edge set is an event ``(src, dst, t)`` (of an undirected
+edge set, the copy with ``src <= dst``), ordered by ``(timestamp, edge id)``, with the
+features :func:`feature_columns` picks, each divided by its largest magnitude over the
+training events (``feature_scales`` in the checkpoint's meta); the split is chronological
+(:mod:`graphsys.gnn.time_split`). Each epoch walks the training events in time order from an
+empty memory, with ``num_negatives`` uniform negative destinations per event and binary
+cross-entropy; neighbours come from strictly before each batch's first event. Evaluation
+streams the validation then the test events (score a batch, then take its true events into
+the memory) under ``eval_protocol`` (:mod:`graphsys.gnn.temporal_eval` for ``"tgb"``). The
+model of the best validation MRR is kept; its checkpoint holds the memory after the whole
+stream and, as :data:`TRAIN_END` tensors, as validation began (TGN, JODIE).
 """
 
 from __future__ import annotations

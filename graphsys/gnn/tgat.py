@@ -3,23 +3,17 @@ memoryless temporal link model over graphsys's temporal sampler.
 
 A node's embedding at a time :math:`t` is computed from scratch by ``L`` layers of temporal
 graph attention over its sampled earlier events, each neighbour embedded in turn at the time
-of the event that reached it, down to the node features; nothing is kept from one batch to
-the next (no memory), so a node unseen in training is embedded as any other (inductive).
+of the event that reached it, down to the node features (:math:`h^{(0)} = 0` without
+them); nothing is kept from one batch to the next, so a node unseen in training is embedded
+as any other. A gap :math:`\\Delta t` is encoded by
+:class:`~graphsys.gnn.conv.temporal_attention.TimeEncoder` (one shared by the layers), its
+frequencies fixed, not learned: an Adam step moves a frequency by about the learning rate
+whatever its size, so a few hundred steps leave no slow frequency for gaps of up to
+:math:`10^7` seconds.
 
-Time encoding. A gap :math:`\\Delta t \\ge 0` (in the time column's units) is encoded by
-TGAT's functional encoding :math:`\\phi(\\Delta t) = \\cos(\\omega \\Delta t + b)`
-(:class:`~graphsys.gnn.conv.temporal_attention.TimeEncoder`, one shared by the layers) with
-its ``dim`` frequencies :math:`\\omega` fixed on their geometric range :math:`1 ..
-10^{-9}` and phases :math:`b = 0`, not learned (as GraphMixer, Cong et al. 2023; TGAT
-learns them): an Adam step moves a frequency by about the learning rate whatever its size,
-so on gaps of up to :math:`10^7` seconds a few hundred steps leave no slow frequency; and
-on a graph without node features the gaps and edge features are all the first layer sees.
-
-Layer :math:`l = 1..L`. For a node :math:`v` at time :math:`t` with sampled earlier events
-:math:`(u_j, t_j, e_j)`, :math:`j = 1..k` (neighbour, time, edge features; the ``k`` most
-recent, or uniform, strictly before :math:`t`,
-:class:`~graphsys.sampling.TemporalNeighborSampler`) and :math:`h^{(0)} = 0` (graphs without
-node features, as TGAT's Wikipedia and Reddit runs),
+Layer :math:`l = 1..L`, for a node :math:`v` at time :math:`t` with sampled earlier events
+:math:`(u_j, t_j, e_j)` (neighbour, time, edge features;
+:class:`~graphsys.sampling.TemporalNeighborSampler`):
 
 .. math::
 
@@ -33,25 +27,13 @@ node features, as TGAT's Wikipedia and Reddit runs),
                    \\big) + b_2,
 
 the attention of :class:`~graphsys.gnn.conv.temporal_attention.TemporalAttentionConv`
-(softmax over the used slots; a node without earlier events gets no attention term)
-followed by TGAT's two-layer feed-forward merge. Against the paper's equations: the query's
-time term :math:`\\phi(0)` is a constant, folded into the bias of :math:`W_Q`; the keys' and
-values' edge-and-time projection :math:`W_E` is one matrix (as PyG's ``TransformerConv``
-with ``edge_dim``, which TGN's embedding runs); and the merge
-:math:`\\mathrm{FFN}([a_v \\| h^{(l-1)}_v])` is taken with its first product factored,
-:math:`W_1 (a_v + W_R h)`, the same functions for an invertible :math:`W_1`.
-
-The ``L`` hops. :meth:`~graphsys.sampling.TemporalNeighborSampler.sample_blocks` with
-``fanouts = [k_1, ..., k_L]`` draws the query nodes' ``k_1`` events before :math:`t`, each
-picked neighbour's ``k_2`` events before the time of the event that reached it, and so on:
-depth :math:`d` holds the picks of depth :math:`d - 1`'s rows. Layer :math:`l` runs on
-block :math:`l - 1`, depths :math:`0 .. L - l` from the rows below them, so layer :math:`L`
-gives the queries' :math:`h^{(L)}`. A pair is scored by TGN's link predictor
-(:class:`~graphsys.gnn.temporal.LinkPredictor`, TGAT's two-layer perceptron on the pair).
-
-:func:`graphsys.gnn.train` trains it with ``task="temporal-link", model="tgat"``
-(:mod:`graphsys.gnn.temporal_task`: the same events, split, negatives, loss, streaming
-evaluation and checkpoints as TGN).
+(a node without earlier events gets no attention term) and TGAT's feed-forward merge
+:math:`\\mathrm{FFN}([a_v \\| h])` with its first product factored (the same functions for
+an invertible :math:`W_1`); the query's constant time term :math:`\\phi(0)` is folded into
+the bias of :math:`W_Q`. Layer :math:`l` runs on block :math:`l - 1` of
+:meth:`~graphsys.sampling.TemporalNeighborSampler.sample_blocks` (``fanouts = [k_1, ...,
+k_L]``), depths :math:`0 .. L - l`. A pair is scored by
+:class:`~graphsys.gnn.temporal.LinkPredictor`. Trained by :mod:`graphsys.gnn.temporal_task`.
 """
 
 from __future__ import annotations

@@ -108,21 +108,13 @@ def train(graph: Graph | str | Path, config: TrainConfig | None = None, *,
         such a group of several ranks is initialised, or the ``torchrun`` environment
         names several processes (the group is then initialised here, with the timeout of
         :func:`~graphsys.distributed.process_group_timeout`, and destroyed at the
-        end); False: this process alone. Every rank cuts the same shuffled epoch into the
-        same global batches of ``config.batch_size`` seeds and samples its contiguous
-        share of each (:class:`~graphsys.gnn.NodeLoader`'s ``rank``/``world_size``) from
-        the one stored graph; each rank's mean loss is weighted by its share of the batch,
-        so the averaged gradient is the global batch's, and every rank samples with the
-        global batch's seed (the samplers key their draws by node id): with ``dropout`` 0,
-        ``W`` ranks reach one process's parameters to float rounding, sampled ``fanouts``
-        included; with dropout the runs agree in distribution only (each rank draws its
-        masks over its own batch tensors). A stored feature column (node table or a file
-        of its own) stays memory-mapped and each batch gathers its rows, so the ranks share
-        it through the page cache. The ranks check that they hold the same graph, config
-        and model shapes before the first batch; validation and test seeds are split
-        between the ranks and their counts summed; rank 0 alone writes ``out`` and calls
-        ``log``; a rank whose peer died or froze ends with one
-        :class:`~graphsys.errors.GraphsysError` line.
+        end); False: this process alone. Every rank samples its contiguous share of each
+        global batch (:class:`~graphsys.gnn.NodeLoader`'s ``rank``/``world_size``), its
+        loss weighted by that share, so the averaged gradient is the global batch's (the
+        guide: docs/gnn.md, "Data-parallel runs"). The ranks check that they hold the same
+        graph, config and model shapes before the first batch; validation and test seeds
+        are split between the ranks; rank 0 alone writes ``out`` and calls ``log``; a rank
+        whose peer died or froze ends with one :class:`~graphsys.errors.GraphsysError` line.
 
     Returns
     -------

@@ -23,17 +23,15 @@
   negatives.
 
 Every sampler takes an explicit ``rng_seed`` per call (default 0), an integer in [-2**63,
-2**64), NumPy's and torch's too, each its own draws (None, a float or a bool is refused: no
-call draws fresh entropy; the one-layer kernels, :func:`sample_neighbors` and
+2**64), NumPy's and torch's too (None, a float or a bool is refused: no call draws fresh
+entropy; the one-layer kernels, :func:`sample_neighbors` and
 ``TemporalNeighborSampler.sample_hop``, take their stream's seed as given, in [0, 2**63));
-outputs depend only on the inputs and that seed, not on how many threads or workers run the
-kernels. The neighbourhood samplers
-key their random streams by node id (with the seed derived per layer, and per relation for
-:class:`HeteroNeighborSampler`): a node's sampled neighbourhood depends on ``(rng_seed,
-layer, node)`` alone, never on which other seeds share its batch, so data-parallel ranks
-that split a batch and sample with its seed draw what the whole batch draws. The negative
-samplers draw per batch, in query order. Samplers hold only read-only arrays, so worker
-threads share them.
+outputs depend only on the inputs and that seed, not on the thread or worker count. The
+neighbourhood samplers key their random streams by node id: a node's sampled neighbourhood
+depends on ``(rng_seed, layer, node)`` alone (and the relation, for
+:class:`HeteroNeighborSampler`), never on the other seeds of its batch, so data-parallel
+ranks that split a batch draw what the whole batch draws. The negative samplers draw per
+batch, in query order. Samplers hold only read-only arrays, so worker threads share them.
 Node ids are type-local (``0..num_nodes(type)-1``, the storage layer's type-global order).
 """
 

@@ -171,21 +171,8 @@ def ram_build_bytes(graph: Graph, edge_set: str | None, *, symmetric: bool) -> i
 
     :data:`SYMMETRIC_BYTES_PER_EDGE` (``symmetric``) or :data:`DIRECTED_BYTES_PER_EDGE`
     per stored edge plus :data:`BUILD_BYTES_PER_NODE` per node; weights add their float32
-    copies.
-
-    Parameters
-    ----------
-    graph : Graph
-        An opened graph.
-    edge_set : str or None
-        The edge set (None: the default one).
-    symmetric : bool
-        Both directions of every edge (the undirected view) rather than one.
-
-    Returns
-    -------
-    int
-        The estimate, in bytes.
+    copies. ``edge_set`` None: the default one; ``symmetric``: both directions of every
+    edge (the undirected view) rather than one.
 
     Examples
     --------
@@ -373,22 +360,8 @@ def mapped_bipartite(graph: Graph, ntype: str, other_type: str, *,
     relation out of ``ntype`` or into ``other_type``), ``fw`` is the CSR and ``bw`` the CSC;
     the other way round, ``fw`` is the CSC and ``bw`` the CSR. Parallel edges stay (a
     neighbour is walked to in proportion to its stored edges), as in the RAM build.
-
-    Parameters
-    ----------
-    graph : Graph
-        An opened graph with its CSR and CSC indexes (``graphsys index``).
-    ntype, other_type : str
-        The entity type walked from, and the one walked through.
-    edge_set : str, optional
-        The edge set (default: the default one).
-
-    Returns
-    -------
-    tuple of (Adjacency, Adjacency, int) or None
-        ``(fw, bw, base)``: ``fw`` from ``ntype`` rows to ``other_type`` neighbours, ``bw``
-        back, ``base`` the global id of ``ntype`` node 0; None when the indexes cannot
-        serve it (missing, or edges between the types stored both ways).
+    Returns ``(fw, bw, base)``, ``base`` the global id of ``ntype`` node 0, or None when
+    the indexes cannot serve it (missing, or edges between the types stored both ways).
 
     Examples
     --------

@@ -5,7 +5,9 @@ draws, bit for bit, from a CSR held as torch tensors: in GPU memory (the minibat
 CUDA run are made where they are consumed), or on the CPU, where the same code runs and is
 tested. Every step is a whole-batch tensor operation on buffers whose sizes are bounds
 known on the host, so a batch makes no host read until its end; the only Python loops run
-over the layers and over the ``ceil(log2 fanout)`` rounds of :func:`floyd_resolve`.
+over the layers and over the ``ceil(log2 fanout)`` rounds of :func:`floyd_resolve`. On CUDA
+a layer's picks are one kernel compiled at run time by torch's jiterator
+(:func:`fused_draw`); the launch counts are in docs/gnn.md, "Sampling on the GPU".
 
 The random stream is the CPU sampler's (:mod:`graphsys.sampling._kernels`): SplitMix64 keyed
 by ``(rng_seed, layer, node)``, written here in int64 torch arithmetic. The uint64 words of
@@ -14,26 +16,6 @@ give the same bits in two's complement (torch's integer arithmetic wraps, on the
 CUDA), and the right shifts, arithmetic on int64, are made logical by masking off the
 copied sign bits (:func:`srl64`). The conversion to a float in [0, 1) keeps the top 53 bits,
 exactly as the CPU kernel does, and the picks truncate the same float64 products.
-
-Operations per batch: a layer of fanout ``k`` runs 65 torch operators (each one kernel
-launch on a GPU) for ``k`` from 10 to 17: one gather of its destinations' CSR rows, degrees
-and first stream words (a per-node table made once), the two SplitMix64 finalisers of the
-streams and their ``k`` words (26 operators, int64 arithmetic having no logical shift),
-the draws scaled in float64 (4), Floyd's algorithm by pointer doubling (12, and 2 for rows
-of at most ``k`` neighbours), a gather of the picks and their widening to int64 (4), and
-one buffer of candidates (1, its pieces all int64: CUDA joins pieces of one dtype in one
-kernel and copies pieces of mixed dtypes one by one) whose sources are numbered by first
-appearance through a dense map of the node ids (8) and whose edges are compacted by a
-running count of the kept picks (5). One host read at
-the end of the batch (``.tolist()`` of a few counts) gives the blocks' sizes and the
-checks of the seeds; a layer with fanout ``-1`` (every neighbour) reads its edge count
-before it is drawn, one more read each, and with ``csr="staged"`` each layer reads its
-CSR positions on the host (one more read and two transfers a layer). On CUDA a layer's
-picks, from the table's gather to the CSR positions (48 operators for ``k = 15``), are one
-kernel compiled at run time by torch's jiterator (:func:`fused_draw`, checked against the
-operators when the sampler is made): 39 launches a GraphSAGE batch instead of 131. A
-layer of fanout ``-1`` also gathers its sources' graph degrees (one more launch), which GCN
-normalises a full neighbourhood by; a sampled layer's block keeps its own degrees.
 """
 
 from __future__ import annotations
@@ -89,18 +71,6 @@ def mix64(z: torch.Tensor) -> torch.Tensor:
     z = (z ^ srl64(z, 30)) * _M1
     z = (z ^ srl64(z, 27)) * _M2
     return z ^ srl64(z, 31)
-
-
-def node_streams(rng_seed: int, nodes: torch.Tensor) -> torch.Tensor:
-    """int64 (S,): the initial stream state of each node id (``_kernels._stream``)."""
-    return mix64(mix64(nodes + _GOLDEN) ^ as_int64(int(rng_seed) * 0x9E3779B97F4A7C15))
-
-
-def stream_uniforms(state: torch.Tensor, k: int) -> torch.Tensor:
-    """float64 (S, k): the first ``k`` uniforms in [0, 1) of each stream (``_uniform``
-    called ``k`` times: the ``j``-th advances the state by ``(j + 1)`` golden steps)."""
-    steps = torch.arange(1, k + 1, dtype=torch.int64, device=state.device) * _GOLDEN
-    return srl64(mix64(state.unsqueeze(1) + steps), 11).to(torch.float64) * _INV53
 
 
 def floyd_resolve(r: torch.Tensor, top: torch.Tensor, tri: torch.Tensor,
@@ -203,22 +173,9 @@ _DRAW_CODE = """template <typename T> void gs_neighbour_draw(T w0, T key, T deg,
 def fused_draw(k: int, replace: bool, pad: int, device: torch.device):
     """The jiterator kernel of a layer's picks (:data:`_DRAW_CODE`) for fanout ``k``, or
     None off CUDA or where torch cannot compile it: a function of ``(w0, key, deg, lo,
-    steps)`` (int64 tensors broadcast to (D, k)) returning ``(positions, kept)``.
-
-    Parameters
-    ----------
-    k : int
-        The fanout (1 to 64: Floyd's chosen values are held in a per-thread array).
-    replace : bool
-        Draw with replacement.
-    pad : int
-        The CSR position read for a step past a row's picks.
-    device : torch.device
-        Where the kernel runs.
-
-    Returns
-    -------
-    callable or None
+    steps)`` (int64 tensors broadcast to (D, k)) returning ``(positions, kept)``. ``k``: 1
+    to 64 (Floyd's chosen values are held in a per-thread array); ``pad``: the CSR position
+    read for a step past a row's picks.
 
     Examples
     --------
@@ -278,19 +235,7 @@ def uva_view(host: torch.Tensor, device: torch.device) -> torch.Tensor | None:
     the CUDA array interface that the CUDA runtime knows (its pointer attributes are not
     "unregistered"), and page-locked memory from ``torch.Tensor.pin_memory`` is mapped for
     every device at the same address when addressing is unified (every 64-bit CUDA
-    platform). The view keeps ``host`` alive.
-
-    Parameters
-    ----------
-    host : torch.Tensor
-        A contiguous int32 or int64 tensor in pinned host memory.
-    device : torch.device
-        The CUDA device whose kernels read it.
-
-    Returns
-    -------
-    torch.Tensor or None
-        The view, on ``device``, or None.
+    platform). ``host``: a contiguous int32 or int64 tensor; the view keeps it alive.
 
     Examples
     --------
@@ -508,9 +453,12 @@ class DeviceNeighborSampler(Sampler):
             raise GraphsysError("fused needs CUDA and torch's jiterator (a kernel compiled "
                                 "at run time), whose picks matched the torch operators'")
 
-    @staticmethod
-    def _index_dtype(index_dtype: torch.dtype | None) -> torch.dtype | None:
-        if index_dtype not in (None, torch.int32, torch.int64):
+    def _index_dtype(self, index_dtype: torch.dtype | None) -> torch.dtype:
+        """``index_dtype`` checked; None: int32 where the node and edge counts fit."""
+        if index_dtype is None:
+            fits = max(self.adj.nnz, self.adj.num_rows) < 2**31 - 1
+            return torch.int32 if fits else torch.int64
+        if index_dtype not in (torch.int32, torch.int64):
             raise GraphsysError(f"index_dtype must be torch.int32 or torch.int64, got "
                                 f"{index_dtype}")
         return index_dtype
@@ -550,23 +498,16 @@ class DeviceNeighborSampler(Sampler):
         >>> DeviceNeighborSampler(adj, [2], device="cpu").csr_bytes()   # 24 * 4 + 4 * (2 + 1)
         108
         """
-        adj = self.adj
-        if index_dtype is None:
-            fits = max(adj.nnz, adj.num_rows) < 2**31 - 1
-            index_dtype = torch.int32 if fits else torch.int64
-        width = 4 if index_dtype == torch.int32 else 8
-        return 24 * (adj.num_rows + 1) + width * (adj.nnz + 1)
+        width = 4 if self._index_dtype(index_dtype) == torch.int32 else 8
+        return 24 * (self.adj.num_rows + 1) + width * (self.adj.nnz + 1)
 
-    def _upload(self, index_dtype: torch.dtype | None) -> tuple[torch.Tensor, torch.Tensor]:
+    def _upload(self, index_dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
         """The node table and the neighbour ids where they are read (a one-off copy); the
         ids are followed by one entry holding the padding node, read for the steps past a
         row's picks. The table goes to the device unless the batch is
         drawn on the host; the ids stay on the host with ``csr`` ``"uva"`` (pinned, seen
         by CUDA as device memory: :func:`uva_view`) or ``"staged"``."""
         adj = self.adj
-        if index_dtype is None:
-            fits = max(adj.nnz, adj.num_rows) < 2**31 - 1
-            index_dtype = torch.int32 if fits else torch.int64
         dtype = np.dtype(str(index_dtype).removeprefix("torch."))
         indices = np.full(adj.nnz + 1, adj.num_rows, dtype)     # padding: the padding node
         indices[:adj.nnz] = adj.indices

@@ -1,16 +1,13 @@
 """Negative samplers for link prediction: uniform, and PinSage's hard negatives.
 
-Hard negatives (Ying et al., 2018, section 3.3): items that are related to the query but
-not as related as the positive. Items are ranked by their personalized-PageRank score with
-respect to the query item on the item -> other -> item meta-path graph, and negatives are
-drawn uniformly from the ranks ``[rank_lo, rank_hi)`` (PinSage used 2000-5000 on billions
-of pins; small graphs need a proportionally smaller band).
+Hard negatives (Ying et al., 2018, section 3.3): items related to the query, but less than
+the positive: ranked by personalized PageRank from the query item on the item -> other ->
+item meta-path graph, drawn uniformly from the ranks ``[rank_lo, rank_hi)`` (PinSage used
+2000-5000 on billions of pins; small graphs need a proportionally smaller band).
 
-Unlike the neighbourhood samplers, whose random streams are keyed by node id, negatives are
-drawn from one NumPy generator seeded with ``rng_seed`` (as every sampler's, an integer in
-[-2**63, 2**64), each its own draws), in query order: a negative belongs to a (query,
-training pair) of a batch, not to a node (a query repeats within a batch, once per positive,
-and each occurrence needs its own negatives), and the link task is not split between
+Negatives are drawn from one NumPy generator seeded with ``rng_seed``, in query order, not
+from streams keyed by node id: a negative belongs to a (query, training pair) of a batch (a
+query repeats within a batch, once per positive), and the link task is not split between
 data-parallel ranks.
 """
 

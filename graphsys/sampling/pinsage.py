@@ -1,12 +1,7 @@
 """PinSage importance sampling by random walks (Ying et al., 2018,
-https://arxiv.org/abs/1806.01973), with the arguments of DGL's
-``dgl.sampling.PinSAGESampler`` so users can switch.
-
-The semantics are DGL's ``RandomWalkNeighborSampler``'s (see
-:class:`RandomWalkNeighborSampler`). Differences from DGL: the result is a list of
-:class:`~graphsys.sampling.Block` (one per layer) instead of a DGLGraph, ``edge_weight``
-is the visit count normalised to sum to 1 over the selected neighbours of each node (the
-paper's importance weights), and ties are broken deterministically (smaller id first).
+https://arxiv.org/abs/1806.01973), with the arguments and semantics of DGL's
+``dgl.sampling.PinSAGESampler`` and ``RandomWalkNeighborSampler``; the result is a list of
+:class:`~graphsys.sampling.Block` (one per layer), ties broken by smaller id first.
 """
 
 from __future__ import annotations

@@ -105,20 +105,8 @@ def temporal_adjacency(graph: Graph, edge_set: str | None = None, *,
     layer's ``temporal`` view (:func:`graphsys.views.view`), the stored ``temporal`` index
     mapped, else built in RAM once per opened graph unless that needs more than
     ``memory_limit`` bytes (None: the RAM available), which is refused in one line naming
-    the ``graphsys index`` command that stores it.
-
-    Parameters
-    ----------
-    graph : Graph
-        A graph whose edge set has a ``timestamp`` edge column.
-    edge_set : str, optional
-        The edge set (default: the default one).
-    memory_limit : int, optional
-        Budget of a build in RAM, in bytes.
-
-    Returns
-    -------
-    TemporalAdjacency
+    the ``graphsys index`` command that stores it. ``edge_set`` (default: the default one)
+    needs a ``timestamp`` edge column.
 
     Examples
     --------

@@ -232,7 +232,7 @@ def test_score_update_and_refusals(tgb_run):
 
 def test_score_cli_agrees_with_the_api(tgb_run, tmp_path, capsys):
     from graphsys.commands import gnn as gnn_command
-    from graphsys.gnn.temporal_score import TemporalScorer, score_events
+    from graphsys.gnn.temporal_score import TemporalScorer
 
     g, res, ckpt = tgb_run
     last = TemporalScorer(ckpt).time
@@ -248,7 +248,7 @@ def test_score_cli_agrees_with_the_api(tgb_run, tmp_path, capsys):
         args = parser.parse_args(flags + (["--update"] if update else []))
         assert args.func(args) == 0
         out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-        api = score_events(ckpt, src, dst, t, update=update)
+        api = TemporalScorer(ckpt).score(src, dst, t, update=update)
         np.testing.assert_allclose(out["scores"], api, rtol=1e-6)
         assert out["events"] == 4 and out["update"] is update
     events.write_text("src,dst\n1,2\n")

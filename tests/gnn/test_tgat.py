@@ -214,30 +214,6 @@ def test_the_fused_edge_input_is_torchs(raw_dim, monkeypatch):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
 
 
-def test_the_shared_source_products_are_torchs():
-    """The numba products of TGAT's first layer (``E @ C`` and the weighted sum of each
-    row's slots) against torch's matmuls, values and gradients, with unused (zero) slots."""
-    from graphsys.gnn.conv._slot_products import edge_scores, weighted_edges
-
-    g = torch.Generator().manual_seed(0)
-    edge = torch.randn(50, 7, 13, generator=g)
-    edge[3:9, 4:] = 0
-    c = torch.randn(13, 2, generator=g, requires_grad=True)
-    alpha = torch.rand(50, 7, 2, generator=g)
-    alpha[3:9, 4:] = 0
-    alpha.requires_grad_(True)
-    for ours, ref, x in ((edge_scores, lambda: torch.matmul(edge, c), c),
-                         (weighted_edges, lambda: torch.matmul(alpha.transpose(1, 2), edge),
-                          alpha)):
-        want = ref()
-        seed = torch.randn(want.shape, generator=g)
-        (want_grad,) = torch.autograd.grad((want * seed).sum(), x)
-        got = ours(edge, c) if x is c else ours(alpha, edge)
-        (got_grad,) = torch.autograd.grad((got * seed).sum(), x)
-        torch.testing.assert_close(got, want)
-        torch.testing.assert_close(got_grad, want_grad)
-
-
 @pytest.mark.parametrize("training", [False, True])
 @pytest.mark.parametrize("with_post", [False, True])
 def test_the_fused_first_layer_attention_is_torchs(training, with_post, monkeypatch):

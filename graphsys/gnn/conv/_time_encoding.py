@@ -1,20 +1,15 @@
 """The edge input of a temporal attention layer, ``[e_j || cos(w * dt_j + b)]``, written
-straight into a padded ``(slots, raw + dim)`` layout by one numba pass (CPU).
+straight into a padded ``(slots, raw + dim)`` layout by one numba pass (CPU), where torch
+takes four passes over a TGAT batch's largest tensor (and its slow ``cos`` path for large
+arguments).
 
-:class:`~graphsys.gnn.conv.temporal_attention.TimeEncoder` computes
-``cos(linear(dt))`` with torch: a ``(U, dim)`` product of inner width 1, then ``cos`` of
-it, then a concatenation with the raw features and a scatter into the padded layout, four
-passes over the largest tensor of a TGAT batch. Gaps of up to :math:`10^8` seconds at the
-frequency 1 also put torch's vectorised ``cos`` on its slow path for large arguments. Here
-each element is the same float32 argument ``x = float32(w_j * float32(dt)) + b_j`` (the
-product of :class:`~torch.nn.Linear`'s inner width 1 with a zero or float32 bias), reduced
-in float64 by :math:`2\\pi` in two parts (Cody and Waite's; ``k * HI`` exact for
-:math:`|k| < 2^{29}`, arguments below :math:`3 \\cdot 10^9`) to :math:`[-\\pi, \\pi]`,
-where the Taylor series of ``cos`` to :math:`y^{22}` (error below :math:`2 \\cdot
-10^{-12}`) is summed in float64 and rounded once to float32: within one float32 unit of
-torch's value (both are within half a unit of the exact cosine of ``x`` up to their
-rounding). A gap whose arguments may reach :math:`3 \\cdot 10^9` goes to libm's ``cos``
-in float64.
+Each element is the same float32 argument ``x = float32(w_j * float32(dt)) + b_j`` as
+:class:`~graphsys.gnn.conv.temporal_attention.TimeEncoder`'s, reduced in float64 by
+:math:`2\\pi` in two parts (Cody and Waite's; ``k * HI`` exact for :math:`|k| < 2^{29}`,
+arguments below :math:`3 \\cdot 10^9`) to :math:`[-\\pi, \\pi]`, where the Taylor series of
+``cos`` to :math:`y^{22}` (error below :math:`2 \\cdot 10^{-12}`) is summed in float64 and
+rounded once to float32: within one float32 unit of torch's value. A gap whose arguments
+may reach :math:`3 \\cdot 10^9` goes to libm's ``cos`` in float64.
 """
 
 from __future__ import annotations

@@ -13,16 +13,12 @@ each head :math:`h` of width :math:`d` computes
     \\alpha_j = \\operatorname{softmax}_j \\Big( \\frac{q^\\top k_j}{\\sqrt{d}} \\Big), \\qquad
     x'_v = W_R\\, x_v + \\big\\|_{h} \\sum_j \\alpha_j\\, m_j,
 
-with :math:`\\phi(\\Delta t) = \\cos(\\omega \\Delta t + b)` a learned time encoding
-(:class:`TimeEncoder`, TGAT's functional encoding) and the softmax over the used slots only
-(a node without earlier events gets :math:`W_R x_v`). TGAT takes :math:`\\Delta_j = t -
-t_j`, the event's age at the query time :math:`t`; :class:`~graphsys.gnn.temporal.TGN`, as
-the TGN embedding of PyG's example, the neighbour's last memory update minus :math:`t_j`
-(whether the neighbour was active since). This is PyG's ``TransformerConv`` with
-``edge_dim`` and a root weight, which TGN's ``GraphAttentionEmbedding`` runs, on a dense
-``(queries, k)`` layout of the sampler's blocks (:func:`slots`): keys and values projected
-once per node and gathered for the used slots only, the softmax taken over the ``(queries,
-k)`` layout.
+with :math:`\\phi(\\Delta t) = \\cos(\\omega \\Delta t + b)` (:class:`TimeEncoder`) and the
+softmax over the used slots only (a node without earlier events gets :math:`W_R x_v`).
+TGAT takes :math:`\\Delta_j = t - t_j`; :class:`~graphsys.gnn.temporal.TGN` the neighbour's
+last memory update minus :math:`t_j`. PyG's ``TransformerConv`` with ``edge_dim`` and a
+root weight, on a dense ``(queries, k)`` layout of the sampler's blocks (:func:`slots`),
+keys and values projected once per node and gathered for the used slots only.
 """
 
 from __future__ import annotations
@@ -33,13 +29,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from graphsys.gnn.conv._slot_products import (
-    attend,
-    attend_slots,
-    edge_scores,
-    usable,
-    weighted_edges,
-)
+from graphsys.gnn.conv._slot_products import attend, attend_slots, usable
 from graphsys.gnn.dropout import HashDropout
 
 
@@ -189,7 +179,7 @@ class TemporalAttentionConv(nn.Module):
         key, val = _linear2(x_src, self.key, self.value, pre).view(2, h, d)
         q, root = _linear2(x, self.query, self.root, pre).split(h * d, dim=1)
         q = q.view(-1, h, d)
-        # one query for every row (TGAT's first layer): the products with the constant
+        # one query for every row (TGAT's first layer): the attention with the constant
         # edge input as numba passes (gnn/conv/_slot_products.py), else torch's
         fused = q.shape[0] == 1 and edge.is_contiguous() and usable(edge, q, w)
         c = torch.einsum("qhd,hde->qeh", q, w)
@@ -200,14 +190,12 @@ class TemporalAttentionConv(nn.Module):
             # same functions and the same dropout mask as the passes below)
             s, a_sum = attend(edge, mask, c[0], base[0], math.sqrt(d), drop.p, drop.training)
         else:
-            score = ((edge_scores(edge, c[0]) if fused else torch.matmul(edge, c))
-                     + base.unsqueeze(1)) / math.sqrt(d)            # (Q, k, heads)
+            score = (torch.matmul(edge, c) + base.unsqueeze(1)) / math.sqrt(d)  # (Q, k, h)
             score = score.masked_fill(~mask.unsqueeze(-1), torch.finfo(score.dtype).min)
             # a row with no event: its uniform weights zeroed, so it gets the root term
             alpha = self.dropout(torch.softmax(score, dim=1)).masked_fill(
                 ~mask.unsqueeze(-1), 0)
-            s = (weighted_edges(alpha, edge) if fused
-                 else torch.matmul(alpha.transpose(1, 2), edge))
+            s = torch.matmul(alpha.transpose(1, 2), edge)
             a_sum = alpha.sum(1)
         if post is None:
             out = torch.einsum("qhe,hde->qhd", s, w) + a_sum.unsqueeze(-1) * val
