@@ -20,10 +20,6 @@ Range names (``cat`` ``user_annotation`` in the trace): ``bsp.superstep#<k>``,
 numba-compiled function from Python, ``numba.compile`` for its compilation or cache load
 (:func:`numba_ranges`).
 
-The user-facing surface is :func:`recording` (record a block of work into a trace file;
-the engines' ``trace=`` arguments and the CLI's ``--trace`` use it) and :func:`trace_range`
-/ :func:`traced` (name your own units of work so they show up beside the engines' ranges).
-
 Examples
 --------
 >>> import json, tempfile, torch
