@@ -257,7 +257,8 @@ def open_to_others(path: str, root: str) -> str | None:
 
 # -- what a kernel module compiles from ------------------------------------------------
 
-def _module_name(path: Path) -> str:
+def module_name(path: Path) -> str:
+    """The dotted name of the graphsys module whose source file is ``path``."""
     parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
@@ -350,7 +351,7 @@ class _ImportMemo:
         source = imported_source(path)
         if source is None:
             return "unreadable", []
-        module = _module_name(path)
+        module = module_name(path)
         key = hashlib.sha256(module.encode() + b"\0" + source).hexdigest()[:32]
         if key not in self.entries:
             self.entries[key] = imported_names(source, module, path.name == "__init__.py")

@@ -217,16 +217,10 @@ _DECORATOR = re.compile(r"^(\s*@|\w+ = )(numba\.)?njit\b", re.MULTILINE)
 def kernel_modules() -> list[str]:
     """The dotted names of graphsys's modules that define a numba kernel, found by reading
     the sources (nothing is imported)."""
-    import graphsys
+    from graphsys.jit_cache import PACKAGE, module_name
 
-    root = Path(graphsys.__file__).parent
-    out = []
-    for path in sorted(root.rglob("*.py")):
-        text = path.read_text(encoding="utf-8")
-        if _DECORATOR.search(text):
-            parts = path.relative_to(root.parent).with_suffix("").parts
-            out.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
-    return out
+    return [module_name(path) for path in sorted(PACKAGE.rglob("*.py"))
+            if _DECORATOR.search(path.read_text(encoding="utf-8"))]
 
 
 def _import_covered() -> None:
