@@ -98,10 +98,11 @@ def kernel_dir(py_file: str) -> str | None:
     return str(root.joinpath(*rel.parts, f"{path.stem}-{digest}"))
 
 
-def _locator_classes():
+@functools.cache
+def locator_classes():
     """(:class:`KernelCacheLocator`, :class:`ReadOnlyKernelCacheLocator`), defined on
-    numba's locator base classes; None when this numba has none of that shape (then
-    numba's defaults apply)."""
+    numba's locator base classes (numba imported on first call); None when this numba has
+    none of that shape (then numba's defaults apply)."""
     try:
         from numba.core.caching import _CacheLocator, _SourceFileBackedLocatorMixin
     except ImportError:
@@ -164,13 +165,6 @@ def _usable(py_file: str) -> bool:
         jit_cache.say(str(cache_root()), f"kernel cache directory {why}: not used (numba's "
                                          "default cache locations apply)")
     return why is None
-
-
-@functools.cache
-def locator_classes():
-    """(:class:`KernelCacheLocator`, :class:`ReadOnlyKernelCacheLocator`) (numba imported
-    on first call); None on a numba without the locator interface."""
-    return _locator_classes()
 
 
 def __getattr__(name: str):
