@@ -27,16 +27,13 @@ compiles a kernel) or a finalizer, where Python only reports it, it is raised ag
 that returns (:class:`_Redeliver`) rather than dropped.
 
 The program (:func:`program`: the ``graphsys`` script and ``python -m graphsys``) ends the
-process once a command whose work is all on disk (``fast_exit``, e.g. ``ingest``) has
-returned, once any interrupted command has printed its line (its cleanup has run; the
-teardown of torch's modules would keep the user waiting seconds more), and once any
-command that destroyed a process group has (a rank of a distributed
-run, whose gloo threads outlive the group: :func:`graphsys.distributed.destroy`): its output
-flushed, the interpreter's exit handlers run and its threads joined, it leaves without
-tearing down every imported module's objects (numba's, LLVM's, Arrow's), which only frees
-memory the system frees anyway, and which a gloo thread outliving its group can abort
-(SIGABRT); for the same reason those objects are kept
-out of the cyclic collector's scans while it runs (:func:`graphsys.jit.freeze_long_lived`).
+process, after a ``fast_exit`` command (its work all on disk, e.g. ``ingest``), an
+interrupted one or one that destroyed a process group (:func:`graphsys.distributed.destroy`),
+with its output flushed, exit handlers run and threads joined but without tearing down the
+imported modules' objects (numba's, LLVM's, Arrow's): that only frees memory the system
+frees anyway, takes seconds, and can abort (SIGABRT) under a gloo thread outliving its
+group; those objects are kept out of the collector's scans too
+(:func:`graphsys.jit.freeze_long_lived`).
 """
 
 from __future__ import annotations

@@ -2,17 +2,10 @@
 
 A run of several processes is launched by ``torchrun`` (or initialised by the caller) as
 ``torch.distributed``'s default process group: gloo on CPU, NCCL on GPUs. This module holds
-what every engine needs of it and nothing engine-specific: initialising the group from the
-``torchrun`` environment, read and checked in one place (:func:`launch_environment`,
-:func:`init_from_env`), with one timeout (:func:`process_group_timeout`),
-this process's place in it (:func:`rank_and_world_size`, :func:`local_cuda_device`) and the
-share of a run's items it owns (:func:`rank_share`: partitions, ids, roots, draws), the
-rendezvous of ranks launched on this machine (:func:`local_store`, :func:`rank_environment`,
-:func:`join_local_store`), sums and
-gathers of small values (:class:`Collectives`), the check that every rank holds the same graph
-and settings before the first step (:func:`graph_digest`, :func:`check_same_inputs`), the
-one-line error of a rank whose peer died (:func:`peer_failures`), and tearing the group down
-(:func:`destroy`).
+what every engine needs of it and nothing engine-specific: the group's start from the
+checked ``torchrun`` environment, this process's place and share in it, the rendezvous of
+ranks launched on this machine, small collectives, the check that every rank holds the same
+inputs, one-line errors of a dead peer, and the group's teardown.
 """
 
 from __future__ import annotations
@@ -237,13 +230,9 @@ def local_store() -> torch.distributed.TCPStore:
 
     Every rank connects to it as a client (:func:`rank_environment` for ranks started with
     torchrun's environment, :func:`join_local_store` for ranks started by
-    ``torch.multiprocessing``). A port picked free beforehand and handed to rank 0 to bind
-    is free only until it is released: until rank 0 has started and bound it, any socket of
-    the machine may take it (each gloo pair listens on a port the system picks from the same
-    range), and two groups launched at once may be handed the same one. The second rank 0
-    then fails to bind while its peers join the other group's store and train with a
-    stranger, or wait for a rank 0 that never comes. A store hosted by the launcher also
-    outlives every rank, so no rank loses the store while a peer still uses it.
+    ``torch.multiprocessing``). Unlike a port picked free beforehand for rank 0 to bind
+    (which another socket, or a group launched at once, may take first), the store is bound
+    before any rank starts, and it outlives every rank.
 
     Returns
     -------

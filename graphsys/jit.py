@@ -1,70 +1,22 @@
 """Where graphsys's numba kernels are cached between processes and installs, and what
-``import graphsys`` installs in numba for that.
+``import graphsys`` installs in numba for that (docs/architecture.md, "The kernel cache",
+says it in full).
 
-Every graphsys kernel is compiled with ``cache=True``: the first call of a kernel in a new
-install compiles it (seconds for the larger ones), later processes load the machine code
-from a cache directory (milliseconds). numba's own default keeps that cache beside the
-source, in ``__pycache__`` (or, when the package directory is read-only, in a user
-directory keyed by the source's path), so a new virtual environment of the same release
-starts cold, and a kernel whose callee in *another* module changed can load stale code.
-
-**Location and keys.** graphsys's kernels are cached under :func:`cache_root`
-(``$NUMBA_CACHE_DIR/graphsys`` when ``NUMBA_CACHE_DIR`` is set, else
-``$XDG_CACHE_HOME/graphsys/numba``, else ``~/.cache/graphsys/numba``), one directory per
-kernel module, ``<package dirs>/<module>-<digest>`` (:func:`kernel_dir`;
-``storage/kernels-0123456789abcdef``). The digest
-(:func:`graphsys.jit_cache.module_digest`) covers what the module compiles from: its own
-source and the graphsys modules it imports, transitively, read statically; numba's,
-llvmlite's and Python's versions. So any install of the same sources, read-only or not, in
-any environment, shares one cache; a commit that touches no kernel module nor anything one
-imports recompiles nothing; a change to a kernel's module or to a module it imports gives
-that module a new directory. Beside it, each entry keeps numba's own checks (the numba
-version, the CPU, the source file's content, the function's bytecode). Directories of
-older sources are never read again; deleting any of the cache, at any time, only costs
-compilations. Where the directory cannot be written, numba's defaults apply
-(``__pycache__``, then its user directory) and, where neither can be written either (a
-read-only install without a writable home), the graphsys directory is read as it is and
-a kernel it lacks is compiled in each process (:class:`ReadOnlyKernelCacheLocator`);
-:func:`kernel_cache` says which one a kernel uses. ``graphsys warmup`` compiles every
-builtin algorithm's kernels into the cache ahead of a first run (``--all``: every public
-analysis' kernels), and replaces any entry that does not load.
-
-**Trust.** A cache entry is a pickle, and unpickling runs code: the cache is trusted as
-the user's own files are. It lives in the user's cache directory (or one the user names
-with ``NUMBA_CACHE_DIR``); whoever can write there can also change the user's shell
-start-up files or the installed sources, so a planted pickle gives them nothing new. What
-graphsys does check: a cache directory owned by another user (neither this one nor root)
-or writable by every user, from the kernel's directory up to :func:`cache_root`, is not
-used (one line says so); every entry carries a SHA-256 of its contents, checked before it
-is unpickled, so a truncated, garbled or empty file, a crash mid-write or a file of another
-format is never unpickled: it is reported in one line, the kernel is compiled, and the
-entry is replaced (:mod:`graphsys.jit_cache`). The checksum guards against accidents, not
-against someone who can write the directory.
-
-**What ``import graphsys`` installs.** :func:`install_on_import` puts two finders on
-``sys.meta_path``. The first loads graphsys's own submodules as Python would, recording
-the bytes each is imported from, which the keys above are taken from
-(:func:`record_sources`). With the second (``import graphsys`` itself does not import
-numba), when numba is first imported, the finder imports it with the garbage collector
-paused (:func:`gc_paused`), takes itself off the path and calls :func:`install`, which
-(1) puts
-:class:`KernelCacheLocator` first and :class:`ReadOnlyKernelCacheLocator` last in numba's
-list of cache locators (``CacheImpl._locator_classes``), which take graphsys's source
-files only, and (2) replaces numba's ``Cache.load_overload`` and ``Cache.save_overload``
-with versions that pass every other package's functions to numba's own unchanged, and for
-graphsys's kernels read and write the checked entries, skip numba's refresh of its compiler
-registries on a load (:func:`_patch_cache`), and turn an entry that does not load, or a
-save that fails, into one line instead of an exception; it also registers one listener of
-numba's ``numba:compile`` events (numba's public event API, :func:`watch_compiles`), which
-counts compilations of graphsys's kernels (:func:`compile_totals`) and tells an open
-progress display (:mod:`graphsys.progress`) about them. No environment variable, thread or
-other module is changed. ``NUMBA_CACHE_LOCATOR_CLASSES``, when set, is followed as numba
-documents (the locators are then not used).
-
-**Turning it off.** With ``GRAPHSYS_KERNEL_CACHE=numba`` in the environment when graphsys is
-imported, :func:`install_on_import` does nothing (:data:`OFF_SWITCH`): numba is left as it
-is, and graphsys's kernels cache where numba's defaults put them, with numba's checks only
-(no digest of the modules a kernel calls into, no checksums, no compile counts).
+Kernels are cached under :func:`cache_root`, one directory per kernel module named by the
+digest of the sources it compiles from (:func:`kernel_dir`,
+:func:`graphsys.jit_cache.module_digest`); where that cannot be written, numba's defaults
+apply, and where nothing can be written the directory is read as it is
+(:class:`ReadOnlyKernelCacheLocator`); :func:`kernel_cache` says which one a kernel uses.
+A cache directory owned by another user or writable by every user is not used.
+:func:`install_on_import` puts two finders on ``sys.meta_path``: one records the bytes each
+graphsys submodule is imported from (:func:`record_sources`), the other, at the first
+``import numba`` (with the garbage collector paused, :func:`gc_paused`), calls
+:func:`install`: :class:`KernelCacheLocator` and :class:`ReadOnlyKernelCacheLocator` go into
+numba's cache locators, ``Cache.load_overload`` / ``save_overload`` read and write the
+checked entries of :mod:`graphsys.jit_cache` for graphsys's kernels only
+(:func:`_patch_cache`), and one ``numba:compile`` listener (:func:`watch_compiles`) counts
+compilations (:func:`compile_totals`). ``GRAPHSYS_KERNEL_CACHE=numba`` (:data:`OFF_SWITCH`)
+turns all of it off.
 """
 
 from __future__ import annotations
@@ -146,10 +98,11 @@ def kernel_dir(py_file: str) -> str | None:
     return str(root.joinpath(*rel.parts, f"{path.stem}-{digest}"))
 
 
-def _locator_classes():
+@functools.cache
+def locator_classes():
     """(:class:`KernelCacheLocator`, :class:`ReadOnlyKernelCacheLocator`), defined on
-    numba's locator base classes; None when this numba has none of that shape (then
-    numba's defaults apply)."""
+    numba's locator base classes (numba imported on first call); None when this numba has
+    none of that shape (then numba's defaults apply)."""
     try:
         from numba.core.caching import _CacheLocator, _SourceFileBackedLocatorMixin
     except ImportError:
@@ -214,20 +167,6 @@ def _usable(py_file: str) -> bool:
     return why is None
 
 
-@functools.cache
-def locator_classes():
-    """(:class:`KernelCacheLocator`, :class:`ReadOnlyKernelCacheLocator`) (numba imported
-    on first call); None on a numba without the locator interface."""
-    return _locator_classes()
-
-
-def locator_class():
-    """:class:`KernelCacheLocator` (numba imported on first call); None on a numba without
-    the locator interface."""
-    classes = locator_classes()
-    return classes[0] if classes else None
-
-
 def __getattr__(name: str):
     classes = ("KernelCacheLocator", "ReadOnlyKernelCacheLocator")
     if name in classes:  # defined on numba's classes: imports numba
@@ -273,19 +212,12 @@ def _patch_cache(caching) -> None:
     save that fails (a directory that became read-only, a full disk) is said in one line;
     the compiled kernel runs. Nothing is saved through :class:`ReadOnlyKernelCacheLocator`.
 
-    **No refresh.** Before every cache load numba refreshes the CPU target: it imports and
-    installs every typing and lowering registry (NumPy's array functions, typed containers,
-    unicode, cffi: some 90 modules, most of numba's start-up). Code loaded from the cache
-    needs none of them: its machine code is linked already, and what it calls at run time
-    is numba's runtime (NRT), which is initialised here as the refresh would. The
-    registries are needed to compile, and numba's compiler refreshes both contexts itself,
-    so a cache miss, any kernel without ``cache=True``, other targets' caches (CUDA's) and
-    every other package's functions are as before; a load that fails here is retried with
-    the refresh. A loaded kernel's environment may import a module of numba's
-    (``numba.np.arraymath`` for ``np.arange``): its BLAS check spares ``scipy.linalg``
-    (:func:`blas_check_alone`), as in :func:`graphsys.storage.kernels.start_up`'s refresh.
-    graphsys's kernels use no object mode (whose cached code calls back into numba's
-    Python side). A no-op on a numba without these internals."""
+    **No refresh.** numba refreshes the CPU target (imports every typing and lowering
+    registry, most of its start-up) before every cache load; a CPU cache load of a graphsys
+    kernel initialises numba's runtime (NRT) instead, which is all loaded machine code
+    calls (graphsys's kernels use no object mode), with :func:`blas_check_alone`. A
+    compilation refreshes the contexts itself, and a load that fails here is retried with
+    the refresh. A no-op on a numba without these internals."""
     cache = getattr(caching, "Cache", None)
     cpu_cache = getattr(caching, "FunctionCache", None)  # the CPU target's (njit) cache
     usual_load = getattr(cache, "load_overload", None)

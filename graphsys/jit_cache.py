@@ -5,10 +5,7 @@ are checked before they are unpickled and written whole.
 digest of the graphsys source files the module compiles from (:func:`module_sources`: its
 own file and the graphsys modules it imports at module level, transitively, read with
 :mod:`ast`, nothing imported), of numba's, llvmlite's and Python's versions and of this
-file format. A commit that touches orchestration code (a command, a Python engine, the
-docs) changes no kernel module's digest, so no kernel is compiled again; a change to a
-kernel module, or to anything it imports (a helper kernel, a constant), changes the digest
-of every module that compiles from it. Imports inside functions are not followed: a kernel
+file format. Imports inside functions are not followed: a kernel
 can only see its module's globals, and a jitted function handed in as an argument or a
 closure's cell keys numba's entry by that object, which no other process matches. What no
 static reading sees (a global reassigned at run time, an ``@overload`` registered by a
@@ -43,16 +40,12 @@ kernel at once leave one whole entry, and a reader sees the old entry or the new
 data file is named by its signature's key, so two processes saving different signatures
 never write the same file.
 
-**Threads before linking.** The machine code of a kernel that runs a ``prange`` loop, or
-calls a kernel that does (the callee's code is linked into the caller's), calls numba's
-threading layer, whose functions LLVM can link only once numba has started its threads.
-numba records that in the compile result (its parfors reload hook, run before the code
-is linked), but only where the parallel code was compiled in the same process: a kernel
-compiled in a process that loaded its parallel callees from the cache (another process
-had just saved them) is saved without the hook, and the next process that loads it
-before any parallel kernel calls an unlinked address (SIGSEGV). Every entry is therefore
-checked as it is saved and as it is loaded (:func:`with_thread_start`): code that calls
-the threading layer gets the hook, so an entry saved without it loads safely too.
+**Threads before linking.** Machine code that calls numba's threading layer (a ``prange``
+loop, or a callee's linked in) can be linked only once numba has started its threads, and
+numba's hook that starts them is saved only where the parallel code was compiled in the
+same process (docs/architecture.md says how that crashed). Every entry is checked as it is
+saved and as it is loaded (:func:`with_thread_start`): code that calls the threading layer
+gets the hook, so an entry saved without it loads safely too.
 """
 
 from __future__ import annotations
@@ -264,7 +257,8 @@ def open_to_others(path: str, root: str) -> str | None:
 
 # -- what a kernel module compiles from ------------------------------------------------
 
-def _module_name(path: Path) -> str:
+def module_name(path: Path) -> str:
+    """The dotted name of the graphsys module whose source file is ``path``."""
     parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
@@ -357,7 +351,7 @@ class _ImportMemo:
         source = imported_source(path)
         if source is None:
             return "unreadable", []
-        module = _module_name(path)
+        module = module_name(path)
         key = hashlib.sha256(module.encode() + b"\0" + source).hexdigest()[:32]
         if key not in self.entries:
             self.entries[key] = imported_names(source, module, path.name == "__init__.py")

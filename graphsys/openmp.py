@@ -1,29 +1,13 @@
-"""graphsys's OpenMP wait policy, applied where the engines start, never at import.
+"""graphsys's OpenMP wait policy, applied where the engines start, never at import
+(docs/architecture.md, "Threads: OpenMP wait policy", says why and where).
 
-numba's parallel kernels (its ``omp`` threading layer) and torch's intra-op parallelism run
-on GNU OpenMP (libgomp) thread teams, whose idle workers by default poll about 300,000 times
-after each parallel region before they sleep; on a machine with few cores they take the
-cores that the other team, the sampling threads and Python need. :func:`apply_wait_policy`,
-called first by every entry point that runs parallel numba or torch work (the CLI's
-``main``, :func:`graphsys.bsp.run` and the BSP algorithms, :func:`graphsys.embed.train`,
-:func:`graphsys.gnn.train`, :func:`graphsys.ingest` and the ``from_*`` conversions, index
-builds, the measures and the mining kernels), exports :data:`WAIT_POLICY`
-(``OMP_WAIT_POLICY=PASSIVE``, ``GOMP_SPINCOUNT=3000``: workers poll briefly, then sleep)
-for the runtimes loaded from then on, unless the environment sets either. A program that
-imports torch (or another OpenMP library) itself gets the variables read by that runtime
-too by calling it first, before that import, or by exporting them; code that runs its own
-OpenMP work (a peer library timed in the same process) may call it likewise.
-
-libgomp reads those variables once, when it is loaded, and has no call to change them
-afterwards; ``import torch`` loads torch's own libgomp, and numba's ``omp`` layer then runs
-on that same runtime (its ``GOMP_*`` calls bind to the copy torch made global). The one
-lever libgomp leaves is documented with ``GOMP_SPINCOUNT``: while the runtime manages more
-threads than there are available CPUs, a waiting thread polls only a short fixed count (100
-without a wait policy) before it sleeps. So when the environment set neither variable,
-:func:`apply_wait_policy` also holds, in every libgomp already mapped into the process
-(:func:`hold_loaded_runtimes`), a team of ``os.cpu_count() + 1`` threads asleep for the
-life of the process (:func:`hold_idle_team`). A wait policy the user exported is left
-alone, and ``import graphsys`` changes neither the environment nor any runtime.
+:func:`apply_wait_policy`, called first by every entry point that runs parallel numba or
+torch work, exports :data:`WAIT_POLICY` for the runtimes loaded from then on, unless the
+environment sets either variable; then, since libgomp reads them only when it is loaded, it
+also holds, in every libgomp already mapped into the process (:func:`hold_loaded_runtimes`),
+a team of ``os.cpu_count() + 1`` threads asleep for the life of the process
+(:func:`hold_idle_team`), so that libgomp's throttle keeps waiting threads' polls short. A
+wait policy the user exported is left alone.
 """
 
 from __future__ import annotations

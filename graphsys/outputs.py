@@ -1,25 +1,15 @@
 """The rule every output path follows: no existing file is replaced unasked, and nothing is
 written inside a graph or checkpoint directory.
 
-:func:`check_output` is called on each output path (a trace, a report and its JSON, a
-per-node result, an exported edge list or embedding table, a generated edge list) before
-any work starts:
-
-* an existing path is refused in one line unless the caller allows replacing it
-  (``overwrite``);
-* a path inside a graphsys graph directory (``manifest.json``), an embedding or GNN
-  checkpoint (``checkpoint.json``, ``model.json``) or a GNN embedding directory
-  (``embeddings.json``), or that is one, is refused in one line even with ``overwrite``:
-  a file written there can replace the manifest and leave a graph that no longer opens,
-  or be an unlisted file that the checkpoint's reader refuses.
-
-A command with several outputs checks them together with :func:`check_outputs`, which
-also refuses two outputs naming one file (``--report R.html`` writes ``R.json``, which a
-``--trace R.json`` would name too) and an output inside a directory another one creates.
-
-:func:`check_output` returns an :class:`OutputPath`: a path that remembers ``overwrite``, so
-a library function handed a path its caller already checked (``fit(trace=...)``) checks it
-again with the caller's choice.
+:func:`check_output` is called on each output path before any work starts: an existing
+path is refused in one line unless the caller allows replacing it (``overwrite``), and a
+path that is or lies inside a graphsys graph directory (``manifest.json``), an embedding or
+GNN checkpoint (``checkpoint.json``, ``model.json``) or a GNN embedding directory
+(``embeddings.json``) is refused even with ``overwrite``: a file written there can replace
+the manifest, or be an unlisted file that the checkpoint's reader refuses. A command with
+several outputs checks them together (:func:`check_outputs`). A checked path is an
+:class:`OutputPath`, which remembers ``overwrite``, so a library function handed it checks
+it again with the caller's choice.
 """
 
 from __future__ import annotations

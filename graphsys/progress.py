@@ -9,18 +9,11 @@ and the total, the share, the rate and the time left (``epoch 1/5: 1.2M/8.0M edg
 so short runs stay silent; ``disable=True`` (the commands' ``--quiet``) prints nothing at
 all.
 
-**Compilations.** A graphsys kernel compiled while a display is open (its first call in a
-new install) is not the loop's work: the display says so, and its elapsed time, rate and
-time left leave the compilation out. :func:`graphsys.jit.install` has numba tell
-:func:`compile_started` and :func:`compile_ended` when a kernel of a ``graphsys.*`` module
-compiles (numba's ``numba:compile`` events: a kernel loaded from the cache is not
-compiled, so a warm run says nothing); the display opened last says it, named after the
-kernels' module (:func:`kernel_family`): off a terminal one line when compiling starts
-(``betweenness: compiling centrality kernels (once per install; `graphsys warmup` does it
-ahead)``) and one when the loop next advances (``betweenness: compiled 2 centrality kernels
-in S s, not counted in the elapsed time``); on a terminal the bar's description says it
-while it lasts, and the second line is printed above the bar. Every open display moves its
-start by the compilation's seconds (:attr:`CompileAware.compile_seconds` sums them).
+**Compilations** (docs/architecture.md shows the lines). A graphsys kernel compiled while a
+display is open is not the loop's work: :func:`graphsys.jit.install` has numba call
+:func:`compile_started` and :func:`compile_ended`, the display opened last says it, named
+after the kernels' module (:func:`kernel_family`), and every open display moves its start
+by the compilation's seconds (:attr:`CompileAware.compile_seconds` sums them).
 
 Examples
 --------

@@ -10,13 +10,6 @@ a NaN candidate never outranks or ties a positive, a NaN positive ranks last, so
 diverged model never looks perfect. :func:`protocol` names the candidates a rank was taken
 among (``full``, ``sampled@N``; ``filtered`` or ``raw``; ``both sides``).
 
-**Ties, metric by metric.** :func:`mrr`, :func:`hits_at_k`, :func:`mean_rank` summarise
-:func:`ranks` (ties half, as above); :func:`group_positions` adds a query's other positives
-under the same rule and :func:`recall_at_k` reads those positions; :func:`auc` counts a
-tied (positive, negative) pair half (the Mann-Whitney U); :func:`average_precision` puts
-tied scores at one threshold (scikit-learn's); :func:`macro_f1` compares class labels
-(no ties).
-
 **No input: NaN.** A metric averaged over nothing (no ranks, no query with a positive, no
 (positive, negative) pair for the AUC, no positive for the average precision, no class
 for the F1) is NaN, never 0.0 nor an error: the mean of nothing is undefined (NumPy's

@@ -1,34 +1,19 @@
-"""graphsys's thread policy for numba and torch, applied where the engines start.
-
-graphsys's samplers and kernels run numba-parallel regions and its models run torch
-operators, often alternately in one loop (a temporal neighbour hop, then a forward pass).
-Each library keeps a pool of worker threads, and by default each sizes it to every core;
-left to themselves, the idle workers of one pool poll for work while the other pool runs,
-and a loop that alternates the two can run many times slower than with one thread.
+"""graphsys's thread policy for numba and torch, applied where the engines start
+(docs/growing.md, "Threads: numba and torch in one loop", says why).
 
 The policy, :func:`apply_thread_policy`:
 
 - a **thread budget** ``B``: the ``threads`` argument, else the environment variable
   :data:`ENV` (``GRAPHSYS_THREADS``), else the cores this process may run on;
 - numba's parallel regions use ``min(B, NUMBA_NUM_THREADS)`` threads and torch's intra-op
-  pool ``B`` threads: the two run one after the other on the calling thread, never at the
-  same time, so each may have the whole budget;
-- idle workers sleep instead of polling (:func:`graphsys.openmp.apply_wait_policy`), so
-  the pool not running leaves the cores to the one that is;
-- a thread that calls kernels while other threads run torch work (a data loader's worker
-  threads) runs them single-threaded (:func:`graphsys.sampling._util.serial_kernels`), so
-  torch threads x numba threads stays within ``B``; and a temporal hop too small to pay
-  for a thread team (fewer than
-  :data:`~graphsys.sampling.temporal.PARALLEL_MIN_PICKS` picks) runs serially.
+  pool ``B`` threads (the two run one after the other, never at the same time);
+- idle workers sleep instead of polling (:func:`graphsys.openmp.apply_wait_policy`).
 
 It is applied by :func:`graphsys.gnn.train` and by every
-:class:`~graphsys.sampling.TemporalNeighborSampler` (a custom loop's first graphsys call),
-once per process unless called again with another budget; ``threads=0`` or
-``GRAPHSYS_THREADS=0`` leaves both libraries' settings alone (the wait policy still
-applies).
-
-One call's ``threads`` (an :class:`~graphsys.execution.Execution`'s, or a front-end's
-keyword) is :func:`numba_threads`: numba's count for that call only, restored after it.
+:class:`~graphsys.sampling.TemporalNeighborSampler`, once per process unless called again
+with another budget; ``threads=0`` or ``GRAPHSYS_THREADS=0`` leaves both libraries'
+settings alone (the wait policy still applies). One call's ``threads`` is
+:func:`numba_threads`: numba's count for that call only, restored after it.
 """
 
 from __future__ import annotations

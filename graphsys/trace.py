@@ -19,21 +19,6 @@ Range names (``cat`` ``user_annotation`` in the trace): ``bsp.superstep#<k>``,
 ``gnn.wait``, ``gnn.load``, ``gnn.step``; and ``numba.<function>`` for every call of a
 numba-compiled function from Python, ``numba.compile`` for its compilation or cache load
 (:func:`numba_ranges`).
-
-The user-facing surface is :func:`recording` (record a block of work into a trace file;
-the engines' ``trace=`` arguments and the CLI's ``--trace`` use it) and :func:`trace_range`
-/ :func:`traced` (name your own units of work so they show up beside the engines' ranges).
-
-Examples
---------
->>> import json, tempfile, torch
->>> from graphsys.trace import recording, trace_range
->>> path = tempfile.mkdtemp() + "/run.json"
->>> with recording(path):
-...     with trace_range("my.block"):
-...         y = torch.ones(4) * 2
->>> "my.block" in {e["name"] for e in json.load(open(path))["traceEvents"]}
-True
 """
 
 from __future__ import annotations

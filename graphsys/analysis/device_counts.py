@@ -45,7 +45,7 @@ from collections.abc import Iterable
 import torch
 from torch.utils.weak import WeakIdKeyDictionary
 
-from graphsys.analysis.kernels import TransferCounter
+from graphsys.analysis.kernels import TransferCounter, transfer
 
 #: Operators that launch no kernel: views, metadata, uninitialised allocations.
 NO_KERNEL = frozenset({
@@ -200,21 +200,15 @@ class DeviceWorkCounter(TransferCounter):
                 return None
             src, dst = args[0], torch.device(dst)
             if src.device != dst or self.host_run:
-                return self._kind(src, dst)
+                return transfer(src, dst)
         elif name == "copy_" and len(args) > 1 and isinstance(args[1], torch.Tensor):
             src, dst = args[1], args[0]
             if src.device != dst.device:
-                return self._kind(src, dst.device)
+                return transfer(src, dst.device)
             if self.host_run and self._is_device(dst) != self._is_device(src):
                 return ("h2d" if self._is_device(dst) else "d2h",
                         int(src.numel() * src.element_size()))
         return None
-
-    @staticmethod
-    def _kind(src: torch.Tensor, dst: torch.device) -> tuple[str, int]:
-        kind = ("h2d" if src.device.type == "cpu" else
-                "d2h" if dst.type == "cpu" else "d2d")
-        return kind, int(src.numel() * src.element_size())
 
     def __enter__(self):
         if self.host_run:

@@ -2,13 +2,10 @@
 ``torch.profiler.profile``'s raw (kineto) records into light :class:`Event` objects with the
 nesting the analysis needs (``cpu_parent``), and :func:`self_time_table` sums them by name.
 
-``prof.events()`` and ``prof.key_averages()`` build a Python ``FunctionEvent`` per record,
-each with its children, stack and memory fields: on a GNN epoch of a few hundred thousand
-operator records that took longer than the training itself and held gigabytes. The records
-themselves are C++ objects; reading the five fields the analysis uses (name, thread, device,
-start, duration) and building the tree the way torch does (per thread, start order, a stack
-of open intervals; an interval only partly inside another is not its child) costs a small
-fraction of that, in time and memory.
+Unlike ``prof.events()`` (a Python ``FunctionEvent`` per record, with children, stack and
+memory fields), only the five fields the analysis uses (name, thread, device, start,
+duration) are read, and the tree is built the way torch does (per thread, start order, a
+stack of open intervals; an interval only partly inside another is not its child).
 
 The events are the ones ``prof.events()`` gives (the same name filter, hidden events left
 out), sorted by start (an enclosing event before the ones it contains), times in

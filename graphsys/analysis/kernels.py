@@ -58,6 +58,13 @@ SIZE_BANDS = ((0, 1 << 10, "<1KiB"), (1 << 10, 64 << 10, "1KiB-64KiB"),
               (16 << 20, 1 << 62, ">=16MiB"))
 
 
+def transfer(src: torch.Tensor, dst: torch.device) -> tuple[str, int]:
+    """A copy of ``src`` to ``dst`` as a transfer record: (``h2d``, ``d2h`` or ``d2d``,
+    bytes)."""
+    kind = "h2d" if src.device.type == "cpu" else "d2h" if dst.type == "cpu" else "d2d"
+    return kind, int(src.numel() * src.element_size())
+
+
 class TransferCounter(TorchDispatchMode):
     """Records every cross-device copy: ``records`` = list of (kind, bytes), kind ``h2d``,
     ``d2h`` or ``d2d``; ``syncs`` counts scalar reads (``.item()``)."""
@@ -68,11 +75,8 @@ class TransferCounter(TorchDispatchMode):
         self.syncs = 0
 
     def _note(self, src: torch.Tensor, dst_device: torch.device) -> None:
-        if src.device == dst_device:
-            return
-        kind = ("h2d" if src.device.type == "cpu" else
-                "d2h" if dst_device.type == "cpu" else "d2d")
-        self.records.append((kind, int(src.numel() * src.element_size())))
+        if src.device != dst_device:
+            self.records.append(transfer(src, dst_device))
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}

@@ -24,29 +24,17 @@ line; :func:`ncu_command`) and records, per kernel launch, :data:`METRICS`:
 * ``launch__grid_size`` / ``launch__block_size``: CTAs and threads per CTA.
 
 **The real tool's output** (sources in ``tests/analysis/test_ncu.py``, whose fake ``ncu``
-writes this format). ``--log-file`` receives *all tool output* (Nsight Compute CLI docs,
-"File" options): ``==PROF==`` progress lines (``==PROF== Connected to process ...``,
-``==PROF== Profiling "NAME" - ID: 0%....50%....100% - N passes``, ``==PROF== Disconnected
-...``), ``==WARNING==`` / ``==ERROR==`` lines, then the report; the application's own
-stdout and stderr stay on the console. With ``--csv --page details`` the report is one
-header line, ``"ID","Process ID","Process Name","Host Name","Kernel Name","Context",
-"Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric
-Unit","Metric Value"`` (releases with rule output append ``"Rule Name"`` ...
-``"Estimated Speedup"``; older ones had a ``"Kernel Time"`` column and no ``Block Size`` /
-``Grid Size``), then one row per launch and metric, every cell quoted; metrics named with
-``--metrics`` sit in the section ``"Command line profiler metrics"``. ``--csv`` implies
-``--print-units base`` (docs), so counts are plain numbers, but they are grouped as the host
-locale groups them (``"1,234,567"`` in English, ``"2.508.800"`` in German) - hence
-:data:`NCU_ENV` (``LC_ALL=C``: the decimal mark is ``.``) and a strict :func:`_number`. A
-metric that could not be collected reads ``n/a``. ``Kernel Name`` is printed as
-``--print-kernel-base`` says (default ``demangled``) by NVIDIA's demangler:
-``void at::native::<unnamed>::indexSelectLargeIndex<float, long, unsigned int, (int)2,
-(int)2, (int)-2, (bool)1>(at::cuda::detail::TensorInfo<T1, T3>, ...)`` - anonymous
-namespaces as ``<unnamed>``, integral template arguments as ``(int)2``, lambdas as
-``[lambda(int) (instance 1)]``. Releases that simplify demangled names by default
-(``--rename-kernels on``) get ``--rename-kernels off`` (:func:`probe`). No
-``--kernel-name`` filter is given, so ``--kernel-name-base`` (the basis of that filter only)
-is not passed either. :func:`parse_csv` turns the report into :class:`KernelLaunch` records.
+writes this format). ``--log-file`` receives all tool output: ``==PROF==`` progress lines,
+``==WARNING==`` / ``==ERROR==`` lines, then the report (the application's own output stays
+on the console). With ``--csv --page details`` the report is one header line (``"ID"``,
+``"Kernel Name"``, ..., ``"Metric Name"``, ``"Metric Unit"``, ``"Metric Value"``; columns
+before and after vary by release), then one quoted row per launch and metric. ``--csv``
+implies ``--print-units base``, but counts are grouped as the host locale groups them -
+hence :data:`NCU_ENV` and a strict :func:`_number`; a metric not collected reads ``n/a``.
+``Kernel Name`` is demangled by NVIDIA's demangler (``<unnamed>`` namespaces, template
+arguments as ``(int)2``); releases that simplify names by default get
+``--rename-kernels off`` (:func:`probe`). :func:`parse_csv` turns the report into
+:class:`KernelLaunch` records.
 
 **Aggregation** (:func:`summarize`). Kernels are grouped by function name
 (:func:`short_name`: the demangled name without return type, template arguments and

@@ -2,34 +2,7 @@
 report dictionary (the JSON of ``graphsys profile``); :func:`write_report` writes the HTML
 page and JSON atomically; :func:`demo_step` is the ``graphsys demo`` step.
 
-JSON layout (every figure a plain number, list or string):
-
-* ``kernels``: ``invocations`` (int), ``per_step`` (list of int; empty where one call ran
-  several steps, a whole-graph method's supersteps or an epoch's batches: ``per_step_unit``
-  then says what ``mean_per_step`` averages), ``mean_per_step``, ``per_second``,
-  ``mean_us_per_invocation``, ``flops_per_invocation``, ``syncs``, ``top``;
-* ``transfers``: ``count``, ``bytes``, ``seconds``, ``h2d``/``d2h``/``d2d``, ``histogram``;
-* ``dense_reference``: the same two sections for the MLP reference, plus ``model``;
-* ``simt``: ``mean_utilization`` (0..1), ``histogram`` (``bands``, ``warps``,
-  ``warp_iterations``), ``per_step`` ... - keyed by mapping when several mappings are asked;
-* ``load_balance``: ``sm`` (``max_over_mean``, ``cv``, ``work``), ``cta`` (``cv``), ``warp``
-  (``cv``: mean within-CTA CV) - keyed by mapping likewise - and ``storage`` (partition and
-  bucket balance, edge-cut, per-rank split; for a BSP run with ``ranks`` > 1 also
-  ``storage.ranks.supersteps``: every superstep's active edges per rank, their totals'
-  max/mean and CV, and ``superstep_max_over_mean``, see
-  :class:`graphsys.analysis.balance.RankWork`);
-* ``ncu`` (with ``ncu=True``, see :mod:`graphsys.analysis.ncu`): ``model_utilization``
-  (the ``edge-balanced`` mapping's), ``measured_utilization`` (Nsight Compute, edge
-  kernels), ``abs_difference``, ``kernels`` (every profiled kernel grouped by function
-  name), launch counts, the ``command`` that ran and the ncu ``version``;
-* ``time``: the wall time split into named parts (:func:`graphsys.analysis.timing.account`),
-  ``threads`` (the other threads' CPU seconds and what each spent them on,
-  :class:`graphsys.analysis.threads.ThreadSampler`), ``overhead`` (the profiler's own
-  seconds and peak memory, :func:`overhead`) and, when only some steps were recorded
-  (:mod:`graphsys.analysis.sampling`), ``sampled`` (``steps``, ``recorded_steps``, the
-  ``time_scale`` and ``count_scale`` of the recorded steps' figures, and a ``note``; the
-  same with the recorded step numbers in ``kernels.sampling``);
-* ``advice``: list of strings; ``mappings``; ``graph``; ``workload``; ``seconds``.
+The JSON layout is in docs/architecture.md ("The profile's JSON").
 """
 
 from __future__ import annotations
@@ -78,7 +51,7 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
     an exact SIMT model of the vertex-to-thread ``mappings`` (lane utilization, SM / CTA /
     warp load balance); reads partition and bucket balance from storage; and derives plain
     advice from those numbers. The result is the dictionary ``graphsys profile --json``
-    prints (its layout is in the docstring of :mod:`graphsys.analysis.profile`);
+    prints (its layout: docs/architecture.md);
     :func:`write_report` turns it into an HTML page.
 
     Parameters

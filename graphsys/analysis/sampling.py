@@ -1,16 +1,10 @@
 """Which steps of a long run the profiler records: :class:`StepSchedule`.
 
-Recording every operator of a long training run costs time (a record per operator) and
-memory (every record is held until the profiler stops), and reading hundreds of thousands
-of records at the end costs more. ``torch.profiler.schedule`` answers this with a cycle:
-``wait`` steps the profiler is off, ``warmup`` steps it records and throws away (the first
-records after a start are distorted: here, ranges opened before the start are missing
-from them), ``active`` steps it records, and at the end of each cycle the records are
-handed to ``on_trace_ready`` and dropped. :class:`StepSchedule` is that cycle, after a
-first stretch of ``first`` steps recorded in full (a short run is recorded whole; the
-first steps' one-off costs, compilations and first allocations, are counted as they are),
-and entered at its ``active`` steps (the profiler is on after the first stretch, so the
-step after it is recorded and every longer run has a sample).
+:class:`StepSchedule` is ``torch.profiler.schedule``'s cycle (``wait`` steps the profiler
+is off, ``warmup`` steps it records and throws away, as ranges opened before a start are
+missing from its first records, ``active`` steps it records) after a first stretch of
+``first`` steps recorded in full (a short run is recorded whole, one-off costs as they
+are), entered at its ``active`` steps (every run longer than ``first`` has a sample).
 :func:`graphsys.analysis.kernels.profile_call` follows it: the profiler stops before a
 ``wait`` step, the records of the stretch it recorded are read, added into running totals
 and dropped, and it starts again at the next ``warmup`` step. What runs outside the steps

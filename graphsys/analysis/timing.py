@@ -1,24 +1,13 @@
-"""Where the wall time of a profiled run went: named parts that add up to it.
+"""Where the wall time of a profiled run went: named parts that add up to it
+(docs/architecture.md, "Every second attributed", lists the parts).
 
-A profiled run is split into parts, each a measured number of seconds (and, for kernels and
-operators, an invocation count), that together cover its wall time:
-
-* before the profiled section, from stamps of :func:`time.perf_counter`: process start-up and
-  imports (from the process's start time, ``/proc/self/stat``, when the caller passes it),
-  opening the graph, preparation (lazy imports, building the program, sampler or model),
-  starting the profiler;
-* inside the profiled section, from the profiler's event tree of the profiling thread
-  (:func:`attribute`): every named range (the engines' :mod:`graphsys.trace` ranges, the
-  profiler's ``graphsys.setup`` / ``graphsys.step#k`` / ``graphsys.finish``), every call of
-  a numba-compiled function (:func:`graphsys.trace.numba_ranges` makes each a range
-  ``numba.<name>``), numba compilations and cache loads (``numba.compile``, JIT on first
-  calls) and every top-level torch operator. A range's own part is its *exclusive* time:
-  its duration minus the ranges, kernels and operators inside it (the Python and NumPy
-  work of the engine between kernels). Copies between devices (``aten::to``,
-  ``aten::_to_copy``, ``aten::copy_`` on a CUDA run) are the transfer part;
-* what the section leaves outside every range is reported as such (``unattributed``).
-
-:func:`account` assembles the parts, their sum and its share of the wall time.
+Before the profiled section the parts come from :func:`time.perf_counter` stamps (start-up
+and imports, graph open, preparation, the profiler's start); inside it, from the
+profiler's event tree of the profiling thread (:func:`attribute`): named ranges, numba
+calls and compilations, top-level torch operators and copies between devices, each range's
+part its *exclusive* time (its duration minus what is inside it); what no range covers is
+``unattributed``. :func:`account` assembles the parts, their sum and its share of the wall
+time.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from graphsys.commands._common import add_quiet_arg, emit_json, graph_arg, show_progress
-from graphsys.errors import GraphsysError
+from graphsys.errors import GraphsysError, check_count
 
 
 def _common(p, *, mode: bool = False) -> None:
@@ -152,7 +152,7 @@ def _setup(args):
     """``(graph, options for the mining call, distributed, rank 0?)``."""
     from graphsys import open_graph
     from graphsys.device import HOST
-    from graphsys.distributed import init_from_env
+    from graphsys.distributed import init_from_env, this_rank
     from graphsys.units import parse_size
 
     distributed = init_from_env(HOST)
@@ -162,12 +162,7 @@ def _setup(args):
              if args.memory_limit is not None else None)
     options = {"edge_set": args.edge_set, "threads": args.threads, "memory_limit": limit,
                "distributed": distributed, "progress": show_progress(args)}
-    rank0 = True
-    if distributed:
-        from graphsys.distributed import rank_and_world_size
-
-        rank0 = rank_and_world_size()[0] == 0
-    return graph, options, distributed, rank0
+    return graph, options, distributed, not distributed or this_rank() == 0
 
 
 def _run(args, body) -> int:
@@ -240,17 +235,12 @@ def run_triads(args) -> int:
     return _run(args, body)
 
 
-def _check_list(args) -> None:
-    if args.limit < 0:
-        raise GraphsysError(f"--list must be a non-negative integer, got {args.limit}")
-
-
 def run_cliques(args) -> int:
     import pyarrow as pa
 
     from graphsys import mining
 
-    _check_list(args)
+    check_count("limit", args.limit, minimum=0)
 
     def body(graph, options):
         table = None
@@ -348,7 +338,7 @@ def run_pattern(args) -> int:
                             "edge labels)")
     pattern = parse_pattern(args.pattern, args.pattern_labels, args.anti_edges,
                             args.directed, args.pattern_edge_labels)
-    _check_list(args)
+    check_count("limit", args.limit, minimum=0)
 
     def body(graph, options):
         total = mining.count(graph, pattern, induced=args.induced, labels=args.labels,

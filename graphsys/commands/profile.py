@@ -43,7 +43,7 @@ from graphsys.commands._common import (
     show_progress,
     trace_path,
 )
-from graphsys.errors import GraphsysError
+from graphsys.errors import GraphsysError, check_count
 from graphsys.plugins import ALGORITHMS
 
 
@@ -238,8 +238,8 @@ def _targets(args) -> tuple[str | None, Path]:
 def _check_flags(args) -> list[str] | None:
     """The one-line refusals of flags that do not fit the workload; returns the
     ``--mapping`` names (None: the default mappings)."""
-    if args.max_iters is not None and args.max_iters < 1:
-        raise GraphsysError(f"--max-iters must be a positive integer, got {args.max_iters}")
+    if args.max_iters is not None:
+        check_count("max_iters", args.max_iters)
     if not args.ncu and (args.ncu_path is not None or args.ncu_launch_count is not None):
         raise GraphsysError("--ncu-path and --ncu-launch-count apply with --ncu only")
     mappings = None
@@ -248,8 +248,8 @@ def _check_flags(args) -> list[str] | None:
         if not mappings:        # '--mapping ,' named none: not the default of all four
             raise GraphsysError(f"--mapping names no mapping (got {args.mapping[0]!r}); "
                                 f"leave it out for all four")
-    if args.steps is not None and args.steps < 1:
-        raise GraphsysError(f"--steps must be a positive integer, got {args.steps}")
+    if args.steps is not None:
+        check_count("steps", args.steps)
     if args.model is not None and args.workload != "gnn":
         raise GraphsysError("--model applies to --workload gnn")
     if args.all_steps and args.workload != "gnn":

@@ -21,7 +21,7 @@ import warnings
 from pathlib import Path
 
 from graphsys.commands._common import add_time_args, add_trace_arg, emit_json, graph_arg, trace_path
-from graphsys.errors import ConvergenceWarning, GraphsysError
+from graphsys.errors import ConvergenceWarning, GraphsysError, check_count
 from graphsys.plugins import ALGORITHMS
 
 
@@ -133,7 +133,7 @@ def run(args) -> int:
     from graphsys import open_graph
     from graphsys.commands._common import parquet_out
     from graphsys.device import resolve_lazily
-    from graphsys.distributed import init_from_env, peer_failures
+    from graphsys.distributed import init_from_env, peer_failures, this_rank
     from graphsys.outputs import check_outputs
     from graphsys.trace import recording
     from graphsys.views.limits import one_type
@@ -162,7 +162,7 @@ def run(args) -> int:
     init = None if unread else init
     if init is not None:
         kwargs["init"] = init
-    rank0 = not distributed or _rank() == 0
+    rank0 = not distributed or this_rank() == 0
     show = rank0 and not args.json and not args.quiet
     if show:
         print(f"{'step':>5} {'dir':>6} {'active':>12} {'messages':>13} {'combined':>12} "
@@ -217,8 +217,8 @@ def _check_flags(args, spec, needs_source: bool, parameters) -> None:
         raise GraphsysError(f"{args.algorithm} takes no --source (did you mean ppr?)")
     if args.tol is not None and "tol" not in parameters:
         raise GraphsysError(f"--tol applies to {_taking('tol')}, not {args.algorithm}")
-    if args.max_iters is not None and args.max_iters < 1:
-        raise GraphsysError(f"--max-iters must be a positive integer, got {args.max_iters}")
+    if args.max_iters is not None:
+        check_count("max_iters", args.max_iters)
     if args.schedule not in SCHEDULES:
         raise GraphsysError(f"--schedule: unknown schedule {args.schedule!r} (choose from "
                             f"{', '.join(SCHEDULES)})")
@@ -373,12 +373,6 @@ def _algorithm_params(algorithm: str, pairs: list[str], parameters) -> dict:
 def _taking(parameter: str) -> str:
     """The registered algorithms that take ``parameter``, for a message."""
     return ", ".join(n for n, spec in ALGORITHMS.items() if parameter in spec.parameters)
-
-
-def _rank() -> int:
-    import torch.distributed as dist
-
-    return dist.get_rank() if dist.is_initialized() else 0
 
 
 def _user_program(args):
