@@ -32,7 +32,7 @@ from graphsys.sampling._util import as_seed_array, derive_seed
 from graphsys.sampling.adjacency import Adjacency
 from graphsys.sampling.base import Sampler
 from graphsys.sampling.block import Block
-from graphsys.sampling.neighbor import NeighborSampler, parse_fanouts
+from graphsys.sampling.neighbor import NeighborSampler, check_picks, parse_fanouts
 
 _U64 = 1 << 64
 
@@ -439,6 +439,7 @@ class DeviceNeighborSampler(Sampler):
         # takes every neighbour: a sampled layer's block keeps its own degrees
         self._degrees = (torch.from_numpy(self.adj.source_degrees).to(where)
                          if min(self.fanouts) < 0 else None)
+        self._check_picks(1)                # a fanout's constants: 40 bytes a step
         self._fanouts = {k: _Fanout(k, self.replace, where)
                          for k in set(self._draws) if k > 0}
         self._pad = torch.full((1,), self.num_nodes, dtype=torch.int64, device=where)
@@ -583,6 +584,7 @@ class DeviceNeighborSampler(Sampler):
             Repeated seeds, an id outside the graph, or seed times.
         """
         seeds = self.seed_nodes(seeds)
+        self._check_picks(len(seeds))
         terms = [as_int64(derive_seed(rng_seed, layer) * 0x9E3779B97F4A7C15)
                  for layer in range(self.num_layers)]
         if torch.is_tensor(seeds) and seeds.device == self.sample_device:
@@ -606,6 +608,15 @@ class DeviceNeighborSampler(Sampler):
         num_dst = n_src[1:] + [n_seeds]
         return [self._block(o, n_src[k], sizes[2 * k + 1], num_dst[k], k > 0,
                             self.fanouts[k] < 0) for k, o in enumerate(layers)]
+
+    def _check_picks(self, n_seeds: int) -> None:
+        """:func:`~graphsys.sampling.neighbor.check_picks` of the widest layer of a batch of
+        ``n_seeds``: each layer draws for at least the batch's seeds (a block's sources
+        begin with its destinations), so a padded layer past the device's memory is refused
+        before it is drawn."""
+        widest = max(range(self.num_layers), key=self._draws.__getitem__)
+        check_picks(self.fanouts[widest], float(n_seeds) * self._draws[widest],
+                    self.sample_device)
 
     def _device_seeds(self, seeds: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Seeds already on the sampling device, clamped into the graph's ids (an id

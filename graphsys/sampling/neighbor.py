@@ -21,6 +21,7 @@ from graphsys.sampling.adjacency import Adjacency, homogeneous_adjacency
 from graphsys.sampling.base import LayerwiseSampler
 from graphsys.sampling.block import Block
 from graphsys.storage.graph import Graph
+from graphsys.units import format_size
 
 
 def parse_fanouts(text: str | Sequence[int], name: str = "fanouts") -> list[int]:
@@ -107,11 +108,7 @@ def pick_neighbors(adj: Adjacency, seeds: np.ndarray, fanout: int, replace: bool
     counts = np.empty(len(seeds), np.int64)
     (K.count_picks_par if parallel else K.count_picks_ser)(adj.indptr, seeds, fanout, replace,
                                                            counts)
-    # picks (two int64 arrays, then the block's ids and edges) past the RAM: a fanout of
-    # 10**15 with replacement failed in NumPy's allocator (summed in float64: no int64 wrap)
-    if (picks := counts.sum(dtype=np.float64)) > 1 << 24 and (short := over_budget(40 * picks)):
-        raise GraphsysError(f"fanout {fanout} draws {picks:.0f} neighbours in one layer of this "
-                            f"batch, needing {short} (use a smaller fanout or batch)")
+    check_picks(fanout, counts.sum(dtype=np.float64))      # float64: no int64 wrap
     offsets = np.zeros(len(seeds) + 1, np.int64)
     np.cumsum(counts, out=offsets[1:])
     nbr = np.empty(offsets[-1], np.int64)
@@ -119,6 +116,25 @@ def pick_neighbors(adj: Adjacency, seeds: np.ndarray, fanout: int, replace: bool
     (K.fill_picks_par if parallel else K.fill_picks_ser)(
         adj.indptr, adj.indices, seeds, fanout, replace, rng_seed, offsets, nbr, eid)
     return nbr, counts, eid
+
+
+def check_picks(fanout: int, picks: float, device: torch.device | None = None) -> None:
+    """Refuse, in one line, a layer of a batch that draws ``picks`` neighbours (40 bytes
+    each: the picks, then the block's ids and edges) past the memory of ``device`` (None or
+    the CPU: the RAM available; CUDA: its free memory): a fanout of 10**15 with replacement
+    failed in NumPy's allocator, and on the device sampler the kernel killed the process."""
+    if picks <= 1 << 24:
+        return
+    need = 40 * picks
+    if device is not None and device.type == "cuda":
+        free = torch.cuda.mem_get_info(device)[0]
+        short = None if need <= free else (f"about {format_size(need)}, more than the "
+                                           f"{format_size(free)} free on {device}")
+    else:
+        short = over_budget(need)
+    if short:
+        raise GraphsysError(f"fanout {fanout} draws {picks:.0f} neighbours in one layer, "
+                            f"needing {short} (use a smaller fanout or batch)")
 
 
 def make_block(dst: np.ndarray, nbr: np.ndarray, counts: np.ndarray,

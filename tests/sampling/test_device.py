@@ -147,6 +147,21 @@ def test_errors_match_cpu_sampler():
             DeviceNeighborSampler(adj, [2], pin_memory=True)
 
 
+def test_a_layer_too_large_for_memory_is_refused_in_one_line():
+    # a fanout of 10**12 with replacement built its per-step constants (40 bytes a step) and
+    # the process was killed for memory; a batch whose padded layer cannot fit the device
+    # is refused before it is drawn, as the CPU sampler refuses it
+    adj = from_coo(np.array([0, 1, 1]), np.array([1, 0, 2]), 3, 3)
+    with pytest.raises(GraphsysError, match="^fanout 1000000000000 draws .* of available RAM"):
+        DeviceNeighborSampler(adj, [10**12], replace=True, device="cpu")
+    wide = from_coo(np.arange(4000), np.arange(4000) // 2, 4000, 4000)
+    dev = DeviceNeighborSampler(wide, [2, 2**22], replace=True, device="cpu")
+    with pytest.raises(GraphsysError, match=f"^fanout {2**22} draws 16777216000 neighbours"):
+        dev.sample_blocks(np.arange(4000))
+    # without replacement a layer draws at most the largest degree: nothing is refused
+    assert DeviceNeighborSampler(adj, [10**12], device="cpu").sample_blocks([0, 1])
+
+
 def test_empty_batch_and_edgeless_graph():
     empty = from_coo(np.zeros(0, np.int64), np.zeros(0, np.int64), 5, 5)
     for adj, seeds in ((empty, [0, 3]), (GRAPHS["hub"], [])):
