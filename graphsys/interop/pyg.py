@@ -68,12 +68,8 @@ def from_pyg(data, out: str | Path, **options) -> Graph:
 
     Notes
     -----
-    What it costs beyond PyG's in-memory ``Data`` buys a graph on disk: nodes partitioned,
-    each bucket's edges sorted (the adjacency order the engines read), every file hashed
-    and synced before the manifest names it, the directory renamed into place (a crash
-    leaves nothing half written). A ``Data`` of up to
-    :data:`~graphsys.storage.kernels_small.SMALL_INGEST_EDGES` edges is written in one
-    pass, with no id mapping (:func:`graphsys.from_numpy`, Notes).
+    The cost beyond PyG's in-memory ``Data`` is a graph on disk, as for
+    :func:`graphsys.from_numpy` (Notes), which writes a small one in one pass.
 
     Examples
     --------
