@@ -1,16 +1,11 @@
 """Trained embeddings (:class:`Embeddings`): open and check a checkpoint, look up vectors.
 
-This module opens and validates (checksums, shapes, finite values, the graph's shape and
-ids) and holds the lookups; the queries are :mod:`.query`'s (:class:`~.query.EmbeddingQueries`)
-and the exports :mod:`.export`'s (:class:`~.export.EmbeddingExports`), both mixed into
-:class:`Embeddings`. Node ids are the graph's *original* ids; the graph directory recorded in
-the checkpoint maps them (pass ``graph=`` if it moved). Embedding partitions are
-memory-mapped, read-only.
-
-``load`` also opens the output of ``graphsys gnn embed`` (an Arrow embedding directory,
-:mod:`graphsys.storage.embedding_files`; :class:`ArrowEmbeddings`): one entity type and no
-relations, so the lookups, ``nearest`` and the exports work and ``score`` /
-``predict_tails`` do not.
+Opening validates checksums, shapes, finite values and the graph's shape and ids; the
+queries (:class:`~.query.EmbeddingQueries`) and exports (:class:`~.export.EmbeddingExports`)
+are mixed into :class:`Embeddings`. ``load`` also opens ``graphsys gnn embed`` output (an
+Arrow embedding directory, :mod:`graphsys.storage.embedding_files`;
+:class:`ArrowEmbeddings`): one entity type and no relations, so lookups, ``nearest`` and the
+exports work, ``score`` and the predictions do not.
 """
 
 from __future__ import annotations

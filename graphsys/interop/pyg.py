@@ -237,15 +237,13 @@ def _weight_key(store, num_edges: int) -> str | None:
     """The attribute of a PyG store that holds the edge weight: ``edge_weight``, else a 1-D
     ``edge_attr`` (PyG's convolutions read ``edge_weight`` as the weight, ``edge_attr`` as
     edge features), when it is a 1-D tensor of one number per edge; None for neither."""
-    return next((k for k in ("edge_weight", "edge_attr") if _is_edge_vector(
-        getattr(store, k, None), num_edges)), None)
-
-
-def _is_edge_vector(value, num_edges: int) -> bool:
-    """``value`` is a 1-D tensor of one number per edge (an edge weight)."""
     import torch
 
-    return torch.is_tensor(value) and value.dim() == 1 and value.shape[0] == num_edges
+    for key in ("edge_weight", "edge_attr"):
+        value = getattr(store, key, None)
+        if torch.is_tensor(value) and value.dim() == 1 and value.shape[0] == num_edges:
+            return key
+    return None
 
 
 def _is_strings(value, n: int) -> bool:
