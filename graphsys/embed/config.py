@@ -253,8 +253,6 @@ class EmbedConfig:
         self.entities = {n: e if isinstance(e, EntityConfig) else
                          _sub(EntityConfig, f"entities.{n}", e)
                          for n, e in self.entities.items()}
-        for f in dataclasses.fields(self):  # as config_from_dict reads them: np.int32(8) is 8
-            setattr(self, f.name, check_type(f.name, getattr(self, f.name), str(f.type)))
         self.validate()
 
     def _check_grouping(self) -> None:
@@ -280,6 +278,9 @@ class EmbedConfig:
             raise ConfigError(f"seed: must be below 2**32, got {self.seed}")
 
     def validate(self) -> None:
+        for f in dataclasses.fields(self):  # as config_from_dict reads them: np.int32(8) is 8
+            setattr(self, f.name, check_type(f.name, getattr(self, f.name), str(f.type)))
+
         def positive(key: str, value: Any, *, allow_zero: bool = False) -> None:
             # infinity too: lr or margin inf diverged in the first batch, not here
             if not isinstance(value, (int, float)) or isinstance(value, bool) or not (
@@ -324,13 +325,6 @@ class EmbedConfig:
             if getattr(self, key) not in choices:
                 raise ConfigError(f"{key}: must be one of {', '.join(choices)}, got "
                                   f"{getattr(self, key)!r}")
-        for key in ("prefetch", "checkpoint_buckets", "all_negs", "cuda_graphs", "freeze_old"):
-            if not isinstance(getattr(self, key), bool) and not (
-                    key == "cuda_graphs" and self.cuda_graphs is None):
-                raise ConfigError(f"{key}: must be true or false, got {getattr(self, key)!r}")
-        for key in ("graph", "edges", "checkpoint_path", "init_from"):
-            if getattr(self, key) is not None and not isinstance(getattr(self, key), str):
-                raise ConfigError(f"{key}: must be a string, got {getattr(self, key)!r}")
         self._check_grouping()
         if self.memory_budget is not None:
             try:
