@@ -334,11 +334,10 @@ def _strip_header(stream: IO[bytes], kind: str) -> Iterator[bytes]:
     leading lines starting with ``%`` and the size line that follows them.
     """
     prefix = b"#" if kind == "snap-header" else b"%"
-    size_lines = 0 if kind == "snap-header" else 1
     line = stream.readline()
     while line.startswith(prefix):
         line = stream.readline()
-    for _ in range(size_lines):
+    if kind == "matrixmarket-header":  # the size line
         line = stream.readline()
     if line:
         yield line
