@@ -3,8 +3,9 @@
 :func:`import_pbg_checkpoint` reads PBG's ``FileCheckpointStorage`` layout (``N`` = the
 committed version in ``checkpoint_version.txt``): ``config.json``,
 ``embeddings_{entity}_{part}.vN.h5`` (``embeddings`` float32 ``(n, d)`` and the partition's
-``optimizer/state_dict`` blob), ``model.vN.h5`` (``model/relations/{idx}/operator/{side}/
-{param}``, ``model/entities/{entity}/global_embedding``) and, in the entity path,
+``optimizer/state_dict`` blob), ``model.vN.h5`` (operator parameters
+``model/relations/{idx}/operator/{side}/{param}``, global embeddings
+``model/entities/{entity}/global_embedding``) and, in the entity path,
 ``entity_count_{entity}_{part}.txt`` / ``entity_names_{entity}_{part}.json`` (and
 ``dynamic_rel_count.txt`` / ``dynamic_rel_names.json``). Rows are matched to the graph's
 nodes by name; operators are mapped to graphsys's query-side ones (exact, ranks or approx
