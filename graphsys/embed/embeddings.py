@@ -33,17 +33,11 @@ from graphsys.storage.node_reads import checked_internal
 class Embeddings(EmbeddingQueries, EmbeddingExports):
     """Trained embeddings: one vector per entity, the relation operators and the comparator.
 
-    Open a checkpoint with :meth:`load`, or take ``graphsys.embed.train(...).embeddings``.
-    Ids are the graph's *original* node ids (integers or strings); the graph directory
-    recorded in the checkpoint maps them (pass ``graph=`` to :meth:`load` if it moved).
-    The embedding partitions are memory-mapped, read-only, and every query reads only the
-    rows it needs or a block of :data:`~.query.BLOCK_ROWS` rows at a time, so tables larger than
-    memory can be served.
-
-    A triple ``(h, r, t)`` scores ``comparator(op_r(h), t)`` (:meth:`score`), the model
-    trained by :func:`graphsys.embed.train` [1]_; :meth:`predict_tails` and
-    :meth:`predict_heads` rank every entity as the missing side of a triple, and
-    :meth:`nearest` ranks entities by the similarity of their vectors.
+    Open a checkpoint with :meth:`load`, or take ``graphsys.embed.train(...).embeddings``
+    (the model of :func:`graphsys.embed.train` [1]_). Ids are the graph's *original* node
+    ids; the graph directory recorded in the checkpoint maps them (pass ``graph=`` to
+    :meth:`load` if it moved). Partitions are memory-mapped, read-only, and every query
+    reads only the rows it needs or a block of :data:`~.query.BLOCK_ROWS` rows at a time.
 
     Attributes
     ----------
