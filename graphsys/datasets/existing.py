@@ -1,12 +1,8 @@
 """A graph directory that already holds a registry dataset: what
 :func:`graphsys.datasets.load_dataset` opens on a second run instead of ingesting again.
-
-The directory's manifest ``metadata`` (:func:`graphsys.datasets.loaders.dataset_metadata`)
-says which dataset it holds and the sha256 of every input file; the manifest gives the
-partitioning. The graph is opened when all of them are what the call asks for (the dataset,
-its registry files, the split where the graph records it, the partitions and partitioner);
-anything else, including a directory holding another graph or something that is not a
-graph, is refused in one line naming what is there.
+The manifest's ``metadata`` (:func:`graphsys.datasets.loaders.dataset_metadata`) and
+partitioning must be what the call asks for (dataset, registry files' sha256, split,
+partitions, partitioner); anything else is refused in one line naming what is there.
 """
 
 from __future__ import annotations

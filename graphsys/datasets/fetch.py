@@ -1,26 +1,15 @@
 """Get a dataset's files into the local cache, verified by sha256.
 
-Sources, for each ``[[files]]`` entry of a registry dataset:
-
-* **cache**: ``<cache>/<path>`` with the mirror file's size and sha256, or
-  ``<cache>/<download.path>`` with the derived file's, is used as is (the digest is
-  recomputed every time, the size compared first).
-* **mirror**: with a mirror directory (``--mirror DIR`` or ``GRAPHSYS_MIRROR``), the file
-  ``<mirror>/<path>`` is copied to ``<cache>/<path>`` and must have the registry size
-  (checked before copying) and sha256.
-* **download**: otherwise ``download.url`` is fetched over HTTP(S) with :mod:`urllib`
-  (once per URL per call), unpacked (gzip, or one member of a tar/zip archive), stripped of
-  its header if the entry says so, verified against ``download.sha256`` and stored at
-  ``<cache>/<download.path>``.
-
-Every file is written to a temporary name in its final directory and renamed into place
-only after its digest matched, so a failed or interrupted fetch leaves no partial file.
-A mismatch is one line naming the file and both digests. Archive members are read as
-streams from the named member only (never ``extractall``): member names are validated
-by the registry (relative, no ``..``), links and directories are refused, and the output
-path is chosen here, so no archive content can write outside the cache.
-
-The cache directory is ``--cache DIR``, else ``GRAPHSYS_DATA``, else
+For each ``[[files]]`` entry: a **cache** file ``<cache>/<path>`` (or the derived
+``<cache>/<download.path>``) with the registry size and sha256 is used as is (size compared
+first, digest recomputed each time); else a **mirror** file ``<mirror>/<path>``
+(``--mirror`` / ``GRAPHSYS_MIRROR``) is copied, its size checked first; else
+``download.url`` is fetched with :mod:`urllib` (once per URL per call), unpacked (gzip, or
+one member of a tar/zip read as a stream: never ``extractall``, links and directories
+refused), stripped of its header if the entry says so and verified against
+``download.sha256``. Every file is written to a temporary name in its final directory and
+renamed only after its digest matched; a mismatch is one line naming the file and both
+digests. The cache is ``--cache``, else ``GRAPHSYS_DATA``, else
 ``~/.cache/graphsys/datasets``.
 """
 
@@ -345,11 +334,10 @@ def _strip_header(stream: IO[bytes], kind: str) -> Iterator[bytes]:
     leading lines starting with ``%`` and the size line that follows them.
     """
     prefix = b"#" if kind == "snap-header" else b"%"
-    size_lines = 0 if kind == "snap-header" else 1
     line = stream.readline()
     while line.startswith(prefix):
         line = stream.readline()
-    for _ in range(size_lines):
+    if kind == "matrixmarket-header":  # the size line
         line = stream.readline()
     if line:
         yield line

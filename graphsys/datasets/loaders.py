@@ -1,35 +1,13 @@
 """Turn a fetched dataset into inputs of :func:`graphsys.storage.ingest.ingest_sources`.
 
 One function ``FetchResult -> IngestPlan`` per dataset family, registered by name in
-:data:`graphsys.plugins.DATASET_LOADERS` and selected by the registry's ``loader`` key
-(a new family is a new module with its function plus one registration line); every parsing
-option (columns, delimiter, comment characters, id type, direction) comes from the
-registry entry, not from code:
-
-``edge_list``   SNAP edge lists and the DIMACS10 road network: one edge set ``default``;
-                undirected graphs are stored with both directions of every edge
-                (``undirected``), deduplicated when the file already lists both; optional
-                node labels; ``index_base`` creates every node ``base .. base+nodes-1``.
-``linqs``       Cora / CiteSeer: node table (``feat``, ``label``, ``train_mask``,
-                ``val_mask``, ``test_mask``) from ``*.content``, edges citing -> cited.
-                With ``split="public"`` the Planetoid files are read instead
-                (:func:`load_planetoid`): the standard split over their own node set.
-``kg_triples``  FB15k-237: one edge set per split, head -> tail with the relation column.
-``movielens``   MovieLens 100K: entity types ``user`` and ``item``, relation ``rated``
-                user -> item weighted by the rating, item genre features; with
-                ``split="temporal"`` the edge sets ``train``, ``valid`` and ``test`` of a
-                per-user leave-last-out split by timestamp (:func:`temporal_split`).
-``planetoid``   PubMed: the Planetoid files are the only source (nodes, ``feat``,
-                ``label``, undirected edges); the public split, or with ``split="random"``
-                a seeded per-class split over the same nodes (:func:`load_planetoid_random`).
-``temporal_edges``  SNAP temporal graphs (CollegeMsg, bitcoin-alpha, bitcoin-otc): one
-                timestamped edge per line, every line kept (repeated pairs are separate
-                events), the time as the int64 edge column ``timestamp`` (Unix seconds;
-                fractional seconds also exactly as ``timestamp_us``), an optional weight
-                column as the edge weight (:mod:`graphsys.datasets.temporal_edges`).
-
-Text inputs are read with the encoding of their ``[files.format]``; gzip files (mirror
-form) and plain files (download form) are both accepted, recognised by their magic bytes.
+:data:`graphsys.plugins.DATASET_LOADERS` and selected by the registry's ``loader`` key;
+every parsing option (columns, delimiter, comments, id type, direction) comes from the
+registry entry. Families: ``edge_list`` (SNAP, DIMACS10), ``linqs`` (Cora, CiteSeer),
+``kg_triples`` (FB15k-237), ``movielens`` (MovieLens 100K, with a ``temporal`` split),
+``planetoid`` (PubMed) and ``temporal_edges`` (:mod:`graphsys.datasets.temporal_edges`);
+each function's docstring says what it builds. Text inputs are read with the encoding of
+their ``[files.format]``, gzip or plain (recognised by their magic bytes).
 """
 
 from __future__ import annotations
@@ -61,8 +39,6 @@ from graphsys.storage.ingest import (
 )
 
 
-#: File written beside ``manifest.json`` by :func:`ingest_dataset`: provenance, licence,
-#: label names and split of the dataset (not part of the manifest's file list).
 @dataclass
 class IngestPlan:
     """Everything :func:`graphsys.storage.ingest.ingest_sources` needs for one dataset.
@@ -159,7 +135,7 @@ def load_edge_list(fetched: FetchResult) -> IngestPlan:
     Undirected graphs set ``undirected`` (both directions stored); when the file already
     lists both directions, ``dedupe`` collapses the doubled pairs, so every undirected
     edge is stored exactly twice and a self-loop once. Optional labels become the int64
-    node column ``label``.
+    node column ``label``; ``index_base`` creates every node ``base .. base+nodes-1``.
     """
     ds = fetched.dataset
     g = ds.graph

@@ -2,17 +2,13 @@
 "public" split of Cora, CiteSeer and PubMed (Yang, Cohen & Salakhutdinov, ICML 2016), read
 without running any code from them.
 
-All but ``test.index`` are Python 2 pickles. :class:`RestrictedUnpickler` resolves only
-the constructors those files need (NumPy arrays and dtypes, ``scipy.sparse.csr_matrix``,
-``collections.defaultdict`` and ``list``); any other global (``os.system``, ``eval``, a
-user class...) is refused before it is called, with one line naming the file and the
-global. What is loaded is then checked for type and shape.
-
-Assembly as in Kipf & Welling's ``gcn/utils.py`` (and PyG's ``read_planetoid_data``):
-nodes ``0..N-1`` = ``allx`` rows, then the test rows placed at ``test.index``; CiteSeer's
-test ids leave gaps (isolated nodes with no feature row): they get zero features and label
--1. Training = the ``len(y)`` first nodes, validation = the next 500, test =
-``test.index``. Edges: the adjacency lists of ``graph``, self-loops and duplicates removed,
+All but ``test.index`` are Python 2 pickles: :class:`RestrictedUnpickler` resolves only the
+constructors they need (NumPy arrays and dtypes, ``scipy.sparse.csr_matrix``,
+``collections.defaultdict``, ``list``) and refuses any other global before it is called;
+what is loaded is checked for type and shape. Assembly as in Kipf & Welling's
+``gcn/utils.py``: nodes = ``allx`` rows, then the test rows at ``test.index`` (CiteSeer's
+gaps get zero features and label -1); train = the first ``len(y)`` nodes, validation = the
+next 500, test = ``test.index``; edges from ``graph``, self-loops and duplicates removed,
 stored in both directions.
 """
 

@@ -1,11 +1,8 @@
-"""The front door of embedding training: read a config, train it, get the embeddings.
-
-:func:`load_config` reads TOML / JSON configs and PyTorch-BigGraph ``.py`` configs (through
-the PBG interop leaf, :mod:`graphsys.embed.interop.pbg_config`, which the layers below this
-module never import). :func:`train` trains (one process, or one rank of a
-``torch.distributed`` group) and returns an :class:`EmbedResult`. ``graphsys embed train``
-calls :func:`train`, so the CLI and Python run one path with one set of checks; the
-:class:`~graphsys.embed.trainer.Trainer` underneath is the advanced layer.
+"""The front door of embedding training: :func:`load_config` (TOML / JSON, or a
+PyTorch-BigGraph ``.py`` through :mod:`graphsys.embed.interop.pbg_config`, which the layers
+below never import) and :func:`train`, which ``graphsys embed train`` calls too, returning an
+:class:`EmbedResult`; the :class:`~graphsys.embed.trainer.Trainer` underneath is the
+advanced layer.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The partition buffer of a training run: which embedding partitions are resident (in
 memory, on the training device), and their loads from / write-backs to the checkpoint's
 working version (:mod:`.checkpoint`). :class:`PartitionBuffer` executes the steps that
-:func:`graphsys.embed.schedule.plan_buffer` plans; :mod:`.train` runs them, in a background
+:func:`graphsys.embed.schedule.plan_buffer` plans; :mod:`.trainer` runs them, in a background
 thread when prefetching."""
 
 from __future__ import annotations

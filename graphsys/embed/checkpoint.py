@@ -1,20 +1,16 @@
 """The checkpoint of one model: versions, the commit protocol, ``config.json`` and
 ``checkpoint.json``, and the seeds of everything a run initialises.
 
-:class:`CheckpointManager` is the one writer of a checkpoint directory's metadata: training
-(:mod:`.train`, :mod:`.distributed`) and imports (:mod:`graphsys.embed.interop`) create,
-check and commit versions through it; :class:`~.checkpoint_files.CheckpointStorage` (file
-names and raw reads/writes, the layout in :mod:`.checkpoint_files`) is its file layer.
-
-Versions: version 0 is the initialisation; each commit makes version ``committed + 1``
-complete on disk, then replaces ``checkpoint.json`` atomically (:meth:`CheckpointManager.
-commit`), then deletes the older version. A resumed run may change only :data:`TUNABLE_KEYS`
-(recorded under ``history``) and :data:`RESUMABLE_KEYS`; any other change is refused.
-
-Seeds: every random draw of a run comes from a generator seeded by :func:`stream_seed`
-``(seed, purpose, ...)``; purpose 1 is the initial embeddings of ``(type index, partition)``
-(:meth:`CheckpointManager.initial_embeddings`), 2 / 3 the shuffling and negatives of a
-bucket (and worker), 4 the bucket order of an epoch.
+:class:`CheckpointManager` is the one writer of a checkpoint's metadata: training
+(:mod:`.trainer`, :mod:`.distributed`) and imports (:mod:`graphsys.embed.interop`) create,
+check and commit versions through it; :class:`~.checkpoint_files.CheckpointStorage` is its
+file layer. Each commit makes version ``committed + 1`` complete on disk, replaces
+``checkpoint.json`` atomically (:meth:`CheckpointManager.commit`), then deletes the older
+version. A resumed run may change only :data:`TUNABLE_KEYS` (recorded under ``history``) and
+:data:`RESUMABLE_KEYS`. Every random draw comes from a generator seeded by
+:func:`stream_seed` ``(seed, purpose, ...)``: purpose 1 the initial embeddings of
+``(type index, partition)``, 2 / 3 a bucket's shuffling and negatives (and worker), 4 an
+epoch's bucket order.
 """
 
 from __future__ import annotations

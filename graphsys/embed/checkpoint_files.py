@@ -1,41 +1,14 @@
 """Checkpoint directory: versioned, memory-mappable NumPy files; never pickle.
 
-Layout (``N`` = checkpoint version = commits so far: one per epoch, plus one per bucket with
-``checkpoint_buckets``; version 0 is the initialisation)::
-
-    CKPT/
-      checkpoint.json                              committed last, atomically (see below)
-      config.json                                  the EmbedConfig used
-      embeddings/{type}/part-{p:05d}.v{N:06d}.npy  float32 (n_p, d) embeddings of partition p
-      optim/{type}/part-{p:05d}.v{N:06d}.npy       float32 Adagrad sums: (n_p,) row-wise,
-                                                   (n_p, d) element-wise
-      model/{side}.{param}.v{N:06d}.npy            relation operator params, side = lhs/rhs
-                                                   (and .adagrad for their Adagrad sums)
-
-Every ``.npy`` is written with ``allow_pickle=False`` and opened with ``mmap_mode="r"``.
-``checkpoint.json`` names the committed version; it is replaced atomically (temp + fsync +
-rename) only after every file of the new version is on disk, and older versions are deleted
-afterwards. Files of a version above the committed one are leftovers of an interrupted epoch
-(or, during training, partitions written since the last commit) and are removed on resume.
-
-``checkpoint.json`` also lists, under ``files``, the sha256 of every file of the committed
-version (paths relative to ``CKPT``); loads and resumes check them (:meth:`CheckpointStorage.
-verify_files`), so a flipped byte or a swapped file is refused, never trained on or served.
-
-``checkpoint.json`` holds ``version``, ``epochs_done``, the per-epoch ``stats`` and, for a
-commit made inside an epoch (``checkpoint_buckets``), ``progress``: ``buckets_done`` (the
-``[i, j]`` buckets of epoch ``epochs_done + 1`` already trained) and ``stats`` (that epoch's
-figures so far); a resumed run trains only the other buckets of that epoch. A checkpoint
-grown from another (``init_from``, :mod:`graphsys.embed.grow`) records it under
-``grown_from``: ``checkpoint``,
-``version`` and the ``entity_types[t]["partition_sizes"]`` it was trained on (its rows are the
-first ones of each partition; ``freeze_old`` keeps those fixed).
-
-Rows are tied to entities by position, so ``checkpoint.json`` also records, per entity type
-and partition, the sha256 of the partition's original ids in row order
-(``entity_types[t]["id_digests"]``, :func:`id_digests`): loading for a graph, resuming and
-growing check them, so a graph re-ingested with the same partition sizes but other ids or
-another order is refused instead of attaching vectors to other entities.
+:class:`CheckpointStorage` owns the layout (``embeddings/``, ``optim/``, ``model/`` files
+per version ``N``, ``config.json`` and ``checkpoint.json``, described in ``docs/embed.md``,
+"The checkpoint directory"). Every ``.npy`` is written with ``allow_pickle=False`` and
+opened with ``mmap_mode="r"``. ``checkpoint.json`` names the committed version and is
+replaced atomically only after every file of the version is on disk; it lists the sha256 of
+every file of that version (:meth:`CheckpointStorage.verify_files`) and, per entity type
+and partition, the sha256 of the original ids in row order (:func:`id_digests`), both
+checked by loads, resumes and growth. Files above the committed version are leftovers of
+an interrupted epoch and are removed on resume.
 """
 
 from __future__ import annotations

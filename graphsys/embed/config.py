@@ -1,25 +1,15 @@
 """The typed, validated embedding config (TOML or JSON; never executed). A PyTorch-BigGraph
 ``.py`` config is read by :func:`graphsys.embed.load_config` (through the PBG interop).
 
-Key names follow PyTorch-BigGraph's where PBG has one, so a PBG user's settings carry over.
-Every field has a ``help`` text (``graphsys embed train --help`` prints them) and a validator;
-an unknown key or a bad value raises :class:`ConfigError` naming the key, e.g.
-``relations[0].operator: unknown operator 'foo' (known: affine, complex_diagonal, ...)``.
-
-Relations are always *reciprocal* (PBG's dynamic relations): every relation ``r`` has two
-independent operators, ``op_r^rhs`` (= ``r``, applied to heads to rank tails) and ``op_r^lhs``
-(= ``r^-1``, applied to tails to rank heads), and each training edge ``(h, r, t)`` trains
-both ``(h, r, ?) -> t`` and ``(t, r^-1, ?) -> h``; evaluation ranks only tails, of
-``(h, r, ?)`` and of ``(t, r^-1, ?)`` (Lacroix et al. 2018's protocol). ComplEx with N3 as
-Lacroix et al. train it: ``all_negs = true`` (1-vs-all cross-entropy) and
-``regularization_coef`` (the weighted N3), and relation prediction as Chen et al. 2021 add it
-(``relation_prediction_weight``); ``datasets/configs/fb15k-237-complex-n3.toml`` is the
-shipped FB15k-237 config. Configs by example (TOML, dict, PBG ``.py``): ``docs/embed.md``.
-
-Relations default to every relation type of the graph with the top-level ``operator``;
-``[[relations]]`` entries (``name``, ``operator``, ``weight``) override single relations. Their
-``lhs`` / ``rhs`` entity types come from the graph; an entry may state them (as a PBG config
-does), and they are then checked against the graph.
+Key names follow PyTorch-BigGraph's where PBG has one. Every field has a ``help`` text
+(``graphsys embed train --help`` prints them) and a validator; an unknown key or a bad
+value raises :class:`ConfigError` naming the key, e.g. ``relations[0].operator: unknown
+operator 'foo' (known: affine, complex_diagonal, ...)``. Relations are always reciprocal
+(``docs/embed.md``, "The model"). Relations default to every relation type of the graph with
+the top-level ``operator``; ``[[relations]]`` entries (``name``, ``operator``, ``weight``)
+override single relations, and the ``lhs`` / ``rhs`` types an entry states are checked
+against the graph. ``datasets/configs/fb15k-237-complex-n3.toml`` is the shipped
+FB15k-237 config (ComplEx-N3 with relation prediction).
 """
 
 from __future__ import annotations
@@ -263,8 +253,6 @@ class EmbedConfig:
         self.entities = {n: e if isinstance(e, EntityConfig) else
                          _sub(EntityConfig, f"entities.{n}", e)
                          for n, e in self.entities.items()}
-        for f in dataclasses.fields(self):  # as config_from_dict reads them: np.int32(8) is 8
-            setattr(self, f.name, check_type(f.name, getattr(self, f.name), str(f.type)))
         self.validate()
 
     def _check_grouping(self) -> None:
@@ -290,6 +278,9 @@ class EmbedConfig:
             raise ConfigError(f"seed: must be below 2**32, got {self.seed}")
 
     def validate(self) -> None:
+        for f in dataclasses.fields(self):  # as config_from_dict reads them: np.int32(8) is 8
+            setattr(self, f.name, check_type(f.name, getattr(self, f.name), str(f.type)))
+
         def positive(key: str, value: Any, *, allow_zero: bool = False) -> None:
             # infinity too: lr or margin inf diverged in the first batch, not here
             if not isinstance(value, (int, float)) or isinstance(value, bool) or not (
@@ -334,13 +325,6 @@ class EmbedConfig:
             if getattr(self, key) not in choices:
                 raise ConfigError(f"{key}: must be one of {', '.join(choices)}, got "
                                   f"{getattr(self, key)!r}")
-        for key in ("prefetch", "checkpoint_buckets", "all_negs", "cuda_graphs", "freeze_old"):
-            if not isinstance(getattr(self, key), bool) and not (
-                    key == "cuda_graphs" and self.cuda_graphs is None):
-                raise ConfigError(f"{key}: must be true or false, got {getattr(self, key)!r}")
-        for key in ("graph", "edges", "checkpoint_path", "init_from"):
-            if getattr(self, key) is not None and not isinstance(getattr(self, key), str):
-                raise ConfigError(f"{key}: must be a string, got {getattr(self, key)!r}")
         self._check_grouping()
         if self.memory_budget is not None:
             try:

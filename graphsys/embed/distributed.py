@@ -1,36 +1,21 @@
 """Distributed embedding training over ``torch.distributed`` (gloo on CPU, NCCL on GPU):
 :class:`DistributedTrainer`, one rank of a run (``graphsys.embed.train(...,
 distributed=True)`` on every rank of an initialised group, or ``distributed=None`` under
-``torchrun``; launching: ``docs/embed.md``). The checkpoint directory must be one every rank
-sees (a shared filesystem).
+``torchrun``; launching: ``docs/embed.md``). Every rank must see the checkpoint directory.
 
-Every step is deterministic and the same on every rank, and ranks coordinate only through
-collectives of the default process group (no server of its own):
-
-- **Rounds.** Each rank computes the epoch's bucket order and splits it with
-  :func:`~graphsys.embed.schedule.plan_rounds`: in round ``n`` rank ``r`` trains bucket
-  ``rounds[n][r]``, and the buckets of one round have pairwise disjoint partitions; a rank
-  with no bucket idles that round.
-- **Partition lock.** A rank acquires its bucket's partitions with an ``all_gather`` of the
-  (at most two) partitions it is about to hold; every rank checks that no partition is
-  claimed twice (the schedule rules it out; a clash means the ranks disagree on it and is an
-  error), and the gathered claims are the record ``EpochStats.held``. A rank releases, before
-  the round's closing collective, every partition its next bucket does not use: it writes a
-  changed one to the checkpoint's working version, where the next holder reads it after
-  that collective. Partitions thus move between ranks through the checkpoint directory.
-- **Relation parameters** are replicated. At the end of each round every rank
-  ``all_gather``s the change it made to them (parameters and their Adagrad sums, float32),
-  and every rank adds the changes to the round's starting values in the order of the
-  buckets' positions in the epoch order, so all ranks hold the same values and the sum does
-  not depend on which rank trained which bucket (an all_reduce(SUM) of the updates with a
-  fixed summation order). This gather is also the round barrier.
-- **Commits.** At the end of an epoch (and of every round with ``checkpoint_buckets``)
-  every rank writes its changed partitions, the ranks' :class:`RankStats` are gathered, and
-  rank 0 completes the version and writes ``checkpoint.json`` last; the others wait for it.
-- **Determinism.** Bucket ``k`` of epoch ``e`` draws from generators seeded by
-  ``(seed, e, k)`` whichever rank trains it, so the same seed and world size (and
-  ``workers = 1``) give the same checkpoint bit for bit, and so does a run resumed after a
-  kill.
+Ranks coordinate only through collectives of the default group. Each epoch's bucket order
+is split into rounds of buckets with disjoint partitions
+(:func:`~graphsys.embed.schedule.plan_rounds`; rank ``r`` trains ``rounds[n][r]``). A rank
+claims its bucket's partitions with an ``all_gather`` (a partition claimed twice is an
+error; the claims are ``EpochStats.held``) and, before the round's closing collective,
+writes back every changed partition its next bucket does not use, so partitions move
+between ranks through the checkpoint's working version. Relation parameters are
+replicated: each round the ranks gather their changes (parameters and Adagrad sums) and add
+them in the buckets' epoch order, so every rank holds the same values whichever rank
+trained which bucket; this gather is the round barrier. At a commit every rank writes its
+partitions, the :class:`RankStats` are gathered and rank 0 writes ``checkpoint.json``.
+Bucket ``k`` of epoch ``e`` draws from generators seeded by ``(seed, e, k)``, so the same
+seed and world size (``workers = 1``) give the same checkpoint bit for bit, resumed or not.
 """
 
 from __future__ import annotations

@@ -1,34 +1,16 @@
 """Forward and backward of the ``dot`` comparator + ``softmax`` loss in closed form.
 
-The trainer's batch step for this pair (PBG's usual choice for link prediction) skips
-autograd for the scores and the loss: with logits ``z`` of a row and its positive at column
-``c``, ``-log softmax(z)[c]`` has the gradient ``softmax(z) - onehot(c)``, and every score is a
-dot product, so the gradients of the queries and candidates are three matmuls per block. One
-``exp`` pass gives both the loss (``logsumexp``) and the softmax; the ``(B, 1 + N)`` logits
-are one ``(B, U + k)`` matrix because the in-batch block already holds each row's positive
-score on its diagonal.
-
-Blocks of one side (``B`` queries ``q`` and their true candidates ``c``, float32 ``(B, d)``;
-``U`` pool candidates ``(U, d)`` or none; in-batch chunks of ``k = min(num_batch_negs, B)``
-rows):
-
-* ``s1 = q @ pool.T`` ``(B, U)``;
-* ``s2 = q_j @ c_j.T`` ``(B/k, k, k)`` for the ``B // k`` full chunks ``j`` (the positive on
-  the diagonal, the other ``k - 1`` true candidates of the chunk as negatives);
-* ``sr = q[nfull:] @ c[B - k:].T`` ``(rem, k)`` for the ``rem = B mod k`` last rows, against
-  the last ``k`` true candidates (the positive at column ``k - rem + r``).
-
-With ``all_negs`` a side is one block, :func:`one_vs_all`: ``s = q @ cands.T`` ``(B, n)``
-against every candidate of the partition, the true one (column ``target[b]``) the target of
-the full cross-entropy.
-
-This is the same loss, negatives and masking as the autograd path
-(:meth:`graphsys.embed.step.MinibatchStep._side_loss` with
-:class:`~graphsys.embed.model.SoftmaxLoss`), to float32 rounding.
-
-With the identity operator on both sides the tail side's in-batch block is the transpose of
-the head side's (``q = x_lhs``, ``c = x_rhs`` on one side and the reverse on the other), so
-:func:`both_sides` computes it once and back-propagates both sides' gradients through it.
+With logits ``z`` of a row and its positive at column ``c``, ``-log softmax(z)[c]`` has the
+gradient ``softmax(z) - onehot(c)`` and every score is a dot product, so the batch step
+skips autograd: one ``exp`` pass gives the loss and the softmax, and the gradients are
+three matmuls per block. Blocks of one side (``B`` queries ``q`` and their true candidates
+``c``, ``(B, d)``; ``U`` pool candidates; in-batch chunks of ``k = min(num_batch_negs, B)``):
+``s1 = q @ pool.T`` ``(B, U)``; ``s2 = q_j @ c_j.T`` ``(B/k, k, k)`` per full chunk (the
+positive on the diagonal); ``sr = q[nfull:] @ c[B - k:].T`` ``(rem, k)`` for the last
+``rem = B mod k`` rows. With ``all_negs`` a side is one block, :func:`one_vs_all`.
+Same loss, negatives and masking as the autograd path
+(:meth:`graphsys.embed.step.MinibatchStep._side_loss`), to float32 rounding. With the
+identity operator on both sides, :func:`both_sides` computes the shared in-batch block once.
 """
 
 from __future__ import annotations

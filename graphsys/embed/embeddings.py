@@ -1,16 +1,11 @@
 """Trained embeddings (:class:`Embeddings`): open and check a checkpoint, look up vectors.
 
-This module opens and validates (checksums, shapes, finite values, the graph's shape and
-ids) and holds the lookups; the queries are :mod:`.query`'s (:class:`~.query.EmbeddingQueries`)
-and the exports :mod:`.export`'s (:class:`~.export.EmbeddingExports`), both mixed into
-:class:`Embeddings`. Node ids are the graph's *original* ids; the graph directory recorded in
-the checkpoint maps them (pass ``graph=`` if it moved). Embedding partitions are
-memory-mapped, read-only.
-
-``load`` also opens the output of ``graphsys gnn embed`` (an Arrow embedding directory,
-:mod:`graphsys.storage.embedding_files`; :class:`ArrowEmbeddings`): one entity type and no
-relations, so the lookups, ``nearest`` and the exports work and ``score`` /
-``predict_tails`` do not.
+Opening validates checksums, shapes, finite values and the graph's shape and ids; the
+queries (:class:`~.query.EmbeddingQueries`) and exports (:class:`~.export.EmbeddingExports`)
+are mixed into :class:`Embeddings`. ``load`` also opens ``graphsys gnn embed`` output (an
+Arrow embedding directory, :mod:`graphsys.storage.embedding_files`;
+:class:`ArrowEmbeddings`): one entity type and no relations, so lookups, ``nearest`` and the
+exports work, ``score`` and the predictions do not.
 """
 
 from __future__ import annotations
@@ -38,17 +33,11 @@ from graphsys.storage.node_reads import checked_internal
 class Embeddings(EmbeddingQueries, EmbeddingExports):
     """Trained embeddings: one vector per entity, the relation operators and the comparator.
 
-    Open a checkpoint with :meth:`load`, or take ``graphsys.embed.train(...).embeddings``.
-    Ids are the graph's *original* node ids (integers or strings); the graph directory
-    recorded in the checkpoint maps them (pass ``graph=`` to :meth:`load` if it moved).
-    The embedding partitions are memory-mapped, read-only, and every query reads only the
-    rows it needs or a block of :data:`~.query.BLOCK_ROWS` rows at a time, so tables larger than
-    memory can be served.
-
-    A triple ``(h, r, t)`` scores ``comparator(op_r(h), t)`` (:meth:`score`), the model
-    trained by :func:`graphsys.embed.train` [1]_; :meth:`predict_tails` and
-    :meth:`predict_heads` rank every entity as the missing side of a triple, and
-    :meth:`nearest` ranks entities by the similarity of their vectors.
+    Open a checkpoint with :meth:`load`, or take ``graphsys.embed.train(...).embeddings``
+    (the model of :func:`graphsys.embed.train` [1]_). Ids are the graph's *original* node
+    ids; the graph directory recorded in the checkpoint maps them (pass ``graph=`` to
+    :meth:`load` if it moved). Partitions are memory-mapped, read-only, and every query
+    reads only the rows it needs or a block of :data:`~.query.BLOCK_ROWS` rows at a time.
 
     Attributes
     ----------

@@ -1,14 +1,7 @@
 """Link-prediction evaluation (:func:`evaluate`): MRR, Hits@1/3/10 and mean rank, with the
-ranking protocol named in the result (:func:`protocol_name`).
-
-Every test triple ``(h, r, t)`` is ranked on both sides, by tail prediction of
-``(h, r, ?)`` (``comparator(op_r^rhs(h), c)``) and of ``(t, r^-1, ?)``
-(``comparator(op_r^lhs(t), c)``, the reciprocal relation's operator), under the rank rule
-of :mod:`graphsys.ranking` (ties half, NaN worst; NaN metrics for no triple). Candidates
-are every entity of the type, or ``N`` entities sampled uniformly and shared by a batch of
-:data:`EVAL_BATCH` triples; *filtered* removes every other candidate that forms a true
-triple in any edge set of the graph (as the graph now holds it: a deleted triple is
-none). The protocols and when each applies: ``docs/embed.md``.
+ranking protocol named in the result (:func:`protocol_name`; the protocols and when each
+applies: ``docs/embed.md``). Ranks follow :mod:`graphsys.ranking`'s rule (ties half, NaN
+worst); sampled candidates are shared by a batch of :data:`EVAL_BATCH` triples.
 """
 
 from __future__ import annotations
@@ -106,9 +99,8 @@ def evaluate(emb: Embeddings, graph: Graph | str, edge_set: str, *, filtered: bo
     protocol [2]_). Ties count half (a model scoring everything equal gets the middle
     rank). *Filtered* ranking, the standard protocol since Bordes et al. [1]_, first
     removes every other candidate that forms a true triple in any edge set of the graph.
-    The result names its protocol (:func:`protocol_name`): ``full``, ``filtered``,
-    ``sampled@N`` or ``filtered sampled@N``; figures of different protocols are not
-    comparable.
+    The result names its protocol (:func:`protocol_name`); figures of different protocols
+    are not comparable.
 
     Parameters
     ----------

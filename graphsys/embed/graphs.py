@@ -1,17 +1,12 @@
 """One training step of fixed shapes captured as a CUDA graph and replayed (``cuda_graphs``).
 
 The device-resident loop (:meth:`graphsys.embed.trainer.Trainer._train_resident`) makes no
-host synchronisation inside a step, so a step can be captured: its hundred-odd kernel
-launches then cost one graph launch. :class:`StepGraph` runs the first step of a bucket
-eagerly on a side stream (the warm-up that creates cuBLAS handles, workspaces and the
-tensors made once, such as a degree table's device copy), captures the second into a graph
-(reading its batch from a static buffer, drawing its negatives from the loop's generator,
-registered with the graph so that each replay draws new numbers) and replays it for every
-later step of the same shape; a step of another shape (the bucket's last) runs eagerly.
-
-:func:`capture_refusal` says, from the config alone, why a run's steps would not be
-captured (a step that reads a value on the host, or a torch that cannot replay a
-generator's draws); the trainer then runs them eagerly, with one logged line.
+host synchronisation inside a step, so :class:`StepGraph` runs a bucket's first step eagerly
+on a side stream (the warm-up), captures the second into a graph (its batch read from a
+static buffer, its negatives drawn from the loop's generator, registered with the graph so
+each replay draws new numbers) and replays it for every later step of that shape; a step of
+another shape runs eagerly. :func:`capture_refusal` says, from the config alone, why a run's
+steps would not be captured; the trainer then runs them eagerly, with one logged line.
 """
 
 from __future__ import annotations

@@ -1,25 +1,15 @@
 """Growing a trained model: initial state of a checkpoint over a graph with new entities.
 
 A graph grown by :func:`graphsys.storage.append.append_edges` keeps every old node at its
-(partition, local offset) and appends new nodes at the end of partitions. A checkpoint
-trained before the append therefore gives the first ``n_old[p]`` rows of every partition
-``p``; :func:`grown_partition` builds the full initial partition:
-
-* old rows: the trained embeddings and their Adagrad sums, unchanged;
-* a new row with at least one old neighbour in the training edge set (either direction,
-  any relation): the mean of those neighbours' trained embeddings (raw embeddings, before
-  any relation operator), Adagrad sum 0;
-* a new row with no old neighbour: the usual ``N(0, init_scale)`` initialisation (the same
-  draw a fresh run with this seed makes), Adagrad sum 0.
-
-Old rows are tied to entities by position, so the first ``n_old[p]`` ids of every partition
-must be the ids the checkpoint was trained on, in the same order (:func:`check_old_ids`
-compares their sha256 with the checkpoint's ``id_digests``): a graph re-ingested from old and
-new edges, rather than grown by an append, may keep every partition at least as large while
-moving entities between rows, and is refused rather than trained with shifted vectors.
-
-Relation parameters (and their Adagrad sums) are copied. With ``freeze_old`` the trainer
-updates only the new rows; the old rows and the relation parameters stay as trained.
+(partition, local offset) and appends new nodes, so a checkpoint trained before the append
+gives the first ``n_old[p]`` rows of every partition ``p``. :func:`grown_partition` builds
+the full partition: old rows keep their embeddings and Adagrad sums; a new row with old
+neighbours in the training edge set (either direction, any relation) starts at the mean of
+their raw embeddings, one without at the usual ``N(0, init_scale)`` draw, both with Adagrad
+sum 0. The old rows' ids must be those the checkpoint was trained on, in order
+(:func:`check_old_ids` compares their sha256 with its ``id_digests``): a graph re-ingested
+rather than appended to is refused rather than trained with shifted vectors. Relation
+parameters are copied; with ``freeze_old`` only the new rows are trained.
 """
 
 from __future__ import annotations

@@ -1,38 +1,20 @@
 """Nearest-neighbour indexes of trained embeddings, built with faiss (an optional extra:
 ``pip install 'graphsys[faiss]'``; never imported unless an index is built or opened).
 
-Kinds (:data:`KINDS`): ``flat`` (exact inner product, every row compared: faiss's blocked
-BLAS), ``ivf`` (inverted lists: k-means into ``nlist`` cells, ``nprobe`` cells searched:
-approximate) and ``hnsw`` (a navigable small-world graph of ``hnsw_m`` links per node,
-``ef_search`` candidates per query: approximate). Similarity ``by`` is ``cos`` (rows
-normalised to unit length, inner product) or ``dot`` (inner product of the raw rows), the two
-measures of :meth:`Embeddings.nearest <graphsys.embed.embeddings.Embeddings.nearest>`.
-Row ``i`` of the index is the entity with type-global id ``i``.
+Kinds (:data:`KINDS`): ``flat`` (exact inner product), ``ivf`` (k-means into ``nlist``
+cells, ``nprobe`` searched) and ``hnsw`` (``hnsw_m`` links per node, ``ef_search``
+candidates per query); similarity ``by`` is ``cos`` (unit rows) or ``dot``. Row ``i`` is the
+entity with type-global id ``i``. An approximate index is tuned when built
+(:func:`tune_search`: the smallest setting reaching ``target_recall`` on 500 rows, the
+recall then measured on 500 held-out rows).
 
-An approximate index is tuned when it is built: unless ``nprobe`` / ``ef_search`` is given,
-the smallest setting whose recall@10 against the exact top 10 reaches ``target_recall``
-(0.95 by default) on 500 rows of the table, with a margin of two standard errors, is kept,
-and the recall is then measured on 500 other rows, held out (:func:`tune_search`). A fixed
-setting cannot promise a recall: it depends on the rows (clustered rows are easy,
-near-uniform ones of rarely trained entities hard), so the setting follows the data and the
-record states what it reached.
-
-Stored in the checkpoint directory, beside the versions it was built from (no pickle)::
-
-    CKPT/index/{entity_type}.{by}.faiss   faiss.write_index's own binary format
-    CKPT/index/{entity_type}.{by}.json    {"format": INDEX_FORMAT, "checkpoint_version",
-                                           "entity_type", "by", "kind", "num_entities",
-                                           "dimension", "params", "sha256", "bytes",
-                                           "seconds", "recall": {"k", "recall", ...}}
-
-Both are written atomically, the JSON last; the JSON records the checkpoint version the rows
-came from and the faiss file's size and sha256, checked before faiss reads the file (the
-size before the hash; a record from before sizes were kept is hashed alone): a truncated,
-extended or foreign file is refused, never handed to the reader. An index of another
-version than the checkpoint's committed one is stale (:class:`StaleIndexError`):
-:func:`open_index` refuses it, and :meth:`Embeddings.nearest
-<graphsys.embed.embeddings.Embeddings.nearest>` warns and searches exactly instead (rebuild
-it after training on).
+Stored as ``CKPT/index/{entity_type}.{by}.faiss`` (faiss's own format, no pickle) and a
+``.json`` record (``INDEX_FORMAT``, ``checkpoint_version``, ``kind``, ``params``, the faiss
+file's ``bytes`` and ``sha256``, ``recall``, ...), both written atomically, the JSON last.
+The size and hash are checked before faiss reads the file. An index of another version than
+the committed one is stale (:class:`StaleIndexError`): :func:`open_index` refuses it and
+:meth:`Embeddings.nearest <graphsys.embed.embeddings.Embeddings.nearest>` warns and
+searches exactly instead.
 """
 
 from __future__ import annotations

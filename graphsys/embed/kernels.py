@@ -1,20 +1,14 @@
 """CPU kernels of the embedding trainer (numba, ``nogil``: HOGWILD worker threads run them
 side by side).
 
-:func:`sparse_adagrad` is the sparse update of one embedding partition after a batch: the
-gradient rows of a row that the batch gathered more than once are summed (in batch order,
-so the result does not depend on thread scheduling), then PBG's row-wise Adagrad (or the
-element-wise one) is applied to each distinct row in one pass over memory, with no
-``unique``, no temporaries of the batch's size and no second gather/scatter.
-
-:func:`softmax_side_grads` is the softmax cross-entropy of one side of a dot / softmax
-batch (:mod:`graphsys.embed.dot_softmax`) and its gradient in one pass per row, where torch
-took a dozen ops and their temporaries (concatenations, max, exp, sums, divisions, the
-positives' corrections), with its own vectorized ``exp``.
-
-A kernel gives the same bits whether the running process compiled it or loaded it from
-numba's cache (``cache=True``): the fast-math helpers a kernel calls are inlined into it by
-numba (:data:`_INLINE`), so a run resumed in another process stays bit-for-bit.
+:func:`sparse_adagrad` updates one embedding partition after a batch: the gradient rows of a
+row gathered more than once are summed in batch order (independent of thread scheduling),
+then row-wise (or element-wise) Adagrad is applied to each distinct row in one pass, with no
+temporaries of the batch's size. :func:`softmax_side_grads` is the softmax cross-entropy of
+one side of a dot / softmax batch (:mod:`graphsys.embed.dot_softmax`) and its gradient in
+one pass per row, with its own vectorized ``exp``. The fast-math helpers are inlined into
+each kernel (:data:`_INLINE`), so a kernel gives the same bits whether compiled or loaded
+from numba's cache.
 """
 
 from __future__ import annotations

@@ -1,24 +1,16 @@
 """Scoring model pieces: relation operators, comparators and losses (small registered classes).
 
-Score of a triple for *tail* prediction (corrupting the rhs)::
+A triple scores ``comparator(op_r^rhs(h), t)`` for tail prediction and, with a second,
+independent set of operator parameters (PBG's dynamic relations),
+``comparator(op_r^lhs(t), h)`` for head prediction (the model: ``docs/embed.md``). The
+operator transforms the query side, so ``B`` queries against ``N`` candidates is one
+``(B, d) @ (d, N)`` matmul.
 
-    score(h, r, t) = comparator(op_r^rhs(h), t)
-
-and for *head* prediction (corrupting the lhs) a second, independent set of operator
-parameters is used (PBG's "dynamic relations", i.e. reciprocal relations)::
-
-    score^rev(h, r, t) = comparator(op_r^lhs(t), h)
-
-The operator always transforms the *query* side, so the candidate side is raw embeddings and
-scoring ``B`` queries against a shared pool of ``N`` candidates is one ``(B, d) @ (d, N)``
-matmul.
-
-Shape conventions (``B`` edges, ``d`` dimension, ``R`` relations of an operator, ``K`` the
-relations present in a batch): embeddings float32/float64 ``(B, d)``; operator parameters are
-``(R, ...)`` tensors; an operator is called with the *gathered* parameter slices ``(K, ...)``
-and ``idx`` int64 ``(B,)`` indexing into them, so gradients are only ever formed for the
-relations of the batch. Operators read those slices with :func:`gather`, never ``param[idx]``
-(see there: the backward of tensor indexing is not deterministic on a multi-threaded CPU).
+Shapes (``B`` edges, ``d`` dimension, ``R`` relations of an operator, ``K`` those of a
+batch): embeddings ``(B, d)``; operator parameters ``(R, ...)``; an operator is called with
+the gathered slices ``(K, ...)`` and ``idx`` int64 ``(B,)`` into them, so gradients are
+formed only for the batch's relations. Operators read the slices with :func:`gather`, never
+``param[idx]`` (whose backward is not deterministic on a multi-threaded CPU).
 """
 
 from __future__ import annotations

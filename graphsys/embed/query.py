@@ -1,12 +1,9 @@
-"""Queries of trained embeddings: similarity search, triple scores, link prediction.
-
-:class:`EmbeddingQueries` holds the query methods of :class:`~graphsys.embed.Embeddings`
-(``nearest``, ``score``, ``predict_tails``, ``predict_heads``), mixed into it.
+"""Queries of trained embeddings (:class:`EmbeddingQueries`, mixed into
+:class:`~graphsys.embed.Embeddings`): similarity search, triple scores, link prediction.
 
 Every query is exact unless a stored faiss index answers it (:mod:`graphsys.embed.index`):
-candidates are scored :data:`BLOCK_ROWS` rows at a time (a blocked matrix product, never an
-``N x N`` matrix) and a running top-``k`` is kept; left-out candidates (the query entity,
-known facts when filtering) score ``-inf`` inside the block.
+candidates are scored :data:`BLOCK_ROWS` rows at a time with a running top-``k``; left-out
+candidates (the query entity, known facts when filtering) score ``-inf`` inside the block.
 """
 
 from __future__ import annotations

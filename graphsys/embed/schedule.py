@@ -1,29 +1,20 @@
 """Bucket orders and the partition-buffer plan (which partitions to load / evict, and when).
 
 A *bucket* ``(i, j)`` holds the edges from lhs partition ``i`` to rhs partition ``j``;
-training it needs partitions ``i`` and ``j`` resident (one *slot* holds partition ``p`` of
-every entity type). Orders:
-
-- ``random``: a random permutation of the buckets.
-- ``affinity``: greedy; each bucket shares both partitions with the previous one if it can,
-  else one, ties broken at random (PBG).
-- ``outside_in``: L-shaped layers ``min(i, j) = 0, 1, ...``, random inside a layer with each
-  bucket next to its transpose (PBG).
-- ``inside_out``: the same layers in reverse order (PBG's default).
-- ``buffer``: for a buffer of ``c`` partitions (Marius's BETA ordering): keep ``c - 1``
-  partitions fixed, stream every other partition through the last slot (each load opens
-  ``c - 1`` new buckets' worth of pairs), then retire the fixed set and repeat.
-
-:func:`plan_buffer` simulates a buffer of ``c`` slots over an order with Belady's eviction
-(evict the resident partition whose next use is furthest) and returns the per-step loads and
-evictions; the trainer executes exactly that plan, and its counts are the reported swaps.
-
-:func:`plan_rounds` splits an order into *rounds* of buckets with pairwise disjoint
-partitions, one bucket per rank (distributed training: the ranks of a round train at once).
+training it needs partitions ``i`` and ``j`` resident. Orders (:func:`bucket_order`):
+``random``; ``affinity`` (greedy: each bucket shares as many partitions with the previous
+one as it can, PBG); ``outside_in`` (L-shaped layers ``min(i, j) = 0, 1, ...``, random
+inside a layer, each bucket next to its transpose, PBG); ``inside_out`` (the same layers
+reversed, PBG's default); ``buffer`` (Marius's BETA ordering for ``c`` resident partitions:
+keep ``c - 1`` fixed, stream the others through the last slot, retire the fixed set,
+repeat). :func:`plan_buffer` simulates the buffer with Belady's eviction; the trainer runs
+exactly that plan. :func:`plan_rounds` splits an order into rounds of buckets with
+disjoint partitions, one per rank.
 """
 
 from __future__ import annotations
 
+import bisect
 import random
 from dataclasses import dataclass, field
 
@@ -161,15 +152,10 @@ def plan_buffer(order: list[Bucket], capacity: int, resident: list[int] | None =
     for k, (i, j) in enumerate(order):
         for q in {i, j}:
             uses.setdefault(q, []).append(k)
-    cursor = {q: 0 for q in uses}
 
     def next_use(q: int, k: int) -> float:
         lst = uses.get(q, [])
-        pos = cursor.get(q, 0)
-        while pos < len(lst) and lst[pos] < k:
-            pos += 1
-        if q in cursor:
-            cursor[q] = pos
+        pos = bisect.bisect_left(lst, k)
         return lst[pos] if pos < len(lst) else float("inf")
 
     steps, loads, evictions = [], 0, 0

@@ -52,20 +52,14 @@ class RankStats:
     checkpoint_bytes: int = 0
     io_wait_seconds: float = 0.0
 
-    #: Field order of :meth:`figures` / :meth:`set_figures` (everything but ``rank``).
-    FIGURES = ("edges", "buckets", "idle_rounds", "loss_sum", "train_seconds", "wait_seconds",
-               "loads", "evictions", "bytes_read", "bytes_written", "checkpoint_bytes",
-               "io_wait_seconds")
-    _FLOATS = ("loss_sum", "train_seconds", "wait_seconds", "io_wait_seconds")
-
     def figures(self) -> list[float]:
-        """The :attr:`FIGURES` as floats (exact for counts below 2**53)."""
-        return [float(getattr(self, k)) for k in self.FIGURES]
+        """Every field but ``rank``, in field order, as floats (exact below 2**53)."""
+        return [float(getattr(self, f.name)) for f in fields(self)[1:]]
 
     def set_figures(self, values: list[float]) -> None:
-        """Set the :attr:`FIGURES` from :meth:`figures` of the same rank."""
-        for k, v in zip(self.FIGURES, values):
-            setattr(self, k, v if k in self._FLOATS else int(v))
+        """Set the fields from :meth:`figures` of the same rank."""
+        for f, v in zip(fields(self)[1:], values):
+            setattr(self, f.name, v if f.type == "float" else int(v))
 
     def to_json(self) -> dict[str, Any]:
         out = dict(self.__dict__)

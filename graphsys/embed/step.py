@@ -1,25 +1,20 @@
 """One minibatch of embedding training: negatives, scores, loss, gradients and the updates.
 
-A batch of ``B`` edges is scored in both directions against ``B x (num_uniform_negs +
-num_batch_negs)`` negatives: one ``(B, d) @ (d, U)`` matmul against a pool of ``U`` sampled
-candidates of the partition shared by the batch (uniform, or a ``degree_neg_fraction`` of
-them proportional to training degree), plus one batched matmul over chunks of
-``num_batch_negs`` edges whose other true tails (heads) serve as negatives. With ``all_negs``
-the pool is the whole candidate partition and the loss the 1-vs-all cross-entropy (no
-in-batch block). With ``regularization_coef`` the N3 term of the batch's factors (heads,
-tails and the relation operators of both directions) is added; with
-``relation_prediction_weight`` that weight times the cross-entropy of predicting each edge's
-relation among all ``2R`` (:meth:`MinibatchStep._relation_prediction`). Gradients come from
-autograd, or in closed form for dot / softmax batches (:mod:`.dot_softmax`; autograd then only
-through the operators, N3 and relation prediction).
-Embeddings take row-wise Adagrad steps (PBG's; ``embedding_adagrad = "element"``: one
-accumulator per coordinate; :func:`graphsys.embed.kernels.sparse_adagrad` on the CPU),
+A batch of ``B`` edges is scored in both directions against a pool of ``U`` candidates of
+the partition shared by the batch (one ``(B, d) @ (d, U)`` matmul; uniform, or a
+``degree_neg_fraction`` by training degree) and, by one batched matmul, the other true
+tails (heads) of its chunk of ``num_batch_negs`` edges; with ``all_negs`` the pool is the
+whole partition and the loss the 1-vs-all cross-entropy. ``regularization_coef`` adds the N3
+term of the batch's factors, ``relation_prediction_weight`` the relation-prediction
+cross-entropy (:meth:`MinibatchStep._relation_prediction`). Gradients come from autograd,
+or in closed form for dot / softmax (:mod:`.dot_softmax`). Embeddings take row-wise (or
+element-wise) Adagrad steps (:func:`graphsys.embed.kernels.sparse_adagrad` on the CPU),
 relation parameters element-wise Adagrad (:class:`.relations.RelationModel`).
 
-:class:`MinibatchStep` is the per-batch half of :class:`graphsys.embed.trainer.Trainer`, which
-provides the state it reads: ``cfg``, ``graph``, ``edge_set``, ``device``, ``sizes``,
-``pairs`` / ``pair_of_rel`` (entity-type pair of each relation), ``comparator``,
-``loss_fn``, ``relmodel``, ``buffer`` (resident partitions) and ``frozen_below``.
+:class:`MinibatchStep` is the per-batch half of :class:`graphsys.embed.trainer.Trainer`,
+which provides the state it reads (``cfg``, ``graph``, ``edge_set``, ``device``, ``sizes``,
+``pairs`` / ``pair_of_rel``, ``comparator``, ``loss_fn``, ``relmodel``, ``buffer``,
+``frozen_below``).
 """
 
 from __future__ import annotations

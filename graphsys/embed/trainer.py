@@ -1,35 +1,21 @@
 """The advanced layer of embedding training: :class:`Trainer`, one bucketed training run.
 
-Most code calls :func:`graphsys.embed.train`, which resolves the config, the graph and the
-checkpoint directory, picks this class or its distributed subclass, records a trace and
-returns an :class:`~graphsys.embed.api.EmbedResult`. Use :class:`Trainer` directly to hook
-into a run: count or bound its batches (``on_batch``), subclass it, or inspect its buffer
-and relation model after :meth:`Trainer.run`.
+Most code calls :func:`graphsys.embed.train`; use :class:`Trainer` directly to hook into a
+run (``on_batch``), subclass it, or inspect its buffer and relation model after
+:meth:`Trainer.run`.
 
-The algorithm is PyTorch-BigGraph's (Lerer et al. 2019) with Marius's partition buffer and
-prefetch. For each epoch: pick a bucket order, plan the partition buffer (:mod:`.schedule`),
-and for each non-empty bucket ``(i, j)``: make partitions ``i`` and ``j`` resident (the
-loads and evictions of the plan; the next step's are done in a background thread while the
-current bucket trains, when they do not touch it), shuffle the bucket's edges, and train
-them in batches of ``batch_size`` by ``workers`` HOGWILD threads sharing the embedding
-tensors.
-
-One batch (negatives, loss, gradients, Adagrad steps) is :mod:`.step`'s.
-
-After each epoch a checkpoint version is committed (:mod:`.checkpoint`'s
-:class:`~graphsys.embed.checkpoint.CheckpointManager`), and with
-``checkpoint_buckets`` after every bucket too; a run on an existing checkpoint directory
-resumes after its last commit (the buckets of a half-done epoch that were not trained yet).
-With ``workers = 1`` the resumed run is bit-for-bit the uninterrupted one: every random draw
-comes from generators seeded by ``(seed, epoch, bucket position in the epoch's order,
-worker)``, and nothing else carries over between buckets but the saved tensors. On the CPU
-two runs with the same seed are bit-for-bit equal whatever the intra-op thread count: no
-gradient is accumulated with atomics (see :func:`graphsys.embed.model.gather`); and whether
-the process compiled the numba kernels or loaded them from numba's cache (see
-:mod:`graphsys.embed.kernels`).
-
-:class:`Trainer` is one process; :class:`graphsys.embed.distributed.DistributedTrainer` runs
-the same buckets on the ranks of a ``torch.distributed`` group.
+The algorithm is PyTorch-BigGraph's [1]_ with Marius's partition buffer and prefetch [2]_.
+Each epoch: pick a bucket order, plan the buffer (:mod:`.schedule`), and for each non-empty
+bucket ``(i, j)`` make partitions ``i`` and ``j`` resident (the next step's loads and
+evictions run in a background thread while the current bucket trains, when they do not
+touch it), shuffle its edges and train them in batches (:mod:`.step`) on ``workers``
+HOGWILD threads. A checkpoint version is committed after each epoch (and each bucket with
+``checkpoint_buckets``); a run resumes after the last commit. Every random draw comes from
+generators seeded by ``(seed, epoch, bucket position, worker)`` and no gradient is
+accumulated with atomics, so with ``workers = 1`` a resumed run is bit-for-bit the
+uninterrupted one, whatever the thread count.
+:class:`graphsys.embed.distributed.DistributedTrainer` runs the same buckets on the ranks
+of a ``torch.distributed`` group.
 
 References
 ----------

@@ -1,28 +1,20 @@
 """Road-like graphs: a thinned 2-D grid with positive edge lengths and a large diameter.
 
-The ``N`` nodes are laid out row-major on a near-square grid: ``cols = ceil(sqrt(N))``,
-``rows = ceil(N / cols)`` (the last row may be partial); node ``v`` sits at
-``(v // cols, v % cols)``, so ids are spatially ordered like the nodes of a road extract.
-Candidate edges, each undirected and written **once** with ``src < dst``:
+The ``N`` nodes lie row-major on a near-square grid (``cols = ceil(sqrt(N))``, the last row
+may be partial): node ``v`` sits at ``(v // cols, v % cols)``. Candidate edges, undirected
+and written **once** with ``src < dst``, are the ``E0`` *lattice* edges to the right and
+down neighbours (:func:`lattice_edge_count`, about ``2N``) and the ``D0`` *diagonal
+shortcuts* down-right and down-left. ``num_edges = M`` is exact:
 
-* *lattice* edges to the right and down neighbour (4-neighbourhood), ``E0`` of them
-  (:func:`lattice_edge_count`, about ``2N``);
-* *diagonal shortcuts* to the down-right and down-left neighbour, ``D0`` of them.
+* ``M`` omitted: a random ``drop`` fraction (default 0.2) of the lattice is removed, so the
+  mean degree is about ``4 * (1 - drop)``;
+* ``M <= E0``: ``M`` lattice edges, chosen uniformly (stratified over id ranges);
+* ``E0 < M <= E0 + D0``: the whole lattice plus ``M - E0`` random diagonals;
+* ``M > E0 + D0``: an error (:func:`max_grid_edges`).
 
-How ``num_edges = M`` is honoured (the count is always exact):
-
-* ``M`` omitted: ``M = E0 - round(drop * E0)``; a random ``drop`` fraction (default 0.2) of
-  the lattice is removed, so the mean degree is about ``4 * (1 - drop)`` = 3.2 and the graph
-  is not perfectly regular. A few nodes may end up isolated (``drop**4`` of them).
-* ``M <= E0``: ``M`` lattice edges are kept, chosen uniformly (stratified over id ranges).
-  Every degree is at most 4.
-* ``E0 < M <= E0 + D0``: the whole lattice plus ``M - E0`` random diagonal shortcuts;
-  degrees are then at most 8.
-* ``M > E0 + D0``: an error (:func:`max_grid_edges` is the limit).
-
-Weights are lengths: float32, uniform in ``[low, high)`` (default ``[1, 10)``) for lattice
-edges and that times ``sqrt(2)`` for diagonals. The diameter grows like ``rows + cols``.
-The output does not depend on ``chunk_edges`` (RNG blocks of :data:`RNG_BLOCK_NODES` nodes).
+Weights are lengths: float32 uniform in ``[low, high)`` for lattice edges, times
+``sqrt(2)`` for diagonals. The output does not depend on ``chunk_edges`` (RNG blocks of
+:data:`RNG_BLOCK_NODES` nodes).
 """
 
 from __future__ import annotations

@@ -1,32 +1,22 @@
 r"""Synthetic knowledge graphs with planted, learnable relations.
 
-Entities fall into *clusters* of ``cluster_size`` members (default 4; the last cluster takes
-the remainder), scattered over ids by a seeded bijection. The clusters sit on a near-square
-2-D lattice (``side = ceil(sqrt(C))`` columns, row-major, last row partial). Relation ``r``
-(named ``"r0"``, ``"r1"``, ...) is a lattice shift :math:`\delta_r = (dy, dx)`, distinct
-non-zero vectors with ``|dy|, |dx| <= w`` (``w`` the smallest radius that has enough of them,
-2 for up to 12 relations), no two relations being inverse shifts.
+Entities fall into *clusters* of ``cluster_size`` members (the last takes the remainder),
+scattered over ids by a seeded bijection, and the clusters sit on a near-square 2-D lattice
+(row-major). Relation ``r`` (``"r0"``, ``"r1"``, ...) is a lattice shift
+:math:`\delta_r = (dy, dx)`: distinct non-zero shifts with ``|dy|, |dx| <= w`` (the smallest
+radius with enough of them), no two inverse. The *planted tail set* of ``(h, r)`` is every
+member of the cluster at ``cluster(h) + delta_r``, when that is on the lattice
+(:meth:`KnowledgeGraph.planted_tails`): exactly representable by TransE, ComplEx and RotatE.
 
-Planted facts: for head ``h`` in cluster ``c`` whose shifted cluster ``c + delta_r`` is on the
-lattice, the *planted tail set* of ``(h, r)`` is every member of that cluster
-(:meth:`KnowledgeGraph.planted_tails`). The structure is exactly representable by
-translation models (TransE: an entity sits at its cluster's lattice point, ``r = delta_r``)
-and by rotation / bilinear-complex models (ComplEx, RotatE), and it is recoverable from
-sampled triples: cluster mates share their tail sets and a cluster's position is pinned by
-its neighbours.
-
-The ``M = num_triples`` triples are drawn from the planted facts: heads are processed in RNG
-blocks; each block gets an exact, proportional quota of triples, and within the block
-``(head, relation)`` pairs in random order contribute **all** their planted tails until the
-quota is met (at most one pair per block contributes part of its set). So a held-out triple
-usually has its siblings in training: with filtered ranking a model that has learned the
-structure ranks it first, and filtered MRR approaches 1 (a 1-N ComplEx gets close within
-tens of epochs; a bare TransE needs many more).
+The ``M = num_triples`` triples are drawn from the planted facts in RNG blocks of heads, each
+block an exact proportional quota, its ``(head, relation)`` pairs in random order giving
+**all** their planted tails until the quota is met (at most one pair per block gives part of
+its set), so a held-out triple usually has its siblings in training and filtered MRR of a
+model that learned the structure approaches 1.
 
 Splits (:meth:`KnowledgeGraph.split`): each triple goes to train / valid / test at random in
-the given fractions, then a second pass moves to train every held-out triple whose head,
-tail or relation never occurs in train, so valid and test only use entities and relations
-seen in training (the held-out fractions come out slightly below the request).
+the given fractions, then every held-out triple whose head, tail or relation never occurs in
+train is moved to train (the held-out fractions come out slightly below the request).
 """
 
 from __future__ import annotations

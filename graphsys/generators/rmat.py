@@ -3,26 +3,21 @@ r"""R-MAT (recursive matrix) power-law edges, as in Graph500's Kronecker generat
 Chakrabarti, Zhan, Faloutsos, *R-MAT: A Recursive Model for Graph Mining*, SDM 2004.
 
 Each edge picks one cell of the ``2**L x 2**L`` adjacency matrix (``L = ceil(log2 N)``) by
-descending ``L`` levels; at each level it falls in the top-left, top-right, bottom-left or
-bottom-right quadrant with probability ``a, b, c, d = 1 - a - b - c``. Quadrant ``b`` sets
-the level's ``dst`` bit, ``c`` the ``src`` bit, ``d`` both. The default
-``a, b, c = 0.57, 0.19, 0.19`` (Graph500) gives a heavy-tailed degree distribution.
+descending ``L`` levels, falling at each in the top-left, top-right, bottom-left or
+bottom-right quadrant with probability ``a, b, c, d = 1 - a - b - c`` (quadrant ``b`` sets
+the level's ``dst`` bit, ``c`` the ``src`` bit, ``d`` both; default Graph500's
+``0.57, 0.19, 0.19``). What defines the output:
 
-Implementation notes (they define the output, so they are part of the contract):
-
-* Vectorised per level: a level draws one 16-bit uniform per edge of an RNG block and
-  compares it with the cumulative thresholds ``a, a+b, a+b+c`` (rounded to multiples of
-  ``2**-16``).
-* When ``N`` is not a power of two, an edge with either endpoint ``>= N`` is **rejected**
-  and redrawn from the same block's stream, so the result is R-MAT conditioned on both ids
-  being ``< N`` (no modulo folding, which would pile mass on low ids).
-* ``permute=True`` (the default) relabels vertices with a seeded bijection of ``[0, N)``
-  (:class:`~graphsys.generators._random.IdPermutation`); raw R-MAT puts every hub at an id
-  with few one-bits (0, 1, 2, 4, ...), which would load the first partition of a range
-  partitioner. The degree distribution is unchanged.
-* Self-loops and duplicate edges are kept (as in Graph500); ingest can drop/dedupe them.
-* Edges are drawn in RNG blocks of :data:`RNG_BLOCK_EDGES`; block ``k`` uses
-  ``SeedSequence([seed, 1, k])``, so the output does not depend on ``chunk_edges``.
+* a level draws one 16-bit uniform per edge and compares it with the cumulative
+  thresholds ``a, a+b, a+b+c`` (rounded to multiples of ``2**-16``);
+* when ``N`` is not a power of two, an edge with an endpoint ``>= N`` is rejected and
+  redrawn from the same block's stream (no modulo folding onto low ids);
+* ``permute=True`` relabels vertices with a seeded bijection of ``[0, N)``
+  (:class:`~graphsys.generators._random.IdPermutation`), so hubs are not all at ids with
+  few one-bits;
+* self-loops and duplicate edges are kept (as in Graph500);
+* RNG block ``k`` of :data:`RNG_BLOCK_EDGES` edges uses ``SeedSequence([seed, 1, k])``, so
+  the output does not depend on ``chunk_edges``.
 """
 
 from __future__ import annotations

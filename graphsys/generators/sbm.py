@@ -1,30 +1,22 @@
 r"""Labelled stochastic block model (SBM) for node classification.
 
-``N`` nodes fall into ``k`` blocks of near-equal size (sizes differ by at most one); a node's
-label is its block. Nodes are scattered over blocks by a seeded bijection of ``[0, N)``
+``N`` nodes fall into ``k`` blocks of near-equal size; a node's label is its block, and
+nodes are scattered over blocks by a seeded bijection of ``[0, N)``
 (:class:`~graphsys.generators._random.IdPermutation`), so ids do not reveal labels.
 
-Edges are undirected, written once each, with no self-loops. A pair of distinct nodes in the
-same block is linked with probability :math:`p_{in}`, in different blocks with
-:math:`p_{out}`, ``ratio = p_in / p_out``. Instead of flipping ``N**2`` coins, the exact total
-``M`` is split over block pairs ``(i <= j)`` by one multinomial draw with weights
+Edges are undirected, written once, with no self-loops; ``ratio = p_in / p_out``. The exact
+total ``M`` is split over block pairs ``(i <= j)`` by one multinomial draw with weights
 ``ratio * n_i (n_i - 1) / 2`` (``i == j``) and ``n_i n_j`` (``i < j``), then each edge gets
-endpoints uniform within its blocks (orientation random). The expected intra-block fraction is
-:attr:`SBM.intra_fraction`; ``p_out = M / sum(weights)``. Pairs are drawn independently, so a
-pair can repeat (expected ``~p`` of the edges; ingest with dedupe removes them).
+endpoints uniform within its blocks (orientation random). The expected intra-block fraction
+is :attr:`SBM.intra_fraction`. Pairs are drawn independently, so a pair can repeat (ingest
+with dedupe removes them).
 
-Node features: float32 ``[N, d]``, ``feat = mu[label] + feature_noise * z`` with class means
-``mu ~ N(0, I_d)`` (seeded) and ``z ~ N(0, I_d)``. With the defaults (``d = 16``, noise 2) a
-linear classifier on features alone is right 70-85% of the time on 4 classes, so the
-graph structure has something to add.
-
-Split masks (Planetoid style): ``train_per_class`` nodes of every class (default 20, fewer if
-the class is smaller), then ``num_val`` (500) validation and ``num_test`` (1000) test nodes
-among the rest, stratified by class. If the rest holds fewer than ``num_val + num_test`` nodes,
-both are scaled down in proportion to fit. The three masks are disjoint.
-
-Edges come from RNG blocks of :data:`RNG_BLOCK_EDGES` edges, nodes from blocks of
-:data:`RNG_BLOCK_NODES`; output does not depend on chunk sizes.
+Features: float32 ``[N, d]``, ``feat = mu[label] + feature_noise * z`` with seeded class
+means ``mu ~ N(0, I_d)`` and ``z ~ N(0, I_d)``. Split masks (Planetoid style, disjoint):
+``train_per_class`` nodes of every class, then ``num_val`` and ``num_test`` nodes among the
+rest, stratified by class and scaled down in proportion if the rest is too small. Edges and
+nodes come from RNG blocks (:data:`RNG_BLOCK_EDGES`, :data:`RNG_BLOCK_NODES`), so the
+output does not depend on chunk sizes.
 """
 
 from __future__ import annotations

@@ -9,22 +9,12 @@ The format follows the file name (case-insensitive):
 ``.arrow`` ``.feather`` Arrow IPC file (Feather v2), uncompressed
 =====================  ==========================================================
 
-Columns. Text files are positional: ``src dst [weight]`` for edges and
-``head rel tail`` (``src rel dst``) for knowledge-graph triples, as in FB15k. Parquet and
-Arrow files carry named columns ``src``, ``dst`` (int64), then ``rel`` (string) and / or
-``weight`` (float32 or float64, as generated). Node tables are Parquet: ``id`` (int64),
-``label`` (int64), ``feat`` (fixed_size_list<float32>[d]), ``train_mask``, ``val_mask``,
-``test_mask`` (bool). Gzip output uses compression level 1 (fast; a generated file is
-usually ingested once) and a zero timestamp, so the bytes depend on the seed only.
-
-Existing files are not replaced unless ``overwrite=True``. Atomicity: a writer streams
-into a hidden temporary file next to the target (``.NAME.tmp-PID-RANDOM``), then flushes,
-fsyncs, renames it over the target and fsyncs the directory. On any exception the
-temporary file is removed and the target is left as it was, so a reader never sees a
-half-written file.
-
-Speed: chunks are pulled from the generator in a background thread while the previous one
-is encoded (NumPy and Arrow release the GIL), so generation and formatting overlap.
+Text files are positional: ``src dst [weight]``, or ``head rel tail`` for triples (as in
+FB15k); Parquet and Arrow files name their columns (:func:`edge_schema`). Gzip output uses
+level 1 and a zero timestamp, so the bytes depend on the seed only. A writer streams into a
+hidden temporary file beside the target, then fsyncs and renames it over the target
+(``overwrite=True`` to replace one); on an exception the target is left as it was. Chunks
+are pulled from the generator in a background thread while the previous one is encoded.
 """
 
 from __future__ import annotations

@@ -1,14 +1,12 @@
 """Interop: other libraries' graphs into graphsys storage and back.
 
-In (each through the passes of :func:`graphsys.ingest`: partitioners, memory budget,
-validation, atomic output; node features, labels and masks carried):
-:func:`from_numpy`, :func:`from_arrow`, :func:`from_scipy`, :func:`from_networkx`,
-:func:`from_pyg`, :func:`from_dgl`. Out (each refuses, in one line, a graph over
-``max_edges``; nodes in ascending original-id order): :func:`to_scipy`,
-:func:`to_networkx`, :func:`to_pyg`, :func:`to_dgl`; PyG's ``HeteroData`` and DGL's
-heterographs convert to and from typed graphs (entity and relation types). These are the
-only conversions (the storage layer never imports this package); all ten are also at the
-top level of :mod:`graphsys`. PyG, DGL and NetworkX are imported only when their function is called.
+In, through the passes of :func:`graphsys.ingest` (node features, labels and masks
+carried): :func:`from_numpy`, :func:`from_arrow`, :func:`from_scipy`, :func:`from_networkx`,
+:func:`from_pyg`, :func:`from_dgl`. Out, nodes in ascending original-id order, a graph over
+``max_edges`` refused in one line: :func:`to_scipy`, :func:`to_networkx`, :func:`to_pyg`,
+:func:`to_dgl`. PyG's ``HeteroData`` and DGL's heterographs convert to and from typed
+graphs. All ten are also at the top level of :mod:`graphsys`; PyG, DGL and NetworkX are
+imported only when their function is called.
 """
 
 from graphsys.interop.arrays import from_arrow, from_numpy

@@ -1,16 +1,8 @@
-"""What every interop module shares: in-memory arrays into the one ingest path, and a stored
-graph out as NumPy arrays in a fixed node order, behind a size guard.
-
-In: :func:`ingest_arrays` turns ``src``/``dst`` id arrays, optional edge weights and node
-columns into a :class:`pyarrow.Table` edge source and a node table and calls
-:func:`graphsys.storage.ingest.ingest_sources` (partitioners, memory budget, validation and the
-atomic output all as for files). Node columns by dtype: float (N, F) = ``features``,
-integer (N,) = ``label`` (-1 = unknown), bool (N,) = ``mask``, strings (N,) = a string
-column.
-
-Out: :func:`export_arrays` gives nodes in ascending original-id order (``0..N-1`` for every
-graph built by ``from_*``, whatever the partitioning), so ``to_x(from_x(obj))`` keeps node
-positions; it refuses, in one line, a graph with more edges than ``max_edges``.
+"""What every interop module shares: in-memory arrays into the one ingest path
+(:func:`ingest_arrays`: id arrays, weights and node columns as an Arrow edge source and a
+node table for :func:`graphsys.storage.ingest.ingest_sources`), and a stored graph out as
+NumPy arrays in ascending original-id order behind a ``max_edges`` guard
+(:func:`export_arrays`), so ``to_x(from_x(obj))`` keeps node positions.
 """
 
 from __future__ import annotations

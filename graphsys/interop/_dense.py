@@ -1,34 +1,21 @@
 """The direct write of :func:`~graphsys.interop._common.ingest_arrays` for its commonest
-input: edges between nodes ``0..num_nodes-1`` (PyG's ``edge_index``, a SciPy matrix's
-coordinates, ``from_numpy(..., num_nodes=N)``) held in memory with their node columns.
+input: in-memory edges between nodes ``0..num_nodes-1`` (PyG's ``edge_index``, a SciPy
+matrix's coordinates, ``from_numpy(..., num_nodes=N)``) with their node columns.
 
-Such ids need no id pass (no collection, no lookup: node ``i`` is dense index ``i``) and
-the edges are in memory already, so the graph is written in one pass, without the staged
-passes of :func:`graphsys.storage.ingest.ingest_sources`, into the same bytes (the same
-files, digests and manifest; tests/interop/test_dense.py compares the two):
-
-1. nodes partitioned (the ``hash``, ``range`` or ``degree`` partitioner, as the ingest
-   calls it) and numbered within their partition (ascending id);
-2. every edge given its bucket (8 or 16 bits) and its key ``src_local << b | dst_local``
-   (32 bits when two local offsets fit) by gathers of per-node tables, and grouped by
-   bucket in one stable radix sort of the bucket; each bucket's keys are then sorted
-   when its file is written (a weighted edge's row rides in the low bits, so the sort is
-   stable in input order, as the ingest's, and a dedupe keeps the first of equal edges);
-3. every file (one per node partition, one per non-empty bucket) written on up to four
-   threads (sorts, gathers, hashing and writes leave the GIL) through an Arrow IPC writer
-   whose sink hashes the bytes as they pass (the sha256 of the manifest, with no read
-   back; features are gathered into partition order a block at a time as they are
-   written, never whole), its write-back started at once; then every file and directory
-   fsynced (on several threads: the journal commits them together), the manifest written
-   last and the staging directory renamed into place
-   (:func:`~graphsys.storage.atomic.staging_directory`).
+Node ``i`` is dense index ``i``, so the graph is written in one pass, without the staged
+passes of :func:`graphsys.storage.ingest.ingest_sources`, into the same bytes (files,
+digests and manifest; tests/interop/test_dense.py compares the two): nodes are partitioned
+and numbered within their partition; every edge gets its bucket and key by gathers of
+per-node tables and is grouped by one stable radix sort of the bucket (keys sorted per
+bucket as it is written, a weighted edge's row in the low bits, so equal edges keep input
+order); every file is written on up to four threads through an Arrow IPC writer whose sink
+hashes the bytes as they pass, then fsynced, the manifest written last and the staging
+directory renamed into place (:func:`~graphsys.storage.atomic.staging_directory`).
 
 An input it does not take (string node columns, another partitioner, relation types, a
-progress bar asked for, more than
-:data:`~graphsys.storage.kernels_small.SMALL_INGEST_EDGES` edges, a memory budget too small
-for its arrays) or one that the ingest would refuse (a non-finite feature or
-weight, more partitions than nodes) goes through ``ingest_sources``, which writes or
-names the problem as before.
+progress bar, more than :data:`~graphsys.storage.kernels_small.SMALL_INGEST_EDGES` edges, a
+memory budget too small for its arrays) or one the ingest would refuse (a non-finite
+feature or weight, more partitions than nodes) goes through ``ingest_sources``.
 """
 
 from __future__ import annotations

@@ -57,18 +57,11 @@ def from_numpy(src, dst, out: str | Path, *, num_nodes: int | None = None, weigh
 
     Notes
     -----
-    What it costs beyond building the arrays in memory (as PyG's ``Data`` does) is the
-    stored graph: ids validated, nodes partitioned, every edge routed to its bucket and
-    each bucket sorted (the adjacency order the engines read), node columns gathered into
-    partition order, every file written, hashed (the sha256 that ``graphsys verify`` and a
-    hash-checked open compare) and synced before the manifest names it, and the directory
-    renamed into place, so a crash leaves no half-written graph. With ``num_nodes`` (ids
-    ``0..num_nodes-1``, as PyG's ``edge_index`` and a SciPy matrix hold them) and up to
-    :data:`~graphsys.storage.kernels_small.SMALL_INGEST_EDGES` edges, the graph is written
-    in one pass with no id mapping: the edges grouped by bucket in one radix pass and
-    each bucket sorted, the files written on several threads and hashed as they are written
-    (the same bytes as the ingest's passes). Other inputs go through those passes (on
-    NumPy kernels, without numba's start-up, up to that size).
+    The cost beyond the arrays is the stored graph: ids validated, nodes partitioned, each
+    bucket sorted, every file hashed and synced before the manifest names it, the directory
+    renamed into place. With ``num_nodes`` and up to
+    :data:`~graphsys.storage.kernels_small.SMALL_INGEST_EDGES` edges the graph is written in
+    one pass with no id mapping (the same bytes as the ingest's passes).
 
     Examples
     --------

@@ -68,12 +68,8 @@ def from_pyg(data, out: str | Path, **options) -> Graph:
 
     Notes
     -----
-    What it costs beyond PyG's in-memory ``Data`` buys a graph on disk: nodes partitioned,
-    each bucket's edges sorted (the adjacency order the engines read), every file hashed
-    and synced before the manifest names it, the directory renamed into place (a crash
-    leaves nothing half written). A ``Data`` of up to
-    :data:`~graphsys.storage.kernels_small.SMALL_INGEST_EDGES` edges is written in one
-    pass, with no id mapping (:func:`graphsys.from_numpy`, Notes).
+    The cost beyond PyG's in-memory ``Data`` is a graph on disk, as for
+    :func:`graphsys.from_numpy` (Notes), which writes a small one in one pass.
 
     Examples
     --------
@@ -241,15 +237,13 @@ def _weight_key(store, num_edges: int) -> str | None:
     """The attribute of a PyG store that holds the edge weight: ``edge_weight``, else a 1-D
     ``edge_attr`` (PyG's convolutions read ``edge_weight`` as the weight, ``edge_attr`` as
     edge features), when it is a 1-D tensor of one number per edge; None for neither."""
-    return next((k for k in ("edge_weight", "edge_attr") if _is_edge_vector(
-        getattr(store, k, None), num_edges)), None)
-
-
-def _is_edge_vector(value, num_edges: int) -> bool:
-    """``value`` is a 1-D tensor of one number per edge (an edge weight)."""
     import torch
 
-    return torch.is_tensor(value) and value.dim() == 1 and value.shape[0] == num_edges
+    for key in ("edge_weight", "edge_attr"):
+        value = getattr(store, key, None)
+        if torch.is_tensor(value) and value.dim() == 1 and value.shape[0] == num_edges:
+            return key
+    return None
 
 
 def _is_strings(value, n: int) -> bool:

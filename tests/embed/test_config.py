@@ -5,7 +5,7 @@ import json
 import pytest
 
 from graphsys.embed.api import load_config
-from graphsys.embed.config import config_from_dict
+from graphsys.embed.config import EmbedConfig, config_from_dict
 from graphsys.errors import ConfigError, ParameterError
 
 
@@ -320,3 +320,15 @@ def test_numpy_and_torch_scalars_are_read_as_the_numbers_they_hold():
         EmbedConfig(dimension=np.float64(2.5))
     with pytest.raises(ConfigError, match="^config: .* is no plain value"):
         load_config(dimension=object())
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("prefetch", "yes", "prefetch: must be true or false, got 'yes'"),
+    ("graph", 3, "graph: must be a string, got 3"),
+    ("dimension", "8", "dimension: must be an integer, got '8'"),
+])
+def test_validate_type_checks_a_config_changed_after_it_was_built(key, value, message):
+    cfg = EmbedConfig()
+    setattr(cfg, key, value)
+    with pytest.raises(ConfigError, match=f"^{message}$"):
+        cfg.validate()

@@ -1,72 +1,18 @@
 """Import PyTorch-BigGraph (PBG 1.0.0) checkpoints: no pickle, no config code run.
 
-**Checkpoint** (:func:`import_pbg_checkpoint`), PBG's ``FileCheckpointStorage`` layout
-(``N`` = the committed version)::
-
-    PBG_CKPT/checkpoint_version.txt            "N\\n"
-    PBG_CKPT/config.json                       the PBG config (JSON; also in the h5 attrs)
-    PBG_CKPT/embeddings_{entity}_{part}.v{N}.h5
-        attrs format_version = 1, "config/json", "iteration/..." (epoch_idx, ...)
-        embeddings             float32 (n, d); row k = the entity at offset k of the part
-        optimizer/state_dict   bytes (dtype |V1): torch.save of the partition's RowAdagrad
-                               state dict; see "Optimizer state" below
-    PBG_CKPT/model.v{N}.h5
-        model/relations/{idx}/operator/{side}/{param}   float32, see below
-        model/entities/{entity}/global_embedding        float32 (d,) (global_emb = true)
-        optimizer/state_dict                            torch.save of a torch Adagrad; never read
-    ENTITY_PATH/entity_count_{entity}_{part}.txt      "n\\n"
-    ENTITY_PATH/entity_names_{entity}_{part}.json     JSON list of the n names, row order
-    ENTITY_PATH/dynamic_rel_count.txt, dynamic_rel_names.json   (dynamic_relations only:
-                                                      the name of each relation index)
-
-Operator parameters: with ``dynamic_relations`` there is one config relation (``idx`` 0)
-whose ``lhs`` and ``rhs`` operators hold one row per dynamic relation: ``real``/``imag``
-``(R, d/2)``, ``diagonals``/``translations`` ``(R, d)``, ``linear_transformations``
-``(R, d, d)``. Without it, each config relation ``idx`` has only an ``rhs`` operator with
-``real``/``imag`` ``(d/2,)``, ``diagonal``/``translation`` ``(d,)``,
-``linear_transformation`` ``(d, d)``. Older affine files store ``rotation(s)``
-(the transpose).
-
-Scores: PBG scores an edge ``(u, r, v)`` as ``c(lhs_op_r(u), v')`` when ranking candidate
-tails ``v'`` and ``c(u', rhs_op_r(v))`` when ranking heads (dynamic relations), or
-``c(u, f_r(v))`` for both (static relations; ``u``, ``v`` plus the type's global embedding).
-graphsys (:mod:`.model`) transforms the *query*: tails by ``c(op^rhs_r(h), t)``, heads by
-``c(op^lhs_r(t), h)``. So PBG's ``lhs`` operator becomes graphsys's ``rhs`` one and vice
-versa (exact); a static relation's ``f_r`` becomes graphsys's ``lhs`` operator (exact) and
-its adjoint the ``rhs`` one: exact for ``none``, for ``diagonal`` / ``complex_diagonal``
-(conjugate) / ``linear`` (transpose) with ``dot``, and for ``translation`` (negated) with
-``l2`` / ``squared_l2``; ``translation`` / ``affine`` with ``dot`` rank tails exactly (the
-scores differ by a per-query constant); other combinations are approximations and are
-reported. Global embeddings are added into the imported rows (exact).
-
-Optimizer state: PBG trains embeddings with its ``RowAdagrad``
-(``torchbiggraph/row_adagrad.py``): one float32 accumulator per row, starting at 0,
-``sum += (g * g).mean(1)`` (the *mean* of the squared gradient over the dimension) and
-``row -= lr * g / (sqrt(sum) + 1e-10)``; ``lr_decay`` and ``weight_decay`` are 0. That is
-exactly graphsys's row-wise Adagrad (``state += g.pow(2).mean(1)``, the same eps and initial
-value), so the sums are copied unchanged, row by row as the embeddings are (graph nodes PBG
-lacks start at 0). The blob is ``torch.save({"state": {0: {"step": int, "sum": (n,)}},
-"param_groups": [...]})``: a zip archive ``<archive>/data.pkl`` (the pickled structure),
-``<archive>/byteorder`` and one raw storage file ``<archive>/data/0`` holding ``sum`` (the
-``step`` count is a plain int inside the pickle). The importer never unpickles: it opens the
-bytes with :mod:`zipfile` and reads only that storage, and only when the layout is
-unambiguous: a zip with a ``data.pkl`` and exactly one ``data/<k>`` storage of ``4 * n``
-bytes (``n`` = the partition's rows), byte order ``little`` (an archive without a
-``byteorder`` file is read in this machine's order, as ``torch.load`` does), and finite,
-non-negative values. Anything else (no dataset, not a zip, several storages, a wrong size)
-restarts that partition's sums at 0; :attr:`ImportReport.entities` counts recovered and
-restarted PBG partitions per entity type and a warning names each restarted file and why.
-The relation operators' (elementwise torch ``Adagrad``) state in ``model.vN.h5`` has one
-storage per parameter whose mapping is only in the pickle: it is never read, and their
-Adagrad sums start at 0.
-
-Entities are matched by name to the graph's original ids (``Graph.to_internal``'s ids): PBG
-rows of names the graph lacks are reported, graph nodes PBG lacks are initialised as
-``graphsys embed train`` would (and counted). The result is a normal graphsys checkpoint
-(:mod:`.checkpoint`) at version ``E`` = the epochs PBG completed, written in a staging
-directory with ``checkpoint.json`` last and renamed into place: ``graphsys embed eval`` reads
-it, and ``graphsys embed train --config OUT/config.json --out OUT --set num_epochs=K``
-continues training from epoch ``E``.
+:func:`import_pbg_checkpoint` reads PBG's ``FileCheckpointStorage`` layout (``N`` = the
+committed version in ``checkpoint_version.txt``): ``config.json``,
+``embeddings_{entity}_{part}.vN.h5`` (``embeddings`` float32 ``(n, d)`` and the partition's
+``optimizer/state_dict`` blob), ``model.vN.h5`` (operator parameters
+``model/relations/{idx}/operator/{side}/{param}``, global embeddings
+``model/entities/{entity}/global_embedding``) and, in the entity path,
+``entity_count_{entity}_{part}.txt`` / ``entity_names_{entity}_{part}.json`` (and
+``dynamic_rel_count.txt`` / ``dynamic_rel_names.json``). Rows are matched to the graph's
+nodes by name; operators are mapped to graphsys's query-side ones (exact, ranks or approx
+per relation), and PBG's row-wise Adagrad sums are read as raw float32 storage from the
+``torch.save`` zip (never unpickled) where its layout is unambiguous, else restarted at 0.
+The mapping is described in ``docs/embed.md`` ("PyTorch-BigGraph checkpoints"). The result
+is a graphsys checkpoint (:mod:`.checkpoint`) at version ``E`` = the epochs PBG completed.
 
 ``h5py`` is imported lazily (``pip install graphsys[pbg]``).
 """

@@ -1,25 +1,17 @@
-"""Import PyTorch-BigGraph (PBG 1.0.0) configs and checkpoints: no pickle, no config code run.
+"""Import PyTorch-BigGraph (PBG 1.0.0) configs: no config code run.
 
-**Config** (:func:`import_pbg_config`): PBG reads its config from a Python file defining
-``get_torchbiggraph_config()``, and writes it as ``config.json`` into its checkpoint
-directory. Both are read here; the ``.py`` is parsed with :mod:`ast` and never executed: the
-function body may hold only a docstring, ``name = <literal>`` assignments and
-``return <literal or name>``, where a literal is a str / number / bool / None, a list, tuple
-or dict of literals, ``dict(key=<literal>, ...)``, or a name assigned earlier in the body (so
-PBG's own example configs, ``config = dict(...); return config``, are accepted). Anything
-else is an error naming the file and line. PBG keys are mapped to :class:`EmbedConfig` keys
-(same names: ``dimension``, ``lr``, ``relation_lr``, ``num_epochs``, ``batch_size``,
-``num_batch_negs``, ``num_uniform_negs``, ``loss_fn``, ``margin``, ``comparator``,
-``init_scale``, ``max_norm``, ``bucket_order``, ``workers``, ``eval_num_uniform_negs``,
-``regularization_coef``, ``entities``, ``relations[].operator/weight``, and ``all_negs`` when
-every relation sets it); PBG's defaults apply
-to absent keys. Keys without a graphsys equivalent (``entity_path``, ``edge_paths``,
-``checkpoint_path``, ``eval_fraction``, ...) are returned in :attr:`PBGConfig.ignored`; an
-unknown key or a bad value raises :class:`ConfigError` naming the file and key.
+:func:`import_pbg_config` reads PBG's ``config.json`` or its ``.py`` config, parsed with
+:mod:`ast` and never executed: the body of ``get_torchbiggraph_config()`` may hold only a
+docstring, ``name = <literal>`` assignments and ``return <literal or name>`` (a literal: a
+str / number / bool / None, a list, tuple or dict of literals, ``dict(key=<literal>, ...)``
+or a name assigned earlier); anything else is an error naming the file and line. PBG keys
+map to the :class:`EmbedConfig` keys of the same name (``all_negs`` when every relation sets
+it), with PBG's defaults for absent keys; keys without an equivalent (``entity_path``,
+``edge_paths``, ...) are returned in :attr:`PBGConfig.ignored`, and an unknown key or a bad
+value raises :class:`ConfigError` naming the file and key.
 
 :func:`pbg_training_settings` lays a translated config onto a graph (entity types and
-relations matched by name) as graphsys config settings, the input of
-:func:`graphsys.embed.load_config` for a ``.py`` config.
+relations matched by name) as the settings :func:`graphsys.embed.load_config` takes.
 """
 
 from __future__ import annotations
