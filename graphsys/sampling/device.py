@@ -21,6 +21,7 @@ exactly as the CPU kernel does, and the picks truncate the same float64 products
 from __future__ import annotations
 
 import threading
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -325,12 +326,14 @@ class DeviceNeighborSampler(Sampler):
         each layer reads its CSR positions on the host (one synchronisation), gathers the
         ids there into a pinned staging buffer and copies them to the device without
         blocking (two transfers). ``"auto"`` (default): ``"device"`` when
-        :meth:`csr_bytes` fits ``device_memory_budget``, else ``"uva"`` on CUDA and
+        :meth:`csr_bytes` fits ``device_budget``, else ``"uva"`` on CUDA and
         ``"staged"`` elsewhere. Off CUDA, ``"uva"`` reads host memory as ``"device"``
         does. The batches are the same in every case.
-    device_memory_budget : int, optional
+    device_budget : int, optional
         Bytes the CSR may take on the device with ``csr="auto"`` (default on CUDA: half
-        the device's free memory when the sampler is made; elsewhere no limit).
+        the device's free memory when the sampler is made; elsewhere no limit): the name
+        :func:`graphsys.bsp.run` gives its device memory budget. ``device_memory_budget``,
+        its former name, is deprecated and goes in the next release.
     fused : bool, optional
         Draw each layer's picks (the streams' words, the scaled draws, Floyd's loop, the
         CSR positions) in one CUDA kernel that torch's jiterator compiles at run time
@@ -388,8 +391,8 @@ class DeviceNeighborSampler(Sampler):
                  replace: bool | None = None, device: str | torch.device | None = None,
                  pin_memory: bool = False, index_dtype: torch.dtype | None = None,
                  cuda_graphs: bool | None = False, csr: str = "auto",
-                 device_memory_budget: int | None = None, fused: bool | None = None,
-                 **graph_options):
+                 device_budget: int | None = None, fused: bool | None = None,
+                 device_memory_budget: int | None = None, **graph_options):
         if isinstance(graph, NeighborSampler):
             if graph_options:          # the sampler's adjacency is taken as it is
                 raise GraphsysError(f"{next(iter(graph_options))} selects the adjacency of a "
@@ -422,7 +425,14 @@ class DeviceNeighborSampler(Sampler):
         self._graphs: dict[int, tuple] = {}
         self._graph_lock = threading.Lock()
         index_dtype = self._index_dtype(index_dtype)
-        self.csr = self._placement(csr, device_memory_budget, index_dtype)
+        if device_memory_budget is not None:
+            if device_budget is not None:
+                raise GraphsysError("device_memory_budget is the former name of device_budget: "
+                                    "give device_budget only")
+            warnings.warn("DeviceNeighborSampler(device_memory_budget=...) is deprecated and goes "
+                          "in the next release: use device_budget", DeprecationWarning, 2)
+            device_budget = device_memory_budget
+        self.csr = self._placement(csr, device_budget, index_dtype)
         if cuda_graphs is None:
             self.cuda_graphs = (self.device.type == "cuda" and self.csr == "device"
                                 and min(self.fanouts) > 0 and not _in_process_group())
@@ -488,7 +498,7 @@ class DeviceNeighborSampler(Sampler):
     def csr_bytes(self, index_dtype: torch.dtype | None = None) -> int:
         """Bytes of the sampler's CSR where it is read: the node table (24 a node) and the
         neighbour ids (4 or 8 an edge, ``index_dtype`` as the constructor takes it), what
-        ``csr="auto"`` compares with ``device_memory_budget``.
+        ``csr="auto"`` compares with ``device_budget``.
 
         Examples
         --------

@@ -292,9 +292,16 @@ def test_csr_placement_follows_the_memory_budget():
     adj = GRAPHS["random+isolated"]
     need = DeviceNeighborSampler(adj, [4, 3], device="cpu").csr_bytes()
     assert need == 24 * (adj.num_rows + 1) + 4 * (adj.nnz + 1)
-    fits = DeviceNeighborSampler(adj, [4, 3], device="cpu", device_memory_budget=need)
-    over = DeviceNeighborSampler(adj, [4, 3], device="cpu", device_memory_budget=need - 1)
+    fits = DeviceNeighborSampler(adj, [4, 3], device="cpu", device_budget=need)
+    over = DeviceNeighborSampler(adj, [4, 3], device="cpu", device_budget=need - 1)
     assert (fits.csr, over.csr) == ("device", "staged")
+    # the BSP engine's name of a device memory budget; the former one warns for a release
+    with pytest.warns(DeprecationWarning, match="use device_budget"):
+        old = DeviceNeighborSampler(adj, [4, 3], device="cpu", device_memory_budget=need - 1)
+    assert old.csr == "staged"
+    with pytest.raises(GraphsysError, match="^device_memory_budget is the former name"):
+        DeviceNeighborSampler(adj, [4, 3], device="cpu", device_budget=1,
+                              device_memory_budget=1)
     assert uva_view(torch.arange(3), torch.device("cpu")) is None
     with pytest.raises(GraphsysError, match="csr must be"):
         DeviceNeighborSampler(adj, [4, 3], device="cpu", csr="disk")

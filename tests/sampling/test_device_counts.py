@@ -172,7 +172,7 @@ def test_cuda_graphs_none_is_on_only_where_it_can_be(adj, monkeypatch):
                         lambda self, index_dtype: (torch.zeros(1), torch.zeros(1)))
     monkeypatch.setattr(DeviceNeighborSampler, "_fuse", lambda self, k: None)
     monkeypatch.setattr(device_mod, "resolve_device", torch.device)   # a GPU named, not had
-    cuda = dict(device="cuda", cuda_graphs=None, device_memory_budget=1 << 40)
+    cuda = dict(device="cuda", cuda_graphs=None, device_budget=1 << 40)
     assert DeviceNeighborSampler(adj, [5, 3], **cuda).cuda_graphs
     assert not DeviceNeighborSampler(adj, [-1, 3], **cuda).cuda_graphs
     assert not DeviceNeighborSampler(adj, [5, 3], **{**cuda, "csr": "uva"}).cuda_graphs
