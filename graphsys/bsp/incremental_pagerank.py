@@ -1,65 +1,36 @@
 r"""PageRank and personalized PageRank after edges were appended, deleted or re-weighted, by
 pushing the residual the change creates instead of iterating over the whole graph again
-(:mod:`graphsys.kernels.pagerank_push`; Ohsaka et al., KDD 2015; Zhang et al., KDD 2016).
+(:mod:`graphsys.kernels.pagerank_push`; Ohsaka et al., KDD 2015; Zhang et al., KDD 2016);
+the guide is docs/growing.md. A run given a previous result (``init``) records how it
+started in ``result.stats.start`` and says it in ``result.stats.method``:
 
-A run given a previous result (``init``, :mod:`graphsys.bsp.incremental`) chooses how to
-start, records it in ``result.stats.start`` and says it in ``result.stats.method``:
+* ``delta`` when the changed pairs and new edges are at most :data:`DELTA_MAX_FRACTION` of
+  the edges read, in memory on the CPU, and every previous edge set has a stored CSR index
+  (mapped, not built). The previous ranks :math:`x` become :math:`y = c x` with
+  :math:`c = (1-\alpha) \sum_{old} q / s` (:math:`s`: the previous teleport-and-dangling
+  share), so that :math:`r(y) = c R` with :math:`R` the previous run's residual. The
+  change alters :math:`r` only at the out-neighbours of sources whose out-edges changed
+  (with either sign: deleted weight makes it negative), at the new edges' targets and at
+  new nodes; that change, computed exactly from the stored CSR plus a second CSR of what
+  the change adds to it, is pushed until :math:`\lVert L(r)\rVert_1` (with
+  :math:`L(v) = v - (\sum v) p`) is below half of what ``tol`` leaves after
+  :math:`c \lVert R\rVert_1`. The result's bound ``stats.residual`` is below ``tol``, the
+  stopping rule of a run from scratch; a chain of delta runs halves the budget left each
+  time, and below :data:`MIN_BUDGET` of ``tol`` the run starts warm instead. The push is
+  taken only where its estimated cost (:func:`_plan`, :func:`_growth`) is at most
+  :data:`PUSH_SHARE` of the warm start's, both counted in edges read, and hands its ranks
+  to the power iteration once its counted work would pass the warm start's; the cheap
+  facts decide first (the changed share from the manifest, the budget, the nodes the first
+  residual can reach from the CSR's rows of the changed sources).
+* ``warm`` elsewhere (more changed, a first residual reaching more than
+  :data:`LOCAL_MAX_SHARE` of the nodes, a costlier push, no stored CSR, another device or
+  mode, a time view, change sets that do not change every edge set alike, a re-added
+  edge, a previous run that did not converge or has no tolerance): the power iteration
+  from the previous ranks (:func:`graphsys.bsp.incremental.pagerank_warm_start`), one
+  power step on where the decision computed the change's residual.
 
-* ``delta`` when the new and changed edges are at most :data:`DELTA_MAX_FRACTION` of the edges read,
-  in memory on the CPU, and every edge set of the previous edges has a stored CSR index
-  (``graphsys index --csr``: their out-edges are mapped, not built). The previous ranks
-  :math:`x` (summing to 1) become the unnormalised values :math:`y = c x` with
-  :math:`c = (1-\alpha) \sum_{old} q / s`, where
-  :math:`s = \alpha \sum_{u\ \mathrm{dangling}} x_u + 1 - \alpha` is the previous graph's
-  teleport-and-dangling share: then :math:`r(y) = c R` with :math:`R` the previous run's own
-  residual (the change one more power step would have made). The new edges change
-  :math:`r` only at the targets of the out-edges of their sources (whose out-degree
-  changed), at their own targets and at the new nodes (:math:`(1-\alpha) q_v`); that change
-  is computed exactly from the out-edges of the previous edge sets and the new edges, and
-  pushed until :math:`\lVert L(r)\rVert_1` is below half of what ``tol`` leaves of
-  :math:`\sum y` after :math:`c \lVert R\rVert_1`. The ranks are :math:`y / \sum y`,
-  whose residual is :math:`L(r) / \sum y` with :math:`L(v) = v - (\sum v) p`; so the result's
-  bound (``stats.residual``, recorded in its provenance) is that norm plus
-  :math:`c \lVert R\rVert_1 / \sum y`, below ``tol``: the stopping rule of a run from
-  scratch (whose bound is ``damping * tol``). A chain of delta runs halves the budget left
-  each time; below :data:`MIN_BUDGET` of ``tol`` the run takes a warm start instead.
-
-  The push is taken only where it costs less than the warm start, both counted in edges
-  read (:func:`_plan`): the warm start pays its layout (:data:`WARM_SETUP_SUPERSTEPS`) and
-  the supersteps its first change needs to fall below ``tol`` at the worst-case rate
-  :math:`\alpha` a superstep; the push, the rounds its norm needs at that rate, each
-  estimated from the out-degree volume of the nodes the first residual reaches and how
-  the ball of out-hops around them grows (:func:`_growth`; at most a pass over the edges
-  a round). Where the estimate is above :data:`PUSH_SHARE` of the warm start's cost the
-  run takes the warm start; otherwise the push runs with that cost as its budget and,
-  once its counted work (or the rounds it still needs) would pass it, hands its ranks to
-  the power iteration. The cheap facts decide first (the changed share and the stored
-  CSR from the manifest, the budget left, then the most nodes the first residual can
-  reach, from the CSR's rows of the changed sources alone, largest first), and only then
-  the arrays over the nodes. A warm start chosen after the residual was computed begins
-  one power step on from the previous ranks, and reads again the CSR and change the
-  :class:`~graphsys.storage.graph.Graph` keeps.
-* ``warm`` elsewhere (more changed; the change's first residual reaches more than
-  :data:`LOCAL_MAX_SHARE` of the nodes; the push's estimated cost is above the warm
-  start's; the previous edges have no stored CSR index; another device or mode; a time
-  view; a change set since the previous result that does not change every edge set read
-  before alike; an edge appended after a change set the previous result read that lists
-  its pair (a re-added edge, read pair by pair); a previous run that did not converge or
-  has no tolerance): the power iteration started from the previous ranks, which converges
-  from any start to the same fixed point by the same stopping rule
-  (:func:`graphsys.bsp.incremental.pagerank_warm_start`).
-
-The change may delete and re-weight edges too (change sets,
-:mod:`graphsys.storage.changes`), read as WCC/BFS repairs read it
-(:func:`graphsys.bsp.incremental_changes.read_change`); deleted nodes stay, isolated, so ids
-do not move. Every out-edge of a source whose out-degree or weights changed then carries its
-new share instead of its old one: the residual changes at those sources' out-neighbours by
-the difference, negative where weight went (and a node that lost its last out-edge becomes
-dangling). The stored CSR holds the edges as first written; the push reads it together with
-a second CSR of what the change adds to it (the appended edges, and minus the weight of a
-deleted edge), and pushes residuals of either sign, so its stopping rule is the same true
-L1 bound. The share compared with :data:`DELTA_MAX_FRACTION` counts the changed pairs with
-the new edges.
+Deleted nodes stay, isolated, so ids do not move; a node that lost its last out-edge
+becomes dangling.
 
 Examples
 --------
