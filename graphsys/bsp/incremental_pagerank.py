@@ -85,22 +85,16 @@ from graphsys.views.rows import from_pairs
 #: The largest share of the edges read that may be new for a delta push; above it the warm
 #: start (docs/growing.md has the measurements behind it)
 DELTA_MAX_FRACTION = 0.01
-#: What a unit of the push's work (an edge a push scans, a node one of its rounds reads)
-#: costs, in edges one thread of a power-iteration superstep reads: a push reads and writes
-#: scattered nodes, a superstep streams its edges (times the threads, as the superstep
-#: runs on every thread and the push on one)
+#: What a unit of the push's work (an edge scanned, a node a round reads) costs, in edges
+#: one thread of a superstep streams (times the threads: the push runs on one)
 PUSH_WORK_COST = 8.0
-#: What a warm start pays before its first superstep, in supersteps: the power iteration
-#: builds the changed view's layout (its adjacency from the edge sets' stored indexes
-#: through the change sets, or from its buckets where one is missing, then PageRank's
-#: renumbered layout), where the push maps the stored CSR
+#: What a warm start pays before its first superstep, in supersteps: it builds the changed
+#: view's layout, where the push maps the stored CSR
 WARM_SETUP_SUPERSTEPS = 30.0
 #: The push's work over the out-degree volume of the nodes its first residual reaches times
-#: its rounds to the power ``d`` (the rounds the norm needs at ``damping`` a round; ``d``
-#: how the ball around those nodes grows with the hops, :data:`SPREAD_DEPTH`): what the
-#: residual of a change costs to push where it spreads as on a grid (``d`` about 2) or a
-#: path (1), the slowly mixing graphs a push suits; where the ball outgrows
-#: :data:`SPREAD_EDGES` (a fast-mixing graph) the rounds cost a pass over the edges each
+#: its rounds to the power ``d`` (how the ball around those nodes grows with the hops:
+#: about 2 on a grid, 1 on a path); where the ball outgrows :data:`SPREAD_EDGES` the
+#: rounds cost a pass over the edges each
 PUSH_SPREAD = 1.2
 #: The ball's growth ``d`` is ``log2`` of its size at this many hops over its size at half
 #: as many, around up to 16 of the nodes the first residual reaches
@@ -111,9 +105,8 @@ SPREAD_EDGES = 1 << 16
 #: (the estimate is good to about a factor two); once under way it stops at the whole
 PUSH_SHARE = 0.5
 #: The largest share of the nodes the new edges' first residual may reach for the push to
-#: go on; beyond it the change is not local (new edges at hubs of a fast-mixing graph: on an
-#: R-MAT of 2M edges a 0.1 % append reached half the nodes, and pushing to ``tol`` cost more
-#: than the ten supersteps of a run from scratch), and the run takes the warm start
+#: go on; beyond it the change is not local (new edges at hubs of a fast-mixing graph) and
+#: the run takes the warm start
 LOCAL_MAX_SHARE = 0.02
 #: The least share of ``tol`` a delta push may be left (after the previous run's bound)
 MIN_BUDGET = 1e-3
@@ -149,10 +142,7 @@ def pagerank_from(spec, graph, previous: Previous, *, source=None, params=None,
         why, start = result
         why = why or f"the previous run's bound leaves less than {MIN_BUDGET:g} of tol"
     # where the push does not apply or pay: the power iteration from the previous ranks
-    # (or from the ranks after the change's first residual, where the decision computed
-    # it: one superstep done), which also keeps the previous run's mode (a run that
-    # streamed streams again instead of building the grown graph's layout); it reads the
-    # changed view through the stored indexes the decision mapped (kept per Graph)
+    # (or one superstep on, where the decision computed the first residual)
     result = pagerank_warm_start(spec, graph, previous, source=source, params=params,
                                  max_iters=max_iters, start=start, **kwargs)
     result.stats.method += f" ({why})"
@@ -256,13 +246,8 @@ def _edits(n: int, adj, csr_w, change, weighted: bool):
 def _delta(spec, graph, previous: Previous, program, change, max_iters, kwargs
            ) -> Result | tuple[str | None, np.ndarray | None]:
     """The delta push (module docstring), or where it does not pay ``(why, start)``: why
-    (None when the budget left is too small; else the first residual reaches more than
-    :data:`LOCAL_MAX_SHARE` of the nodes, or its estimated work costs more), and the ranks
-    one power step from the previous ones (float64 (N,), summing to 1) where the residual
-    was computed (else None): the warm start's start. Cheap facts decide first: the budget
-    left, then how many nodes the residual can reach (the out-neighbours of the changed
-    sources, from the stored CSR's rows of those alone), before any array over the
-    nodes."""
+    (None when the budget left is too small) and the ranks one power step from the
+    previous ones where the residual was computed (else None): the warm start's start."""
     t0 = time.perf_counter()
     n, a, tol, weighted = graph.num_nodes(), program.damping, program.tol, program.weighted
     carried = previous.residual if previous.residual is not None else a * previous.tol

@@ -481,15 +481,11 @@ def relax_async(push_a, push_b, two_ways, use_weight, value, frontier, offset, q
     list is drained before the next one is taken, so the smallest value floods first (WCC
     then lowers every vertex once, to its final label). A popped vertex ``u`` sends its
     *current* ``value[u] + offset`` (+ weight) along ``push_a`` (and ``push_b``); every
-    lowered target not already queued is appended. A start vertex that an earlier flood
-    already popped is skipped: its value has not changed since it last sent. Same final
-    values as the synchronous supersteps for BFS, SSSP (non-negative weights) and WCC.
-
-    Unweighted programs with ``offset == 0`` (labels) or a single start vertex (BFS) *settle*
-    a vertex when it is first lowered: a FIFO flood from one start reaches every vertex
-    first by a shortest hop path, and a later flood starts at a value no smaller and,
-    with offset 0, cannot lower anything again. Settled vertices are kept in a bitmap
-    (N / 8 bytes, cache resident) that an edge tests before it reads ``value``.
+    lowered target not already queued is appended; a start vertex an earlier flood already
+    popped is skipped. Same final values as the synchronous supersteps for BFS, SSSP
+    (non-negative weights) and WCC. Unweighted programs with ``offset == 0`` or a single
+    start vertex *settle* a vertex when it is first lowered (a FIFO flood reaches it first
+    by a shortest hop path), kept in a bitmap an edge tests before it reads ``value``.
 
     ``queued`` uint8 (N,) all zero (scratch: 1 = queued, 2 = popped). Returns (vertices
     popped, edges scanned, values lowered) as int64."""

@@ -57,13 +57,10 @@ class StreamEdges:
     thread and a pool kept for the run) take tasks from a shared counter and call GIL-free
     numba kernels.
 
-    Paging, for edge sets larger than :data:`RESIDENT_EDGE_BYTES` (smaller ones are read
-    once and stay mapped; advice would cost more than it saves): before a bucket is read,
-    the kernel is asked to read the next ``readahead`` buckets of the task in the background
-    (``madvise(MADV_WILLNEED)``), so disk reads overlap compute, and each batch's pages leave
-    the resident set once consumed (``MADV_DONTNEED``; they stay in the page cache), which
-    bounds the resident edge memory by the batches in flight instead of the graph
-    (:mod:`graphsys.storage.pages`).
+    Paging, for edge sets larger than :data:`RESIDENT_EDGE_BYTES`: the next ``readahead``
+    buckets of a task are read ahead (``MADV_WILLNEED``) and each batch's pages leave the
+    resident set once consumed (``MADV_DONTNEED``), bounding the resident edge memory by
+    the batches in flight (:mod:`graphsys.storage.pages`).
 
     ``x``/``active`` are indexed by owned-local ids (global id - ``lo``); ``acc``/``received``
     by global ids (N,): in a distributed run targets owned by other ranks are exchanged.
