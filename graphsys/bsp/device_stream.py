@@ -102,10 +102,7 @@ def blocks(batches: list, rows: int | None = None) -> list:
 
 def host_buffer(n: int, pin: bool) -> torch.Tensor:
     """An int32 (n,) host buffer, page-locked when ``pin``: every host allocation of a run
-    for its batches goes through here (the host cache, once; the ring's :data:`RING`
-    staging buffers, sized to the longest batch the run may read, only where a batch does
-    not fit the cache; :data:`RING` more, at least twice as long, only for a batch longer
-    than that)."""
+    for its batches (the host cache, the ring's staging buffers) goes through here."""
     import torch
 
     return torch.empty(n, dtype=torch.int32, pin_memory=pin)
@@ -327,10 +324,8 @@ class DeviceBuckets:
 
     def _copy(self, slot: _Slot, host: torch.Tensor) -> torch.Tensor:
         """``host`` (pinned on CUDA) copied into ``slot``'s device buffer on the side
-        stream, once the compute that last read that buffer is done (for a buffer not
-        used yet: once the work the compute stream has queued is done, since the
-        allocator may have given it memory freed there); the compute stream waits for
-        the copy. No host wait."""
+        stream once the compute that last read that buffer (for a new buffer: all queued
+        compute) is done; the compute stream waits for the copy. No host wait."""
         import torch
 
         if self.cuda:
@@ -396,12 +391,10 @@ class MergedPass:
     kept batches, merged once into one layout on the device: the pass's sums are then one
     op (:meth:`sums`).
 
-    On a device of :data:`MERGED_SPMV_DEVICES`: the layout of the in-memory fused path
-    (:func:`~graphsys.bsp.algorithms.pagerank_device.lean_matrix`, without its dangling
-    row): a CSR matrix, a row per target and its sources as columns, int32 ids where they
-    fit, values all ones; the sums are one matrix-vector product. Elsewhere: the pass's
-    source and target ids concatenated in the order the pass reads them; the sums are one
-    gather and one ``index_add_``, in the batches' order.
+    On a device of :data:`MERGED_SPMV_DEVICES`: a CSR matrix of ones as
+    :func:`~graphsys.bsp.algorithms.pagerank_device.lean_matrix` builds it (no dangling
+    row); the sums are one matrix-vector product. Elsewhere: the pass's source and target
+    ids concatenated in its order; the sums are one gather and one ``index_add_``.
 
     Parameters
     ----------

@@ -329,11 +329,8 @@ class VertexProgram(ABC):
 
     A subclass implements :meth:`init`, :meth:`send`, :meth:`update` and :meth:`result`
     (and optionally :meth:`aggregate`, :meth:`halt`, :meth:`accepts`), and sets class
-    attributes that configure the edge phase. One superstep: aggregate, every active vertex
-    sends its value along its edges, each edge turns it into a message, the messages
-    reaching a vertex are combined, :meth:`update` folds them into the state and names the
-    next frontier; the run stops when :meth:`halt` says so, no vertex is active, or
-    ``max_iters`` supersteps ran. Run it with :func:`graphsys.bsp.run`; the same program
+    attributes that configure the edge phase (the module docstring has the superstep).
+    Run it with :func:`graphsys.bsp.run`; the same program
     runs in memory, out of core, on CUDA and distributed (``docs/programs.md`` is the
     guide). Every array a method returns is checked (type, shape, dtype, device) before
     the engine or a kernel reads it (:mod:`graphsys.bsp.checks`): a mismatch is one
