@@ -76,15 +76,12 @@ def _new_edges(graph, previous: Previous):
 def pagerank_warm_start(spec, graph, previous: Previous, *, source=None, params=None,
                         max_iters: int | None = None, start: np.ndarray | None = None,
                         **kwargs) -> Result:
-    """PageRank (or personalized PageRank) started from ``previous``'s ranks: new nodes at
-    the smallest old rank (a node without in-edges: the teleport and dangling share), the
-    vector scaled to sum 1; to ``previous``'s tolerance or a looser one the program expects
-    at most ``previous``'s superstep count
-    (:attr:`~graphsys.bsp.program.VertexProgram.expected_supersteps`, which ``mode="auto"``
-    weighs against building the adjacency); the run is otherwise the cold one (``spec``'s
-    program and defaults). ``start`` (float64 (N,), non-negative, summing to 1): the
-    vector to start from instead, one that the caller derived from ``previous``'s ranks
-    (:mod:`graphsys.bsp.incremental_pagerank`'s ranks one power step on)."""
+    """PageRank (or personalized PageRank) started from ``previous``'s ranks, new nodes at
+    the smallest old rank, scaled to sum 1 (or from ``start``, float64 (N,) summing to 1,
+    derived by the caller from them); to ``previous``'s tolerance or a looser one the
+    program expects at most ``previous``'s superstep count
+    (:attr:`~graphsys.bsp.program.VertexProgram.expected_supersteps`); the run is otherwise
+    the cold one."""
     if start is None:
         start = previous.values.copy()
         old = start[previous.known]
@@ -167,11 +164,8 @@ def _roots(parent, out):
 def components_from(spec, graph, previous: Previous, *, source=None, params=None,
                     max_iters: int | None = None, edge_set=None, **kwargs) -> Result:
     """Weakly connected components from ``previous``'s labels: after appends, the new edges
-    only (see the module docstring); after deletions, the components that lost an edge
-    searched (:mod:`graphsys.bsp.incremental_changes`, or a run from scratch where that
-    does not apply). In memory, on the CPU, whatever ``mode`` and ``device`` say, except a
-    run from scratch. Labels are the component's smallest internal id, as a run from
-    scratch gives."""
+    only (module docstring); after deletions, by :mod:`graphsys.bsp.incremental_changes`.
+    In memory on the CPU whatever ``mode`` and ``device`` say, except a run from scratch."""
     previous.check_fixed_point(spec.name)
     t0 = time.perf_counter()
     n = graph.num_nodes()
@@ -242,13 +236,10 @@ class Repair(VertexProgram):
 
 def distances_from(spec, graph, previous: Previous, *, source=None, params=None,
                    max_iters: int | None = None, **kwargs) -> Result:
-    """BFS levels or SSSP distances repaired from ``previous``'s: on one CPU in memory,
-    after appends, deletions and weight updates, by invalidating and relaxing only what the
-    changed edges reach (:mod:`graphsys.bsp.incremental_changes`); on another device or
-    mode or a time view, after appends only, by lowering the targets the new edges improve
-    and relaxing from them (see the module docstring, ``schedule`` ``auto`` running the
-    fused supersteps, ``sync``); from scratch after a deletion or update there, and where
-    more changed than a repair pays for."""
+    """BFS levels or SSSP distances repaired from ``previous``'s: on one CPU in memory by
+    :mod:`graphsys.bsp.incremental_changes`; elsewhere, after appends only, by lowering the
+    targets the new edges improve and relaxing from them (module docstring); from scratch
+    after a deletion or update there, and where more changed than a repair pays for."""
     previous.check_fixed_point(spec.name)
     base = spec.make(graph, source=source, edge_set=kwargs.get("edge_set"), **(params or {}))
     if base.relax_state is None or base.direction != "out":

@@ -191,11 +191,9 @@ class Context:
     device : torch.device
         Where the state lives (``cpu`` or a CUDA device).
     host : bool
-        True where the run keeps the state in NumPy arrays: a builtin program that declares
-        :attr:`VertexProgram.host_state`, run in memory on the CPU by the numba backend in
-        one process, or streamed there where it declares
-        :attr:`VertexProgram.host_supersteps` (the run imports no torch); :meth:`full`,
-        :meth:`node_range` and :meth:`degree` then return NumPy arrays, and ``device`` is
+        True where the run keeps the state in NumPy arrays (see
+        :attr:`VertexProgram.host_state`): :meth:`full`, :meth:`node_range` and
+        :meth:`degree` then return NumPy arrays, and ``device`` is
         :data:`graphsys.device.HOST`.
     backend : str
         ``numba`` (CPU kernels: a program may run its own vertex passes in numba too) or
@@ -568,13 +566,10 @@ class VertexProgram(ABC):
         (PageRank's fused pull + update, a direction-optimizing BFS, Afforest), writing the
         answer into ``state``. The engine calls it in memory, on the numba backend, in one
         process, with ``fuse`` on, before any superstep; ``edges`` is the run's
-        :class:`~graphsys.bsp.edges.MemoryEdges` (``adjacency("csr" | "csc")``: indptr int64
-        (N+1,), indices int32 (E,), weight; a program with a custom :class:`Combiner` reads
-        torch tensors there, and NumPy arrays with
-        :func:`~graphsys.bsp.edges.numpy_adjacency`). ``schedule`` is the run's (``sync``,
-        ``auto``):
-        a program whose method changes the supersteps answers only ``auto``. Returns None
-        (default: no fast path, the superstep loop runs) or a :class:`Solved`."""
+        :class:`~graphsys.bsp.edges.MemoryEdges` (``adjacency("csr" | "csc")``; NumPy arrays
+        with :func:`~graphsys.bsp.edges.numpy_adjacency`). A program whose method changes
+        the supersteps answers only ``schedule="auto"``. Returns None (default: the
+        superstep loop runs) or a :class:`Solved`."""
         return None
 
     def solve_on_device(self, ctx: Context, edges: Any, state: dict[str, torch.Tensor],

@@ -202,11 +202,9 @@ EXIT_SECONDS = 30.0
 def in_workers(target: Callable[..., dict], groups: list[list[str]],
                progress: Callable[[str], None] | None, **kwargs) -> list[dict]:
     """``target(group, progress=..., **kwargs)`` for every group at once, each in a fresh
-    process (``multiprocessing``'s spawn context: nothing of this process's state is
-    inherited), all writing the one kernel cache (:mod:`graphsys.jit_cache`: every file is
-    written whole under a temporary name and renamed, a data file is named by its
-    signature, the index is rewritten under a lock of its directory). ``target`` is a
-    module-level function; its reports and arguments are plain data.
+    spawned process, all writing the one kernel cache (:mod:`graphsys.jit_cache` makes
+    that safe). ``target`` is a module-level function; its reports and arguments are plain
+    data.
 
     Returns
     -------

@@ -132,10 +132,8 @@ class PageRank(VertexProgram):
     personalization : numpy.ndarray, optional
         float64 (N,) non-negative teleport weights by internal id; None: uniform.
     sum_dtype : {"auto", "float64", "float32"}, default "auto"
-        The dtype of the sent values and sums (see the module docstring for the error
-        bound); float32 for unweighted runs only. ``auto``: float32 sent values in the
-        fused in-memory loop when ``tol >= AUTO_FLOAT32_MIN_TOL`` and the run is
-        unweighted, else float64.
+        The dtype of the sent values and sums (the module docstring has the rule and the
+        error bound); float32 for unweighted runs only.
     weighted : bool, default False
         Whether the walk follows edges in proportion to their weights (messages
         ``rank / weighted out-degree`` multiplied by the edge weight).
