@@ -399,13 +399,12 @@ def relax_run(push_a, push_b, pull_a, pull_b, two_ways, have_pull, use_weight, f
     """Consecutive supersteps of a min-relaxation program in one call (see
     :attr:`graphsys.bsp.program.VertexProgram.relax_state`), push or pull by Ligra's rule.
 
-    Superstep ``s``: every vertex ``u`` of the frontier sends ``value[u] + offset`` (plus the
-    edge weight when ``use_weight``) as it was at the start of the superstep; each target
-    keeps the minimum; the next frontier is the targets whose value dropped: the engine's
-    synchronous superstep, so results and superstep counts match it. A sparse frontier
-    (not every vertex, and ``|F| + outdeg(F) <= threshold``) pushes along ``push_a`` (and
-    ``push_b`` when ``two_ways``); a dense one pulls along ``pull_a`` (``pull_b``) in
-    parallel. Adjacencies:
+    Superstep ``s`` is the engine's synchronous superstep (same results and counts): the
+    frontier sends ``value[u] + offset`` (plus the edge weight when ``use_weight``) as at
+    the superstep's start, targets keep the minimum, and those whose value dropped are the
+    next frontier. A sparse frontier (``|F| + outdeg(F) <= threshold``) pushes along
+    ``push_a`` (and ``push_b`` when ``two_ways``); a dense one pulls along ``pull_a``
+    (``pull_b``) in parallel. Adjacencies:
     ``(indptr int64 (N+1,), indices int32/int64, weight float32)``. ``value`` float64 (N,)
     is lowered in place; ``recv``/``improved`` int64 (N,) stamp arrays, fresh stamps from
     ``stamp0`` (two per superstep).

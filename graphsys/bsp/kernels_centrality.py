@@ -208,20 +208,15 @@ def _dependencies_hops(indptr, indices, in_ptr, in_idx, s, endpoints, val, part,
                        starts, dag_at, dag_from, dag_to, front, row, dag, lvl):
     """One source's level-synchronous breadth-first search with path counts and its
     dependency pass (see :func:`brandes`), added into ``row``. ``val`` float64 holds a
-    reached vertex's path count ``sigma`` (> 0; negated while its level is being found,
-    which tells a vertex of the next level from one of an earlier level), then
+    reached vertex's path count ``sigma`` (negated while its level is being found), then
     ``-(1 + delta) / sigma`` once its dependency is done; ``part`` float64 sums a vertex's
     successors' ``(1 + delta) / sigma`` (both zeros on entry and on return). The search
-    records the edges of the shortest-path DAG (``dag_from``/``dag_to``, those into level
-    ``L`` from ``dag_at[L]``), and the dependency pass walks the levels down pushing each
-    finished vertex's coefficient to its predecessors over them: it reads the DAG's edges
-    only, not every out-edge of the reached vertices. A search step is top-down (the
-    frontier's out-edges) or, with ``in_ptr``, bottom-up (the unreached vertices' in-edges
-    from ``front``-marked frontier vertices) whichever reads fewer edges; path counts are
-    integers, exact in any order. Without ``dag`` (the DAG's buffers would exceed
-    :data:`DAG_BYTES`) nothing is recorded: ``lvl`` int32 (all -1 on entry and on return)
-    takes each reached vertex's level and the pass reads each vertex's out-edges into the
-    next level instead. Returns the edges read."""
+    records the shortest-path DAG's edges (``dag_from``/``dag_to``, those into level ``L``
+    from ``dag_at[L]``), which the dependency pass walks down. A search step is top-down
+    or, with ``in_ptr``, bottom-up (from ``front``-marked frontier vertices), whichever
+    reads fewer edges. Without ``dag`` nothing is recorded: ``lvl`` int32 (all -1 on entry
+    and on return) takes each reached vertex's level and the pass reads out-edges instead.
+    Returns the edges read."""
     n = val.shape[0]
     bottom_up = in_ptr.shape[0] > 0
     unreached_in = in_ptr[n] - in_ptr[s + 1] + in_ptr[s] if bottom_up else 0
