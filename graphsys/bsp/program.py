@@ -366,19 +366,17 @@ class VertexProgram(ABC):
         combiners only (not a :class:`Combiner`), no :attr:`relax_state`.
     sum_dtype : {"float64", "float32"}, default "float64"
         For a scalar ``copy``/``sum`` program: the numba CPU kernels round the sent values
-        to float32 and, out of core, sum each target's messages in float32 (flushed into
-        the float64 ``combined`` once per target partition), halving the cache footprint
-        of the random accesses. The program's own doc states the error this admits; a run
-        on the torch backend refuses it.
+        to float32 and, out of core, sum each target's messages in float32 per target
+        partition, halving the cache footprint of the random accesses; a run on the torch
+        backend refuses it.
     relax_state : str, optional
         Declares a *min-relaxation* (label-correcting) program, e.g. BFS, SSSP, WCC: the
         float64 state tensor of this name is what a vertex sends (plus
         :attr:`relax_offset`, plus the edge weight for ``add_weight``), the combiner is
         ``min``, :meth:`update` lowers the state to the combined minimum where that is
         smaller and the next frontier is the vertices it lowered; no aggregators, no
-        :meth:`halt`. The in-memory numba engine then runs its supersteps (push or pull)
-        inside numba calls, with the same supersteps and results, and the ``async``
-        schedule can run it.
+        :meth:`halt`. The in-memory numba engine then runs its supersteps inside numba
+        calls, and the ``async`` schedule can run it.
     relax_offset : float, default 0.0
         Added to the sent value of a min-relaxation program (BFS: 1).
     expected_supersteps : int, optional
@@ -395,9 +393,8 @@ class VertexProgram(ABC):
         Declares that :meth:`init`, :meth:`solve_in_memory` and :meth:`result` also take
         and return NumPy arrays: a run in memory on the CPU (numba backend, one process,
         ``fuse`` on) then keeps the state in NumPy arrays (:attr:`Context.host`) and
-        imports no torch while the fast path answers; where it declines (returns None),
-        the state becomes torch tensors (sharing the arrays' memory) before the first
-        superstep, so :meth:`send` and :meth:`update` always see tensors.
+        imports no torch while the fast path answers; else the state becomes tensors
+        before the first superstep.
     host_supersteps : bool, default False
         Declares, beside ``host_state``, that :meth:`aggregate`, :meth:`send`,
         :meth:`update` and :meth:`halt` also take and return NumPy arrays: a streamed run
