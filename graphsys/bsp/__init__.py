@@ -13,12 +13,8 @@ by internal id, mapped to original ids by ``top``/``value``/``to_dict``/``to_tab
 ``docs/programs.md`` is the guide to writing programs.
 
 :func:`run` and the algorithms first apply graphsys's OpenMP wait policy
-(:func:`graphsys.openmp.apply_wait_policy`: ``OMP_WAIT_POLICY=PASSIVE`` and
-``GOMP_SPINCOUNT=3000`` unless already set): numba's and torch's OpenMP pools both
-busy-wait at length by default, and two spinning pools starve each other on a small machine
-(a superstep that should take a millisecond waits for the other pool's spinning threads); a
-short poll before sleeping keeps back-to-back parallel calls from paying a futex wake-up
-each.
+(:func:`graphsys.openmp.apply_wait_policy`, unless already set; docs/architecture.md says
+why).
 """
 
 from typing import TYPE_CHECKING

@@ -1,17 +1,11 @@
 """Checks of what a user's :class:`~graphsys.bsp.program.VertexProgram` returns, before the
 engine or a native (numba) kernel reads it.
 
-The kernels index the sent values, the frontier and the accepted targets by vertex id
-without bounds checks, so a short array would be read past its end and a long one would be
-half read; a frontier of another dtype would index instead of masking on the torch path.
-Every array a program hands the engine is therefore checked here for its type, shape,
-dtype and device, and a mismatch is one :class:`~graphsys.errors.GraphsysError` naming the
-program, the method and what was expected. The checks read attributes only: no copy, no
-reduction over the values (a value of another real dtype is converted as before).
-
-A run that keeps the state in NumPy arrays (:attr:`~graphsys.bsp.program.Context.host`,
-its device :data:`graphsys.device.HOST`) is checked the same way with NumPy arrays in place
-of tensors.
+The kernels index by vertex id without bounds checks, so every array a program hands the
+engine is checked for its type, shape, dtype and device (NumPy arrays in place of tensors
+where :attr:`~graphsys.bsp.program.Context.host`); a mismatch is one
+:class:`~graphsys.errors.GraphsysError` naming the program, the method and what was
+expected. The checks read attributes only: no copy, no reduction over the values.
 """
 
 from __future__ import annotations

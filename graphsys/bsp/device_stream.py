@@ -3,39 +3,25 @@ ring of staging buffers allocated once per run, and kept on the device when they
 memory budget (:class:`DeviceBuckets`, used by :class:`~graphsys.bsp.stream.StreamEdges`).
 
 Layout on the device: a record batch's int32 local source and destination offsets (and its
-float32 weights only when the program reads weights), as stored: 8 bytes an edge for an
-unweighted program, 12 weighted; where both partitions of the bucket have fewer than
-:data:`PACK_LIMIT` vertices, the two offsets share one int32 word (``src << 16 | dst``): 4
-bytes an edge unweighted, 8 weighted. The words are split, the partition offsets added, and
-the ids widened to int64 for the scatter, by device ops of the compute.
+float32 weights only when the program reads weights); where both partitions of the bucket
+have fewer than :data:`PACK_LIMIT` vertices, the two offsets share one int32 word
+(``src << 16 | dst``). Device ops split the words, add the partition offsets and widen the
+ids to int64.
 
-Mechanism (CUDA): a streamed batch is written once, the first time it is read, from its
-mapped bucket file into its own region of one page-locked host buffer (the *host cache*,
-allocated once per run, at most :func:`host_cache_budget` bytes; ``np.copyto`` into a NumPy
-view of the pinned tensor: no intermediate copy). Every later read copies it from there to
-one of :data:`RING` device buffers on a side stream: a DMA from pinned memory, with no CPU
-copy and no host wait. The compute stream waits for that copy's event, and the side stream
-waits, before it overwrites a device buffer, for the event recorded after the compute that
-read it; the host enqueues ahead, so the copies of the next ``RING - 1`` batches run
-while batch ``k`` is computed. The torch path reads a record batch longer than
-:data:`BLOCK_ROWS` as blocks of that many edges (:func:`blocks`): a bucket's batches are
-as long as the store made them (up to millions of edges, very uneven on a skewed graph),
-and a long copy behind a short one, or a long compute ahead of short copies, would leave
-the bus idle. A batch the host cache has no room for goes through the ring's own
-:data:`RING` page-locked staging buffers instead, rewritten every superstep (the host
-waits for a slot's previous copy before it writes into it again). On the CPU the same code
-runs with ordinary host memory, each batch's copy to its device buffer is a copy
-addressed to the device (what :class:`~graphsys.analysis.device_counts.DeviceWorkCounter`
-counts as a transfer), and the stream operations are skipped: the CPU tests run the same
-code in the same order.
+Mechanism (CUDA): a streamed batch is written once, when first read, into its region of a
+page-locked host cache (at most :func:`host_cache_budget` bytes); every later read copies
+it from there to one of :data:`RING` device buffers on a side stream, synchronised by
+events with the compute that reads the buffer, so the copies of the next ``RING - 1``
+batches overlap batch ``k``'s compute. Batches longer than :data:`BLOCK_ROWS` edges are
+read as blocks (:func:`blocks`) to keep the bus busy on uneven buckets. A batch the host
+cache has no room for goes through the ring's own page-locked staging buffers. On the CPU
+the same code runs in the same order with host memory and no stream operations.
 
-Residency: in the first superstep each batch, in the order the pass reads them, is kept on
-the device while the kept bytes stay within the budget (:func:`resident_budget`); later
-supersteps read kept batches where they are and stream only the others. When every batch of
-an all-active copy/sum pass (PageRank's) is kept, the pass is merged once into one layout
-(:class:`MergedPass`): a superstep's edge phase is then one sparse matrix-vector product on
-CUDA (the in-memory fused path's lean layout: int32 ids, values all ones), instead of two
-device ops a batch.
+Residency: in the first superstep each batch, in the pass's order, is kept on the device
+while the kept bytes stay within :func:`resident_budget`; later supersteps stream only the
+others. When every batch of an all-active copy/sum pass (PageRank's) is kept, the pass is
+merged once into one layout (:class:`MergedPass`): one sparse matrix-vector product a
+superstep on CUDA.
 """
 
 from __future__ import annotations
@@ -116,10 +102,7 @@ def blocks(batches: list, rows: int | None = None) -> list:
 
 def host_buffer(n: int, pin: bool) -> torch.Tensor:
     """An int32 (n,) host buffer, page-locked when ``pin``: every host allocation of a run
-    for its batches goes through here (the host cache, once; the ring's :data:`RING`
-    staging buffers, sized to the longest batch the run may read, only where a batch does
-    not fit the cache; :data:`RING` more, at least twice as long, only for a batch longer
-    than that)."""
+    for its batches (the host cache, the ring's staging buffers) goes through here."""
     import torch
 
     return torch.empty(n, dtype=torch.int32, pin_memory=pin)
@@ -341,10 +324,8 @@ class DeviceBuckets:
 
     def _copy(self, slot: _Slot, host: torch.Tensor) -> torch.Tensor:
         """``host`` (pinned on CUDA) copied into ``slot``'s device buffer on the side
-        stream, once the compute that last read that buffer is done (for a buffer not
-        used yet: once the work the compute stream has queued is done, since the
-        allocator may have given it memory freed there); the compute stream waits for
-        the copy. No host wait."""
+        stream once the compute that last read that buffer (for a new buffer: all queued
+        compute) is done; the compute stream waits for the copy. No host wait."""
         import torch
 
         if self.cuda:
@@ -410,12 +391,10 @@ class MergedPass:
     kept batches, merged once into one layout on the device: the pass's sums are then one
     op (:meth:`sums`).
 
-    On a device of :data:`MERGED_SPMV_DEVICES`: the layout of the in-memory fused path
-    (:func:`~graphsys.bsp.algorithms.pagerank_device.lean_matrix`, without its dangling
-    row): a CSR matrix, a row per target and its sources as columns, int32 ids where they
-    fit, values all ones; the sums are one matrix-vector product. Elsewhere: the pass's
-    source and target ids concatenated in the order the pass reads them; the sums are one
-    gather and one ``index_add_``, in the batches' order.
+    On a device of :data:`MERGED_SPMV_DEVICES`: a CSR matrix of ones as
+    :func:`~graphsys.bsp.algorithms.pagerank_device.lean_matrix` builds it (no dangling
+    row); the sums are one matrix-vector product. Elsewhere: the pass's source and target
+    ids concatenated in its order; the sums are one gather and one ``index_add_``.
 
     Parameters
     ----------

@@ -61,11 +61,9 @@ def cache_bytes(level: int | None = None, default: int = 32 << 20) -> int:
 
 
 #: In memory, the all-active copy/sum pull renumbers its sources by frequency (hub sorting,
-#: :meth:`MemoryEdges.hot_adjacency`) when the gathered float64 vector is larger than this:
-#: three quarters of the last-level cache (the edges stream through the rest). Below it
-#: the plain gathers hit the cache already and the renumbering's extra indirection costs
-#: more than it saves; above it, putting the hubs' values together keeps the hot part of
-#: the vector cached (docs/benchmarks.md has the measurements).
+#: :meth:`MemoryEdges.hot_adjacency`) when the gathered float64 vector is larger than this,
+#: three quarters of the last-level cache: below it the gathers hit the cache already
+#: (docs/benchmarks.md has the measurements).
 HUB_SORT_BYTES = cache_bytes() * 3 // 4
 
 
@@ -313,14 +311,11 @@ class MemoryEdges:
         return self._adj[key]
 
     def derived(self, name: str, kinds: tuple[str, ...], build: Callable[[], Any]) -> Any:
-        """``build()``: a value computed from the ``kinds`` adjacency alone (a graph's own
-        quantity, as the degrees a program starts from), kept in the opened graph's one
-        cache (:mod:`graphsys.views.cache`) while those arrays are the graph's mapped index,
-        so that later runs over them skip its pass. It is computed again once they are no
-        longer (an index rebuilt; a graph reopened after an append maps its own), and never
-        kept where the arrays were built for this run (no index, the torch path): nothing
-        of a run outlives it there. ``name`` names the value among those of the edge set;
-        the caller never writes into it."""
+        """``build()``: a value computed from the ``kinds`` adjacency alone, kept in the
+        opened graph's cache (:mod:`graphsys.views.cache`) while those arrays are its mapped
+        index, so later runs skip its pass; never kept where the arrays were built for this
+        run. ``name`` names the value among the edge set's; the caller never writes into
+        it."""
         arrays = [self.adjacency(k) and self._adj[k][:2] for k in kinds]  # not the views
         mapped = [self.graph.adjacency_index(self.edge_set, k) for k in kinds]
         if not self.use_numba or not all(

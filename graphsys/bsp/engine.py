@@ -47,14 +47,9 @@ if TYPE_CHECKING:
     import torch
 
 #: ``mode="auto"`` streams the edges of a run expected to end within this many supersteps
-#: (:func:`choose_mode`). Building the in-memory adjacency reads every bucket twice and
-#: scatters it (a few in-memory PageRank supersteps of work), streaming counts the degrees
-#: in one read (under one superstep) and then reads the buckets every superstep: with
-#: ``B`` the build and ``D`` the count in supersteps and a streamed superstep ``R`` times
-#: an in-memory one, streaming is cheaper below ``(B - D) / (R - 1)`` supersteps (any
-#: count where ``R <= 1``); 16 is that bound for ``B = 4.5``, ``D = 0.5`` and ``R = 1.25``
-#: (a graph whose in-memory layout has better locality than its buckets). The results
-#: page (incremental PageRank) has the measured ``R``.
+#: (:func:`choose_mode`): with ``B`` the adjacency build and ``D`` the degree count in
+#: supersteps and a streamed superstep ``R`` times an in-memory one, streaming is cheaper
+#: below ``(B - D) / (R - 1)`` supersteps: 16 for ``B = 4.5``, ``D = 0.5``, ``R = 1.25``.
 STREAM_MAX_SUPERSTEPS = 16
 SCHEDULES = ("sync", "async", "auto")
 DEFAULT_MAX_ITERS = 100
@@ -91,12 +86,8 @@ def choose_mode(graph, edge_set: str | None, program: VertexProgram,
     """What ``mode="auto"`` runs: ``out-of-core`` for a CPU run of a program that expects to
     end within :data:`STREAM_MAX_SUPERSTEPS` supersteps
     (:attr:`VertexProgram.expected_supersteps`; a run started from a previous result)
-    over an edge set without a stored adjacency index of its own; else ``memory``.
-
-    A stored index (``csr``, ``csc`` or ``push``) is mapped in memory with no build, so
-    memory costs nothing more; a view's members' indexes are merged on read, which costs
-    about what a build does, so a view streams by the same rule. A run whose count is
-    unknown (None: every run from scratch) builds in memory, as ``mode="memory"``.
+    over an edge set without a stored adjacency index of its own (a mapped index costs no
+    build; a view's merged indexes do); else ``memory``, also where the count is unknown.
 
     Parameters
     ----------

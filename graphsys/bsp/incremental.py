@@ -1,52 +1,24 @@
 """Runs that start from a stored result of the same algorithm on an earlier version of the
-graph: after edges were appended (:mod:`graphsys.storage.append`), PageRank starts from the
-old ranks, weakly connected components merge the old components along the new edges only,
-and BFS/SSSP lower the old distances from where the new edges improve them.
+graph (``init=PREV``, ``graphsys run --init``); the guide is docs/growing.md.
 
-Every result written by ``graphsys run --out`` or :meth:`Result.to_table
-<graphsys.bsp.result.Result.to_table>` carries its provenance in the table's schema
-metadata (``graphsys.result``): the algorithm, its source and parameters, and each edge
-set it read with the digest of its buckets. A run given ``init=PREV`` (``graphsys run
---init PREV.parquet``) starts from PREV when PREV is a result of the same algorithm (and
-source) on an *earlier version of the edges it reads*: every edge set PREV read is among
-those the run reads, with the same buckets; the edge sets it did not read are the new
-edges. Anything else is refused in one line saying what differs. Nodes are matched by
-original id, so the old nodes keep their values wherever an append moved their internal
-ids; nodes PREV does not list are the new nodes. The provenance also records whether PREV's
-run converged: WCC, BFS and SSSP repair PREV from the new edges alone, which is right only
-from a fixed point, so they refuse a PREV that stopped at ``max_iters`` (``graphsys run
---allow-unconverged``) or does not say (written before results recorded it); PageRank
-iterates to ``tol`` from any start and takes it.
+PREV's provenance (the algorithm, its source and parameters, each edge set it read with the
+digest of its buckets, whether it converged) must show it ran on *the edges the run reads
+less new edge sets*; anything else is refused in one line saying what differs. Nodes are
+matched by original id; nodes PREV does not list are new. WCC, BFS and SSSP repair PREV,
+which is right only from a fixed point, so they refuse an unconverged PREV or one that does
+not say; PageRank iterates to ``tol`` from any start. After change sets
+(:mod:`graphsys.storage.changes`) WCC, BFS and SSSP repair through
+:mod:`graphsys.bsp.incremental_changes`, PageRank through
+:mod:`graphsys.bsp.incremental_pagerank`, k-core through
+:mod:`graphsys.bsp.incremental_cores`; the other algorithms refuse such a PREV.
 
-After deletions and weight updates (change sets, :mod:`graphsys.storage.changes`, among
-the edge sets PREV did not read), WCC, BFS and SSSP repair PREV where the changed edges
-reach it (:mod:`graphsys.bsp.incremental_changes`, which also says when they run from
-scratch instead); PageRank and personalized PageRank push the residual of the change or
-start warm (:mod:`graphsys.bsp.incremental_pagerank`); k-core updates PREV's core numbers
-one changed edge at a time (:mod:`graphsys.bsp.incremental_cores`, after appends too); the
-other algorithms refuse such a PREV in one line.
-
-* **PageRank, personalized PageRank** (:func:`pagerank_warm_start`, where
-  :func:`graphsys.bsp.incremental_pagerank.pagerank_from` does not push the residual of
-  the new edges or run from scratch): the power iteration starts
-  from PREV's ranks (new nodes at the smallest old rank, the share of a node without
-  in-edges, then scaled to sum 1) instead of the uniform vector, and stops by the same
-  rule (L1 change below ``tol``), so the result is the fixed point to the same tolerance
-  as a run from scratch, in fewer iterations when the ranks moved little. The kernels
-  are the cold run's; the run expects at most PREV's superstep count (recorded in its
-  provenance), so ``mode="auto"`` streams the edges instead of building the in-memory
-  adjacency when that count is small (:func:`graphsys.bsp.engine.choose_mode`).
-* **WCC** (:func:`components_from`): edges are only added, so components only merge. Each
-  old component becomes one union-find tree rooted at its smallest (new) internal id,
-  every new node its own tree; the new edges alone are then unioned, the larger root under
-  the smaller, so every root is its component's smallest id: the label a run from scratch
-  gives. The old edges are not read; the cost is O(N) plus the new edges.
-* **BFS, SSSP** (:func:`distances_from`): an added edge ``u -> v`` can only lower
-  distances, and only through it, so the distances are a fixed point again once every
-  vertex lowered by ``d(u) + w(u, v) < d(v)`` has relaxed its out-edges (KickStarter's
-  observation for monotonic algorithms under insertions [1]_). The run lowers the targets
-  of the new edges, then runs the min-relaxation supersteps from those vertices alone
-  over the whole edge set read.
+* **PageRank** (:func:`pagerank_warm_start`): the power iteration from PREV's ranks, to the
+  same stopping rule as a run from scratch.
+* **WCC** (:func:`components_from`): each old component becomes one union-find tree rooted
+  at its smallest id, and only the new edges are unioned (the larger root under the
+  smaller), so labels are a run from scratch's; the old edges are not read.
+* **BFS, SSSP** (:func:`distances_from`): an added edge can only lower distances, and only
+  through it (KickStarter's observation [1]_): the targets it lowers are relaxed from.
 
 Examples
 --------
@@ -104,15 +76,12 @@ def _new_edges(graph, previous: Previous):
 def pagerank_warm_start(spec, graph, previous: Previous, *, source=None, params=None,
                         max_iters: int | None = None, start: np.ndarray | None = None,
                         **kwargs) -> Result:
-    """PageRank (or personalized PageRank) started from ``previous``'s ranks: new nodes at
-    the smallest old rank (a node without in-edges: the teleport and dangling share), the
-    vector scaled to sum 1; to ``previous``'s tolerance or a looser one the program expects
-    at most ``previous``'s superstep count
-    (:attr:`~graphsys.bsp.program.VertexProgram.expected_supersteps`, which ``mode="auto"``
-    weighs against building the adjacency); the run is otherwise the cold one (``spec``'s
-    program and defaults). ``start`` (float64 (N,), non-negative, summing to 1): the
-    vector to start from instead, one that the caller derived from ``previous``'s ranks
-    (:mod:`graphsys.bsp.incremental_pagerank`'s ranks one power step on)."""
+    """PageRank (or personalized PageRank) started from ``previous``'s ranks, new nodes at
+    the smallest old rank, scaled to sum 1 (or from ``start``, float64 (N,) summing to 1,
+    derived by the caller from them); to ``previous``'s tolerance or a looser one the
+    program expects at most ``previous``'s superstep count
+    (:attr:`~graphsys.bsp.program.VertexProgram.expected_supersteps`); the run is otherwise
+    the cold one."""
     if start is None:
         start = previous.values.copy()
         old = start[previous.known]
@@ -195,11 +164,8 @@ def _roots(parent, out):
 def components_from(spec, graph, previous: Previous, *, source=None, params=None,
                     max_iters: int | None = None, edge_set=None, **kwargs) -> Result:
     """Weakly connected components from ``previous``'s labels: after appends, the new edges
-    only (see the module docstring); after deletions, the components that lost an edge
-    searched (:mod:`graphsys.bsp.incremental_changes`, or a run from scratch where that
-    does not apply). In memory, on the CPU, whatever ``mode`` and ``device`` say, except a
-    run from scratch. Labels are the component's smallest internal id, as a run from
-    scratch gives."""
+    only (module docstring); after deletions, by :mod:`graphsys.bsp.incremental_changes`.
+    In memory on the CPU whatever ``mode`` and ``device`` say, except a run from scratch."""
     previous.check_fixed_point(spec.name)
     t0 = time.perf_counter()
     n = graph.num_nodes()
@@ -270,13 +236,10 @@ class Repair(VertexProgram):
 
 def distances_from(spec, graph, previous: Previous, *, source=None, params=None,
                    max_iters: int | None = None, **kwargs) -> Result:
-    """BFS levels or SSSP distances repaired from ``previous``'s: on one CPU in memory,
-    after appends, deletions and weight updates, by invalidating and relaxing only what the
-    changed edges reach (:mod:`graphsys.bsp.incremental_changes`); on another device or
-    mode or a time view, after appends only, by lowering the targets the new edges improve
-    and relaxing from them (see the module docstring, ``schedule`` ``auto`` running the
-    fused supersteps, ``sync``); from scratch after a deletion or update there, and where
-    more changed than a repair pays for."""
+    """BFS levels or SSSP distances repaired from ``previous``'s: on one CPU in memory by
+    :mod:`graphsys.bsp.incremental_changes`; elsewhere, after appends only, by lowering the
+    targets the new edges improve and relaxing from them (module docstring); from scratch
+    after a deletion or update there, and where more changed than a repair pays for."""
     previous.check_fixed_point(spec.name)
     base = spec.make(graph, source=source, edge_set=kwargs.get("edge_set"), **(params or {}))
     if base.relax_state is None or base.direction != "out":

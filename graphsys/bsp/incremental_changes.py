@@ -1,42 +1,30 @@
 """WCC, BFS and SSSP after edges were deleted, re-weighted and appended, from the previous
 result and the changed edges (:mod:`graphsys.kernels.repair`), reading only the part of the
-graph the change reaches.
+graph the change reaches; the guide is docs/growing.md.
 
-A run given a previous result (``init``, :mod:`graphsys.bsp.incremental`) of a graph that
-since gained *change sets* (:mod:`graphsys.storage.changes`) reads the graph after the
-change as the adjacency of the edge sets the previous result read (their stored CSR/CSC
-index, mapped, where ``graphsys index --csr --csc`` built one; else built from their
-buckets) with the pairs the change sets delete skipped and those they re-weight given their
-new weight, plus the edges appended since (read through the change sets after them). BFS
-and SSSP on one CPU in memory take this path after a pure append too.
+The graph after the change is read as the adjacency of the edge sets the previous result
+read (their stored CSR/CSC index, mapped, where one was built; else built from their
+buckets) with the deleted pairs skipped and the re-weighted ones given their new weight,
+plus the edges appended since. BFS and SSSP on one CPU in memory take this path after a
+pure append too.
 
-* **WCC**: only an old component that lost an edge can split; in each, a search grows from
-  every end of a deleted edge (the one that has scanned least first), searches that meet
-  merge, and it stops once at most one of them is still growing
-  (:func:`graphsys.kernels.repair.wcc_race`); the other components are kept whole and
-  the appended edges are then unioned (the union-find of
-  :func:`graphsys.bsp.incremental.components_from`).
-* **BFS, SSSP**: the targets of deleted and re-weighted edges that lost the in-edge their
-  distance came from are invalidated, and so are the nodes whose distance came from them;
-  these take the best distance their valid in-neighbours offer, and a Dijkstra-ordered
-  relaxation from them and from the sources of new and re-weighted edges reaches the fixed
-  point (KickStarter's trimming; :func:`graphsys.kernels.repair.distance_repair`).
+* **WCC**: only an old component that lost an edge can split; searches grow from the ends
+  of its deleted edges, merge where they meet and stop once at most one still grows
+  (:func:`graphsys.kernels.repair.wcc_race`); the appended edges are then unioned.
+* **BFS, SSSP**: the nodes whose distance came through a deleted or re-weighted edge are
+  invalidated, take the best distance their valid in-neighbours offer, and a
+  Dijkstra-ordered relaxation from them and from the sources of new and re-weighted edges
+  reaches the fixed point (KickStarter's trimming;
+  :func:`graphsys.kernels.repair.distance_repair`).
 
-A run starts from scratch instead, and says why in ``result.stats.method``, with
-``result.stats.start == "scratch"`` (a repair has ``"repair"``): where the changed edges
-(appended, deleted and re-weighted pairs) are more than :data:`REPAIR_MAX_FRACTION` of the
-edges read, on another device, mode or backend, on a time view, where a change set since
-the previous result does not change every edge set it read alike, or where the repair
-scans more than :data:`REPAIR_MAX_SWEEPS` times the edges read. The answers are a run from
-scratch's: labels are each component's smallest internal id, distances exact.
-
-Appends and deletions may alternate: a change set the previous result read does not target
-the edge sets appended after it, so where such an edge set holds a pair it deletes or
-re-weights (an edge re-added), those edges are read as appended ones (restored over the
-pairs the adjacency of the older edge sets drops or re-weights: ``Change.readded`` of
-:func:`~graphsys.storage.previous.read_change`) and the WCC search reads their pairs as
-present. PageRank's push and k-core's update, which count parallel edges, take another
-start there (:func:`~graphsys.storage.previous.read_edges_as_stored`).
+A run starts from scratch instead (``result.stats.start == "scratch"``, a repair has
+``"repair"``; ``result.stats.method`` says why) where the changed pairs and new edges are
+more than :data:`REPAIR_MAX_FRACTION` of the edges read, on another device, mode or
+backend, on a time view, where a change set does not change every edge set the previous
+result read alike, or where the repair scans more than :data:`REPAIR_MAX_SWEEPS` times the
+edges read. An edge re-added after its deletion is read as an appended one
+(``Change.readded`` of :func:`~graphsys.storage.previous.read_change`). The answers are a
+run from scratch's.
 
 Examples
 --------

@@ -1,32 +1,22 @@
 """Core numbers (k-core) after edges were appended and deleted, from a previous result and
-the changed edges, reading only the part of the graph the change reaches.
+the changed edges, reading only the part of the graph the change reaches; the guide is
+docs/growing.md.
 
-A k-core run given a previous result (``init``, :mod:`graphsys.bsp.incremental`) reads
-the graph after the change as the repairs of :mod:`graphsys.bsp.incremental_changes` do:
-the adjacency of the edge sets the previous result read (their stored CSR, and CSC on a
-directed edge set; mapped where ``graphsys index --csr --csc`` built them), less the
-pairs deleted before it, with the pairs deleted since and the appended edges beside it.
-Each deleted copy, then each appended edge, is applied one at a time by the order-based
-core maintenance of :mod:`graphsys.kernels.core_maintenance` (Zhang et al., ICDE 2017),
-from the k-order the previous result kept (its ``order`` column, written by every run of
-:func:`~graphsys.bsp.kcore` that peels in memory): a deletion peels from its ends, an
-insertion scans only the nodes after its earlier end in that order that the candidates'
-edges reach; the result keeps the updated order for the next run. Weight updates change
-no core and are not read.
+The graph after the change is read as the repairs of
+:mod:`graphsys.bsp.incremental_changes` read it. Each deleted copy, then each appended
+edge, is applied one at a time by the order-based core maintenance of
+:mod:`graphsys.kernels.core_maintenance` (Zhang et al., ICDE 2017) from the k-order the
+previous result kept (its ``order`` column); the result keeps the updated order. Weight
+updates change no core and are not read.
 
-A run starts from scratch instead, and says why in ``result.stats.method``, with
-``result.stats.start == "scratch"`` (an update has ``"repair"``), by the repairs' rule:
-where the changed edges are more than
-:data:`~graphsys.bsp.incremental_changes.REPAIR_MAX_FRACTION` of the edges read, on
-another device, mode or backend, on a time view, where a change set does not change every
-edge set the previous result read alike or an edge appended after one it read lists its
-pair, where the previous result keeps no k-order (written before results kept one, or of
-an order version this release does not read), where the updates scan more than
-:data:`SCAN_SHARE` of :data:`~graphsys.bsp.incremental_changes.REPAIR_MAX_SWEEPS` times
-both ends of the edges read, or :data:`SCAN_FLOOR` entries per sweep where that is more
-(then the update stops, having spent about half of what a peeling from scratch
-costs), and with ``self_loops="refuse"`` (which reads every edge). The core numbers are a
-run from scratch's.
+A run starts from scratch instead, saying why in ``result.stats.method``
+(``result.stats.start == "scratch"``), by the repairs' rule, where the previous result
+keeps no k-order (or one of a version this release does not read), where the updates
+scan more than :data:`SCAN_SHARE` of
+:data:`~graphsys.bsp.incremental_changes.REPAIR_MAX_SWEEPS` times both ends of the edges
+read (or :data:`SCAN_FLOOR` entries per sweep where that is more), and with
+``self_loops="refuse"`` (which reads every edge). The core numbers are a run from
+scratch's.
 
 Examples
 --------

@@ -1,65 +1,36 @@
 r"""PageRank and personalized PageRank after edges were appended, deleted or re-weighted, by
 pushing the residual the change creates instead of iterating over the whole graph again
-(:mod:`graphsys.kernels.pagerank_push`; Ohsaka et al., KDD 2015; Zhang et al., KDD 2016).
+(:mod:`graphsys.kernels.pagerank_push`; Ohsaka et al., KDD 2015; Zhang et al., KDD 2016);
+the guide is docs/growing.md. A run given a previous result (``init``) records how it
+started in ``result.stats.start`` and says it in ``result.stats.method``:
 
-A run given a previous result (``init``, :mod:`graphsys.bsp.incremental`) chooses how to
-start, records it in ``result.stats.start`` and says it in ``result.stats.method``:
+* ``delta`` when the changed pairs and new edges are at most :data:`DELTA_MAX_FRACTION` of
+  the edges read, in memory on the CPU, and every previous edge set has a stored CSR index
+  (mapped, not built). The previous ranks :math:`x` become :math:`y = c x` with
+  :math:`c = (1-\alpha) \sum_{old} q / s` (:math:`s`: the previous teleport-and-dangling
+  share), so that :math:`r(y) = c R` with :math:`R` the previous run's residual. The
+  change alters :math:`r` only at the out-neighbours of sources whose out-edges changed
+  (with either sign: deleted weight makes it negative), at the new edges' targets and at
+  new nodes; that change, computed exactly from the stored CSR plus a second CSR of what
+  the change adds to it, is pushed until :math:`\lVert L(r)\rVert_1` (with
+  :math:`L(v) = v - (\sum v) p`) is below half of what ``tol`` leaves after
+  :math:`c \lVert R\rVert_1`. The result's bound ``stats.residual`` is below ``tol``, the
+  stopping rule of a run from scratch; a chain of delta runs halves the budget left each
+  time, and below :data:`MIN_BUDGET` of ``tol`` the run starts warm instead. The push is
+  taken only where its estimated cost (:func:`_plan`, :func:`_growth`) is at most
+  :data:`PUSH_SHARE` of the warm start's, both counted in edges read, and hands its ranks
+  to the power iteration once its counted work would pass the warm start's; the cheap
+  facts decide first (the changed share from the manifest, the budget, the nodes the first
+  residual can reach from the CSR's rows of the changed sources).
+* ``warm`` elsewhere (more changed, a first residual reaching more than
+  :data:`LOCAL_MAX_SHARE` of the nodes, a costlier push, no stored CSR, another device or
+  mode, a time view, change sets that do not change every edge set alike, a re-added
+  edge, a previous run that did not converge or has no tolerance): the power iteration
+  from the previous ranks (:func:`graphsys.bsp.incremental.pagerank_warm_start`), one
+  power step on where the decision computed the change's residual.
 
-* ``delta`` when the new and changed edges are at most :data:`DELTA_MAX_FRACTION` of the edges read,
-  in memory on the CPU, and every edge set of the previous edges has a stored CSR index
-  (``graphsys index --csr``: their out-edges are mapped, not built). The previous ranks
-  :math:`x` (summing to 1) become the unnormalised values :math:`y = c x` with
-  :math:`c = (1-\alpha) \sum_{old} q / s`, where
-  :math:`s = \alpha \sum_{u\ \mathrm{dangling}} x_u + 1 - \alpha` is the previous graph's
-  teleport-and-dangling share: then :math:`r(y) = c R` with :math:`R` the previous run's own
-  residual (the change one more power step would have made). The new edges change
-  :math:`r` only at the targets of the out-edges of their sources (whose out-degree
-  changed), at their own targets and at the new nodes (:math:`(1-\alpha) q_v`); that change
-  is computed exactly from the out-edges of the previous edge sets and the new edges, and
-  pushed until :math:`\lVert L(r)\rVert_1` is below half of what ``tol`` leaves of
-  :math:`\sum y` after :math:`c \lVert R\rVert_1`. The ranks are :math:`y / \sum y`,
-  whose residual is :math:`L(r) / \sum y` with :math:`L(v) = v - (\sum v) p`; so the result's
-  bound (``stats.residual``, recorded in its provenance) is that norm plus
-  :math:`c \lVert R\rVert_1 / \sum y`, below ``tol``: the stopping rule of a run from
-  scratch (whose bound is ``damping * tol``). A chain of delta runs halves the budget left
-  each time; below :data:`MIN_BUDGET` of ``tol`` the run takes a warm start instead.
-
-  The push is taken only where it costs less than the warm start, both counted in edges
-  read (:func:`_plan`): the warm start pays its layout (:data:`WARM_SETUP_SUPERSTEPS`) and
-  the supersteps its first change needs to fall below ``tol`` at the worst-case rate
-  :math:`\alpha` a superstep; the push, the rounds its norm needs at that rate, each
-  estimated from the out-degree volume of the nodes the first residual reaches and how
-  the ball of out-hops around them grows (:func:`_growth`; at most a pass over the edges
-  a round). Where the estimate is above :data:`PUSH_SHARE` of the warm start's cost the
-  run takes the warm start; otherwise the push runs with that cost as its budget and,
-  once its counted work (or the rounds it still needs) would pass it, hands its ranks to
-  the power iteration. The cheap facts decide first (the changed share and the stored
-  CSR from the manifest, the budget left, then the most nodes the first residual can
-  reach, from the CSR's rows of the changed sources alone, largest first), and only then
-  the arrays over the nodes. A warm start chosen after the residual was computed begins
-  one power step on from the previous ranks, and reads again the CSR and change the
-  :class:`~graphsys.storage.graph.Graph` keeps.
-* ``warm`` elsewhere (more changed; the change's first residual reaches more than
-  :data:`LOCAL_MAX_SHARE` of the nodes; the push's estimated cost is above the warm
-  start's; the previous edges have no stored CSR index; another device or mode; a time
-  view; a change set since the previous result that does not change every edge set read
-  before alike; an edge appended after a change set the previous result read that lists
-  its pair (a re-added edge, read pair by pair); a previous run that did not converge or
-  has no tolerance): the power iteration started from the previous ranks, which converges
-  from any start to the same fixed point by the same stopping rule
-  (:func:`graphsys.bsp.incremental.pagerank_warm_start`).
-
-The change may delete and re-weight edges too (change sets,
-:mod:`graphsys.storage.changes`), read as WCC/BFS repairs read it
-(:func:`graphsys.bsp.incremental_changes.read_change`); deleted nodes stay, isolated, so ids
-do not move. Every out-edge of a source whose out-degree or weights changed then carries its
-new share instead of its old one: the residual changes at those sources' out-neighbours by
-the difference, negative where weight went (and a node that lost its last out-edge becomes
-dangling). The stored CSR holds the edges as first written; the push reads it together with
-a second CSR of what the change adds to it (the appended edges, and minus the weight of a
-deleted edge), and pushes residuals of either sign, so its stopping rule is the same true
-L1 bound. The share compared with :data:`DELTA_MAX_FRACTION` counts the changed pairs with
-the new edges.
+Deleted nodes stay, isolated, so ids do not move; a node that lost its last out-edge
+becomes dangling.
 
 Examples
 --------
@@ -114,22 +85,16 @@ from graphsys.views.rows import from_pairs
 #: The largest share of the edges read that may be new for a delta push; above it the warm
 #: start (docs/growing.md has the measurements behind it)
 DELTA_MAX_FRACTION = 0.01
-#: What a unit of the push's work (an edge a push scans, a node one of its rounds reads)
-#: costs, in edges one thread of a power-iteration superstep reads: a push reads and writes
-#: scattered nodes, a superstep streams its edges (times the threads, as the superstep
-#: runs on every thread and the push on one)
+#: What a unit of the push's work (an edge scanned, a node a round reads) costs, in edges
+#: one thread of a superstep streams (times the threads: the push runs on one)
 PUSH_WORK_COST = 8.0
-#: What a warm start pays before its first superstep, in supersteps: the power iteration
-#: builds the changed view's layout (its adjacency from the edge sets' stored indexes
-#: through the change sets, or from its buckets where one is missing, then PageRank's
-#: renumbered layout), where the push maps the stored CSR
+#: What a warm start pays before its first superstep, in supersteps: it builds the changed
+#: view's layout, where the push maps the stored CSR
 WARM_SETUP_SUPERSTEPS = 30.0
 #: The push's work over the out-degree volume of the nodes its first residual reaches times
-#: its rounds to the power ``d`` (the rounds the norm needs at ``damping`` a round; ``d``
-#: how the ball around those nodes grows with the hops, :data:`SPREAD_DEPTH`): what the
-#: residual of a change costs to push where it spreads as on a grid (``d`` about 2) or a
-#: path (1), the slowly mixing graphs a push suits; where the ball outgrows
-#: :data:`SPREAD_EDGES` (a fast-mixing graph) the rounds cost a pass over the edges each
+#: its rounds to the power ``d`` (how the ball around those nodes grows with the hops:
+#: about 2 on a grid, 1 on a path); where the ball outgrows :data:`SPREAD_EDGES` the
+#: rounds cost a pass over the edges each
 PUSH_SPREAD = 1.2
 #: The ball's growth ``d`` is ``log2`` of its size at this many hops over its size at half
 #: as many, around up to 16 of the nodes the first residual reaches
@@ -140,9 +105,8 @@ SPREAD_EDGES = 1 << 16
 #: (the estimate is good to about a factor two); once under way it stops at the whole
 PUSH_SHARE = 0.5
 #: The largest share of the nodes the new edges' first residual may reach for the push to
-#: go on; beyond it the change is not local (new edges at hubs of a fast-mixing graph: on an
-#: R-MAT of 2M edges a 0.1 % append reached half the nodes, and pushing to ``tol`` cost more
-#: than the ten supersteps of a run from scratch), and the run takes the warm start
+#: go on; beyond it the change is not local (new edges at hubs of a fast-mixing graph) and
+#: the run takes the warm start
 LOCAL_MAX_SHARE = 0.02
 #: The least share of ``tol`` a delta push may be left (after the previous run's bound)
 MIN_BUDGET = 1e-3
@@ -178,10 +142,7 @@ def pagerank_from(spec, graph, previous: Previous, *, source=None, params=None,
         why, start = result
         why = why or f"the previous run's bound leaves less than {MIN_BUDGET:g} of tol"
     # where the push does not apply or pay: the power iteration from the previous ranks
-    # (or from the ranks after the change's first residual, where the decision computed
-    # it: one superstep done), which also keeps the previous run's mode (a run that
-    # streamed streams again instead of building the grown graph's layout); it reads the
-    # changed view through the stored indexes the decision mapped (kept per Graph)
+    # (or one superstep on, where the decision computed the first residual)
     result = pagerank_warm_start(spec, graph, previous, source=source, params=params,
                                  max_iters=max_iters, start=start, **kwargs)
     result.stats.method += f" ({why})"
@@ -285,13 +246,8 @@ def _edits(n: int, adj, csr_w, change, weighted: bool):
 def _delta(spec, graph, previous: Previous, program, change, max_iters, kwargs
            ) -> Result | tuple[str | None, np.ndarray | None]:
     """The delta push (module docstring), or where it does not pay ``(why, start)``: why
-    (None when the budget left is too small; else the first residual reaches more than
-    :data:`LOCAL_MAX_SHARE` of the nodes, or its estimated work costs more), and the ranks
-    one power step from the previous ones (float64 (N,), summing to 1) where the residual
-    was computed (else None): the warm start's start. Cheap facts decide first: the budget
-    left, then how many nodes the residual can reach (the out-neighbours of the changed
-    sources, from the stored CSR's rows of those alone), before any array over the
-    nodes."""
+    (None when the budget left is too small) and the ranks one power step from the
+    previous ones where the residual was computed (else None): the warm start's start."""
     t0 = time.perf_counter()
     n, a, tol, weighted = graph.num_nodes(), program.damping, program.tol, program.weighted
     carried = previous.residual if previous.residual is not None else a * previous.tol

@@ -399,13 +399,12 @@ def relax_run(push_a, push_b, pull_a, pull_b, two_ways, have_pull, use_weight, f
     """Consecutive supersteps of a min-relaxation program in one call (see
     :attr:`graphsys.bsp.program.VertexProgram.relax_state`), push or pull by Ligra's rule.
 
-    Superstep ``s``: every vertex ``u`` of the frontier sends ``value[u] + offset`` (plus the
-    edge weight when ``use_weight``) as it was at the start of the superstep; each target
-    keeps the minimum; the next frontier is the targets whose value dropped: the engine's
-    synchronous superstep, so results and superstep counts match it. A sparse frontier
-    (not every vertex, and ``|F| + outdeg(F) <= threshold``) pushes along ``push_a`` (and
-    ``push_b`` when ``two_ways``); a dense one pulls along ``pull_a`` (``pull_b``) in
-    parallel. Adjacencies:
+    Superstep ``s`` is the engine's synchronous superstep (same results and counts): the
+    frontier sends ``value[u] + offset`` (plus the edge weight when ``use_weight``) as at
+    the superstep's start, targets keep the minimum, and those whose value dropped are the
+    next frontier. A sparse frontier (``|F| + outdeg(F) <= threshold``) pushes along
+    ``push_a`` (and ``push_b`` when ``two_ways``); a dense one pulls along ``pull_a``
+    (``pull_b``) in parallel. Adjacencies:
     ``(indptr int64 (N+1,), indices int32/int64, weight float32)``. ``value`` float64 (N,)
     is lowered in place; ``recv``/``improved`` int64 (N,) stamp arrays, fresh stamps from
     ``stamp0`` (two per superstep).
@@ -481,15 +480,11 @@ def relax_async(push_a, push_b, two_ways, use_weight, value, frontier, offset, q
     list is drained before the next one is taken, so the smallest value floods first (WCC
     then lowers every vertex once, to its final label). A popped vertex ``u`` sends its
     *current* ``value[u] + offset`` (+ weight) along ``push_a`` (and ``push_b``); every
-    lowered target not already queued is appended. A start vertex that an earlier flood
-    already popped is skipped: its value has not changed since it last sent. Same final
-    values as the synchronous supersteps for BFS, SSSP (non-negative weights) and WCC.
-
-    Unweighted programs with ``offset == 0`` (labels) or a single start vertex (BFS) *settle*
-    a vertex when it is first lowered: a FIFO flood from one start reaches every vertex
-    first by a shortest hop path, and a later flood starts at a value no smaller and,
-    with offset 0, cannot lower anything again. Settled vertices are kept in a bitmap
-    (N / 8 bytes, cache resident) that an edge tests before it reads ``value``.
+    lowered target not already queued is appended; a start vertex an earlier flood already
+    popped is skipped. Same final values as the synchronous supersteps for BFS, SSSP
+    (non-negative weights) and WCC. Unweighted programs with ``offset == 0`` or a single
+    start vertex *settle* a vertex when it is first lowered (a FIFO flood reaches it first
+    by a shortest hop path), kept in a bitmap an edge tests before it reads ``value``.
 
     ``queued`` uint8 (N,) all zero (scratch: 1 = queued, 2 = popped). Returns (vertices
     popped, edges scanned, values lowered) as int64."""

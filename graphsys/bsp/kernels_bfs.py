@@ -53,13 +53,11 @@ def bfs_solve(out_indptr, out_indices, in_indptr, in_indices, source, out, max_s
               nthreads):
     """:func:`~graphsys.kernels.bfs.levels` and what the engine keeps of it, in one call:
     ``out[v]`` (float64 (N,)) = the level of ``v``, ``inf`` where unreached (in parallel
-    from :data:`~graphsys.bsp.kernels.PARALLEL_MIN_ITEMS` vertices: below it, a parallel
-    loop, even one that runs serially, slowed the next search's serial kernel on
-    luxembourg-osm); returns (:func:`phase_totals` rows, int64 (P, 5); 1 = bottom-up per
-    step, int64 (S,); vertices of the last level when ``max_steps`` cut the search short).
-    A Python function over kernels, as :func:`~graphsys.kernels.bfs.levels` is (a cached
-    kernel compiled beside cached parallel callees was saved without numba's hook that
-    starts its threads: :func:`graphsys.jit_cache.with_thread_start`)."""
+    from :data:`~graphsys.bsp.kernels.PARALLEL_MIN_ITEMS` vertices); returns
+    (:func:`phase_totals` rows, int64 (P, 5); 1 = bottom-up per step, int64 (S,); vertices
+    of the last level when ``max_steps`` cut the search short). A Python function over
+    kernels, as :func:`~graphsys.kernels.bfs.levels` is
+    (:func:`graphsys.jit_cache.with_thread_start` says why)."""
     level, queue, last, act, scanned, pulled = levels(out_indptr, out_indices, in_indptr,
                                                       in_indices, False, source, max_steps,
                                                       nthreads, listed=False)

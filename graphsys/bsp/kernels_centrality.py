@@ -3,29 +3,18 @@ sources: Brandes' betweenness (:func:`brandes`) and the distance sums of closene
 harmonic centrality (:func:`distance_sums`); and HITS' power iteration
 (:func:`hits_solve`).
 
-Each of the ``T`` threads owns its scratch arrays (row ``t`` of (T, N) arrays: int32
-levels or one float64 array of path counts and dependencies, or float64 distances and a
-heap when weighted; the visit order, filled serially before the ``prange``) and its row of
-the output; the sources are handed out one at a time where the threading layer schedules a
-``prange`` run with ``numba.set_parallel_chunksize(1)`` dynamically (numba's ``omp`` layer
-gives each thread an equal block). No atomics; the rows are summed afterwards,
-so a value's last bits depend on which thread summed which sources (unweighted distance
-sums are exact). An unweighted closeness or harmonic search is the one breadth-first search
-of :func:`graphsys.kernels.bfs.search` (direction-optimising where the in-edges are at
-hand), on each thread's buffers. Betweenness's is a level-synchronous breadth-first search
-that counts paths (a step reads the frontier's out-edges top-down, or the unreached
-vertices' in-edges bottom-up, whichever reads fewer), and on a weighted run each search is
-Dijkstra's algorithm with an indexed binary heap
-(O(N) scratch, decrease-key) on a weighted one; both keep the vertices in the order they
-were settled, which the dependency pass walks backwards: over the edges of the
-shortest-path DAG that the breadth-first search recorded, or (Dijkstra) reading each
-vertex's out-edges to its successors.
+Each of the ``T`` threads owns its scratch arrays (row ``t`` of (T, N) arrays) and its row
+of the output, summed afterwards (no atomics: a value's last bits depend on which thread
+took which sources; unweighted distance sums are exact); sources are handed out one at a
+time where the threading layer schedules dynamically. An unweighted closeness or harmonic
+search is :func:`graphsys.kernels.bfs.search`; betweenness's is a level-synchronous
+breadth-first search that counts paths (top-down or bottom-up, whichever reads fewer
+edges), and a weighted search is Dijkstra's with an indexed binary heap. The dependency
+pass walks the settled vertices backwards.
 
-A weighted and an unweighted run are kernels of their own (``*_weighted``, ``*_hops``),
-picked in Python by :func:`brandes` and :func:`distance_sums`, which hand them read-only
-views; one source's search is a function called from the ``prange`` loop, not inlined into
-it. Each compiled signature thus holds one search, and numba's parallel passes see a loop
-of a few statements: a first call compiles in a few seconds instead of tens.
+Weighted and unweighted runs are kernels of their own (``*_weighted``, ``*_hops``), picked
+in Python by :func:`brandes` and :func:`distance_sums`, each search a function called from
+the ``prange`` loop, not inlined: a first call compiles in seconds instead of tens.
 """
 
 from __future__ import annotations
@@ -161,12 +150,8 @@ def brandes(indptr, indices, weight, weighted, sources, endpoints, acc, in_ptr, 
     entries each (:func:`dag_fits` says whether that stays within :data:`DAG_BYTES`);
     without it the dependency pass reads out-edges instead. Each thread adds into its row
     (see the module docstring for how the sources are handed out). Returns the edges read,
-    int64 (T,).
-
-    A weighted run calls :func:`brandes_weighted`, an unweighted one :func:`brandes_hops`,
-    with the arrays they read as read-only views
-    (:func:`graphsys.kernels.arrays.read_only`): one compiled signature serves stored
-    (mapped) and built adjacencies alike."""
+    int64 (T,). Calls :func:`brandes_weighted` or :func:`brandes_hops` with read-only
+    views (one compiled signature for mapped and built adjacencies)."""
     indptr, indices, sources = read_only(indptr, indices, sources.astype(np.int64, copy=False))
     if weighted:
         return brandes_weighted(indptr, indices, read_only(weight)[0], sources,
@@ -223,20 +208,15 @@ def _dependencies_hops(indptr, indices, in_ptr, in_idx, s, endpoints, val, part,
                        starts, dag_at, dag_from, dag_to, front, row, dag, lvl):
     """One source's level-synchronous breadth-first search with path counts and its
     dependency pass (see :func:`brandes`), added into ``row``. ``val`` float64 holds a
-    reached vertex's path count ``sigma`` (> 0; negated while its level is being found,
-    which tells a vertex of the next level from one of an earlier level), then
+    reached vertex's path count ``sigma`` (negated while its level is being found), then
     ``-(1 + delta) / sigma`` once its dependency is done; ``part`` float64 sums a vertex's
     successors' ``(1 + delta) / sigma`` (both zeros on entry and on return). The search
-    records the edges of the shortest-path DAG (``dag_from``/``dag_to``, those into level
-    ``L`` from ``dag_at[L]``), and the dependency pass walks the levels down pushing each
-    finished vertex's coefficient to its predecessors over them: it reads the DAG's edges
-    only, not every out-edge of the reached vertices. A search step is top-down (the
-    frontier's out-edges) or, with ``in_ptr``, bottom-up (the unreached vertices' in-edges
-    from ``front``-marked frontier vertices) whichever reads fewer edges; path counts are
-    integers, exact in any order. Without ``dag`` (the DAG's buffers would exceed
-    :data:`DAG_BYTES`) nothing is recorded: ``lvl`` int32 (all -1 on entry and on return)
-    takes each reached vertex's level and the pass reads each vertex's out-edges into the
-    next level instead. Returns the edges read."""
+    records the shortest-path DAG's edges (``dag_from``/``dag_to``, those into level ``L``
+    from ``dag_at[L]``), which the dependency pass walks down. A search step is top-down
+    or, with ``in_ptr``, bottom-up (from ``front``-marked frontier vertices), whichever
+    reads fewer edges. Without ``dag`` nothing is recorded: ``lvl`` int32 (all -1 on entry
+    and on return) takes each reached vertex's level and the pass reads out-edges instead.
+    Returns the edges read."""
     n = val.shape[0]
     bottom_up = in_ptr.shape[0] > 0
     unreached_in = in_ptr[n] - in_ptr[s + 1] + in_ptr[s] if bottom_up else 0

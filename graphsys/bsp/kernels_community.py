@@ -146,13 +146,10 @@ def move_nodes(sptr, sidx, sw, kout, kin, m, gamma, comm, order, tol, share, max
     neighbouring community of largest modularity gain (staying unless another gains
     strictly more), until a sweep moves no node, gains at most ``tol`` in modularity or
     less than ``share`` times what the sweeps before it gained, or ``max_sweeps`` ran.
-    A sweep visits only the nodes a neighbour of which moved away from their community or
-    into another one since their last visit (all of them the first time): the others
-    would stay where they are (Ozaki, Tezuka and Inaba's pruning, with
-    Leiden's rule: a move leaves alone the neighbours in the community moved into).
-    ``comm`` int64 (n,) updated in place. ``boundary_only``: the first sweep visits only
-    the nodes with a neighbour in another community (a node whose neighbours all share its
-    community has no other community to move to). ``sym``: ``kout`` equals ``kin`` (an
+    A sweep visits only the nodes a neighbour of which moved since their last visit, less
+    those in the community moved into (Ozaki, Tezuka and Inaba's pruning, with Leiden's
+    rule). ``comm`` int64 (n,) updated in place. ``boundary_only``: the first sweep visits
+    only the nodes with a neighbour in another community. ``sym``: ``kout`` equals ``kin`` (an
     undirected level; one array of totals is kept); ``unit`` > 0: every entry of ``sw``
     equals it (an unweighted level 0; ``sw`` is not read). Returns (moves, sweeps,
     modularity gained, nodes visited)."""
@@ -299,12 +296,9 @@ def aggregate(sptr, sidx, sw, loops, kout, kin, comm, ncomm, unit,
     symmetrised weights between communities summed, the weight inside each one its
     self-loop arcs, strengths summed; ``unit`` > 0: every entry of ``sw`` equals it (not
     read; the entries to each community are counted). Returns (sptr, sidx, sw, loops,
-    kout, kin).
-
-    Where the entries' communities (and weights) fit ``buffer_bytes``, the rows are read
-    in storage order, each entry's neighbour community written to its own community's run
-    of a buffer, and then each run is summed; past it, each community's members' rows are
-    read in turn (no buffer; the rows at random). The same level either way."""
+    kout, kin). Where the entries' communities (and weights) fit ``buffer_bytes`` the rows
+    are read in storage order into a buffer grouped by community, else each community's
+    members' rows in turn; the same level either way."""
     n = kout.shape[0]
     start = np.zeros(ncomm + 1, np.int64)
     nloops = np.zeros(ncomm)
@@ -436,15 +430,10 @@ def symmetrise(out_ptr, out_idx, out_w, in_ptr, in_idx, in_w, two_ways, scale, l
     self-loop entries' weights times ``loop_scale`` as ``loops``; weights ``out_w``/``in_w``
     float32 (E,), or empty for 1. Unweighted (both empty): ``sw`` is empty, every entry of
     ``S`` weighing ``scale`` (a level's ``unit``), and where ``S`` is the stored
-    adjacency itself (one way, no self-loop) ``sidx`` is ``out_idx``, not a copy: the
-    level reads it where it is mapped, and writes no new pages for it. The nodes are split
-    between the threads (each writes its own rows: the same arrays for every thread
-    count).
-
-    ``visit_order``: where ``S`` is written (weights, both ways or self-loops) and its
-    degrees are skewed (:data:`VISIT_ORDER_SKEW`), its nodes are renumbered in Louvain's
-    first-level order (:func:`by_degree`: fewest neighbours first, ties by id), so that
-    the sweeps read the arrays in storage order rather than at random; ``ids[i]`` is the
+    adjacency itself (one way, no self-loop) ``sidx`` is ``out_idx``, not a copy.
+    ``visit_order``: where ``S`` is written and its degrees are skewed
+    (:data:`VISIT_ORDER_SKEW`), its nodes are renumbered in Louvain's first-level order
+    (:func:`by_degree`), so the sweeps read the arrays in storage order; ``ids[i]`` is the
     stored node that node ``i`` is. Returns (sptr, sidx, sw, loops, the row sums of
     ``S``, ids: int64 (n,), or None where the nodes keep their ids)."""
     sptr, loops = _symmetrised_rows(out_ptr, out_idx, out_w, in_ptr, in_idx, two_ways,

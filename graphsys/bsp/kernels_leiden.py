@@ -5,10 +5,7 @@ arrays as in :mod:`graphsys.bsp.kernels_community`): the queue-based local movin
 (:func:`connected_parts`).
 
 Leiden's communities are connected because the nodes of every level are: a refined
-community grows only by a node joined to it by an entry of positive weight, a level's
-nodes are the refined communities of the level below (or, where a refinement merges
-nothing, the connected parts of its communities), and a pass ends where every community
-is one node of its level.
+community grows only by a node joined to it by an entry of positive weight.
 """
 
 from __future__ import annotations
@@ -23,12 +20,9 @@ from graphsys.bsp.kernels_community import _best, _gather, _totals
 def move_nodes_fast(sptr, sidx, sw, kout, kin, m, gamma, comm, order, unit=0.0):
     """Leiden's fast local moving: a queue, first holding every node in ``order``; a node
     popped moves to the community of largest gain among its neighbours' and an empty one
-    (gain 0: a node that gains less in every community, its own included, leaves to be
-    alone, as the paper's MoveNodesFast and igraph's; a node none of whose neighbours is
-    in its community does so whenever that community holds strength besides its own),
-    staying unless another gains strictly more; a node that moved queues its neighbours
-    outside its new community that are not queued. ``comm`` int64 (n,), labels below n,
-    updated in place; ``unit`` as in
+    (gain 0: as the paper's MoveNodesFast and igraph's), staying unless another gains
+    strictly more; a node that moved queues its neighbours outside its new community that
+    are not queued. ``comm`` int64 (n,), labels below n, updated in place; ``unit`` as in
     :func:`~graphsys.bsp.kernels_community.move_nodes`. Returns (moves, nodes visited)."""
     n = kout.shape[0]
     tout, tin = _totals(comm, kout, kin)
@@ -92,10 +86,8 @@ def refine(sptr, sidx, sw, kout, kin, m, gamma, theta, comm, order, draws, ref, 
     joined to by an entry of positive weight (so every refined community is connected)
     and that they do not make worse, drawn with probability proportional to
     ``exp(gain / theta)`` (staying alone among the choices, at gain 0; the gain in units
-    of edge weight, half the symmetrised weight, as igraph's ``beta``; ``theta`` 0: the
-    best). ``draws`` float64 (n,): uniforms in [0, 1), ``draws[i]`` the draw of the
-    ``i``-th node of ``order`` (made by the caller's seeded generator: the kernel neither
-    reads nor reseeds numba's own, which is the calling thread's). ``ref`` int64 (n,)
+    of edge weight, as igraph's ``beta``; ``theta`` 0: the best). ``draws`` float64 (n,):
+    the caller's seeded uniforms in [0, 1), one per node of ``order``. ``ref`` int64 (n,)
     written: each node's refined community (a node id); ``unit`` as in
     :func:`~graphsys.bsp.kernels_community.move_nodes`. Returns the merges made."""
     n = kout.shape[0]

@@ -330,14 +330,10 @@ def pagerank_push_step(bounds, edge_ptr, step, dst, runs, heavy, acc, send, new_
     float64 of zeros, of :func:`~graphsys.storage.push_layout.sums_length` (the sums and a
     spare per block; left zero); the rest as in :func:`pagerank_step`. Every target sums in
     float64 whatever ``send``'s dtype. Returns (L1 change of ``rank``, rank mass on
-    dangling vertices).
-
-    Each thread takes the blocks :func:`push_lanes` gives it (balanced by their work), not
-    one contiguous run of blocks: a layout's first blocks hold the hub targets' edges, its
-    last ones many vertices with few, so an equal run of blocks balances only where the
-    vertex updates happen to weigh what the edges do. Each block
-    keeps its own L1 change and dangling mass, added in block order: the results do not
-    depend on the thread count."""
+    dangling vertices). Each thread takes the blocks :func:`push_lanes` gives it (balanced
+    by their work: hub blocks first, vertex-heavy ones last); each block keeps its own L1
+    change and dangling mass, added in block order, so results do not depend on the
+    thread count."""
     if acc.shape[0] != rank.shape[0] + bounds.shape[0] - 1:
         raise ValueError("acc must hold a sum per vertex and a spare one per block")
     lanes = numba.get_num_threads() if rank.shape[0] >= FUSED_PARALLEL_MIN_ROWS else 1

@@ -14,25 +14,19 @@ c\, p` with the scalar :math:`c = \alpha d^\top x + 1 - \alpha`: :math:`z` is :m
 to scale.
 
 * :func:`chebyshev_step`: Chebyshev semi-iteration (weight 1: a Jacobi step) on a
-  symmetric adjacency (an undirected edge set). There :math:`A = D'^{1/2} S D'^{-1/2}`
-  with :math:`S = D'^{-1/2} W D'^{-1/2}` symmetric of spectral radius at most 1
-  (:math:`D' = \max(D, 1)`), so the eigenvalues of :math:`\alpha A` are real, in
-  :math:`[-\alpha, \alpha]`, and the three-term recurrence
+  symmetric adjacency, where the eigenvalues of :math:`\alpha A` are real, in
+  :math:`[-\alpha, \alpha]`: the recurrence
   :math:`z_{k+1} = \omega_{k+1} (\alpha A z_k + p - z_{k-1}) + z_{k-1}`
   (:func:`chebyshev_weights`) contracts the error by about
-  :math:`\alpha / (1 + \sqrt{1 - \alpha^2})` per product (0.56 at 0.85, against the power
-  iteration's 0.85). Each step is the power iteration's fused pull plus one vector: no
-  inner products.
+  :math:`\alpha / (1 + \sqrt{1 - \alpha^2})` per product (0.56 at 0.85); no inner
+  products.
 * :func:`bicgstab_iteration`: BiCGSTAB on :math:`(I - \alpha A) z = p` for any graph (two
   products an iteration).
 
 Every product pulls over the ELL slots of
-:func:`~graphsys.bsp.kernels_pagerank.ell_layout` (a row's first in-edges in fixed slots,
-the rest in an overflow list: the same sums in the same order as its CSC, with no
-trip-count branch on short rows), gathering the vector pre-divided by the out-degrees
-(``inv_deg``: :math:`1/d`, 0 on dangling vertices), as the power iteration's pull does.
-Rows run in fixed chunks of about equal work (:func:`chunk_bounds`; in parallel where
-there are several); every reduction sums its chunks in chunk order, so results do not
+:func:`~graphsys.bsp.kernels_pagerank.ell_layout`, gathering the vector pre-divided by the
+out-degrees (``inv_deg``), as the power iteration's pull does. Rows run in fixed chunks of
+about equal work (:func:`chunk_bounds`), reductions sum the chunks in order: results do not
 depend on the thread count.
 
 What each step reports bounds the PageRank residual of its iterate: with the linear

@@ -191,11 +191,9 @@ class Context:
     device : torch.device
         Where the state lives (``cpu`` or a CUDA device).
     host : bool
-        True where the run keeps the state in NumPy arrays: a builtin program that declares
-        :attr:`VertexProgram.host_state`, run in memory on the CPU by the numba backend in
-        one process, or streamed there where it declares
-        :attr:`VertexProgram.host_supersteps` (the run imports no torch); :meth:`full`,
-        :meth:`node_range` and :meth:`degree` then return NumPy arrays, and ``device`` is
+        True where the run keeps the state in NumPy arrays (see
+        :attr:`VertexProgram.host_state`): :meth:`full`, :meth:`node_range` and
+        :meth:`degree` then return NumPy arrays, and ``device`` is
         :data:`graphsys.device.HOST`.
     backend : str
         ``numba`` (CPU kernels: a program may run its own vertex passes in numba too) or
@@ -329,11 +327,8 @@ class VertexProgram(ABC):
 
     A subclass implements :meth:`init`, :meth:`send`, :meth:`update` and :meth:`result`
     (and optionally :meth:`aggregate`, :meth:`halt`, :meth:`accepts`), and sets class
-    attributes that configure the edge phase. One superstep: aggregate, every active vertex
-    sends its value along its edges, each edge turns it into a message, the messages
-    reaching a vertex are combined, :meth:`update` folds them into the state and names the
-    next frontier; the run stops when :meth:`halt` says so, no vertex is active, or
-    ``max_iters`` supersteps ran. Run it with :func:`graphsys.bsp.run`; the same program
+    attributes that configure the edge phase (the module docstring has the superstep).
+    Run it with :func:`graphsys.bsp.run`; the same program
     runs in memory, out of core, on CUDA and distributed (``docs/programs.md`` is the
     guide). Every array a method returns is checked (type, shape, dtype, device) before
     the engine or a kernel reads it (:mod:`graphsys.bsp.checks`): a mismatch is one
@@ -371,19 +366,17 @@ class VertexProgram(ABC):
         combiners only (not a :class:`Combiner`), no :attr:`relax_state`.
     sum_dtype : {"float64", "float32"}, default "float64"
         For a scalar ``copy``/``sum`` program: the numba CPU kernels round the sent values
-        to float32 and, out of core, sum each target's messages in float32 (flushed into
-        the float64 ``combined`` once per target partition), halving the cache footprint
-        of the random accesses. The program's own doc states the error this admits; a run
-        on the torch backend refuses it.
+        to float32 and, out of core, sum each target's messages in float32 per target
+        partition, halving the cache footprint of the random accesses; a run on the torch
+        backend refuses it.
     relax_state : str, optional
         Declares a *min-relaxation* (label-correcting) program, e.g. BFS, SSSP, WCC: the
         float64 state tensor of this name is what a vertex sends (plus
         :attr:`relax_offset`, plus the edge weight for ``add_weight``), the combiner is
         ``min``, :meth:`update` lowers the state to the combined minimum where that is
         smaller and the next frontier is the vertices it lowered; no aggregators, no
-        :meth:`halt`. The in-memory numba engine then runs its supersteps (push or pull)
-        inside numba calls, with the same supersteps and results, and the ``async``
-        schedule can run it.
+        :meth:`halt`. The in-memory numba engine then runs its supersteps inside numba
+        calls, and the ``async`` schedule can run it.
     relax_offset : float, default 0.0
         Added to the sent value of a min-relaxation program (BFS: 1).
     expected_supersteps : int, optional
@@ -400,9 +393,8 @@ class VertexProgram(ABC):
         Declares that :meth:`init`, :meth:`solve_in_memory` and :meth:`result` also take
         and return NumPy arrays: a run in memory on the CPU (numba backend, one process,
         ``fuse`` on) then keeps the state in NumPy arrays (:attr:`Context.host`) and
-        imports no torch while the fast path answers; where it declines (returns None),
-        the state becomes torch tensors (sharing the arrays' memory) before the first
-        superstep, so :meth:`send` and :meth:`update` always see tensors.
+        imports no torch while the fast path answers; else the state becomes tensors
+        before the first superstep.
     host_supersteps : bool, default False
         Declares, beside ``host_state``, that :meth:`aggregate`, :meth:`send`,
         :meth:`update` and :meth:`halt` also take and return NumPy arrays: a streamed run
@@ -571,13 +563,10 @@ class VertexProgram(ABC):
         (PageRank's fused pull + update, a direction-optimizing BFS, Afforest), writing the
         answer into ``state``. The engine calls it in memory, on the numba backend, in one
         process, with ``fuse`` on, before any superstep; ``edges`` is the run's
-        :class:`~graphsys.bsp.edges.MemoryEdges` (``adjacency("csr" | "csc")``: indptr int64
-        (N+1,), indices int32 (E,), weight; a program with a custom :class:`Combiner` reads
-        torch tensors there, and NumPy arrays with
-        :func:`~graphsys.bsp.edges.numpy_adjacency`). ``schedule`` is the run's (``sync``,
-        ``auto``):
-        a program whose method changes the supersteps answers only ``auto``. Returns None
-        (default: no fast path, the superstep loop runs) or a :class:`Solved`."""
+        :class:`~graphsys.bsp.edges.MemoryEdges` (``adjacency("csr" | "csc")``; NumPy arrays
+        with :func:`~graphsys.bsp.edges.numpy_adjacency`). A program whose method changes
+        the supersteps answers only ``schedule="auto"``. Returns None (default: the
+        superstep loop runs) or a :class:`Solved`."""
         return None
 
     def solve_on_device(self, ctx: Context, edges: Any, state: dict[str, torch.Tensor],

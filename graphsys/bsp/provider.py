@@ -2,16 +2,9 @@
 the edges of a run, whatever holds them.
 
 A provider owns the edges of one edge set of an opened graph for one program and turns the
-values the active vertices send into combined messages per target, once per superstep. Three
-classes implement it, one per mode, with the same methods and statistics:
-
-* :class:`~graphsys.bsp.edges.MemoryEdges` (``memory``): CSR/CSC in RAM (or the graph's
-  mapped adjacency index), push or pull per superstep (Ligra's rule);
-* :class:`~graphsys.bsp.stream.StreamEdges` (``out-of-core``): buckets streamed from the
-  mapped Arrow files every superstep;
-* :class:`~graphsys.bsp.stream.DistributedEdges` (``distributed``): the stream over the
-  partitions one ``torch.distributed`` rank owns, with messages to other ranks' vertices
-  exchanged by its :attr:`~EdgeProvider.comm`.
+values the active vertices send into combined messages per target, once per superstep; one
+class per mode: :class:`~graphsys.bsp.edges.MemoryEdges`,
+:class:`~graphsys.bsp.stream.StreamEdges` and :class:`~graphsys.bsp.stream.DistributedEdges`.
 
 Ids: a provider's process owns the contiguous global id range ``[lo, hi)`` (``0..N`` in one
 process). ``x``, ``active`` and ``accept`` are indexed by owned-local ids (global id -

@@ -57,13 +57,10 @@ class StreamEdges:
     thread and a pool kept for the run) take tasks from a shared counter and call GIL-free
     numba kernels.
 
-    Paging, for edge sets larger than :data:`RESIDENT_EDGE_BYTES` (smaller ones are read
-    once and stay mapped; advice would cost more than it saves): before a bucket is read,
-    the kernel is asked to read the next ``readahead`` buckets of the task in the background
-    (``madvise(MADV_WILLNEED)``), so disk reads overlap compute, and each batch's pages leave
-    the resident set once consumed (``MADV_DONTNEED``; they stay in the page cache), which
-    bounds the resident edge memory by the batches in flight instead of the graph
-    (:mod:`graphsys.storage.pages`).
+    Paging, for edge sets larger than :data:`RESIDENT_EDGE_BYTES`: the next ``readahead``
+    buckets of a task are read ahead (``MADV_WILLNEED``) and each batch's pages leave the
+    resident set once consumed (``MADV_DONTNEED``), bounding the resident edge memory by
+    the batches in flight (:mod:`graphsys.storage.pages`).
 
     ``x``/``active`` are indexed by owned-local ids (global id - ``lo``); ``acc``/``received``
     by global ids (N,): in a distributed run targets owned by other ranks are exchanged.
@@ -389,11 +386,7 @@ class StreamEdges:
         """One record batch through the numba kernels; ``sums``: float32 sums of the task's
         target partition (a ``sum_dtype="float32"`` copy/sum pass) or None (``acc``)."""
         xn, act, a, r, msg, comb, copy_sum, mark = state
-        bi, bj = int(self.offsets[i]), int(self.offsets[j])
-        if rev:  # messages dst -> src: sources are partition j (owned), targets partition i
-            src, dst, sb, db = eb.dst, eb.src, bj - self.lo, bi
-        else:
-            src, dst, sb, db = eb.src, eb.dst, bi - self.lo, bj
+        src, dst, sb, db = self._oriented(i, j, rev, eb.src, eb.dst)
         src, dst, w = read_only(src, dst, self._weights(eb))
         if self.program.width is not None:  # vector program: (N, d) rows
             if copy_sum:
@@ -426,11 +419,7 @@ class StreamEdges:
                                     self._packed(i, j))
         if self.device.type != "cpu":
             c[3] += buckets.moved_bytes - moved
-        bi, bj = int(self.offsets[i]), int(self.offsets[j])
-        if rev:  # messages dst -> src: sources are partition j (owned), targets partition i
-            src, dst, sb, db = dst, src, bj - self.lo, bi
-        else:
-            sb, db = bi - self.lo, bj
+        src, dst, sb, db = self._oriented(i, j, rev, src, dst)
         if isinstance(sink, _CopySum):
             sink.add(src, dst, sb, db, x)
             c[1] += src.numel()
@@ -442,6 +431,15 @@ class StreamEdges:
             w = w[keep] if w is not None else None
         sink.add(dst, _torch_messages(self.program, x[src], w))
         c[1] += src.numel()
+
+    def _oriented(self, i: int, j: int, rev: bool, src, dst) -> tuple:
+        """``(src, dst, sb, db)`` of a batch of bucket (i, j): ``sb`` the offset of its
+        sources into ``x``, ``db`` of its targets into the sums; ``rev``: messages
+        dst -> src (sources partition j, owned; targets partition i)."""
+        bi, bj = int(self.offsets[i]), int(self.offsets[j])
+        if rev:
+            return dst, src, bj - self.lo, bi
+        return src, dst, bi - self.lo, bj
 
     def _packed(self, i: int, j: int) -> bool:
         """Whether bucket (i, j)'s batches travel as one word an edge (both partitions
@@ -495,11 +493,7 @@ class StreamEdges:
             for i, j, rev, eb in batches:
                 src, dst, _ = buckets.fetch((i, j, eb.start), eb.src, eb.dst, None,
                                             self._packed(i, j))
-                bi, bj = int(self.offsets[i]), int(self.offsets[j])
-                if rev:
-                    src, dst, sb, db = dst, src, bj - self.lo, bi
-                else:
-                    sb, db = bi - self.lo, bj
+                src, dst, sb, db = self._oriented(i, j, rev, src, dst)
                 parts.append((src.to(ids) + sb, dst.to(ids) + db))
             merged = MergedPass(parts, self.hi - self.lo, self.num_nodes)
         except torch.OutOfMemoryError:

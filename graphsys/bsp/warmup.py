@@ -1,38 +1,17 @@
 """Compile the kernels of every registered vertex algorithm ahead of a first run.
 
-A graphsys kernel is compiled on its first call in a new install and cached for every later
-process (:mod:`graphsys.jit`): seconds the first time, milliseconds afterwards. :func:`warmup`
-(``graphsys warmup``; ``graphsys demo`` runs it first for the everyday algorithms) pays
-those seconds up front: it runs every algorithm of :data:`graphsys.plugins.ALGORITHMS` on
-small generated graphs, in the ways a default run takes them, so that their kernels are in
-the cache before a user's first call:
-
-* in memory, on a graph with several in-edges per vertex (R-MAT) and on a sparse one (a
-  ring lattice, which PageRank renumbers and pulls over fixed slots), each built in memory,
-  with the ``auto`` schedule (the whole-graph algorithms) and the ``sync`` one;
-* in memory on the same R-MAT graph with stored CSR, CSC and push indexes (the kernels
-  get read-only views of mapped and built adjacencies alike; a stored push index takes
-  PageRank's push layout);
-* out of core, streaming the R-MAT graph's buckets;
-* in memory and out of core on the R-MAT graph with edge weights (which SSSP follows, and
-  PageRank and HITS by default).
-
-PageRank's linear solve (:mod:`graphsys.bsp.algorithms.pagerank_krylov`), which graphs
-of some thousands of vertices take, has its kernels called directly on a small layout
-(:func:`~graphsys.bsp.algorithms.pagerank_krylov.warm_kernels`).
-
-The algorithms that search from sampled sources (betweenness, closeness, harmonic) search
-from :data:`SAMPLED_SOURCES` of them: the kernels of a run from every source, without its
-thousand searches.
-
-With ``jobs`` above 1 the algorithms are split into groups of about equal compile time
-(:func:`balanced`) and each group is warmed in a fresh process of its own
-(:func:`in_workers`): numba compiles on one core, so a machine of ``jobs`` cores compiles
-``jobs`` groups at once into the one kernel cache.
-
-Kernels that only graphs beyond the last-level cache reach (PageRank's hub order) or only
-graphs of 2**31 nodes and more (int64 neighbour ids) are compiled on their first use, where
-the run itself is long.
+:func:`warmup` (``graphsys warmup``; ``graphsys demo`` runs it for the everyday
+algorithms) runs every algorithm of :data:`graphsys.plugins.ALGORITHMS` on small generated
+graphs, in the ways a default run takes them, so that their kernels are in the cache
+(:mod:`graphsys.jit`) before a user's first call: in memory on an R-MAT graph and on a
+ring lattice, with the ``auto`` and ``sync`` schedules; on the R-MAT graph with stored CSR,
+CSC and push indexes; out of core; and weighted, in memory and out of core. PageRank's
+linear solve has its kernels called directly on a small layout
+(:func:`~graphsys.bsp.algorithms.pagerank_krylov.warm_kernels`); the sampled-source
+algorithms search from :data:`SAMPLED_SOURCES` sources. With ``jobs`` above 1 the
+algorithms are split into groups of about equal compile time (:func:`balanced`), each
+warmed in a fresh process (:func:`in_workers`). Kernels that only graphs beyond the
+last-level cache or of 2**31 nodes and more reach are compiled on their first use.
 """
 
 from __future__ import annotations
@@ -223,11 +202,9 @@ EXIT_SECONDS = 30.0
 def in_workers(target: Callable[..., dict], groups: list[list[str]],
                progress: Callable[[str], None] | None, **kwargs) -> list[dict]:
     """``target(group, progress=..., **kwargs)`` for every group at once, each in a fresh
-    process (``multiprocessing``'s spawn context: nothing of this process's state is
-    inherited), all writing the one kernel cache (:mod:`graphsys.jit_cache`: every file is
-    written whole under a temporary name and renamed, a data file is named by its
-    signature, the index is rewritten under a lock of its directory). ``target`` is a
-    module-level function; its reports and arguments are plain data.
+    spawned process, all writing the one kernel cache (:mod:`graphsys.jit_cache` makes
+    that safe). ``target`` is a module-level function; its reports and arguments are plain
+    data.
 
     Returns
     -------

@@ -1,33 +1,23 @@
 r"""In-memory BFS on the torch backend (any device with torch's sparse CSR product: the CPU,
 CUDA) as lean direction-optimizing supersteps, one per level, with one small host read each.
 
-The layout (:func:`device_layout`, built once per run and uploaded): the out-lists (CSR:
-row offsets and neighbour ids) for top-down steps, and the in-lists (CSC; the CSR again on
-a symmetric edge set) as a torch sparse CSR matrix of float32 ones for bottom-up steps. Ids
-are int32 where the edge count allows (int64 beyond). The search state is ``level``, int32
-(N,), :data:`UNREACHED` (``2**31 - 1``) where no level is set yet, and ``x``, float64 (N,),
-1 at the vertices of the current level (the frontier), 0 elsewhere.
+The layout (:func:`device_layout`, built once per run): the out-lists (CSR) for top-down
+steps and the in-lists (CSC; the CSR on a symmetric edge set) as a torch sparse CSR matrix
+of float32 ones for bottom-up steps; ids int32 where the edge count allows. The state is
+``level``, int32 (N,), :data:`UNREACHED` where unset, and ``x``, float64 (N,), 1 on the
+frontier.
 
-A superstep expands the frontier at depth ``d``:
+* **top-down** (:func:`push_step`): the frontier's out-edges are found by a sorted search in
+  the prefix sum of its out-degrees and their targets lowered to ``d + 1`` by one atomic
+  minimum scatter (duplicates and races agree);
+* **bottom-up** (:func:`pull_step`): one sparse product of the in-list matrix with the
+  frontier counts each vertex's frontier in-neighbours; those with one get
+  ``min(level, d + 1)``.
 
-* **top-down** (push, :func:`push_step`): the frontier's out-degrees (0 elsewhere) are
-  prefix-summed over all vertices, the ``e``-th of its ``fe`` out-edges (``fe`` read on the
-  host, so that no other read sizes the step) found by a sorted search of ``e`` in that
-  sum, and the neighbours lowered to ``d + 1`` with one atomic minimum scatter (a reached
-  vertex keeps its smaller level, so duplicates and races agree);
-* **bottom-up** (pull, :func:`pull_step`): one sparse product of the in-list matrix with
-  the frontier counts each vertex's frontier in-neighbours, and every vertex with one gets
-  ``min(level, d + 1)`` (the product scans every in-edge: no early exit, as a GPU's dense
-  step has none).
-
-Then the new frontier ``x = (level == d + 1)`` and one product of a (2, N) float64 matrix
-(ones; out-degrees) with it give the frontier's size and out-edges (exact: integer sums below
-:math:`2^{53}`), the one host read of the superstep (:func:`frontier_counts`). Those decide
-termination, size the next top-down step, and pick its direction by Beamer's rules, as
-:func:`graphsys.kernels.bfs.search` does: bottom-up when the frontier's out-edges exceed
-``max(unexplored edges / ALPHA, N / BETA)``, back top-down when a bottom-up step reached
-fewer than ``N / BETA`` vertices and fewer than its frontier. The directions therefore
-match the CPU search's step for step, and the levels are the same.
+One product of a (2, N) matrix (ones; out-degrees) with the new frontier gives its size
+and out-edges (:func:`frontier_counts`), the superstep's one host read, which decides
+termination and the next direction by Beamer's rules as
+:func:`graphsys.kernels.bfs.search` does, so directions and levels match the CPU search's.
 """
 
 from __future__ import annotations

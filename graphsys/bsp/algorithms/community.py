@@ -44,24 +44,15 @@ THETA = 0.01
 def louvain_levels(level: Level, gamma: float, rng: np.random.Generator, *,
                    start: np.ndarray | None = None, threshold: float = THRESHOLD,
                    max_levels: int | None = None) -> tuple[np.ndarray, float, list[dict]]:
-    """One pass of Louvain (Blondel et al.) from the partition ``start`` (None: every node
-    alone): local moving in a random order (drawn once per level from ``rng``), except on
-    the first level: the nodes of fewest neighbours first (they join a neighbour's
-    community before the hubs choose theirs, which gives higher and steadier modularity
-    than a random order on social graphs), ties by id (a sweep then reads the arrays
-    nearly in storage order, where a graph's ids keep neighbours close, as a road
-    network's do), in sweeps until one gains at most
-    ``max(threshold, SWEEP_TOL)`` or less than :data:`SWEEP_SHARE` of what the sweeps
-    before it gained, then aggregation, until a level moves no node, gains
-    at most ``threshold`` or ``max_levels`` ran; then, from the top level down, the
-    communities found are refined by local moving on each level's graph, started from
-    them (NetworKit's PLM refinement: a group of nodes merged early may fit another
-    community better once the communities have grown), in a random order, on the first
-    level by id (in storage order: where level 0 renumbered its nodes in visit order,
-    :attr:`Level.ids`, that order).
-    Returns (community of every node, int64 (N,), its modularity: the top level's plus
-    the gains of the refinements, one record per level: nodes, moves, sweeps, visits,
-    modularity gained, and the moves of its refinement)."""
+    """One pass of Louvain from the partition ``start`` (None: every node alone), as
+    :func:`~graphsys.bsp.louvain` describes: local moving in a random order from ``rng``
+    (on the first level the nodes of fewest neighbours first, which gives higher and
+    steadier modularity on social graphs; ties by id, in storage order), sweeps until one
+    gains at most ``max(threshold, SWEEP_TOL)`` or less than :data:`SWEEP_SHARE` of the
+    sweeps before, aggregation until a level moves nothing, gains at most ``threshold`` or
+    ``max_levels`` ran, then refinement from the top level down. Returns (community of
+    every node, int64 (N,), its modularity, one record per level: nodes, moves, sweeps,
+    visits, modularity gained, moves of its refinement)."""
     levels: list[tuple[Level, np.ndarray]] = []  # each level and its nodes' communities
     records: list[dict] = []
     while max_levels is None or len(records) < max_levels:
@@ -111,18 +102,13 @@ def louvain_levels(level: Level, gamma: float, rng: np.random.Generator, *,
 def leiden_levels(level: Level, gamma: float, rng: np.random.Generator, *,
                   start: np.ndarray | None = None, theta: float = THETA,
                   max_levels: int | None = None) -> tuple[np.ndarray, list[dict]]:
-    """One pass of Leiden (Traag, Waltman, van Eck) from the partition ``start`` (None:
-    every node alone): fast local moving (a node may leave to be alone), refinement within
-    each community, aggregation by the refined communities (the coarse ones as the next
-    level's start), until every community is one node (a refined community of the level
-    below, or an input node: connected) or ``max_levels`` ran. Where a refinement merges
-    nothing, its refined partition is the level's nodes (aggregating by it would give the
-    same level again, and the pass would not end): the level is aggregated by the
-    connected parts of its communities instead, each part its own community (a community
-    in two parts has no edge between them: splitting it raises the modularity), never by
-    a community in pieces. Where ``max_levels`` stops the pass, its communities are split
-    into their connected parts the same way. Returns (community of every node, int64
-    (N,), one record per level: nodes, moves, visits, merges)."""
+    """One pass of Leiden from the partition ``start`` (None: every node alone), as
+    :func:`~graphsys.bsp.leiden` describes: fast local moving, refinement within each
+    community, aggregation by the refined communities (the coarse ones as the next level's
+    start) until every community is one node or ``max_levels`` ran; a level whose
+    refinement merges nothing is aggregated by its communities' connected parts (else the
+    pass would not end). Returns (community of every node, int64 (N,), one record per
+    level: nodes, moves, visits, merges)."""
     comm = np.arange(level.n, dtype=np.int64) if start is None else start.copy()
     member = np.arange(level.n, dtype=np.int64)
     records: list[dict] = []
@@ -317,17 +303,14 @@ def louvain(graph, *, resolution: float = 1.0, seed: int = 0, weighted: bool | N
     Levels of local moving and aggregation [1]_: each node, in a random order (on the
     first level, the nodes of fewest neighbours first, ties by id), moves to the
     neighbouring community that raises the modularity most, in sweeps until a sweep gains
-    at most 1e-3, or less than a twentieth of what the sweeps before it gained (the late
-    sweeps revisit the hubs for little gain); then every community
-    becomes one node of the next level. The levels stop when one moves nothing or gains
-    at most 1e-7 (networkx's ``threshold``).
-    Then, level by level back down, the final communities are refined by the same local
-    moving on each level's graph, started from them (NetworKit's PLM refinement [2]_):
-    nodes merged early into one group may fit another community better once the
-    communities have grown. A sweep visits only the nodes a neighbour of which changed
-    community since their last visit (Ozaki, Tezuka and Inaba's pruning [3]_). Modularity
-    is Newman's, with resolution ``gamma``; on a directed edge set Leicht and Newman's
-    directed form unless ``directed=False`` (see :func:`modularity`).
+    at most 1e-3, or less than a twentieth of what the sweeps before it gained; then every
+    community becomes one node of the next level, until a level moves nothing or gains at
+    most 1e-7 (networkx's ``threshold``). Then, level by level back down, the communities
+    are refined by the same local moving (NetworKit's PLM refinement [2]_). A sweep visits
+    only the nodes a neighbour of which changed community since their last visit (Ozaki,
+    Tezuka and Inaba's pruning [3]_). Modularity is Newman's, with resolution ``gamma``;
+    on a directed edge set Leicht and Newman's directed form unless ``directed=False``
+    (see :func:`modularity`).
 
     Parameters
     ----------
@@ -405,21 +388,15 @@ def leiden(graph, *, resolution: float = 1.0, seed: int = 0, weighted: bool | No
     ``community_leiden(objective_function="modularity")``.
 
     Leiden [1]_ refines Louvain: a queue-based local moving (a node moves to the
-    neighbouring community that raises the modularity most, or leaves to be alone where
-    that beats them all; a node that moved queues its neighbours outside its new
-    community), then, within each community, a refinement that merges well-connected
-    nodes into well-connected sub-communities, drawn at random with probability
+    neighbouring community that raises the modularity most, or leaves to be alone; a node
+    that moved queues its neighbours outside its new community), then, within each
+    community, a refinement that merges nodes into sub-communities, drawn with probability
     ``exp(gain / theta)``; the aggregate graph has one node per refined community, started
-    in its coarse community. The levels end when every community is one node.
-    Every community found is connected: a refined community grows only by a node linked
-    to it (by an edge of positive weight), so every node of every level is a connected
-    group of the graph's nodes, and so is each final community, one such node. Where a
-    refinement merges nothing (its refined communities would be the level's nodes again),
-    the level is aggregated by the connected parts of its communities, each part its own
-    community (parts of one community share no edge: splitting raises the modularity);
-    where ``max_iters`` ends a pass first, its communities are split into their connected
-    parts the same way. The whole procedure runs ``iterations`` times, each from the
-    partition the last found.
+    in its coarse community, until every community is one node. Every community found is
+    connected: a refined community grows only by a node linked to it. A level whose
+    refinement merges nothing, and a pass that ``max_iters`` ends, are split into their
+    communities' connected parts (which share no edge: splitting raises the modularity).
+    The whole procedure runs ``iterations`` times, each from the partition the last found.
 
     Parameters
     ----------

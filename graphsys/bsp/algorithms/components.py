@@ -19,9 +19,15 @@ from graphsys.device import host_array
 from graphsys.kernels import components as afforest
 
 
-class _LabelProgram(VertexProgram):
-    """Labels start as global ids, every vertex sends its label, along out-edges or both
-    ways, and the answer is the final label."""
+class WCC(VertexProgram):
+    """Every vertex ends with the smallest global id of its weakly connected component.
+    Labels start as global ids; messages go both ways along edges (one way when the edge
+    set is stored undirected); only vertices whose label dropped send."""
+
+    name = "wcc"
+    message, combiner = "copy", "min"
+    relax_state = "label"
+    host_state = True  # init and result are Context calls
 
     def __init__(self, both_ways: bool = True):
         self.direction = "both" if both_ways else "out"
@@ -36,17 +42,6 @@ class _LabelProgram(VertexProgram):
 
     def result(self, ctx, state):
         return state["label"]
-
-
-class WCC(_LabelProgram):
-    """Every vertex ends with the smallest global id of its weakly connected component.
-    Messages go both ways along edges (one way when the edge set is stored undirected);
-    only vertices whose label dropped send."""
-
-    name = "wcc"
-    message, combiner = "copy", "min"
-    relax_state = "label"
-    host_state = True  # init and result are Context calls
 
     def update(self, ctx, state, combined, received):
         return lower_to_min(state, "label", combined, received)

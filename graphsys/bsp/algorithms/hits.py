@@ -5,12 +5,9 @@ r"""HITS hubs and authorities (Kleinberg 1999) by power iteration, as networkx d
     h^{(k+1)} = \frac{A\, a^{(k)}}{\max_u (A\, a^{(k)})_u}, \qquad h^{(0)} = \mathbf{1}
 
 with :math:`A_{uv}` the weight of edge ``u -> v`` (1 unweighted; multi-edges add), as
-networkx's :func:`~networkx.hits` builds :math:`A` (``nx.adjacency_matrix(G)``, whose
-default ``weight="weight"`` reads the weights; ``weighted=False`` counts every edge as 1). The
-vertex program switches direction every superstep: even ones send hub scores along edges
-(authorities), odd ones authority scores against them (hubs). Stops after the authorities
-of a hub vector whose L1 change is below ``tol``; both columns are then scaled to sum 1
-(networkx's ``normalized=True``; networkx computes the same singular vectors with ARPACK).
+networkx's :func:`~networkx.hits` builds :math:`A`. The vertex program switches direction
+every superstep (even ones compute authorities, odd ones hubs); both columns are finally
+scaled to sum 1 (networkx's ``normalized=True``).
 """
 
 from __future__ import annotations

@@ -25,14 +25,9 @@ SELF_LOOPS = ("ignore", "refuse")
 
 
 class KCore(VertexProgram):
-    """Peel vertices of degree <= k; removed vertices tell their neighbours (sum of 1s),
-    which lower their degree. When a superstep removes nothing, k rises to the smallest
-    remaining degree (a global min aggregator). A vertex's core number is the k at which it
-    is removed. Degree = in + out on a directed edge set (networkx's convention), the stored
-    out-degree on an undirected one, less the self-loops, which never count: ``loops``
-    int64 (N,) per vertex (stored entries ``v -> v``), or None to count them when first
-    needed (from the diagonal buckets before superstep 0's aggregate, from the CSR in
-    :meth:`solve_in_memory`)."""
+    """The peeling of :func:`kcore` in supersteps: removed vertices tell their neighbours
+    (sum of 1s), which lower their degree. ``loops``: int64 (N,) self-loops per vertex,
+    which never count, or None to count them when first needed."""
 
     name = "kcore"
     message, combiner = "copy", "sum"

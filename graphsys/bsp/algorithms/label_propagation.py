@@ -41,17 +41,13 @@ class LabelPropagation(VertexProgram):
     """Semi-synchronous label propagation (Cordasco and Gargano), networkx's
     :func:`~networkx.algorithms.community.label_propagation_communities`.
 
-    The vertices are coloured greedily, largest degree first (ties: smaller id first), so
-    that no two neighbours share a colour; then rounds update one colour class per
-    superstep, each vertex of the class taking the most frequent label among its
-    neighbours (each stored edge counts, both ways on a directed edge set), keeping its own
-    where that is among the most frequent, else the largest (Prec-Max). The run halts after
-    a round in which no label changed. In supersteps the colouring is Jones and
-    Plassmann's, which gives the greedy colouring of the same order: a superstep counts
-    each vertex's neighbours of higher priority; then, alternately, the vertices whose
-    higher neighbours are all coloured take the smallest colour none of them holds, and
-    tell their lower neighbours. Every phase combines raw messages (:meth:`combine`). In
-    memory on CPU :meth:`solve_in_memory` runs the same rule in numba.
+    The rule of :func:`label_propagation`, one colour class per superstep. In supersteps
+    the colouring is Jones and Plassmann's, which gives the greedy colouring of the same
+    order: a superstep counts each vertex's neighbours of higher priority; then,
+    alternately, the vertices whose higher neighbours are all coloured take the smallest
+    colour none of them holds, and tell their lower neighbours. Every phase combines raw
+    messages (:meth:`combine`). In memory on CPU :meth:`solve_in_memory` runs the same rule
+    in numba.
     """
 
     name = "lpa"
@@ -243,10 +239,9 @@ def label_propagation(graph, *, max_iters: int | None = None, schedule: str = "a
     Cordasco and Gargano's rule [1]_ [2]_: labels start as internal ids; the nodes are
     coloured greedily, largest degree first, so that neighbours differ; each round updates
     the colour classes one after the other, every node of a class taking the most frequent
-    label among its neighbours (ties: its own label if among them, else the largest). A
-    class holds no two neighbours, so updating it at once is updating it in any order:
-    unlike synchronous propagation, which can swap two labellings forever, this converges
-    [2]_. **Convergence rule**: the run stops after a round in which no label changed
+    label among its neighbours (ties: its own label if among them, else the largest); a
+    class holds no two neighbours, so this converges [2]_. **Convergence rule**: the run
+    stops after a round in which no label changed
     (every node then holds one of its most frequent neighbour labels, networkx's
     ``_labeling_complete``); ``result.stats.converged`` is False, and a warning is issued,
     if ``max_iters`` ran out first. Edges are followed both ways (once where the edge set

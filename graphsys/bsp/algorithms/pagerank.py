@@ -4,40 +4,24 @@ r"""PageRank and personalized PageRank as a vertex program (networkx's definitio
     x^{(k+1)} = \alpha \Big(A^\top D^{-1} x^{(k)} + p \sum_{u:\,d_u=0} x^{(k)}_u\Big)
                + (1-\alpha)\, p
 
-with :math:`p` uniform (PageRank) or the normalised personalization vector (personalized
-PageRank); dangling mass is spread like the teleport (networkx's default
-``dangling=None``). Multi-edges count with their multiplicity. Weighted (networkx's
-default ``weight="weight"``): :math:`A_{uv}` is the weight of ``u -> v`` (multi-edges
-add) and :math:`D` the weighted out-degree, so the walk leaves ``u`` along an edge with
-probability proportional to its weight; a vertex whose out-weights sum to 0 is dangling.
-Unweighted (``weighted=False``, or an edge set without weights): every edge weighs 1.
-Stops when
-:math:`\|x^{(k+1)} - x^{(k)}\|_1 <` ``tol`` (note: networkx compares with ``N * tol``).
+with :math:`p` uniform or the normalised personalization vector; dangling mass is spread
+like the teleport (networkx's ``dangling=None``); multi-edges count with their
+multiplicity. Weighted: :math:`A_{uv}` is the weight of ``u -> v`` and :math:`D` the
+weighted out-degree; a vertex whose out-weights sum to 0 is dangling. Stops when
+:math:`\|x^{(k+1)} - x^{(k)}\|_1 <` ``tol`` (networkx compares with ``N * tol``).
 
-``sum_dtype="float32"`` trades exactness for cache footprint in the numba CPU kernels: the
-sent values :math:`x_u / d_u` are rounded to float32 (relative error at most
-:math:`u = 2^{-24}` each). In memory every target still sums them in float64, so a pulled
-sum is within a relative :math:`u` of the float64 one (the terms are non-negative).
-Out of core each target sums its messages in float32 over one target partition before
-they join the float64 total, so a target of in-degree :math:`k` is within a relative
-:math:`(k + 1)\,u` in the worst case (about :math:`\sqrt{k}\,u` for rounding errors of
-random sign). The ranks, their update and the L1 test stay float64; the error enters every
-iteration, so ``tol`` should stay above about :math:`10^{-6}`.
+``sum_dtype="float32"``: the numba CPU kernels round the sent values :math:`x_u / d_u` to
+float32 (relative error at most :math:`u = 2^{-24}` each). In memory targets sum them in
+float64, so a pulled sum is within a relative :math:`u`; out of core a target of
+in-degree :math:`k` sums in float32 over one target partition, within :math:`(k + 1)\,u`.
+Ranks, update and L1 test stay float64.
 
-``sum_dtype="auto"`` (the default) is float32 where that rounding is far below the error the
-stopping rule already allows, float64 elsewhere: in memory, unweighted, with ``tol`` at least
-:data:`AUTO_FLOAT32_MIN_TOL`, the fused loop sends float32 values (sums, ranks and the L1 test
-float64); out of core, weighted, or with a smaller ``tol`` everything is float64. Why the
-rounding is harmless there: each iteration perturbs the pulled sums by at most a relative
-:math:`u` (the terms are non-negative), an L1 perturbation of at most :math:`\alpha u` of
-the rank vector, which moves the fixed point by at most :math:`\alpha u / (1 - \alpha)` in
-L1 (the iteration contracts by :math:`\alpha`); stopping when the L1 change falls below
-``tol`` leaves up to :math:`\mathrm{tol}\, \alpha / (1 - \alpha)` to the fixed point. At
-``tol`` :math:`\geq 10^{-6}` the rounding bound (:math:`\alpha u / (1 - \alpha)`, with
-:math:`u = 2^{-24}`) is at least 16 times smaller, whatever the damping. The float32 sent
-values halve the bytes of the vector the pull gathers at random, which is what an iteration
-over a graph of a few million vertices waits on. ``result.stats.method`` ends in ``float32
-sends`` when they ran.
+``sum_dtype="auto"`` (the default): float32 sent values in memory, unweighted, with
+``tol`` at least :data:`AUTO_FLOAT32_MIN_TOL`; float64 elsewhere. There the rounding
+perturbs an iteration by at most :math:`\alpha u` in L1, moving the fixed point by at most
+:math:`\alpha u / (1 - \alpha)`: at least 16 times below the
+:math:`\mathrm{tol}\, \alpha / (1 - \alpha)` the stopping rule leaves. ``result.stats.method``
+ends in ``float32 sends`` when they ran.
 """
 
 from __future__ import annotations
@@ -148,10 +132,8 @@ class PageRank(VertexProgram):
     personalization : numpy.ndarray, optional
         float64 (N,) non-negative teleport weights by internal id; None: uniform.
     sum_dtype : {"auto", "float64", "float32"}, default "auto"
-        The dtype of the sent values and sums (see the module docstring for the error
-        bound); float32 for unweighted runs only. ``auto``: float32 sent values in the
-        fused in-memory loop when ``tol >= AUTO_FLOAT32_MIN_TOL`` and the run is
-        unweighted, else float64.
+        The dtype of the sent values and sums (the module docstring has the rule and the
+        error bound); float32 for unweighted runs only.
     weighted : bool, default False
         Whether the walk follows edges in proportion to their weights (messages
         ``rank / weighted out-degree`` multiplied by the edge weight).
@@ -270,55 +252,30 @@ class PageRank(VertexProgram):
 
     def solve_in_memory(self, ctx, edges, state, schedule, max_iters):
         """The same supersteps as the engine's loop, each one numba call (pull or push and
-        update fused; :mod:`~graphsys.bsp.kernels_pagerank`); per-iteration wall time
-        recorded (``direction`` says which layout ran it).
+        update fused; :mod:`~graphsys.bsp.kernels_pagerank`); ``direction`` records which
+        layout ran each iteration. The layout (docs/scaling.md has the rules' costs):
 
-        A graph of :data:`~graphsys.bsp.algorithms.pagerank_krylov.KRYLOV_MIN_NODES`
-        vertices or more whose sent values fit :data:`PUSH_STORE_MIN_BYTES`, without a
-        stored ``push`` index, is solved as a linear system instead
-        (:mod:`~graphsys.bsp.algorithms.pagerank_krylov`: Jacobi steps, then Chebyshev on
-        an undirected edge set or BiCGSTAB on a directed one, finished by power
-        iterations to the same stopping rule), in about a third of the products on graphs
-        that mix slowly. Otherwise the layout is picked by the graph:
+        * a linear solve (:mod:`~graphsys.bsp.algorithms.pagerank_krylov`) from
+          :data:`~graphsys.bsp.algorithms.pagerank_krylov.KRYLOV_MIN_NODES` vertices while
+          the sent values fit :data:`PUSH_STORE_MIN_BYTES` and no push index is stored;
+        * a push over the stored ``push`` index from the first iteration, with at least
+          :data:`LOCALITY_MAX_DEGREE` edges per vertex and sent values within
+          :data:`PUSH_MAX_BYTES`; without one, where the sent values exceed
+          :data:`PUSH_STORE_MIN_BYTES`, the run stores it first
+          (:func:`store_push_index`) unless ``store_index`` is False or it cannot write;
+        * a pull over the CSC with hub-ordered sources where the engine's pull hub-sorts
+          (:meth:`~graphsys.bsp.edges.MemoryEdges.hot_adjacency`);
+        * a pull over fixed slots in breadth-first order
+          (:func:`~graphsys.bsp.kernels_pagerank.bfs_order`,
+          :func:`~graphsys.bsp.kernels_pagerank.ell_layout`) below
+          :data:`LOCALITY_MAX_DEGREE` in-edges per vertex;
+        * else a pull over the CSC, switching after :data:`PUSH_FORECAST_AFTER` iterations
+          to a push layout built in memory (sent values between :data:`PUSH_MIN_BYTES` and
+          :data:`PUSH_MAX_BYTES`) where :func:`iterations_left` forecasts at least
+          :data:`PUSH_BREAK_EVEN_ITERATIONS` more.
 
-        * where the engine's pull hub-sorts the sources (a rank vector over three quarters of
-          the last-level cache, an adjacency built in memory): pulled over the CSC with
-          its sources renumbered by frequency (hub order,
-          :meth:`~graphsys.bsp.edges.MemoryEdges.hot_adjacency`), the sent values kept in
-          that order and the rows in the engine's. Each row sums the same values in the
-          same order as the engine's hub-sorted passes, without their separate gather.
-        * else, fewer than :data:`LOCALITY_MAX_DEGREE` in-edges per vertex (road networks,
-          meshes): every vertex renumbered in breadth-first order
-          (:func:`~graphsys.bsp.kernels_pagerank.bfs_order`), so a target's sources sit
-          in nearby cache lines, and pulled over fixed slots per row
-          (:func:`~graphsys.bsp.kernels_pagerank.ell_layout`);
-        * else pulled over the CSC as stored; where the adjacency was built in memory and
-          the sent values outgrow one core's L2 (:data:`PUSH_MIN_BYTES`) but fit half the
-          last-level cache (:data:`PUSH_MAX_BYTES`), after
-          :data:`PUSH_FORECAST_AFTER` iterations the run switches to a push into
-          destination blocks (:func:`~graphsys.storage.push_layout.push_layout`, vertices
-          renumbered by descending out-degree, 3 bytes per edge) when it forecasts
-          (:func:`iterations_left`) at least :data:`PUSH_BREAK_EVEN_ITERATIONS` more
-          iterations, enough to pay for the layout's build.
-
-        A graph with a stored ``push`` index (``graphsys index --push``; mapped and checked
-        once per :class:`~graphsys.storage.graph.Graph`), at least
-        :data:`LOCALITY_MAX_DEGREE` edges per vertex and sent values within
-        :data:`PUSH_MAX_BYTES` is pushed over it from the first iteration: no build is paid
-        per run, so the L2 floor and the forecast do not apply. Sparser graphs keep the
-        breadth-first ELL pull (a push cannot beat the locality of a road network's
-        breadth-first order), larger rank vectors the pull. A graph without one whose sent
-        values exceed :data:`PUSH_STORE_MIN_BYTES` (and fit :data:`PUSH_MAX_BYTES`, with
-        :data:`LOCALITY_MAX_DEGREE` edges per vertex) gets it from its first run
-        (:func:`store_push_index`: built out of core, stored with the CSC it is built from,
-        ``stats.method`` saying so), so every later run maps it, unless ``store_index`` is
-        False; where it cannot be written, the run goes on with the layouts above.
-        docs/scaling.md has the disk cost and docs/benchmarks.md the timings behind these
-        rules.
-
-        Layouts are built in the setup (its seconds); ranks are mapped back at the end.
-        A weighted run declines (returns None): these layouts carry no weights, and the
-        engine's supersteps pull ``rank / weighted degree`` times each edge's weight."""
+        Layouts are built in the setup; ranks are mapped back at the end. A weighted run
+        declines (returns None): the layouts carry no weights."""
         if self.width is not None or self.weighted:
             return None  # the engine's supersteps: their pulls multiply by the weights
         t0 = time.perf_counter()
@@ -358,14 +315,10 @@ def store_push_index(graph, edge_set: str | None):
     ``graphsys index --push`` does, and return it mapped; None where it is not written: the
     run then keeps its in-memory layouts. The files are written out of core, within the
     RAM available now (the budget of an in-memory run), under the writer lock, and listed
-    in the manifest last, as every index is.
-
-    A view of several edge sets, a remote graph and a directory this process may not write
-    (or whose parent it may not write: the index is committed as a new tree beside it) are
-    skipped quietly. A store that fails (another writer holding the lock, a manifest
-    changed since ``graph`` was opened, a full disk) warns in one line naming the cause, and
-    is not tried again in this process for that directory, edge set and manifest version
-    (:data:`_STORE_FAILED`): later runs pull without paying the build again."""
+    in the manifest last, as every index is. A view of several edge sets, a remote graph
+    and a directory (or parent) this process may not write are skipped quietly; a store
+    that fails warns in one line naming the cause and is not tried again in this process
+    (:data:`_STORE_FAILED`)."""
     es = graph.edge_set(edge_set)
     if es.members or not graph.location.local or not all(
             os.access(d, os.W_OK) for d in (graph.path, Path(graph.path).parent)):

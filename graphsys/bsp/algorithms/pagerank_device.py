@@ -2,50 +2,26 @@ r"""In-memory PageRank on the torch backend (any device) as lean supersteps: one
 matrix-vector product and one update each, the convergence test read every
 :data:`CHECK_EVERY` supersteps.
 
-The layout (:func:`lean_matrix`): the pull adjacency (a row per target, its sources as
-columns) as a torch sparse CSR matrix, widened by one row and one column:
+The layout (:func:`lean_matrix`): the pull adjacency as a torch sparse CSR matrix of ones,
+widened by row :math:`N` (an entry at every dangling vertex and at column :math:`N`). With
+the vector :math:`x_u = \alpha\, r_u / d_u` (:math:`\alpha\, r_u` where dangling) and
+:math:`x_N = 1 - \alpha`, one product :math:`y = M x` gives every target's pulled sum and,
+in :math:`y_N`, the teleport plus dangling mass; the new ranks are
+:math:`r' = y_{0..N-1} + y_N / N` (or :math:`+ y_N\, p`), and a third op writes the next
+:math:`x`. Ids are int32 where the matrix allows (int64 beyond). Ranks are float32 where
+``PageRank.fused_float32`` allows (the CPU loop's rule), float64 otherwise; the product
+then sums in float32 too, so the answer is within
+:math:`(\mathrm{tol} + \epsilon)\,\alpha / (1 - \alpha)` of the fixed point in L1 with
+:math:`\epsilon = (k_{max} + 1)\,2^{-24}` (:math:`k_{max}`: the longest row): ask for
+``sum_dtype="float64"`` where :math:`\epsilon` is not small beside ``tol``.
 
-* row :math:`N` has an entry at every dangling vertex (no out-edges) and at column
-  :math:`N`;
-* the vector is :math:`x_u = \alpha\, r_u / d_u` (:math:`\alpha\, r_u` for a dangling
-  :math:`u`) and :math:`x_N = 1 - \alpha`: the damping and the ``1/out_degree`` scaling are
-  folded into the vector, so every stored value is 1 (a constant array of the rank dtype:
-  torch's CSR needs one, cuSPARSE reads it), never an edge weight.
-
-One product :math:`y = M x` then gives every target's pulled sum in :math:`y_{0..N-1}` and
-the teleport plus dangling mass :math:`y_N = \alpha \sum_{d_u = 0} r_u + (1 - \alpha)` (the
-``scale`` of :class:`~graphsys.bsp.algorithms.pagerank.PageRank`), and the new ranks are one
-op: :math:`r' = y_{0..N-1} + y_N / N` (uniform teleport) or :math:`y_{0..N-1} + y_N\, p`.
-A third op writes the next vector :math:`x = r' \cdot s` (``s``: :math:`\alpha / d_u`, or
-:math:`\alpha` where dangling). Ids are int32 where the matrix's size and entries allow
-(int64 beyond). Ranks are float32 where ``PageRank.fused_float32`` says the tolerance allows
-(the CPU loop's rule: ``sum_dtype="auto"``, unweighted, ``tol >= 1e-6``), float64 otherwise
-(``sum_dtype="float64"``, a smaller ``tol``). Unlike the CPU loop, whose float32 sent values
-are summed in float64, the product sums in float32 too (torch's CSR product sums in its
-operands' dtype): a target of in-degree :math:`k` is within a relative :math:`(k + 1)\,u`
-of its exact sum in the worst case (:math:`u = 2^{-24}`; about :math:`\sqrt{k}\,u` for
-rounding errors of random sign, and :math:`O(\log k)\,u` where the product sums in a
-tree), so an iteration's L1 perturbation is at most :math:`\alpha\,\epsilon` with
-:math:`\epsilon = (k_{max} + 1)\,u` (:math:`k_{max}`: the longest row, row :math:`N`'s
-dangling vertices included), and the float32 answer is within
-:math:`(\mathrm{tol} + \epsilon)\,\alpha / (1 - \alpha)` of the fixed point in L1 (the
-float64 one within :math:`\mathrm{tol}\,\alpha / (1 - \alpha)`). Ask for
-``sum_dtype="float64"`` where :math:`\epsilon` is not small beside ``tol`` (hubs of very
-high in-degree at ``tol`` near :math:`10^{-6}`).
-
-Convergence contract: the L1 change :math:`\|r^{(k+1)} - r^{(k)}\|_1` is computed and read on
-the host only on every :data:`CHECK_EVERY`-th superstep and on the last one ``max_iters``
-allows; no other superstep synchronises with the host. The run stops at the first checked
-superstep whose change is below ``tol`` and returns that superstep's ranks. The change
-contracts by at least :math:`\alpha` per superstep (the iteration matrix is column
-stochastic), so this stops at most ``CHECK_EVERY - 1`` supersteps after the superstep where
-a test on every superstep (the CPU loop) stops, with ranks at least as close to the fixed
-point: within :math:`\mathrm{tol}\,\alpha / (1 - \alpha)` of it in L1, the CPU loop's bound.
-
-Timing: the device runs a window (the supersteps up to a check) asynchronously, so each of
-its supersteps records the window's time split evenly. The setup runs one superstep and one
-check first (:func:`warm_up`, results dropped): a first call's cost (a library handle, a
-kernel loaded on first use, an allocation) falls in the setup, not in the first window.
+Convergence: the L1 change is read on the host only every :data:`CHECK_EVERY`-th
+superstep and on the last one ``max_iters`` allows; the run stops at the first checked
+superstep whose change is below ``tol``. As the change contracts by at least
+:math:`\alpha` a superstep, this stops at most ``CHECK_EVERY - 1`` supersteps after a
+test on every superstep would, within the CPU loop's bound of the fixed point. Each
+superstep of a window records the window's time split evenly; :func:`warm_up` runs one
+superstep and one check first, so a first call's cost falls in the setup.
 """
 
 from __future__ import annotations

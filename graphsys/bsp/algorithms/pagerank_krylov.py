@@ -1,37 +1,21 @@
 r"""In-memory PageRank on small graphs by Jacobi, Chebyshev or BiCGSTAB steps on its linear
-system, finished by power iterations.
+system (:mod:`graphsys.bsp.kernels_pagerank_krylov`), finished by power iterations.
 
-PageRank with the dangling mass spread like the teleport is the normalised solution of a
-linear system (:mod:`graphsys.bsp.kernels_pagerank_krylov`). Its Jacobi steps cost what a
-power iteration does (the same fused pull) and contract the residual as fast; on graphs
-that mix slowly (road, mail and social graphs: the residual contracts by nearly the
-damping per step) they give way, once a step contracts it by less than Chebyshev's rate
-(:func:`switch_ratio`: 0.557 at damping 0.85), to
+Jacobi steps cost and contract what a power iteration does; once a step contracts the
+residual by less than Chebyshev's rate (:func:`switch_ratio`: 0.557 at damping 0.85) they
+give way to Chebyshev semi-iteration on an undirected edge set or to BiCGSTAB on a directed
+one, which take about a third of the power iteration's products on slowly mixing graphs.
+:func:`solve_krylov` runs them where they apply (unweighted, in memory, CPU, from
+:data:`KRYLOV_MIN_NODES` vertices up to the size from which the power iteration stores a
+push index), pulling over ELL slots, and stops once the linear residual bounds the
+PageRank residual of the normalised iterate below ``tol * KRYLOV_TARGET``.
 
-* Chebyshev semi-iteration on an undirected edge set (a symmetric adjacency: real
-  eigenvalues in :math:`[-\alpha, \alpha]`): the same pull and one more vector per step,
-  contracting the error by about 0.56 per step instead of 0.85;
-* BiCGSTAB on a directed one: two products per iteration, with inner products.
-
-Either takes about a third of the products the power iteration needs at the same accuracy
-on such graphs (email-Enron, soc-Slashdot0902, luxembourg-osm); on graphs that mix quickly
-the Jacobi steps run to the end. :func:`solve_krylov` runs them where they apply
-(unweighted, in memory, CPU, from :data:`KRYLOV_MIN_NODES` vertices up to the size from
-which the power iteration stores a push index: one core's L2 of float64 ranks), pulling
-over ELL slots (breadth-first renumbered on sparse graphs, as the power iteration's
-layouts are), and stops once the linear residual bounds the PageRank residual of the
-normalised iterate below ``tol * KRYLOV_TARGET`` (the kernels' module docstring has the
-bound).
-
-The stopping rule then stays the power iteration's own: the solver's iterate, normalised,
-is the start of the fused power iteration
-(:func:`~graphsys.bsp.kernels_pagerank.pagerank_ell_step`), which runs until its L1 change
-falls below ``tol`` (one step where the bound held; more if rounding made the bound
-optimistic or the solver broke down). The returned ranks are therefore a power iterate
-whose last change was below ``tol``: within :math:`\mathrm{tol}\,\alpha / (1 - \alpha)`
-of the fixed point in L1, as from the power iteration alone. Every product counts against
-``max_iters`` (a BiCGSTAB iteration's superstep holds two, the first one three with the
-initial residual), the finishing power steps too.
+The stopping rule stays the power iteration's: the normalised iterate starts the fused
+power iteration (:func:`~graphsys.bsp.kernels_pagerank.pagerank_ell_step`), which runs
+until its L1 change falls below ``tol``, so the ranks are within
+:math:`\mathrm{tol}\,\alpha / (1 - \alpha)` of the fixed point in L1, as from the power
+iteration alone. Every product counts against ``max_iters`` (a BiCGSTAB iteration's
+superstep holds two, the first one three), the finishing power steps too.
 """
 
 from __future__ import annotations

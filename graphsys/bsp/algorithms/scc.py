@@ -184,10 +184,8 @@ def scc(graph, *, max_iters: int | None = None, schedule: str = "auto", mode: st
     out-edges are components of their own, the component of the vertex of largest in x
     out degree (on power-law graphs the giant one) is split off with a forward and a
     backward direction-optimizing search [4]_ (run at once on two threads), and Tarjan's
-    algorithm [1]_ labels the rest. Otherwise the
-    colouring algorithm runs in supersteps [2]_ [3]_, in memory or streaming the buckets
-    out of core: rounds of trimming (vertices with no alive in- or out-neighbour), forward
-    min-colour propagation, and backward growth of each colour's root component.
+    algorithm [1]_ labels the rest. Otherwise the colouring algorithm of :class:`SCC` runs
+    in supersteps [2]_ [3]_, in memory or streaming the buckets out of core.
 
     Parameters
     ----------

@@ -72,14 +72,11 @@ class BFS(_FromSource):
         return torch.isinf(state["level"])
 
     def solve_in_memory(self, ctx, edges, state, schedule, max_iters):
-        """``schedule="auto"``: direction-optimizing BFS
-        (:func:`~graphsys.bsp.kernels_bfs.bfs_solve`: the one search of
-        :mod:`graphsys.kernels.bfs` in one numba call that also writes the
-        float levels and sums the phases; bottom-up steps read the CSC, or the CSR of a
-        symmetric edge set). One superstep is recorded per *phase*
-        (a run of levels in one direction: ``superstep`` = its first level, ``active`` =
-        the vertices expanded, ``messages_combined`` = the vertices it reached), not per
-        level: a road graph has ~1,000 levels of a few microseconds each."""
+        """``schedule="auto"``: direction-optimizing BFS in one numba call
+        (:func:`~graphsys.bsp.kernels_bfs.bfs_solve`; bottom-up steps read the CSC, or the
+        CSR of a symmetric edge set). One superstep is recorded per *phase* (a run of
+        levels in one direction: ``superstep`` = its first level, ``active`` = the vertices
+        expanded, ``messages_combined`` = the vertices it reached), not per level."""
         if schedule != "auto":
             return None
         adj = (edges.adjacencies("csr") if symmetric(ctx.graph, ctx.edge_set)
