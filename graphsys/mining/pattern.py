@@ -1,35 +1,17 @@
 """User patterns: count and list the matches of a small connected graph, labelled or not,
 induced or not.
 
-A :class:`Pattern` is an edge list over nodes ``0..k-1`` (``k <= 8``), with an optional
-label per node and per edge, optional anti-edges (pairs that must not be adjacent) and,
-directed, its edges read as arcs. It is compiled, once, into a *plan* (Peregrine's
-pattern-aware matching [1]_): a matching order (a node of most edges first, then
-repeatedly the node with most edges to the nodes already placed, so every step extends a
-connected match), and symmetry-breaking conditions ``id(a) < id(b)`` derived from the
-pattern's automorphisms (Grochow and Kellis [2]_: while the group is not trivial, take the
-first node in matching order with a non-trivial orbit, require it below every other node of
-its orbit, and keep its stabiliser), so every subgraph is matched exactly once instead of
-once per automorphism.
-
-The matcher (:func:`graphsys.mining.match_kernels.match_count`) extends a match level by level:
-a level's candidates are the neighbours of its placed neighbour with the shortest row,
-kept when they are adjacent to its other placed neighbours (binary searches in sorted rows),
-non-adjacent to the others (induced matching) and to its anti-edges' nodes, above/below
-the ids its conditions name (which also bounds the scan of the row), distinct, of the
-right label and, directed, with the stored directions the arcs need (a byte per row entry,
-:func:`graphsys.mining.stream.symmetric_rows`) and, edge-labelled, with a stored edge of
-each pattern edge's label (per row entry, the labels of the pair's stored edges and their
-directions, :mod:`graphsys.mining.edge_labels`). Roots are split
-into tasks of about equal work, ``prange`` with dynamic scheduling; listing runs in one
-thread, in root order, so the first ``limit`` matches are the same run to run; streaming
-(:func:`iter_matches`, :func:`matches` with a callback) resumes the same search a chunk at a
-time (:mod:`graphsys.mining.stream`). :meth:`Pattern.explain` prints the plan.
-
-An unlabelled complete pattern is counted by the clique kernel instead
-(:mod:`graphsys.mining.clique`), and the induced count of an unlabelled 3- or 4-node
-pattern without anti-edges or directions is read from the motif census
-(:mod:`graphsys.mining.census`), which derives it from the triangle pass.
+A :class:`Pattern` (``k <= 8`` nodes, optional node and edge labels, anti-edges and arcs)
+is compiled once into a :class:`Plan` (Peregrine's pattern-aware matching [1]_): a matching
+order that keeps each step connected, and symmetry-breaking conditions ``id(a) < id(b)``
+from its automorphisms (Grochow and Kellis [2]_), so every subgraph matches exactly once.
+The matcher (:func:`graphsys.mining.match_kernels.match_count`) extends a match level by
+level from the shortest row of a placed neighbour, parallel over roots; listing runs in
+one thread, in root order, and streaming (:func:`iter_matches`) resumes the same search a
+chunk at a time (:mod:`graphsys.mining.stream`). :meth:`Pattern.explain` prints the plan.
+An unlabelled complete pattern goes to the clique kernel, and the induced count of an
+unlabelled 3- or 4-node pattern to the motif census. ``docs/mining.md`` ("Your own
+patterns") describes the plan and the checks of each level.
 """
 
 from __future__ import annotations
