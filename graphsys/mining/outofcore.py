@@ -40,6 +40,7 @@ from graphsys.views.orient import (
     _by_rows,
     _count_higher,
     _fill_higher,
+    _index_dtype,
     _order_by,
     _simple_degree,
 )
@@ -126,7 +127,7 @@ def triangles_by_blocks(graph, edge_set: str, *, per_vertex: bool, memory_limit,
                             f"{format_size(need)} of memory_limit for {n:,} nodes, got "
                             f"{format_size(limit)}")
     key, stored = degree_key(indptr)
-    values = _value_dtype(n)
+    values = _index_dtype(n)
     degree = np.empty(n, np.int64)
     dptr = _oriented_offsets(indptr, indices, key, degree)
     counts = np.zeros(n if per_vertex else 0, np.int64)
@@ -212,7 +213,7 @@ def orient_whole(indptr, indices, threads: int) -> Whole:
     kernel picked by :func:`from_middle`, the rows it reads (and its in-lists)."""
     n = len(indptr) - 1
     key, stored = degree_key(indptr)
-    values = _value_dtype(n)
+    values = _index_dtype(n)
     degree = np.empty(n, np.int64)
     rows = None
     if int(indptr[-1]) + n < SERIAL_WORK or threads == 1:
@@ -246,7 +247,7 @@ def ranked_again(whole: Whole, indptr, indices) -> Whole | None:
     if not whole.memo["middle alone"]:
         return None
     out_degree = np.diff(whole.rows[0])
-    order, rank = rank_order(np.diff(indptr), _value_dtype(len(out_degree)))
+    order, rank = rank_order(np.diff(indptr), _index_dtype(len(out_degree)))
     return ranked_whole(indptr, indices, order, rank, whole.degree, out_degree)
 
 
@@ -294,10 +295,10 @@ def ranked_whole(indptr, indices, order, rank, degree, out_degree) -> Whole:
     dptr = np.zeros(n + 1, np.int64)
     np.cumsum(out_degree[order], out=dptr[1:])
     m = int(dptr[-1])
-    didx = np.empty(m, _value_dtype(n))
+    didx = np.empty(m, _index_dtype(n))
     iptr = np.zeros(n + 1, np.int64)
-    ipos, iend = np.empty(m, _value_dtype(m)), np.empty(m, _value_dtype(m))
-    irow = np.empty(m, _value_dtype(n))
+    ipos, iend = np.empty(m, _index_dtype(m)), np.empty(m, _index_dtype(m))
+    irow = np.empty(m, _index_dtype(n))
     work = np.empty(n, np.int64)
     kept = _ranked_rows(indptr, indices, order, rank, dptr, didx, iptr, ipos, iend, irow,
                         work)
@@ -412,10 +413,6 @@ def lowest_work(indptr: np.ndarray) -> np.ndarray:
     return work * (work + 1)
 
 
-def _value_dtype(n: int) -> np.dtype:
-    return np.dtype(np.int32 if n <= np.iinfo(np.int32).max else np.int64)
-
-
 def count_pair(a_rows, a_lo: int, b_rows, b_lo: int, order: np.ndarray | None,
                marks: np.ndarray, per_vertex: bool, counts: np.ndarray, threads: int, *,
                ranks: Ranks | None = None, progress: bool = False,
@@ -488,8 +485,8 @@ def inlists(aptr, aidx, order, b_lo: int, b_hi: int, in_degree: np.ndarray | Non
     np.cumsum(counts, out=iptr[1:])
     cursor = iptr[:-1].copy()
     m = int(iptr[-1])
-    ipos = np.empty(m, _value_dtype(len(aidx)))
-    irow = np.empty(m, _value_dtype(len(aptr)))
+    ipos = np.empty(m, _index_dtype(len(aidx)))
+    irow = np.empty(m, _index_dtype(len(aptr)))
     _by_rows(aptr, lambda r0, r1: kernels.inlist_fill_rows(
                  aptr, aidx, order, b_lo, b_hi, where, b, r0, r1, cursor, ipos, irow),
              lambda bounds: kernels.inlist_fill(aptr, aidx, order, b_lo, b_hi, where, b,

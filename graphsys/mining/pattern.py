@@ -30,7 +30,7 @@ from graphsys.mining._docs import document
 from graphsys.mining.census import SHAPES, small_census
 from graphsys.mining.edge_labels import NO_LISTS, label_column, label_lists
 from graphsys.mining.parallel import Ranks, run_tasks, scheduled
-from graphsys.mining.results import as_graph, check_beside, listed_rows, original_ids
+from graphsys.mining.results import as_graph, check_beside, check_limit, listed_rows, original_ids
 
 #: The most nodes a pattern may have.
 MAX_NODES = 8
@@ -590,13 +590,7 @@ def count(graph, pattern, *, induced: bool = False, labels=None, edge_labels=Non
     Parameters
     ----------
     %(graph)s
-    pattern : Pattern or str or sequence of (int, int)
-        The pattern, a name (:meth:`Pattern.named`) or an edge list.
-    induced : bool, default False
-        Count induced matches.
-    labels : str or array-like, optional
-        The graph's node labels (a node column of integers, or one integer per node by
-        internal id), required when the pattern has labels.
+    %(match)s
     %(edge_labels)s
     %(edge_set)s
     %(options)s
@@ -721,9 +715,7 @@ def matches(graph, pattern, *, induced: bool = False, labels=None, edge_labels=N
     >>> sorted(found[0])
     [1, 2, 3, 4]
     """
-    if limit is not None and (isinstance(limit, bool) or not isinstance(
-            limit, (int, np.integer)) or limit < 0):
-        raise ParameterError("limit", f"must be a non-negative integer or None, got {limit!r}")
+    check_limit(limit)
     induced = check_flag("induced", induced)
     ex = Execution.of(execution, memory_limit=memory_limit).in_memory(
         "pattern matching", "distributed", "progress")

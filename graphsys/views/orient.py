@@ -300,6 +300,14 @@ def _from_symmetric(indptr: np.ndarray, indices: np.ndarray, sort: bool = True) 
     degree = np.empty(n, np.int64)
     _simple_degree(indptr, indices, degree)
     order, rank = _order_by(degree)
+    dptr, didx = higher_rows(indptr, indices, rank, sort)
+    return Oriented(dptr, didx, order, degree[order], None, "sym index", sort)
+
+
+def higher_rows(indptr, indices, rank, sort: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """The DAG of symmetric rows ordered by ``rank``: ``(dptr, didx)``, row ``rank[u]``
+    holding the ranks of ``u``'s higher-ranked neighbours (:func:`_fill_higher`)."""
+    n = len(indptr) - 1
     counts = np.empty(n, np.int64)
     _count_higher(indptr, indices, rank, counts)
     dptr = np.zeros(n + 1, np.int64)
@@ -307,7 +315,7 @@ def _from_symmetric(indptr: np.ndarray, indices: np.ndarray, sort: bool = True) 
     del counts
     didx = np.empty(int(dptr[-1]), _index_dtype(n))
     _fill_higher(indptr, indices, rank, dptr, didx, sort)
-    return Oriented(dptr, didx, order, degree[order], None, "sym index", sort)
+    return dptr, didx
 
 
 def _from_edges(graph: Graph, edge_set: str, directions: bool, sort: bool = True) -> Oriented:
