@@ -24,10 +24,11 @@ FUNCTIONS = {
     "number_connected_components": "graphsys.nx_backend.algorithms:number_connected_components",
     "is_connected": "graphsys.nx_backend.algorithms:is_connected",
     "node_connected_component": "graphsys.nx_backend.algorithms:node_connected_component",
-    "weakly_connected_components": "graphsys.nx_backend.algorithms:weakly_connected_components",
+    # the weak components of a directed graph are those of its undirected view: the same
+    "weakly_connected_components": "graphsys.nx_backend.algorithms:connected_components",
     "number_weakly_connected_components":
-        "graphsys.nx_backend.algorithms:number_weakly_connected_components",
-    "is_weakly_connected": "graphsys.nx_backend.algorithms:is_weakly_connected",
+        "graphsys.nx_backend.algorithms:number_connected_components",
+    "is_weakly_connected": "graphsys.nx_backend.algorithms:is_connected",
     "strongly_connected_components":
         "graphsys.nx_backend.algorithms:strongly_connected_components",
     "number_strongly_connected_components":

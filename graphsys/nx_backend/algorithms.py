@@ -274,12 +274,8 @@ def _scc_labels(G) -> np.ndarray:
 
 
 def connected_components(G):
-    """``nx.connected_components``: a generator of node sets (graphsys's WCC)."""
-    yield from _parts(G, _labels(G))
-
-
-def weakly_connected_components(G):
-    """``nx.weakly_connected_components``."""
+    """``nx.connected_components`` (and ``weakly_connected_components``): a generator of
+    node sets (graphsys's WCC)."""
     yield from _parts(G, _labels(G))
 
 
@@ -289,12 +285,7 @@ def _count(G, labels=None) -> int:
 
 
 def number_connected_components(G):
-    """``nx.number_connected_components``."""
-    return _count(G)
-
-
-def number_weakly_connected_components(G):
-    """``nx.number_weakly_connected_components``."""
+    """``nx.number_connected_components`` (and ``number_weakly_connected_components``)."""
     return _count(G)
 
 
@@ -305,12 +296,7 @@ def _is_connected(G, labels=None) -> bool:
 
 
 def is_connected(G):
-    """``nx.is_connected``."""
-    return _is_connected(G)
-
-
-def is_weakly_connected(G):
-    """``nx.is_weakly_connected``."""
+    """``nx.is_connected`` (and ``is_weakly_connected``)."""
     return _is_connected(G)
 
 
