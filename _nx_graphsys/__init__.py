@@ -82,7 +82,8 @@ FUNCTIONS = {
     "s_metric": "graphsys.nx_backend.degrees:s_metric",
     "group_degree_centrality": "graphsys.nx_backend.degrees:group_degree_centrality",
     "group_in_degree_centrality": "graphsys.nx_backend.degrees:group_in_degree_centrality",
-    "group_out_degree_centrality": "graphsys.nx_backend.degrees:group_out_degree_centrality",
+    # a directed graph's (the only one NetworkX dispatches): its out-neighbours, as above
+    "group_out_degree_centrality": "graphsys.nx_backend.degrees:group_degree_centrality",
     "volume": "graphsys.nx_backend.degrees:volume",
     "cut_size": "graphsys.nx_backend.degrees:cut_size",
     "normalized_cut_size": "graphsys.nx_backend.degrees:normalized_cut_size",
