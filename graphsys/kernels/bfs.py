@@ -1,30 +1,22 @@
 """Direction-optimizing breadth-first search (Beamer, Asanovic, Patterson, SC 2012), the one
-BFS kernel of every engine: the BSP BFS (:func:`graphsys.bsp.kernels_bfs.bfs_solve`, one
-search), the searches of closeness and harmonic centrality and of the distance measures
-(many, over the same buffers) and, through them, the NetworkX backend.
+BFS kernel of every engine: the BSP BFS (:func:`graphsys.bsp.kernels_bfs.bfs_solve`), the
+searches of closeness and harmonic centrality and of the distance measures and, through
+them, the NetworkX backend.
 
-A search reads *out-lists* (CSR ``out_ptr``/``out_idx``) top-down and *in-lists* (the CSC;
-the CSR again on a symmetric graph; empty arrays: top-down steps only) bottom-up; with
-``both``, every step reads both lists of a vertex (the undirected view of a directed
-graph). Top-down steps expand the frontier's lists while they are few; bottom-up steps let
-every unreached vertex look for one neighbour in a bitmap frontier (uint64 words, bit
-``v & 63`` of word ``v >> 6``) while it is large, stopping at the first hit. The switch
-rules are Beamer's: go bottom-up when the frontier's list entries exceed the unexplored
-entries / :data:`ALPHA`, back top-down when the frontier shrinks below N / :data:`BETA`
-vertices. One more condition on the first switch: the frontier's entries must also reach
-N / :data:`BETA`, because a bottom-up step reads the level of every vertex. Without it,
-the last levels of a long search go bottom-up once the unexplored edges run out: on
-luxembourg-osm (952 levels), levels 879 and 880, with frontiers of 24 and 26 vertices,
-each scanned all 114,599 vertices. No atomics are needed: a parallel top-down race only
-lists a vertex twice (both writers store the same level; the level's bitmap drops the
-repeat), and a bottom-up word of 64 vertices is written by one thread.
+Top-down steps expand the frontier's *out-lists* (CSR ``out_ptr``/``out_idx``); bottom-up
+steps let every unreached vertex look for one neighbour of a bitmap frontier in its
+*in-lists* (the CSC; the CSR again on a symmetric graph; empty arrays: top-down only); with
+``both``, every step reads both lists (the undirected view of a directed graph). The switch
+rules are Beamer's (:data:`ALPHA`, :data:`BETA`), and the first switch also needs the
+frontier's entries to reach N / :data:`BETA`: without it the last levels of a long search
+(a road network's) go bottom-up and each scans every vertex. No atomics are needed: a
+top-down race only lists a vertex twice (the level's bitmap drops the repeat), and a
+bottom-up word of 64 vertices is written by one thread.
 
 The buffers are the caller's (:func:`buffers`), so that many searches reuse them: ``level``
-int32 (N,), -1 = unreached (all -1 before a search), a ``queue`` (N+1,) and two bitmaps. A
-search lists the vertices it reached in ``queue[:count]`` level by level, so that the
-caller resets only those; within a level in the order found after a small top-down step,
-in id order after a large one or a bottom-up step: the same order on any number of
-threads.
+int32 (N,), -1 = unreached, a ``queue`` (N+1,) and two bitmaps. A search lists the
+vertices it reached in ``queue[:count]`` level by level (the same order on any number of
+threads), so that the caller resets only those.
 """
 
 from __future__ import annotations

@@ -2,30 +2,20 @@
 edge at a time, by the order-based core maintenance of Zhang, Yu, Zhang and Qin ("A Fast
 Order-Based Approach for Core Maintenance", ICDE 2017).
 
-Adding (or removing) one edge changes a core number by at most one, and only of nodes
-whose core number is ``K``, the smaller of the two ends'. The *k-order* (below) is a
-peeling order of the core numbers: each node has at most its core number of edges to
-nodes after it (its ``deg+``). After an insertion, nothing changes unless the earlier end
-``u`` now has ``deg+`` above ``K``; then the nodes of core ``K`` after ``u`` are scanned in
-order, only those the candidates' edges reach: a node with more than ``K`` edges to
-candidates before it or to nodes after it becomes a candidate, else it stays, and the
-candidates it is joined to lose that edge, leaving the candidates (and following it in
-the order) when they are left with ``K`` or fewer (repeatedly). The candidates left rise
-to ``K + 1``, first among those nodes in their order. After a deletion, a node of core
-``K`` falls to ``K - 1`` when it keeps fewer than ``K`` neighbours of core ``K`` or more
-once every such node is removed (repeatedly, peeling from the ends); the fallen go last
-among the nodes of core ``K - 1`` in the order they fell. The degree is networkx's
-``core_number``'s: every edge listed counts once at each end (in + out on a directed
-graph, parallel edges each time; an undirected graph lists each edge once), self-loops
-never.
+One edge changes a core number by at most one, and only of nodes of core ``K``, the
+smaller of its ends'. The *k-order* is a peeling order: each node has at most its core
+number of edges to nodes after it (its ``deg+``). An insertion scans, in order, the nodes
+of core ``K`` after its earlier end that the candidates' edges reach, and raises the
+candidates left to ``K + 1`` (first among those nodes in the order); a deletion peels the
+nodes of core ``K`` left with fewer than ``K`` neighbours of core ``K`` or more down to
+``K - 1`` (last among those nodes, in the order they fell). The degree is networkx's
+``core_number``'s: every edge listed counts once at each end (in + out on a directed graph,
+parallel edges each time), self-loops never.
 
 The graph is an overlay of the stored adjacency before the change and the change itself
-(below); a batch is applied as deletions first, then insertions, one edge at a time,
-which ends at the core numbers of the final graph whatever the order, and at a k-order
-of it. :func:`graphsys.bsp.kcore` with ``init=`` runs it
-(:mod:`graphsys.bsp.incremental_cores`); its tests, and this module's, check it against
-networkx's ``core_number`` and brute-force peeling after random change sequences, and
-check the order kept.
+(below); a batch is applied as deletions first, then insertions, one edge at a time, which
+ends at the core numbers of the final graph and at a k-order of it.
+:func:`graphsys.bsp.kcore` with ``init=`` runs it (:mod:`graphsys.bsp.incremental_cores`).
 """
 
 from __future__ import annotations

@@ -197,17 +197,9 @@ def density(graph, *, edge_set: str | None = None) -> float:
     return (2.0 if es.undirected else 1.0) * m / (n * (n - 1))
 
 
-@dataclass
-class Reciprocity:
-    """Per-node reciprocal counts of a directed edge set (:func:`reciprocity`)."""
-
-    out: np.ndarray
-    inn: np.ndarray
-    overlap: np.ndarray
-    loop: np.ndarray
-
-
-def _reciprocal(graph, edge_set: str | None) -> Reciprocity:
+def _reciprocal(graph, edge_set: str | None) -> list[np.ndarray]:
+    """Per node (:func:`~graphsys.measures.kernels_degrees.reciprocal_counts`): distinct
+    successors and predecessors, the nodes that are both, and whether it has a self-loop."""
     view = undirected_view(graph, edge_set)
     arrs = [np.zeros(view.num_nodes, np.int64) for _ in range(4)]
     es = graph.edge_set(edge_set)
@@ -219,7 +211,7 @@ def _reciprocal(graph, edge_set: str | None) -> Reciprocity:
         kg.reciprocal_counts(view.optr, view.oidx, view.optr, view.oidx, *arrs)
     else:
         kg.reciprocal_counts(view.optr, view.oidx, view.iptr, view.iidx, *arrs)
-    return Reciprocity(*arrs)
+    return arrs
 
 
 def reciprocity(graph, nodes=None, *, edge_set: str | None = None, internal: bool = False):
@@ -259,18 +251,18 @@ def reciprocity(graph, nodes=None, *, edge_set: str | None = None, internal: boo
     from graphsys.measures.view import internal_ids
 
     internal = check_flag("internal", internal)
-    rec = _reciprocal(graph, edge_set)
+    out, inn, overlap, loop = _reciprocal(graph, edge_set)
     if nodes is None:
-        total = int(rec.out.sum())
+        total = int(out.sum())
         if total == 0:
             return float("nan")
         if graph.edge_set(edge_set).undirected:
             return 1.0
-        return float((rec.overlap - rec.loop).sum()) / total
+        return float((overlap - loop).sum()) / total
     idx = internal_ids(graph, nodes, "nodes", internal=internal)
-    both = rec.out[idx] + rec.inn[idx]
+    both = out[idx] + inn[idx]
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(both > 0, 2.0 * rec.overlap[idx] / both, np.nan)
+        return np.where(both > 0, 2.0 * overlap[idx] / both, np.nan)
 
 
 def degree_assortativity(graph, x: str = "out", y: str = "in", *,

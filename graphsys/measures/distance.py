@@ -178,23 +178,12 @@ class _Searcher:
 def components(view) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The connected components of a :class:`~graphsys.measures.view.View`: (members
     grouped by component, each component's start in it, sizes), components numbered in
-    order of their smallest internal id."""
-    return _grouped(*_labels(view))
-
-
-def _labels(view) -> tuple[np.ndarray, np.ndarray]:
-    """(component of each node, sizes), numbered in order of their smallest internal id
-    (:func:`graphsys.kernels.components.numbered`)."""
-    return kc.numbered(kc.roots(view.optr, view.oidx, view.iptr, view.iidx,
-                                view.sym == DIRECTED))
-
-
-def _grouped(label: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray,
-                                                            np.ndarray]:
-    members = np.argsort(label, kind="stable")
+    order of their smallest internal id (:func:`graphsys.kernels.components.numbered`)."""
+    label, sizes = kc.numbered(kc.roots(view.optr, view.oidx, view.iptr, view.iidx,
+                                        view.sym == DIRECTED))
     starts = np.zeros(len(sizes) + 1, np.int64)
     np.cumsum(sizes, out=starts[1:])
-    return members, starts, sizes
+    return np.argsort(label, kind="stable"), starts, sizes
 
 
 def _hub_first(view, reached: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -23,10 +23,10 @@ from graphsys.kernels.cores import core_levels
 from graphsys.mining import clique_kernels
 from graphsys.mining._docs import document
 from graphsys.mining.parallel import Ranks, run_tasks, scheduled
-from graphsys.mining.results import as_graph, check_beside, listed_rows, original_ids
+from graphsys.mining.results import as_graph, check_beside, check_limit, listed_rows, original_ids
 from graphsys.storage.node_values import NodeValues
 from graphsys.views import Oriented
-from graphsys.views.orient import _count_higher, _fill_higher, _index_dtype
+from graphsys.views.orient import _index_dtype, higher_rows
 
 #: The clique sizes the kernels take.
 MIN_K, MAX_K = 3, 8
@@ -56,12 +56,7 @@ def degeneracy_view(view: Oriented) -> tuple[Oriented, int]:
     core = int(core.max()) if n else 0
     rank = np.empty(n, np.int64)
     rank[peel] = np.arange(n, dtype=np.int64)
-    counts = np.empty(n, np.int64)
-    _count_higher(ptr, idx, rank, counts)
-    dptr = np.zeros(n + 1, np.int64)
-    np.cumsum(counts, out=dptr[1:])
-    didx = np.empty(int(dptr[-1]), _index_dtype(n))
-    _fill_higher(ptr, idx, rank, dptr, didx)
+    dptr, didx = higher_rows(ptr, idx, rank)
     return Oriented(dptr, didx, view.order[peel], view.degree[peel], None, view.source), core
 
 
@@ -220,9 +215,7 @@ def cliques(graph, k: int, *, limit: int | None = DEFAULT_LIMIT, edge_set: str |
         "clique listing", "distributed", "progress")
     g = as_graph(graph)
     k = check_k(k)
-    if limit is not None and (isinstance(limit, bool) or not isinstance(
-            limit, (int, np.integer)) or limit < 0):
-        raise ParameterError("limit", f"must be a non-negative integer or None, got {limit!r}")
+    check_limit(limit)
     view, _ = _clique_view(g, edge_set, ex.memory_limit)
     max_row = int(view.out_degree().max()) if view.num_nodes else 0
     none = np.zeros(0, np.int64)

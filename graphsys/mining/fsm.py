@@ -1,30 +1,14 @@
 """Frequent subgraph mining over a node-labelled graph, its edges labelled or not, with MNI
 support.
 
-The *MNI support* (minimum image based, Bringmann and Nijssen [1]_, the measure of GraMi
-[2]_ and Peregrine) of a labelled pattern is, over its nodes ``v``, the least number of
-distinct graph nodes that ``v`` is mapped to by some embedding (an injective map of the
-pattern's nodes that keeps its edges and labels, and with edge labels, each edge's label
-on a stored edge between the images; other edges among the images allowed).
-It is anti-monotone: a pattern's support is at most that of any connected pattern it
-contains, so a pattern is grown only from frequent ones.
-
-:func:`frequent_subgraphs` grows patterns by one edge at a time (Apriori style):
-
-1. the frequent one-edge patterns: the label pairs (with edge labels, the pairs and the
-   edge's label) the graph's edges hold, each checked;
-2. each frequent pattern of ``e`` edges is extended by a new edge to a new node of a
-   frequent label, or by an edge between two of its non-adjacent nodes, when that edge's
-   one-edge pattern is frequent;
-3. a candidate is put in a canonical form (the smallest code over the orderings of its
-   nodes that keep nodes sorted by label and degree), so each pattern is tried once, and
-   dropped unless every connected pattern of ``e`` edges it contains is frequent;
-4. its support is computed from the matcher's streamed matches
-   (:mod:`graphsys.mining.stream`), each subgraph once by symmetry breaking: the images of
-   a node ``v`` over every embedding are the images of the nodes of its orbit (under the
-   pattern's automorphisms) over those matches, marked in one bitmap per orbit. With
-   ``exact=False`` the search stops as soon as every orbit has ``support`` images (GraMi's
-   early exit), and the support reported is then a lower bound at least the threshold.
+The *MNI support* (Bringmann and Nijssen [1]_, the measure of GraMi [2]_) of a labelled
+pattern is the least, over its nodes, of the distinct graph nodes that node is mapped to
+by some (non-induced) embedding. It is anti-monotone, so :func:`frequent_subgraphs` grows
+patterns one edge at a time from frequent ones (Apriori style), each candidate tried once
+in a canonical form and dropped unless every connected pattern one edge smaller is
+frequent; its support comes from the matcher's streamed matches
+(:mod:`graphsys.mining.stream`), the images of each orbit marked in one bitmap.
+``docs/mining.md`` ("Frequent subgraph mining") describes the steps.
 
 References
 ----------

@@ -1,31 +1,18 @@
 """Triangle counts after edges were appended and deleted, from a previous result and the
 changed edges, reading only the rows of the changed edges' ends.
 
-A triangle count given a previous per-node result (``init``: a
-:meth:`~graphsys.mining.triangle.TriangleStats.to_table`, or the Parquet file
-``graphsys mine triangles --out`` writes) reads the graph after the change as the
-repairs of :mod:`graphsys.bsp.incremental_changes` do (:mod:`graphsys.storage.previous`,
-the overlay of :mod:`graphsys.kernels.core_maintenance`): the adjacency of the edge sets
-the previous result read, less the pairs deleted before it, with the pairs deleted since
-and the appended edges beside it. Each deleted copy, then each appended edge, is applied
-one at a time (ordered processing, so a batch is exact: a triangle two changed edges
-close is counted by the later of them only); where one changes the undirected simple
-view (the last copy of a pair gone, the first one there), the common neighbours of its
-ends in the graph as it stands then are the triangles lost or gained, and the ends'
-simple degrees move by one. Parallel edges and self-loops count as the count from
-scratch counts them: not at all. Weight updates change no triangle and are not read.
-
-A count starts from scratch instead, and says why in
-:attr:`~graphsys.mining.triangle.TriangleStats.method`, where the changed edges are more
-than :data:`~graphsys.storage.previous.REPAIR_MAX_FRACTION` of the edges read, out of core
-or over ranks, on a time view, where a change set since the previous result does not change
-every edge set it read alike, where an edge set appended after a change set the previous
-result read re-adds a pair it lists (the overlay, read through that change set pair by
-pair, would lack edges the previous counts hold:
-:func:`~graphsys.storage.previous.read_edges_as_stored`), and where the update reads more
-than :data:`SCAN_SWEEPS` times both ends of the edges read: known before it starts where the
-rows of the changed pairs' ends, as long as their simple degrees before the change, add up
-to more; else it stops there, having spent about what a count from scratch costs.
+Given a previous per-node result (``init``: a
+:meth:`~graphsys.mining.triangle.TriangleStats.to_table`, or the Parquet file ``graphsys
+mine triangles --out`` writes), the graph after the change is read as the repairs of
+:mod:`graphsys.bsp.incremental_changes` read it (:mod:`graphsys.storage.previous`). Each
+deleted copy, then each appended edge, is applied one at a time; where one changes the
+undirected simple view, the common neighbours of its ends are the triangles lost or
+gained. A count starts from scratch instead, saying why in
+:attr:`~graphsys.mining.triangle.TriangleStats.method`, by the repairs' rule
+(:data:`~graphsys.storage.previous.REPAIR_MAX_FRACTION`, out of core or over ranks, a time
+view, an edge set re-adding a pair a change set deleted) or where the update would read
+more than :data:`SCAN_SWEEPS` times both ends of the edges read. ``docs/growing.md``
+("Triangle counts") gives the rule in full.
 
 Examples
 --------

@@ -1,72 +1,15 @@
 """Motif census: induced counts of every connected 3-, 4- and 5-node pattern.
 
-Nothing is enumerated pattern by pattern. The *non-induced* counts (copies of each pattern
-as a subgraph) follow from a few exact sums, and the induced counts from those by the
-linear relation between them [1]_:
-
-===================  ==================================================  ============
-pattern              non-induced copies                                  from
-===================  ==================================================  ============
-wedge (2-path)       ``sum C(d(v), 2)``                                  degrees
-triangle             ``T``                                               triangle pass
-3-star               ``sum C(d(v), 3)``                                  degrees
-4-path               ``sum over edges (d(u) - 1)(d(v) - 1) - 3 T``       degrees, T
-tailed triangle      ``sum T(v) (d(v) - 2)``                             per-node T
-4-cycle              ``C4``                                              wedge pass
-diamond              ``sum over edges C(T(e), 2)``                       per-edge T
-4-clique             ``K4``                                              kClist
-===================  ==================================================  ============
-
-(``T(v)``, ``T(e)``: the triangles through a node, an edge.) ``C4`` counts, from each
-vertex ``u`` as the highest of the cycle, the wedges ``u - v - w`` with ``v, w`` below
-``u`` per end ``w`` (Chiba and Nishizeki's ``O(alpha M)`` 4-cycle count); ``K4`` is the
-4-clique count of :mod:`graphsys.mining.clique` on the degree-ordered rows. Those two are
-the costly sums. ``method="sampled"`` estimates them from ``samples`` random draws each,
-while every other sum stays exact [2]_:
-
-- ``C4 = W / 4 * E[x]``: ``W = sum C(d, 2)`` wedges; a wedge ``a - c - b`` drawn uniformly
-  (its centre with probability ``C(d(c), 2) / W``, then two distinct neighbours) has
-  ``x`` = the common neighbours of ``a`` and ``b`` other than ``c``: summed over all
-  wedges, ``x`` counts every 4-cycle four times.
-- ``K4 = D / 6 * E[r]``: ``D = sum over edges C(T(e), 2)`` (the non-induced diamonds); an
-  edge drawn with probability ``C(T(e), 2) / D``, then a pair of its common neighbours
-  drawn uniformly, has ``r = 1`` when the pair is adjacent (it closes a 4-clique on the
-  edge; a 4-clique has six edges), else 0. ``r`` is a coin of mean ``6 K4 / D``, so the
-  estimate's relative standard error is ``sqrt((D / (6 K4) - 1) / samples)``.
-
-Both are unbiased; their standard errors (sample standard deviation over ``sqrt(samples)``,
-scaled) are carried through the linear relation into a standard error per class. A draw
-costs one intersection of two sorted rows (the shorter searched in the longer), whatever
-the graph's size.
-
+Of 3 and 4 nodes nothing is enumerated pattern by pattern: the non-induced counts follow
+from degrees, the triangle pass (per node and per edge) and two costlier sums, the 4-cycles
+and the 4-cliques (exact, or estimated from ``samples`` random wedges and edges with
+``method="sampled"``), and a fixed linear relation turns them into induced counts [1]_ [2]_.
 Directed 3-node motifs are the connected classes of the triad census
-(:func:`graphsys.mining.triad_census`).
-
-The 21 connected 5-node classes (:data:`UNDIRECTED_5`) come from one enumeration of the
-connected induced 5-node subsets (Wernicke's ESU [3]_, as igraph's ``motifs_randesu`` with
-every probability 1) over the simple view renumbered by descending degree. From a root
-``v`` (the set's lowest vertex) ESU grows the set one vertex at a time from an *extension*:
-the vertices above ``v`` adjacent to the set, less those its earlier branches took; a
-vertex joining it adds to the extension only its *exclusive* neighbours (above ``v``, not
-adjacent to the set before), so every connected set is reached exactly once. The last two
-levels are not walked one set at a time: from a connected triple ``{v, w1, w2}`` with
-extension ``X``, the fifth-and-fourth pairs are
-
-- two vertices of ``X``: counted by their adjacency masks to the triple (a histogram of
-  ``X``'s 3-bit masks gives the pairs of each two masks), then moved, per edge inside
-  ``X``, to the class with that edge;
-- a vertex ``w`` of ``X`` and an exclusive neighbour of ``w``: their number, per ``w``.
-
-These per-triple figures are kept from the pair ``{v, w1}`` down: its extension's rows are
-scanned once (each member's lone neighbours, and the edges inside the extension, kept per
-mask pair), and the triples of the pair then update them with the row of ``w2`` (its
-neighbours in ``X`` take ``w2``'s bit, with the edges at them) and the rows of ``w2``'s
-exclusive neighbours only. Each pair's 10-bit adjacency code (which of the 10 pairs of the
-five positions are edges) names its class through a 1024-entry table built once from every
-relabelling of the 21 patterns. No 5-node subset, and no 4-node one, is visited one at a
-time. Roots, each with its children cut into ranges of
-:data:`~graphsys.mining.census.CHILDREN_PER_TASK`, are the parallel tasks; every thread
-adds into its own counts.
+(:func:`graphsys.mining.triad_census`). The 21 connected 5-node classes
+(:data:`UNDIRECTED_5`) come from one ESU enumeration [3]_ of the connected induced 5-node
+subsets (:func:`graphsys.mining.motif_kernels.esu5`), its last two levels counted in bulk
+and each 10-bit adjacency code named through :func:`five_node_classes`.
+``docs/mining.md`` ("Motif census") gives the sums, the estimators and their errors.
 """
 
 from __future__ import annotations
@@ -76,7 +19,7 @@ import itertools
 
 import numpy as np
 
-from graphsys.errors import ParameterError, check_flag
+from graphsys.errors import ParameterError, check_count, check_flag
 from graphsys.execution import Execution
 from graphsys.mining._docs import document
 from graphsys.mining.census import (
@@ -131,7 +74,6 @@ def _five_census(g, edge_set, ex: Execution) -> MotifCensus:
 
 
 def _check(size, directed, method, samples, seed) -> None:
-    check_flag("directed", directed)  # "no" is truthy: the triad census where not asked
     if size not in (3, 4, 5) or isinstance(size, bool):
         raise ParameterError("size", f"must be 3, 4 or 5, got {size!r}")
     check_flag("directed", directed)  # "no" ran the directed triad census
@@ -147,8 +89,7 @@ def _check(size, directed, method, samples, seed) -> None:
                 or samples < 2:
             raise ParameterError("samples", f"must be an integer of at least 2, got "
                                             f"{samples!r}")
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-            raise ParameterError("seed", f"must be a non-negative integer, got {seed!r}")
+        check_count("seed", seed, minimum=0)
 
 
 @document
@@ -165,14 +106,14 @@ def motifs(graph, size: int = 3, *, directed: bool = False, method: str = "exact
     %(graph)s
     size : {3, 4, 5}, default 3
         Nodes per pattern (5: the 21 classes of :data:`UNDIRECTED_5`, by one enumeration of
-        the connected 5-node subsets, see the module's notes).
+        the connected 5-node subsets, see ``docs/mining.md``).
     directed : bool, default False
         Directed 3-node classes (the 13 connected triad classes, by their M-A-N names);
         otherwise the undirected simple view's classes (:data:`UNDIRECTED_3`,
         :data:`UNDIRECTED_4`, :data:`UNDIRECTED_5`).
     method : {"exact", "sampled"}, default "exact"
         ``sampled`` (4-node undirected only): the 4-cycle and 4-clique sums estimated
-        from random wedges and edges, see the module's notes; every count is then an
+        from random wedges and edges, see ``docs/mining.md``; every count is then an
         unbiased estimate with a standard error (:attr:`MotifCensus.stderr`).
     samples : int, default 100000
         Draws for each of the two estimated sums.

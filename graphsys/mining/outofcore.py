@@ -2,55 +2,22 @@
 RAM, or out of core, two blocks at a time, for a graph whose oriented adjacency does not fit.
 
 **Orientation.** Vertices are ranked by (degree, global id), the degree as the index stores
-it (a self-loop, at most one per row, counts one); each edge goes from its lower- to its
-higher-ranked endpoint. A vertex's *row* holds the ranks of its higher-ranked
-neighbours, ascending (``d+(u)`` of them, at most ``sqrt(2M)``). An edge is oriented by
-comparing two keys (:func:`degree_key`: ``length * N + id``), with no sort of the
-vertices; the vertices are sorted only for rows of ranks. In RAM, a graph small enough for
-one thread is oriented in one pass over the index (:func:`orient_serial`: each row written
-after the last, an entry kept when its key is higher); otherwise a pass counts each row's
-kept entries and a parallel one fills them.
+it (a self-loop counts one); each edge goes from its lower- to its higher-ranked endpoint,
+compared by key (:func:`degree_key`) without a sort of the vertices. A vertex's *row* holds
+its higher-ranked neighbours, ascending (at most ``sqrt(2M)``).
 
-**Count.** Each triangle ``u < v < w`` (by rank) is counted once, by one of two kernels
-(:func:`from_middle` picks the cheaper by a cost model):
+**Count.** Each triangle ``u < v < w`` is counted once, by the kernel :func:`from_middle`
+picks by a cost model: from its *lowest* vertex ``u`` (``u``'s row marked per thread, the
+rows of its out-neighbours probed: :func:`~graphsys.mining.kernels.triangles_lowest`) or
+from its *middle* vertex ``v`` (``v``'s row marked, the rest of each in-neighbour's row
+probed, rows renumbered by rank: :func:`~graphsys.mining.kernels.triangles_middle`).
 
-* from its *lowest* vertex ``u`` (:func:`~graphsys.mining.kernels.triangles_lowest`):
-  ``u``'s row is marked in a per-thread array (a byte per vertex up to 4 Mi vertices, a
-  bit beyond) and the row of each ``v`` in it is probed against the marks, stopping past
-  the largest of them: ``sum over edges u -> v of d+(v)`` probes; rows hold ids, ascending
-  as the index holds them;
-* from its *middle* vertex ``v`` (:func:`~graphsys.mining.kernels.triangles_middle`): the
-  triangle is the wedge ``v - u - w`` of ``u``'s row closed by the edge ``v -> w``;
-  ``v``'s row is marked, and for every in-neighbour ``u`` of ``v`` (an *in-list*: where
-  ``v`` sits in ``u``'s row) the rest of ``u``'s row, its vertices ranked above ``v``, is
-  probed: at most ``sum over u of C(d+(u), 2)`` probes (every wedge of every row once);
-  rows hold ranks, sorted. In RAM the graph is renumbered by rank in one pass
-  (:func:`ranked_whole`), and a graph kept for the first kernel gets this one's structure
-  when it is counted again and the count alone is cheaper here (:func:`ranked_again`).
-
-**Row blocks.** Global ids are partition-major, so the rows of consecutive partitions of the
-``P x P`` bucket layout are one contiguous range of the ``sym`` index: a *row block* is a
-range of rows (a run of partitions, the first and last possibly in part) that fills its
-share of the budget, filtered to oriented rows as it is read. A triangle's lowest vertex
-``u`` lies in some block A and its middle vertex ``v`` in some block B: for every *outer*
-block A (its rows in RAM), every *inner* block B is read in turn and the kernel runs over
-the pair (from the middle vertex, after B's in-lists from A are built: a counting sort of
-A's entries that fall in B), so every triangle is counted once, at its pair (A, B). In RAM,
-A = B = the whole graph.
-
-**Memory** (anonymous): 24 bytes per node (the order, its inverse, the row offsets; 8 more
-for per-node counts), the marks, an outer block at 13 bytes per entry (its values, the
-inner block of each entry's vertex, and at most as many in-list entries: position and row)
-and an inner block at 8, sized so that the whole fits ``memory_limit``: the outer block
-takes three quarters of what is left, the inner one a quarter. The index is read
-sequentially, once per outer block (its pages are page cache, dropped under pressure): with
-``q`` outer blocks, ``q`` passes, ``q ~ 17 M / (budget - 24 N)`` for ``M`` kept edges. The
-outer block's entries are tagged with their vertex's inner block once (one random lookup
-an entry), so that each inner block's in-lists read only their own entries.
-
-Across ranks: in RAM, rank ``r`` of ``W`` takes a range of middle vertices of about equal
-work; out of core, the outer blocks ``r, r + W, ...``; the counts are summed with
-``all_reduce``.
+**Row blocks.** For every *outer* block A of consecutive rows (three quarters of the budget
+left after the per-node arrays), every *inner* block B (a quarter) is read in turn and the
+kernel counts the triangles whose lowest vertex's row is in A and middle vertex's in B; in
+RAM, A = B = the whole graph. The index is read sequentially once per outer block; across
+ranks, rank ``r`` of ``W`` takes the outer blocks ``r, r + W, ...`` (in RAM, a range of
+vertices of about equal work). ``docs/mining.md`` gives the memory per step.
 """
 
 from __future__ import annotations
@@ -73,6 +40,7 @@ from graphsys.views.orient import (
     _by_rows,
     _count_higher,
     _fill_higher,
+    _index_dtype,
     _order_by,
     _simple_degree,
 )
@@ -159,7 +127,7 @@ def triangles_by_blocks(graph, edge_set: str, *, per_vertex: bool, memory_limit,
                             f"{format_size(need)} of memory_limit for {n:,} nodes, got "
                             f"{format_size(limit)}")
     key, stored = degree_key(indptr)
-    values = _value_dtype(n)
+    values = _index_dtype(n)
     degree = np.empty(n, np.int64)
     dptr = _oriented_offsets(indptr, indices, key, degree)
     counts = np.zeros(n if per_vertex else 0, np.int64)
@@ -245,7 +213,7 @@ def orient_whole(indptr, indices, threads: int) -> Whole:
     kernel picked by :func:`from_middle`, the rows it reads (and its in-lists)."""
     n = len(indptr) - 1
     key, stored = degree_key(indptr)
-    values = _value_dtype(n)
+    values = _index_dtype(n)
     degree = np.empty(n, np.int64)
     rows = None
     if int(indptr[-1]) + n < SERIAL_WORK or threads == 1:
@@ -279,7 +247,7 @@ def ranked_again(whole: Whole, indptr, indices) -> Whole | None:
     if not whole.memo["middle alone"]:
         return None
     out_degree = np.diff(whole.rows[0])
-    order, rank = rank_order(np.diff(indptr), _value_dtype(len(out_degree)))
+    order, rank = rank_order(np.diff(indptr), _index_dtype(len(out_degree)))
     return ranked_whole(indptr, indices, order, rank, whole.degree, out_degree)
 
 
@@ -327,10 +295,10 @@ def ranked_whole(indptr, indices, order, rank, degree, out_degree) -> Whole:
     dptr = np.zeros(n + 1, np.int64)
     np.cumsum(out_degree[order], out=dptr[1:])
     m = int(dptr[-1])
-    didx = np.empty(m, _value_dtype(n))
+    didx = np.empty(m, _index_dtype(n))
     iptr = np.zeros(n + 1, np.int64)
-    ipos, iend = np.empty(m, _value_dtype(m)), np.empty(m, _value_dtype(m))
-    irow = np.empty(m, _value_dtype(n))
+    ipos, iend = np.empty(m, _index_dtype(m)), np.empty(m, _index_dtype(m))
+    irow = np.empty(m, _index_dtype(n))
     work = np.empty(n, np.int64)
     kept = _ranked_rows(indptr, indices, order, rank, dptr, didx, iptr, ipos, iend, irow,
                         work)
@@ -445,10 +413,6 @@ def lowest_work(indptr: np.ndarray) -> np.ndarray:
     return work * (work + 1)
 
 
-def _value_dtype(n: int) -> np.dtype:
-    return np.dtype(np.int32 if n <= np.iinfo(np.int32).max else np.int64)
-
-
 def count_pair(a_rows, a_lo: int, b_rows, b_lo: int, order: np.ndarray | None,
                marks: np.ndarray, per_vertex: bool, counts: np.ndarray, threads: int, *,
                ranks: Ranks | None = None, progress: bool = False,
@@ -521,8 +485,8 @@ def inlists(aptr, aidx, order, b_lo: int, b_hi: int, in_degree: np.ndarray | Non
     np.cumsum(counts, out=iptr[1:])
     cursor = iptr[:-1].copy()
     m = int(iptr[-1])
-    ipos = np.empty(m, _value_dtype(len(aidx)))
-    irow = np.empty(m, _value_dtype(len(aptr)))
+    ipos = np.empty(m, _index_dtype(len(aidx)))
+    irow = np.empty(m, _index_dtype(len(aptr)))
     _by_rows(aptr, lambda r0, r1: kernels.inlist_fill_rows(
                  aptr, aidx, order, b_lo, b_hi, where, b, r0, r1, cursor, ipos, irow),
              lambda bounds: kernels.inlist_fill(aptr, aidx, order, b_lo, b_hi, where, b,

@@ -1,35 +1,17 @@
 """User patterns: count and list the matches of a small connected graph, labelled or not,
 induced or not.
 
-A :class:`Pattern` is an edge list over nodes ``0..k-1`` (``k <= 8``), with an optional
-label per node and per edge, optional anti-edges (pairs that must not be adjacent) and,
-directed, its edges read as arcs. It is compiled, once, into a *plan* (Peregrine's
-pattern-aware matching [1]_): a matching order (a node of most edges first, then
-repeatedly the node with most edges to the nodes already placed, so every step extends a
-connected match), and symmetry-breaking conditions ``id(a) < id(b)`` derived from the
-pattern's automorphisms (Grochow and Kellis [2]_: while the group is not trivial, take the
-first node in matching order with a non-trivial orbit, require it below every other node of
-its orbit, and keep its stabiliser), so every subgraph is matched exactly once instead of
-once per automorphism.
-
-The matcher (:func:`graphsys.mining.match_kernels.match_count`) extends a match level by level:
-a level's candidates are the neighbours of its placed neighbour with the shortest row,
-kept when they are adjacent to its other placed neighbours (binary searches in sorted rows),
-non-adjacent to the others (induced matching) and to its anti-edges' nodes, above/below
-the ids its conditions name (which also bounds the scan of the row), distinct, of the
-right label and, directed, with the stored directions the arcs need (a byte per row entry,
-:func:`graphsys.mining.stream.symmetric_rows`) and, edge-labelled, with a stored edge of
-each pattern edge's label (per row entry, the labels of the pair's stored edges and their
-directions, :mod:`graphsys.mining.edge_labels`). Roots are split
-into tasks of about equal work, ``prange`` with dynamic scheduling; listing runs in one
-thread, in root order, so the first ``limit`` matches are the same run to run; streaming
-(:func:`iter_matches`, :func:`matches` with a callback) resumes the same search a chunk at a
-time (:mod:`graphsys.mining.stream`). :meth:`Pattern.explain` prints the plan.
-
-An unlabelled complete pattern is counted by the clique kernel instead
-(:mod:`graphsys.mining.clique`), and the induced count of an unlabelled 3- or 4-node
-pattern without anti-edges or directions is read from the motif census
-(:mod:`graphsys.mining.census`), which derives it from the triangle pass.
+A :class:`Pattern` (``k <= 8`` nodes, optional node and edge labels, anti-edges and arcs)
+is compiled once into a :class:`Plan` (Peregrine's pattern-aware matching [1]_): a matching
+order that keeps each step connected, and symmetry-breaking conditions ``id(a) < id(b)``
+from its automorphisms (Grochow and Kellis [2]_), so every subgraph matches exactly once.
+The matcher (:func:`graphsys.mining.match_kernels.match_count`) extends a match level by
+level from the shortest row of a placed neighbour, parallel over roots; listing runs in
+one thread, in root order, and streaming (:func:`iter_matches`) resumes the same search a
+chunk at a time (:mod:`graphsys.mining.stream`). :meth:`Pattern.explain` prints the plan.
+An unlabelled complete pattern goes to the clique kernel, and the induced count of an
+unlabelled 3- or 4-node pattern to the motif census. ``docs/mining.md`` ("Your own
+patterns") describes the plan and the checks of each level.
 """
 
 from __future__ import annotations
@@ -48,7 +30,7 @@ from graphsys.mining._docs import document
 from graphsys.mining.census import SHAPES, small_census
 from graphsys.mining.edge_labels import NO_LISTS, label_column, label_lists
 from graphsys.mining.parallel import Ranks, run_tasks, scheduled
-from graphsys.mining.results import as_graph, check_beside, listed_rows, original_ids
+from graphsys.mining.results import as_graph, check_beside, check_limit, listed_rows, original_ids
 
 #: The most nodes a pattern may have.
 MAX_NODES = 8
@@ -608,13 +590,7 @@ def count(graph, pattern, *, induced: bool = False, labels=None, edge_labels=Non
     Parameters
     ----------
     %(graph)s
-    pattern : Pattern or str or sequence of (int, int)
-        The pattern, a name (:meth:`Pattern.named`) or an edge list.
-    induced : bool, default False
-        Count induced matches.
-    labels : str or array-like, optional
-        The graph's node labels (a node column of integers, or one integer per node by
-        internal id), required when the pattern has labels.
+    %(match)s
     %(edge_labels)s
     %(edge_set)s
     %(options)s
@@ -739,9 +715,7 @@ def matches(graph, pattern, *, induced: bool = False, labels=None, edge_labels=N
     >>> sorted(found[0])
     [1, 2, 3, 4]
     """
-    if limit is not None and (isinstance(limit, bool) or not isinstance(
-            limit, (int, np.integer)) or limit < 0):
-        raise ParameterError("limit", f"must be a non-negative integer or None, got {limit!r}")
+    check_limit(limit)
     induced = check_flag("induced", induced)
     ex = Execution.of(execution, memory_limit=memory_limit).in_memory(
         "pattern matching", "distributed", "progress")

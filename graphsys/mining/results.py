@@ -41,6 +41,13 @@ def check_beside(graph: Graph, edge_set, view, what: str, need: int, memory_limi
     check(graph, edge_set, what, view.nbytes + int(need), memory_limit)
 
 
+def check_limit(limit) -> None:
+    """Refuse in one line a listing's ``limit`` that is neither None nor an integer >= 0."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(
+            limit, (int, np.integer)) or limit < 0):
+        raise ParameterError("limit", f"must be a non-negative integer or None, got {limit!r}")
+
+
 #: Rows a listing sizes its output for without counting first.
 LIST_ROWS = 1 << 16
 

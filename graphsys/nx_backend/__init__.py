@@ -1,30 +1,15 @@
 """graphsys as a NetworkX backend: ``nx.pagerank(G, backend="graphsys")``, or every
-dispatched call with ``NETWORKX_BACKEND_PRIORITY=graphsys`` (``NETWORKX_AUTOMATIC_BACKENDS``
-before NetworkX 3.4), runs graphsys on a NetworkX graph with no other change [1]_.
+dispatched call with ``NETWORKX_BACKEND_PRIORITY=graphsys``, runs graphsys on a NetworkX
+graph with no other change [1]_.
 
-NetworkX (>= 3.2) finds the backend by its entry points (``pyproject.toml``):
-``networkx.backends`` names :class:`BackendInterface`, ``networkx.backend_info`` names
-``_nx_graphsys.get_info``, whose table :data:`_nx_graphsys.FUNCTIONS` lists the functions
-graphsys implements (one line each, NetworkX's name to ``"module:function"``); the rest stay
-in NetworkX. A NetworkX graph is converted into arrays in memory
-(:func:`~graphsys.nx_backend.graph.from_networkx`; cached on the graph by NetworkX), written
-into a temporary graph directory only when a function needs the stored graph, and a
-stored graph is used directly with :func:`from_graph`::
-
-    nx.pagerank(from_graph(graphsys.open_graph("web")))  # no conversion
-
-Each function keeps NetworkX's signature, defaults, result types and errors; arguments
-graphsys does not support (PageRank's ``dangling``, HITS's ``nstart``, a callable
-``weight``, ...) are declined by :meth:`BackendInterface.can_run`, and weights graphsys
-does not store as NetworkX reads them (float32: no NaN, infinite, negative or out-of-range
-weight) by the conversion, so NetworkX runs those calls itself; a graphsys error raised
-later is turned into the same decline (``NotImplementedError``). NetworkX's cached
-conversion is checked against the graph on every call
-(:meth:`~graphsys.nx_backend.graph.BackendGraph.refresh`): an edge attribute edited in
-place is seen. With automatic
-dispatch, graphs under ``nx.config.backends.graphsys.min_edges`` edges (default 10,000) stay
-in NetworkX (:meth:`BackendInterface.should_run`): converting them costs more than graphsys
-saves.
+NetworkX (>= 3.2) finds :class:`BackendInterface` by its entry points (``pyproject.toml``);
+:data:`_nx_graphsys.FUNCTIONS` maps each NetworkX name graphsys implements to
+``"module:function"``. A NetworkX graph is converted into arrays in memory
+(:func:`~graphsys.nx_backend.graph.from_networkx`), a stored graph is used directly with
+:func:`from_graph`. Each function keeps NetworkX's signature, defaults, result types and
+errors; what graphsys cannot honour is declined (:mod:`graphsys.nx_backend.checks`) and
+NetworkX runs the call itself. ``docs/from-networkx.md`` ("NetworkX runs graphsys") lists
+the functions and what is declined.
 
 References
 ----------

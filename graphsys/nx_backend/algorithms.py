@@ -273,22 +273,10 @@ def _scc_labels(G) -> np.ndarray:
     return _bsp().scc(G.graph).values if not G.null else np.zeros(0)
 
 
-def _components(G, labels=None):
-    labels = _labels(G) if labels is None else labels
-    order = np.argsort(labels, kind="stable")
-    bounds = np.flatnonzero(np.diff(labels[order])) + 1
-    for part in np.split(order, bounds) if len(order) else ():
-        yield {G.keys[i] for i in part.tolist()}
-
-
 def connected_components(G):
-    """``nx.connected_components``: a generator of node sets (graphsys's WCC)."""
-    yield from _components(G)
-
-
-def weakly_connected_components(G):
-    """``nx.weakly_connected_components``."""
-    yield from _components(G)
+    """``nx.connected_components`` (and ``weakly_connected_components``): a generator of
+    node sets (graphsys's WCC)."""
+    yield from _parts(G, _labels(G))
 
 
 def _count(G, labels=None) -> int:
@@ -297,12 +285,7 @@ def _count(G, labels=None) -> int:
 
 
 def number_connected_components(G):
-    """``nx.number_connected_components``."""
-    return _count(G)
-
-
-def number_weakly_connected_components(G):
-    """``nx.number_weakly_connected_components``."""
+    """``nx.number_connected_components`` (and ``number_weakly_connected_components``)."""
     return _count(G)
 
 
@@ -313,12 +296,7 @@ def _is_connected(G, labels=None) -> bool:
 
 
 def is_connected(G):
-    """``nx.is_connected``."""
-    return _is_connected(G)
-
-
-def is_weakly_connected(G):
-    """``nx.is_weakly_connected``."""
+    """``nx.is_connected`` (and ``is_weakly_connected``)."""
     return _is_connected(G)
 
 
@@ -372,10 +350,11 @@ def condensation(G) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _parts(G, labels: np.ndarray) -> list[set]:
-    """The node sets of ``labels`` (0..k-1), in label order."""
+    """The node sets of ``labels``, in label order (none without nodes)."""
     order = np.argsort(labels, kind="stable")
     bounds = np.flatnonzero(np.diff(labels[order])) + 1
-    return [{G.keys[i] for i in part.tolist()} for part in np.split(order, bounds)]
+    return [{G.keys[i] for i in part.tolist()} for part in np.split(order, bounds)
+            if len(part)]
 
 
 def strongly_connected_components(G):

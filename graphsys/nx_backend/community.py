@@ -163,16 +163,10 @@ def label_propagation_communities(G):
     from graphsys.nx_backend import propagation as kernels
 
     colors = kernels.greedy_colors(indptr, indices, by_degree)
-    coloring: dict = {}  # colour -> set of nodes, built as NetworkX builds it
-    keys = G.keys
-    for i, c in zip(by_degree.tolist(), colors[by_degree].tolist()):
-        members = coloring.get(c)
-        if members is None:
-            coloring[c] = {keys[i]}
-        else:
-            members.add(keys[i])
+    # colour -> set of nodes, built as NetworkX builds it
+    coloring = _groups([G.keys[i] for i in by_degree.tolist()], colors[by_degree])
     order = G.internal([k for members in coloring.values() for k in members])
-    return _groups(G, kernels.semi_synchronous(indptr, indices, order)).values()
+    return _groups(G.keys, kernels.semi_synchronous(indptr, indices, order)).values()
 
 
 def _nx_order(G, weight) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -203,11 +197,11 @@ def _nx_order(G, weight) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return indptr, indices, w
 
 
-def _groups(G, labels: np.ndarray) -> dict:
-    """``networkx.utils.groups`` of the labelling: label -> set of nodes, labels in the
-    order of their first node in ``G``."""
+def _groups(keys, labels: np.ndarray) -> dict:
+    """``networkx.utils.groups`` of the labelling of ``keys``: label -> set of keys, labels
+    in the order of their first key, each set filled in the order of ``keys``."""
     out: dict = {}
-    for key, label in zip(G.keys, labels.tolist()):
+    for key, label in zip(keys, labels.tolist()):
         members = out.get(label)
         if members is None:
             out[label] = {key}
@@ -246,4 +240,4 @@ def asyn_lpa_communities(G, weight=None, seed=None):
     pos = np.array([state[kernels.MT_N]], np.int64)
     labels = kernels.asynchronous(indptr, indices, w, mt, pos)
     rng.setstate((version, (*mt.tolist(), int(pos[0])), gauss))
-    yield from _groups(G, labels).values()
+    yield from _groups(G.keys, labels).values()

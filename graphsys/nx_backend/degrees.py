@@ -184,19 +184,14 @@ def _group(G, S, transpose: bool = False) -> float:
 
 
 def group_degree_centrality(G, S):
-    """``nx.group_degree_centrality``: nodes adjacent to ``S`` outside it, over
-    ``N - len(S)``."""
+    """``nx.group_degree_centrality`` (and ``group_out_degree_centrality``): nodes adjacent
+    to ``S`` outside it (successors of a directed graph), over ``N - len(S)``."""
     return _group(G, S)
 
 
 def group_in_degree_centrality(G, S):
     """``nx.group_in_degree_centrality`` of a directed graph."""
     return _group(G, S, transpose=True)
-
-
-def group_out_degree_centrality(G, S):
-    """``nx.group_out_degree_centrality`` of a directed graph."""
-    return _group(G, S)
 
 
 def volume(G, S, weight=None):

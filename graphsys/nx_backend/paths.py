@@ -42,15 +42,10 @@ def has_path(G, source, target):
 
 
 def descendants(G, source):
-    """``nx.descendants``: the nodes reachable from ``source``, itself excluded."""
+    """``nx.descendants``: the nodes reachable from ``source``, itself excluded (and
+    ``nx.ancestors`` of an undirected graph)."""
     dist = _reached(G, source)
     return {G.keys[i] for i in np.flatnonzero(np.isfinite(dist) & (dist > 0)).tolist()}
-
-
-def ancestors(G, source):
-    """``nx.ancestors`` of an undirected graph (its descendants; a directed graph's
-    reversed search is declined by the checks)."""
-    return descendants(G, source)
 
 
 def descendants_at_distance(G, source, distance):

@@ -154,10 +154,12 @@ def _source_graph(G):
     return source
 
 
-def _core_subgraph(G, keep, k=None):
+def _core_subgraph(G, keep, k=None, below: int = 0):
+    """The subgraph of the nodes ``v`` of ``keep(v, k, core numbers)``; ``k`` by default
+    the largest core number less ``below``."""
     core = _core_numbers(G)
     if k is None:
-        k = max(core.values())
+        k = max(core.values()) - below
     return _source_graph(G).subgraph([v for v in core if keep(v, k, core)]).copy()
 
 
@@ -175,10 +177,7 @@ def k_shell(G, k=None, core_number=None):
 def k_crust(G, k=None, core_number=None):
     """``nx.k_crust``: the nodes of core number at most ``k`` (default the largest
     less one)."""
-    core = _core_numbers(G)
-    if k is None:
-        k = max(core.values()) - 1
-    return _source_graph(G).subgraph([v for v in core if core[v] <= k]).copy()
+    return _core_subgraph(G, lambda v, k, c: c[v] <= k, k, below=1)
 
 
 def k_corona(G, k, core_number=None):

@@ -1,29 +1,14 @@
 """The graph view layer: the in-memory adjacency every engine reads, written once.
 
-:func:`view` (``graph.view(kind)`` on an opened graph, through the ``GRAPH_VIEWS``
-registry of :mod:`graphsys.plugins`: storage imports nothing of this layer) gives an edge
-set's adjacency of one *kind*:
-
-* ``out`` / ``in``: the out- (CSR) or in-neighbour (CSC) rows over internal ids;
-* ``sym``: the undirected simple rows (each neighbour once, ascending; a self-loop once);
-* ``oriented``: the undirected simple view renumbered by degree, each edge in the row of
-  its lower endpoint (:class:`~graphsys.views.orient.Oriented`), what pattern mining
-  intersects;
-* ``temporal``: every node's events in time order
-  (:class:`~graphsys.storage.temporal_index.TemporalAdjacency`), what temporal sampling
-  searches.
-* ``typed``: per relation type its out and in rows, rows in the type-local ids of their
-  entity type, neighbours global (:class:`Typed`), what the typed
-  (heterogeneous) sampler draws from.
-
-A kind the graph stores an index of (``graphsys index``) is mapped (page cache, no build).
-Otherwise it is built in RAM within the one memory-budget rule
-(:mod:`graphsys.views.limits`: sized first, refused in one line naming the command that
-builds the index on disk) from the cheapest neighbour at hand (``oriented`` from the
-``sym`` rows when they are mapped or kept, else from the buckets), and kept in the one
-cache of the opened graph (:mod:`graphsys.views.cache`), where engines keep what they
-derive from a view too. This layer sits directly above storage: engines import it, it
-imports no engine.
+:func:`view` (``graph.view(kind)``, through the ``GRAPH_VIEWS`` registry of
+:mod:`graphsys.plugins`) gives an edge set's adjacency of one kind (:data:`KINDS`):
+``out`` / ``in`` rows, the undirected simple ``sym`` rows, the degree-ordered ``oriented``
+DAG (:class:`~graphsys.views.orient.Oriented`), ``temporal`` events and ``typed`` rows per
+relation (:class:`Typed`). A kind the graph stores an index of is mapped; otherwise it is
+built in RAM within the one budget rule (:mod:`graphsys.views.limits`) and kept in the
+opened graph's cache (:mod:`graphsys.views.cache`). ``docs/architecture.md`` ("The view
+layer") gives each kind's source. This layer sits directly above storage: engines import
+it, it imports no engine.
 """
 
 from __future__ import annotations

@@ -1,31 +1,14 @@
 """The ``oriented`` view (:func:`graphsys.views.view`): the undirected simple view of an
 edge set, oriented by degree, as pattern mining reads it.
 
-Every pattern count of :mod:`graphsys.mining` runs over the *undirected simple view* of an
-edge set: ``u`` and ``v`` are adjacent when any stored edge joins them, in either
-direction, whatever the number of such edges; self-loops are dropped (networkx's
-``triangles`` and ``clustering`` ignore them too). A directed edge set keeps, per adjacent
-pair, which directions are stored (:attr:`Oriented.dirs`), for the directed triad census.
-
-:class:`Oriented` is that view with its vertices renumbered by a total order (ascending
-simple degree, ties by global id: the *degree order*) and each edge kept once, in the row of
-its lower endpoint: the DAG whose rows every kernel intersects. Renumbering makes the rows
-short where the work is (a hub's row holds only higher-degree vertices) and sorted, so two
-rows intersect by a merge or a bitmap probe.
-
-Where it comes from (:func:`oriented`), in the order tried:
-
-1. the edge set's stored ``sym`` index (``graphsys index --undirected``), mapped: the DAG
-   is filtered from its rows (4 bytes per kept edge + 40 bytes per node of anonymous
-   memory); an undirected, deduplicated edge set's CSR index serves the same way;
-2. the buckets, streamed: both endpoints of every stored edge scattered into the row of the
-   lower id, each row sorted and deduplicated, then re-oriented by degree
-   (:data:`EDGES_BYTES_PER_EDGE` per stored edge).
-
-Either build is first sized (:func:`build_bytes`) against the memory budget
-(:mod:`graphsys.views.limits`). A build over the budget is refused in one line; without a
-``sym`` index it names the command that builds one on disk (within its own budget), after
-which the triangle functions can run out of core (:mod:`graphsys.mining.outofcore`).
+The undirected simple view joins ``u`` and ``v`` when any stored edge joins them, in
+either direction; self-loops are dropped (as networkx's ``triangles`` does). A directed
+edge set keeps, per adjacent pair, which directions are stored (:attr:`Oriented.dirs`).
+:class:`Oriented` renumbers the vertices by ascending simple degree (ties by global id) and
+keeps each edge once, in the row of its lower endpoint: short sorted rows where the work
+is. :func:`oriented` filters it from the mapped ``sym`` index (or an undirected,
+deduplicated edge set's CSR index), else builds it from the buckets, after sizing the
+build (:func:`build_bytes`) against the budget (:mod:`graphsys.views.limits`).
 """
 
 from __future__ import annotations
@@ -317,6 +300,14 @@ def _from_symmetric(indptr: np.ndarray, indices: np.ndarray, sort: bool = True) 
     degree = np.empty(n, np.int64)
     _simple_degree(indptr, indices, degree)
     order, rank = _order_by(degree)
+    dptr, didx = higher_rows(indptr, indices, rank, sort)
+    return Oriented(dptr, didx, order, degree[order], None, "sym index", sort)
+
+
+def higher_rows(indptr, indices, rank, sort: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """The DAG of symmetric rows ordered by ``rank``: ``(dptr, didx)``, row ``rank[u]``
+    holding the ranks of ``u``'s higher-ranked neighbours (:func:`_fill_higher`)."""
+    n = len(indptr) - 1
     counts = np.empty(n, np.int64)
     _count_higher(indptr, indices, rank, counts)
     dptr = np.zeros(n + 1, np.int64)
@@ -324,7 +315,7 @@ def _from_symmetric(indptr: np.ndarray, indices: np.ndarray, sort: bool = True) 
     del counts
     didx = np.empty(int(dptr[-1]), _index_dtype(n))
     _fill_higher(indptr, indices, rank, dptr, didx, sort)
-    return Oriented(dptr, didx, order, degree[order], None, "sym index", sort)
+    return dptr, didx
 
 
 def _from_edges(graph: Graph, edge_set: str, directions: bool, sort: bool = True) -> Oriented:
