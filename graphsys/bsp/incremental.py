@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import time
 
-import numba
 import numpy as np
 
 from graphsys.bsp import incremental_changes as changes
@@ -56,6 +55,7 @@ from graphsys.bsp.program import VertexProgram, lower_to_min
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.errors import FormatError, GraphsysError
 from graphsys.execution import Execution
+from graphsys.kernels.components import forest_labels, labelled_forest, union_edges
 from graphsys.storage.previous import (  # noqa: F401 (re-exported: read by bsp's front-ends)
     Previous,
     provenance,
@@ -114,53 +114,7 @@ def pagerank_warm_start(spec, graph, previous: Previous, *, source=None, params=
     return result
 
 
-# -- WCC ----------------------------------------------------------------------------------------
-@numba.njit(cache=True, nogil=True)
-def _find(parent, v):
-    root = v
-    while parent[root] != root:
-        root = parent[root]
-    while parent[v] != root:  # path compression
-        nxt = parent[v]
-        parent[v] = root
-        v = nxt
-    return root
-
-
-@numba.njit(cache=True, nogil=True)
-def _old_trees(old_ids, labels, parent, first):
-    """One tree per old component, rooted at its smallest id (``old_ids`` ascend): every
-    node's parent is the first node seen with its label."""
-    for k in range(old_ids.shape[0]):
-        lab = labels[k]
-        if first[lab] < 0:
-            first[lab] = old_ids[k]
-        parent[old_ids[k]] = first[lab]
-
-
-@numba.njit(cache=True, nogil=True)
-def _union(parent, src, dst):
-    """Union the endpoints of every edge, the larger root under the smaller; returns the
-    merges made."""
-    merged = 0
-    for k in range(src.shape[0]):
-        a = _find(parent, src[k])
-        b = _find(parent, dst[k])
-        if a != b:
-            if a < b:
-                parent[b] = a
-            else:
-                parent[a] = b
-            merged += 1
-    return merged
-
-
-@numba.njit(cache=True, nogil=True)
-def _roots(parent, out):
-    for v in range(parent.shape[0]):
-        out[v] = _find(parent, v)
-
-
+# -- WCC ---------------------------------------------------------------------------------------
 def components_from(spec, graph, previous: Previous, *, source=None, params=None,
                     max_iters: int | None = None, edge_set=None, **kwargs) -> Result:
     """Weakly connected components from ``previous``'s labels: after appends, the new edges
@@ -181,21 +135,20 @@ def components_from(spec, graph, previous: Previous, *, source=None, params=None
         change = changes.decide(graph, previous, kwargs)
         if not isinstance(change, str):
             change = changes.components_repaired(spec, graph, previous, labels, change,
-                                                 kwargs, (_union, _roots, _old_trees))
+                                                 kwargs)
         if isinstance(change, str):
             return changes.from_scratch(spec, graph, change, params=params,
                                         max_iters=max_iters, **kwargs)
         return change
     parent = np.arange(n, dtype=np.int64)
-    _old_trees(old_ids, labels, parent, np.full(len(raw), -1, np.int64))
+    labelled_forest(old_ids, labels, parent, np.full(len(raw), -1, np.int64))
     setup = time.perf_counter() - t0
     scanned = merged = 0
     for s, d, _, _ in _new_edges(graph, previous):
-        merged += int(_union(parent, s.astype(np.int64, copy=False),
-                             d.astype(np.int64, copy=False)))
+        merged += int(union_edges(parent, s.astype(np.int64, copy=False),
+                                  d.astype(np.int64, copy=False)))
         scanned += len(s)
-    label = np.empty(n, np.int64)
-    _roots(parent, label)
+    label = forest_labels(parent)
     step = SuperstepStats(superstep=0, active=n, direction="union-find", edges_scanned=scanned,
                           messages_sent=scanned, messages_combined=merged, fused=True)
     return Result(values=label.astype(np.float64), graph=graph, stats=changes.run_stats(

@@ -62,6 +62,7 @@ from graphsys.errors import FormatError, GraphsysError
 from graphsys.execution import Execution
 from graphsys.kernels import repair
 from graphsys.kernels.arrays import flags, old_adjacency, read_only
+from graphsys.kernels.components import forest_labels, labelled_forest, union_edges
 from graphsys.storage.previous import (  # noqa: F401 (read_edges_as_stored re-exported)
     REPAIR_MAX_FRACTION,
     Change,
@@ -130,13 +131,10 @@ def run_stats(name, graph, kwargs, t0, setup, step, method, **more) -> RunStats:
                     method=method, supersteps=[step])
 
 
-def components_repaired(spec, graph, previous, labels, change: Change, kwargs, union_find
+def components_repaired(spec, graph, previous, labels, change: Change, kwargs
                         ) -> Result | str:
     """WCC after ``change`` from the old ``labels`` int64 (one per listed node, each below
-    their count); a string saying why not when the search reaches too far. ``union_find``:
-    :mod:`graphsys.bsp.incremental`'s kernels ``(union(parent, src, dst), roots(parent,
-    out), trees(ids, labels, parent, first))``."""
-    union, roots, trees = union_find
+    their count); a string saying why not when the search reaches too far."""
     t0 = time.perf_counter()
     n = graph.num_nodes()
     known = np.flatnonzero(previous.known)
@@ -170,10 +168,9 @@ def components_repaired(spec, graph, previous, labels, change: Change, kwargs, u
         setup = time.perf_counter() - t0
     parent = np.arange(n, dtype=np.int64)
     has = np.flatnonzero(key >= 0)  # ascending: each tree rooted at its smallest node
-    trees(has, key[has], parent, np.full(int(key.max(initial=-1)) + 1, -1, np.int64))
-    merged = int(union(parent, change.src, change.dst))
-    label = np.empty(n, np.int64)
-    roots(parent, label)
+    labelled_forest(has, key[has], parent, np.full(int(key.max(initial=-1)) + 1, -1, np.int64))
+    merged = int(union_edges(parent, change.src, change.dst))
+    label = forest_labels(parent)
     step = SuperstepStats(superstep=0, active=len(seeds), direction="repair",
                           edges_scanned=int(work) + len(change.src),
                           messages_sent=len(change.src), messages_combined=merged, fused=True)

@@ -49,18 +49,50 @@ def _find(comp, x):
 
 @numba.njit(inline="always")
 def _link(comp, u, v):
+    """Union of the trees of ``u`` and ``v``, the larger root under the smaller: 1 where
+    they were two, else 0."""
     a = _find(comp, u)
     b = _find(comp, v)
     if a < b:
         comp[b] = a
     elif b < a:
         comp[a] = b
+    return 1 if a != b else 0
 
 
 @numba.njit(cache=True, nogil=True)
 def _compress(comp):
     for v in range(comp.shape[0]):
         comp[v] = comp[comp[v]]  # parents precede children: roots are smallest ids
+
+
+@numba.njit(cache=True, nogil=True)
+def labelled_forest(ids, labels, comp, first):
+    """One tree per label in ``comp``, rooted at its smallest id (``ids`` int64 ascend,
+    ``labels`` int64 below ``len(first)``; ``first`` int64 all -1, written): a component
+    labelling made a union-find forest that :func:`union_edges` grows."""
+    for k in range(ids.shape[0]):
+        lab = labels[k]
+        if first[lab] < 0:
+            first[lab] = ids[k]
+        comp[ids[k]] = first[lab]
+
+
+@numba.njit(cache=True, nogil=True)
+def union_edges(comp, src, dst):
+    """Union of the ends of every edge ``src[k] -> dst[k]`` (int64) in the forest ``comp``
+    whose parents precede their children; returns the merges made."""
+    merged = 0
+    for k in range(src.shape[0]):
+        merged += _link(comp, src[k], dst[k])
+    return merged
+
+
+def forest_labels(comp: np.ndarray) -> np.ndarray:
+    """Every vertex's root (its component's smallest id) in the forest ``comp`` of
+    :func:`labelled_forest` and :func:`union_edges`, in place: ``comp`` itself."""
+    _compress(comp)
+    return comp
 
 
 @numba.njit(cache=True, nogil=True)

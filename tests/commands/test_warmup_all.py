@@ -27,7 +27,6 @@ REPO = Path(__file__).resolve().parents[2]
 #: ``graphsys.bsp.kernels.PARALLEL_MIN_ITEMS`` nodes, external-sort ingests,
 #: merged-index rebuilds). Their first use compiles them; the list is a budget, to shrink.
 NOT_WARMED: frozenset[str] = frozenset({
-    "bsp.incremental._find",
     "bsp.kernels_bfs._levels_to_float_parallel",
     "kernels.pagerank_push._deviation",
     "kernels.pagerank_push._spread",
