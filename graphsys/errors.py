@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from numbers import Integral
+import math
+from numbers import Integral, Real
 
 
 class GraphsysError(Exception):
@@ -79,6 +80,36 @@ def check_count(name: str, value, *, minimum: int = 1) -> int:
         raise ParameterError(name, f"must be a {'positive' if minimum else 'non-negative'} "
                                    f"integer, got {value!r}")
     return int(value)
+
+
+def check_real(name: str, value, *, low: float | None = None, high: float | None = None,
+               low_open: bool = False, high_open: bool = False) -> float:
+    """``value`` as a ``float`` when it is a finite real number (NumPy's included, a bool
+    not) within the bounds given (``low <= value <= high``; ``<`` on an open side), else a
+    one-line :class:`ParameterError` naming ``name``; NaN fails every bound.
+
+    >>> check_real("damping", 0.85, low=0, high=1, low_open=True, high_open=True)
+    0.85
+    >>> check_real("tol", float("nan"), low=0, low_open=True)
+    Traceback (most recent call last):
+    ...
+    graphsys.errors.ParameterError: tol must be a finite number > 0, got nan
+    """
+    try:
+        f = float(value) if isinstance(value, Real) and not isinstance(value, bool) else math.nan
+    except OverflowError:  # an int beyond float's range
+        f = math.nan
+    if not (math.isfinite(f) and (low is None or (low < f if low_open else low <= f))
+            and (high is None or (f < high if high_open else f <= high))):
+        if low is not None and high is not None:
+            bound = f" in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+        elif low is not None or high is not None:
+            bound = (f" {'>' if low_open else '>='} {low:g}" if high is None
+                     else f" {'<' if high_open else '<='} {high:g}")
+        else:
+            bound = ""
+        raise ParameterError(name, f"must be a finite number{bound}, got {value!r}")
+    return f
 
 
 def first_bool(values):

@@ -11,7 +11,7 @@ from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
 
 def test_library_error_names_the_parameter_not_a_flag():
-    with pytest.raises(ParameterError, match=r"^tol must be positive and finite, got 0\.0$"):
+    with pytest.raises(ParameterError, match=r"^tol must be a finite number > 0, got 0\.0$"):
         PageRank(tol=0.0)
 
 
@@ -23,7 +23,7 @@ def test_cli_reports_the_flag_that_set_the_parameter(tmp_path, capsys):
     rc = cli.main(["run", "pagerank", str(graph), "--tol", "0"])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2
-    assert err[-1] == "error: --tol must be positive and finite, got 0.0"
+    assert err[-1] == "error: --tol must be a finite number > 0, got 0.0"
     rc = cli.main(["run", "pagerank", str(graph), "--max-iters", "0"])
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
         "error: --max-iters must be a positive integer, got 0")

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from graphsys.device import device_key, resolve_device
-from graphsys.errors import GraphsysError, ParameterError
+from graphsys.errors import GraphsysError, ParameterError, check_real
 from graphsys.gnn.dropout import feature_dropout
 from graphsys.sampling._util import as_seed_array, derive_seed, seed_entropy, serial_kernels
 from graphsys.sampling.base import Sampler, SamplerInput, refuse_times
@@ -566,12 +566,10 @@ class NodeLoader:
         if rank >= world_size:
             raise ParameterError("rank", f"must be < world_size ({world_size}), got {rank}")
         self.rank, self.world_size = int(rank), int(world_size)
-        if not isinstance(input_dropout, (int, float)) or not 0 <= input_dropout < 1:
-            raise ParameterError("input_dropout", f"must be a probability in [0, 1), got "
-                                                  f"{input_dropout!r}")
+        self.input_dropout = check_real("input_dropout", input_dropout, low=0, high=1,
+                                        high_open=True)
         if input_dropout and features is None:
             raise ParameterError("input_dropout", "needs features to drop out")
-        self.input_dropout = float(input_dropout)
         self.features = self._column("features", features, 2)
         self.labels = self._column("labels", labels, 1)
         if isinstance(sampler, DeviceNeighborSampler) and self.device.type == "cuda":

@@ -73,7 +73,7 @@ def test_rejection_keeps_ids_below_n_and_one_node_works():
 
 @pytest.mark.parametrize("kwargs, match", [
     ({"a": 0.6, "b": 0.3, "c": 0.2}, "a \\+ b \\+ c must be <= 1"),
-    ({"a": -0.1}, "a must be >= 0"),
+    ({"a": -0.1}, r"^a must be a finite number in \[0, 1\], got -0.1$"),
     ({"num_nodes": 0}, "num_nodes must be >= 1"),
     ({"num_edges": 0}, "num_edges must be >= 1"),
     ({"seed": -1}, "seed must be >= 0"),

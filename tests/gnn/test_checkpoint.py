@@ -160,9 +160,9 @@ def test_full_disk_during_save_is_one_line_and_leaves_the_old_save(tmp_path, mon
 
 
 @pytest.mark.parametrize("field,value,says", [
-    ("config.dropout", float("nan"), "config.dropout is nan, not a number in [0, 1)"),
-    ("config.hidden_dim", 0, "config.hidden_dim is 0, not an integer >= 1"),
-    ("config.hidden_dim", "64", "config.hidden_dim is '64', not an integer >= 1"),
+    ("config.dropout", float("nan"), "config.dropout must be a finite number in [0, 1), got nan"),
+    ("config.hidden_dim", 0, "config.hidden_dim must be a positive integer, got 0"),
+    ("config.hidden_dim", "64", "config.hidden_dim must be a positive integer, got '64'"),
     ("config.model", "mlp", "config.model is 'mlp', not one of"),
     ("config.extra", 1, "config.extra: not a field of a sage model"),
     ("meta.train_config.weight_decay", -1.0,
