@@ -69,16 +69,25 @@ class ParameterError(GraphsysError):
         self.message = message
 
 
-def check_count(name: str, value, *, minimum: int = 1) -> int:
-    """``value`` as an ``int`` (NumPy integers included) when it is an integer of at least
-    ``minimum`` (1 or 0), else a one-line :class:`ParameterError` naming ``name``.
+def check_count(name: str, value, *, minimum: int = 1, maximum: int | None = None) -> int:
+    """``value`` as an ``int`` (NumPy integers included, a bool not) when it is an integer
+    of at least ``minimum`` and at most ``maximum`` (when given), else a one-line
+    :class:`ParameterError` naming ``name`` (the ceiling is named when it is passed).
 
     >>> check_count("k", 3), check_count("radius", 0, minimum=0)
     (3, 0)
+    >>> check_count("features", 70000, minimum=0, maximum=65536)
+    Traceback (most recent call last):
+    ...
+    graphsys.errors.ParameterError: features must be a non-negative integer <= 65536, got 70000
     """
-    if isinstance(value, bool) or not isinstance(value, Integral) or value < minimum:
-        raise ParameterError(name, f"must be a {'positive' if minimum else 'non-negative'} "
-                                   f"integer, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, Integral) or value < minimum or (
+            maximum is not None and value > maximum):
+        what = {1: "a positive integer", 0: "a non-negative integer"}.get(
+            minimum, f"an integer >= {minimum}")
+        over = maximum is not None and isinstance(value, Integral) and value > maximum
+        raise ParameterError(name, f"must be {what}{f' <= {maximum}' if over else ''}, got "
+                                   f"{value!r}")
     return int(value)
 
 

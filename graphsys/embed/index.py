@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from graphsys.errors import FormatError, GraphsysError, ParameterError, check_real
+from graphsys.errors import FormatError, GraphsysError, ParameterError, check_count, check_real
 from graphsys.storage import file_rules
 from graphsys.storage.atomic import atomic_path, sha256_file, write_bytes_atomic
 from graphsys.storage.lock import writer_lock
@@ -111,11 +111,7 @@ class IndexParams:
             v = getattr(self, name)
             if v is None:
                 continue
-            if isinstance(v, np.integer):
-                v = int(v)
-                setattr(self, name, v)
-            if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
-                raise ParameterError(name, f"must be an integer in [{lo}, {hi}], got {v!r}")
+            setattr(self, name, check_count(name, v, minimum=lo, maximum=hi))
 
 
 def require_faiss():

@@ -35,7 +35,6 @@ for a resumed run the very same graph.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import io
 import json
@@ -162,14 +161,8 @@ def _check_train_config(where: Path, raw: Any, model: str) -> None:
 
     if not isinstance(raw, dict):
         raise FormatError(f"{where}: meta.train_config must be an object")
-    unknown = sorted(set(raw) - {f.name for f in dataclasses.fields(TrainConfig)})
-    if unknown:
-        raise FormatError(f"{where}: meta.train_config.{unknown[0]}: not a training setting")
-    values = dict(raw)
-    if isinstance(values.get("hard_band"), list):
-        values["hard_band"] = tuple(values["hard_band"])
     try:
-        trained = TrainConfig(**values).model
+        trained = TrainConfig.from_dict(raw).model
     except ParameterError as exc:
         raise FormatError(f"{where}: meta.train_config.{exc.parameter} {exc.message}"
                           ) from None

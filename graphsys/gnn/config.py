@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from graphsys.config_values import read_config_file
-from graphsys.errors import ParameterError, check_real
+from graphsys.errors import ParameterError, check_count, check_real
 from graphsys.gnn.full_graph import check_full_graph
 from graphsys.memory import over_budget
 from graphsys.plugins import GNN_MODELS
@@ -107,12 +107,9 @@ def check_choice(name: str, value, choices) -> None:
 def _check_number(name: str, value) -> None:
     """ParameterError unless ``value`` fits :data:`INT_FIELDS` / :data:`FLOAT_FIELDS`."""
     if name in INT_FIELDS:
-        low = INT_FIELDS[name]
-        if isinstance(value, bool) or not isinstance(value, Integral) or value < low or (
-                value >= 2**63):
-            raise ParameterError(name, f"must be an integer >= {low}, got {value!r}")
-        return
-    check_real(name, value, **FLOAT_FIELDS[name])
+        check_count(name, value, minimum=INT_FIELDS[name], maximum=2**63 - 1)
+    else:
+        check_real(name, value, **FLOAT_FIELDS[name])
 
 
 @dataclass
@@ -192,9 +189,7 @@ class RGCNSettings:
             value = getattr(self, name)
             if value is None and name == "num_blocks":
                 continue
-            if isinstance(value, bool) or not isinstance(value, Integral) or value < low:
-                raise ParameterError(f"rgcn.{name}", f"must be an integer >= {low}, got "
-                                                     f"{value!r}")
+            check_count(f"rgcn.{name}", value, minimum=low)
         for name, bounds in (("reg", {}), ("grad_norm", {"low_open": True}),
                              ("max_seconds", {"low_open": True}),
                              ("graph_split", {"low_open": True, "high": 1})):

@@ -110,7 +110,7 @@ def test_no_features():
     ({"num_edges": 10**6}, "p_in = .* must be <= 1"),
     ({"ratio": -1.0}, "ratio must be a finite number >= 0, got -1.0"),
     ({"blocks": 1, "ratio": 0.0}, "no node pair can be linked"),
-    ({"features": -1}, "features must be >= 0"),
+    ({"features": -1}, "features must be a non-negative integer, got -1"),
 ])
 def test_bad_arguments(kwargs, match):
     args = {"num_nodes": 100, "num_edges": 100, **kwargs}

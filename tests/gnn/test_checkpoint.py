@@ -168,7 +168,7 @@ def test_full_disk_during_save_is_one_line_and_leaves_the_old_save(tmp_path, mon
     ("meta.train_config.weight_decay", -1.0,
      "meta.train_config.weight_decay must be a finite number >= 0, got -1.0"),
     ("meta.train_config.lr", "fast", "meta.train_config.lr must be a finite number > 0"),
-    ("meta.train_config.bogus", 3, "meta.train_config.bogus: not a training setting"),
+    ("meta.train_config.bogus", 3, "meta.train_config.bogus is not a GNN training setting"),
     ("config.num_layers", 10 ** 5, "config.num_layers is 100000, more than the 2 tensors"),
     ("meta.train_config.model", "gat", "meta.train_config.model is 'gat', config.model "
                                        "'sage'"),
