@@ -280,27 +280,24 @@ class EmbedConfig:
         for f in dataclasses.fields(self):  # as config_from_dict reads them: np.int32(8) is 8
             setattr(self, f.name, check_type(f.name, getattr(self, f.name), str(f.type)))
 
-        def number(key: str, value: Any, *, allow_zero: bool = False, **bounds) -> None:
+        def number(key: str, value: Any, *, allow_zero=False, integer=False, **bounds) -> None:
             # infinity too: lr or margin inf diverged in the first batch, not here
             try:
-                check_real(key, value, low=0, low_open=not allow_zero, **bounds)
-            except ParameterError as exc:
-                raise ConfigError(f"{key}: {exc.message}") from None
-
-        def integer(key: str, value: Any, *, allow_zero: bool = False) -> None:
-            try:
-                check_count(key, value, minimum=0 if allow_zero else 1)
+                if integer:
+                    check_count(key, value, minimum=0 if allow_zero else 1)
+                else:
+                    check_real(key, value, low=0, low_open=not allow_zero, **bounds)
             except ParameterError as exc:
                 raise ConfigError(f"{key}: {exc.message}") from None
 
         for key in ("dimension", "num_epochs", "batch_size", "workers", "batches_per_step",
                     "eval_num_uniform_negs", "eval_full_max_candidates"):
-            integer(key, getattr(self, key))
+            number(key, getattr(self, key), integer=True)
         for key in ("num_batch_negs", "num_uniform_negs", "seed"):
-            integer(key, getattr(self, key), allow_zero=True)
+            number(key, getattr(self, key), allow_zero=True, integer=True)
         for key in ("num_partitions", "buffer_partitions"):
             if getattr(self, key) is not None:
-                integer(key, getattr(self, key))
+                number(key, getattr(self, key), integer=True)
         for key in ("lr", "init_scale"):
             number(key, getattr(self, key))
         for key in ("margin", "regularization_coef", "relation_prediction_weight"):
@@ -346,7 +343,7 @@ class EmbedConfig:
                                   f"(known: {', '.join(OPERATORS.names())})")
             number(f"{where}.weight", rel.weight, allow_zero=True)
         for name, ent in self.entities.items():
-            integer(f"entities.{name}.num_partitions", ent.num_partitions)
+            number(f"entities.{name}.num_partitions", ent.num_partitions, integer=True)
         ops = {self.operator} | {r.operator for r in self.relations if r.operator}
         if "complex_diagonal" in ops and self.dimension % 2:
             raise ConfigError(f"dimension: complex_diagonal needs an even dimension, got "
