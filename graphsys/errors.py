@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from numbers import Integral
+import math
+from numbers import Integral, Real
 
 
 class GraphsysError(Exception):
@@ -68,17 +69,56 @@ class ParameterError(GraphsysError):
         self.message = message
 
 
-def check_count(name: str, value, *, minimum: int = 1) -> int:
-    """``value`` as an ``int`` (NumPy integers included) when it is an integer of at least
-    ``minimum`` (1 or 0), else a one-line :class:`ParameterError` naming ``name``.
+def check_count(name: str, value, *, minimum: int = 1, maximum: int | None = None) -> int:
+    """``value`` as an ``int`` (NumPy integers included, a bool not) when it is an integer
+    of at least ``minimum`` and at most ``maximum`` (when given), else a one-line
+    :class:`ParameterError` naming ``name`` (the ceiling is named when it is passed).
 
     >>> check_count("k", 3), check_count("radius", 0, minimum=0)
     (3, 0)
+    >>> check_count("features", 70000, minimum=0, maximum=65536)
+    Traceback (most recent call last):
+    ...
+    graphsys.errors.ParameterError: features must be a non-negative integer <= 65536, got 70000
     """
-    if isinstance(value, bool) or not isinstance(value, Integral) or value < minimum:
-        raise ParameterError(name, f"must be a {'positive' if minimum else 'non-negative'} "
-                                   f"integer, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, Integral) or value < minimum or (
+            maximum is not None and value > maximum):
+        what = {1: "a positive integer", 0: "a non-negative integer"}.get(
+            minimum, f"an integer >= {minimum}")
+        over = maximum is not None and isinstance(value, Integral) and value > maximum
+        raise ParameterError(name, f"must be {what}{f' <= {maximum}' if over else ''}, got "
+                                   f"{value!r}")
     return int(value)
+
+
+def check_real(name: str, value, *, low: float | None = None, high: float | None = None,
+               low_open: bool = False, high_open: bool = False) -> float:
+    """``value`` as a ``float`` when it is a finite real number (NumPy's included, a bool
+    not) within the bounds given (``low <= value <= high``; ``<`` on an open side), else a
+    one-line :class:`ParameterError` naming ``name``; NaN fails every bound.
+
+    >>> check_real("damping", 0.85, low=0, high=1, low_open=True, high_open=True)
+    0.85
+    >>> check_real("tol", float("nan"), low=0, low_open=True)
+    Traceback (most recent call last):
+    ...
+    graphsys.errors.ParameterError: tol must be a finite number > 0, got nan
+    """
+    try:
+        f = float(value) if isinstance(value, Real) and not isinstance(value, bool) else math.nan
+    except OverflowError:  # an int beyond float's range
+        f = math.nan
+    if not (math.isfinite(f) and (low is None or (low < f if low_open else low <= f))
+            and (high is None or (f < high if high_open else f <= high))):
+        if low is not None and high is not None:
+            bound = f" in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+        elif low is not None or high is not None:
+            bound = (f" {'>' if low_open else '>='} {low:g}" if high is None
+                     else f" {'<' if high_open else '<='} {high:g}")
+        else:
+            bound = ""
+        raise ParameterError(name, f"must be a finite number{bound}, got {value!r}")
+    return f
 
 
 def first_bool(values):

@@ -21,12 +21,11 @@ answered 0.0 before warn (``DeprecationWarning``) when they now answer NaN.
 from __future__ import annotations
 
 import warnings
-from numbers import Integral
 
 import numpy as np
 import torch
 
-from graphsys.errors import ParameterError
+from graphsys.errors import ParameterError, check_count
 
 
 def _tensor(x) -> torch.Tensor:
@@ -198,9 +197,7 @@ def protocol(negatives: int | None = None, *, filtered: bool = True,
 def _cut_off(k) -> int:
     """``k`` of a hits@K or recall@K: an integer >= 1 (1.5 counted a tie at rank 1.5 as a
     hit, True was read as 1, NaN or "3" raised raw errors); ParameterError otherwise."""
-    if isinstance(k, (bool, np.bool_)) or not isinstance(k, Integral) or k < 1:
-        raise ParameterError("k", f"must be an integer >= 1, got {k!r}")
-    return int(k)
+    return check_count("k", k)
 
 
 def mrr(ranks) -> float:

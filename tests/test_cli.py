@@ -11,7 +11,7 @@ from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
 
 def test_library_error_names_the_parameter_not_a_flag():
-    with pytest.raises(ParameterError, match=r"^tol must be positive and finite, got 0\.0$"):
+    with pytest.raises(ParameterError, match=r"^tol must be a finite number > 0, got 0\.0$"):
         PageRank(tol=0.0)
 
 
@@ -23,7 +23,7 @@ def test_cli_reports_the_flag_that_set_the_parameter(tmp_path, capsys):
     rc = cli.main(["run", "pagerank", str(graph), "--tol", "0"])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2
-    assert err[-1] == "error: --tol must be positive and finite, got 0.0"
+    assert err[-1] == "error: --tol must be a finite number > 0, got 0.0"
     rc = cli.main(["run", "pagerank", str(graph), "--max-iters", "0"])
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
         "error: --max-iters must be a positive integer, got 0")
@@ -48,10 +48,13 @@ def test_parameter_without_a_flag_keeps_its_library_name():
     (["profile", "pagerank", "{g}", "--ranks", "0"],
      "error: --ranks must be a positive integer, got 0"),
     (["profile", "bfs", "{g}"], "error: --source is needed by bfs: give a node id"),
+    *[([cmd, "bfs", "{g}", "--source", "x"], "error: --source: 'x' is not an integer node id "
+                                              "(the graph's ids are integers)")
+      for cmd in ("run", "profile")],
     (["gnn", "train", "--graph", "{g}", "--epochs", "0"],
-     "error: --epochs must be an integer >= 1, got 0"),
+     "error: --epochs must be a positive integer, got 0"),
     (["gnn", "train", "--graph", "{g}", "--workers", "-1"],
-     "error: --workers must be an integer >= 0, got -1"),
+     "error: --workers must be a non-negative integer, got -1"),
     (["gnn", "train", "--graph", "{g}", "--lr", "0"],
      "error: --lr must be a finite number > 0, got 0.0"),
     (["run", "pagerank", "{g}", "--device", "tpu"],

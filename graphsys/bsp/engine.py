@@ -26,7 +26,6 @@ import numpy as np
 
 from graphsys import openmp
 from graphsys.bsp import checks
-from graphsys.bsp.algorithms.common import check_number
 from graphsys.bsp.device_stream import check_budget
 from graphsys.bsp.docstrings import ENGINE_OPTIONS, cite, document_options, fill_doc
 from graphsys.bsp.edges import DENSE_DIVISOR, MemoryEdges
@@ -37,7 +36,7 @@ from graphsys.bsp.stats import RunStats, SuperstepStats, disk_read_bytes
 from graphsys.bsp.stream import DistributedEdges, StreamEdges
 from graphsys.device import HOST, as_torch, host_array, resolve_lazily
 from graphsys.distributed import initialized, local_cuda_device
-from graphsys.errors import GraphsysError, ParameterError, check_count, check_flag
+from graphsys.errors import GraphsysError, ParameterError, check_count, check_flag, check_real
 from graphsys.execution import Execution, with_threads
 from graphsys.progress import display
 from graphsys.trace import trace_range
@@ -333,7 +332,7 @@ def _check_run(graph, program: VertexProgram, schedule: str, max_iters, device_b
     one_type(graph, "the BSP engine")
     program.check()
     return (max_iters, check_flag("fuse", fuse), check_count("readahead", readahead, minimum=0),
-            check_number(dense_divisor, "dense_divisor"))
+            check_real("dense_divisor", dense_divisor, low=0, low_open=True))
 
 
 def _host_run(program: VertexProgram, backend: str, mode: str, distributed: bool,

@@ -26,7 +26,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from graphsys.commands._common import emit_json, show_progress
-from graphsys.errors import GraphsysError
+from graphsys.errors import GraphsysError, check_real
 from graphsys.generators import (
     edge_schema,
     grid_edges,
@@ -38,7 +38,7 @@ from graphsys.generators import (
     write_nodes,
     write_split_edges,
 )
-from graphsys.generators._validate import check_float, check_int, check_seed
+from graphsys.generators._validate import check_int, check_seed
 from graphsys.generators.grid import default_grid_edges
 from graphsys.generators.kg import check_fractions
 from graphsys.generators.rmat import RNG_BLOCK_EDGES, check_rmat_params
@@ -147,7 +147,7 @@ def _number(text: str, option: str, **bounds) -> float:
         value = float(text)
     except ValueError:
         raise GraphsysError(f"{option} must be a number, got {text!r}") from None
-    return check_float(value, option, **bounds)
+    return check_real(option, value, **bounds)
 
 
 def _outputs_free(paths: list[Path], overwrite: bool) -> None:
@@ -186,7 +186,7 @@ def _rmat(args, nodes: int, edges: int | None, seed: int, chunk: int) -> dict:
 
 def _grid(args, nodes: int, edges: int | None, seed: int, chunk: int) -> dict:
     low, high = _floats(args.weight_range, "--weight-range", 2)
-    drop = _number(args.drop, "--drop", minimum=0.0, maximum=1.0)
+    drop = _number(args.drop, "--drop", low=0, high=1, high_open=True)
     stream = grid_edges(nodes, edges, seed=seed, weight_range=(low, high), drop=drop,
                         chunk_edges=chunk)
     total = default_grid_edges(nodes, drop) if edges is None else edges
@@ -199,9 +199,9 @@ def _grid(args, nodes: int, edges: int | None, seed: int, chunk: int) -> dict:
 def _sbm(args, nodes: int, edges: int | None, seed: int, chunk: int) -> dict:
     model = sbm(nodes, 5 * nodes if edges is None else edges,
                 blocks=parse_count(args.blocks, "--blocks"),
-                ratio=_number(args.ratio, "--ratio", minimum=0.0),
+                ratio=_number(args.ratio, "--ratio", low=0),
                 features=parse_count(args.features, "--features"),
-                feature_noise=_number(args.feature_noise, "--feature-noise", minimum=0.0),
+                feature_noise=_number(args.feature_noise, "--feature-noise", low=0),
                 seed=seed)
     node_path = node_table_path(args.out)
     _outputs_free([args.out, node_path], args.overwrite)

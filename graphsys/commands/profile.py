@@ -42,6 +42,7 @@ from graphsys.commands._common import (
     emit_json,
     show_progress,
     trace_path,
+    typed_ids,
 )
 from graphsys.errors import GraphsysError, check_count
 from graphsys.plugins import ALGORITHMS
@@ -173,11 +174,10 @@ def run(args) -> int:
         gnn_config = train_config_from_overrides(model + args.overrides, GNN_DEFAULTS)
     source = None
     if args.source is not None:
-        from graphsys.commands.run import _parse_source
         from graphsys.storage.graph import open_graph
 
         graph = open_graph(graph)
-        source = _parse_source(graph, args.source)
+        source = typed_ids(graph, [args.source], "--source")[0]
     _check_bsp_flags(args)
     from graphsys.memory import PeakMemory
 

@@ -20,7 +20,14 @@ import sys
 import warnings
 from pathlib import Path
 
-from graphsys.commands._common import add_time_args, add_trace_arg, emit_json, graph_arg, trace_path
+from graphsys.commands._common import (
+    add_time_args,
+    add_trace_arg,
+    emit_json,
+    graph_arg,
+    trace_path,
+    typed_ids,
+)
 from graphsys.errors import ConvergenceWarning, GraphsysError, check_count
 from graphsys.plugins import ALGORITHMS
 
@@ -156,7 +163,7 @@ def run(args) -> int:
                      "the BSP engine")
     graph.verify_hashes = not args.no_verify
     kwargs = _engine_kwargs(args, parameters, str(device), distributed)
-    source = _parse_source(graph, args.source) if needs_source else None
+    source = typed_ids(graph, [args.source], "--source")[0] if needs_source else None
     init = _previous_result(args, spec, graph, source, out, kwargs)
     unread = init if isinstance(init, str) else None  # why the --out file was not read
     init = None if unread else init
@@ -392,14 +399,3 @@ def _user_program(args):
         return run_program(graph, program, **kwargs)
 
     return func
-
-
-def _parse_source(graph, text: str):
-    """The --source text as the graph's id type (int64 ids: an integer)."""
-    if graph.manifest.entity_types[graph.entity_types[0]].id_type == "int64":
-        try:
-            return int(text)
-        except ValueError:
-            raise GraphsysError(f"--source {text!r}: node ids of this graph are integers"
-                                ) from None
-    return text

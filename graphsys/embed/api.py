@@ -75,7 +75,7 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
     >>> load_config(overrides=["lr=-1"])
     Traceback (most recent call last):
     ...
-    graphsys.errors.ConfigError: lr: must be a positive number, got -1.0
+    graphsys.errors.ConfigError: lr: must be a finite number > 0, got -1.0
 
     References
     ----------

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import re
 import textwrap
 from dataclasses import dataclass, field
@@ -26,7 +25,7 @@ from typing import Any
 from graphsys.config_values import check_type, parse_value, plain, read_config_file
 from graphsys.device import DEVICES
 from graphsys.embed.model import COMPARATORS, LOSSES, OPERATORS
-from graphsys.errors import ConfigError, GraphsysError, ParameterError
+from graphsys.errors import ConfigError, GraphsysError, ParameterError, check_count, check_real
 from graphsys.units import parse_size
 
 BUCKET_ORDERS = ("inside_out", "outside_in", "random", "affinity", "buffer")
@@ -281,37 +280,32 @@ class EmbedConfig:
         for f in dataclasses.fields(self):  # as config_from_dict reads them: np.int32(8) is 8
             setattr(self, f.name, check_type(f.name, getattr(self, f.name), str(f.type)))
 
-        def positive(key: str, value: Any, *, allow_zero: bool = False) -> None:
+        def number(key: str, value: Any, *, allow_zero=False, integer=False, **bounds) -> None:
             # infinity too: lr or margin inf diverged in the first batch, not here
-            if not isinstance(value, (int, float)) or isinstance(value, bool) or not (
-                    value >= 0 if allow_zero else value > 0) or not math.isfinite(value):
-                need = "a non-negative" if allow_zero else "a positive"
-                raise ConfigError(f"{key}: must be {need} number, got {value!r}")
-
-        def integer(key: str, value: Any, *, allow_zero: bool = False) -> None:
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise ConfigError(f"{key}: must be an integer, got {value!r}")
-            positive(key, value, allow_zero=allow_zero)
+            try:
+                if integer:
+                    check_count(key, value, minimum=0 if allow_zero else 1)
+                else:
+                    check_real(key, value, low=0, low_open=not allow_zero, **bounds)
+            except ParameterError as exc:
+                raise ConfigError(f"{key}: {exc.message}") from None
 
         for key in ("dimension", "num_epochs", "batch_size", "workers", "batches_per_step",
                     "eval_num_uniform_negs", "eval_full_max_candidates"):
-            integer(key, getattr(self, key))
+            number(key, getattr(self, key), integer=True)
         for key in ("num_batch_negs", "num_uniform_negs", "seed"):
-            integer(key, getattr(self, key), allow_zero=True)
+            number(key, getattr(self, key), allow_zero=True, integer=True)
         for key in ("num_partitions", "buffer_partitions"):
             if getattr(self, key) is not None:
-                integer(key, getattr(self, key))
+                number(key, getattr(self, key), integer=True)
         for key in ("lr", "init_scale"):
-            positive(key, getattr(self, key))
+            number(key, getattr(self, key))
         for key in ("margin", "regularization_coef", "relation_prediction_weight"):
-            positive(key, getattr(self, key), allow_zero=True)
+            number(key, getattr(self, key), allow_zero=True)
         for key in ("relation_lr", "max_norm"):
             if getattr(self, key) is not None:
-                positive(key, getattr(self, key))
-        positive("degree_neg_fraction", self.degree_neg_fraction, allow_zero=True)
-        if self.degree_neg_fraction > 1:
-            raise ConfigError(f"degree_neg_fraction: must be in [0, 1], got "
-                              f"{self.degree_neg_fraction!r}")
+                number(key, getattr(self, key))
+        number("degree_neg_fraction", self.degree_neg_fraction, allow_zero=True, high=1)
         for key, reg in (("operator", OPERATORS), ("comparator", COMPARATORS),
                          ("loss_fn", LOSSES)):
             value = getattr(self, key)
@@ -347,9 +341,9 @@ class EmbedConfig:
             if rel.operator is not None and rel.operator not in OPERATORS:
                 raise ConfigError(f"{where}.operator: unknown operator {rel.operator!r} "
                                   f"(known: {', '.join(OPERATORS.names())})")
-            positive(f"{where}.weight", rel.weight, allow_zero=True)
+            number(f"{where}.weight", rel.weight, allow_zero=True)
         for name, ent in self.entities.items():
-            integer(f"entities.{name}.num_partitions", ent.num_partitions)
+            number(f"entities.{name}.num_partitions", ent.num_partitions, integer=True)
         ops = {self.operator} | {r.operator for r in self.relations if r.operator}
         if "complex_diagonal" in ops and self.dimension % 2:
             raise ConfigError(f"dimension: complex_diagonal needs an even dimension, got "

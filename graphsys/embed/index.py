@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from graphsys.errors import FormatError, GraphsysError, ParameterError
+from graphsys.errors import FormatError, GraphsysError, ParameterError, check_count, check_real
 from graphsys.storage import file_rules
 from graphsys.storage.atomic import atomic_path, sha256_file, write_bytes_atomic
 from graphsys.storage.lock import writer_lock
@@ -106,18 +106,12 @@ class IndexParams:
                 if getattr(self, name) != getattr(IndexParams, name):
                     raise ParameterError(name, f"is a setting of {owner} indexes, not of "
                                                f"{kind}")
-        t = self.target_recall
-        if isinstance(t, bool) or not isinstance(t, int | float) or not 0.0 < t <= 1.0:
-            raise ParameterError("target_recall", f"must be a number in (0, 1], got {t!r}")
+        check_real("target_recall", self.target_recall, low=0, high=1, low_open=True)
         for name, (lo, hi) in self.LIMITS.items():
             v = getattr(self, name)
             if v is None:
                 continue
-            if isinstance(v, np.integer):
-                v = int(v)
-                setattr(self, name, v)
-            if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
-                raise ParameterError(name, f"must be an integer in [{lo}, {hi}], got {v!r}")
+            setattr(self, name, check_count(name, v, minimum=lo, maximum=hi))
 
 
 def require_faiss():

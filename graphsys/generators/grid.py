@@ -24,9 +24,9 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from graphsys.errors import ParameterError
+from graphsys.errors import ParameterError, check_real
 from graphsys.generators._random import Chunk, block_rng, rechunk, stratified_quota
-from graphsys.generators._validate import check_float, check_int, check_seed
+from graphsys.generators._validate import check_int, check_seed
 
 DEFAULT_DROP = 0.2
 DEFAULT_WEIGHT_RANGE = (1.0, 10.0)
@@ -113,9 +113,7 @@ def grid_edges(num_nodes: int, num_edges: int | None = None, *, seed: int = 0,
     num_nodes = check_int(num_nodes, "num_nodes", minimum=2)
     seed = check_seed(seed)
     chunk_edges = check_int(chunk_edges, "chunk_edges")
-    drop = check_float(drop, "drop", minimum=0.0, maximum=1.0)
-    if drop >= 1.0:
-        raise ParameterError("drop", f"must be < 1, got {drop:g}")
+    drop = check_real("drop", drop, low=0, high=1, high_open=True)
     low, high = _check_weight_range(weight_range)
     limit = max_grid_edges(num_nodes)
     if num_edges is None:
@@ -136,9 +134,9 @@ def _check_weight_range(weight_range: tuple[float, float]) -> tuple[float, float
             "weight_range", f"must be a (low, high) pair, got {weight_range!r}") from None
     f32 = np.finfo(np.float32)  # weights are float32: no zero, no inf from a diagonal's
     try:                        # sqrt(2) (the ingest refuses both, named by line)
-        low = check_float(low, "low", minimum=0.0, strict_minimum=True)
-        high = check_float(high, "high", minimum=low,
-                           maximum=float(f32.max) / math.sqrt(2.0) * (1 - 1e-6))
+        low = check_real("low", low, low=0, low_open=True)
+        high = check_real("high", high, low=low,
+                          high=float(f32.max) / math.sqrt(2.0) * (1 - 1e-6))
         if low < float(f32.tiny):
             raise ParameterError("low", f"must be at least {float(f32.tiny):.3g} (the "
                                         f"smallest normal float32), got {low:g}")

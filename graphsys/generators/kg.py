@@ -26,7 +26,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from graphsys.errors import GraphsysError, ParameterError
+from graphsys.errors import GraphsysError, ParameterError, check_real
 from graphsys.generators._random import (
     Chunk,
     IdPermutation,
@@ -35,7 +35,7 @@ from graphsys.generators._random import (
     rechunk,
     stratified_quota,
 )
-from graphsys.generators._validate import check_float, check_int, check_seed
+from graphsys.generators._validate import check_int, check_seed
 
 DEFAULT_RELATIONS = 10
 DEFAULT_CLUSTER_SIZE = 4
@@ -119,7 +119,7 @@ def check_fractions(fractions: Sequence[float], name: str = "fractions") -> tupl
     if isinstance(fractions, (str, bytes)) or not hasattr(fractions, "__len__") or len(
             fractions) != 3:  # None or 5 raised a raw TypeError (no len())
         raise ParameterError(name, f"must be three numbers train,valid,test, got {fractions!r}")
-    values = tuple(check_float(f, name, minimum=0.0, maximum=1.0) for f in fractions)
+    values = tuple(check_real(name, f, low=0, high=1) for f in fractions)
     if abs(sum(values) - 1.0) > 1e-6:
         raise ParameterError(name, f"must sum to 1, got {sum(values):g}")
     if values[0] <= 0:

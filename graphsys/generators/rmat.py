@@ -26,9 +26,9 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from graphsys.errors import GraphsysError
+from graphsys.errors import GraphsysError, check_real
 from graphsys.generators._random import Chunk, IdPermutation, block_rng, rechunk
-from graphsys.generators._validate import check_float, check_int, check_seed
+from graphsys.generators._validate import check_int, check_seed
 
 DEFAULT_A, DEFAULT_B, DEFAULT_C = 0.57, 0.19, 0.19
 #: Default rows per yielded chunk (4,194,304 edges = 64 MiB of int64 ``src`` + ``dst``).
@@ -42,9 +42,9 @@ _MAX_REJECTION_ROUNDS = 1000
 
 def check_rmat_params(a: float, b: float, c: float) -> tuple[float, float, float, float]:
     """Validate the quadrant probabilities; return ``(a, b, c, d)``."""
-    a = check_float(a, "a", minimum=0.0, maximum=1.0)
-    b = check_float(b, "b", minimum=0.0, maximum=1.0)
-    c = check_float(c, "c", minimum=0.0, maximum=1.0)
+    a = check_real("a", a, low=0, high=1)
+    b = check_real("b", b, low=0, high=1)
+    c = check_real("c", c, low=0, high=1)
     if a + b + c > 1.0 + 1e-9:
         raise GraphsysError(f"a + b + c must be <= 1 (d = 1 - a - b - c), got "
                             f"{a:g} + {b:g} + {c:g} = {a + b + c:g}")

@@ -25,9 +25,9 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from graphsys.errors import GraphsysError, ParameterError
+from graphsys.errors import GraphsysError, ParameterError, check_real
 from graphsys.generators._random import Chunk, IdPermutation, block_rng, largest_remainder, rechunk
-from graphsys.generators._validate import check_float, check_int, check_seed
+from graphsys.generators._validate import check_int, check_seed
 
 DEFAULT_BLOCKS = 4
 DEFAULT_RATIO = 10.0
@@ -108,9 +108,9 @@ def sbm(num_nodes: int, num_edges: int, *, blocks: int = DEFAULT_BLOCKS,
         num_nodes=check_int(num_nodes, "num_nodes"),
         num_edges=check_int(num_edges, "num_edges"),
         blocks=check_int(blocks, "blocks"),
-        ratio=check_float(ratio, "ratio", minimum=0.0),
+        ratio=check_real("ratio", ratio, low=0),
         features=check_int(features, "features", minimum=0, maximum=1 << 16),
-        feature_noise=check_float(feature_noise, "feature_noise", minimum=0.0),
+        feature_noise=check_real("feature_noise", feature_noise, low=0),
         train_per_class=check_int(train_per_class, "train_per_class", minimum=0),
         num_val=check_int(num_val, "num_val", minimum=0),
         num_test=check_int(num_test, "num_test", minimum=0),

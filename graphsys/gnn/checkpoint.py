@@ -35,11 +35,9 @@ for a resumed run the very same graph.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import io
 import json
-import math
 import re
 import shutil
 from pathlib import Path
@@ -48,7 +46,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from graphsys.errors import FormatError, GraphsysError, ParameterError
+from graphsys.errors import FormatError, GraphsysError, ParameterError, check_count, check_real
 from graphsys.storage import file_rules
 from graphsys.storage.atomic import fsync_path, make_directory, write_bytes_atomic
 from graphsys.storage.identity import check_nodes, check_record, node_record
@@ -85,8 +83,8 @@ def _check_rgcn_config(where: Path, config: dict[str, Any]) -> None:
         raise FormatError(f"{where}: config.num_nodes must map entity types to node counts")
     for key, low in (("num_relations", 1), ("hidden", 1), ("num_layers", 1),
                      ("num_blocks", 0), ("num_bases", 0)):
-        _check_int(where, key, config[key], low)
-    _check_dropout(where, config["dropout"])
+        _check_value(where, key, config[key], low)
+    _check_value(where, "dropout", config["dropout"])
 
 
 def _check_temporal_config(where: Path, config: dict[str, Any]) -> None:
@@ -103,7 +101,7 @@ def _check_temporal_config(where: Path, config: dict[str, Any]) -> None:
         lows["num_layers"] = 1
     _check_fields(where, set(config), {"model", *lows}, f"a {config['model']} model")
     for key, low in lows.items():
-        _check_int(where, key, config[key], low)
+        _check_value(where, key, config[key], low)
 
 
 def _check_fields(where: Path, got: set, want: set, model: str) -> None:
@@ -114,15 +112,16 @@ def _check_fields(where: Path, got: set, want: set, model: str) -> None:
         raise FormatError(f"{where}: config.{odd} {what}")
 
 
-def _check_int(where: Path, key: str, value: Any, low: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise FormatError(f"{where}: config.{key} is {value!r}, not an integer >= {low}")
-
-
-def _check_dropout(where: Path, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-            math.isfinite(value) and 0 <= value < 1):
-        raise FormatError(f"{where}: config.dropout is {value!r}, not a number in [0, 1)")
+def _check_value(where: Path, key: str, value: Any, low: int = 1) -> None:
+    """FormatError naming ``config.<key>`` of ``where`` unless ``value`` is an integer >=
+    ``low`` (1 or 0) or, for ``dropout``, a finite number in [0, 1)."""
+    try:
+        if key == "dropout":
+            check_real("config.dropout", value, low=0, high=1, high_open=True)
+        else:
+            check_count(f"config.{key}", value, minimum=low)
+    except ParameterError as exc:
+        raise FormatError(f"{where}: {exc}") from None
 
 
 def _check_model_config(where: Path, config: dict[str, Any]) -> None:
@@ -145,10 +144,8 @@ def _check_model_config(where: Path, config: dict[str, Any]) -> None:
     for key, value in config.items():
         if key == "model":
             continue
-        if key == "dropout":
-            _check_dropout(where, value)
-        elif key in _MODEL_INTS or not builtin:
-            _check_int(where, key, value, 1)
+        if key == "dropout" or key in _MODEL_INTS or not builtin:
+            _check_value(where, key, value)
         else:
             raise FormatError(f"{where}: config.{key}: not a field of a {model} model")
     missing = [k for k in (*_MODEL_INTS, "dropout") if builtin and k not in config]
@@ -164,14 +161,8 @@ def _check_train_config(where: Path, raw: Any, model: str) -> None:
 
     if not isinstance(raw, dict):
         raise FormatError(f"{where}: meta.train_config must be an object")
-    unknown = sorted(set(raw) - {f.name for f in dataclasses.fields(TrainConfig)})
-    if unknown:
-        raise FormatError(f"{where}: meta.train_config.{unknown[0]}: not a training setting")
-    values = dict(raw)
-    if isinstance(values.get("hard_band"), list):
-        values["hard_band"] = tuple(values["hard_band"])
     try:
-        trained = TrainConfig(**values).model
+        trained = TrainConfig.from_dict(raw).model
     except ParameterError as exc:
         raise FormatError(f"{where}: meta.train_config.{exc.parameter} {exc.message}"
                           ) from None

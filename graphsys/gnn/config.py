@@ -6,14 +6,13 @@ style); :func:`load_train_config` reads one from a TOML or JSON file."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, fields, replace
 from numbers import Integral, Real
 from pathlib import Path
 from typing import Any
 
 from graphsys.config_values import read_config_file
-from graphsys.errors import ParameterError
+from graphsys.errors import ParameterError, check_count, check_real
 from graphsys.gnn.full_graph import check_full_graph
 from graphsys.memory import over_budget
 from graphsys.plugins import GNN_MODELS
@@ -85,11 +84,10 @@ INT_FIELDS = {"hidden": 1, "epochs": 1, "batch_size": 1, "patience": 1, "eval_ev
               "prefetch": 1, "heads": 1, "batches_per_epoch": 1, "num_workers": 0, "seed": 0,
               "num_traversals": 1, "num_random_walks": 1, "num_negatives": 1,
               "hard_negatives": 0}
-#: Real fields and their range: (low, high, whether high itself is allowed); every one
-#: finite
-FLOAT_FIELDS = {"lr": (0.0, math.inf, False), "weight_decay": (0.0, math.inf, False),
-                "dropout": (0.0, 1.0, False), "termination_prob": (0.0, 1.0, True),
-                "margin": (0.0, math.inf, False)}
+#: Real fields and their bounds (:func:`~graphsys.errors.check_real`'s); every one finite
+FLOAT_FIELDS = {"lr": {"low": 0, "low_open": True}, "weight_decay": {"low": 0},
+                "dropout": {"low": 0, "high": 1, "high_open": True},
+                "termination_prob": {"low": 0, "high": 1}, "margin": {"low": 0}}
 
 
 def _fanout_list(values) -> bool:
@@ -109,23 +107,9 @@ def check_choice(name: str, value, choices) -> None:
 def _check_number(name: str, value) -> None:
     """ParameterError unless ``value`` fits :data:`INT_FIELDS` / :data:`FLOAT_FIELDS`."""
     if name in INT_FIELDS:
-        low = INT_FIELDS[name]
-        if isinstance(value, bool) or not isinstance(value, Integral) or value < low or (
-                value >= 2**63):
-            raise ParameterError(name, f"must be an integer >= {low}, got {value!r}")
-        return
-    low, high, closed = FLOAT_FIELDS[name]
-    ok = (not isinstance(value, bool) and isinstance(value, Real)
-          and math.isfinite(value) and value >= low and (value <= high if closed
-                                                          else value < high)
-          and (value > 0 or name != "lr"))
-    if not ok:
-        if name == "lr":
-            raise ParameterError(name, f"must be a finite number > 0, got {value!r}")
-        bound = f"[{low:g}, {high:g}{']' if closed else ')'}" if math.isfinite(high) else (
-            f">= {low:g}")
-        raise ParameterError(name, f"must be a finite number {'in ' if '[' in bound else ''}"
-                                   f"{bound}, got {value!r}")
+        check_count(name, value, minimum=INT_FIELDS[name], maximum=2**63 - 1)
+    else:
+        check_real(name, value, **FLOAT_FIELDS[name])
 
 
 @dataclass
@@ -205,23 +189,12 @@ class RGCNSettings:
             value = getattr(self, name)
             if value is None and name == "num_blocks":
                 continue
-            if isinstance(value, bool) or not isinstance(value, Integral) or value < low:
-                raise ParameterError(f"rgcn.{name}", f"must be an integer >= {low}, got "
-                                                     f"{value!r}")
-        for name, low, closed in (("reg", 0.0, True), ("grad_norm", 0.0, False),
-                                  ("max_seconds", 0.0, False)):
-            value = getattr(self, name)
-            if value is None and name == "max_seconds":
-                continue
-            if (isinstance(value, bool) or not isinstance(value, Real)
-                    or not math.isfinite(value) or value < low or (value == low and not closed)):
-                raise ParameterError(f"rgcn.{name}", f"must be a finite number "
-                                                     f"{'>=' if closed else '>'} {low:g}, got "
-                                                     f"{value!r}")
-        if (isinstance(self.graph_split, bool) or not isinstance(self.graph_split, Real)
-                or not 0.0 < self.graph_split <= 1.0):
-            raise ParameterError("rgcn.graph_split", f"must be in (0, 1], got "
-                                                     f"{self.graph_split!r}")
+            check_count(f"rgcn.{name}", value, minimum=low)
+        for name, bounds in (("reg", {}), ("grad_norm", {"low_open": True}),
+                             ("max_seconds", {"low_open": True}),
+                             ("graph_split", {"low_open": True, "high": 1})):
+            if getattr(self, name) is not None or name != "max_seconds":
+                check_real(f"rgcn.{name}", getattr(self, name), low=0, **bounds)
         if self.num_blocks and self.num_bases:
             raise ParameterError("rgcn.num_bases", "give num_blocks or num_bases, not both")
         check_choice("rgcn.norm", self.norm, RGCN_NORMS)
@@ -740,10 +713,8 @@ class TrainConfig:
                                                f"temporal-link, whose split is by time "
                                                f"(link_val_fraction and link_test_fraction, "
                                                f"or valid_from and test_from)")
-        for name in ("link_val_fraction", "link_test_fraction"):
-            value = getattr(self, name)     # a string or None raised a raw TypeError
-            if isinstance(value, bool) or not isinstance(value, Real) or not 0 <= value < 1:
-                raise ParameterError(name, f"must be in [0, 1), got {getattr(self, name)}")
+        for name in ("link_val_fraction", "link_test_fraction"):  # None: a raw TypeError
+            check_real(name, getattr(self, name), low=0, high=1, high_open=True)
         if self.link_val_fraction + self.link_test_fraction >= 1:
             raise ParameterError("link_test_fraction", "plus link_val_fraction must be < 1, "
                                                        f"got {self.link_test_fraction} + "

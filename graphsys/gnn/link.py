@@ -32,7 +32,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from graphsys.errors import GraphsysError, ParameterError
+from graphsys.errors import GraphsysError, ParameterError, check_real
 from graphsys.gnn.config import LINK_DECODERS, check_choice
 from graphsys.ranking import auc, group_positions, rank_metrics, ranks, recall_at_k
 from graphsys.sampling._util import seed_entropy
@@ -83,9 +83,7 @@ def split_edges(num_edges: int, val_fraction: float, test_fraction: float, seed:
     """
     for name, f in (("link_val_fraction", val_fraction), ("link_test_fraction", test_fraction)):
         # a string or None raised a raw TypeError, True was read as a fraction 1
-        if isinstance(f, (bool, np.bool_)) or not isinstance(f, (int, float, np.number)) \
-                or not 0 <= f < 1:
-            raise ParameterError(name, f"must be in [0, 1), got {f!r}")
+        check_real(name, f, low=0, high=1, high_open=True)
     n_test, n_val = round(test_fraction * num_edges), round(val_fraction * num_edges)
     if n_test + n_val >= num_edges:
         raise ParameterError("link_test_fraction", f"and link_val_fraction leave no training "

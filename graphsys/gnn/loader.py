@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from graphsys.device import device_key, resolve_device
-from graphsys.errors import GraphsysError, ParameterError
+from graphsys.errors import GraphsysError, ParameterError, check_count, check_real
 from graphsys.gnn.dropout import feature_dropout
 from graphsys.sampling._util import as_seed_array, derive_seed, seed_entropy, serial_kernels
 from graphsys.sampling.base import Sampler, SamplerInput, refuse_times
@@ -536,9 +536,7 @@ class NodeLoader:
                                 ("rank", rank, 0),
                                 ("negatives", 0 if callable(negatives) or fixed else negatives,
                                  0)):
-            if (not isinstance(value, (int, np.integer)) or isinstance(value, bool)
-                    or value < lo):       # True was read as 1 (batch_size, negatives)
-                raise ParameterError(name, f"must be an integer >= {lo}, got {value!r}")
+            check_count(name, value, minimum=lo)  # True was read as 1 (batch_size, negatives)
         self.sampler = sampler
         self.num_nodes = self.graph.num_nodes() if sampler is None else sampler.num_nodes
         if (seeds is None) == (links is None):
@@ -566,12 +564,10 @@ class NodeLoader:
         if rank >= world_size:
             raise ParameterError("rank", f"must be < world_size ({world_size}), got {rank}")
         self.rank, self.world_size = int(rank), int(world_size)
-        if not isinstance(input_dropout, (int, float)) or not 0 <= input_dropout < 1:
-            raise ParameterError("input_dropout", f"must be a probability in [0, 1), got "
-                                                  f"{input_dropout!r}")
+        self.input_dropout = check_real("input_dropout", input_dropout, low=0, high=1,
+                                        high_open=True)
         if input_dropout and features is None:
             raise ParameterError("input_dropout", "needs features to drop out")
-        self.input_dropout = float(input_dropout)
         self.features = self._column("features", features, 2)
         self.labels = self._column("labels", labels, 1)
         if isinstance(sampler, DeviceNeighborSampler) and self.device.type == "cuda":

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from graphsys.errors import ParameterError
+from graphsys.errors import ParameterError, check_real
 from graphsys.ranking import auc, average_precision, mrr, rank_metrics, ranks
 from graphsys.sampling._util import seed_entropy
 
@@ -106,8 +106,7 @@ def tgb_negatives(src, dst, time, train, held_out, negatives: int, seed: int, *,
     """
     if isinstance(negatives, bool) or int(negatives) < 1:
         raise ParameterError("negatives", f"must be a count >= 1, got {negatives}")
-    if not 0 <= hist_ratio <= 1:
-        raise ParameterError("hist_ratio", f"must be in [0, 1], got {hist_ratio}")
+    check_real("hist_ratio", hist_ratio, low=0, high=1)
     src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
     time, train, held = np.asarray(time), np.asarray(train, bool), np.asarray(held_out, bool)
     pool = np.unique(dst if pool is None else np.asarray(pool, np.int64))

@@ -129,11 +129,9 @@ class DeviceFeatureCache:
         hot = as_seed_array(hot, n, "hot node")
         if len(np.unique(hot)) != len(hot):
             raise GraphsysError("hot node ids must be unique")
-        if capacity is not None and (isinstance(capacity, (bool, np.bool_)) or not
-                                     isinstance(capacity, (int, np.integer)) or capacity < 0):
-            # 1.5 was cut to 1, True read as 1, NaN raised a raw ValueError
-            raise GraphsysError(f"capacity must be an integer >= 0, got {capacity!r}")
-        capacity = len(hot) if capacity is None else int(capacity)
+        # 1.5 was cut to 1, True read as 1, NaN raised a raw ValueError
+        capacity = len(hot) if capacity is None else check_count("capacity", capacity,
+                                                                 minimum=0)
         self.device = resolve_device("auto" if device is None else device)
         self.table = table
         self.shape = table.shape

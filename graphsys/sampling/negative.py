@@ -19,7 +19,7 @@ import numba
 import numpy as np
 import torch
 
-from graphsys.errors import GraphsysError, ParameterError, check_count
+from graphsys.errors import GraphsysError, check_count, check_real
 from graphsys.memory import over_budget
 from graphsys.sampling._util import as_seed_array, seed_entropy
 from graphsys.sampling.adjacency import Adjacency
@@ -129,14 +129,8 @@ def metapath_ppr(fw: Adjacency, bw: Adjacency, queries: np.ndarray, *,
 def _check_walk(damping, num_iters) -> tuple[float, int]:
     """``damping`` a finite number in [0, 1) and ``num_iters`` a non-negative integer (a
     NaN damping would rank every node by NaN scores); ParameterError otherwise."""
-    if (isinstance(damping, (bool, np.bool_))
-            or not isinstance(damping, (int, float, np.integer, np.floating))
-            or not 0.0 <= damping < 1.0):
-        raise ParameterError("damping", f"must be in [0, 1), got {damping!r}")
-    if (isinstance(num_iters, (bool, np.bool_)) or not isinstance(num_iters, (int, np.integer))
-            or num_iters < 0):
-        raise ParameterError("num_iters", f"must be a non-negative integer, got {num_iters!r}")
-    return float(damping), int(num_iters)
+    return (check_real("damping", damping, low=0, high=1, high_open=True),
+            check_count("num_iters", num_iters, minimum=0))
 
 
 class PPRHardNegativeSampler:

@@ -66,7 +66,7 @@ def test_gnn_profiles_a_factory_model_from_the_config(graph, tmp_path, monkeypat
 
 
 @pytest.mark.parametrize("item, message", [
-    ("lr=-1", "lr must be a finite number > 0"), ("heads=0", "heads must be an integer >= 1"),
+    ("lr=-1", "lr must be a finite number > 0"), ("heads=0", "heads must be a positive integer"),
     ("batch_size=2.5", "batch_size: must be an integer"), ("fanouts", "expected key=value"),
     ("task=link", "task: the GNN profile runs the node task"),
     ("hard_band=a,b", "^hard_band must be comma-separated"),  # was named fanouts

@@ -73,7 +73,7 @@ def test_modularity_errors(looped):
         bsp.modularity(g, [0, 1, 2])
     with pytest.raises(ParameterError, match="^communities puts a node in two communities"):
         bsp.modularity(g, [set(g.node_ids().tolist()), {int(g.node_ids()[0])}])
-    with pytest.raises(ParameterError, match="^resolution must be a positive finite number"):
+    with pytest.raises(ParameterError, match="^resolution must be a finite number > 0"):
         bsp.modularity(g, np.zeros(g.num_nodes()), resolution=0)
     with pytest.raises(ParameterError, match="^directed is True but the edge set is stored "
                                              "undirected"):

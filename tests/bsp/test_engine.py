@@ -173,7 +173,7 @@ def test_bad_options(graphs):
         bsp.pagerank(g, store_index="no")
     # dense_divisor=0 raised ZeroDivisionError, -1 and NaN ran; readahead None a TypeError
     for bad in (0, -1.0, float("nan"), "20"):
-        with pytest.raises(ParameterError, match="^dense_divisor must be positive and finite"):
+        with pytest.raises(ParameterError, match="^dense_divisor must be a finite number > 0"):
             bsp.bfs(g, 0, dense_divisor=bad, fuse=False)
     for bad in (-1, 1.5, None):
         with pytest.raises(ParameterError, match="^readahead must be a non-negative integer"):

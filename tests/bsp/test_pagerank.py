@@ -84,18 +84,18 @@ def test_pagerank_stops_at_max_iters(graphs):
 
 def test_pagerank_rejects_bad_parameters(graphs):
     g = graphs["directed-p1"].graph
-    with pytest.raises(bsp.engine.GraphsysError, match="damping"):
+    with pytest.raises(GraphsysError, match="damping"):
         bsp.pagerank(g, damping=1.5)
-    with pytest.raises(bsp.engine.GraphsysError, match="tol"):
+    with pytest.raises(GraphsysError, match="tol"):
         bsp.pagerank(g, tol=0)
-    with pytest.raises(bsp.engine.GraphsysError, match="not in the graph"):
+    with pytest.raises(GraphsysError, match="not in the graph"):
         bsp.personalized_pagerank(g, [10_000])
     for kw in ({"damping": float("nan")}, {"damping": "0.5"}, {"tol": float("nan")},
-               {"tol": float("inf")}):
+               {"tol": float("inf")}, {"tol": 10**400}):  # 10**400: a raw OverflowError
         name = next(iter(kw))
         with pytest.raises(ParameterError, match=f"^{name} must be"):
             bsp.pagerank(g, **kw)
-    with pytest.raises(ParameterError, match="^tol must be positive and finite, got nan"):
+    with pytest.raises(ParameterError, match="^tol must be a finite number > 0, got nan"):
         bsp.hits(g, tol=float("nan"))
 
 
@@ -212,7 +212,7 @@ def test_sum_dtype_is_checked(graphs):
     """A dtype outside float64/float32 is refused, and so is float32 on the torch backend
     (its sums are float64: the option would be silently ignored there)."""
     g = graphs["directed-p1"].graph
-    with pytest.raises(bsp.engine.GraphsysError, match="sum_dtype must be one of"):
+    with pytest.raises(GraphsysError, match="sum_dtype must be one of"):
         bsp.pagerank(g, sum_dtype="float16")
     for mode in ("memory", "out-of-core"):
         with pytest.raises(bsp.engine.ParameterError, match="^sum_dtype float32 sums run in "

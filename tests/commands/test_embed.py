@@ -90,7 +90,7 @@ def test_train_eval_export_nearest(graph, config, tmp_path, capsys):
 
 @pytest.mark.parametrize("args, message", [
     (["--set", "dimention=3"], "error: dimention: unknown key"),
-    (["--set", "lr=-2"], "error: lr: must be a positive number"),
+    (["--set", "lr=-2"], "error: lr: must be a finite number > 0"),
     (["--set", "operator=spin"], "error: operator: unknown operator 'spin'"),
     (["--device", "cuda"], "no CUDA device is available"),
     # --set device beat --device while --edges, --init-from, ... beat their --set

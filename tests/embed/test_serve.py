@@ -256,7 +256,7 @@ def test_edited_search_settings_of_an_index_are_refused_in_one_line(ckpt, tmp_pa
     build_and_save(Embeddings.load(ck), "ivf", "dot")
     _, meta_path = index_paths(ck, "node", "dot")
     meta = json.loads(meta_path.read_text())
-    for params, says in (({**meta["params"], "nprobe": "x"}, "nprobe must be an integer"),
+    for params, says in (({**meta["params"], "nprobe": "x"}, "nprobe must be a positive integer"),
                          ({**meta["params"], "nprobe": 10 ** 20}, "nprobe must be"),
                          ({**meta["params"], "ef_search": 0}, "ef_search must be"),
                          ([1], "params must be a table")):

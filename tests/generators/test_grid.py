@@ -91,12 +91,12 @@ def test_weight_range():
 
 
 @pytest.mark.parametrize("args, kwargs, match", [
-    ((1,), {}, "num_nodes must be >= 2"),
+    ((1,), {}, "num_nodes must be an integer >= 2, got 1"),
     ((10, 23), {}, "num_edges must be <= 22"),
-    ((10, 0), {}, "num_edges must be >= 1"),
-    ((10,), {"weight_range": (0, 1)}, "weight_range low must be > 0"),
-    ((10,), {"weight_range": (2, 1)}, "weight_range high must be >= 2"),
-    ((10,), {"drop": 1.0}, "drop must be < 1"),
+    ((10, 0), {}, "num_edges must be a positive integer, got 0"),
+    ((10,), {"weight_range": (0, 1)}, "weight_range low must be a finite number > 0, got 0"),
+    ((10,), {"weight_range": (2, 1)}, r"weight_range high must be a finite number in \[2, "),
+    ((10,), {"drop": 1.0}, r"drop must be a finite number in \[0, 1\), got 1.0"),
 ])
 def test_bad_arguments(args, kwargs, match):
     with pytest.raises(GraphsysError, match=match):

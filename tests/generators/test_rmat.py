@@ -73,11 +73,11 @@ def test_rejection_keeps_ids_below_n_and_one_node_works():
 
 @pytest.mark.parametrize("kwargs, match", [
     ({"a": 0.6, "b": 0.3, "c": 0.2}, "a \\+ b \\+ c must be <= 1"),
-    ({"a": -0.1}, "a must be >= 0"),
-    ({"num_nodes": 0}, "num_nodes must be >= 1"),
-    ({"num_edges": 0}, "num_edges must be >= 1"),
-    ({"seed": -1}, "seed must be >= 0"),
-    ({"chunk_edges": 0}, "chunk_edges must be >= 1"),
+    ({"a": -0.1}, r"^a must be a finite number in \[0, 1\], got -0.1$"),
+    ({"num_nodes": 0}, "num_nodes must be a positive integer, got 0"),
+    ({"num_edges": 0}, "num_edges must be a positive integer, got 0"),
+    ({"seed": -1}, "seed must be a non-negative integer, got -1"),
+    ({"chunk_edges": 0}, "chunk_edges must be a positive integer, got 0"),
 ])
 def test_bad_arguments_fail_on_the_call(kwargs, match):
     args = {"num_nodes": 100, "num_edges": 100, **kwargs}

@@ -108,9 +108,9 @@ def test_no_features():
 @pytest.mark.parametrize("kwargs, match", [
     ({"num_nodes": 3, "blocks": 4}, "blocks must be <= the number of nodes \\(3\\), got 4"),
     ({"num_edges": 10**6}, "p_in = .* must be <= 1"),
-    ({"ratio": -1.0}, "ratio must be >= 0"),
+    ({"ratio": -1.0}, "ratio must be a finite number >= 0, got -1.0"),
     ({"blocks": 1, "ratio": 0.0}, "no node pair can be linked"),
-    ({"features": -1}, "features must be >= 0"),
+    ({"features": -1}, "features must be a non-negative integer, got -1"),
 ])
 def test_bad_arguments(kwargs, match):
     args = {"num_nodes": 100, "num_edges": 100, **kwargs}

@@ -160,15 +160,15 @@ def test_full_disk_during_save_is_one_line_and_leaves_the_old_save(tmp_path, mon
 
 
 @pytest.mark.parametrize("field,value,says", [
-    ("config.dropout", float("nan"), "config.dropout is nan, not a number in [0, 1)"),
-    ("config.hidden_dim", 0, "config.hidden_dim is 0, not an integer >= 1"),
-    ("config.hidden_dim", "64", "config.hidden_dim is '64', not an integer >= 1"),
+    ("config.dropout", float("nan"), "config.dropout must be a finite number in [0, 1), got nan"),
+    ("config.hidden_dim", 0, "config.hidden_dim must be a positive integer, got 0"),
+    ("config.hidden_dim", "64", "config.hidden_dim must be a positive integer, got '64'"),
     ("config.model", "mlp", "config.model is 'mlp', not one of"),
     ("config.extra", 1, "config.extra: not a field of a sage model"),
     ("meta.train_config.weight_decay", -1.0,
      "meta.train_config.weight_decay must be a finite number >= 0, got -1.0"),
     ("meta.train_config.lr", "fast", "meta.train_config.lr must be a finite number > 0"),
-    ("meta.train_config.bogus", 3, "meta.train_config.bogus: not a training setting"),
+    ("meta.train_config.bogus", 3, "meta.train_config.bogus is not a GNN training setting"),
     ("config.num_layers", 10 ** 5, "config.num_layers is 100000, more than the 2 tensors"),
     ("meta.train_config.model", "gat", "meta.train_config.model is 'gat', config.model "
                                        "'sage'"),

@@ -46,7 +46,7 @@ def test_ranks_mrr_hits_against_a_loop():
     assert ranks(pos, neg).tolist() == [_naive_rank(pos[i], neg[i]) for i in range(200)]
     with pytest.raises(ParameterError, match="^scores must have shape"):
         ranks(pos, neg[:5])
-    with pytest.raises(ParameterError, match="^k must be an integer >= 1"):
+    with pytest.raises(ParameterError, match="^k must be a positive integer"):
         hits_at_k(got, 0)
 
 

@@ -206,7 +206,7 @@ def test_time_split_trains_on_movielens(mirror, tmp_path, device):
 
 @pytest.mark.parametrize("kw,message", [
     ({"link_split": "edges"}, "^link_split must be one of auto, user, random, time"),
-    ({"link_val_fraction": 1.0}, r"^link_val_fraction must be in \[0, 1\)"),
+    ({"link_val_fraction": 1.0}, r"^link_val_fraction must be a finite number in \[0, 1\)"),
     ({"link_val_fraction": 0.5, "link_test_fraction": 0.5}, "^link_test_fraction plus"),
     ({"link_decoder": "bilinear"}, "^link_decoder must be one of dot, distmult, mlp"),
     ({"link_eval_negatives": 0}, "^link_eval_negatives must be an integer >= 1 or -1"),
@@ -219,8 +219,8 @@ def test_time_split_trains_on_movielens(mirror, tmp_path, device):
     ({"metrics_k": [2.5]}, "^metrics_k must be integers >= 1"),
     ({"metrics_k": [True]}, "^metrics_k must be integers >= 1"),
     ({"metrics_k": "3"}, "^metrics_k must be integers >= 1"),
-    ({"link_val_fraction": "0.1"}, r"^link_val_fraction must be in \[0, 1\)"),
-    ({"link_test_fraction": None}, r"^link_test_fraction must be in \[0, 1\)"),
+    ({"link_val_fraction": "0.1"}, r"^link_val_fraction must be a finite number in \[0, 1\)"),
+    ({"link_test_fraction": None}, r"^link_test_fraction must be a finite number in \[0, 1\)"),
 ])
 def test_config_checks(kw, message):
     with pytest.raises(ParameterError, match=message):

@@ -94,7 +94,7 @@ def test_fractions_are_numbers():
     # "0.1" and None raised a raw TypeError
     from graphsys.errors import ParameterError
     for bad in ("0.1", None, True, float("nan")):
-        with pytest.raises(ParameterError, match="^link_val_fraction must be in"):
+        with pytest.raises(ParameterError, match="^link_val_fraction must be a finite number in"):
             split_edges(10, bad, 0.2, seed=0)
 
 

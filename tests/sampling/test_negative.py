@@ -70,8 +70,8 @@ def test_bad_band():
 
 
 @pytest.mark.parametrize("kw,match", [
-    ({"damping": float("nan")}, r"^damping must be in \[0, 1\), got nan"),
-    ({"damping": 1.0}, r"^damping must be in \[0, 1\)"),
+    ({"damping": float("nan")}, r"^damping must be a finite number in \[0, 1\), got nan"),
+    ({"damping": 1.0}, r"^damping must be a finite number in \[0, 1\)"),
     ({"num_iters": -1}, "^num_iters must be a non-negative integer"),
 ])
 def test_walk_parameters_are_checked(kw, match):

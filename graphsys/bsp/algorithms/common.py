@@ -3,7 +3,6 @@ graph, map source ids, check weights, run."""
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import numpy as np
@@ -58,21 +57,6 @@ def resolve_weighted(graph, edge_set: str | None, weighted) -> bool:
     if weighted and not es.has_weight:
         raise ParameterError("weighted", f"is True but edge set {es.name!r} has no weights")
     return bool(weighted)
-
-
-def check_number(value, name: str, *, low: float = 0.0, high: float = math.inf,
-                 open_high: bool = False) -> float:
-    """``value`` as a finite float with ``low < value <= high`` (``< high`` with
-    ``open_high``); else a ParameterError naming ``name`` (NaN and infinity included: a
-    comparison alone lets NaN through where it is written ``not value <= x``)."""
-    ok = (isinstance(value, (int, float, np.integer, np.floating))
-          and not isinstance(value, (bool, np.bool_)) and math.isfinite(value)
-          and low < value and (value < high if open_high else value <= high))
-    if not ok:
-        bound = (f"in ({low:g}, {high:g}{')' if open_high else ']'}" if math.isfinite(high)
-                 else "positive and finite" if low == 0 else f"finite and > {low:g}")
-        raise ParameterError(name, f"must be {bound}, got {value!r}")
-    return float(value)
 
 
 def teleport_weights(weights, what: str) -> np.ndarray:

@@ -20,7 +20,7 @@ from graphsys.bsp.engine import Result
 from graphsys.bsp.program import Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
-from graphsys.errors import GraphsysError, ParameterError, check_count
+from graphsys.errors import GraphsysError, ParameterError, check_count, check_real
 from graphsys.kernels.arrays import read_only
 
 #: Louvain and Leiden stop adding levels when one gains at most this much modularity
@@ -558,17 +558,9 @@ def _labels(graph, communities) -> np.ndarray:
     return comm
 
 
-def _check_number(name: str, value, *, positive: bool = True) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) or not (
-            value > 0 if positive else value >= 0) or not np.isfinite(value):
-        raise ParameterError(name, f"must be a {'positive' if positive else 'non-negative'} "
-                                   f"finite number, got {value!r}")
-    return float(value)
-
-
 def _community_program(graph, *, edge_set=None, resolution=1.0, seed=0, weighted=None,
                        directed=None, leiden=False, theta=THETA, iterations=2) -> Louvain:
-    resolution = _check_number("resolution", resolution)
+    resolution = check_real("resolution", resolution, low=0, low_open=True)
     seed = check_count("seed", seed, minimum=0)  # numpy's generators take no negative seed
     if directed is not None and not isinstance(directed, (bool, np.bool_)):
         raise ParameterError("directed", f"must be True, False or None, got {directed!r}")
@@ -588,7 +580,7 @@ def _community_program(graph, *, edge_set=None, resolution=1.0, seed=0, weighted
                                     f"edge as 1)")
     return Louvain(resolution=resolution, seed=int(seed), weighted=use,
                    directed=not store and directed is not False, undirected_store=store,
-                   leiden=leiden, theta=_check_number("theta", theta, positive=False),
+                   leiden=leiden, theta=check_real("theta", theta, low=0),
                    iterations=int(iterations))
 
 

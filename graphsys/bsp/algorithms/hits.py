@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from graphsys.bsp.algorithms.common import check_number, resolve_weighted
+from graphsys.bsp.algorithms.common import resolve_weighted
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
 from graphsys.bsp.docstrings import document_options
 from graphsys.bsp.edges import DENSE_DIVISOR
@@ -26,6 +26,7 @@ from graphsys.bsp.kernels_centrality import hits_solve
 from graphsys.bsp.program import Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
+from graphsys.errors import check_real
 
 #: Most supersteps by default (two per power iteration): luxembourg-osm's hubs settle below
 #: tol 1e-8 after 5,849 (the gap between its top two singular values is tiny)
@@ -42,7 +43,7 @@ class HITS(VertexProgram):
     uses_weights = True
 
     def __init__(self, tol: float = 1e-8, weighted: bool = True):
-        tol = check_number(tol, "tol")
+        tol = check_real("tol", tol, low=0, low_open=True)
         self.tol, self.step, self.hub_max = tol, 0, 1.0
         if not weighted:  # every edge counts 1: the weights are not even read
             self.message, self.uses_weights = "copy", False

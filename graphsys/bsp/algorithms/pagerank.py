@@ -38,7 +38,6 @@ import numba
 import numpy as np
 
 from graphsys.bsp.algorithms.common import (
-    check_number,
     id_list,
     open_if_path,
     resolve_weighted,
@@ -66,7 +65,7 @@ from graphsys.bsp.kernels_pagerank import (
 from graphsys.bsp.program import Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
-from graphsys.errors import GraphsysError, ParameterError, check_flag
+from graphsys.errors import GraphsysError, ParameterError, check_flag, check_real
 from graphsys.kernels.arrays import read_only
 from graphsys.memory import over_budget
 from graphsys.storage.adjacency_index import build_command, build_index, warn_outdated_push
@@ -152,8 +151,8 @@ class PageRank(VertexProgram):
     def __init__(self, damping: float = 0.85, tol: float = 1e-6,
                  personalization: np.ndarray | None = None, sum_dtype: str = "auto",
                  weighted: bool = False, store_index: bool = True):
-        damping = check_number(damping, "damping", high=1.0, open_high=True)
-        tol = check_number(tol, "tol")
+        damping = check_real("damping", damping, low=0, high=1, low_open=True, high_open=True)
+        tol = check_real("tol", tol, low=0, low_open=True)
         #: whether the fused in-memory loop sends float32 values
         self.fused_float32 = sum_dtype == "float32"
         #: whether float32 sent values were asked for (the Krylov path sends float64)
