@@ -10,6 +10,8 @@ import math
 import numbers
 from collections.abc import Iterator, Mapping
 
+from graphsys.errors import ParameterError, check_real
+
 #: Functions on undirected graphs only here (NetworkX's directed versions measure directed
 #: distances).
 UNDIRECTED_ONLY = {"diameter", "eccentricity", "radius", "center", "periphery"}
@@ -52,12 +54,22 @@ def _real(x) -> bool:
     return isinstance(x, numbers.Real)
 
 
+def _finite(x) -> bool:
+    """Whether ``x`` is a finite number by :func:`~graphsys.errors.check_real`'s rule (an
+    int beyond float's range is not: ``math.isfinite(10**400)`` raised OverflowError)."""
+    try:
+        check_real("x", x)
+    except ParameterError:
+        return False
+    return True
+
+
 def _vector(G, values: dict, what: str) -> str | None:
     """Why graphsys cannot take ``values`` (node -> number: a personalization or start
     vector, divided by its sum over ``G``'s nodes as NetworkX does), or None."""
     if not isinstance(values, Mapping):
         return f"{what} must be a dict"
-    if not all(_real(v) and 0 <= v < math.inf for v in values.values()):
+    if not all(_finite(v) and v >= 0 for v in values.values()):
         return f"{what} values must be finite non-negative numbers"
     total = sum(float(v) for k, v in values.items() if k in G)  # inf on overflow
     if not total < math.inf:
@@ -73,9 +85,9 @@ def _pagerank(G, a: dict) -> str | None:
         return "a dangling distribution other than the personalization is not supported"
     if not _real(alpha) or not 0 < alpha < 1:
         return "alpha must be in (0, 1)"
-    if not _real(tol) or not isinstance(max_iter, numbers.Integral):
-        return "tol must be a number and max_iter an integer"
-    if tol > 0 and not tol * max(len(G), 1) < math.inf:
+    if not _finite(tol) or not isinstance(max_iter, numbers.Integral):
+        return "tol must be a finite number and max_iter an integer"
+    if not tol * max(len(G), 1) < math.inf:
         return "tol times the number of nodes must be finite"
     for what in ("personalization", "nstart"):
         if a.get(what) is not None:
@@ -92,7 +104,7 @@ def _hits(G, a: dict) -> str | None:
                 "the largest singular value is repeated)")
     if not a.get("normalized", True):
         return "normalized=False is not supported"
-    if not _real(tol) or not 0 < tol < math.inf or not isinstance(max_iter, numbers.Integral):
+    if not _finite(tol) or not tol > 0 or not isinstance(max_iter, numbers.Integral):
         return "tol must be a positive number and max_iter an integer"
     if len(G) == 1:
         return "a graph of one node stays in NetworkX (ARPACK needs two)"
@@ -108,7 +120,7 @@ def _start(G, a: dict) -> str | None:
     if not isinstance(nstart, Mapping) or not all(_has(G, k) for k in nstart) or \
             len(nstart) != len(G):
         return "nstart must be a dict over exactly the nodes of G"
-    if not all(_real(v) and math.isfinite(v) for v in nstart.values()):
+    if not all(_finite(v) for v in nstart.values()):
         return "nstart values must be finite numbers"
     if any(nstart.values()) and sum(nstart.values()) == 0 and "alpha" not in a:
         return "nstart values must not sum to 0"
@@ -120,13 +132,12 @@ def _iteration(G, a: dict) -> str | None:
     tol, max_iter = a.get("tol", 0), a.get("max_iter", 0)
     if not _real(tol) or not isinstance(max_iter, numbers.Integral):
         return "tol must be a number and max_iter an integer"
-    if not _real(a.get("alpha", 0)) or not math.isfinite(a.get("alpha", 0)):
+    if not _finite(a.get("alpha", 0)):
         return "alpha must be a finite number"
     beta = a.get("beta", 1)
-    if isinstance(beta, Mapping) and not all(_real(v) and math.isfinite(v)
-                                             for v in beta.values()):
+    if isinstance(beta, Mapping) and not all(_finite(v) for v in beta.values()):
         return "beta values must be finite numbers"
-    if _real(beta) and not math.isfinite(beta):  # not a number: NetworkX's error, here
+    if _real(beta) and not _finite(beta):  # not a number: NetworkX's error, here
         return "beta must be a finite number or a dict"
     return _start(G, a) or _narrow_weights(G, a)
 
@@ -296,9 +307,9 @@ def _undirected_only(why: str):
 def _louvain(G, a: dict) -> str | None:
     resolution, threshold, max_level = (a.get("resolution", 1), a.get("threshold", 1e-7),
                                         a.get("max_level"))
-    if not _real(resolution) or not 0 < resolution < math.inf:
+    if not _finite(resolution) or not resolution > 0:
         return "resolution must be a positive number"
-    if not _real(threshold) or math.isnan(threshold):
+    if not _real(threshold) or not (_finite(threshold) or abs(threshold) == math.inf):
         return "threshold must be a number"
     if max_level is not None and not (isinstance(max_level, numbers.Integral)
                                       and max_level > 0):
@@ -380,6 +391,9 @@ def _declined(name: str, a: dict) -> str | None:
                 "edge (ingest it with dedupe=True)")
     if callable(a.get("weight")):
         return "a weight function is not supported"
+    if any(isinstance(a.get(k), numbers.Integral) and not _finite(a[k])  # 10**400: compared
+           for k in ("cutoff", "distance", "max_level")):  # with floats, an OverflowError
+        return "an integer beyond float's range stays in NetworkX"
     check = CHECKS.get(name) or MORE_CHECKS.get(name)
     return check(G, a) if check is not None else None
 
@@ -403,12 +417,7 @@ def should_run(name: str, args, kwargs) -> bool | str:
     if G is None or getattr(G, "__networkx_backend__", None) == "graphsys":
         return True
     least = nx.config.backends.graphsys.get("min_edges", 0)
-    if isinstance(least, bool) or not isinstance(least, numbers.Real) or math.isnan(least):
-        from graphsys.errors import ParameterError
-
-        raise ParameterError("nx.config.backends.graphsys.min_edges",
-                             f"must be a number of edges, got {least!r}")
-    if G.number_of_edges() < least:
+    if G.number_of_edges() < check_real("nx.config.backends.graphsys.min_edges", least):
         return (f"graphsys: a graph of fewer than {least} edges is faster in NetworkX "
                 f"(nx.config.backends.graphsys.min_edges)")
     return True

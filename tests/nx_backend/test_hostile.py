@@ -68,12 +68,14 @@ CALLS: dict[str, list[tuple[tuple, dict]]] = {
                  ((), {"personalization": {0: NAN}}),
                  ((), {"personalization": {0: 1e308, 1: 1e308}}),
                  ((), {"nstart": {0: 1.0}}), ((), {"nstart": {0: 0.0}}),
-                 ((), {"weight": None}), ((), {"alpha": 1.0}), ((), {"dangling": {0: 1}})],
+                 ((), {"weight": None}), ((), {"alpha": 1.0}), ((), {"dangling": {0: 1}}),
+                 ((), {"tol": 10**400})],  # (was: numba's TypingError)
     "hits": [((), {}), ((), {"tol": 0}), ((), {"tol": -1.0}), ((), {"max_iter": 0}),
-             ((), {"max_iter": 1}), ((), {"nstart": {0: 1.0}})],
+             ((), {"max_iter": 1}), ((), {"nstart": {0: 1.0}}),
+             ((), {"tol": 10**400})],  # (was: an answer where NetworkX raises TypeError)
     "single_source_shortest_path_length": [((0,), {}), ((99,), {}), ((0,), {"cutoff": 1}),
                                            ((0,), {"cutoff": -1}), ((0,), {"cutoff": 1.5}),
-                                           ((0,), {"cutoff": NAN})],
+                                           ((0,), {"cutoff": NAN}), ((0,), {"cutoff": 10**400})],
     "single_source_dijkstra_path_length": [((0,), {}), ((99,), {}), ((0,), {"cutoff": 1.0}),
                                            ((0,), {"cutoff": -1}), ((0,), {"cutoff": NAN})],
     "node_connected_component": [((0,), {}), ((99,), {})],
@@ -109,7 +111,8 @@ CALLS: dict[str, list[tuple[tuple, dict]]] = {
     **{name: [((0,), {}), ((99,), {})] for name in (
         "descendants", "ancestors", "single_target_shortest_path_length",
         "single_source_bellman_ford_path_length", "is_isolate")},
-    "descendants_at_distance": [((0, 1), {}), ((0, 0), {}), ((0, -1), {}), ((99, 1), {})],
+    "descendants_at_distance": [((0, 1), {}), ((0, 0), {}), ((0, -1), {}), ((99, 1), {}),
+                                ((0, 10**400), {})],  # (was: an OverflowError)
     "shortest_path_length": [((), {}), ((0,), {}), ((), {"target": 0}), ((0, 2), {}),
                              ((0, 99), {}), ((0,), {"method": "floyd"})],
     "multi_source_dijkstra_path_length": [(([0, 1],), {}), (([],), {}), (([99],), {}),
@@ -135,7 +138,9 @@ CALLS: dict[str, list[tuple[tuple, dict]]] = {
     "louvain_communities": [((), {"seed": 1}), ((), {"seed": 1, "weight": None}),
                             ((), {"resolution": 0.5, "seed": 2}), ((), {"max_level": 0}),
                             ((), {"max_level": 1, "seed": 1}), ((), {"resolution": 0, "seed": 1}),
-                            ((), {"threshold": NAN, "seed": 1})],
+                            ((), {"threshold": NAN, "seed": 1}),
+                            ((), {"threshold": 10**400, "seed": 1}),  # (was: OverflowError)
+                            ((), {"max_level": 10**400, "seed": 1})],  # (was: an answer)
     "asyn_lpa_communities": [((), {"seed": 3}), ((), {"seed": 3, "weight": "weight"})],
 }
 
@@ -237,6 +242,13 @@ def test_structures(automatic, name, graph):
     if name == "hits" and not well_posed_hits(G):
         pytest.skip("HITS has no unique answer here (ARPACK's is its random start's)")
     assert compare(name, G, CALLS.get(name, [((), {})])) == []
+
+
+def test_start_and_beta_values_beyond_float_are_networkxs(automatic):
+    """The checks' math.isfinite(10**400) raised OverflowError: eigenvector_centrality with
+    such an nstart failed where NetworkX answers."""
+    huge = dict.fromkeys(GRAPHS["karate"], 10**400)
+    assert compare("eigenvector_centrality", GRAPHS["karate"], [((), {"nstart": huge})]) == []
 
 
 @pytest.mark.parametrize("directed", [False, True], ids=["undirected", "directed"])
