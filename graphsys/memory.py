@@ -18,9 +18,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
-from graphsys.errors import ParameterError
+from graphsys.errors import check_count
 from graphsys.units import format_size
 
 
@@ -143,11 +141,7 @@ def budget(memory_limit) -> int:
     """
     if memory_limit is None:
         return available_memory()
-    if isinstance(memory_limit, bool) or not isinstance(memory_limit, (int, np.integer)) \
-            or memory_limit < 1:
-        raise ParameterError("memory_limit", f"must be a positive number of bytes, got "
-                                             f"{memory_limit!r}")
-    return int(memory_limit)
+    return check_count("memory_limit", memory_limit)
 
 
 def over_budget(need: float, memory_limit: int | None = None) -> str | None:

@@ -186,10 +186,7 @@ def protocol(negatives: int | None = None, *, filtered: bool = True,
     >>> protocol(), protocol(1000), protocol(filtered=False, both_sides=True)
     ('full, filtered', 'sampled@1000, filtered', 'full, raw, both sides')
     """
-    if negatives is not None and (isinstance(negatives, bool) or int(negatives) < 1):
-        raise ParameterError("negatives", f"must be a positive count or None (every "
-                                          f"candidate), got {negatives!r}")
-    parts = ["full" if negatives is None else f"sampled@{int(negatives)}",
+    parts = ["full" if negatives is None else f"sampled@{check_count('negatives', negatives)}",
              "filtered" if filtered else "raw"]
     return ", ".join(parts + (["both sides"] if both_sides else []))
 

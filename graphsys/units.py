@@ -8,7 +8,7 @@ from numbers import Integral
 
 import numpy as np
 
-from graphsys.errors import GraphsysError, InputError
+from graphsys.errors import GraphsysError, InputError, check_count
 
 _SIZE_UNITS = {
     "": 1, "b": 1,
@@ -111,9 +111,7 @@ def parse_count(text: str | int, field: str = "count") -> int:
     (10000000, 33554432, 1000000, 1000)
     """
     if isinstance(text, int) and not isinstance(text, bool):
-        if text < 0:
-            raise GraphsysError(f"{field} must be a non-negative integer, got {text}")
-        return text
+        return check_count(field, text, minimum=0)
     m = re.fullmatch(r"\s*([0-9][0-9_]*(?:\.[0-9]*)?(?:[eE][0-9]+)?)\s*([kmgtbKMGTB][iI]?)?\s*",
                      str(text))
     suffix = (m.group(2) or "").lower() if m else ""

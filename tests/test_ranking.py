@@ -91,8 +91,10 @@ def test_protocol_names_the_candidates():
     assert protocol() == "full, filtered"
     assert protocol(1000) == "sampled@1000, filtered"
     assert protocol(filtered=False, both_sides=True) == "full, raw, both sides"
-    with pytest.raises(ParameterError, match="^negatives must be a positive count"):
-        protocol(0)
+    assert protocol(np.int64(50)) == "sampled@50, filtered"
+    for bad in (0, 1.5, "x", math.inf, True):  # 1.5 was 'sampled@1'; "x", inf raised int()'s
+        with pytest.raises(ParameterError, match="^negatives must be a positive integer, got "):
+            protocol(bad)
 
 
 def test_bad_shapes_are_one_line_errors():

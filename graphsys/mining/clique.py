@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from graphsys import views
-from graphsys.errors import ParameterError
+from graphsys.errors import check_count
 from graphsys.execution import Execution
 from graphsys.kernels.arrays import read_only
 from graphsys.kernels.cores import core_levels
@@ -36,9 +36,7 @@ DEFAULT_LIMIT = 10_000
 
 def check_k(k) -> int:
     """``k`` as a clique size in ``MIN_K..MAX_K``."""
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not MIN_K <= k <= MAX_K:
-        raise ParameterError("k", f"must be an integer from {MIN_K} to {MAX_K}, got {k!r}")
-    return int(k)
+    return check_count("k", k, minimum=MIN_K, maximum=MAX_K)
 
 
 def degeneracy_view(view: Oriented) -> tuple[Oriented, int]:

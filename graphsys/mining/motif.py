@@ -85,10 +85,7 @@ def _check(size, directed, method, samples, seed) -> None:
         if size != 4 or directed:
             raise ParameterError("method", "sampled applies to undirected 4-node motifs "
                                            "(3-node censuses are exact and cheap)")
-        if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) \
-                or samples < 2:
-            raise ParameterError("samples", f"must be an integer of at least 2, got "
-                                            f"{samples!r}")
+        check_count("samples", samples, minimum=2)
         check_count("seed", seed, minimum=0)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from graphsys.errors import ParameterError
+from graphsys.errors import ParameterError, check_count
 from graphsys.storage.graph import Graph, open_graph
 from graphsys.views import check, one_type
 
@@ -43,9 +43,8 @@ def check_beside(graph: Graph, edge_set, view, what: str, need: int, memory_limi
 
 def check_limit(limit) -> None:
     """Refuse in one line a listing's ``limit`` that is neither None nor an integer >= 0."""
-    if limit is not None and (isinstance(limit, bool) or not isinstance(
-            limit, (int, np.integer)) or limit < 0):
-        raise ParameterError("limit", f"must be a non-negative integer or None, got {limit!r}")
+    if limit is not None:
+        check_count("limit", limit, minimum=0)
 
 
 #: Rows a listing sizes its output for without counting first.

@@ -31,12 +31,13 @@ import shutil
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from graphsys import openmp
 from graphsys._version import __version__
-from graphsys.errors import GraphsysError, InputError, ParameterError
+from graphsys.errors import GraphsysError, InputError, ParameterError, check_count
 from graphsys.memory import lifetime_peak_rss, trim_heap
 from graphsys.progress import progress_bar
 from graphsys.storage.atomic import staging_directory, sync_files
@@ -188,17 +189,13 @@ def ingest_sources(edges: Sequence[EdgeSource], out: str | Path,
     """
     openmp.apply_wait_policy()
     opts = options or IngestOptions()
-    if not isinstance(opts.partitions, int) or opts.partitions < 1:
-        raise ParameterError("partitions", f"must be a positive integer, got "
-                                           f"{opts.partitions!r}")
-    if opts.partitions > MAX_PARTITIONS:
-        raise ParameterError("partitions", f"{opts.partitions} is above the maximum, "
-                                           f"{MAX_PARTITIONS} (P x P buckets)")
+    # True was read as one partition; max_batch_rows "x" raised a TypeError, True ran
+    opts = replace(opts, partitions=check_count("partitions", opts.partitions,
+                                                maximum=MAX_PARTITIONS),
+                   max_batch_rows=check_count("max_batch_rows", opts.max_batch_rows))
     if opts.on_bad_line not in ("error", "skip"):
         raise ParameterError("on_bad_line", f"must be 'error' or 'skip', got "
                                             f"{opts.on_bad_line!r}")
-    if opts.max_batch_rows < 1:
-        raise GraphsysError("max_batch_rows must be positive")
     check_memory_limit(opts.memory_limit)
     warn_small_budget(opts.memory_limit)
     if not edges and not nodes:

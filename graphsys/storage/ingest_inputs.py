@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from graphsys.errors import ParameterError
+from graphsys.errors import ParameterError, check_count
 from graphsys.storage.edge_runs import COLUMN_PREFIX
 from graphsys.storage.format import (
     DEFAULT_EDGE_SET,
@@ -126,12 +126,9 @@ def warn_small_budget(value: int) -> None:
         warnings.warn(message, SmallBudgetWarning, stacklevel=3)
 
 
-def check_memory_limit(value) -> None:
-    """ParameterError unless ``value`` is an int of at least :data:`MIN_MEMORY_LIMIT`."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < MIN_MEMORY_LIMIT:
-        raise ParameterError("memory_limit", f"must be at least {MIN_MEMORY_LIMIT:,} bytes "
-                                             f"(64KiB: one batch of 4,096 edges), got "
-                                             f"{value!r}")
+def check_memory_limit(value) -> int:
+    """``value`` unless it is not an integer of at least :data:`MIN_MEMORY_LIMIT` bytes."""
+    return check_count("memory_limit", value, minimum=MIN_MEMORY_LIMIT)
 
 
 def check_delimiter(value) -> None:

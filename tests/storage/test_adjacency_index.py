@@ -168,7 +168,7 @@ def test_memory_limit_is_checked_as_every_budget_is(graph_dir, limit):
     if limit is None:
         assert "csr" in build_index(g, ("csr",), memory_limit=None)["default"]
     else:
-        with pytest.raises(ParameterError, match="memory_limit must be a positive number"):
+        with pytest.raises(ParameterError, match="memory_limit must be a positive integer"):
             build_index(g, ("csr",), memory_limit=limit)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import re
 
+import numpy as np
 import pytest
 
 import graphsys
@@ -152,7 +153,13 @@ def test_bad_options(tmp_path):
         ingest_sources([EdgeSource([f])], tmp_path / "g", IngestOptions(partitions=0))
     with pytest.raises(ParameterError, match="^on_bad_line must be 'error' or 'skip'"):
         ingest_sources([EdgeSource([f])], tmp_path / "g", IngestOptions(on_bad_line="warn"))
+    # True was one partition and a batch of one row; "x" raised a TypeError from <
+    for bad in ({"partitions": True}, {"partitions": 4097}, {"max_batch_rows": "x"}):
+        with pytest.raises(ParameterError, match=f"^{next(iter(bad))} must be a positive int"):
+            ingest_sources([EdgeSource([f])], tmp_path / "g", IngestOptions(**bad))
     assert not (tmp_path / "g").exists()
+    assert ingest_sources([EdgeSource([f])], tmp_path / "g", IngestOptions(
+        partitions=np.int64(1))).edges == {"default": 1}  # NumPy's were refused
 
 
 @pytest.mark.parametrize("delimiter", ["", "ab", "\n", '"', "é", 5])
