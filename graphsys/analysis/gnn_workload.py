@@ -25,7 +25,7 @@ import numpy as np
 from graphsys.analysis.kernels import StepMarker, profile_call
 from graphsys.analysis.sampling import DEFAULT_SCHEDULE, StepSchedule
 from graphsys.analysis.workloads import SimtRecorder
-from graphsys.errors import GraphsysError
+from graphsys.errors import GraphsysError, check_count
 
 #: the GNN profile's config when the user gives none, and its base under ``key=value``
 #: overrides: the trainer's defaults (GraphSAGE, hidden 64, lr 0.01, batch 256) with a
@@ -186,9 +186,9 @@ def profile_gnn(graph, *, recorder: SimtRecorder, device: str = "cpu", steps: in
     cfg = config if config is not None else train_config_from_overrides([], GNN_DEFAULTS)
     if batch_size is not None:
         cfg = replace(cfg, batch_size=batch_size)
-    if ((steps is not None and steps < 1) or cfg.batch_size < 1):
-        raise GraphsysError(f"steps and batch_size must be positive, got {steps} and "
-                            f"{cfg.batch_size}")
+    if steps is not None:  # "x" raised a TypeError from <
+        steps = check_count("steps", steps)
+    check_count("batch_size", cfg.batch_size)
     if (len(graph.entity_types) == 1 and "label" in graph.node_columns(graph.entity_types[0])
             and cfg.task == "node"):
         return _profile_gnn_train(graph, cfg, recorder=recorder, device=device, steps=steps,

@@ -20,7 +20,7 @@ from graphsys.analysis.simt import (
     resolve_gpu,
     resolve_mapping,
 )
-from graphsys.errors import GraphsysError, ParameterError
+from graphsys.errors import GraphsysError, ParameterError, check_count
 
 __all__ = ["demo_step", "key_figures", "profile_graph", "write_report"]
 
@@ -285,9 +285,8 @@ def _check_arguments(workload: str, *, embed_config, gnn_config, step_schedule, 
     if ncu and workload != "bsp":
         raise ParameterError("ncu", "validates the BSP engine's kernels: name a BSP "
                                     "algorithm, not the embed, gnn or mining workload")
-    if ncu_launch_count is not None and ncu_launch_count < 1:
-        raise ParameterError("ncu_launch_count", f"must be a positive integer, got "
-                                                 f"{ncu_launch_count}")
+    if ncu_launch_count is not None:
+        check_count("ncu_launch_count", ncu_launch_count)
     return None if trace is None else check_trace_path(trace)
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from graphsys.errors import ParameterError
+from graphsys.errors import check_count
 
 __all__ = ["DEFAULT_SCHEDULE", "StepSchedule"]
 
@@ -51,11 +51,7 @@ class StepSchedule:
 
     def __post_init__(self) -> None:
         for name in ("first", "wait", "warmup", "active", "repeat"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or v < 0:
-                raise ParameterError(name, f"must be a non-negative integer, got {v!r}")
-        if self.active < 1:
-            raise ParameterError("active", f"must be at least 1, got {self.active}")
+            check_count(name, getattr(self, name), minimum=int(name == "active"))
 
     def action(self, step: int) -> str:
         """``"active"``, ``"warmup"`` or ``"wait"`` for step ``step`` (from 0)."""

@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from graphsys.errors import GraphsysError, ParameterError
+from graphsys.errors import GraphsysError, ParameterError, check_count
 
 WARP = 32
 MAPPINGS = ("thread-per-vertex", "warp-per-vertex", "cta-per-vertex", "edge-balanced")
@@ -195,11 +195,9 @@ class SimtAccumulator:
     def __post_init__(self) -> None:
         self.mapping = resolve_mapping(self.mapping)
         self.block_size = check_block_size(self.block_size)
-        if not isinstance(self.items_per_thread, int) or not 1 <= self.items_per_thread <= 64:
-            raise ParameterError("items_per_thread", f"must be in [1, 64], got "
-                                                     f"{self.items_per_thread!r}")
-        if not isinstance(self.chunk, int) or self.chunk < 1:  # 0: a raw range() error
-            raise ParameterError("chunk", f"must be a positive integer, got {self.chunk!r}")
+        self.items_per_thread = check_count("items_per_thread", self.items_per_thread,
+                                            maximum=64)
+        self.chunk = check_count("chunk", self.chunk)  # 0: a raw range() error
         self.wpc = self.block_size // WARP
         self.vertices = self.edges = self.max_degree = self.kernels = self.waves = 0
         self.warps = self.idle_warps = self.ctas = self.warp_cv_ctas = 0

@@ -44,7 +44,7 @@ import numpy as np
 from graphsys.analysis.balance import RankWork, work_by_range
 from graphsys.analysis.kernels import StepMarker, profile_call
 from graphsys.analysis.simt import GPU, SimtAccumulator
-from graphsys.errors import GraphsysError, check_count
+from graphsys.errors import check_count
 from graphsys.memory import trim_heap
 
 #: Global ids per vectorized slice when compacting a frontier (a multiple of 8: masks are
@@ -448,8 +448,8 @@ def profile_embed(graph, *, recorder: SimtRecorder, device: str = "cpu",
     from graphsys.embed.config import config_from_dict
     from graphsys.embed.trainer import Trainer
 
-    if steps is not None and steps < 1:
-        raise GraphsysError(f"steps must be positive, got {steps}")
+    if steps is not None:
+        steps = check_count("steps", steps)
     if batch_size is not None:  # 0 fell back to the default
         batch_size = check_count("batch_size", batch_size)
     es = graph.edge_set(edge_set or (config.edges if config is not None else None))

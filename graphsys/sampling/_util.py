@@ -67,9 +67,7 @@ def seed_entropy(seed, name: str | None = None) -> int:
 def kernel_seed(rng_seed) -> int:
     """``rng_seed`` of a kernel that seeds its draws with it as given (an int64), checked
     to be an integer in ``[0, 2**63)`` (True read as 1, ``2**63`` as 0, -1 as ``2**63-1``)."""
-    if check_count("rng_seed", rng_seed, minimum=0) >= 1 << 63:
-        raise ParameterError("rng_seed", f"must be below 2**63, got {rng_seed}")
-    return int(rng_seed)
+    return check_count("rng_seed", rng_seed, minimum=0, maximum=(1 << 63) - 1)
 
 
 def derive_seed(*parts: int) -> int:

@@ -36,11 +36,8 @@ class UniformNegativeSampler:
         # 1.5 was cut to 1, True read as 1, NaN raised a raw ValueError
         num_nodes, num_negatives = check_count("num_nodes", num_nodes), check_count(
             "num_negatives", num_negatives)
-        low = check_count("low", low, minimum=0)
-        if not 0 <= low < num_nodes or num_negatives < 1:
-            raise GraphsysError("num_nodes and num_negatives must be >= 1, and low in "
-                                "[0, num_nodes)")
-        self.num_nodes, self.num_negatives, self.low = int(num_nodes), int(num_negatives), low
+        low = check_count("low", low, minimum=0, maximum=num_nodes - 1)
+        self.num_nodes, self.num_negatives, self.low = num_nodes, num_negatives, low
 
     def __call__(self, queries, rng_seed: int = 0) -> torch.Tensor:
         """int64 (Q, num_negatives)."""

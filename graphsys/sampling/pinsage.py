@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import numba
 import numpy as np
 
-from graphsys.errors import GraphsysError
+from graphsys.errors import GraphsysError, check_count, check_real
 from graphsys.sampling import _kernels as K
 from graphsys.sampling._util import run_parallel, visit_counters
 from graphsys.sampling.adjacency import Adjacency, bipartite_adjacency, mapped_bipartite
@@ -19,18 +19,6 @@ from graphsys.sampling.base import LayerwiseSampler
 from graphsys.sampling.block import Block
 from graphsys.sampling.neighbor import make_block
 from graphsys.storage.graph import Graph
-
-
-def _check(name: str, value, lo, hi=None, integer=True):
-    ok = isinstance(value, (int, np.integer)) if integer else isinstance(
-        value, (int, float, np.floating, np.integer))
-    # not a bool (True walked once), nor NaN (every comparison false: termination_prob
-    # nan passed, and every walk stopped after its first hop, as with 1)
-    if (not ok or isinstance(value, (bool, np.bool_)) or not value >= lo
-            or (hi is not None and not value <= hi)):
-        rng = f">= {lo}" if hi is None else f"in [{lo}, {hi}]"
-        raise GraphsysError(f"{name} must be {'an integer' if integer else 'a number'} {rng}, "
-                            f"got {value!r}")
 
 
 class RandomWalkNeighborSampler(LayerwiseSampler):
@@ -98,22 +86,19 @@ class RandomWalkNeighborSampler(LayerwiseSampler):
     def __init__(self, fw: Adjacency, bw: Adjacency, num_traversals: int,
                  termination_prob: float, num_random_walks: int,
                  num_neighbors: int | Sequence[int]):
-        _check("num_traversals", num_traversals, 1)
-        _check("termination_prob", termination_prob, 0.0, 1.0, integer=False)
-        _check("num_random_walks", num_random_walks, 1)
+        # not a bool (True walked once), nor NaN (termination_prob nan stopped every walk
+        # after its first hop, as 1 does)
+        self.num_traversals = check_count("num_traversals", num_traversals)
+        self.termination_prob = check_real("termination_prob", termination_prob, low=0, high=1)
+        self.num_random_walks = check_count("num_random_walks", num_random_walks)
         per_layer = ([num_neighbors] if isinstance(num_neighbors, (int, np.integer))
                      else list(num_neighbors))
         if not per_layer:
             raise GraphsysError("num_neighbors must name at least one layer")
-        for k in per_layer:
-            _check("num_neighbors", k, 1)
+        self.num_neighbors = [check_count("num_neighbors", k) for k in per_layer]
         if fw.num_cols != bw.num_rows or bw.num_cols != fw.num_rows:
             raise GraphsysError("fw and bw adjacencies do not form a meta-path")
         self.fw, self.bw = fw, bw
-        self.num_traversals = int(num_traversals)
-        self.termination_prob = float(termination_prob)
-        self.num_random_walks = int(num_random_walks)
-        self.num_neighbors = [int(k) for k in per_layer]
         # fw/bw over global ids (mapped indexes): ntype node i is row _base + i
         self._base, self._num_nodes = 0, fw.num_rows
         self.entity_type: str | None = None

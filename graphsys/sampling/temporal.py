@@ -26,7 +26,6 @@ events as it batches nodes.
 from __future__ import annotations
 
 import math
-import operator
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,7 +35,7 @@ import torch
 from numba import njit, prange
 
 from graphsys import views
-from graphsys.errors import GraphsysError
+from graphsys.errors import GraphsysError, check_count
 from graphsys.sampling import _kernels as K
 from graphsys.sampling._util import as_seed_array, derive_seed, kernel_seed, run_parallel
 from graphsys.sampling.base import Sampler, SamplerInput
@@ -130,16 +129,6 @@ def _time_keys(t: np.ndarray) -> np.ndarray:
     if t.dtype.kind in "iu":
         return t.astype(np.int64)
     return np.ascontiguousarray(t.astype(np.float64) + 0.0).view(np.int64)
-
-
-def _fanout(value) -> int:
-    """``value`` as a positive int below 2**63 (no bool, no float); ValueError else."""
-    if isinstance(value, (bool, np.bool_)):
-        raise TypeError
-    k = operator.index(value)
-    if not 1 <= k < 2**63:
-        raise ValueError
-    return k
 
 
 def _integer_times(t: np.ndarray, dtype: np.dtype) -> np.ndarray:
@@ -303,12 +292,12 @@ class TemporalNeighborSampler(Sampler):
         # 1.5 was cut to 1 and True read as 1; 'a' or NaN raised a raw ValueError
         try:
             values = [fanouts] if np.ndim(fanouts) == 0 else list(fanouts)
-            self.fanouts = [_fanout(f) for f in values]
         except (TypeError, ValueError):
-            self.fanouts = []
-        if not self.fanouts:
+            values = []
+        if not values:
             raise GraphsysError(f"fanouts must be positive integers, one per hop; got "
                                 f"{fanouts!r}")
+        self.fanouts = [check_count("fanouts", f, maximum=2**63 - 1) for f in values]
         if strategy not in STRATEGIES:
             raise GraphsysError(f"strategy must be one of {', '.join(STRATEGIES)}, got "
                                 f"{strategy!r}")
@@ -361,10 +350,7 @@ class TemporalNeighborSampler(Sampler):
         draws as given, an integer in ``[0, 2**63)`` (as
         :func:`~graphsys.sampling.sample_neighbors`)."""
         rng_seed = kernel_seed(rng_seed)
-        try:
-            fanout = _fanout(fanout)
-        except (TypeError, ValueError):
-            raise GraphsysError(f"fanout must be a positive integer, got {fanout!r}") from None
+        fanout = check_count("fanout", fanout, maximum=2**63 - 1)
         nodes = np.ascontiguousarray(nodes, dtype=np.int64).reshape(-1)
         t = self.event_times(times).reshape(-1)
         if len(t) != len(nodes):

@@ -3,6 +3,7 @@ profile against the same run recorded whole."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 from torch.profiler import ProfilerAction, schedule
@@ -28,10 +29,14 @@ def test_schedule_is_torch_profiler_schedule_after_the_first_steps(first, wait, 
     assert got[first:] == [TORCH[ref(k)] for k in range(wait + warmup, wait + warmup + 60)]
 
 
-@pytest.mark.parametrize("kw", [{"active": 0}, {"wait": -1}, {"first": 1.5}])
+@pytest.mark.parametrize("kw", [{"active": 0}, {"wait": -1}, {"first": 1.5}, {"active": True},
+                                {"repeat": True}])
 def test_schedule_refuses_bad_values(kw):
-    with pytest.raises(ParameterError):
+    """True was read as 1 (a bool is an int)."""
+    name, = kw
+    with pytest.raises(ParameterError, match=f"^{name} must be a (positive|non-neg)"):
         StepSchedule(**kw)
+    assert StepSchedule(first=np.int64(2)).first == 2  # NumPy's integers were refused
 
 
 def _steps(n: int):

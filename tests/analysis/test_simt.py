@@ -194,8 +194,12 @@ def test_degrees_as_a_list_and_non_integer_degrees():
         with pytest.raises(GraphsysError, match="whole numbers"):
             simt_model(bad, "warp-per-vertex")
     assert simt_model([1], "tpv", block_size=np.int64(64))["block_size"] == 64
-    with pytest.raises(GraphsysError, match="chunk must be a positive integer"):
-        simt_model(np.array([1]), "tpv", chunk=0)
+    for bad in (0, True):  # True was read as a chunk of 1
+        with pytest.raises(GraphsysError, match="chunk must be a positive integer"):
+            simt_model(np.array([1]), "tpv", chunk=bad)
+    with pytest.raises(GraphsysError, match=r"^items_per_thread must be a positive integer "
+                                            r"<= 64, got 65$"):
+        simt_model(np.array([1]), "tpv", items_per_thread=65)
 
 
 def test_large_stream_is_chunked():

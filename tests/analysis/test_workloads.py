@@ -187,3 +187,18 @@ def test_zero_threads_or_batch_size_are_refused_not_replaced(graph):
     prof = profile_graph(graph, algorithm="pagerank", max_iters=1, dense=False,
                          mappings="edge-balanced")
     assert prof["mappings"] == ["edge-balanced"] and "mean_utilization" in prof["simt"]
+
+
+@pytest.mark.parametrize("bad", ["x", 1.5, True])
+def test_step_and_launch_counts_that_are_no_integers_are_one_line(graph, bad):
+    """``steps="x"`` and ``ncu_launch_count="x"`` raised a TypeError from ``<``; 1.5 and
+    True passed (as a batch limit, and as ncu's --launch-count)."""
+    from graphsys.analysis import profile_graph
+    from graphsys.analysis.gnn_workload import profile_gnn
+    from graphsys.errors import ParameterError
+
+    for profile in (W.profile_embed, profile_gnn):
+        with pytest.raises(ParameterError, match="^steps must be a positive integer, got "):
+            profile(graph, recorder=_recorder(), steps=bad)
+    with pytest.raises(ParameterError, match="^ncu_launch_count must be a positive integer"):
+        profile_graph(graph, algorithm="pagerank", ncu_launch_count=bad)

@@ -96,3 +96,5 @@ def test_counts_are_integers():
     with pytest.raises(ParameterError, match="^num_nodes"):
         UniformNegativeSampler(10.5, 1)
     assert UniformNegativeSampler(np.int64(10), np.int64(2), low=np.int64(3)).low == 3
+    with pytest.raises(ParameterError, match=r"^low must be a non-negative integer <= 9, got 10"):
+        UniformNegativeSampler(10, 1, low=10)

@@ -159,7 +159,8 @@ def test_bad_input(bipartite_graph):
         s.sample_blocks(torch.tensor([0.5]))
     with pytest.raises(GraphsysError, match="unique"):
         s.sample_blocks(torch.tensor([1, 1]))
-    with pytest.raises(GraphsysError, match="termination_prob"):
+    with pytest.raises(GraphsysError, match=r"^termination_prob must be a finite number in "
+                                            r"\[0, 1\], got 1.5$"):
         PinSAGESampler(g, "item", "user", 3, 1.5, 10, 3)
     with pytest.raises(GraphsysError, match="termination_prob"):   # walked as 1
         PinSAGESampler(g, "item", "user", 3, float("nan"), 10, 3)

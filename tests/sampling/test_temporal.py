@@ -207,7 +207,7 @@ def test_refusals(tmp_path):
     with pytest.raises(GraphsysError, match="outside the graph"):
         TemporalNeighborSampler(g, 3).sample_hop([99], [1], 3)
     for bad in ([1.5], [True], 2.5, ["a"], [float("nan")], [2**64], 0):  # cut or raw errors
-        with pytest.raises(GraphsysError, match="^fanouts must be positive integers"):
+        with pytest.raises(GraphsysError, match="^fanouts must be (a )?positive integer"):
             TemporalNeighborSampler(g, bad)
     for bad in (0, -1, 1.5, True):          # -1 and 1.5 raised raw errors, 0 sampled nothing
         with pytest.raises(GraphsysError, match="^fanout must be a positive integer"):
