@@ -80,14 +80,19 @@ def check_count(name: str, value, *, minimum: int = 1, maximum: int | None = Non
     Traceback (most recent call last):
     ...
     graphsys.errors.ParameterError: features must be a non-negative integer <= 65536, got 70000
+    >>> check_count("k", 9, minimum=3, maximum=8)
+    Traceback (most recent call last):
+    ...
+    graphsys.errors.ParameterError: k must be an integer from 3 to 8, got 9
     """
     if isinstance(value, bool) or not isinstance(value, Integral) or value < minimum or (
             maximum is not None and value > maximum):
         what = {1: "a positive integer", 0: "a non-negative integer"}.get(
             minimum, f"an integer >= {minimum}")
-        over = maximum is not None and isinstance(value, Integral) and value > maximum
-        raise ParameterError(name, f"must be {what}{f' <= {maximum}' if over else ''}, got "
-                                   f"{value!r}")
+        if maximum is not None and isinstance(value, Integral) and value > maximum:
+            what = (f"{what} <= {maximum}" if minimum in (0, 1)
+                    else f"an integer from {minimum} to {maximum}")
+        raise ParameterError(name, f"must be {what}, got {value!r}")
     return int(value)
 
 

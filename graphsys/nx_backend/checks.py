@@ -417,7 +417,9 @@ def should_run(name: str, args, kwargs) -> bool | str:
     if G is None or getattr(G, "__networkx_backend__", None) == "graphsys":
         return True
     least = nx.config.backends.graphsys.get("min_edges", 0)
-    if G.number_of_edges() < check_real("nx.config.backends.graphsys.min_edges", least):
+    if least != math.inf:                          # infinity: never by size
+        least = check_real("nx.config.backends.graphsys.min_edges", least)
+    if G.number_of_edges() < least:
         return (f"graphsys: a graph of fewer than {least} edges is faster in NetworkX "
                 f"(nx.config.backends.graphsys.min_edges)")
     return True

@@ -193,7 +193,7 @@ def test_fsm_runs_on_the_threads_asked(graph, capsys, monkeypatch):
     (["pattern", "{g}", "wedge", "--anti-edges", "0-x"], "--anti-edges '0-x'"),
     (["fsm", "{g}", "--labels", "label", "--support", "0"], "--support must be a positive"),
     (["fsm", "{g}", "--labels", "nope", "--support", "2"], "nope"),
-    (["cliques", "{g}", "-k", "9"], "-k must be an integer >= 3 <= 8, got 9"),
+    (["cliques", "{g}", "-k", "9"], "-k must be an integer from 3 to 8, got 9"),
     # refused before the count, without "or None" (a Python value, not a flag's)
     (["cliques", "{g}", "-k", "3", "--list", "-1"],
      "--list must be a non-negative integer, got -1"),

@@ -265,6 +265,8 @@ def test_min_edges_that_is_no_number_is_one_line(monkeypatch):
     assert B.should_run("pagerank", (G,), {}) is not True  # 2 edges: NetworkX's
     monkeypatch.setitem(nx.config.backends.graphsys, "min_edges", 2)
     assert B.should_run("pagerank", (G,), {}) is True
+    monkeypatch.setitem(nx.config.backends.graphsys, "min_edges", float("inf"))  # never
+    assert B.should_run("pagerank", (nx.path_graph(10**4),), {}) is not True
 
 
 def test_tmpdir_that_is_no_writable_directory_is_one_line(monkeypatch, tmp_path):
