@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from numbers import Integral
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from graphsys.errors import ParameterError, check_count
+from graphsys.errors import ParameterError
 from graphsys.storage.edge_runs import COLUMN_PREFIX
 from graphsys.storage.format import (
     DEFAULT_EDGE_SET,
@@ -128,7 +129,11 @@ def warn_small_budget(value: int) -> None:
 
 def check_memory_limit(value) -> int:
     """``value`` unless it is not an integer of at least :data:`MIN_MEMORY_LIMIT` bytes."""
-    return check_count("memory_limit", value, minimum=MIN_MEMORY_LIMIT)
+    if isinstance(value, bool) or not isinstance(value, Integral) or value < MIN_MEMORY_LIMIT:
+        raise ParameterError("memory_limit", f"must be at least {MIN_MEMORY_LIMIT:,} bytes "
+                                             f"(64KiB: one batch of 4,096 edges), got "
+                                             f"{value!r}")
+    return int(value)
 
 
 def check_delimiter(value) -> None:

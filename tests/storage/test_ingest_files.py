@@ -70,8 +70,9 @@ def test_append(tmp_path, edges):
     ({"memory_limit": "lots"}, "memory_limit must be a positive size"),
     ({"memory_limit": "1e99"}, "memory_limit must be a positive size of at most 8 EiB"),
     ({"memory_limit": "100000PB"}, "memory_limit must be a positive size of at most 8 EiB"),
-    ({"memory_limit": 1}, "memory_limit must be an integer >= 65536, got 1"),
-    ({"memory_limit": "65535"}, "memory_limit must be an integer >= 65536, got 65535"),
+    ({"memory_limit": 1}, r"memory_limit must be at least 65,536 bytes \(64KiB: one batch "
+                          r"of 4,096 edges\), got 1"),
+    ({"memory_limit": "65535"}, "memory_limit must be at least 65,536 bytes"),
     ({"index": "csr,bsr"},
      "index must name index kinds among csr, csc, push, sym, temporal, got 'csr,bsr'"),
     ({"on_bad_line": "ignore"}, "on_bad_line must be 'error' or 'skip'"),

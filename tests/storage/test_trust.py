@@ -451,7 +451,7 @@ def test_null_strings_in_a_node_table_are_refused(tmp_path):
 
 
 @pytest.mark.parametrize("limit,message", [
-    ("1", "--memory-limit must be an integer >= 65536, got 1"),
+    ("1", "--memory-limit must be at least 65,536 bytes"),
     ("1e99", "--memory-limit must be a positive size of at most 8 EiB"),
     ("100000PB", "--memory-limit must be a positive size of at most 8 EiB"),
 ])
