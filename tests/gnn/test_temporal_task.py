@@ -77,7 +77,7 @@ def test_trains_learns_and_never_sees_the_future(tmp_path, spy):
         f"train_end.{name}" for name, _ in res.model.memory.named_buffers()}
     assert meta["entity_type"] == "default" or meta["entity_type"] in g.entity_types
     edit_config(tmp_path / "run" / "checkpoint", heads=0)
-    with pytest.raises(FormatError, match="config.heads is 0"):
+    with pytest.raises(FormatError, match="config.heads must be a positive integer, got 0"):
         load_checkpoint(tmp_path / "run" / "checkpoint")
 
 
