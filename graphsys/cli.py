@@ -24,7 +24,10 @@ after one ``error:`` line. A second SIGTERM during that cleanup is ignored (SIGK
 stops the process at once). Ctrl-C or SIGTERM reads the same from the import of the
 command's modules on, and when it lands in a callback from C code (LLVM's, while numba
 compiles a kernel) or a finalizer, where Python only reports it, it is raised again once
-that returns (:class:`_Redeliver`) rather than dropped.
+that returns (:class:`_Redeliver`) rather than dropped; one that lands while the main
+thread compiles or loads a numba kernel is held until that ends (raised inside it, it could
+break llvmlite's hand-over of an LLVM module and free it twice: a segfault as the
+interrupt unwinds).
 
 The program (:func:`program`: the ``graphsys`` script and ``python -m graphsys``) ends the
 process, after a ``fast_exit`` command (its work all on disk, e.g. ``ingest``), an
@@ -185,18 +188,29 @@ class Terminated(KeyboardInterrupt):
 
 
 class _Redeliver:
-    """Raises again an interrupt that Python could only report: a
-    :class:`KeyboardInterrupt` (Ctrl-C) or :class:`Terminated` raised while the main thread
-    ran a callback from C code (LLVM's, while numba compiles a kernel) or a finalizer
-    (``__del__``) is printed as ``Exception ignored on calling ctypes callback function``
-    (or ``in ... __del__``) and dropped, and the command would run on. :meth:`hook`
-    (``sys.unraisablehook``) takes it instead, and a thread sends the main thread a SIGINT
-    once the callback has returned, whose handler (:meth:`on_int`) raises it again, where
-    it propagates as any interrupt does."""
+    """Raises an interrupt where it is safe to, and again one that Python could only
+    report.
+
+    A :class:`KeyboardInterrupt` (Ctrl-C) or :class:`Terminated` raised while the main
+    thread ran a callback from C code (LLVM's, while numba compiles a kernel) or a
+    finalizer (``__del__``) is printed as ``Exception ignored on calling ctypes callback
+    function`` (or ``in ... __del__``) and dropped, and the command would run on.
+    :meth:`hook` (``sys.unraisablehook``) takes it instead, and a thread sends the main
+    thread a SIGINT once the callback has returned, whose handler (:meth:`on_int`) raises it
+    again, where it propagates as any interrupt does.
+
+    An interrupt that arrives while the main thread holds numba's compiler lock (a kernel
+    compiles or loads from the cache: :func:`_compiling`) is not raised there: llvmlite
+    hands an LLVM module over in two steps (the C call that moves it, then the Python
+    object that is told so), and an exception raised between them leaves the object owning
+    a module already freed or owned by the JIT, which it frees again when the unwinding
+    drops it (a segfault). The handler then only records it, and a thread sends the SIGINT
+    once the main thread has left the compiler (:meth:`_after_compiling`)."""
 
     def __init__(self, sigint) -> None:
         self.pending: type[KeyboardInterrupt] | None = None
         self.returned = True  # whether the hook that took the pending interrupt returned
+        self.waiting = False  # whether a thread waits for the compiler to send the SIGINT
         self.previous = sys.unraisablehook
         self.sigint = sigint  # the SIGINT handler it stands in for
 
@@ -215,18 +229,56 @@ class _Redeliver:
         # a signal, not interrupt_main's flag: it also wakes a wait in a system call
         signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
 
+    def _after_compiling(self) -> None:
+        """Send the main thread a SIGINT once no thread holds numba's compiler lock (the
+        handler holds it again if the main thread compiles anew by then)."""
+        try:
+            with sys.modules["numba.core.compiler_lock"].global_compiler_lock:
+                pass
+        finally:
+            self.waiting = False
+            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+
+    def _held(self) -> bool:
+        """Whether the interrupt is held for now (the main thread is compiling)."""
+        if not _compiling():
+            return False
+        if not self.waiting:
+            self.waiting = True
+            threading.Thread(target=self._after_compiling, daemon=True).start()
+        return True
+
     def on_int(self, signum, frame):
         """The pending interrupt; else what the handler it stands in for does: Python's
         raises KeyboardInterrupt, a caller's own runs, an ignored SIGINT (a job a script
-        started in the background) stays ignored."""
+        started in the background) stays ignored. Within a numba compilation it is held
+        until that ends."""
+        if self.pending is None and self.sigint == signal.SIG_IGN:
+            return None
+        if self._held():
+            return None
         pending, self.pending = self.pending, None
         if pending is not None:
             raise pending()
         if callable(self.sigint):
             return self.sigint(signum, frame)
-        if self.sigint != signal.SIG_IGN:
-            raise KeyboardInterrupt()
-        return None
+        raise KeyboardInterrupt()
+
+    def on_term(self, signum, frame):
+        """:class:`Terminated`, once: a later SIGTERM is ignored while the cleanup runs;
+        within a numba compilation held until that ends, as :meth:`on_int` holds Ctrl-C."""
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        if self._held():
+            self.pending = Terminated
+            return
+        raise Terminated()
+
+
+def _compiling() -> bool:
+    """Whether this thread holds numba's compiler lock: it compiles a kernel or loads one
+    from the cache (False where numba was never imported)."""
+    module = sys.modules.get("numba.core.compiler_lock")
+    return module is not None and module.global_compiler_lock.is_locked()
 
 
 @contextlib.contextmanager
@@ -243,13 +295,9 @@ def terminate_as_interrupt(ignore_after: bool = False):
         yield
         return
 
-    def on_term(signum, frame):
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        raise Terminated()
-
     redeliver = _Redeliver(signal.getsignal(signal.SIGINT))
-    previous = signal.signal(signal.SIGTERM, on_term), signal.signal(signal.SIGINT,
-                                                                     redeliver.on_int)
+    previous = (signal.signal(signal.SIGTERM, redeliver.on_term),
+                signal.signal(signal.SIGINT, redeliver.on_int))
     sys.unraisablehook = redeliver.hook
     try:
         yield

@@ -167,6 +167,39 @@ def test_an_interrupt_raised_in_a_callback_from_c_still_stops_the_command(interr
     assert sys.unraisablehook is hook
 
 
+@pytest.mark.parametrize("interrupt", [KeyboardInterrupt, cli.Terminated])
+def test_an_interrupt_while_a_kernel_compiles_is_raised_once_it_has_compiled(interrupt):
+    """Ctrl-C or SIGTERM while the main thread compiled a numba kernel was raised inside
+    the compilation, where it can fall between llvmlite's C call that hands an LLVM module
+    over and the Python object told so: that object then freed the module again as the
+    interrupt unwound (a segfault of ``graphsys run ... --mode out-of-core`` on Ctrl-C).
+    It is held until the compilation has ended, then raised."""
+    import signal
+    import threading
+
+    import numba
+    from numba.core import event
+
+    class InterruptedCompile(event.Listener):
+        def on_start(self, ev):  # within the compilation, numba's compiler lock held
+            signal.raise_signal(signal.SIGTERM if interrupt is cli.Terminated
+                                else signal.SIGINT)
+
+        def on_end(self, ev):
+            pass
+
+    @numba.njit
+    def add_one(x):
+        return x + 1
+
+    with pytest.raises(KeyboardInterrupt) as raised, cli.terminate_as_interrupt():
+        with event.install_listener("numba:compile", InterruptedCompile()):
+            add_one(1)  # raised once the kernel has compiled: here or in the wait below
+        threading.Event().wait(10)
+    assert raised.type is interrupt
+    assert len(add_one.signatures) == 1  # compiled whole, not interrupted within
+
+
 def test_an_ignored_sigint_stays_ignored(monkeypatch, capsys):
     """A SIGINT the process ignores (a job a script started in the background, which the
     terminal's Ctrl-C must not stop) stays ignored while a command runs."""
