@@ -49,15 +49,12 @@ def _find(comp, x):
 
 @numba.njit(inline="always")
 def _link(comp, u, v):
-    """Union of the trees of ``u`` and ``v``, the larger root under the smaller: 1 where
-    they were two, else 0."""
     a = _find(comp, u)
     b = _find(comp, v)
     if a < b:
         comp[b] = a
     elif b < a:
         comp[a] = b
-    return 1 if a != b else 0
 
 
 @numba.njit(cache=True, nogil=True)
@@ -84,7 +81,11 @@ def union_edges(comp, src, dst):
     whose parents precede their children; returns the merges made."""
     merged = 0
     for k in range(src.shape[0]):
-        merged += _link(comp, src[k], dst[k])
+        a = _find(comp, src[k])
+        b = _find(comp, dst[k])
+        if a != b:                 # as _link, counting the merges
+            comp[max(a, b)] = min(a, b)
+            merged += 1
     return merged
 
 
