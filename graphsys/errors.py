@@ -92,7 +92,7 @@ def check_count(name: str, value, *, minimum: int = 1, maximum: int | None = Non
         if maximum is not None and isinstance(value, Integral) and value > maximum:
             what = (f"{what} <= {maximum}" if minimum in (0, 1)
                     else f"an integer from {minimum} to {maximum}")
-        raise ParameterError(name, f"must be {what}, got {value!r}")
+        raise ParameterError(name, f"must be {what}, got {_shown(value)}")
     return int(value)
 
 
@@ -108,6 +108,10 @@ def check_real(name: str, value, *, low: float | None = None, high: float | None
     Traceback (most recent call last):
     ...
     graphsys.errors.ParameterError: tol must be a finite number > 0, got nan
+    >>> check_real("tol", 10**400)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    graphsys.errors.ParameterError: tol must be a finite number, got 10000...000... (401 characters)
     """
     try:
         f = float(value) if isinstance(value, Real) and not isinstance(value, bool) else math.nan
@@ -122,8 +126,15 @@ def check_real(name: str, value, *, low: float | None = None, high: float | None
                      else f" {'<' if high_open else '<='} {high:g}")
         else:
             bound = ""
-        raise ParameterError(name, f"must be a finite number{bound}, got {value!r}")
+        raise ParameterError(name, f"must be a finite number{bound}, got {_shown(value)}")
     return f
+
+
+def _shown(value) -> str:
+    """``repr(value)`` for a one-line message, cut where it is long (10**400 has 401
+    digits)."""
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:40]}... ({len(text)} characters)"
 
 
 def first_bool(values):
