@@ -136,7 +136,18 @@ def message_runs(index: torch.Tensor, values: torch.Tensor):
 
 class ModeCombiner(Combiner):
     """The most frequent message value per target; ties go to the smallest value (label
-    propagation)."""
+    propagation).
+
+    Examples
+    --------
+    Target 0 receives 2, 5, 5; target 1 receives 7, 1; target 2 nothing:
+
+    >>> import torch
+    >>> from graphsys.bsp import ModeCombiner
+    >>> values = torch.tensor([2.0, 5.0, 5.0, 7.0, 1.0], dtype=torch.float64)
+    >>> ModeCombiner().combine(torch.tensor([0, 0, 0, 1, 1]), values, 3)
+    tensor([5., 1., 0.], dtype=torch.float64)
+    """
 
     name = "mode"
 
@@ -209,6 +220,27 @@ class Context:
         :meth:`VertexProgram.aggregate`).
     num_local : int
         ``hi - lo`` (a property).
+
+    Examples
+    --------
+    A program reads the context it is handed; this one answers from it before any
+    superstep (no vertex is active):
+
+    >>> import tempfile, graphsys
+    >>> from graphsys import bsp
+    >>> class InDegree(bsp.VertexProgram):
+    ...     message, combiner, direction = "copy", "sum", "out"
+    ...     def init(self, ctx):
+    ...         print(ctx.num_nodes, ctx.lo, ctx.hi)
+    ...         return {}, ctx.full(False, bool)
+    ...     def send(self, ctx, state): ...
+    ...     def update(self, ctx, state, combined, received): ...
+    ...     def result(self, ctx, state):
+    ...         return ctx.degree("in")
+    >>> g = graphsys.from_numpy([1, 1, 1, 2], [2, 3, 4, 3], tempfile.mkdtemp() + "/g")
+    >>> bsp.run(g, InDegree()).to_dict()
+    4 0 4
+    {1: 0.0, 2: 1.0, 3: 2.0, 4: 1.0}
     """
 
     graph: Any

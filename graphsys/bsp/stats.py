@@ -52,6 +52,17 @@ class SuperstepStats:
         receivers, targets already at or below the superstep's smallest message.
     seconds : dict of str to float
         Wall-clock seconds per phase (see :data:`PHASES`).
+
+    Examples
+    --------
+    A run's supersteps, in ``result.stats.supersteps``:
+
+    >>> import tempfile, graphsys
+    >>> from graphsys import bsp
+    >>> g = graphsys.from_numpy([1, 2, 3, 4], [2, 3, 4, 5], tempfile.mkdtemp() + "/g")
+    >>> result = bsp.run(g, bsp.BFS(0))
+    >>> [(step.superstep, step.active, step.edges_scanned) for step in result.stats.supersteps]
+    [(0, 1, 4), (1, 1, 3), (2, 1, 2), (3, 1, 1), (4, 1, 0)]
     """
 
     superstep: int

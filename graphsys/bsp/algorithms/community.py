@@ -178,7 +178,23 @@ class Louvain(VertexProgram):
     """Louvain (and, with ``leiden=True``, Leiden) as a whole-graph method of the engine:
     :meth:`solve_in_memory` runs the levels in numba and writes each node's community
     (its smallest internal id); there is no superstep form (a run out of core, on CUDA or
-    with ``schedule="sync"`` is refused in one line)."""
+    with ``schedule="sync"`` is refused in one line).
+
+    Examples
+    --------
+    What :func:`louvain` runs (with ``schedule="auto"``), on two triangles joined by one
+    edge:
+
+    >>> import tempfile, graphsys
+    >>> from graphsys import bsp
+    >>> g = graphsys.from_numpy([1, 1, 2, 4, 4, 5, 3], [2, 3, 3, 5, 6, 6, 4],
+    ...                         tempfile.mkdtemp() + "/g")
+    >>> program = bsp.Louvain(resolution=1.0, seed=0, weighted=False, directed=False,
+    ...                       undirected_store=False)
+    >>> result = bsp.run(g, program, schedule="auto")
+    >>> result.to_dict(), round(result.stats.scores["modularity"], 4)
+    ({1: 0.0, 2: 0.0, 3: 0.0, 4: 3.0, 5: 3.0, 6: 3.0}, 0.3571)
+    """
 
     message, combiner = "copy", "sum"
     host_state = True  # init and result are Context calls (an in-memory run imports no torch)

@@ -22,7 +22,21 @@ from graphsys.kernels import components as afforest
 class WCC(VertexProgram):
     """Every vertex ends with the smallest global id of its weakly connected component.
     Labels start as global ids; messages go both ways along edges (one way when the edge
-    set is stored undirected); only vertices whose label dropped send."""
+    set is stored undirected); only vertices whose label dropped send.
+
+    Examples
+    --------
+    What :func:`wcc` runs (labels are internal ids; ``to_original`` names the nodes):
+
+    >>> import tempfile, graphsys
+    >>> from graphsys import bsp
+    >>> g = graphsys.from_numpy([1, 2, 4], [2, 3, 5], tempfile.mkdtemp() + "/g")
+    >>> result = bsp.run(g, bsp.WCC())
+    >>> result.to_dict()
+    {1: 0.0, 2: 0.0, 3: 0.0, 4: 3.0, 5: 3.0}
+    >>> g.to_original(result.values.astype("int64")).tolist()
+    [1, 1, 1, 4, 4]
+    """
 
     name = "wcc"
     message, combiner = "copy", "min"

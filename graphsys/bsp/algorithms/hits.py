@@ -35,7 +35,17 @@ DEFAULT_MAX_ITERS = 20_000
 
 class HITS(VertexProgram):
     """Hubs and authorities; :meth:`result` is float64 (N_local, 2): hub, authority
-    (unnormalised: :func:`hits` scales the columns)."""
+    (unnormalised: :func:`hits` scales the columns).
+
+    Examples
+    --------
+    >>> import tempfile, graphsys
+    >>> from graphsys import bsp
+    >>> g = graphsys.from_numpy([1, 1, 2, 3], [2, 3, 3, 1], tempfile.mkdtemp() + "/g")
+    >>> hub, authority = bsp.run(g, bsp.HITS()).values.T
+    >>> (hub / hub.sum()).round(3).tolist(), (authority / authority.sum()).round(3).tolist()
+    ([0.618, 0.382, 0.0], [0.0, 0.382, 0.618])
+    """
 
     name = "hits"
     message, combiner = "mul_weight", "sum"

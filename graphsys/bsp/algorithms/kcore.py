@@ -27,7 +27,19 @@ SELF_LOOPS = ("ignore", "refuse")
 class KCore(VertexProgram):
     """The peeling of :func:`kcore` in supersteps: removed vertices tell their neighbours
     (sum of 1s), which lower their degree. ``loops``: int64 (N,) self-loops per vertex,
-    which never count, or None to count them when first needed."""
+    which never count, or None to count them when first needed.
+
+    Examples
+    --------
+    What :func:`kcore` runs, on a triangle 1-2-3 with a pendant 4 (pass
+    ``both_ways=False`` for an edge set stored undirected):
+
+    >>> import tempfile, graphsys
+    >>> from graphsys import bsp
+    >>> g = graphsys.from_numpy([1, 1, 2, 3], [2, 3, 3, 4], tempfile.mkdtemp() + "/g")
+    >>> bsp.run(g, bsp.KCore()).to_dict()
+    {1: 2.0, 2: 2.0, 3: 2.0, 4: 1.0}
+    """
 
     name = "kcore"
     message, combiner = "copy", "sum"

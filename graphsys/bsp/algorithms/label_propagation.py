@@ -48,6 +48,17 @@ class LabelPropagation(VertexProgram):
     colour none of them holds, and tell their lower neighbours. Every phase combines raw
     messages (:meth:`combine`). In memory on CPU :meth:`solve_in_memory` runs the same rule
     in numba.
+
+    Examples
+    --------
+    What :func:`label_propagation` runs, on two triangles joined by one edge:
+
+    >>> import tempfile, graphsys
+    >>> from graphsys import bsp
+    >>> g = graphsys.from_numpy([1, 1, 2, 4, 4, 5, 3], [2, 3, 3, 5, 6, 6, 4],
+    ...                         tempfile.mkdtemp() + "/g")
+    >>> bsp.run(g, bsp.LabelPropagation()).to_dict()
+    {1: 3.0, 2: 3.0, 3: 3.0, 4: 5.0, 5: 5.0, 6: 5.0}
     """
 
     name = "lpa"

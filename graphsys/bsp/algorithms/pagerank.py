@@ -140,6 +140,18 @@ class PageRank(VertexProgram):
         Whether the fused in-memory loop may store the graph's ``push`` index where it has
         none and it pays (:meth:`solve_in_memory`); False leaves the graph directory as it
         is.
+
+    Examples
+    --------
+    What :func:`pagerank` runs:
+
+    >>> import tempfile, numpy as np, graphsys
+    >>> from graphsys import bsp
+    >>> src, dst = np.array([1, 2, 3, 3, 4]), np.array([2, 3, 1, 4, 1])
+    >>> g = graphsys.from_numpy(src, dst, tempfile.mkdtemp() + "/g")
+    >>> result = bsp.run(g, bsp.PageRank(tol=1e-10))
+    >>> [(node, round(rank, 3)) for node, rank in result.top(3)], result.stats.converged
+    ([(1, 0.287), (2, 0.281), (3, 0.277)], True)
     """
 
     name = "pagerank"

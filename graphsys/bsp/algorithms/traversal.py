@@ -55,6 +55,18 @@ class BFS(_FromSource):
 
     Frontier = vertices reached in the previous superstep; a pull only visits unreached
     targets (``accepts``) and stops at their first frontier in-neighbour.
+
+    Examples
+    --------
+    What :func:`bfs` runs; the program takes the source's internal id:
+
+    >>> import tempfile, numpy as np, graphsys
+    >>> from graphsys import bsp
+    >>> src, dst = np.array([1, 2, 3, 1, 5]), np.array([2, 3, 4, 3, 1])
+    >>> g = graphsys.from_numpy(src, dst, tempfile.mkdtemp() + "/g")
+    >>> source = int(g.to_internal([1])[0])
+    >>> bsp.run(g, bsp.BFS(source)).to_dict()
+    {1: 0.0, 2: 1.0, 3: 1.0, 4: 2.0, 5: inf}
     """
 
     name = "bfs"
@@ -106,7 +118,20 @@ class BFS(_FromSource):
 
 class SSSP(_FromSource):
     """Shortest-path distances (sum of float32 weights, 1 where unweighted) from ``source``;
-    a vertex whose distance dropped sends ``dist + w`` along its out-edges."""
+    a vertex whose distance dropped sends ``dist + w`` along its out-edges.
+
+    Examples
+    --------
+    What :func:`sssp` runs; the program takes the source's internal id:
+
+    >>> import tempfile, numpy as np, graphsys
+    >>> from graphsys import bsp
+    >>> src, dst = np.array([1, 1, 2, 3]), np.array([2, 3, 3, 4])
+    >>> w = np.array([1.0, 5.0, 1.5, 0.5])
+    >>> g = graphsys.from_numpy(src, dst, tempfile.mkdtemp() + "/g", weight=w)
+    >>> bsp.run(g, bsp.SSSP(int(g.to_internal([1])[0]))).to_dict()
+    {1: 0.0, 2: 1.0, 3: 2.5, 4: 3.0}
+    """
 
     name = "sssp"
     message, combiner, direction = "add_weight", "min", "out"
