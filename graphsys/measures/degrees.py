@@ -79,6 +79,19 @@ class DegreeStats:
         Self-loops.
     histogram : numpy.ndarray
         int64 (max + 1,): ``histogram[d]`` nodes of degree ``d`` (``nx.degree_histogram``).
+
+    Examples
+    --------
+    >>> import tempfile, graphsys
+    >>> from graphsys.measures import degree_stats
+    >>> g = graphsys.from_numpy([0, 0, 0, 1], [1, 2, 3, 2], tempfile.mkdtemp() + "/g",
+    ...                         num_nodes=5, undirected=True)
+    >>> s = degree_stats(g)
+    >>> s.direction, s.median, s.percentiles[90], round(s.std, 3)
+    ('both', 2.0, 2.6, 1.02)
+    >>> degrees, nodes = s.distribution()
+    >>> degrees.tolist(), nodes.tolist()
+    ([0, 1, 2, 3], [1, 1, 2, 1])
     """
 
     direction: str

@@ -57,6 +57,17 @@ class Diameter:
         Breadth-first searches made.
     components : int
         Connected components of the undirected view.
+
+    Examples
+    --------
+    A path 0 - 4 beside a pair 10 - 11:
+
+    >>> import tempfile, graphsys
+    >>> from graphsys.measures import diameter
+    >>> g = graphsys.from_numpy([0, 1, 2, 3, 10], [1, 2, 3, 4, 11], tempfile.mkdtemp() + "/g")
+    >>> d = diameter(g)
+    >>> d.value, (d.lower, d.upper), d.exact, sorted(d.endpoints), d.components
+    (4, (4, 4), True, [0, 4], 2)
     """
 
     value: int

@@ -261,6 +261,16 @@ class TopLinks:
         The same nodes as int64 internal ids.
     method : str
         The score's name.
+
+    Examples
+    --------
+    >>> import tempfile, graphsys
+    >>> from graphsys.measures import top_links
+    >>> g = graphsys.from_numpy([0, 0, 1, 2, 3], [1, 2, 2, 3, 4], tempfile.mkdtemp() + "/g",
+    ...                         undirected=True)
+    >>> links = top_links(g, [0, 4], k=2, method="common")
+    >>> len(links), links.method, links.to_table().to_pydict()
+    (2, 'common', {'source': [0, 4], 'target': [3, 2], 'score': [1.0, 1.0]})
     """
 
     source: object

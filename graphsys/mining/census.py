@@ -66,6 +66,18 @@ class MotifCensus:
         Draws per estimated sum of a sampled census.
     seed : int or None
         Its seed.
+
+    Examples
+    --------
+    From :func:`graphsys.mining.motifs`, on two triangles sharing the edge 1-3:
+
+    >>> import tempfile, numpy as np, graphsys
+    >>> from graphsys import mining
+    >>> g = graphsys.from_numpy(np.array([1, 2, 3, 4, 1]), np.array([2, 3, 4, 1, 3]),
+    ...                         tempfile.mkdtemp() + "/g")
+    >>> census = mining.motifs(g, 3)
+    >>> census.size, census.method, census.counts, census["triangle"]
+    (3, 'exact', {'wedge': 2, 'triangle': 2}, 2)
     """
 
     size: int

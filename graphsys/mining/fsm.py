@@ -50,6 +50,20 @@ class FrequentPattern:
     support : int
         Its MNI support (a lower bound, at least the threshold, when mined with
         ``exact=False``).
+
+    Examples
+    --------
+    The most frequent pattern of :func:`frequent_subgraphs`, two triangles with one node of
+    kind 1 each:
+
+    >>> import tempfile, numpy as np, graphsys
+    >>> from graphsys import mining
+    >>> src, dst = np.array([0, 1, 2, 3, 4, 5, 0]), np.array([1, 2, 0, 4, 5, 3, 3])
+    >>> g = graphsys.from_numpy(src, dst, tempfile.mkdtemp() + "/g", num_nodes=6,
+    ...                         node_columns={"kind": np.array([0, 0, 1, 0, 0, 1])})
+    >>> best = mining.frequent_subgraphs(g, "kind", 2, max_edges=1)[0]
+    >>> best.support, best.num_edges, best.to_dict()
+    (4, 1, {'edges': [[0, 1]], 'labels': [0, 0], 'support': 4})
     """
 
     pattern: Pattern

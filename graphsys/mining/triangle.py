@@ -231,6 +231,20 @@ class TriangleStats:
     provenance : dict or None
         What a later count needs to start from this one (``init``): the edge sets read
         (:func:`graphsys.storage.previous.provenance`).
+
+    Examples
+    --------
+    From :func:`triangle_stats` (``per_node=True`` fills the per-node figures):
+
+    >>> import tempfile, numpy as np, graphsys
+    >>> from graphsys import mining
+    >>> src, dst = np.array([1, 2, 3, 1, 4]), np.array([2, 3, 1, 4, 2])  # two triangles
+    >>> g = graphsys.from_numpy(src, dst, tempfile.mkdtemp() + "/g")
+    >>> stats = mining.triangle_stats(g)
+    >>> stats.count, stats.transitivity, stats.triangles
+    (2, 0.75, None)
+    >>> stats.degree.to_dict()
+    {1: 3, 2: 3, 3: 2, 4: 2}
     """
 
     count: int

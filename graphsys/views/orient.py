@@ -74,6 +74,20 @@ class Oriented:
         Figures derived from the arrays once, for the passes that read the view again
         while it is cached (:func:`graphsys.mining.triangle.count_oriented`'s kernel and
         work per root); a copy of the view starts without them.
+
+    Examples
+    --------
+    From :func:`oriented`, a triangle 10-20-30 with a tail 30-40 (stored directed):
+
+    >>> import tempfile, numpy as np, graphsys
+    >>> from graphsys.views import oriented
+    >>> g = graphsys.from_numpy(np.array([10, 20, 30, 30]), np.array([20, 30, 10, 40]),
+    ...                         tempfile.mkdtemp() + "/g")
+    >>> view = oriented(g)
+    >>> g.to_original(view.order).tolist()  # ascending degree: the tail's end first
+    [40, 10, 20, 30]
+    >>> view.indptr.tolist(), view.indices.tolist(), view.num_edges
+    ([0, 1, 3, 4, 4], [3, 2, 3, 3], 4)
     """
 
     indptr: np.ndarray
