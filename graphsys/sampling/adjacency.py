@@ -46,6 +46,20 @@ class Adjacency:
     ``indptr`` int64 (num_rows+1,); ``indices`` int64 (nnz,) ascending within each row
     (int32 when mapped from a stored adjacency index, see :func:`mapped_adjacency`);
     ``weight`` float32 (nnz,) or None (sum of the weights of merged parallel edges).
+
+    Examples
+    --------
+    The symmetric view of a stored graph (1 -> 2 stored twice, merged):
+
+    >>> import tempfile, numpy as np, graphsys
+    >>> from graphsys.sampling import homogeneous_adjacency
+    >>> g = graphsys.from_numpy(np.array([0, 1, 1]), np.array([1, 2, 2]),
+    ...                         tempfile.mkdtemp() + "/g")
+    >>> a = homogeneous_adjacency(g)
+    >>> a.num_rows, a.num_cols, a.nnz, a.degrees().tolist()
+    (3, 3, 4, [1, 2, 1])
+    >>> a.indices[a.indptr[1]:a.indptr[2]].tolist()  # the neighbours of node 1
+    [0, 2]
     """
 
     indptr: np.ndarray

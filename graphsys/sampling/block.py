@@ -40,6 +40,19 @@ class Block:
     leaves it None, so GCN normalises it by the sampled block's degrees, the convention of
     PyG (``gcn_norm`` on the sampled subgraph) and DGL (``GraphConv`` on a block). A
     full-graph block needs none: every out-neighbour is a destination.
+
+    Examples
+    --------
+    Node 4 of a path 0 - 1 - ... - 9 with two sampled neighbours:
+
+    >>> import tempfile, numpy as np, graphsys
+    >>> from graphsys.sampling import NeighborSampler
+    >>> g = graphsys.from_numpy(np.arange(9), np.arange(1, 10), tempfile.mkdtemp() + "/path")
+    >>> block = NeighborSampler(g, [2]).sample_blocks([4], rng_seed=0)[0]
+    >>> block.num_dst_nodes, block.src_nodes.tolist(), block.edge_index.tolist()
+    (1, [4, 3, 5], [[1, 2], [0, 0]])
+    >>> block.src_nodes[block.edge_src].tolist()  # positions back to node ids
+    [3, 5]
     """
 
     src_nodes: torch.Tensor
@@ -164,6 +177,19 @@ class MiniBatch:
     (len(input_nodes), F) input features and ``y``: the seeds' labels (B,), when the
     loader gathers them (:class:`graphsys.gnn.NodeLoader`), else None. :meth:`to` moves
     them all.
+
+    Examples
+    --------
+    A batch of two seeds over two sampled layers (what a loader yields, here without
+    features):
+
+    >>> import tempfile, numpy as np, torch, graphsys
+    >>> from graphsys.sampling import MiniBatch, NeighborSampler
+    >>> g = graphsys.from_numpy(np.arange(9), np.arange(1, 10), tempfile.mkdtemp() + "/path")
+    >>> seeds = torch.tensor([4, 7])
+    >>> batch = MiniBatch(seeds, NeighborSampler(g, [2, 2]).sample_blocks(seeds, rng_seed=0))
+    >>> batch.input_nodes.tolist(), batch.blocks[-1].dst_nodes.tolist()
+    ([4, 7, 3, 5, 6, 8, 2, 9], [4, 7])
     """
 
     seeds: torch.Tensor

@@ -30,7 +30,14 @@ PPR_BATCH = 256
 
 class UniformNegativeSampler:
     """``num_negatives`` node ids per query drawn uniformly from ``[low, num_nodes)``
-    (``low``: the first node of the candidates' type, default 0)."""
+    (``low``: the first node of the candidates' type, default 0).
+
+    Examples
+    --------
+    >>> from graphsys.sampling import UniformNegativeSampler
+    >>> UniformNegativeSampler(10, 3)([0, 5], rng_seed=0).tolist()
+    [[8, 6, 5], [2, 3, 0]]
+    """
 
     def __init__(self, num_nodes: int, num_negatives: int = 1, *, low: int = 0):
         # 1.5 was cut to 1, True read as 1, NaN raised a raw ValueError
@@ -167,6 +174,20 @@ class PPRHardNegativeSampler:
     ----------
     .. [1] R. Ying, R. He, K. Chen, P. Eksombatchai, W. L. Hamilton and J. Leskovec,
        "Graph Convolutional Neural Networks for Web-Scale Recommender Systems", KDD 2018.
+
+    Examples
+    --------
+    Items 0..4 linked through the users who like them (item -> user -> item):
+
+    >>> import numpy as np
+    >>> from graphsys.sampling import PPRHardNegativeSampler, from_coo
+    >>> user, item = np.array([0, 0, 1, 1, 1, 2, 2]), np.array([0, 1, 1, 2, 3, 3, 4])
+    >>> fw, bw = from_coo(item, user, 5, 3), from_coo(user, item, 3, 5)
+    >>> sampler = PPRHardNegativeSampler(fw, bw, 1, 3, num_negatives=2)
+    >>> sampler.band([0, 4]).tolist()  # ranks 1 and 2 for items 0 and 4
+    [[3, 2], [1, 2]]
+    >>> sampler([0, 4], rng_seed=0).tolist()
+    [[2, 2], [2, 1]]
     """
 
     def __init__(self, fw: Adjacency, bw: Adjacency, rank_lo: int, rank_hi: int,

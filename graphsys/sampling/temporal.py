@@ -180,6 +180,19 @@ class TemporalNeighbors:
         edge columns yield them); -1 in unused slots.
     count : numpy.ndarray
         int64 (S,) picks per event.
+
+    Examples
+    --------
+    From :meth:`TemporalNeighborSampler.sample_hop`: node 0 before 31, node 2 before 40:
+
+    >>> import tempfile, pyarrow as pa, graphsys
+    >>> from graphsys.sampling import TemporalNeighborSampler
+    >>> edges = pa.table({"src": [0, 0, 0, 1], "dst": [1, 2, 3, 2],
+    ...                   "timestamp": [10, 20, 30, 40]})
+    >>> g = graphsys.from_arrow(edges, tempfile.mkdtemp() + "/g", edge_columns=["timestamp"])
+    >>> hop = TemporalNeighborSampler(g, 2).sample_hop([0, 2], [31, 40], 2)
+    >>> hop.nbr.tolist(), hop.time.tolist(), hop.count.tolist(), hop.num_edges
+    ([[2, 3], [0, -1]], [[20, 30], [20, 0]], [2, 1], 3)
     """
 
     nodes: np.ndarray
@@ -208,6 +221,19 @@ class TemporalBlock(Block):
     time, else the stamp of the edge that reached the row, strictly before the time of the
     row it reached); ``edge_ids``: int64 (E,) the picked edges' ids (their positions in the
     bucket stream, as the edge columns yield them), for their features.
+
+    Examples
+    --------
+    From :meth:`TemporalNeighborSampler.sample_blocks`, events (node 0, 30) and (2, 40):
+
+    >>> import tempfile, pyarrow as pa, graphsys
+    >>> from graphsys.sampling import SamplerInput, TemporalNeighborSampler
+    >>> edges = pa.table({"src": [0, 0, 0, 1], "dst": [1, 2, 3, 2],
+    ...                   "timestamp": [10, 20, 30, 40]})
+    >>> g = graphsys.from_arrow(edges, tempfile.mkdtemp() + "/g", edge_columns=["timestamp"])
+    >>> block = TemporalNeighborSampler(g, 2).sample_blocks(SamplerInput([0, 2], [30, 40]))[0]
+    >>> block.dst_times.tolist(), block.edge_times.tolist(), block.edge_ids.tolist()
+    ([30, 40], [10, 20, 20], [0, 1, 1])
     """
 
     src_times: torch.Tensor | None = None
