@@ -149,7 +149,36 @@ class DataFile:
 
 @dataclass(frozen=True)
 class Dataset:
-    """One validated registry entry (see the module docstring for the TOML layout)."""
+    """One validated registry entry (see the module docstring for the TOML layout).
+
+    Attributes
+    ----------
+    name, title, description, homepage : str
+        The entry's name (its key in :func:`load_registry`) and what it says of itself.
+    loader, kind : str
+        The loader that ingests its files and the kind of graph it makes.
+    licence : Licence
+        Its terms (``redistribute``: whether a mirror may hold the files).
+    citation : tuple of str
+        The works to cite.
+    stats : dict of str to int
+        The figures the publisher states (``nodes``, ``edges``, ...).
+    files : tuple of DataFile
+        Its files, each with its size and sha256 (:meth:`file` finds one by name).
+    graph, split : dict
+        The loader's options and the split the entry defines.
+    source : pathlib.Path
+        The TOML file the entry was read from.
+
+    Examples
+    --------
+    >>> from graphsys.datasets import get_dataset
+    >>> cora = get_dataset("cora")
+    >>> cora.title, cora.kind, cora.stats["nodes"], cora.split["method"]
+    ('Cora (LINQS)', 'homogeneous', 2708, 'per-class-random')
+    >>> cora.file("content").bytes, cora.source.name
+    (109653, 'cora.toml')
+    """
 
     name: str
     title: str

@@ -142,6 +142,17 @@ class KnowledgeGraph:
         Lattice columns.
     max_triples : int
         Number of planted facts, the largest valid ``num_triples``.
+
+    Examples
+    --------
+    >>> from graphsys.generators import knowledge_graph
+    >>> kg = knowledge_graph(40, 100, relations=2, cluster_size=4, seed=0)
+    >>> kg.relation_names, kg.num_clusters, kg.side, kg.max_triples, kg.shifts.tolist()
+    (['r0', 'r1'], 10, 4, 176, [[1, 1], [0, 1]])
+    >>> chunk = next(kg.triples())
+    >>> h, r, t = (int(chunk[key][0]) for key in ("src", "rel", "dst"))
+    >>> len(chunk["src"]), t in kg.planted_tails(h, r)
+    (100, True)
     """
 
     def __init__(self, *, num_entities: int, num_triples: int | None, relations: int,

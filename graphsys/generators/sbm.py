@@ -135,6 +135,16 @@ class SBM:
         Expected fraction of intra-block edges.
     split_sizes : numpy.ndarray
         int64 ``[k, 3]``, train / val / test nodes per class.
+
+    Examples
+    --------
+    >>> from graphsys.generators import sbm
+    >>> model = sbm(40, 100, blocks=2, features=4, train_per_class=5, num_val=10,
+    ...             num_test=10, seed=0)
+    >>> model.block_sizes.tolist(), model.pair_blocks.tolist(), model.pair_counts.tolist()
+    ([20, 20], [[0, 0], [0, 1], [1, 1]], [45, 7, 48])
+    >>> round(model.p_in, 3), round(model.p_out, 3), model.split_sizes.tolist()
+    (0.238, 0.024, [[5, 5, 5], [5, 5, 5]])
     """
 
     def __init__(self, *, num_nodes: int, num_edges: int, blocks: int, ratio: float,
