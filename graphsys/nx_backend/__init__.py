@@ -70,7 +70,23 @@ def _lazy(name: str, target: str) -> Callable:
 
 class BackendInterface:
     """The ``networkx.backends`` entry point: conversions, the dispatch checks and, as
-    attributes, the functions of :data:`_nx_graphsys.FUNCTIONS` (imported on first call)."""
+    attributes, the functions of :data:`_nx_graphsys.FUNCTIONS` (imported on first call).
+
+    Examples
+    --------
+    What NetworkX's dispatcher does with ``nx.pagerank(G, backend="graphsys")``:
+
+    >>> import networkx as nx
+    >>> from graphsys.nx_backend import BackendInterface
+    >>> G = BackendInterface.convert_from_nx(nx.path_graph(4))
+    >>> BackendInterface.can_run("pagerank", (G,), {}), BackendInterface.can_run(
+    ...     "pagerank", (G,), {"alpha": 1.5})
+    (True, 'graphsys: alpha must be in (0, 1)')
+    >>> {k: round(v, 3) for k, v in BackendInterface.pagerank(G).items()}
+    {0: 0.175, 1: 0.325, 2: 0.325, 3: 0.175}
+    >>> sorted(BackendInterface.convert_to_nx(G).edges())
+    [(0, 1), (1, 2), (2, 3)]
+    """
 
     @staticmethod
     def convert_from_nx(G, edge_attrs=None, node_attrs=None, preserve_edge_attrs=False,

@@ -39,6 +39,18 @@ class BackendGraph:
         Whether it stands for a ``DiGraph`` (a ``Graph`` is stored undirected).
     weight : str or None
         The edge attribute stored as the edge weight, if any.
+
+    Examples
+    --------
+    A NetworkX graph converted (as dispatch does), then passed to a backend function:
+
+    >>> import networkx as nx
+    >>> from graphsys.nx_backend import BackendInterface
+    >>> G = BackendInterface.convert_from_nx(nx.path_graph(4))
+    >>> type(G).__name__, G.directed, G.keys, G.weight
+    ('BackendGraph', False, [0, 1, 2, 3], None)
+    >>> BackendInterface.shortest_path_length(G, 0, 3)
+    3
     """
 
     __networkx_backend__ = "graphsys"
