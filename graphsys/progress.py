@@ -63,6 +63,13 @@ def interval() -> float:
     ------
     GraphsysError
         The variable is set to something other than a positive number.
+
+    Examples
+    --------
+    >>> import os
+    >>> from graphsys.progress import DEFAULT_SECONDS, ENV, interval
+    >>> interval() == float(os.environ.get(ENV) or DEFAULT_SECONDS)
+    True
     """
     text = os.environ.get(ENV, "").strip()
     if not text:
@@ -135,7 +142,18 @@ def compile_started(module: str) -> None:
 def compile_ended(module: str, kernels: int = 1) -> None:
     """The compilation :func:`compile_started` noted ended, ``kernels`` kernel signatures
     compiled in it (its own and those it called): every open display leaves its seconds
-    out of its elapsed time."""
+    out of its elapsed time.
+
+    Examples
+    --------
+    >>> import io
+    >>> from graphsys.progress import LineProgress, compile_ended, compile_started
+    >>> with LineProgress(total=1, desc="motifs", file=io.StringIO()) as bar:
+    ...     compile_started("graphsys.mining.motif_kernels")
+    ...     compile_ended("graphsys.mining.motif_kernels", kernels=4)
+    >>> bar.compiled, bar.compile_seconds >= 0
+    (4, True)
+    """
     for bar in _displays():
         bar._compile_end(module, kernels)
 
@@ -155,6 +173,19 @@ class CompileAware(tqdm):
         Kernel signatures compiled while it was open.
     compile_seconds : float
         Their seconds, by the display's clock (left out of its elapsed time).
+
+    Examples
+    --------
+    :class:`Bar` and :class:`LineProgress` are the two kinds :func:`progress_bar` opens:
+
+    >>> import io
+    >>> from graphsys.progress import Bar, CompileAware, LineProgress
+    >>> issubclass(Bar, CompileAware), issubclass(LineProgress, CompileAware)
+    (True, True)
+    >>> with CompileAware(total=2, file=io.StringIO()) as bar:  # nothing compiled
+    ...     _ = bar.update(2)
+    >>> bar.n, bar.compiled, bar.compile_seconds
+    (2, 0, 0.0)
     """
 
     def __init__(self, *args, **kwargs) -> None:
@@ -227,7 +258,17 @@ class CompileAware(tqdm):
 
 
 class Bar(CompileAware):
-    """tqdm's bar (on a terminal), saying when graphsys kernels compile."""
+    """tqdm's bar (on a terminal), saying when graphsys kernels compile.
+
+    Examples
+    --------
+    >>> import io
+    >>> from graphsys.progress import Bar
+    >>> with Bar(total=3, desc="train", file=io.StringIO()) as bar:
+    ...     _ = bar.update(3)
+    >>> bar.n, bar.compiled
+    (3, 0)
+    """
 
 
 class LineProgress(CompileAware):
@@ -235,7 +276,22 @@ class LineProgress(CompileAware):
     ``every`` seconds (default :func:`interval`), and a last line when it closes if it
     wrote any and the work advanced since: for logs, where a redrawn bar is unreadable.
     Compilations of graphsys kernels are said in a line each when they start and when the
-    loop next advances."""
+    loop next advances.
+
+    Examples
+    --------
+    ``every=0``: a line at each update (the rate and times vary from run to run):
+
+    >>> import io
+    >>> from graphsys.progress import LineProgress
+    >>> log = io.StringIO()
+    >>> with LineProgress(total=2, unit="batch", desc="train", file=log, every=0) as bar:
+    ...     for _ in range(2):
+    ...         _ = bar.update(1)
+    >>> print(log.getvalue(), end="")
+    train: 1/2 batch (50%), ...batch/s, elapsed ..., ETA ...
+    train: 2/2 batch (100%), ...batch/s, elapsed ..., ETA ...
+    """
 
     def __init__(self, *args, every: float | None = None, **kwargs) -> None:
         self._every = interval() if every is None else float(every)
@@ -297,6 +353,15 @@ def progress_bar(*args, **kwargs) -> tqdm:
     tqdm
         Use it as tqdm (``update``, ``set_description``, ``set_postfix``, ``close``, as a
         context manager).
+
+    Examples
+    --------
+    >>> import io
+    >>> from graphsys.progress import progress_bar
+    >>> with progress_bar(total=2, unit="batch", file=io.StringIO()) as bar:  # no terminal
+    ...     _ = bar.update(2)
+    >>> type(bar).__name__, bar.n, type(progress_bar(total=2, disable=True)).__name__
+    ('LineProgress', 2, 'tqdm')
     """
     if kwargs.get("disable"):
         return tqdm(*args, **kwargs)
@@ -309,7 +374,18 @@ def progress_bar(*args, **kwargs) -> tqdm:
 
 
 class Step(NamedTuple):
-    """One advance of a loop, as a ``progress`` callable receives it (:func:`display`)."""
+    """One advance of a loop, as a ``progress`` callable receives it (:func:`display`).
+
+    Examples
+    --------
+    >>> from graphsys.progress import display
+    >>> steps = []
+    >>> with display(steps.append, total=3, unit="edge", desc="ingest") as bar:
+    ...     bar.update(2)
+    >>> step = steps[0]
+    >>> step.desc, step.done, step.total, step.unit
+    ('ingest', 2, 3, 'edge')
+    """
 
     desc: str
     done: float
@@ -332,7 +408,18 @@ class _Reports(tqdm):
 
 def check_progress(progress) -> bool | Callable:
     """``progress`` as every engine takes it: a callable as is, else True or False (None
-    is False); anything else is refused in one line."""
+    is False); anything else is refused in one line.
+
+    Examples
+    --------
+    >>> from graphsys.progress import check_progress
+    >>> check_progress(None), check_progress(True), check_progress(print) is print
+    (False, True, True)
+    >>> check_progress("yes")
+    Traceback (most recent call last):
+    ...
+    graphsys.errors.ParameterError: progress must be True, False or a callable, got 'yes'
+    """
     if callable(progress):
         return progress
     try:  # NumPy's bools too, as every flag (check_flag)

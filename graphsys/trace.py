@@ -44,7 +44,18 @@ _active = 0
 
 
 def active() -> bool:
-    """Whether a trace is being recorded (ranges are then emitted)."""
+    """Whether a trace is being recorded (ranges are then emitted).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from graphsys.trace import active, recording
+    >>> with recording(tempfile.mkdtemp() + "/trace.json"):
+    ...     print(active())
+    True
+    >>> active()
+    False
+    """
     return _active > 0
 
 
@@ -193,6 +204,21 @@ def numba_ranges() -> Iterator[None]:
     Yields
     ------
     None
+
+    Examples
+    --------
+    Under a profiler of one's own (:func:`recording` turns the ranges on itself):
+
+    >>> import numba, numpy as np
+    >>> from torch.profiler import profile
+    >>> from graphsys.trace import numba_ranges
+    >>> @numba.njit
+    ... def total(x):
+    ...     return x.sum()
+    >>> with profile() as prof, numba_ranges():
+    ...     _ = total(np.ones(4))
+    >>> sorted({e.name for e in prof.events() if e.name.startswith("numba.")})
+    ['numba.compile', 'numba.total']
     """
     try:
         from numba.core.dispatcher import Dispatcher
