@@ -378,13 +378,14 @@ class Step(NamedTuple):
 
     Examples
     --------
+    A ``progress`` callable of one's own:
+
     >>> from graphsys.progress import display
-    >>> steps = []
-    >>> with display(steps.append, total=3, unit="edge", desc="ingest") as bar:
+    >>> def report(step):
+    ...     print(f"{step.desc}: {step.done}/{step.total} {step.unit}")
+    >>> with display(report, total=2, unit="edge", desc="ingest") as bar:
     ...     bar.update(2)
-    >>> step = steps[0]
-    >>> step.desc, step.done, step.total, step.unit
-    ('ingest', 2, 3, 'edge')
+    ingest: 2/2 edge
     """
 
     desc: str

@@ -264,13 +264,15 @@ class TopLinks:
 
     Examples
     --------
+    The best Jaccard candidate of nodes 1 and 4 on a 4-cycle 0-1-2-3 with a tail 0-4:
+
     >>> import tempfile, graphsys
     >>> from graphsys.measures import top_links
-    >>> g = graphsys.from_numpy([0, 0, 1, 2, 3], [1, 2, 2, 3, 4], tempfile.mkdtemp() + "/g",
+    >>> g = graphsys.from_numpy([0, 1, 2, 3, 0], [1, 2, 3, 0, 4], tempfile.mkdtemp() + "/g",
     ...                         undirected=True)
-    >>> links = top_links(g, [0, 4], k=2, method="common")
+    >>> links = top_links(g, [1, 4], k=1)
     >>> len(links), links.method, links.to_table().to_pydict()
-    (2, 'common', {'source': [0, 4], 'target': [3, 2], 'score': [1.0, 1.0]})
+    (2, 'jaccard', {'source': [1, 4], 'target': [3, 1], 'score': [1.0, 0.5]})
     """
 
     source: object
