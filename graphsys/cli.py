@@ -27,7 +27,10 @@ compiles a kernel) or a finalizer, where Python only reports it, it is raised ag
 that returns (:class:`_Redeliver`) rather than dropped; one that lands while the main
 thread compiles or loads a numba kernel is held until that ends (raised inside it, it could
 break llvmlite's hand-over of an LLVM module and free it twice: a segfault as the
-interrupt unwinds).
+interrupt unwinds). Once the command has returned, its outcome stands: the program's
+process then ignores both signals until it has exited, so that one landing in the exit
+(the exit handlers, the interpreter's teardown) changes neither its exit code nor its
+lines (:func:`terminate_as_interrupt`).
 
 The program (:func:`program`: the ``graphsys`` script and ``python -m graphsys``) ends the
 process, after a ``fast_exit`` command (its work all on disk, e.g. ``ingest``), an
@@ -213,6 +216,8 @@ class _Redeliver:
         self.waiting = False  # whether a thread waits for the compiler to send the SIGINT
         self.previous = sys.unraisablehook
         self.sigint = sigint  # the SIGINT handler it stands in for
+        self.over = False  # whether the block has ended: a signal is only recorded
+        self.late: int | None = None  # the signal recorded then
 
     def hook(self, unraisable) -> None:
         if (not isinstance(unraisable.exc_value, KeyboardInterrupt) or self.pending
@@ -253,6 +258,9 @@ class _Redeliver:
         raises KeyboardInterrupt, a caller's own runs, an ignored SIGINT (a job a script
         started in the background) stays ignored. Within a numba compilation it is held
         until that ends."""
+        if self.over:
+            self.late = signum
+            return None
         if self.pending is None and self.sigint == signal.SIG_IGN:
             return None
         if self._held():
@@ -267,6 +275,9 @@ class _Redeliver:
     def on_term(self, signum, frame):
         """:class:`Terminated`, once: a later SIGTERM is ignored while the cleanup runs;
         within a numba compilation held until that ends, as :meth:`on_int` holds Ctrl-C."""
+        if self.over:
+            self.late = signum
+            return
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         if self._held():
             self.pending = Terminated
@@ -286,11 +297,17 @@ def terminate_as_interrupt(ignore_after: bool = False):
     """Within the block, SIGTERM raises :class:`Terminated` in the main thread (once: a
     later SIGTERM is ignored while the cleanup runs), and an interrupt raised in a
     callback from C code, which Python only reports, is raised again after it
-    (:class:`_Redeliver`); the previous handlers are restored after, or with
-    ``ignore_after`` (the program's, whose process ends after the command) an interrupted
-    block leaves both signals ignored: its cleanup has run, and another Ctrl-C would only
-    break the exit (a traceback from an exit handler). Off the main thread (where no
-    handler can be set) it does nothing."""
+    (:class:`_Redeliver`). Off the main thread (where no handler can be set) it does
+    nothing.
+
+    After the block the previous handlers are restored, whole even when a signal lands
+    while they are: that signal is held until they are, then sent to them (unless the
+    block was itself interrupted: its cleanup has run). With ``ignore_after`` (the
+    program's, whose process ends after the command) both signals are ignored instead,
+    until the process has exited: the command's outcome is decided once it has returned
+    (its output written, or its cleanup run and its line printed), and a Ctrl-C or SIGTERM
+    that lands in the exit (the exit handlers, the interpreter's teardown) would only turn
+    it into an exit by the signal with no line, or a traceback from an exit handler."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -299,16 +316,21 @@ def terminate_as_interrupt(ignore_after: bool = False):
     previous = (signal.signal(signal.SIGTERM, redeliver.on_term),
                 signal.signal(signal.SIGINT, redeliver.on_int))
     sys.unraisablehook = redeliver.hook
+    interrupted = False
     try:
         yield
     except KeyboardInterrupt:
-        if ignore_after:
-            previous = signal.SIG_IGN, signal.SIG_IGN
+        interrupted = True
         raise
     finally:
+        redeliver.over = True  # first: from here on a signal is only recorded
+        if ignore_after:
+            previous = signal.SIG_IGN, signal.SIG_IGN
         signal.signal(signal.SIGTERM, previous[0])
         signal.signal(signal.SIGINT, previous[1])
         sys.unraisablehook = redeliver.previous
+        if redeliver.late is not None and not interrupted:
+            signal.raise_signal(redeliver.late)  # to the handler now restored
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -286,6 +286,26 @@ def test_program_ends_the_process_after_a_fast_exit_command(tmp_path):
     assert len(bad.stderr.splitlines()) == 1
 
 
+def _program(tmp_path, prelude: str, command: str):
+    """The run of ``cli.program()`` in a child Python, after the source ``prelude`` (with
+    ``atexit``, ``os``, ``signal`` and ``sys`` imported), with one command whose body is
+    the line ``command``."""
+    import os
+    import subprocess
+    import sys
+
+    child = ("import atexit, os, signal, sys\n" + prelude + "sys.argv[0] = 'graphsys'\n"
+             "from graphsys import cli\n"
+             f"def command(args): {command}\n"
+             "parser = cli.ArgumentParser(prog='graphsys')\n"
+             "parser.set_defaults(func=command)\n"
+             "cli.build_parser = lambda argv: parser\n"
+             "cli.program()\n")
+    return subprocess.run([sys.executable, "-c", child], capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+
+
 @pytest.mark.parametrize("interrupt", ["KeyboardInterrupt", "cli.Terminated"])
 def test_program_ends_the_process_once_an_interrupted_command_cleaned_up(interrupt,
                                                                           tmp_path):
@@ -293,33 +313,67 @@ def test_program_ends_the_process_once_an_interrupted_command_cleaned_up(interru
     ends without the interpreter's teardown (which took seconds after a torch command):
     the exit handlers run, the objects of ``__main__`` are not torn down. A second Ctrl-C
     by then is ignored (it was a traceback from an exit handler)."""
-    import os
-    import subprocess
-    import sys
-
-    child = ("import atexit, sys\n"
-             "class Torn:\n    def __del__(self): print('torn down', flush=True)\n"
-             "held = Torn()\n"
-             "import os, signal\n"
-             "def at_exit():\n"
-             "    os.kill(os.getpid(), signal.SIGINT)\n"
-             "    print('atexit ran', flush=True)\n"
-             "atexit.register(at_exit)\n"
-             "sys.argv[0] = 'graphsys'\n"
-             "from graphsys import cli\n"
-             f"def command(args): raise {interrupt}()\n"
-             "parser = cli.ArgumentParser(prog='graphsys')\n"
-             "parser.set_defaults(func=command)\n"
-             "cli.build_parser = lambda argv: parser\n"
-             "cli.program()\n")
-    out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True,
-                         timeout=120, cwd=tmp_path,
-                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    out = _program(tmp_path, "class Torn:\n    def __del__(self): print('torn down', flush=True)\n"
+                             "held = Torn()\n"
+                             "def at_exit():\n"
+                             "    os.kill(os.getpid(), signal.SIGINT)\n"
+                             "    print('atexit ran', flush=True)\n"
+                             "atexit.register(at_exit)\n", f"raise {interrupt}()")
     terminated = interrupt == "cli.Terminated"
     assert out.returncode == (143 if terminated else 130), out.stderr
     assert out.stderr == ("error: terminated (SIGTERM)\n" if terminated
                           else "error: interrupted\n")
     assert out.stdout == "atexit ran\n"
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_program_ignores_an_interrupt_once_the_command_has_returned(sig, tmp_path):
+    """A command that had written its output and returned, its handlers restored, was
+    ended by a Ctrl-C or SIGTERM landing in the exit: by the signal (130 or 143) with no
+    line, or a traceback from an exit handler. The program ignores both from the
+    command's return on: the exit handlers run and the code is the command's."""
+    out = _program(tmp_path, f"def late(): os.kill(os.getpid(), signal.{sig})\n"
+                             "def at_exit():\n"
+                             "    late()\n"
+                             "    print('atexit ran', flush=True)\n"
+                             "atexit.register(at_exit)\n"
+                             "exit = sys.exit\n"
+                             "def exiting(code):\n"  # the program's exit, its command's block left
+                             "    late()\n"
+                             "    exit(code)\n"
+                             "sys.exit = exiting\n",
+                   "print('output', flush=True); return 0")
+    assert (out.returncode, out.stderr, out.stdout) == (0, "", "output\natexit ran\n")
+
+
+def test_a_signal_while_the_handlers_are_restored_reaches_the_restored_one(monkeypatch):
+    """A SIGINT landing as the handlers were restored after a command's block (the
+    SIGTERM one restored, the SIGINT one not yet) raised from the block's handler: the
+    caller was left with the command's handlers. They are restored whole, then the
+    signal is sent to the caller's."""
+    import signal
+    import sys
+
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    hook, set_handler, calls = sys.unraisablehook, signal.signal, []
+
+    def setting(signum, handler):
+        calls.append(signum)
+        if len(calls) == 3:  # the first restore, after the block's two installs
+            signal.raise_signal(signal.SIGINT)
+        return set_handler(signum, handler)
+
+    monkeypatch.setattr(signal, "signal", setting)
+    try:
+        with pytest.raises(KeyboardInterrupt), cli.terminate_as_interrupt():
+            pass
+        after = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+        restored = sys.unraisablehook is hook
+    finally:
+        set_handler(signal.SIGINT, before[0])
+        set_handler(signal.SIGTERM, before[1])
+        sys.unraisablehook = hook
+    assert after == before and restored and len(calls) == 4
 
 
 def test_a_reader_that_leaves_does_not_end_the_command(tmp_path, capsys, monkeypatch):
