@@ -14,7 +14,10 @@ parameters whose flag has another name).
 A reader that leaves early (``graphsys run pagerank G --out pr.parquet | head -3``) does
 not end the command: once a write to stdout or stderr finds its pipe closed, that stream
 goes to ``/dev/null`` (:class:`ReaderMayLeave`), so the command still does its work (writes
-``--out``) and exits with its own code, printing no ``Broken pipe``.
+``--out``) and exits with its own code, printing no ``Broken pipe``. A stream closed from
+the start (``graphsys ... >&-``) is one whose reader has left: Python has no object for
+it, and the program points its descriptor at ``/dev/null`` first, as git does (a file the
+command opened would take its number).
 
 SIGTERM (what ``timeout``, Slurm, systemd and Kubernetes send) is handled as Ctrl-C is: it
 raises :class:`Terminated`, a :class:`KeyboardInterrupt`, in the command, so every writer's
@@ -342,6 +345,7 @@ def program() -> None:
     """The ``graphsys`` program: :func:`main` on ``sys.argv``, then the process exits with
     its code; after a ``fast_exit`` command that succeeded or any command interrupted,
     without the interpreter's teardown (see the module docstring)."""
+    _open_standard_descriptors()
     if _command_name(sys.argv[1:]) in SERIAL_BLAS and "numpy" not in sys.modules:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before NumPy loads
     code, args = _run(None, program=True)
@@ -349,6 +353,17 @@ def program() -> None:
             or args is None and code in INTERRUPTED):
         _exit_now(code)
     sys.exit(code)
+
+
+def _open_standard_descriptors() -> None:
+    """Point each closed standard descriptor (0, 1, 2: ``graphsys ... >&-``) at
+    ``/dev/null``, as git does before a command: a file the command opens would otherwise
+    take its number, and what C code writes to stdout or stderr (a library's warning)
+    would land in that file."""
+    fd = os.open(os.devnull, os.O_RDWR)
+    while fd <= 2:  # the lowest free number: each closed one in turn
+        fd = os.open(os.devnull, os.O_RDWR)
+    os.close(fd)
 
 
 def _ran_a_process_group() -> bool:
@@ -371,8 +386,9 @@ def _exit_now(code: int) -> None:
     shutdown()
     atexit._run_exitfuncs()
     try:
-        sys.stdout.flush()
-        sys.stderr.flush()
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:  # None: Python has none (its descriptor was closed)
+                stream.flush()
     except (OSError, ValueError):  # a closed pipe: reported by the normal exit
         return
     os._exit(code)
@@ -441,15 +457,20 @@ class ReaderMayLeave:
 @contextlib.contextmanager
 def readers_may_leave():
     """Within the block, ``sys.stdout`` and ``sys.stderr`` are :class:`ReaderMayLeave`
-    (flushed at its end, so that the interpreter's own last flush finds nothing left)."""
+    (flushed at its end, so that the interpreter's own last flush finds nothing left). One
+    that Python has none of (None: its descriptor was closed, ``graphsys info G >&-``)
+    writes to ``/dev/null``, as one whose reader has left."""
     saved = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = ReaderMayLeave(saved[0]), ReaderMayLeave(saved[1])
-    try:
-        yield
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        sys.stdout, sys.stderr = saved
+    with contextlib.ExitStack() as stack:
+        sys.stdout, sys.stderr = (ReaderMayLeave(stream if stream is not None else
+                                                 stack.enter_context(open(os.devnull, "w")))
+                                  for stream in saved)
+        try:
+            yield
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            sys.stdout, sys.stderr = saved
 
 
 def _command(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:

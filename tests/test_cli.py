@@ -346,6 +346,21 @@ def test_program_ignores_an_interrupt_once_the_command_has_returned(sig, tmp_pat
     assert (out.returncode, out.stderr, out.stdout) == (0, "", "output\natexit ran\n")
 
 
+@pytest.mark.parametrize("fast_exit", [False, True])
+def test_program_with_its_output_streams_closed_runs_its_command(fast_exit, tmp_path):
+    """``graphsys info G <&- >&- 2>&-``: Python has no ``sys.stdout`` or ``sys.stderr``
+    (None), and the command's first print was a traceback (exit 120); a file it opened
+    could take a closed descriptor, where C code's writes to stdout or stderr landed. The
+    closed streams write to /dev/null, as ones whose reader left, and the command exits
+    with its own code."""
+    out = _program(tmp_path, "for fd in (0, 1, 2): os.close(fd)\n"
+                             "sys.stdin = sys.stdout = sys.stderr = None\n",
+                   f"args.fast_exit = {fast_exit}; print('output'); print('log', file=sys.stderr)"
+                   "; f = open('data', 'w'); os.write(1, b'C'); os.write(2, b'C'); f.write('data')"
+                   "; f.close(); return 0")
+    assert out.returncode == 0 and (tmp_path / "data").read_text() == "data"
+
+
 def test_a_signal_while_the_handlers_are_restored_reaches_the_restored_one(monkeypatch):
     """A SIGINT landing as the handlers were restored after a command's block (the
     SIGTERM one restored, the SIGINT one not yet) raised from the block's handler: the
