@@ -202,8 +202,8 @@ class _Redeliver:
     finalizer (``__del__``) is printed as ``Exception ignored on calling ctypes callback
     function`` (or ``in ... __del__``) and dropped, and the command would run on.
     :meth:`hook` (``sys.unraisablehook``) takes it instead, and a thread sends the main
-    thread a SIGINT once the callback has returned, whose handler (:meth:`on_int`) raises it
-    again, where it propagates as any interrupt does.
+    thread a SIGINT (:meth:`_send`) once the callback has returned, whose handler
+    (:meth:`on_int`) raises it again, where it propagates as any interrupt does.
 
     An interrupt that arrives while the main thread holds numba's compiler lock (a kernel
     compiles or loads from the cache: :func:`_compiling`) is not raised there: llvmlite
@@ -220,6 +220,7 @@ class _Redeliver:
         self.previous = sys.unraisablehook
         self.sigint = sigint  # the SIGINT handler it stands in for
         self.over = False  # whether the block has ended: a signal is only recorded
+        self.handled = threading.Event()  # whether on_int ran since a SIGINT was sent
         self.late: int | None = None  # the signal recorded then
 
     def hook(self, unraisable) -> None:
@@ -234,8 +235,19 @@ class _Redeliver:
     def _signal_main(self) -> None:
         while not self.returned:  # raised within the hook, it would be reported again
             time.sleep(0.001)
-        # a signal, not interrupt_main's flag: it also wakes a wait in a system call
-        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+        self._send()
+
+    def _send(self) -> None:
+        """Send the main thread a SIGINT, again each 10 ms until its handler has run or the
+        block has ended: one that lands as the main thread begins to wait on a lock (after
+        Python's last check for signals, before the wait) leaves it waiting to the end,
+        its handler run only then. A signal, not ``interrupt_main``'s flag: it also wakes
+        a wait in a system call."""
+        self.handled.clear()
+        main = threading.main_thread().ident
+        signal.pthread_kill(main, signal.SIGINT)
+        while not self.handled.wait(0.01) and not self.over:
+            signal.pthread_kill(main, signal.SIGINT)
 
     def _after_compiling(self) -> None:
         """Send the main thread a SIGINT once no thread holds numba's compiler lock (the
@@ -245,7 +257,7 @@ class _Redeliver:
                 pass
         finally:
             self.waiting = False
-            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+            self._send()
 
     def _held(self) -> bool:
         """Whether the interrupt is held for now (the main thread is compiling)."""
@@ -261,6 +273,7 @@ class _Redeliver:
         raises KeyboardInterrupt, a caller's own runs, an ignored SIGINT (a job a script
         started in the background) stays ignored. Within a numba compilation it is held
         until that ends."""
+        self.handled.set()
         if self.over:
             self.late = signum
             return None
