@@ -219,7 +219,7 @@ class _Redeliver:
         self.waiting = False  # whether a thread waits for the compiler to send the SIGINT
         self.previous = sys.unraisablehook
         self.sigint = sigint  # the SIGINT handler it stands in for
-        self.over = False  # whether the block has ended: a signal is only recorded
+        self.over = False  # whether the command or block has ended: a signal is recorded
         self.handled = threading.Event()  # whether on_int ran since a SIGINT was sent
         self.late: int | None = None  # the signal recorded then
 
@@ -312,20 +312,22 @@ def _compiling() -> bool:
 def terminate_as_interrupt(ignore_after: bool = False):
     """Within the block, SIGTERM raises :class:`Terminated` in the main thread (once: a
     later SIGTERM is ignored while the cleanup runs), and an interrupt raised in a
-    callback from C code, which Python only reports, is raised again after it
-    (:class:`_Redeliver`). Off the main thread (where no handler can be set) it does
-    nothing.
+    callback from C code, which Python only reports, is raised again after it. The block
+    gets the :class:`_Redeliver` that does so (None off the main thread, where no handler
+    can be set and it does nothing); setting its ``over`` ends that early (as
+    :func:`_command` does once the command has returned or raised): from then on a signal
+    is only recorded.
 
     After the block the previous handlers are restored, whole even when a signal lands
-    while they are: that signal is held until they are, then sent to them (unless the
-    block was itself interrupted: its cleanup has run). With ``ignore_after`` (the
-    program's, whose process ends after the command) both signals are ignored instead,
-    until the process has exited: the command's outcome is decided once it has returned
-    (its output written, or its cleanup run and its line printed), and a Ctrl-C or SIGTERM
-    that lands in the exit (the exit handlers, the interpreter's teardown) would only turn
-    it into an exit by the signal with no line, or a traceback from an exit handler."""
+    while they are; a signal recorded is then sent to them (unless the block was itself
+    interrupted: its cleanup has run). With ``ignore_after`` (the program's, whose process
+    ends after the command) both signals are ignored instead, until the process has
+    exited: the command's outcome is decided once it has returned (its output written) or
+    raised (its cleanup run), and a Ctrl-C or SIGTERM that lands in the exit (the exit
+    handlers, the interpreter's teardown) would only turn it into an exit by the signal
+    with no line, or a traceback from an exit handler."""
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield None
         return
 
     redeliver = _Redeliver(signal.getsignal(signal.SIGINT))
@@ -334,7 +336,7 @@ def terminate_as_interrupt(ignore_after: bool = False):
     sys.unraisablehook = redeliver.hook
     interrupted = False
     try:
-        yield
+        yield redeliver
     except KeyboardInterrupt:
         interrupted = True
         raise
@@ -414,8 +416,9 @@ def _run(argv: list[str] | None, program: bool = False
     openmp.apply_wait_policy()  # before any command loads an OpenMP runtime
     argv = sys.argv[1:] if argv is None else argv
     with readers_may_leave():
+        code = None
         try:
-            with terminate_as_interrupt(program):  # from the command's module's imports on
+            with terminate_as_interrupt(program) as block:  # from the command's imports on
                 parser = build_parser(argv)
                 args, extra = parser.parse_known_args(argv)
                 if extra:  # named by the command's own parser, which points at its --help
@@ -423,11 +426,14 @@ def _run(argv: list[str] | None, program: bool = False
                         f"unrecognized arguments: {' '.join(extra)}")
                 if program and getattr(args, "fast_exit", False):
                     freeze_long_lived()  # the process exits without teardown after it
-                return _command(parser, args), args
-        except Terminated:
-            code, line = INTERRUPTED[1], "error: terminated (SIGTERM)"
-        except KeyboardInterrupt:
-            code, line = INTERRUPTED[0], "error: interrupted"
+                code = _command(parser, args, block)
+            return code, args
+        except KeyboardInterrupt as exc:
+            if code is not None:  # sent on to the caller's handler once the command returned
+                raise
+            code, line = ((INTERRUPTED[1], "error: terminated (SIGTERM)")
+                          if isinstance(exc, Terminated) else
+                          (INTERRUPTED[0], "error: interrupted"))
         # printed once the interrupt and the frames it held are gone: a progress display
         # they left open closes first, its last line above this one
         print(line, file=sys.stderr)
@@ -486,10 +492,18 @@ def readers_may_leave():
             sys.stdout, sys.stderr = saved
 
 
-def _command(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    """The chosen command's exit code; a user-facing failure printed as one line."""
+def _command(parser: argparse.ArgumentParser, args: argparse.Namespace,
+             block: _Redeliver | None = None) -> int:
+    """The chosen command's exit code; a user-facing failure printed as one line. Its
+    outcome stands once it has returned or raised: from then on ``block``, its
+    :func:`terminate_as_interrupt`'s, only records a signal."""
     try:
-        return int(args.func(args) or 0)
+        try:
+            code = args.func(args)
+        finally:  # first, with no check for signals between
+            if block is not None:
+                block.over = True
+        return int(code or 0)
     except GraphsysError as exc:
         print(f"error: {user_message(exc, parser, args)}", file=sys.stderr)
         return exc.exit_code

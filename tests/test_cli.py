@@ -342,9 +342,12 @@ def test_program_ends_the_process_once_an_interrupted_command_cleaned_up(interru
 def test_program_ignores_an_interrupt_once_the_command_has_returned(sig, tmp_path):
     """A command that had written its output and returned, its handlers restored, was
     ended by a Ctrl-C or SIGTERM landing in the exit: by the signal (130 or 143) with no
-    line, or a traceback from an exit handler. The program ignores both from the
-    command's return on: the exit handlers run and the code is the command's."""
+    line, or a traceback from an exit handler; one landing as its code was read made it
+    an interrupted command. The program ignores both from the command's return on: the
+    exit handlers run and the code is the command's."""
     out = _program(tmp_path, f"def late(): os.kill(os.getpid(), signal.{sig})\n"
+                             "class Returned:\n"  # the command's code: read as the signal lands
+                             "    def __bool__(self): late(); return False\n"
                              "def at_exit():\n"
                              "    late()\n"
                              "    print('atexit ran', flush=True)\n"
@@ -354,7 +357,7 @@ def test_program_ignores_an_interrupt_once_the_command_has_returned(sig, tmp_pat
                              "    late()\n"
                              "    exit(code)\n"
                              "sys.exit = exiting\n",
-                   "print('output', flush=True); return 0")
+                   "print('output', flush=True); return Returned()")
     assert (out.returncode, out.stderr, out.stdout) == (0, "", "output\natexit ran\n")
 
 
@@ -371,6 +374,27 @@ def test_program_with_its_output_streams_closed_runs_its_command(fast_exit, tmp_
                    "; f = open('data', 'w'); os.write(1, b'C'); os.write(2, b'C'); f.write('data')"
                    "; f.close(); return 0")
     assert out.returncode == 0 and (tmp_path / "data").read_text() == "data"
+
+
+def test_a_signal_once_the_command_has_returned_is_the_callers(monkeypatch, capsys):
+    """A Ctrl-C landing as the command returned (its output written) made it an
+    interrupted command: 130 and ``error: interrupted``. Its outcome stands: the program
+    ignores such a signal, and an in-process caller's own handler gets it (Python's
+    raises KeyboardInterrupt), once the command's handlers are restored."""
+    import signal
+
+    class Returned:  # the command's code: read as the signal lands
+        def __bool__(self):
+            signal.raise_signal(signal.SIGINT)
+            return False
+
+    parser = cli.ArgumentParser(prog="graphsys")
+    parser.set_defaults(func=lambda args: Returned())
+    monkeypatch.setattr(cli, "build_parser", lambda argv: parser)
+    with pytest.raises(KeyboardInterrupt):
+        cli.main([])
+    assert capsys.readouterr().err == "" and signal.getsignal(signal.SIGINT) is (
+        signal.default_int_handler)
 
 
 def test_a_signal_while_the_handlers_are_restored_reaches_the_restored_one(monkeypatch):
