@@ -14,10 +14,11 @@ parameters whose flag has another name).
 A reader that leaves early (``graphsys run pagerank G --out pr.parquet | head -3``) does
 not end the command: once a write to stdout or stderr finds its pipe closed, that stream
 goes to ``/dev/null`` (:class:`ReaderMayLeave`), so the command still does its work (writes
-``--out``) and exits with its own code, printing no ``Broken pipe``. A stream closed from
-the start (``graphsys ... >&-``) is one whose reader has left: Python has no object for
-it, and the program points its descriptor at ``/dev/null`` first, as git does (a file the
-command opened would take its number).
+``--out``) and exits with its own code, printing no ``Broken pipe`` (in the program, up
+to its exit: an exit handler's write included). A stream closed from the start
+(``graphsys ... >&-``) is one whose reader has left: Python has no object for it, and the
+program points its descriptor at ``/dev/null`` first, as git does (a file the command
+opened would take its number).
 
 SIGTERM (what ``timeout``, Slurm, systemd and Kubernetes send) is handled as Ctrl-C is: it
 raises :class:`Terminated`, a :class:`KeyboardInterrupt`, in the command, so every writer's
@@ -401,10 +402,9 @@ def _exit_now(code: int) -> None:
     shutdown()
     atexit._run_exitfuncs()
     try:
-        for stream in (sys.stdout, sys.stderr):
-            if stream is not None:  # None: Python has none (its descriptor was closed)
-                stream.flush()
-    except (OSError, ValueError):  # a closed pipe: reported by the normal exit
+        sys.stdout.flush()  # a ReaderMayLeave: a closed pipe goes to /dev/null
+        sys.stderr.flush()
+    except (OSError, ValueError):  # a full disk: reported by the normal exit
         return
     os._exit(code)
 
@@ -415,7 +415,7 @@ def _run(argv: list[str] | None, program: bool = False
     ``program``: the process is :func:`program`'s, which ends after the command."""
     openmp.apply_wait_policy()  # before any command loads an OpenMP runtime
     argv = sys.argv[1:] if argv is None else argv
-    with readers_may_leave():
+    with readers_may_leave(program):
         code = None
         try:
             with terminate_as_interrupt(program) as block:  # from the command's imports on
@@ -474,21 +474,28 @@ class ReaderMayLeave:
 
 
 @contextlib.contextmanager
-def readers_may_leave():
+def readers_may_leave(for_good: bool = False):
     """Within the block, ``sys.stdout`` and ``sys.stderr`` are :class:`ReaderMayLeave`
     (flushed at its end, so that the interpreter's own last flush finds nothing left). One
     that Python has none of (None: its descriptor was closed, ``graphsys info G >&-``)
-    writes to ``/dev/null``, as one whose reader has left."""
+    writes to ``/dev/null``, as one whose reader has left. With ``for_good`` (the
+    program's, whose process ends after the command) they stay so until the process has
+    exited: a reader that leaves by then (``| head -1`` once the command has returned)
+    finds an exit handler's write, or the interpreter's last flush, as quiet, with no
+    ``BrokenPipeError`` (/dev/null on the descriptor: what Python's documentation of
+    SIGPIPE recommends)."""
     saved = sys.stdout, sys.stderr
-    with contextlib.ExitStack() as stack:
-        sys.stdout, sys.stderr = (ReaderMayLeave(stream if stream is not None else
-                                                 stack.enter_context(open(os.devnull, "w")))
-                                  for stream in saved)
-        try:
-            yield
-        finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
+    sys.stdout, sys.stderr = (ReaderMayLeave(open(os.devnull, "w") if stream is None else
+                                             stream) for stream in saved)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        if not for_good:
+            for stream, wrapped in zip(saved, (sys.stdout, sys.stderr)):
+                if stream is None:
+                    wrapped.stream.close()
             sys.stdout, sys.stderr = saved
 
 

@@ -376,6 +376,21 @@ def test_program_with_its_output_streams_closed_runs_its_command(fast_exit, tmp_
     assert out.returncode == 0 and (tmp_path / "data").read_text() == "data"
 
 
+@pytest.mark.parametrize("fast_exit", [False, True])
+def test_program_output_whose_reader_left_in_the_exit_is_dropped_quietly(fast_exit,
+                                                                         tmp_path):
+    """``graphsys ... | head -1`` with the reader gone once the command had returned: an
+    exit handler's line met the closed pipe as a ``BrokenPipeError`` traceback (or, left
+    in the buffer, the interpreter's last flush: exit 120). The standard streams take a
+    reader that leaves as quietly until the process has exited."""
+    out = _program(tmp_path, "def reader_leaves():\n"
+                             "    read, write = os.pipe(); os.close(read); os.dup2(write, 1)\n"
+                             "    print('at exit')\n"
+                             "atexit.register(reader_leaves)\n",
+                   f"args.fast_exit = {fast_exit}; print('output'); return 0")
+    assert (out.returncode, out.stderr, out.stdout) == (0, "", "output\n")
+
+
 def test_a_signal_once_the_command_has_returned_is_the_callers(monkeypatch, capsys):
     """A Ctrl-C landing as the command returned (its output written) made it an
     interrupted command: 130 and ``error: interrupted``. Its outcome stands: the program
