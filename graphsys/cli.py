@@ -14,7 +14,11 @@ parameters whose flag has another name).
 A reader that leaves early (``graphsys run pagerank G --out pr.parquet | head -3``) does
 not end the command: once a write to stdout or stderr finds its pipe closed, that stream
 goes to ``/dev/null`` (:class:`ReaderMayLeave`), so the command still does its work (writes
-``--out``) and exits with its own code, printing no ``Broken pipe``.
+``--out``) and exits with its own code, printing no ``Broken pipe`` (in the program, up
+to its exit: an exit handler's write included). A stream closed from the start
+(``graphsys ... >&-``) is one whose reader has left: Python has no object for it, and the
+program points its descriptor at ``/dev/null`` first, as git does (a file the command
+opened would take its number).
 
 SIGTERM (what ``timeout``, Slurm, systemd and Kubernetes send) is handled as Ctrl-C is: it
 raises :class:`Terminated`, a :class:`KeyboardInterrupt`, in the command, so every writer's
@@ -27,7 +31,10 @@ compiles a kernel) or a finalizer, where Python only reports it, it is raised ag
 that returns (:class:`_Redeliver`) rather than dropped; one that lands while the main
 thread compiles or loads a numba kernel is held until that ends (raised inside it, it could
 break llvmlite's hand-over of an LLVM module and free it twice: a segfault as the
-interrupt unwinds).
+interrupt unwinds). Once the command has returned, its outcome stands: the program's
+process then ignores both signals until it has exited, so that one landing in the exit
+(the exit handlers, the interpreter's teardown) changes neither its exit code nor its
+lines (:func:`terminate_as_interrupt`).
 
 The program (:func:`program`: the ``graphsys`` script and ``python -m graphsys``) ends the
 process, after a ``fast_exit`` command (its work all on disk, e.g. ``ingest``), an
@@ -196,8 +203,8 @@ class _Redeliver:
     finalizer (``__del__``) is printed as ``Exception ignored on calling ctypes callback
     function`` (or ``in ... __del__``) and dropped, and the command would run on.
     :meth:`hook` (``sys.unraisablehook``) takes it instead, and a thread sends the main
-    thread a SIGINT once the callback has returned, whose handler (:meth:`on_int`) raises it
-    again, where it propagates as any interrupt does.
+    thread a SIGINT (:meth:`_send`) once the callback has returned, whose handler
+    (:meth:`on_int`) raises it again, where it propagates as any interrupt does.
 
     An interrupt that arrives while the main thread holds numba's compiler lock (a kernel
     compiles or loads from the cache: :func:`_compiling`) is not raised there: llvmlite
@@ -213,6 +220,9 @@ class _Redeliver:
         self.waiting = False  # whether a thread waits for the compiler to send the SIGINT
         self.previous = sys.unraisablehook
         self.sigint = sigint  # the SIGINT handler it stands in for
+        self.over = False  # whether the command or block has ended: a signal is recorded
+        self.handled = threading.Event()  # whether on_int ran since a SIGINT was sent
+        self.late: int | None = None  # the signal recorded then
 
     def hook(self, unraisable) -> None:
         if (not isinstance(unraisable.exc_value, KeyboardInterrupt) or self.pending
@@ -226,8 +236,19 @@ class _Redeliver:
     def _signal_main(self) -> None:
         while not self.returned:  # raised within the hook, it would be reported again
             time.sleep(0.001)
-        # a signal, not interrupt_main's flag: it also wakes a wait in a system call
-        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+        self._send()
+
+    def _send(self) -> None:
+        """Send the main thread a SIGINT, again each 10 ms until its handler has run or the
+        block has ended: one that lands as the main thread begins to wait on a lock (after
+        Python's last check for signals, before the wait) leaves it waiting to the end,
+        its handler run only then. A signal, not ``interrupt_main``'s flag: it also wakes
+        a wait in a system call."""
+        self.handled.clear()
+        main = threading.main_thread().ident
+        signal.pthread_kill(main, signal.SIGINT)
+        while not self.handled.wait(0.01) and not self.over:
+            signal.pthread_kill(main, signal.SIGINT)
 
     def _after_compiling(self) -> None:
         """Send the main thread a SIGINT once no thread holds numba's compiler lock (the
@@ -237,7 +258,7 @@ class _Redeliver:
                 pass
         finally:
             self.waiting = False
-            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+            self._send()
 
     def _held(self) -> bool:
         """Whether the interrupt is held for now (the main thread is compiling)."""
@@ -253,6 +274,10 @@ class _Redeliver:
         raises KeyboardInterrupt, a caller's own runs, an ignored SIGINT (a job a script
         started in the background) stays ignored. Within a numba compilation it is held
         until that ends."""
+        self.handled.set()
+        if self.over:
+            self.late = signum
+            return None
         if self.pending is None and self.sigint == signal.SIG_IGN:
             return None
         if self._held():
@@ -267,6 +292,9 @@ class _Redeliver:
     def on_term(self, signum, frame):
         """:class:`Terminated`, once: a later SIGTERM is ignored while the cleanup runs;
         within a numba compilation held until that ends, as :meth:`on_int` holds Ctrl-C."""
+        if self.over:
+            self.late = signum
+            return
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         if self._held():
             self.pending = Terminated
@@ -285,30 +313,43 @@ def _compiling() -> bool:
 def terminate_as_interrupt(ignore_after: bool = False):
     """Within the block, SIGTERM raises :class:`Terminated` in the main thread (once: a
     later SIGTERM is ignored while the cleanup runs), and an interrupt raised in a
-    callback from C code, which Python only reports, is raised again after it
-    (:class:`_Redeliver`); the previous handlers are restored after, or with
-    ``ignore_after`` (the program's, whose process ends after the command) an interrupted
-    block leaves both signals ignored: its cleanup has run, and another Ctrl-C would only
-    break the exit (a traceback from an exit handler). Off the main thread (where no
-    handler can be set) it does nothing."""
+    callback from C code, which Python only reports, is raised again after it. The block
+    gets the :class:`_Redeliver` that does so (None off the main thread, where no handler
+    can be set and it does nothing); setting its ``over`` ends that early (as
+    :func:`_command` does once the command has returned or raised): from then on a signal
+    is only recorded.
+
+    After the block the previous handlers are restored, whole even when a signal lands
+    while they are; a signal recorded is then sent to them (unless the block was itself
+    interrupted: its cleanup has run). With ``ignore_after`` (the program's, whose process
+    ends after the command) both signals are ignored instead, until the process has
+    exited: the command's outcome is decided once it has returned (its output written) or
+    raised (its cleanup run), and a Ctrl-C or SIGTERM that lands in the exit (the exit
+    handlers, the interpreter's teardown) would only turn it into an exit by the signal
+    with no line, or a traceback from an exit handler."""
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield None
         return
 
     redeliver = _Redeliver(signal.getsignal(signal.SIGINT))
     previous = (signal.signal(signal.SIGTERM, redeliver.on_term),
                 signal.signal(signal.SIGINT, redeliver.on_int))
     sys.unraisablehook = redeliver.hook
+    interrupted = False
     try:
-        yield
+        yield redeliver
     except KeyboardInterrupt:
-        if ignore_after:
-            previous = signal.SIG_IGN, signal.SIG_IGN
+        interrupted = True
         raise
     finally:
+        redeliver.over = True  # first: from here on a signal is only recorded
+        if ignore_after:
+            previous = signal.SIG_IGN, signal.SIG_IGN
         signal.signal(signal.SIGTERM, previous[0])
         signal.signal(signal.SIGINT, previous[1])
         sys.unraisablehook = redeliver.previous
+        if redeliver.late is not None and not interrupted:
+            signal.raise_signal(redeliver.late)  # to the handler now restored
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -320,6 +361,7 @@ def program() -> None:
     """The ``graphsys`` program: :func:`main` on ``sys.argv``, then the process exits with
     its code; after a ``fast_exit`` command that succeeded or any command interrupted,
     without the interpreter's teardown (see the module docstring)."""
+    _open_standard_descriptors()
     if _command_name(sys.argv[1:]) in SERIAL_BLAS and "numpy" not in sys.modules:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before NumPy loads
     code, args = _run(None, program=True)
@@ -327,6 +369,17 @@ def program() -> None:
             or args is None and code in INTERRUPTED):
         _exit_now(code)
     sys.exit(code)
+
+
+def _open_standard_descriptors() -> None:
+    """Point each closed standard descriptor (0, 1, 2: ``graphsys ... >&-``) at
+    ``/dev/null``, as git does before a command: a file the command opens would otherwise
+    take its number, and what C code writes to stdout or stderr (a library's warning)
+    would land in that file."""
+    fd = os.open(os.devnull, os.O_RDWR)
+    while fd <= 2:  # the lowest free number: each closed one in turn
+        fd = os.open(os.devnull, os.O_RDWR)
+    os.close(fd)
 
 
 def _ran_a_process_group() -> bool:
@@ -349,9 +402,9 @@ def _exit_now(code: int) -> None:
     shutdown()
     atexit._run_exitfuncs()
     try:
-        sys.stdout.flush()
+        sys.stdout.flush()  # a ReaderMayLeave: a closed pipe goes to /dev/null
         sys.stderr.flush()
-    except (OSError, ValueError):  # a closed pipe: reported by the normal exit
+    except (OSError, ValueError):  # a full disk: reported by the normal exit
         return
     os._exit(code)
 
@@ -362,9 +415,10 @@ def _run(argv: list[str] | None, program: bool = False
     ``program``: the process is :func:`program`'s, which ends after the command."""
     openmp.apply_wait_policy()  # before any command loads an OpenMP runtime
     argv = sys.argv[1:] if argv is None else argv
-    with readers_may_leave():
+    with readers_may_leave(program):
+        code = None
         try:
-            with terminate_as_interrupt(program):  # from the command's module's imports on
+            with terminate_as_interrupt(program) as block:  # from the command's imports on
                 parser = build_parser(argv)
                 args, extra = parser.parse_known_args(argv)
                 if extra:  # named by the command's own parser, which points at its --help
@@ -372,11 +426,14 @@ def _run(argv: list[str] | None, program: bool = False
                         f"unrecognized arguments: {' '.join(extra)}")
                 if program and getattr(args, "fast_exit", False):
                     freeze_long_lived()  # the process exits without teardown after it
-                return _command(parser, args), args
-        except Terminated:
-            code, line = INTERRUPTED[1], "error: terminated (SIGTERM)"
-        except KeyboardInterrupt:
-            code, line = INTERRUPTED[0], "error: interrupted"
+                code = _command(parser, args, block)
+            return code, args
+        except KeyboardInterrupt as exc:
+            if code is not None:  # sent on to the caller's handler once the command returned
+                raise
+            code, line = ((INTERRUPTED[1], "error: terminated (SIGTERM)")
+                          if isinstance(exc, Terminated) else
+                          (INTERRUPTED[0], "error: interrupted"))
         # printed once the interrupt and the frames it held are gone: a progress display
         # they left open closes first, its last line above this one
         print(line, file=sys.stderr)
@@ -417,23 +474,43 @@ class ReaderMayLeave:
 
 
 @contextlib.contextmanager
-def readers_may_leave():
+def readers_may_leave(for_good: bool = False):
     """Within the block, ``sys.stdout`` and ``sys.stderr`` are :class:`ReaderMayLeave`
-    (flushed at its end, so that the interpreter's own last flush finds nothing left)."""
+    (flushed at its end, so that the interpreter's own last flush finds nothing left). One
+    that Python has none of (None: its descriptor was closed, ``graphsys info G >&-``)
+    writes to ``/dev/null``, as one whose reader has left. With ``for_good`` (the
+    program's, whose process ends after the command) they stay so until the process has
+    exited: a reader that leaves by then (``| head -1`` once the command has returned)
+    finds an exit handler's write, or the interpreter's last flush, as quiet, with no
+    ``BrokenPipeError`` (/dev/null on the descriptor: what Python's documentation of
+    SIGPIPE recommends)."""
     saved = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = ReaderMayLeave(saved[0]), ReaderMayLeave(saved[1])
+    sys.stdout, sys.stderr = (ReaderMayLeave(open(os.devnull, "w") if stream is None else
+                                             stream) for stream in saved)
     try:
         yield
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
-        sys.stdout, sys.stderr = saved
+        if not for_good:
+            for stream, wrapped in zip(saved, (sys.stdout, sys.stderr)):
+                if stream is None:
+                    wrapped.stream.close()
+            sys.stdout, sys.stderr = saved
 
 
-def _command(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    """The chosen command's exit code; a user-facing failure printed as one line."""
+def _command(parser: argparse.ArgumentParser, args: argparse.Namespace,
+             block: _Redeliver | None = None) -> int:
+    """The chosen command's exit code; a user-facing failure printed as one line. Its
+    outcome stands once it has returned or raised: from then on ``block``, its
+    :func:`terminate_as_interrupt`'s, only records a signal."""
     try:
-        return int(args.func(args) or 0)
+        try:
+            code = args.func(args)
+        finally:  # first, with no check for signals between
+            if block is not None:
+                block.over = True
+        return int(code or 0)
     except GraphsysError as exc:
         print(f"error: {user_message(exc, parser, args)}", file=sys.stderr)
         return exc.exit_code

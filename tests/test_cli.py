@@ -142,8 +142,12 @@ def test_an_interrupt_raised_in_a_callback_from_c_still_stops_the_command(interr
     """Ctrl-C or SIGTERM landing in a callback from C code (LLVM's object-cache callback
     while numba compiles a kernel) was reported as ``Exception ignored on calling ctypes
     callback function`` and dropped: the command ran on to exit 0. It is raised again
-    once the callback returns, and the command stops with its one line."""
+    once the callback returns, and the command stops with its one line. The SIGINT that
+    raises it again is sent until its handler has run: one landing as the main thread
+    began to wait on a lock (after Python's last check for signals) was lost to the wait,
+    which ran to its end (here the first is dropped, as that one)."""
     import ctypes
+    import signal
     import sys
     import threading
 
@@ -154,13 +158,21 @@ def test_an_interrupt_raised_in_a_callback_from_c_still_stops_the_command(interr
         threading.Event().wait(10)  # interrupted by the interrupt raised again
         raise AssertionError("the interrupt was dropped")
 
+    sent, send = [], signal.pthread_kill
+
+    def first_lost(thread, signum):
+        sent.append(signum)
+        if len(sent) > 1:
+            send(thread, signum)
+
     parser = cli.ArgumentParser(prog="graphsys")
     parser.set_defaults(func=command)
     hook = sys.unraisablehook
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(cli, "build_parser", lambda argv: parser)
+        mp.setattr(signal, "pthread_kill", first_lost)
         code = cli.main([])
-    assert code == (143 if interrupt is cli.Terminated else 130)
+    assert code == (143 if interrupt is cli.Terminated else 130) and len(sent) > 1
     err = capsys.readouterr().err
     assert err.strip().splitlines() == [
         "error: terminated (SIGTERM)" if interrupt is cli.Terminated else "error: interrupted"]
@@ -286,6 +298,26 @@ def test_program_ends_the_process_after_a_fast_exit_command(tmp_path):
     assert len(bad.stderr.splitlines()) == 1
 
 
+def _program(tmp_path, prelude: str, command: str):
+    """The run of ``cli.program()`` in a child Python, after the source ``prelude`` (with
+    ``atexit``, ``os``, ``signal`` and ``sys`` imported), with one command whose body is
+    the line ``command``."""
+    import os
+    import subprocess
+    import sys
+
+    child = ("import atexit, os, signal, sys\n" + prelude + "sys.argv[0] = 'graphsys'\n"
+             "from graphsys import cli\n"
+             f"def command(args): {command}\n"
+             "parser = cli.ArgumentParser(prog='graphsys')\n"
+             "parser.set_defaults(func=command)\n"
+             "cli.build_parser = lambda argv: parser\n"
+             "cli.program()\n")
+    return subprocess.run([sys.executable, "-c", child], capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+
+
 @pytest.mark.parametrize("interrupt", ["KeyboardInterrupt", "cli.Terminated"])
 def test_program_ends_the_process_once_an_interrupted_command_cleaned_up(interrupt,
                                                                           tmp_path):
@@ -293,33 +325,121 @@ def test_program_ends_the_process_once_an_interrupted_command_cleaned_up(interru
     ends without the interpreter's teardown (which took seconds after a torch command):
     the exit handlers run, the objects of ``__main__`` are not torn down. A second Ctrl-C
     by then is ignored (it was a traceback from an exit handler)."""
-    import os
-    import subprocess
-    import sys
-
-    child = ("import atexit, sys\n"
-             "class Torn:\n    def __del__(self): print('torn down', flush=True)\n"
-             "held = Torn()\n"
-             "import os, signal\n"
-             "def at_exit():\n"
-             "    os.kill(os.getpid(), signal.SIGINT)\n"
-             "    print('atexit ran', flush=True)\n"
-             "atexit.register(at_exit)\n"
-             "sys.argv[0] = 'graphsys'\n"
-             "from graphsys import cli\n"
-             f"def command(args): raise {interrupt}()\n"
-             "parser = cli.ArgumentParser(prog='graphsys')\n"
-             "parser.set_defaults(func=command)\n"
-             "cli.build_parser = lambda argv: parser\n"
-             "cli.program()\n")
-    out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True,
-                         timeout=120, cwd=tmp_path,
-                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    out = _program(tmp_path, "class Torn:\n    def __del__(self): print('torn down', flush=True)\n"
+                             "held = Torn()\n"
+                             "def at_exit():\n"
+                             "    os.kill(os.getpid(), signal.SIGINT)\n"
+                             "    print('atexit ran', flush=True)\n"
+                             "atexit.register(at_exit)\n", f"raise {interrupt}()")
     terminated = interrupt == "cli.Terminated"
     assert out.returncode == (143 if terminated else 130), out.stderr
     assert out.stderr == ("error: terminated (SIGTERM)\n" if terminated
                           else "error: interrupted\n")
     assert out.stdout == "atexit ran\n"
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_program_ignores_an_interrupt_once_the_command_has_returned(sig, tmp_path):
+    """A command that had written its output and returned, its handlers restored, was
+    ended by a Ctrl-C or SIGTERM landing in the exit: by the signal (130 or 143) with no
+    line, or a traceback from an exit handler; one landing as its code was read made it
+    an interrupted command. The program ignores both from the command's return on: the
+    exit handlers run and the code is the command's."""
+    out = _program(tmp_path, f"def late(): os.kill(os.getpid(), signal.{sig})\n"
+                             "class Returned:\n"  # the command's code: read as the signal lands
+                             "    def __bool__(self): late(); return False\n"
+                             "def at_exit():\n"
+                             "    late()\n"
+                             "    print('atexit ran', flush=True)\n"
+                             "atexit.register(at_exit)\n"
+                             "exit = sys.exit\n"
+                             "def exiting(code):\n"  # the program's exit, its command's block left
+                             "    late()\n"
+                             "    exit(code)\n"
+                             "sys.exit = exiting\n",
+                   "print('output', flush=True); return Returned()")
+    assert (out.returncode, out.stderr, out.stdout) == (0, "", "output\natexit ran\n")
+
+
+@pytest.mark.parametrize("fast_exit", [False, True])
+def test_program_with_its_output_streams_closed_runs_its_command(fast_exit, tmp_path):
+    """``graphsys info G <&- >&- 2>&-``: Python has no ``sys.stdout`` or ``sys.stderr``
+    (None), and the command's first print was a traceback (exit 120); a file it opened
+    could take a closed descriptor, where C code's writes to stdout or stderr landed. The
+    closed streams write to /dev/null, as ones whose reader left, and the command exits
+    with its own code."""
+    out = _program(tmp_path, "for fd in (0, 1, 2): os.close(fd)\n"
+                             "sys.stdin = sys.stdout = sys.stderr = None\n",
+                   f"args.fast_exit = {fast_exit}; print('output'); print('log', file=sys.stderr)"
+                   "; f = open('data', 'w'); os.write(1, b'C'); os.write(2, b'C'); f.write('data')"
+                   "; f.close(); return 0")
+    assert out.returncode == 0 and (tmp_path / "data").read_text() == "data"
+
+
+@pytest.mark.parametrize("fast_exit", [False, True])
+def test_program_output_whose_reader_left_in_the_exit_is_dropped_quietly(fast_exit,
+                                                                         tmp_path):
+    """``graphsys ... | head -1`` with the reader gone once the command had returned: an
+    exit handler's line met the closed pipe as a ``BrokenPipeError`` traceback (or, left
+    in the buffer, the interpreter's last flush: exit 120). The standard streams take a
+    reader that leaves as quietly until the process has exited."""
+    out = _program(tmp_path, "def reader_leaves():\n"
+                             "    read, write = os.pipe(); os.close(read); os.dup2(write, 1)\n"
+                             "    print('at exit')\n"
+                             "atexit.register(reader_leaves)\n",
+                   f"args.fast_exit = {fast_exit}; print('output'); return 0")
+    assert (out.returncode, out.stderr, out.stdout) == (0, "", "output\n")
+
+
+def test_a_signal_once_the_command_has_returned_is_the_callers(monkeypatch, capsys):
+    """A Ctrl-C landing as the command returned (its output written) made it an
+    interrupted command: 130 and ``error: interrupted``. Its outcome stands: the program
+    ignores such a signal, and an in-process caller's own handler gets it (Python's
+    raises KeyboardInterrupt), once the command's handlers are restored."""
+    import signal
+
+    class Returned:  # the command's code: read as the signal lands
+        def __bool__(self):
+            signal.raise_signal(signal.SIGINT)
+            return False
+
+    parser = cli.ArgumentParser(prog="graphsys")
+    parser.set_defaults(func=lambda args: Returned())
+    monkeypatch.setattr(cli, "build_parser", lambda argv: parser)
+    with pytest.raises(KeyboardInterrupt):
+        cli.main([])
+    assert capsys.readouterr().err == "" and signal.getsignal(signal.SIGINT) is (
+        signal.default_int_handler)
+
+
+def test_a_signal_while_the_handlers_are_restored_reaches_the_restored_one(monkeypatch):
+    """A SIGINT landing as the handlers were restored after a command's block (the
+    SIGTERM one restored, the SIGINT one not yet) raised from the block's handler: the
+    caller was left with the command's handlers. They are restored whole, then the
+    signal is sent to the caller's."""
+    import signal
+    import sys
+
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    hook, set_handler, calls = sys.unraisablehook, signal.signal, []
+
+    def setting(signum, handler):
+        calls.append(signum)
+        if len(calls) == 3:  # the first restore, after the block's two installs
+            signal.raise_signal(signal.SIGINT)
+        return set_handler(signum, handler)
+
+    monkeypatch.setattr(signal, "signal", setting)
+    try:
+        with pytest.raises(KeyboardInterrupt), cli.terminate_as_interrupt():
+            pass
+        after = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+        restored = sys.unraisablehook is hook
+    finally:
+        set_handler(signal.SIGINT, before[0])
+        set_handler(signal.SIGTERM, before[1])
+        sys.unraisablehook = hook
+    assert after == before and restored and len(calls) == 4
 
 
 def test_a_reader_that_leaves_does_not_end_the_command(tmp_path, capsys, monkeypatch):
