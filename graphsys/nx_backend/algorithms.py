@@ -381,9 +381,7 @@ def node_connected_component(G, n):
     if n not in G:
         raise KeyError(n)
     i = int(G.index[n])
-    labels = _labels(G)
-    if not len(labels):
-        return {n}
+    labels = _labels(G)  # G has a node: not null
     return {G.keys[j] for j in np.flatnonzero(labels == labels[i]).tolist()}
 
 

@@ -10,7 +10,6 @@ triangle counts (:mod:`graphsys.mining.incremental`).
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
@@ -508,14 +507,11 @@ class Change:
     changed_deleted: np.ndarray
     changed_updated: np.ndarray
     pairs: int
-    before_updated: np.ndarray = dataclasses.field(
-        default_factory=lambda: np.zeros(0, np.int64))
-    before_updated_weight: np.ndarray = dataclasses.field(
-        default_factory=lambda: np.zeros(0, np.float32))
-    before_deleted: np.ndarray = dataclasses.field(
-        default_factory=lambda: np.zeros(0, np.int64))
-    readded: int = 0
-    readded_before: int = 0
+    before_updated: np.ndarray
+    before_updated_weight: np.ndarray
+    before_deleted: np.ndarray
+    readded: int
+    readded_before: int
 
 
 def _appended(graph, names: list, changes: list) -> tuple[np.ndarray, ...]:
