@@ -90,20 +90,10 @@ def all_pairs_shortest_path_length(G, cutoff=None):
         yield n, single_source_shortest_path_length(G, n, cutoff)
 
 
-def _pair_length(what: str):
-    """NetworkX's ``f(G, source, target, weight="weight")``: one pair's path length,
-    ``source`` checked first (``what``: the word of NetworkX's message)."""
-
-    def length(G, source, target, weight="weight"):
-        _check_node(G, source, what)
-        return 0 if source == target else _one_pair(G, source, target, weight)
-
-    return length
-
-
-dijkstra_path_length = _pair_length("Node")
-# non-negative weights (the checks): Dijkstra's answer
-bellman_ford_path_length = _pair_length("Source")
+def dijkstra_path_length(G, source, target, weight="weight"):
+    """``nx.dijkstra_path_length``."""
+    _check_node(G, source, "Node")
+    return 0 if source == target else _one_pair(G, source, target, weight)
 
 
 def all_pairs_dijkstra_path_length(G, cutoff=None, weight="weight"):
@@ -118,6 +108,12 @@ def single_source_bellman_ford_path_length(G, source, weight="weight"):
     """``nx.single_source_bellman_ford_path_length`` (non-negative weights: Dijkstra's
     answer)."""
     return single_source_dijkstra_path_length(G, source, weight=weight)
+
+
+def bellman_ford_path_length(G, source, target, weight="weight"):
+    """``nx.bellman_ford_path_length``."""
+    _check_node(G, source)
+    return 0 if source == target else _one_pair(G, source, target, weight)
 
 
 def all_pairs_bellman_ford_path_length(G, weight="weight"):
