@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from graphsys.errors import FormatError, GraphsysError, ParameterError
+from graphsys.errors import FormatError, GraphsysError, ParameterError, check_real
 from graphsys.storage import node_reads
 from graphsys.storage.csr import edges_digest
 from graphsys.storage.edge_changes import apply, global_keys, last_weights, load_bucket
@@ -268,13 +268,11 @@ def read_previous(graph, init, algorithm: str, edge_set=None, source=None,
     steps = meta.get("supersteps")
     steps = steps if isinstance(steps, int) and not isinstance(steps, bool) and steps > 0 \
         else None
-    tol = meta.get("params", {}).get("tol")
-    tol = float(tol) if isinstance(tol, (int, float)) and not isinstance(tol, bool) \
-        and tol > 0 else None
     converged = meta.get("converged")
-    return Previous(values, known, new, where, steps, tol,
+    return Previous(values, known, new, where, steps,
+                    _recorded(meta.get("params", {}).get("tol"), positive=True),
                     converged if isinstance(converged, bool) else None,
-                    _positive(meta.get("residual")), tuple(changed), order)
+                    _recorded(meta.get("residual")), tuple(changed), order)
 
 
 def _match(graph, meta: dict, where: str, algorithm: str, edge_set, source):
@@ -414,11 +412,14 @@ def _check_checksum(table: pa.Table, meta: dict, where: str, algorithm: str,
                           f"since it was written); {again}")
 
 
-def _positive(value: Any) -> float | None:
-    """``value`` as a float when it is a finite non-negative number, else None."""
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) \
-        and np.isfinite(value) and value >= 0
-    return float(value) if ok else None
+def _recorded(value: Any, positive: bool = False) -> float | None:
+    """``value`` as a float when it is a finite number (:func:`~graphsys.errors.check_real`:
+    an int beyond float's range is not) at least 0 (above 0 with ``positive``), else
+    None."""
+    try:
+        return check_real("value", value, low=0, low_open=positive)
+    except ParameterError:
+        return None
 
 
 def _appended_layout(graph, ids: pa.Array, old: Any) -> np.ndarray | None:
