@@ -194,19 +194,15 @@ def hyper_wiener_index(G, weight=None):
     return _index_sum(G, weight, lambda u, v, d: d + d**2)
 
 
-def _degrees(G) -> dict:
-    return G.node_dict(G.degree())
-
-
 def schultz_index(G, weight=None):
     """``nx.schultz_index`` of an undirected graph, unweighted degrees."""
-    d = _degrees(G)
+    d = G.node_dict(G.degree())
     return _index_sum(G, weight, lambda u, v, dist: dist * (d[u] + d[v]))
 
 
 def gutman_index(G, weight=None):
     """``nx.gutman_index`` of an undirected graph, unweighted degrees."""
-    d = _degrees(G)
+    d = G.node_dict(G.degree())
     return _index_sum(G, weight, lambda u, v, dist: dist * d[u] * d[v])
 
 
