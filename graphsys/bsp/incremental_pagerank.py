@@ -274,7 +274,8 @@ def _delta(spec, graph, previous: Previous, program, change, max_iters, kwargs
     r[~known] = (1.0 - a) * q[~known]
     # read-only views of the old edges, mapped or built: one signature of each kernel
     # (and of every array the kernels only read: change rows mapped or built alike)
-    old_ip, old_ix, old_w = read_only(adj.indptr, adj.indices, _or_empty(csr_w))
+    old_ip, old_ix, old_w = read_only(adj.indptr, adj.indices,
+                                      np.zeros(0, np.float32) if csr_w is None else csr_w)
     inv_old, inv_new, src, dst, before, after = read_only(inv_old, inv_new, src, dst, before,
                                                           after)
     edge_change_residual(old_ip, old_ix, old_w, y, inv_old, inv_new,
@@ -396,7 +397,3 @@ def _what(change) -> str:
     if len(change.changed_updated):
         words.append(f"{len(change.changed_updated):,} re-weighted")
     return ", ".join(words)
-
-
-def _or_empty(weights: np.ndarray | None) -> np.ndarray:
-    return np.zeros(0, np.float32) if weights is None else weights

@@ -113,23 +113,12 @@ class BackendInterface:
             return G
         return obj
 
-    @staticmethod
-    def can_run(name: str, args, kwargs) -> bool | str:
-        """True, or why graphsys declines these arguments (NetworkX then runs the call)."""
-        return checks.can_run(name, args, kwargs)
-
-    @staticmethod
-    def should_run(name: str, args, kwargs) -> bool | str:
-        """Whether automatic dispatch should convert and run: graphs of at least
-        ``nx.config.backends.graphsys.min_edges`` edges (or already graphsys graphs)."""
-        return checks.should_run(name, args, kwargs)
-
-    @staticmethod
-    def on_start_tests(items) -> None:
-        """NetworkX's test suite run against this backend: mark the tests whose
-        expectations differ by design (listed with the reason in
-        :data:`graphsys.nx_backend.checks.KNOWN_DIFFERENCES`)."""
-        checks.mark_tests(items)
+    # NetworkX's dispatch checks (NetworkX runs a declined call, and a call on a graph
+    # below nx.config.backends.graphsys.min_edges, itself), and the marks of the tests of
+    # its suite whose expectations differ by design (checks.KNOWN_DIFFERENCES)
+    can_run = staticmethod(checks.can_run)
+    should_run = staticmethod(checks.should_run)
+    on_start_tests = staticmethod(checks.mark_tests)
 
 
 for _name, _target in FUNCTIONS.items():

@@ -301,21 +301,11 @@ def is_connected(G):
 
 
 @numba.njit(cache=True)
-def _sinks_first(src, dst, count):
+def _sinks_first(rptr, preds, out_deg):
     """The components in reverse topological order of the condensation (sinks first, as
-    Tarjan's algorithm yields them): Kahn's order over the reversed component edges."""
-    out_deg = np.zeros(count, np.int64)
-    rptr = np.zeros(count + 1, np.int64)
-    for e in range(src.shape[0]):
-        out_deg[src[e]] += 1
-        rptr[dst[e] + 1] += 1
-    for c in range(count):
-        rptr[c + 1] += rptr[c]
-    preds = np.empty(src.shape[0], np.int64)
-    fill = rptr[:-1].copy()
-    for e in range(src.shape[0]):
-        preds[fill[dst[e]]] = src[e]
-        fill[dst[e]] += 1
+    Tarjan's algorithm yields them): Kahn's order over the reversed component edges
+    (``rptr``, ``preds``: each component's predecessors; ``out_deg`` int64, consumed)."""
+    count = out_deg.shape[0]
     order = np.empty(count, np.int64)
     tail = 0
     for c in range(count):
@@ -339,13 +329,17 @@ def condensation(G) -> tuple[np.ndarray, np.ndarray]:
     """Each node's strongly connected component, numbered sinks first (a component
     after every component it reaches, NetworkX's order), and the condensation's edges
     ``(2, k)`` between those numbers (each once, no loops)."""
+    from graphsys.views.rows import from_pairs
+
     _, comp = np.unique(_scc_labels(G), return_inverse=True)
     count = int(comp.max()) + 1
     pairs = [np.stack([comp[s], comp[d]]) for s, d, *_ in G.graph.iter_edges()]
     edges = np.concatenate(pairs, axis=1) if pairs else np.zeros((2, 0), np.int64)
     edges = np.unique(edges[:, edges[0] != edges[1]], axis=1)
     rank = np.empty(count, np.int64)
-    rank[_sinks_first(edges[0], edges[1], count)] = np.arange(count)
+    rptr, preds = from_pairs(count, edges[1], edges[0])  # each one's predecessors, in order
+    out_deg = np.bincount(edges[0], minlength=count).astype(np.int64)
+    rank[_sinks_first(rptr, preds, out_deg)] = np.arange(count)
     return rank[comp], rank[edges]
 
 
@@ -381,9 +375,7 @@ def node_connected_component(G, n):
     if n not in G:
         raise KeyError(n)
     i = int(G.index[n])
-    labels = _labels(G)
-    if not len(labels):
-        return {n}
+    labels = _labels(G)  # G has a node: not null
     return {G.keys[j] for j in np.flatnonzero(labels == labels[i]).tolist()}
 
 

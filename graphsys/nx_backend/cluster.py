@@ -14,7 +14,7 @@ and ``weight`` are declined by the checks (:mod:`graphsys.nx_backend.checks`).""
 from __future__ import annotations
 
 from graphsys import mining
-from graphsys.nx_backend.measures import _nbunch
+from graphsys.nx_backend.measures import _ids
 
 
 def _per_node(G) -> tuple[list, list]:
@@ -25,23 +25,13 @@ def _per_node(G) -> tuple[list, list]:
     return stats.triangles.values.tolist(), stats.degree.values.tolist()
 
 
-def _select(G, nodes) -> list[int] | None:
-    """The internal ids ``nodes`` asks for (a node of ``G``: its id alone), or None for
-    every node."""
-    if nodes is None:
-        return None
-    if nodes in G:
-        return [G.index[nodes]]
-    return [G.index[k] for k in _nbunch(G, nodes)]
-
-
 def _answer(G, nodes, value) -> object:
     """``value(i)`` of one node (``nodes`` a node of ``G``), else a dict over ``nodes``
     (every node when None)."""
-    ids = _select(G, nodes)
+    ids = _ids(G, nodes)
     if nodes is not None and nodes in G:
         return value(ids[0])
-    return {G.keys[i]: value(i) for i in (range(len(G)) if ids is None else ids)}
+    return {G.keys[i]: value(i) for i in ids}
 
 
 def triangles(G, nodes=None):

@@ -158,11 +158,15 @@ def label_propagation_communities(G):
     """
     if G.null:
         return {}.values()
-    indptr, indices = G.adjacency()
-    by_degree = np.argsort(-G.degree(), kind="stable")  # NetworkX's sorted(..., reverse=True)
+    from graphsys.bsp.kernels_components import greedy_coloring
     from graphsys.nx_backend import propagation as kernels
 
-    colors = kernels.greedy_colors(indptr, indices, by_degree)
+    indptr, indices = G.adjacency()
+    by_degree = np.argsort(-G.degree(), kind="stable")  # NetworkX's sorted(..., reverse=True)
+    colors = np.empty(len(G), np.int64)
+    # the arrays of the BSP's call (int32 neighbours, read-only): one compiled colouring
+    out = read_only(indptr, indices.astype(np.int32) if len(G) < 2**31 else indices)
+    greedy_coloring(*out, *out, False, by_degree, colors)
     # colour -> set of nodes, built as NetworkX builds it
     coloring = _groups([G.keys[i] for i in by_degree.tolist()], colors[by_degree])
     order = G.internal([k for members in coloring.values() for k in members])

@@ -15,28 +15,24 @@ from __future__ import annotations
 import numpy as np
 
 from graphsys.nx_backend.algorithms import _nx
-from graphsys.nx_backend.measures import _nbunch, _unweighted
+from graphsys.nx_backend.measures import _ids, _unweighted
 
 
-def _centrality(G, deg: np.ndarray) -> dict:
-    if len(G) <= 1:
-        return {n: 1 for n in G}
-    return G.node_dict(deg * (1.0 / (len(G) - 1.0)))
+def _degree_centrality(direction: str):
+    """NetworkX's ``nx.<direction>_degree_centrality(G)``: the degree (``"both"``, ``"in"``
+    or ``"out"``: :meth:`BackendGraph.degree`) over ``N - 1``."""
+
+    def centrality(G):
+        if len(G) <= 1:
+            return {n: 1 for n in G}
+        return G.node_dict(G.degree(direction) * (1.0 / (len(G) - 1.0)))
+
+    return centrality
 
 
-def degree_centrality(G):
-    """``nx.degree_centrality``: degree / (N - 1)."""
-    return _centrality(G, G.degree())
-
-
-def in_degree_centrality(G):
-    """``nx.in_degree_centrality`` of a directed graph."""
-    return _centrality(G, G.degree("in"))
-
-
-def out_degree_centrality(G):
-    """``nx.out_degree_centrality`` of a directed graph."""
-    return _centrality(G, G.degree("out"))
+degree_centrality = _degree_centrality("both")
+in_degree_centrality = _degree_centrality("in")
+out_degree_centrality = _degree_centrality("out")
 
 
 def isolates(G):
@@ -92,43 +88,39 @@ def _neighbour_sums(G, sides: str, t_deg: np.ndarray) -> np.ndarray:
     predecessors (``"in"``), exact integers."""
     total = np.zeros(len(G), np.int64)
     for side, transpose in (("out", False), ("in", True)):
-        if side in sides or not G.directed and not transpose:
+        if side in sides:
             rows, cols = _rows(G, transpose)
             total += np.bincount(rows, weights=t_deg[cols], minlength=len(G)).astype(np.int64)
-        if not G.directed:
-            break
     return total
 
 
-def _direction(G, name: str, what: str, allowed: tuple) -> np.ndarray:
-    if name not in allowed:
-        raise _nx().NetworkXError(f"{what} argument {name} must be 'in', 'out' or 'in+out'")
-    return G.degree({"in+out": "both"}.get(name, name))
-
-
-def _selected(G, nodes) -> list[int]:
-    if nodes is None:
-        return list(range(len(G)))
-    return [G.index[k] for k in _nbunch(G, nodes)]
+def _neighbour_degrees(G, source, target, default: str, message: str, sides: str
+                       ) -> tuple[list, list]:
+    """NetworkX's ``source`` degree of each node and its sum of its neighbours' ``target``
+    degrees (over ``sides`` of a directed graph, its successors of an undirected one), as
+    Python ints by internal id; ``source`` and ``target`` checked as NetworkX checks them:
+    ``message`` (with ``{what}`` and ``{name}``) for one not 'in', 'out' or 'in+out', and
+    any but ``default`` refused on an undirected graph."""
+    nx = _nx()
+    if not G.directed:
+        if source != default or target != default:
+            raise nx.NetworkXError("source and target arguments are only supported for "
+                                   "directed graphs")
+        deg = G.degree()
+        return deg.tolist(), _neighbour_sums(G, "out", deg).tolist()
+    for what, name in (("source", source), ("target", target)):
+        if name not in ("in", "out", "in+out"):
+            raise nx.NetworkXError(message.format(what=what, name=name))
+    s_deg, t_deg = (G.degree("both" if x == "in+out" else x) for x in (source, target))
+    return s_deg.tolist(), _neighbour_sums(G, sides, t_deg).tolist()
 
 
 def average_neighbor_degree(G, source="out", target="out", nodes=None, weight=None):
     """``nx.average_neighbor_degree``, unweighted."""
     _unweighted(G, weight)
-    if G.directed:
-        allowed = ("in", "out", "in+out")
-        s_deg = _direction(G, source, "source", allowed)
-        t_deg = _direction(G, target, "target", allowed)
-        sums = _neighbour_sums(G, source, t_deg)
-    else:
-        if source != "out" or target != "out":
-            raise _nx().NetworkXError("source and target arguments are only supported for "
-                                      "directed graphs")
-        s_deg = t_deg = G.degree()
-        sums = _neighbour_sums(G, "out", t_deg)
-    ids = _selected(G, nodes)
-    s, d = sums.tolist(), s_deg.tolist()
-    return {G.keys[i]: (0.0 if d[i] == 0 else s[i] / d[i]) for i in ids}
+    d, s = _neighbour_degrees(G, source, target, "out",
+                              "{what} argument {name} must be 'in', 'out' or 'in+out'", source)
+    return {G.keys[i]: (0.0 if d[i] == 0 else s[i] / d[i]) for i in _ids(G, nodes)}
 
 
 def average_degree_connectivity(G, source="in+out", target="in+out", nodes=None,
@@ -136,25 +128,12 @@ def average_degree_connectivity(G, source="in+out", target="in+out", nodes=None,
     """``nx.average_degree_connectivity``, unweighted: per source degree ``k``, the sum
     of the neighbours' target degrees over ``k`` times the count of such nodes."""
     _unweighted(G, weight)
-    nx = _nx()
-    if G.directed:
-        for what, name in (("source", source), ("target", target)):
-            if name not in ("in", "out", "in+out"):
-                raise nx.NetworkXError(f'{what} must be one of "in", "out", or "in+out"')
-        s_deg = G.degree({"in+out": "both"}.get(source, source))
-        t_deg = G.degree({"in+out": "both"}.get(target, target))
-        sums = _neighbour_sums(G, "in" if source == "in" else "out", t_deg)
-    else:
-        if source != "in+out" or target != "in+out":
-            raise nx.NetworkXError("source and target arguments are only supported for "
-                                   "directed graphs")
-        s_deg = t_deg = G.degree()
-        sums = _neighbour_sums(G, "out", t_deg)
-    ids = [G.index[nodes]] if nodes is not None and nodes in G else _selected(G, nodes)
-    s, d = sums.tolist(), s_deg.tolist()
+    d, s = _neighbour_degrees(G, source, target, "in+out",
+                              '{what} must be one of "in", "out", or "in+out"',
+                              "in" if source == "in" else "out")
     dsum: dict = {}
     dnorm: dict = {}
-    for i in ids:
+    for i in _ids(G, nodes):
         dsum[d[i]] = dsum.get(d[i], 0) + s[i]
         dnorm[d[i]] = dnorm.get(d[i], 0) + d[i]
     return {k: avg if dnorm[k] == 0 else avg / dnorm[k] for k, avg in dsum.items()}
@@ -176,29 +155,28 @@ def _neighbourhood(G, ids, transpose: bool = False) -> np.ndarray:
     return np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
 
 
-def _group(G, S, transpose: bool = False) -> float:
-    members = G.internal(S)
-    centrality = len(np.setdiff1d(_neighbourhood(G, members, transpose), members))
-    centrality /= len(G) - len(S)
+def _group_centrality(transpose: bool):
+    """NetworkX's group degree centrality ``f(G, S)``: the nodes adjacent to ``S`` outside
+    it (successors, or predecessors with ``transpose``), over ``N - len(S)``."""
+
+    def centrality(G, S):
+        members = G.internal(S)
+        outside = np.setdiff1d(_neighbourhood(G, members, transpose), members)
+        return len(outside) / (len(G) - len(S))
+
     return centrality
 
 
-def group_degree_centrality(G, S):
-    """``nx.group_degree_centrality`` (and ``group_out_degree_centrality``): nodes adjacent
-    to ``S`` outside it (successors of a directed graph), over ``N - len(S)``."""
-    return _group(G, S)
-
-
-def group_in_degree_centrality(G, S):
-    """``nx.group_in_degree_centrality`` of a directed graph."""
-    return _group(G, S, transpose=True)
+# nx.group_degree_centrality, and nx.group_out_degree_centrality of a directed graph
+group_degree_centrality = _group_centrality(False)
+group_in_degree_centrality = _group_centrality(True)
 
 
 def volume(G, S, weight=None):
     """``nx.volume``: the sum of the (out-)degrees of ``S``'s nodes in ``G`` (repeats
     counted as NetworkX counts them)."""
     _unweighted(G, weight)
-    return sum(G.degree("out")[_selected(G, S)].tolist())
+    return sum(G.degree("out")[_ids(G, S)].tolist())
 
 
 def _members(G, nodes) -> np.ndarray:

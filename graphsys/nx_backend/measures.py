@@ -72,24 +72,21 @@ def _predict(G, ebunch, method: str, integral: bool = False):
     return scores()
 
 
-def jaccard_coefficient(G, ebunch=None):
-    """``nx.jaccard_coefficient``."""
-    return _predict(G, ebunch, "jaccard")
+def _link_prediction(method: str, integral: bool = False):
+    """NetworkX's link prediction function ``nx.<name>(G, ebunch=None)`` scoring by
+    graphsys's ``method`` (:func:`_predict`)."""
+
+    def scores(G, ebunch=None):
+        return _predict(G, ebunch, method, integral)
+
+    return scores
 
 
-def adamic_adar_index(G, ebunch=None):
-    """``nx.adamic_adar_index``."""
-    return _predict(G, ebunch, "adamic_adar")
-
-
-def resource_allocation_index(G, ebunch=None):
-    """``nx.resource_allocation_index``."""
-    return _predict(G, ebunch, "resource_allocation")
-
-
-def preferential_attachment(G, ebunch=None):
-    """``nx.preferential_attachment`` (integer products, as NetworkX's)."""
-    return _predict(G, ebunch, "preferential_attachment", integral=True)
+jaccard_coefficient = _link_prediction("jaccard")
+adamic_adar_index = _link_prediction("adamic_adar")
+resource_allocation_index = _link_prediction("resource_allocation")
+# integer products, as NetworkX's
+preferential_attachment = _link_prediction("preferential_attachment", integral=True)
 
 
 def density(G, nodes=None):
@@ -125,6 +122,16 @@ def _nbunch(G, nodes) -> list:
             raise nx.NetworkXError(f"Node {k} in sequence nbunch is not a valid "
                                    f"node.") from None
     return out
+
+
+def _ids(G, nodes) -> list[int]:
+    """The internal ids ``nodes`` asks for: every node's for None, a node of ``G``'s
+    alone, else those of :func:`_nbunch`."""
+    if nodes is None:
+        return list(range(len(G)))
+    if nodes in G:
+        return [G.index[nodes]]
+    return [G.index[k] for k in _nbunch(G, nodes)]
 
 
 def overall_reciprocity(G):

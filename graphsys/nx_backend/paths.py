@@ -194,19 +194,15 @@ def hyper_wiener_index(G, weight=None):
     return _index_sum(G, weight, lambda u, v, d: d + d**2)
 
 
-def _degrees(G) -> dict:
-    return G.node_dict(G.degree())
-
-
 def schultz_index(G, weight=None):
     """``nx.schultz_index`` of an undirected graph, unweighted degrees."""
-    d = _degrees(G)
+    d = G.node_dict(G.degree())
     return _index_sum(G, weight, lambda u, v, dist: dist * (d[u] + d[v]))
 
 
 def gutman_index(G, weight=None):
     """``nx.gutman_index`` of an undirected graph, unweighted degrees."""
-    d = _degrees(G)
+    d = G.node_dict(G.degree())
     return _index_sum(G, weight, lambda u, v, dist: dist * d[u] * d[v])
 
 
@@ -233,14 +229,21 @@ def barycenter(G, weight=None, attr=None, sp=None):
     return out
 
 
-def harmonic_diameter(G, sp=None, *, weight=None):
-    """``nx.harmonic_diameter``."""
-    order = len(G)
-    sum_invd = 0
+def _inverse_sum(G, weight) -> float:
+    """The sum of ``1 / d`` over every pair's distance ``d`` but 0, added one at a time in
+    NetworkX's order (``sum`` compensates from Python 3.12 on); the int 0 without one."""
+    total = 0
     for lengths in _all_lengths(G, weight):
         for d in lengths.values():
             if d != 0:
-                sum_invd += 1 / d
+                total += 1 / d
+    return total
+
+
+def harmonic_diameter(G, sp=None, *, weight=None):
+    """``nx.harmonic_diameter``."""
+    order = len(G)
+    sum_invd = _inverse_sum(G, weight)
     if sum_invd != 0:
         return order * (order - 1) / sum_invd
     return math.inf if order > 1 else math.nan
@@ -250,14 +253,7 @@ def global_efficiency(G):
     """``nx.global_efficiency`` of an undirected graph."""
     n = len(G)
     denom = n * (n - 1)
-    if denom == 0:
-        return 0
-    g_eff = 0
-    for lengths in _all_lengths(G, None):
-        for distance in lengths.values():
-            if distance > 0:
-                g_eff += 1 / distance
-    return g_eff / denom
+    return 0 if denom == 0 else _inverse_sum(G, None) / denom
 
 
 def efficiency(G, u, v):

@@ -1,6 +1,6 @@
 """The label propagation kernels of the backend's ``label_propagation_communities`` and
-``asyn_lpa_communities`` (:mod:`graphsys.nx_backend.community`): NetworkX's greedy
-colouring and semi-synchronous loop, and its asynchronous loop with a Mersenne Twister
+``asyn_lpa_communities`` (:mod:`graphsys.nx_backend.community`): NetworkX's
+semi-synchronous loop, and its asynchronous loop with a Mersenne Twister
 (MT19937) that draws as Python's ``random.Random`` draws. Imported on first call (they
 import :mod:`graphsys.bsp`'s label counting)."""
 
@@ -10,25 +10,6 @@ import numba
 import numpy as np
 
 from graphsys.bsp.kernels_components import _count_labels
-
-
-@numba.njit(cache=True)
-def greedy_colors(indptr, indices, order):
-    """NetworkX's ``greedy_color``: each node of ``order`` in turn takes the smallest
-    colour none of its coloured neighbours has."""
-    n = indptr.shape[0] - 1
-    colors = np.full(n, -1, np.int64)
-    seen = np.full(n + 1, -1, np.int64)  # colour -> the last node that saw it
-    for u in order:
-        for e in range(indptr[u], indptr[u + 1]):
-            c = colors[indices[e]]
-            if c >= 0:
-                seen[c] = u
-        c = 0
-        while seen[c] == u:
-            c += 1
-        colors[u] = c
-    return colors
 
 
 @numba.njit(cache=True)

@@ -192,10 +192,9 @@ def square_clustering(G, nodes=None):
     (:func:`graphsys.kernels.centrality.square_counts`; of a directed graph, over the
     successors, NetworkX's neighbours there), the integer 0 where there is none; of one
     node, or a dict over ``nodes`` (every node by default)."""
-    from graphsys.nx_backend.cluster import _select
+    from graphsys.nx_backend.measures import _ids
 
-    ids = _select(G, nodes)
-    ids = np.arange(len(G), dtype=np.int64) if ids is None else np.asarray(ids, np.int64)
+    ids = np.asarray(_ids(G, nodes), np.int64)
     squares = np.zeros(len(ids), np.int64)
     potential = np.zeros(len(ids), np.int64)
     if not G.null and len(ids):

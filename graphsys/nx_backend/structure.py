@@ -117,9 +117,7 @@ def kosaraju_strongly_connected_components(G, source=None):
 def is_semiconnected(G):
     """``nx.is_semiconnected``: weakly connected and its condensation a path (each
     component reaches the next in topological order by an edge)."""
-    if len(G) == 0:
-        raise _nx().NetworkXPointlessConcept("Connectivity is undefined for the null graph.")
-    if _count(G, _labels(G)) != 1:
+    if not _is_connected(G):  # the null graph: NetworkX's exception
         return False
     comp, edges = condensation(G)
     count = int(comp.max()) + 1

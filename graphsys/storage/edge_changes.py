@@ -154,12 +154,19 @@ def member_changes(graph, member: str, changes: list[str]
         if w is not None:
             weights.append(w)
     gone = np.unique(np.concatenate(deleted)) if deleted else np.zeros(0, np.int64)
-    if not updated:
-        return gone, np.zeros(0, np.int64), np.zeros(0, np.float32)
-    k, w = np.concatenate(updated)[::-1], np.concatenate(weights)[::-1]
-    uniq, first = np.unique(k, return_index=True)  # the last weight of each key
-    keep = ~np.isin(uniq, gone)
-    return gone, uniq[keep], w[first][keep]
+    keys, w = last_weights(updated, weights)
+    keep = ~np.isin(keys, gone)
+    return gone, keys[keep], w[keep]
+
+
+def last_weights(keys: list, weights: list) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct sorted keys of ``keys`` (int64 arrays) and the last weight of
+    ``weights`` (float32 arrays, one per key) each is given."""
+    if not keys:
+        return np.zeros(0, np.int64), np.zeros(0, np.float32)
+    k, w = np.concatenate(keys)[::-1], np.concatenate(weights)[::-1]
+    uniq, first = np.unique(k, return_index=True)
+    return uniq, w[first]
 
 
 def apply(eb, member: str, changes: list[BucketChange], removed: dict[str, int] | None = None):

@@ -10,7 +10,6 @@ triangle counts (:mod:`graphsys.mining.incremental`).
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
@@ -22,10 +21,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from graphsys.errors import FormatError, GraphsysError, ParameterError
+from graphsys.errors import FormatError, GraphsysError, ParameterError, check_real
 from graphsys.storage import node_reads
 from graphsys.storage.csr import edges_digest
-from graphsys.storage.edge_changes import apply, global_keys, load_bucket
+from graphsys.storage.edge_changes import apply, global_keys, last_weights, load_bucket
 from graphsys.storage.index_merge import moved_ids
 
 #: The schema metadata key of a result table that holds its run's provenance.
@@ -269,13 +268,11 @@ def read_previous(graph, init, algorithm: str, edge_set=None, source=None,
     steps = meta.get("supersteps")
     steps = steps if isinstance(steps, int) and not isinstance(steps, bool) and steps > 0 \
         else None
-    tol = meta.get("params", {}).get("tol")
-    tol = float(tol) if isinstance(tol, (int, float)) and not isinstance(tol, bool) \
-        and tol > 0 else None
     converged = meta.get("converged")
-    return Previous(values, known, new, where, steps, tol,
+    return Previous(values, known, new, where, steps,
+                    _recorded(meta.get("params", {}).get("tol"), positive=True),
                     converged if isinstance(converged, bool) else None,
-                    _positive(meta.get("residual")), tuple(changed), order)
+                    _recorded(meta.get("residual")), tuple(changed), order)
 
 
 def _match(graph, meta: dict, where: str, algorithm: str, edge_set, source):
@@ -415,11 +412,14 @@ def _check_checksum(table: pa.Table, meta: dict, where: str, algorithm: str,
                           f"since it was written); {again}")
 
 
-def _positive(value: Any) -> float | None:
-    """``value`` as a float when it is a finite non-negative number, else None."""
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) \
-        and np.isfinite(value) and value >= 0
-    return float(value) if ok else None
+def _recorded(value: Any, positive: bool = False) -> float | None:
+    """``value`` as a float when it is a finite number (:func:`~graphsys.errors.check_real`:
+    an int beyond float's range is not) at least 0 (above 0 with ``positive``), else
+    None."""
+    try:
+        return check_real("value", value, low=0, low_open=positive)
+    except ParameterError:
+        return None
 
 
 def _appended_layout(graph, ids: pa.Array, old: Any) -> np.ndarray | None:
@@ -508,14 +508,11 @@ class Change:
     changed_deleted: np.ndarray
     changed_updated: np.ndarray
     pairs: int
-    before_updated: np.ndarray = dataclasses.field(
-        default_factory=lambda: np.zeros(0, np.int64))
-    before_updated_weight: np.ndarray = dataclasses.field(
-        default_factory=lambda: np.zeros(0, np.float32))
-    before_deleted: np.ndarray = dataclasses.field(
-        default_factory=lambda: np.zeros(0, np.int64))
-    readded: int = 0
-    readded_before: int = 0
+    before_updated: np.ndarray
+    before_updated_weight: np.ndarray
+    before_deleted: np.ndarray
+    readded: int
+    readded_before: int
 
 
 def _appended(graph, names: list, changes: list) -> tuple[np.ndarray, ...]:
@@ -563,28 +560,20 @@ def read_change(graph, previous, edge_set=None) -> Change | str:
         src, dst = np.concatenate([src, readded[0]]), np.concatenate([dst, readded[1]])
         weight = None if weight is None or readded[2] is None else np.concatenate(
             [weight, readded[2]])
-    deleted, since, gone = [], {"delete": [], "update": []}, []
-    every, before = ([], []), ([], [])  # updates: all, those the previous result read
-    pairs = 0
-    for c in changes:
-        keys, w = global_keys(graph, c)  # kept by the Graph: a view's index reads them
-        if w is None:
-            deleted.append(keys)
-            if c not in new:
-                gone.append(keys)
-        else:
-            for into in (every, before) if c not in new else (every,):
-                into[0].append(keys)
-                into[1].append(w)
-        if c in new:
-            since["delete" if w is None else "update"].append(keys)
-            pairs += len(keys)
-    dk = _distinct(deleted)  # the deletions since are all of them unless some were read
-    return Change(old, src, dst, weight, dk, *_last_weights(*every),
-                  dk if len(since["delete"]) == len(deleted) else _distinct(since["delete"]),
-                  _distinct(since["update"]), pairs, *_last_weights(*before),
-                  _distinct(gone), *((0, 0) if readded is None else (len(readded[0]),
-                                                                      readded[3])))
+    # (since the previous result, keys, weights or None): kept by the Graph, a view's
+    # index reads them
+    got = [(c in new, *global_keys(graph, c)) for c in changes]
+    dels = [(since, k) for since, k, w in got if w is None]
+    ups = [(since, k, w) for since, k, w in got if w is not None]
+    dk = _distinct([k for _, k in dels])  # the deletions since: all unless some were read
+    return Change(old, src, dst, weight, dk,
+                  *last_weights([k for _, k, _ in ups], [w for *_, w in ups]),
+                  dk if all(s for s, _ in dels) else _distinct([k for s, k in dels if s]),
+                  _distinct([k for s, k, _ in ups if s]), sum(len(k) for s, k, _ in got if s),
+                  *last_weights([k for s, k, _ in ups if not s],
+                                [w for s, _, w in ups if not s]),
+                  _distinct([k for s, k in dels if not s]),
+                  *((0, 0) if readded is None else (len(readded[0]), readded[3])))
 
 
 def _distinct(arrays: list) -> np.ndarray:
@@ -636,15 +625,6 @@ def read_edges_as_stored(graph, previous, edge_set=None) -> Change | str:
         return (f"{change.readded_before:,} edges appended after a change set the previous "
                 f"result read list its pairs")
     return change
-
-
-def _last_weights(keys: list, weights: list) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct sorted keys and the last weight given each."""
-    if not keys:
-        return np.zeros(0, np.int64), np.zeros(0, np.float32)
-    k, w = np.concatenate(keys)[::-1], np.concatenate(weights)[::-1]
-    uniq, first = np.unique(k, return_index=True)
-    return uniq, w[first]
 
 
 def tagged(table: pa.Table, provenance: dict | None) -> pa.Table:

@@ -348,3 +348,14 @@ def test_a_result_whose_metadata_nests_deeply_is_refused(tmp_path):
         {"graphsys.result": "[" * 200_000 + "]" * 200_000})
     with pytest.raises(FormatError, match="metadata is not JSON"):
         bsp.wcc(g, init=deep)
+
+
+def test_recorded_numbers_beyond_float_are_not_read(tmp_path):
+    """A provenance whose tol or residual is an int beyond float's range (10**400) raised
+    OverflowError or TypeError from the reading of a previous result: not recorded."""
+    g = graphsys.from_numpy(np.array([0, 1, 2]), np.array([1, 2, 0]), tmp_path / "g")
+    table = bsp.pagerank(g).to_table()
+    _, meta, _ = incremental.result_provenance(table)
+    meta["params"]["tol"] = meta["residual"] = 10**400
+    prev = previous.read_previous(g, previous.tagged(table, meta), "pagerank")
+    assert prev.tol is None and prev.residual is None
