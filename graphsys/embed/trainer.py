@@ -135,7 +135,6 @@ class Trainer(MinibatchStep):
         self.comparator = COMPARATORS.get_class(config.comparator)()
         self.loss_fn = LOSSES.get_class(config.loss_fn)(margin=config.margin)
         rels = graph.relation_types
-        self.rel_names = [r.name for r in rels]
         self.rel_ops = self.checkpoint.rel_ops
         self.rel_weight = torch.tensor(config.relation_weights(rels), dtype=torch.float32)
         self.uniform_rel_weight = bool((self.rel_weight == 1).all())

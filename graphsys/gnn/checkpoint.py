@@ -550,7 +550,4 @@ def train_config_of(meta: dict[str, Any], where: str | Path):
     with (``meta.train_config``, checked on load), or a one-line :class:`FormatError`."""
     from graphsys.gnn.config import TrainConfig
 
-    values = dict(meta_field(meta, "train_config", where, dict))
-    if isinstance(values.get("hard_band"), list):
-        values["hard_band"] = tuple(values["hard_band"])
-    return TrainConfig(**values)
+    return TrainConfig.from_dict(meta_field(meta, "train_config", where, dict))

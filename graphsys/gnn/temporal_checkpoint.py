@@ -76,7 +76,8 @@ def load_temporal(checkpoint: str | Path, graph: Graph | None = None, *, device=
                             f"and adds events): train again on it")
     if "edge_features" not in meta and not graph.edge_set(None).has_weight:
         cfg.edge_features = []   # a run from before feature columns were read: no features
-    _check_dimensions(checkpoint, config, cfg, state)
+    own = {k: v for k, v in state.items() if not k.startswith((TRAIN_END, NEGATIVES))}
+    _check_dimensions(checkpoint, config, cfg, own)
     task = TemporalTask(graph, cfg, resolve_device(device),
                         scales=_feature_scales(checkpoint, meta, config["raw_dim"]))
     ev = task.ev
@@ -84,7 +85,6 @@ def load_temporal(checkpoint: str | Path, graph: Graph | None = None, *, device=
         raise GraphsysError(f"{checkpoint}: trained on {config['num_nodes']:,} nodes with "
                             f"{config['raw_dim']} edge features; {graph.path} gives "
                             f"{ev.num_nodes:,} and {ev.raw.shape[1]}")
-    own = {k: v for k, v in state.items() if not k.startswith((TRAIN_END, NEGATIVES))}
     load_module_state(task.model, own, "", checkpoint)
     task.model.eval()
     return task.stream, cfg, state, graph
@@ -115,8 +115,7 @@ def _check_dimensions(checkpoint, config: dict[str, Any], cfg: TrainConfig,
     from graphsys.gnn.tgat import TGAT as TGATModel
 
     model = {TGAT: TGATModel, JODIE: JODIEModel}.get(config["model"], TGNModel)
-    own = {k: v for k, v in state.items() if not k.startswith((TRAIN_END, NEGATIVES))}
-    check_fits(lambda: model(**{k: v for k, v in config.items() if k != "model"}), own, "",
+    check_fits(lambda: model(**{k: v for k, v in config.items() if k != "model"}), state, "",
                checkpoint)
     where = Path(checkpoint) / "model.json"
     if cfg.hidden != config["dim"]:
