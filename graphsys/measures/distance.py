@@ -52,7 +52,13 @@ class Diameter:
     exact : bool
         Whether the bounds met.
     endpoints : tuple
-        Original ids of two nodes ``value`` hops apart.
+        Original ids of two nodes ``value`` hops apart: a node of eccentricity ``value``
+        that the search met (of several met at once, the smallest original id), then the
+        smallest original id of the nodes ``value`` hops from it. The search chooses by
+        degrees, distances and original ids only (never internal ids), so the same edges
+        give the same endpoints whatever the ingest order, partitions or threads. As
+        igraph's ``get_diameter``, the first pair found: the smallest pair over all that
+        are ``value`` apart would need every node's eccentricity.
     searches : int
         Breadth-first searches made.
     components : int
@@ -120,10 +126,11 @@ class _Searcher:
                              numba.get_num_threads(), True)[0])
 
     def sweep(self, source: int, middle: bool = False,
-              reached: np.ndarray | None = None) -> tuple[int, int, int]:
-        """Search from ``source``: (a farthest node, its distance, and when ``middle`` the
-        node halfway back from it to ``source`` on a shortest path); ``reached``: bool (N,),
-        set True for every node reached (the source's component).
+              reached: np.ndarray | None = None) -> tuple[int, int, int, int]:
+        """Search from ``source``: (a farthest node, its distance, when ``middle`` the node
+        halfway back from it to ``source`` on a shortest path, and the farthest node of
+        smallest original id, :meth:`first`); ``reached``: bool (N,), set True for every
+        node reached (the source's component).
 
         The farthest node is :meth:`peripheral` of the last level, and each step back
         goes to the neighbour with the longest rows (:func:`kd.step_back
@@ -133,14 +140,26 @@ class _Searcher:
         both keys of the node alone, so the sweeps do not depend on the order a search listed
         a level in (nor on the number of threads or the partitions)."""
         count = self.bfs(source)
-        far = self.peripheral(self.queue[kd.last_level(self.dist, self.queue, count):count])
+        level = self.queue[kd.last_level(self.dist, self.queue, count):count]
+        far, end = self.peripheral(level), self.first(level)
         ecc = int(self.dist[far])
         mid = far
         for _ in range(ecc // 2 if middle else 0):
             mid = int(kd.step_back(mid, *self.args, self.dist, self.rank))
         kd.settle(self.upper, self.dist, self.queue, count, ecc,
                   _NONE_BOOL if reached is None else reached, _NONE32)
-        return far, ecc, mid
+        return far, ecc, mid, end
+
+    def first(self, nodes: np.ndarray) -> int:
+        """Of ``nodes``, the one of smallest original id."""
+        return int(nodes[np.argmin(self.rank[nodes])])
+
+    def farthest(self, source: int) -> int:
+        """One search: the node of smallest original id farthest from ``source``."""
+        count = self.bfs(source)
+        end = self.first(self.queue[kd.last_level(self.dist, self.queue, count):count])
+        kd.reset(self.dist, self.queue, count)
+        return end
 
     def peripheral(self, nodes: np.ndarray) -> int:
         """Of ``nodes`` (of one level of a search), the one with the largest eccentricity
@@ -268,7 +287,7 @@ def diameter(graph, *, exact: bool = False, edge_set: str | None = None,
     # left), the largest first, ties by their smallest original id
     hub = int(np.lexsort((search.rank, -_degrees(view)))[0])
     reached = np.zeros(view.num_nodes, np.bool_)
-    first, _, _ = search.sweep(hub, reached=reached)
+    first, *_ = search.sweep(hub, reached=reached)
     label, sizes = _hub_first(view, reached)
     hubs = None
     lower, upper, ends = 0, 0, (hub, hub)
@@ -290,16 +309,22 @@ def diameter(graph, *, exact: bool = False, edge_set: str | None = None,
                 lower, ends = lo, pair
             upper = max(upper, hi)
     upper = max(upper, lower)
+    if ends[1] is None:  # a source of iFUB's: its farthest node of smallest original id
+        ends = (ends[0], search.farthest(ends[0]))
     ids = view.original(np.array(ends))
     ends = tuple(ids.tolist() if isinstance(ids, np.ndarray) else ids.to_pylist())
     return Diameter(lower, lower, upper, lower == upper, ends, search.searches, len(sizes))
 
 
 def _component(search: _Searcher, start: tuple[int, int | None], size: int, exact: bool,
-               known: int, bar) -> tuple[int, int, tuple[int, int]]:
+               known: int, bar) -> tuple[int, int, tuple[int, int | None]]:
     """(lower bound, upper bound, endpoints of the lower bound) of the diameter of a
     component of ``size`` nodes, from its node of largest degree ``r1`` (and, when already
-    searched, the farthest node from it, ``a1``).
+    searched, the farthest node from it, ``a1``). The endpoints are the source of the
+    search that set the lower bound (of a batch of iFUB's sources, the smallest original
+    id) and the farthest node from it of smallest original id (None after iFUB's batch:
+    one more search finds it, for the final pair only, as the batch kernels' farthest
+    nodes go by internal id).
 
     The 4-sweep: ``a1`` farthest from ``r1``, ``b1`` farthest from ``a1`` and ``r2`` halfway
     between them; ``a2`` farthest from ``r2``, ``b2`` from ``a2`` and ``u`` halfway. Every
@@ -311,8 +336,8 @@ def _component(search: _Searcher, start: tuple[int, int | None], size: int, exac
     bound exceeds the lower bound."""
     r1, a1 = start
     if a1 is None:
-        a1, _, _ = search.sweep(r1)
-    b1, e1, r2 = search.sweep(a1, middle=True)
+        a1, *_ = search.sweep(r1)
+    _, e1, r2, b1 = search.sweep(a1, middle=True)
     lower, pair = e1, (a1, b1)
     order, starts = search.levels(r2)
     upper = min(2 * (len(starts) - 2), size - 1, int(search.upper[order].max()))
@@ -327,7 +352,7 @@ def _component(search: _Searcher, start: tuple[int, int | None], size: int, exac
     done = exact and lower > 2 * (e - 1) and np.count_nonzero(
         search.upper[order[starts[e]:]] > lower) <= kd.WORD
     if a2 != a1 and not done:  # (a2 = a1: the searches from a1 and r2 again)
-        b2, e2, u = search.sweep(a2, middle=True)
+        _, e2, u, b2 = search.sweep(a2, middle=True)
         if e2 > lower:
             lower, pair = e2, (a2, b2)
         order, starts = search.levels(u)
@@ -340,11 +365,11 @@ def _component(search: _Searcher, start: tuple[int, int | None], size: int, exac
         fringe = order[starts[i]:starts[i + 1]]
         fringe = fringe[search.upper[fringe] > lower]  # the others cannot beat lower
         if len(fringe):
-            ecc, far = search.many(fringe)
+            ecc, _ = search.many(fringe)
             bar.update(len(fringe))
-            j = int(np.argmax(ecc))
-            if ecc[j] > lower:
-                lower, pair = int(ecc[j]), (int(fringe[j]), int(far[j]))
+            if ecc.max() > lower:
+                lower = int(ecc.max())
+                pair = (search.first(fringe[ecc == lower]), None)
         if lower > 2 * (i - 1):
             upper = lower
             break

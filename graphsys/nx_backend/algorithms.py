@@ -12,11 +12,29 @@ import warnings
 import numba
 import numpy as np
 
-from graphsys.errors import ConvergenceWarning
+from graphsys.errors import ConvergenceWarning, ParameterError, check_count
 
 #: Products with ``A`` and ``A^T`` in one of ARPACK's iterations for NetworkX's ``svds``
 #: call (``ncv = max(2k + 1, 20)`` vectors for ``k = 1``).
 ARPACK_NCV = 20
+
+#: The largest ``max_iter`` NetworkX's ARPACK calls (``hits``' ``svds``,
+#: ``eigenvector_centrality_numpy``'s ``eigsh``) can pass on: ARPACK counts its iterations
+#: in a C int.
+ARPACK_MAX_ITER = 2**31 - 1
+
+
+def check_arpack_iterations(max_iter) -> None:
+    """A one-line ``ValueError`` where NetworkX would hand ARPACK a ``max_iter`` above
+    :data:`ARPACK_MAX_ITER` (checked where NetworkX calls ARPACK, after its own errors).
+    NetworkX fails inside SciPy there: ``SystemError`` beyond 64 bits, else ARPACK's error
+    -4 ("must be greater than zero") or a count wrapped modulo 2**32 run as given (2**32 + 5
+    runs 5 iterations)."""
+    try:
+        check_count("max_iter", max_iter, maximum=ARPACK_MAX_ITER)
+    except ParameterError as exc:  # a graphsys error would send the call back to NetworkX
+        raise ValueError(f"{exc} (NetworkX hands it to ARPACK, whose iteration count is a "
+                         "C int)") from None
 
 
 def _bsp():
@@ -157,7 +175,8 @@ def hits(G, max_iter=100, tol=1.0e-8, nstart=None, normalized=True):
     method, may converge where power iteration did not); on a stored graph
     ``PowerIterationFailedConvergence``. Weights float32 does not hold exactly (0.1) are
     declined (:func:`check_exact`): the stored graph's float32 weights moved the scores by
-    about 1e-7 of their value, where NetworkX's ARPACK answer is exact to 1e-15."""
+    about 1e-7 of their value, where NetworkX's ARPACK answer is exact to 1e-15. A
+    ``max_iter`` beyond ARPACK's C int is a ``ValueError`` (:func:`check_arpack_iterations`)."""
     nx = _nx()
     n = len(G)
     if n == 0:
@@ -165,6 +184,7 @@ def hits(G, max_iter=100, tol=1.0e-8, nstart=None, normalized=True):
     check_exact(G, "weight")  # NetworkX's HITS reads the "weight" attribute
     if max_iter <= 0:
         raise nx.PowerIterationFailedConvergence(max_iter)
+    check_arpack_iterations(max_iter)
     # NetworkX's max_iter counts ARPACK restarts, each up to ncv = 20 products with A and
     # A^T for k = 1: the same budget of power iterations (two supersteps each)
     with warnings.catch_warnings():  # unconverged: NetworkX's exception below instead

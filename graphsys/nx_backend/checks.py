@@ -8,9 +8,10 @@ import functools
 import inspect
 import math
 import numbers
+import sys
 from collections.abc import Iterator, Mapping
 
-from graphsys.errors import ParameterError, check_real
+from graphsys.errors import ParameterError, check_count, check_real
 
 #: Functions on undirected graphs only here (NetworkX's directed versions measure directed
 #: distances).
@@ -80,13 +81,13 @@ def _vector(G, values: dict, what: str) -> str | None:
 
 
 def _pagerank(G, a: dict) -> str | None:
-    alpha, tol, max_iter = a.get("alpha", 0.85), a.get("tol", 1e-6), a.get("max_iter", 100)
+    alpha, tol = a.get("alpha", 0.85), a.get("tol", 1e-6)  # (max_iter: COUNTS)
     if a.get("dangling") is not None:
         return "a dangling distribution other than the personalization is not supported"
     if not _real(alpha) or not 0 < alpha < 1:
         return "alpha must be in (0, 1)"
-    if not _finite(tol) or not isinstance(max_iter, numbers.Integral):
-        return "tol must be a finite number and max_iter an integer"
+    if not _finite(tol):
+        return "tol must be a finite number"
     if not tol * max(len(G), 1) < math.inf:
         return "tol times the number of nodes must be finite"
     for what in ("personalization", "nstart"):
@@ -98,14 +99,14 @@ def _pagerank(G, a: dict) -> str | None:
 
 
 def _hits(G, a: dict) -> str | None:
-    tol, max_iter = a.get("tol", 1e-8), a.get("max_iter", 100)
+    tol = a.get("tol", 1e-8)  # (max_iter: COUNTS)
     if a.get("nstart") is not None:
         return ("a start vector is not supported (ARPACK's answer may depend on it where "
                 "the largest singular value is repeated)")
     if not a.get("normalized", True):
         return "normalized=False is not supported"
-    if not _finite(tol) or not tol > 0 or not isinstance(max_iter, numbers.Integral):
-        return "tol must be a positive number and max_iter an integer"
+    if not _finite(tol) or not tol > 0:
+        return "tol must be a positive number"
     if len(G) == 1:
         return "a graph of one node stays in NetworkX (ARPACK needs two)"
     return None
@@ -305,15 +306,11 @@ def _undirected_only(why: str):
 
 
 def _louvain(G, a: dict) -> str | None:
-    resolution, threshold, max_level = (a.get("resolution", 1), a.get("threshold", 1e-7),
-                                        a.get("max_level"))
+    resolution, threshold = a.get("resolution", 1), a.get("threshold", 1e-7)
     if not _finite(resolution) or not resolution > 0:
         return "resolution must be a positive number"
     if not _real(threshold) or not (_finite(threshold) or abs(threshold) == math.inf):
         return "threshold must be a number"
-    if max_level is not None and not (isinstance(max_level, numbers.Integral)
-                                      and max_level > 0):
-        return "max_level must be a positive integer or None"
     return None
 
 
@@ -378,6 +375,34 @@ MORE_CHECKS = {
 }
 
 
+#: Function -> integer argument -> ``(minimum, maximum)`` (no maximum: None) of the values
+#: graphsys takes as NetworkX does (None, where NetworkX allows it, is the default). Other
+#: values (a bool, a float, a number out of range) are declined, so NetworkX gives its own
+#: answer or exception: ``max_level`` is NetworkX's ``islice`` stop (``ValueError`` beyond
+#: ``sys.maxsize``); PageRank's ``max_iter`` is an int64 in graphsys's kernels, where
+#: NetworkX's Python loop takes any integer (below 1: NetworkX's
+#: ``PowerIterationFailedConvergence``, raised by graphsys too, as by its HITS); ARPACK's
+#: above a C int is graphsys's error
+#: (:func:`graphsys.nx_backend.algorithms.check_arpack_iterations`).
+COUNTS: dict[str, dict[str, tuple[int, int | None]]] = {
+    "louvain_communities": {"max_level": (1, sys.maxsize)},
+    "pagerank": {"max_iter": (-2**63, 2**63 - 1)},
+    "hits": {"max_iter": (-2**63, None)},
+    "eigenvector_centrality_numpy": {"max_iter": (1, None)},
+}
+
+
+def _count(name: str, value, low: int, high: int | None) -> str | None:
+    """Why graphsys declines integer argument ``name`` (the message of
+    :func:`~graphsys.errors.check_count`), or None (for None too)."""
+    try:
+        if value is not None:
+            check_count(name, value, minimum=low, maximum=high)
+    except ParameterError as exc:
+        return str(exc)
+    return None
+
+
 def _declined(name: str, a: dict) -> str | None:
     """Why graphsys does not run this call, or None (arguments that do not bind to
     NetworkX's signature: None, NetworkX raises its own TypeError)."""
@@ -392,8 +417,12 @@ def _declined(name: str, a: dict) -> str | None:
     if callable(a.get("weight")):
         return "a weight function is not supported"
     if any(isinstance(a.get(k), numbers.Integral) and not _finite(a[k])  # 10**400: compared
-           for k in ("cutoff", "distance", "max_level")):  # with floats, an OverflowError
+           for k in ("cutoff", "distance")):  # with floats, an OverflowError
         return "an integer beyond float's range stays in NetworkX"
+    for arg, (low, high) in COUNTS.get(name, {}).items():
+        reason = _count(arg, a.get(arg), low, high)
+        if reason:
+            return reason
     check = CHECKS.get(name) or MORE_CHECKS.get(name)
     return check(G, a) if check is not None else None
 

@@ -96,7 +96,9 @@ def eigenvector_centrality_numpy(G, weight=None, max_iter=50, tol=0):
     (of the largest eigenvalue of ``A^T``, positive sum, unit norm), by the power
     iteration on ``A^T + I`` to :data:`TIGHT_TOL` (``AmbiguousSolution`` for a graph that
     is not (strongly) connected, as NetworkX's; a largest eigenvalue of 0, every weight 0,
-    is declined: every vector is then an eigenvector, and NetworkX's ARPACK raises)."""
+    is declined: every vector is then an eigenvector, and NetworkX's ARPACK raises).
+    ``max_iter`` is NetworkX's ARPACK's: below 1 declined (NetworkX's ``ValueError``), above
+    a C int a ``ValueError`` (:func:`~graphsys.nx_backend.algorithms.check_arpack_iterations`)."""
     from graphsys.nx_backend import algorithms
 
     nx = _nx()
@@ -107,6 +109,7 @@ def eigenvector_centrality_numpy(G, weight=None, max_iter=50, tol=0):
     if not connected:
         raise nx.AmbiguousSolution("`eigenvector_centrality_numpy` does not give "
                                    "consistent results for disconnected graphs")
+    algorithms.check_arpack_iterations(max_iter)
     product = _operator(G, weight)
     x = _eigen_iterate(G, product, np.full(len(G), 1.0 / len(G)), TIGHT_MAX_ITER, TIGHT_TOL)
     if x is None:

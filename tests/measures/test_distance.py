@@ -11,7 +11,7 @@ from scipy.sparse import csgraph
 
 from graphsys.errors import ParameterError
 from graphsys.measures import diameter, eccentricity
-from tests.measures.conftest import small_graph
+from tests.measures.conftest import _ingest, small_graph
 
 
 def nx_eccentricities(U) -> dict:
@@ -53,6 +53,36 @@ def test_diameter_does_not_depend_on_the_partitions(tmp_path, directed):
             d = diameter(g)
             runs.add((d.value, d.lower, d.upper, d.endpoints, diameter(g, exact=True).value))
         assert len(runs) == 1, (seed, runs)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 50])
+def test_exact_endpoints_follow_original_ids(tmp_path, seed):
+    """Several pairs at the diameter: the exact diameter's endpoints were iFUB's farthest
+    node by internal id (and its first source in search order), so one graph ingested in
+    other orders and partitions gave other pairs ((675, 563) and (1935, 675) at 15). Now
+    each layout gives the same pair: a node of eccentricity ``value`` and the smallest
+    original id ``value`` hops from it (NetworkX's distances)."""
+    rng = np.random.default_rng(seed)
+    G = (nx.gnm_random_graph(300, 330, seed=seed) if seed % 2
+         else nx.watts_strogatz_graph(200, 4, 0.05, seed=seed))
+    G = nx.relabel_nodes(G, dict(zip(G, (rng.permutation(len(G)) * 7 + 3).tolist())))
+    edges = np.array(list(G.edges()))
+    ids = np.array(sorted(G))
+    for exact in (True, False):
+        found = set()
+        for p in (1, 2, 3, 5):
+            order = np.random.default_rng(p).permutation(len(edges))
+            g = _ingest(tmp_path / f"{exact}-{p}", edges[order, 0], edges[order, 1],
+                        ids[::-1] if p % 2 else ids, False, p, True)
+            d = diameter(g, exact=exact)
+            found.add((d.value, d.endpoints))
+        assert len(found) == 1, found
+        (value, (a, b)), = found
+        dist = nx.single_source_shortest_path_length(G, a)
+        assert max(dist.values()) == value  # a's eccentricity
+        assert b == min(v for v, k in dist.items() if k == value)
+    exact_value = max(nx.diameter(G.subgraph(c)) for c in nx.connected_components(G))
+    assert diameter(g, exact=True).value == exact_value
 
 
 @pytest.mark.parametrize("directed", [False, True])

@@ -147,6 +147,7 @@ def test_louvain_without_edges():
 @pytest.mark.parametrize("kwargs", [{"resolution": 0}, {"resolution": -1},
                                     {"resolution": float("nan")}, {"max_level": 0},
                                     {"max_level": 1.5}, {"threshold": float("nan")},
+                                    {"max_level": 2**63}, {"max_level": True},
                                     {"weight": lambda u, v, d: 1}])
 def test_louvain_declines(kwargs):
     G = nx.karate_club_graph()

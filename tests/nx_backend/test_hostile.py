@@ -69,7 +69,8 @@ CALLS: dict[str, list[tuple[tuple, dict]]] = {
                  ((), {"personalization": {0: 1e308, 1: 1e308}}),
                  ((), {"nstart": {0: 1.0}}), ((), {"nstart": {0: 0.0}}),
                  ((), {"weight": None}), ((), {"alpha": 1.0}), ((), {"dangling": {0: 1}}),
-                 ((), {"tol": 10**400})],  # (was: numba's TypingError)
+                 ((), {"tol": 10**400}),  # (was: numba's TypingError)
+                 ((), {"max_iter": 2**63})],  # (was: OverflowError; NetworkX answers)
     "hits": [((), {}), ((), {"tol": 0}), ((), {"tol": -1.0}), ((), {"max_iter": 0}),
              ((), {"max_iter": 1}), ((), {"nstart": {0: 1.0}}),
              ((), {"tol": 10**400})],  # (was: an answer where NetworkX raises TypeError)
@@ -90,7 +91,9 @@ CALLS: dict[str, list[tuple[tuple, dict]]] = {
     "eigenvector_centrality": [((), {}), ((), {"max_iter": 0}), ((), {"tol": 0}),
                                ((), {"nstart": {0: 1.0}}), ((), {"nstart": {99: 1.0}}),
                                ((), {"weight": "weight"})],
-    "eigenvector_centrality_numpy": [((), {}), ((), {"weight": "weight"})],
+    "eigenvector_centrality_numpy": [((), {}), ((), {"weight": "weight"}),
+                                     ((), {"max_iter": 0}),  # (was: an answer where
+                                     ((), {"max_iter": False})],  # NetworkX's ValueError)
     "katz_centrality": [((), {}), ((), {"alpha": 0.9}), ((), {"beta": {0: 2.0}}),
                         ((), {"beta": "a"}), ((), {"beta": INF}), ((), {"alpha": NAN}),
                         ((), {"normalized": False}), ((), {"nstart": {0: 1.0}}),
@@ -140,7 +143,8 @@ CALLS: dict[str, list[tuple[tuple, dict]]] = {
                             ((), {"max_level": 1, "seed": 1}), ((), {"resolution": 0, "seed": 1}),
                             ((), {"threshold": NAN, "seed": 1}),
                             ((), {"threshold": 10**400, "seed": 1}),  # (was: OverflowError)
-                            ((), {"max_level": 10**400, "seed": 1})],  # (was: an answer)
+                            ((), {"max_level": 10**400, "seed": 1}),  # (was: an answer
+                            ((), {"max_level": 2**63, "seed": 1})],  # NetworkX's ValueError)
     "asyn_lpa_communities": [((), {"seed": 3}), ((), {"seed": 3, "weight": "weight"})],
 }
 
@@ -269,6 +273,21 @@ def test_weights(automatic, w, directed):
                            ("transitivity", [((), {})])]:
         bad += compare(name, G, variants)
     assert bad == []
+
+
+@pytest.mark.parametrize("name", ["hits", "eigenvector_centrality_numpy"])
+def test_arpack_iteration_counts_beyond_a_c_int_are_a_value_error(automatic, name):
+    """NetworkX hands ``max_iter`` to ARPACK, a C int: beyond it NetworkX fails inside SciPy
+    (``SystemError``, or ARPACK's error -4), where graphsys answered; graphsys now refuses
+    it in one line, and answers as NetworkX up to it."""
+    G = GRAPHS["karate"]
+    for huge in (2**31, 2**63, 10**400):
+        failed = outcome(name, G, (), {"max_iter": huge}, backend="networkx")[1]
+        assert failed is not None and issubclass(failed, (SystemError, RuntimeError))
+        with pytest.raises(ValueError, match=r"^max_iter must be a positive integer <= "
+                                             r"2147483647, got \d+.* \(NetworkX hands it"):
+            getattr(nx, name)(G, max_iter=huge)
+    assert compare(name, G, [((), {"max_iter": 2**31 - 1})]) == []
 
 
 def test_cases_cover_every_dispatched_function():
