@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING
 
 import numba
@@ -580,12 +581,7 @@ def betweenness(graph, *, k: int | None = None, seed: int = 0, sources=None,
     >>> bsp.betweenness(g, mode="out-of-core").to_dict() == bsp.betweenness(g).to_dict()
     True
     """
-    return BETWEENNESS_SPEC.run(graph, max_iters=max_iters, k=k, seed=seed, sources=sources,
-                                normalized=normalized, endpoints=endpoints, weighted=weighted,
-                                mode=mode, device=device, backend=backend, threads=threads,
-                                distributed=distributed, progress=progress, edge_set=edge_set,
-                                readahead=readahead, dense_divisor=dense_divisor, fuse=fuse,
-                                schedule=schedule)
+    return BETWEENNESS_SPEC.run(**locals())
 
 
 @document_options()
@@ -646,11 +642,7 @@ def closeness(graph, *, k: int | None = None, seed: int = 0, sources=None,
     >>> bsp.closeness(g, k=4).to_dict() == bsp.closeness(g).to_dict()
     True
     """
-    return CLOSENESS_SPEC.run(graph, max_iters=max_iters, k=k, seed=seed, sources=sources,
-                              wf_improved=wf_improved, weighted=weighted, mode=mode, device=device,
-                              backend=backend, threads=threads, distributed=distributed,
-                              progress=progress, edge_set=edge_set, readahead=readahead,
-                              dense_divisor=dense_divisor, fuse=fuse, schedule=schedule)
+    return CLOSENESS_SPEC.run(**locals())
 
 
 @document_options()
@@ -702,11 +694,7 @@ def harmonic(graph, *, k: int | None = None, seed: int = 0, sources=None,
     >>> {node: round(h, 4) for node, h in bsp.harmonic(g).to_dict().items()}
     {1: 1.8333, 2: 2.5, 3: 2.5, 4: 1.8333}
     """
-    return HARMONIC_SPEC.run(graph, max_iters=max_iters, k=k, seed=seed, sources=sources,
-                             weighted=weighted, mode=mode, device=device, backend=backend,
-                             threads=threads, distributed=distributed, progress=progress,
-                             edge_set=edge_set, readahead=readahead, dense_divisor=dense_divisor,
-                             fuse=fuse, schedule=schedule)
+    return HARMONIC_SPEC.run(**locals())
 
 
 def _weighted(graph, edge_set, weighted, name: str) -> bool:
@@ -726,17 +714,11 @@ def _betweenness_program(graph, *, edge_set=None, k=None, seed=0, sources=None,
 
 
 def _closeness_program(graph, *, edge_set=None, k=None, seed=0, sources=None,
-                       wf_improved=True, weighted=False):
+                       wf_improved=True, weighted=False, harmonic=False):
+    name = "harmonic" if harmonic else "closeness"
     return Closeness(graph.num_nodes(), sample_sources(graph, k, seed, sources),
-                     harmonic=False, wf_improved=check_flag("wf_improved", wf_improved),
-                     weighted=_weighted(graph, edge_set, weighted, "closeness"))
-
-
-def _harmonic_program(graph, *, edge_set=None, k=None, seed=0, sources=None,
-                      weighted=False):
-    return Closeness(graph.num_nodes(), sample_sources(graph, k, seed, sources),
-                     harmonic=True, wf_improved=False,
-                     weighted=_weighted(graph, edge_set, weighted, "harmonic"))
+                     harmonic=harmonic, wf_improved=check_flag("wf_improved", wf_improved),
+                     weighted=_weighted(graph, edge_set, weighted, name))
 
 
 def _most_supersteps(n: int) -> int:
@@ -749,5 +731,6 @@ BETWEENNESS_SPEC = AlgorithmSpec("betweenness", _betweenness_program, _most_supe
                                  parameters=(*_SAMPLED, "normalized", "endpoints"))
 CLOSENESS_SPEC = AlgorithmSpec("closeness", _closeness_program, _most_supersteps,
                                parameters=(*_SAMPLED, "wf_improved"))
-HARMONIC_SPEC = AlgorithmSpec("harmonic", _harmonic_program, _most_supersteps,
-                              parameters=_SAMPLED)
+HARMONIC_SPEC = AlgorithmSpec("harmonic", partial(_closeness_program, harmonic=True,
+                                                   wf_improved=False),
+                              _most_supersteps, parameters=_SAMPLED)
