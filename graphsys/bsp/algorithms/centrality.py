@@ -581,7 +581,12 @@ def betweenness(graph, *, k: int | None = None, seed: int = 0, sources=None,
     >>> bsp.betweenness(g, mode="out-of-core").to_dict() == bsp.betweenness(g).to_dict()
     True
     """
-    return BETWEENNESS_SPEC.run(**locals())
+    return BETWEENNESS_SPEC.run(graph, max_iters=max_iters, k=k, seed=seed, sources=sources,
+                                normalized=normalized, endpoints=endpoints, weighted=weighted,
+                                mode=mode, device=device, backend=backend, threads=threads,
+                                distributed=distributed, progress=progress, edge_set=edge_set,
+                                readahead=readahead, dense_divisor=dense_divisor, fuse=fuse,
+                                schedule=schedule)
 
 
 @document_options()
@@ -642,7 +647,11 @@ def closeness(graph, *, k: int | None = None, seed: int = 0, sources=None,
     >>> bsp.closeness(g, k=4).to_dict() == bsp.closeness(g).to_dict()
     True
     """
-    return CLOSENESS_SPEC.run(**locals())
+    return CLOSENESS_SPEC.run(graph, max_iters=max_iters, k=k, seed=seed, sources=sources,
+                              wf_improved=wf_improved, weighted=weighted, mode=mode, device=device,
+                              backend=backend, threads=threads, distributed=distributed,
+                              progress=progress, edge_set=edge_set, readahead=readahead,
+                              dense_divisor=dense_divisor, fuse=fuse, schedule=schedule)
 
 
 @document_options()
@@ -694,7 +703,11 @@ def harmonic(graph, *, k: int | None = None, seed: int = 0, sources=None,
     >>> {node: round(h, 4) for node, h in bsp.harmonic(g).to_dict().items()}
     {1: 1.8333, 2: 2.5, 3: 2.5, 4: 1.8333}
     """
-    return HARMONIC_SPEC.run(**locals())
+    return HARMONIC_SPEC.run(graph, max_iters=max_iters, k=k, seed=seed, sources=sources,
+                             weighted=weighted, mode=mode, device=device, backend=backend,
+                             threads=threads, distributed=distributed, progress=progress,
+                             edge_set=edge_set, readahead=readahead, dense_divisor=dense_divisor,
+                             fuse=fuse, schedule=schedule)
 
 
 def _weighted(graph, edge_set, weighted, name: str) -> bool:

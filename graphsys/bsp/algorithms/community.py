@@ -382,7 +382,12 @@ def louvain(graph, *, resolution: float = 1.0, seed: int = 0, weighted: bool | N
     >>> round(result.stats.scores["modularity"], 4)
     0.3571
     """
-    return LOUVAIN_SPEC.run(**locals())
+    return LOUVAIN_SPEC.run(graph, max_iters=max_iters, resolution=resolution, seed=seed,
+                            weighted=weighted, directed=directed, iterations=iterations, mode=mode,
+                            device=device, backend=backend, threads=threads,
+                            distributed=distributed, progress=progress, edge_set=edge_set,
+                            readahead=readahead, dense_divisor=dense_divisor, fuse=fuse,
+                            schedule=schedule)
 
 
 @document_options("edge_set", "progress", "device", "backend", "mode", "threads",
@@ -451,7 +456,12 @@ def leiden(graph, *, resolution: float = 1.0, seed: int = 0, weighted: bool | No
     >>> len(set(result.to_dict().values())), round(result.stats.scores["modularity"], 4)
     (2, 0.3571)
     """
-    return LEIDEN_SPEC.run(**locals())
+    return LEIDEN_SPEC.run(graph, max_iters=max_iters, resolution=resolution, seed=seed,
+                           weighted=weighted, directed=directed, iterations=iterations, theta=theta,
+                           mode=mode, device=device, backend=backend, threads=threads,
+                           distributed=distributed, progress=progress, edge_set=edge_set,
+                           readahead=readahead, dense_divisor=dense_divisor, fuse=fuse,
+                           schedule=schedule)
 
 
 def modularity(graph, communities, *, resolution: float = 1.0, weighted: bool | None = None,

@@ -141,7 +141,10 @@ def wcc(graph, *, max_iters: int | None = None, schedule: str = "auto", mode: st
     >>> sorted(components.values())
     [[1, 2, 3], [4, 5, 6]]
     """
-    return WCC_SPEC.run(**locals())
+    return WCC_SPEC.run(graph, max_iters=max_iters, init=init, mode=mode, device=device,
+                        backend=backend, threads=threads, distributed=distributed,
+                        progress=progress, edge_set=edge_set, readahead=readahead,
+                        dense_divisor=dense_divisor, fuse=fuse, schedule=schedule)
 
 
 def _wcc_program(graph, *, edge_set=None):

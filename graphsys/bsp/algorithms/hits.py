@@ -191,7 +191,10 @@ def hits(graph, *, tol: float = 1e-8, max_iters: int | None = None,
     >>> {node: [round(hub, 3), round(auth, 3)] for node, (hub, auth) in scores.items()}
     {1: [0.618, 0.0], 2: [0.382, 0.382], 3: [0.0, 0.618]}
     """
-    return HITS_SPEC.run(**locals())
+    return HITS_SPEC.run(graph, tol=tol, max_iters=max_iters, weighted=weighted, mode=mode,
+                         device=device, backend=backend, threads=threads, distributed=distributed,
+                         progress=progress, edge_set=edge_set, readahead=readahead,
+                         dense_divisor=dense_divisor, fuse=fuse, schedule=schedule)
 
 
 def _hits_program(graph, *, edge_set=None, tol: float = 1e-8, weighted: bool | None = None):

@@ -201,7 +201,10 @@ def kcore(graph, *, self_loops: str = "ignore", max_iters: int | None = None,
     >>> bsp.kcore(g).to_dict()
     {1: 2.0, 2: 2.0, 3: 2.0, 4: 1.0}
     """
-    return KCORE_SPEC.run(**locals())
+    return KCORE_SPEC.run(graph, max_iters=max_iters, self_loops=self_loops, init=init, mode=mode,
+                          device=device, backend=backend, threads=threads, distributed=distributed,
+                          progress=progress, edge_set=edge_set, readahead=readahead,
+                          dense_divisor=dense_divisor, fuse=fuse, schedule=schedule)
 
 
 def _kcore_program(graph, *, edge_set=None, self_loops: str = "ignore"):

@@ -306,7 +306,10 @@ def label_propagation(graph, *, max_iters: int | None = None, schedule: str = "a
     >>> bsp.label_propagation(g, mode="out-of-core").to_dict() == result.to_dict()
     True
     """
-    return LPA_SPEC.run(**locals())
+    return LPA_SPEC.run(graph, max_iters=max_iters, mode=mode, device=device, backend=backend,
+                        threads=threads, distributed=distributed, progress=progress,
+                        edge_set=edge_set, readahead=readahead, dense_divisor=dense_divisor,
+                        fuse=fuse, schedule=schedule)
 
 
 def _lpa_program(graph, *, edge_set=None):

@@ -650,7 +650,12 @@ def pagerank(graph, *, damping: float = 0.85, tol: float = 1e-6, max_iters: int 
     >>> round(result.value(4), 3), result.stats.weighted
     (0.155, False)
     """
-    return PAGERANK_SPEC.run(**locals())
+    return PAGERANK_SPEC.run(graph, damping=damping, tol=tol, max_iters=max_iters,
+                             sum_dtype=sum_dtype, weighted=weighted, store_index=store_index,
+                             init=init, mode=mode, device=device, backend=backend, threads=threads,
+                             distributed=distributed, progress=progress, edge_set=edge_set,
+                             readahead=readahead, dense_divisor=dense_divisor, fuse=fuse,
+                             device_budget=device_budget)
 
 
 @document_options(*ENGINE_OPTIONS, "init")

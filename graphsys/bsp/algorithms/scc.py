@@ -248,7 +248,10 @@ def scc(graph, *, max_iters: int | None = None, schedule: str = "auto", mode: st
     >>> bsp.scc(g, mode="out-of-core").to_dict() == bsp.scc(g).to_dict()
     True
     """
-    return SCC_SPEC.run(**locals())
+    return SCC_SPEC.run(graph, max_iters=max_iters, mode=mode, device=device, backend=backend,
+                        threads=threads, distributed=distributed, progress=progress,
+                        edge_set=edge_set, readahead=readahead, dense_divisor=dense_divisor,
+                        fuse=fuse, schedule=schedule)
 
 
 def _scc_program(graph, *, edge_set=None):

@@ -106,7 +106,7 @@ class AlgorithmSpec:
         (:attr:`warm_start`). The result records its :attr:`Result.provenance
         <graphsys.bsp.result.Result.provenance>`. A run that stops at ``max_iters`` before
         converging issues a :class:`ConvergenceWarning` (its ``result.stats.converged`` is
-        False). The front-ends pass their arguments as they are: ``SPEC.run(**locals())``."""
+        False)."""
         openmp.apply_wait_policy()
         graph = open_if_path(graph)
         params = {k: kwargs.pop(k) for k in self.parameters if k in kwargs}

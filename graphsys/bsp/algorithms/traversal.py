@@ -204,7 +204,11 @@ def bfs(graph, source, *, max_iters: int | None = None, schedule: str = "auto",
     >>> result.top(2)
     [(5, inf), (4, 2.0)]
     """
-    return BFS_SPEC.run(**locals())
+    return BFS_SPEC.run(graph, source, max_iters=max_iters, init=init, mode=mode, device=device,
+                        backend=backend, threads=threads, distributed=distributed,
+                        progress=progress, edge_set=edge_set, readahead=readahead,
+                        dense_divisor=dense_divisor, fuse=fuse, schedule=schedule,
+                        device_budget=device_budget)
 
 
 @document_options(*ENGINE_OPTIONS, "init")
@@ -257,7 +261,10 @@ def sssp(graph, source, *, max_iters: int | None = None, schedule: str = "sync",
     >>> bsp.sssp(g, 1).to_dict()
     {1: 0.0, 2: 1.0, 3: 2.5, 4: 3.0}
     """
-    return SSSP_SPEC.run(**locals())
+    return SSSP_SPEC.run(graph, source, max_iters=max_iters, init=init, mode=mode, device=device,
+                         backend=backend, threads=threads, distributed=distributed,
+                         progress=progress, edge_set=edge_set, readahead=readahead,
+                         dense_divisor=dense_divisor, fuse=fuse, schedule=schedule)
 
 
 def _bfs_program(graph, *, source, edge_set=None):
