@@ -118,7 +118,7 @@ def warmup(algorithms: list[str] | None = None, *, seed: int = 0,
     names = list(algorithms) if algorithms is not None else ALGORITHMS.names()
     specs = {name: ALGORITHMS.get(name) for name in names}  # unknown names fail here
     t_all = time.perf_counter()
-    if check_jobs(jobs) > 1 and len(names) > 1:
+    if check_count("jobs", jobs) > 1 and len(names) > 1:
         reports = in_workers(warmup, balanced(names, jobs, COMPILE_SECONDS, FOLLOWS), progress,
                              seed=seed)
         return {**merged(reports, t_all),
@@ -159,13 +159,6 @@ def warmup(algorithms: list[str] | None = None, *, seed: int = 0,
     return {"cache": jit.cache_location(), "seconds": round(time.perf_counter() - t_all, 3),
             "compiled": after_all["compiled"] - before_all["compiled"],
             "loaded": after_all["loaded"] - before_all["loaded"], "algorithms": out}
-
-
-def check_jobs(jobs) -> int:
-    """``jobs``, checked: a positive integer (else :class:`~graphsys.errors.ParameterError`)."""
-    from graphsys.errors import check_count
-
-    return check_count("jobs", jobs)
 
 
 def balanced(units: list[str], jobs: int, seconds: dict[str, float],

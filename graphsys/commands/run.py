@@ -211,13 +211,12 @@ def _check_flags(args, spec, needs_source: bool, parameters) -> None:
     from graphsys.execution import BACKENDS, MODES
 
     if args.init not in ("auto", "none") and (spec is None or spec.warm_start is None):
-        raise GraphsysError(f"--init applies to {_taking_init()}, not {args.algorithm}")
-    if args.mode not in MODES:
-        raise GraphsysError(f"--mode: unknown mode {args.mode!r} (choose from "
-                            f"{', '.join(MODES)})")
-    if args.backend not in BACKENDS:
-        raise GraphsysError(f"--backend: unknown backend {args.backend!r} (choose from "
-                            f"{', '.join(BACKENDS)})")
+        taking = ", ".join(n for n, s in ALGORITHMS.items() if s.warm_start is not None)
+        raise GraphsysError(f"--init applies to {taking}, not {args.algorithm}")
+    for name, allowed in (("mode", MODES), ("backend", BACKENDS), ("schedule", SCHEDULES)):
+        if getattr(args, name) not in allowed:
+            raise GraphsysError(f"--{name}: unknown {name} {getattr(args, name)!r} (choose "
+                                f"from {', '.join(allowed)})")
     if needs_source and args.source is None:
         raise GraphsysError(f"{args.algorithm} needs --source ID")
     if not needs_source and args.source is not None:
@@ -226,9 +225,6 @@ def _check_flags(args, spec, needs_source: bool, parameters) -> None:
         raise GraphsysError(f"--tol applies to {_taking('tol')}, not {args.algorithm}")
     if args.max_iters is not None:
         check_count("max_iters", args.max_iters)
-    if args.schedule not in SCHEDULES:
-        raise GraphsysError(f"--schedule: unknown schedule {args.schedule!r} (choose from "
-                            f"{', '.join(SCHEDULES)})")
     if args.threads is not None and args.threads < 1:
         raise GraphsysError(f"--threads must be positive, got {args.threads}")
 
@@ -319,11 +315,6 @@ def _max_iters(args, spec, graph) -> int:
     if args.max_iters is not None:
         return args.max_iters
     return spec.max_iters(graph) if spec is not None else DEFAULT_MAX_ITERS
-
-
-def _taking_init() -> str:
-    """The registered algorithms that start from a previous result, for a message."""
-    return ", ".join(n for n, spec in ALGORITHMS.items() if spec.warm_start is not None)
 
 
 def _previous_result(args, spec, graph, source, out, kwargs) -> Path | str | None:

@@ -529,10 +529,11 @@ def warmup_all(*, seed: int = 0, progress: Callable[[str], None] | None = None,
     GraphsysError
         A worker process's failure, in one line.
     """
-    from graphsys.bsp.warmup import balanced, check_jobs, in_workers, merged
+    from graphsys.bsp.warmup import balanced, in_workers, merged
+    from graphsys.errors import check_count
 
     t0 = time.perf_counter()
-    if check_jobs(jobs) == 1:
+    if check_count("jobs", jobs) == 1:
         reports = [_warm(list(AREAS), seed=seed, progress=progress)]
     else:
         groups = balanced(list(AREAS), jobs, AREAS, {"bsp-api": "bsp"})

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING
 
 import numba
@@ -726,17 +727,11 @@ def _betweenness_program(graph, *, edge_set=None, k=None, seed=0, sources=None,
 
 
 def _closeness_program(graph, *, edge_set=None, k=None, seed=0, sources=None,
-                       wf_improved=True, weighted=False):
+                       wf_improved=True, weighted=False, harmonic=False):
+    name = "harmonic" if harmonic else "closeness"
     return Closeness(graph.num_nodes(), sample_sources(graph, k, seed, sources),
-                     harmonic=False, wf_improved=check_flag("wf_improved", wf_improved),
-                     weighted=_weighted(graph, edge_set, weighted, "closeness"))
-
-
-def _harmonic_program(graph, *, edge_set=None, k=None, seed=0, sources=None,
-                      weighted=False):
-    return Closeness(graph.num_nodes(), sample_sources(graph, k, seed, sources),
-                     harmonic=True, wf_improved=False,
-                     weighted=_weighted(graph, edge_set, weighted, "harmonic"))
+                     harmonic=harmonic, wf_improved=check_flag("wf_improved", wf_improved),
+                     weighted=_weighted(graph, edge_set, weighted, name))
 
 
 def _most_supersteps(n: int) -> int:
@@ -749,5 +744,6 @@ BETWEENNESS_SPEC = AlgorithmSpec("betweenness", _betweenness_program, _most_supe
                                  parameters=(*_SAMPLED, "normalized", "endpoints"))
 CLOSENESS_SPEC = AlgorithmSpec("closeness", _closeness_program, _most_supersteps,
                                parameters=(*_SAMPLED, "wf_improved"))
-HARMONIC_SPEC = AlgorithmSpec("harmonic", _harmonic_program, _most_supersteps,
-                              parameters=_SAMPLED)
+HARMONIC_SPEC = AlgorithmSpec("harmonic", partial(_closeness_program, harmonic=True,
+                                                   wf_improved=False),
+                              _most_supersteps, parameters=_SAMPLED)

@@ -742,10 +742,9 @@ def personalized_pagerank(graph, sources, *, weights=None, damping: float = 0.85
                             f"{w.size} weights for {len(idx)} sources")
     p = np.zeros(graph.num_nodes(), np.float64)
     np.add.at(p, idx, w)
-    prog = PageRank(damping, tol, personalization=p, sum_dtype=sum_dtype,
-                    weighted=resolve_weighted(graph, edge_set, weighted),
-                    store_index=store_index)
-    prog.name = "ppr"
+    prog = _pagerank_program(graph, edge_set=edge_set, damping=damping, tol=tol,
+                             sum_dtype=sum_dtype, weighted=weighted, store_index=store_index,
+                             personalization=p)
     limit = PPR_SPEC.max_iters(graph, max_iters)
     result = run(graph, prog, max_iters=limit, mode=mode, device=device, backend=backend,
                  threads=threads, distributed=distributed, progress=progress,
@@ -757,23 +756,21 @@ def personalized_pagerank(graph, sources, *, weights=None, damping: float = 0.85
 
 def _pagerank_program(graph, *, edge_set=None, damping: float = 0.85, tol: float = 1e-6,
                       sum_dtype: str = "auto", weighted: bool | None = None,
-                      store_index: bool = True):
-    return PageRank(damping, tol, sum_dtype=sum_dtype,
+                      store_index: bool = True, personalization: np.ndarray | None = None):
+    """PageRank, named ``ppr`` when it teleports to ``personalization``."""
+    prog = PageRank(damping, tol, personalization=personalization, sum_dtype=sum_dtype,
                     weighted=resolve_weighted(graph, edge_set, weighted),
                     store_index=store_index)
+    if personalization is not None:
+        prog.name = "ppr"
+    return prog
 
 
-def _ppr_program(graph, *, source, edge_set=None, damping: float = 0.85, tol: float = 1e-6,
-                 sum_dtype: str = "auto", weighted: bool | None = None,
-                 store_index: bool = True):
+def _ppr_program(graph, *, source, **params):
     """PageRank teleporting to the one node ``source`` (an original id)."""
     p = np.zeros(graph.num_nodes(), np.float64)
     p[source_index(graph, source)] = 1.0
-    prog = PageRank(damping, tol, personalization=p, sum_dtype=sum_dtype,
-                    weighted=resolve_weighted(graph, edge_set, weighted),
-                    store_index=store_index)
-    prog.name = "ppr"
-    return prog
+    return _pagerank_program(graph, personalization=p, **params)
 
 
 PAGERANK_SPEC = AlgorithmSpec("pagerank", _pagerank_program, lambda n: 100,
