@@ -74,6 +74,8 @@ COMMANDS = ("demo", "ingest", "index", "info", "verify", "export", "generate", "
 SERIAL_BLAS = ("ingest",)
 #: Exit codes of a command interrupted by Ctrl-C (SIGINT) and by SIGTERM, as a shell's.
 INTERRUPTED = (128 + signal.SIGINT, 128 + signal.SIGTERM)
+#: Seconds between the SIGINTs sent to re-raise a held interrupt until its handler runs
+RESEND_SECONDS = 0.01
 #: Library parameter -> the argparse destinations of flags that set it under another name
 #: (``graphsys generate --nodes`` sets ``num_nodes``, ``graphsys run --edges`` sets
 #: ``edge_set``, ``--partitions`` sets ``partitions`` or ``num_partitions``); a parameter
@@ -239,15 +241,15 @@ class _Redeliver:
         self._send()
 
     def _send(self) -> None:
-        """Send the main thread a SIGINT, again each 10 ms until its handler has run or the
-        block has ended: one that lands as the main thread begins to wait on a lock (after
-        Python's last check for signals, before the wait) leaves it waiting to the end,
-        its handler run only then. A signal, not ``interrupt_main``'s flag: it also wakes
+        """Send the main thread a SIGINT, again each :data:`RESEND_SECONDS` until its handler
+        has run or the block has ended: one that lands as the main thread begins to wait on
+        a lock (after Python's last check for signals, before the wait) leaves it waiting to
+        the end, its handler run only then. A signal, not ``interrupt_main``'s flag: it also wakes
         a wait in a system call."""
         self.handled.clear()
         main = threading.main_thread().ident
         signal.pthread_kill(main, signal.SIGINT)
-        while not self.handled.wait(0.01) and not self.over:
+        while not self.handled.wait(RESEND_SECONDS) and not self.over:
             signal.pthread_kill(main, signal.SIGINT)
 
     def _after_compiling(self) -> None:
