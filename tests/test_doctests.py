@@ -82,6 +82,9 @@ def test_examples_are_found():
     assert all(name.split(".")[0] in FIRST_PARTY for name in MODULES)
 
 
+# an example that warns (a run stopped at max_iters, a small budget) shows a user a call
+# they should not copy: the warning fails its example
+@pytest.mark.filterwarnings("error::UserWarning", "error::RuntimeWarning")
 @pytest.mark.parametrize("name", MODULES)
 def test_doctests(name, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
