@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -13,6 +15,18 @@ REPO = Path(__file__).resolve().parents[1]
 # apart in the test run, so that a slow machine does not add lines to captured stderr (the
 # tests of progress itself set their own interval).
 os.environ.setdefault("GRAPHSYS_PROGRESS_SECONDS", "3600")
+
+
+@pytest.fixture(autouse=True)
+def _global_rngs_seeded():
+    """Each test starts from the same global RNG states (NumPy's legacy one, and torch's
+    where torch is imported: a test of an import that loads no torch must not load it): a
+    model or array a test draws outside a seeded call otherwise takes what the tests run
+    before it in the same worker drew, and passes or fails with the order."""
+    np.random.seed(0)
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.manual_seed(0)
 
 
 def hub_graph_dir(tmp: Path, *, hubs: int, hub_edges: int, nodes: int, edges: int,

@@ -6,20 +6,11 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pytest
 import torch
 
 from graphsys.storage.graph import open_graph
 from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest_sources
 from graphsys.storage.node_columns import write_node_column
-
-
-@pytest.fixture(autouse=True)
-def _torch_seeded():
-    """Each test starts from the same torch RNG state: a model a test builds before
-    ``train`` (which seeds only what it builds) takes its initial weights from it, and
-    otherwise from whatever the tests run before it in the same worker drew."""
-    torch.manual_seed(0)
 
 
 def write_sbm(out: Path, *, blocks=4, size=50, p_in=0.15, p_out=0.005, dim=8, noise=2.0,
