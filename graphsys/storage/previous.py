@@ -565,15 +565,22 @@ def read_change(graph, previous, edge_set=None) -> Change | str:
     got = [(c in new, *global_keys(graph, c)) for c in changes]
     dels = [(since, k) for since, k, w in got if w is None]
     ups = [(since, k, w) for since, k, w in got if w is not None]
-    dk = _distinct([k for _, k in dels])  # the deletions since: all unless some were read
-    return Change(old, src, dst, weight, dk,
-                  *last_weights([k for _, k, _ in ups], [w for *_, w in ups]),
-                  dk if all(s for s, _ in dels) else _distinct([k for s, k in dels if s]),
-                  _distinct([k for s, k, _ in ups if s]), sum(len(k) for s, k, _ in got if s),
-                  *last_weights([k for s, k, _ in ups if not s],
-                                [w for s, _, w in ups if not s]),
-                  _distinct([k for s, k in dels if not s]),
-                  *((0, 0) if readded is None else (len(readded[0]), readded[3])))
+    deleted = _distinct([k for _, k in dels])
+    updated, updated_weight = last_weights([k for _, k, _ in ups], [w for *_, w in ups])
+    before_updated, before_weight = last_weights([k for s, k, _ in ups if not s],
+                                                 [w for s, _, w in ups if not s])
+    readded_counts = (0, 0) if readded is None else (len(readded[0]), readded[3])
+    return Change(
+        old, src, dst, weight, deleted=deleted, updated=updated,
+        updated_weight=updated_weight,
+        # the deletions since: all of them unless the previous result read some
+        changed_deleted=(deleted if all(s for s, _ in dels)
+                         else _distinct([k for s, k in dels if s])),
+        changed_updated=_distinct([k for s, k, _ in ups if s]),
+        pairs=sum(len(k) for s, k, _ in got if s),
+        before_updated=before_updated, before_updated_weight=before_weight,
+        before_deleted=_distinct([k for s, k in dels if not s]),
+        readded=readded_counts[0], readded_before=readded_counts[1])
 
 
 def _distinct(arrays: list) -> np.ndarray:
