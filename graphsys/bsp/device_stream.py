@@ -21,7 +21,10 @@ Residency: in the first superstep each batch, in the pass's order, is kept on th
 while the kept bytes stay within :func:`resident_budget`; later supersteps stream only the
 others. When every batch of an all-active copy/sum pass (PageRank's) is kept, the pass is
 merged once into one layout (:class:`MergedPass`): one sparse matrix-vector product a
-superstep on CUDA.
+superstep on CUDA. Any other pass of a builtin scalar program (BFS's, WCC's: its senders a
+frontier) is merged in its first superstep when its batches and the merged edge list fit the
+budget together (:class:`MergedFrontier`): a few ops a superstep over all its edges, none of
+them a host synchronisation.
 """
 
 from __future__ import annotations
@@ -398,9 +401,9 @@ class MergedPass:
 
     Parameters
     ----------
-    edges : list of (torch.Tensor, torch.Tensor)
+    edges : list of (torch.Tensor, torch.Tensor, ...)
         Each batch's (source offset into ``x``, global target id) on the device, in the
-        pass's order (int32 or int64).
+        pass's order (int32 or int64); anything after them (a weight) is not read.
     num_sources, num_targets : int
         Length of ``x`` and of the sums.
 
@@ -413,8 +416,8 @@ class MergedPass:
     def __init__(self, edges: list, num_sources: int, num_targets: int):
         import torch
 
-        src = torch.cat([s for s, _ in edges])
-        dst = torch.cat([d for _, d in edges])
+        src = torch.cat([e[0] for e in edges])
+        dst = torch.cat([e[1] for e in edges])
         self.num_targets = num_targets
         ids = (torch.int32 if max(len(src), num_sources, num_targets) <= _INT32_MAX
                else torch.int64)
@@ -438,3 +441,60 @@ class MergedPass:
             return torch.mv(self.mat, x)
         acc = torch.zeros(self.num_targets, dtype=torch.float64, device=x.device)
         return acc.index_add_(0, self.dst, x.index_select(0, self.src))
+
+
+class MergedFrontier:
+    """The kept batches of any other pass of a builtin scalar program (BFS's, SSSP's,
+    WCC's: its senders may be a frontier) merged once into one edge list on the device, so
+    that a superstep's edge phase is a few ops over all of the pass's edges with no host
+    synchronisation (:meth:`~graphsys.bsp.stream.StreamEdges.run` applies them): a gather
+    of the sources' values, the messages, one scatter-reduce into the targets and one
+    index fill of those that receive. With a frontier, an edge whose source is off it is
+    sent to a spare target, :math:`N` (``num_targets``), then dropped: no compaction, whose
+    output size a GPU reads on the host, and each target still combines its messages in
+    the pass's order (the batch-by-batch pass's answer, bit for bit on the CPU).
+
+    Parameters
+    ----------
+    edges : list of (torch.Tensor, torch.Tensor, torch.Tensor or None)
+        Each batch's (source offset into ``x``, global target id, float32 weight or None)
+        on the device, in the pass's order.
+    num_sources, num_targets : int
+        Length of ``x`` and of the combined messages.
+
+    Attributes
+    ----------
+    src : torch.Tensor
+        int32 (int64 past ``2**31`` sources) (E,) offsets into ``x``.
+    dst : torch.Tensor
+        int64 (E,) target ids (the scatter's index dtype).
+    weight : torch.Tensor or None
+        float32 (E,) weights, where the program reads them.
+    nbytes : int
+        Bytes of the layout on the device.
+
+    Examples
+    --------
+    >>> import torch
+    >>> m = MergedFrontier([(torch.tensor([0, 1]), torch.tensor([1, 2]), None),
+    ...                     (torch.tensor([2]), torch.tensor([0]), None)], 3, 3)
+    >>> m.src.tolist(), m.dst.tolist(), m.nbytes
+    ([0, 1, 2], [1, 2, 0], 36)
+    """
+
+    def __init__(self, edges: list, num_sources: int, num_targets: int):
+        import torch
+
+        ids = torch.int32 if num_sources <= _INT32_MAX else torch.int64
+        self.src = torch.cat([s.to(ids) for s, _, _ in edges])
+        self.dst = torch.cat([d.to(torch.int64) for _, d, _ in edges])
+        self.weight = (torch.cat([w for _, _, w in edges]) if edges and edges[0][2] is not None
+                       else None)
+        self.num_targets = num_targets
+        self.nbytes = sum(t.nbytes for t in (self.src, self.dst, self.weight)
+                          if t is not None)
+
+    @staticmethod
+    def bytes_for(edges: int, num_sources: int, weights: bool) -> int:
+        """Bytes of the layout of ``edges`` edges (see the attributes)."""
+        return edges * ((4 if num_sources <= _INT32_MAX else 8) + 8 + 4 * weights)

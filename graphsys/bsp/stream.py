@@ -17,6 +17,7 @@ from graphsys.bsp import device_stream, kernels
 from graphsys.bsp.device_stream import (
     MERGED_SPMV_DEVICES,
     DeviceBuckets,
+    MergedFrontier,
     MergedPass,
     check_budget,
     resident_budget,
@@ -118,6 +119,9 @@ class StreamEdges:
         #: every batch it reads is kept on the device (False: it does not fit the budget)
         self._received: dict[str, torch.Tensor] = {}
         self._merged: dict[str, MergedPass | bool] = {}
+        #: the torch path's other passes of a builtin scalar program (frontier ones), per
+        #: direction: merged once every batch they read fits the budget (False: it does not)
+        self._frontier: dict[str, MergedFrontier | bool] = {}
 
     @property
     def resident_bytes(self) -> int:
@@ -233,6 +237,9 @@ class StreamEdges:
             accept: torch.Tensor | None) -> EdgeResult:
         prog = self.program
         use_active = num_active < len(x)
+        frontier = self._frontier_pass(use_active, accept)
+        if frontier:
+            return self._frontier_result(frontier, x, active, use_active)
         skip: set[int] = set()
         if use_active:  # skip buckets whose source partition has no active vertex
             act = host_array(active if isinstance(active, np.ndarray) else active.cpu())
@@ -480,28 +487,94 @@ class StreamEdges:
             return
         self._merged[direction] = self._merge(batches, edges)
 
-    def _merge(self, batches: list[tuple], edges: int) -> MergedPass | bool:
-        """The kept ``batches`` of a pass merged (their ids as source offsets into ``x``
-        and global targets: int32 where the ids fit); False where the device runs out of
-        memory building it (the pass then runs batch by batch, as before)."""
+    def _merge(self, batches: list[tuple], edges: int, layout=None,
+               weights: bool = False) -> MergedPass | MergedFrontier | bool:
+        """The kept ``batches`` of a pass merged into ``layout`` (default
+        :class:`~graphsys.bsp.device_stream.MergedPass`) from each batch's source offsets
+        into ``x`` and global targets (int32 where the ids fit; int64 targets, the
+        scatter's index, for :class:`~graphsys.bsp.device_stream.MergedFrontier`) and its
+        weights where ``weights``; False where the device runs out of memory building it
+        (the pass then runs batch by batch, as before)."""
         import torch
 
+        layout = layout or MergedPass
         ids = torch.int32 if self.num_nodes < 2**31 else torch.int64
+        targets = torch.int64 if layout is MergedFrontier else ids
         buckets = self.device_buckets
         try:
             parts = []
             for i, j, rev, eb in batches:
-                src, dst, _ = buckets.fetch((i, j, eb.start), eb.src, eb.dst, None,
+                src, dst, w = buckets.fetch((i, j, eb.start), eb.src, eb.dst,
+                                            self._weights(eb) if weights else None,
                                             self._packed(i, j))
                 src, dst, sb, db = self._oriented(i, j, rev, src, dst)
-                parts.append((src.to(ids) + sb, dst.to(ids) + db))
-            merged = MergedPass(parts, self.hi - self.lo, self.num_nodes)
+                parts.append((src.to(ids) + sb, dst.to(targets) + db, w))
+            merged = layout(parts, self.hi - self.lo, self.num_nodes)
         except torch.OutOfMemoryError:
             return False
         merged.edges = edges
         merged.nbytes_read = sum(a.nbytes for *_, eb in batches for a in self._columns(eb)
                                  if a is not None)
         return merged
+
+    def _frontier_pass(self, use_active: bool, accept) -> MergedFrontier | None:
+        """The torch path's merged pass for this superstep, where it has one: a builtin
+        scalar program's pass other than an all-active copy/sum one (which merges apart,
+        :class:`~graphsys.bsp.device_stream.MergedPass`), once per direction, when the
+        pass's batches and the merged layout fit the device budget together (the first
+        call moves every batch the pass reads, kept as the budget allows)."""
+        prog = self.program
+        if (self.backend == "numba" and prog.builtin) or not prog.builtin or (
+                prog.width is not None or self._copy_sum(use_active, accept)):
+            return None
+        direction = prog.direction
+        if direction not in self._frontier:
+            self._frontier[direction] = self._merge_frontier()
+        return self._frontier[direction] or None
+
+    def _merge_frontier(self) -> MergedFrontier | bool:
+        """The current direction's pass merged (:meth:`_frontier_pass`), or False where
+        it does not fit the budget or the device runs out of memory building it."""
+        buckets, weights = self._device_buckets(), bool(self.program.uses_weights)
+        batches = [(i, j, rev, eb) for task in self.tasks for i, j, rev in task
+                   for eb in self._bucket(i, j)[1]]
+        keys = {(i, j, eb.start): (len(eb), self._packed(i, j)) for i, j, _, eb in batches}
+        if not batches or any(k in buckets.streamed for k in keys):
+            return False
+        kept = sum(4 * device_stream.words(n, packed, weights)
+                   for k, (n, packed) in keys.items() if k not in buckets.resident)
+        edges = sum(len(eb) for *_, eb in batches)
+        need = MergedFrontier.bytes_for(edges, self.hi - self.lo, weights)
+        if buckets.resident_bytes + kept + need > buckets.budget:
+            return False
+        moved = buckets.moved_bytes
+        merged = self._merge(batches, edges, MergedFrontier, weights)
+        if merged:  # the bytes that crossed to the device, booked by the first superstep
+            merged.first_h2d = buckets.moved_bytes - moved if self.device.type != "cpu" else 0
+        return merged
+
+    def _frontier_result(self, merged: MergedFrontier, x: torch.Tensor,
+                         active: torch.Tensor, use_active: bool) -> EdgeResult:
+        """A merged pass's edge phase (:class:`~graphsys.bsp.device_stream.MergedFrontier`):
+        every edge read, those of sources off the frontier sent to the spare target."""
+        import torch
+
+        prog, n = self.program, self.num_nodes
+        acc = torch.full((n + 1,), prog.identity, dtype=torch.float64, device=x.device)
+        received = torch.zeros(n + 1, dtype=torch.bool, device=x.device)
+        dst, sent = merged.dst, merged.edges
+        if use_active:
+            keep = active.index_select(0, merged.src)
+            dst = torch.where(keep, dst, n)
+            sent = int(keep.sum())  # the superstep's count (its first host read)
+        values = _torch_messages(prog, x.index_select(0, merged.src), merged.weight)
+        acc.scatter_reduce_(0, dst, values, COMBINERS[prog.combiner][2], include_self=True)
+        received.index_fill_(0, dst, True)
+        res = EdgeResult(acc[:n], received[:n], None, "stream")
+        res.edges_scanned, res.messages_sent = merged.edges, sent
+        res.bytes_read, res.bytes_h2d = merged.nbytes_read, merged.first_h2d
+        merged.first_h2d = 0
+        return res
 
     def _merged_result(self, merged: MergedPass, x: torch.Tensor, tasks) -> EdgeResult:
         """A merged pass's edge phase: one op for the sums (and a copy of the receiving

@@ -10,8 +10,10 @@ import torch
 
 from graphsys import bsp
 from graphsys.analysis.device_counts import DeviceWorkCounter
-from graphsys.bsp import device_stream, stream
+from graphsys.bsp import VertexProgram, device_stream, stream
+from graphsys.bsp.algorithms.components import WCC
 from graphsys.bsp.algorithms.pagerank import PageRank
+from graphsys.bsp.algorithms.traversal import BFS, SSSP
 from graphsys.bsp.device_stream import RING, DeviceBuckets, resident_budget
 from graphsys.bsp.engine import open_edges
 from graphsys.errors import ParameterError
@@ -357,3 +359,116 @@ def test_long_batches_staged_in_row_ranges(packed_batch, weights, monkeypatch):
             (1 if packed_batch else 2) + weights)
         device_stream._stage_rows(one, src, dst, w, packed_batch, 0, n)
         np.testing.assert_array_equal(many, one)
+
+
+class _FrontierSum(VertexProgram):
+    """A frontier program that sums: the vertices with an odd id send their value times
+    the edge weight for three supersteps (a sum's order shows in its last bits)."""
+
+    name = "frontier-sum"
+    message, combiner, direction = "mul_weight", "sum", "out"
+    uses_weights = True
+
+    def init(self, ctx):
+        ids = ctx.node_range()
+        return {"v": 1.0 / (ids.to(torch.float64) + 3.0)}, ids % 2 == 1
+
+    def send(self, ctx, state):
+        return state["v"]
+
+    def update(self, ctx, state, combined, received):
+        state["v"] = torch.where(received, state["v"] + combined / 7.0, state["v"])
+        return received & (ctx.node_range() % 2 == 1), {}
+
+    def result(self, ctx, state):
+        return state["v"]
+
+
+#: builtin scalar programs whose passes are not all-active copy/sum ones
+FRONTIER_PROGRAMS = {"bfs": lambda: BFS(0), "sssp": lambda: SSSP(0),
+                     "wcc": lambda: WCC(), "frontier-sum": lambda: _FrontierSum()}
+
+
+@pytest.mark.parametrize("key", ["directed-p3", "undirected-p3"])
+@pytest.mark.parametrize("name", FRONTIER_PROGRAMS)
+def test_frontier_pass_merged_same_answer(graphs, key, name, packed, device):
+    """Every batch kept (``resident``): the pass merged, its answer the batch-by-batch
+    pass's (all streamed, some kept): bit for bit on the CPU, within rounding on CUDA
+    (atomic sums); only the edge counters differ (every edge of the merged pass is read)."""
+    g = graphs[key].graph
+    runs = {b: bsp.run(g, FRONTIER_PROGRAMS[name](), mode="out-of-core", backend="torch",
+                       max_iters=3 if name == "frontier-sum" else 100, device_budget=v,
+                       device=device)
+            for b, v in BUDGETS.items()}
+    for r in runs.values():
+        np.testing.assert_allclose(r.values, runs["streamed"].values,
+                                   rtol=0 if device == "cpu" else 1e-12)
+    merged, streamed = runs["resident"].stats, runs["streamed"].stats
+    assert [s.messages_sent for s in merged.supersteps] == [
+        s.messages_sent for s in streamed.supersteps]
+    assert {s.edges_scanned for s in merged.supersteps} == {
+        g.num_edges() * (2 if name == "wcc" else 1)}
+
+
+def _frontier_counts(graph, budget: int, program=None) -> tuple[DeviceWorkCounter, object]:
+    """DeviceWorkCounter of a BFS edge phase with about half the vertices on the frontier
+    after two such phases (the device emulated on the CPU), and the run's provider."""
+    program = program or BFS(0)
+    edges = open_edges(graph, graph.edge_set(None).name, program, torch.device("cpu"),
+                       "torch", mode="out-of-core", device_budget=budget)
+    n = graph.num_nodes()
+    gen = torch.Generator().manual_seed(3)
+    x, active = torch.rand(n, dtype=torch.float64, generator=gen), torch.zeros(n, dtype=bool)
+    active[torch.randperm(n, generator=gen)[:n // 2]] = True
+    try:
+        edges.run(x, active, n // 2, None)
+        edges.run(x, active, n // 2, None)
+        kept = [t for m in edges._frontier.values() if m for t in (m.src, m.dst)]
+        with DeviceWorkCounter(device_tensors=[x, active, *kept]) as c:
+            edges.run(x, active, n // 2, None)
+        return c, edges
+    finally:
+        buckets = edges.device_buckets
+        edges.close()
+        edges.device_buckets = buckets
+
+
+def test_frontier_pass_ops(graphs, packed):
+    """A merged frontier pass: the accumulators (2), the frontier's and the values' gathers
+    (2), the spare target for senders off it (1), one scatter-reduce and one index fill,
+    and the count of messages sent (a sum and its read: the one host synchronisation);
+    nothing moved. Batch by batch, the same phase takes 10 to 13 ops and 2 synchronisations
+    a batch (the compactions of the frontier's edges), and a read of the frontier."""
+    g = graphs["directed-p3"].graph
+    c, edges = _frontier_counts(g, BUDGETS["resident"])
+    assert edges._frontier["out"] and not edges.device_buckets.streamed
+    assert dict(c.ops) == {"full": 1, "zeros": 1, "index_select": 2, "where": 1, "sum": 1,
+                           "scatter_reduce_": 1, "index_fill_": 1}
+    assert c.syncs == 1 and [k for k, _ in c.records] == ["d2h"]
+    c, edges = _frontier_counts(g, 0)
+    assert edges._frontier["out"] is False
+    assert c.syncs == 2 * len(edges.device_buckets.streamed) + 1
+
+
+@pytest.mark.parametrize("why", ["budget", "streamed", "out-of-memory"])
+def test_frontier_pass_not_merged(graphs, why, monkeypatch):
+    """Not merged, the pass stays batch by batch: where the layout does not fit the
+    budget beside the kept batches, where a batch of the pass is already streamed (an
+    earlier pass over it did not fit), or where the device runs out of memory."""
+    g = graphs["directed-p3"].graph
+    kept = edge_bytes(False, True) * g.num_edges()
+    budget = {"budget": kept, "streamed": BUDGETS["mixed"]}.get(why, BUDGETS["resident"])
+    if why == "out-of-memory":
+        def no_memory(*args):
+            raise torch.OutOfMemoryError("no memory")
+        monkeypatch.setattr(stream.MergedFrontier, "__init__", no_memory)
+    program = BFS(0)
+    if why == "streamed":  # the out-direction pass fills the budget; "in" then finds the rest
+        c, edges = _frontier_counts(g, budget, program)
+        program.direction = "in"
+    c, edges = _frontier_counts(g, budget, program)
+    assert edges._frontier[program.direction] is False
+    assert c.ops["scatter_reduce_"] > 3
+    ref = bsp.run(g, BFS(0)).values
+    res = bsp.run(g, BFS(0), mode="out-of-core", backend="torch", device_budget=budget)
+    np.testing.assert_array_equal(res.values, ref)
