@@ -4,6 +4,8 @@ whatever the budget."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pytest
 import torch
@@ -16,7 +18,7 @@ from graphsys.bsp.algorithms.pagerank import PageRank
 from graphsys.bsp.algorithms.traversal import BFS, SSSP
 from graphsys.bsp.device_stream import RING, DeviceBuckets, resident_budget
 from graphsys.bsp.engine import open_edges
-from graphsys.errors import ParameterError
+from graphsys.errors import ConvergenceWarning, ParameterError
 from tests.bsp.test_pagerank import scipy_pagerank
 
 #: all streamed, some batches kept and some streamed, all kept
@@ -472,3 +474,26 @@ def test_frontier_pass_not_merged(graphs, why, monkeypatch):
     ref = bsp.run(g, BFS(0)).values
     res = bsp.run(g, BFS(0), mode="out-of-core", backend="torch", device_budget=budget)
     np.testing.assert_array_equal(res.values, ref)
+
+
+def test_merged_pagerank_superstep_ops(graphs, monkeypatch):
+    """A whole PageRank superstep once its pass is merged (the CSR product, as on CUDA):
+    9 ops (the product, a copy of the receivers, the update's 6, the next values sent)
+    and 4 host reads (the change and the dangling mass the program votes and aggregates,
+    the counts of receivers and of the frontier), none of them a data-dependent size: the
+    dangling mass is a dot product, not a masked sum."""
+    monkeypatch.setattr(device_stream, "MERGED_SPMV_DEVICES", ("cpu", "cuda"))
+    monkeypatch.setattr(stream, "MERGED_SPMV_DEVICES", ("cpu", "cuda"))
+    g = graphs["directed-p3"].graph
+    counts = []
+    for iters in (6, 12):
+        with DeviceWorkCounter() as c, pytest.warns(ConvergenceWarning):
+            bsp.pagerank(g, mode="out-of-core", backend="torch", device_budget=1 << 30,
+                         max_iters=iters, tol=1e-300, weighted=False)
+        counts.append(c)
+    ops = counts[1].ops - counts[0].ops
+    assert dict(ops) == {op: 6 for op in ("mv", "clone", "mul_", "add_", "sub", "abs_",
+                                          "sum", "dot", "mul")}
+    assert counts[1].syncs - counts[0].syncs == 4 * 6
+    assert counts[1].sync_reasons - counts[0].sync_reasons == Counter(
+        {"host read (__dlpack__)": 6 * 2, "scalar read": 6 * 2})

@@ -210,9 +210,13 @@ class PageRank(VertexProgram):
         rank = ctx.full(1.0 / n) if self.initial is None else torch.as_tensor(
             np.array(self.initial[ctx.lo:ctx.hi], np.float64)).to(ctx.device)
         everyone = torch.ones(ctx.num_local, dtype=torch.bool, device=ctx.device)
+        # 1.0 at a dangling vertex: its mass is then one dot product, where selecting the
+        # dangling ranks by a mask would wait for the device to count them every superstep
+        is_dangling = (deg == 0).to(torch.float64)
         state = {"rank": rank, "p": p, "inv_deg": inv_deg, "send": rank * inv_deg,
                  # local dangling mass of ``rank``: the aggregator of the next superstep
-                 "dangling": rank[deg == 0].sum(), "everyone": everyone}
+                 "dangling": torch.dot(rank, is_dangling), "is_dangling": is_dangling,
+                 "everyone": everyone}
         return state, everyone
 
     def _host_init(self, ctx, p: np.ndarray | None, deg: np.ndarray) -> tuple[dict, np.ndarray]:
@@ -248,9 +252,8 @@ class PageRank(VertexProgram):
             else:
                 new.add_(p, alpha=scale)
             delta = (new - state["rank"]).abs_().sum()
-            inv = state["inv_deg"]
-            dangling = new[inv == 0].sum()
-            torch.mul(new, inv, out=state["send"])
+            dangling = torch.dot(new, state["is_dangling"])
+            torch.mul(new, state["inv_deg"], out=state["send"])
             state["rank"] = new
         state["dangling"] = dangling
         return state["everyone"], {"delta": (delta, "sum")}
