@@ -37,6 +37,7 @@ import numpy as np
 from graphsys.device import csr_tensor
 from graphsys.errors import ParameterError
 from graphsys.memory import available_memory
+from graphsys.storage.edges import _to_torch
 from graphsys.threads import available_cores
 
 if TYPE_CHECKING:  # torch is imported where a batch moves: a CPU run never loads it
@@ -69,6 +70,13 @@ PARALLEL_STAGE_ROWS = 1 << 18
 _POOL: ThreadPoolExecutor | None = None
 #: Largest index int32 ids hold
 _INT32_MAX = 2**31 - 1
+#: Devices where an in-memory layout (the device BFS's, PageRank's lean matrix) may be built
+#: from the uploaded edge list by a sort there (:func:`device_adjacency`) rather than on the
+#: host, and where an out-of-core run builds it so when it fits the budget
+DEVICE_BUILDS = ("cuda",)
+#: Device bytes an edge that building a layout with :func:`device_adjacency` may take at its
+#: peak (the uploaded ids, a sort's keys and permutation, the kept ids, the matrix values)
+DEVICE_BUILD_BYTES = 32
 
 
 def blocks(batches: list, rows: int | None = None) -> list:
@@ -498,3 +506,42 @@ class MergedFrontier:
     def bytes_for(edges: int, num_sources: int, weights: bool) -> int:
         """Bytes of the layout of ``edges`` edges (see the attributes)."""
         return edges * ((4 if num_sources <= _INT32_MAX else 8) + 8 + 4 * weights)
+
+
+def device_adjacency(graph, edge_set: str, device: torch.device, kinds: tuple[str, ...]
+                     ) -> tuple[list[tuple[torch.Tensor, torch.Tensor]], int]:
+    """The ``kinds`` (``csr``, ``csc``) adjacency as :func:`build_adjacency` orders it (row
+    offsets and neighbour ids, int32) built on ``device``: every bucket's edges uploaded
+    once, in row-major bucket order, as int32 global ids (8 bytes an edge), then a stable
+    sort by the row id (source for ``csr``, target for ``csc``) keeps each row's neighbours
+    in bucket and stored order; the offsets are a sorted search of the sorted rows. Needs
+    fewer than ``2**31`` nodes and edges. Returns the pairs and the bytes uploaded."""
+    import torch
+
+    n, m = graph.num_nodes(), graph.num_edges(edge_set)
+    offsets = graph.partition_offsets()
+    src = torch.empty(m, dtype=torch.int32, device=device)
+    dst = torch.empty(m, dtype=torch.int32, device=device)
+    at, sizes, bases = 0, [], []
+    for b in graph.buckets("row-major", graph.edge_set(edge_set).name):
+        for eb in b.batches():  # checked against the partitions' sizes as read
+            k = len(eb.src)
+            src[at:at + k].copy_(_to_torch(eb.src))  # the mapped columns: only read here
+            dst[at:at + k].copy_(_to_torch(eb.dst))
+            sizes.append(k)
+            bases.append((offsets[b.i], offsets[b.j]))
+            at += k
+    if at:  # local offsets to global ids: one add per column
+        both = torch.from_numpy(np.asarray(bases, np.int32).T.copy()).to(device)
+        reps = torch.from_numpy(np.asarray(sizes, np.int64)).to(device)
+        src += torch.repeat_interleave(both[0], reps, output_size=at)
+        dst += torch.repeat_interleave(both[1], reps, output_size=at)
+    rows = torch.arange(n + 1, dtype=torch.int32, device=device)
+    adj = []
+    for kind in kinds:
+        keys, other = (src, dst) if kind == "csr" else (dst, src)
+        keys, order = torch.sort(keys, stable=True)
+        idx = other[order]
+        del order
+        adj.append((torch.searchsorted(keys, rows).to(torch.int32), idx))
+    return adj, 8 * m

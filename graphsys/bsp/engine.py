@@ -293,13 +293,8 @@ def run(graph, program: VertexProgram, *, mode: str = "auto", device: str = "cpu
         active = checks.mask(program, "init", active, n_local, dev_)
         stats.setup_seconds = time.perf_counter() - t_start
         stats.setup_bytes_h2d = edges.bytes_h2d
-        solved = None  # the program's declared whole-graph algorithm, where it has one
-        if (schedule != "async" and fuse and isinstance(edges, MemoryEdges)
-                and edges.comm.world_size == 1):
-            build0 = edges.build_seconds
-            solved = (program.solve_on_device if edges.backend != "numba"
-                      else program.solve_in_memory)(ctx, edges, state, schedule, max_iters)
-            stats.setup_seconds += edges.build_seconds - build0  # its CSR/CSC builds
+        solved = (_solve(program, edges, ctx, state, stats, schedule, max_iters)
+                  if schedule != "async" and fuse else None)
         if solved is not None:
             _record_solved(stats, solved, report)
         else:
@@ -344,6 +339,24 @@ def _host_run(program: VertexProgram, backend: str, mode: str, distributed: bool
     return (program.host_ready and program.builtin and backend == "numba"
             and not distributed and schedule != "async"
             and (mode == "memory" and fuse or mode == "out-of-core" and program.host_streams))
+
+
+def _solve(program: VertexProgram, edges: EdgeProvider, ctx: Context, state: dict,
+           stats: RunStats, schedule: str, max_iters: int):
+    """The program's declared whole-graph algorithm (:meth:`VertexProgram.solve_in_memory`,
+    :meth:`~VertexProgram.solve_on_device`) in one process: in memory, and out of core
+    where the edges say its layout is built on the device and fits there
+    (``builds_on_device``); its builds and uploads count as setup. None: the supersteps
+    run."""
+    if edges.comm.world_size != 1 or not (
+            isinstance(edges, MemoryEdges) or getattr(edges, "builds_on_device", False)):
+        return None
+    build0 = edges.build_seconds
+    solved = (program.solve_on_device if edges.backend != "numba"
+              else program.solve_in_memory)(ctx, edges, state, schedule, max_iters)
+    stats.setup_seconds += edges.build_seconds - build0  # its CSR/CSC builds
+    stats.setup_bytes_h2d = edges.bytes_h2d  # and its uploads
+    return solved
 
 
 def _record_solved(stats: RunStats, solved, progress) -> None:

@@ -119,14 +119,35 @@ class StreamEdges:
         #: every batch it reads is kept on the device (False: it does not fit the budget)
         self._received: dict[str, torch.Tensor] = {}
         self._merged: dict[str, MergedPass | bool] = {}
+        #: bytes of edges a whole-graph solver uploaded into its layout on the device
+        #: (:attr:`builds_on_device`)
+        self.layout_bytes = 0
         #: the torch path's other passes of a builtin scalar program (frontier ones), per
         #: direction: merged once every batch they read fits the budget (False: it does not)
         self._frontier: dict[str, MergedFrontier | bool] = {}
 
     @property
     def resident_bytes(self) -> int:
-        """Bytes of edge batches kept on the device between supersteps (torch path)."""
-        return self.device_buckets.resident_bytes if self.device_buckets else 0
+        """Bytes of edge batches kept on the device between supersteps (torch path), or of
+        the edges a whole-graph solver uploaded into its layout there."""
+        kept = self.device_buckets.resident_bytes if self.device_buckets else 0
+        return kept + self.layout_bytes
+
+    @property
+    def builds_on_device(self) -> bool:
+        """Whether a program's whole-graph solver on the device
+        (:meth:`~graphsys.bsp.program.VertexProgram.solve_on_device`: PageRank's lean
+        supersteps, the direction-optimizing BFS) may run this out-of-core run, building its
+        layout there from the buckets (nothing built on the host): the torch backend, one
+        process, a device of :data:`~graphsys.bsp.device_stream.DEVICE_BUILDS`, int32 ids,
+        and :data:`~graphsys.bsp.device_stream.DEVICE_BUILD_BYTES` an edge within the
+        ``device_budget``."""
+        m, n = self.es.num_edges, self.num_nodes
+        return (self.backend != "numba" and self.comm.world_size == 1
+                and self.device.type in device_stream.DEVICE_BUILDS
+                and m + n + 1 <= 2**31 - 1
+                and m * device_stream.DEVICE_BUILD_BYTES <= resident_budget(
+                    self.device, self.device_budget))
 
     def _device_buckets(self) -> DeviceBuckets:
         """The run's :class:`~graphsys.bsp.device_stream.DeviceBuckets`, its ring sized

@@ -129,12 +129,12 @@ def test_layout_built_on_the_device_equals_the_host_build(graphs, key, monkeypat
     tensors) gives build_adjacency's arrays exactly, and the same levels."""
     import torch
 
-    from graphsys.bsp.algorithms import bfs_device
+    from graphsys.bsp import device_stream
     from graphsys.bsp.edges import build_adjacency
 
     g = graphs[key].graph
     es = g.edge_set(None).name
-    adj, nbytes = bfs_device.device_adjacency(g, es, torch.device("cpu"), ("csr", "csc"))
+    adj, nbytes = device_stream.device_adjacency(g, es, torch.device("cpu"), ("csr", "csc"))
     assert nbytes == 8 * g.num_edges()
     for kind, (ptr, idx) in zip(("csr", "csc"), adj):
         ref_ptr, ref_idx, _ = build_adjacency(g, es, kind, False)
@@ -142,7 +142,7 @@ def test_layout_built_on_the_device_equals_the_host_build(graphs, key, monkeypat
         np.testing.assert_array_equal(ptr.numpy(), ref_ptr)
         np.testing.assert_array_equal(idx.numpy(), ref_idx)
     host = bsp.bfs(g, 0, backend="torch")
-    monkeypatch.setattr(bfs_device, "DEVICE_BUILDS", ("cpu",))
+    monkeypatch.setattr(device_stream, "DEVICE_BUILDS", ("cpu",))
     built = bsp.bfs(g, 0, backend="torch")
     assert built.stats.method == host.stats.method
     np.testing.assert_array_equal(built.values, host.values)

@@ -497,3 +497,24 @@ def test_merged_pagerank_superstep_ops(graphs, monkeypatch):
     assert counts[1].syncs - counts[0].syncs == 4 * 6
     assert counts[1].sync_reasons - counts[0].sync_reasons == Counter(
         {"host read (__dlpack__)": 6 * 2, "scalar read": 6 * 2})
+
+
+@pytest.mark.parametrize("key", ["directed-p3", "undirected-p3"])
+def test_solver_layout_built_on_the_device_out_of_core(graphs, key, monkeypatch):
+    """Out of core on a device of DEVICE_BUILDS (CUDA; here the CPU), where the build fits
+    the budget: PageRank's lean supersteps and the direction-optimizing BFS run as in memory,
+    their layouts sorted on the device from the buckets; the same answers bit for bit as in
+    memory, the layout counted as kept. Below the budget, the engine's supersteps."""
+    monkeypatch.setattr(device_stream, "DEVICE_BUILDS", ("cpu",))
+    g = graphs[key].graph
+    fits = device_stream.DEVICE_BUILD_BYTES * g.num_edges()
+    for run in (lambda **kw: bsp.pagerank(g, tol=1e-12, weighted=False, **kw),
+                lambda **kw: bsp.bfs(g, 0, **kw)):
+        memory = run(mode="memory", backend="torch")
+        built = run(mode="out-of-core", backend="torch", device_budget=fits)
+        assert built.stats.method == memory.stats.method != "supersteps"
+        np.testing.assert_array_equal(built.values, memory.values)
+        assert built.stats.resident_bytes > 0 and built.stats.totals()["bytes_h2d"] == 0
+        below = run(mode="out-of-core", backend="torch", device_budget=fits - 1)
+        assert below.stats.method == "supersteps"
+        np.testing.assert_allclose(below.values, memory.values, rtol=1e-9)

@@ -28,13 +28,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from graphsys.bsp import device_stream
 from graphsys.bsp.algorithms.common import symmetric
+from graphsys.bsp.device_stream import device_adjacency
 from graphsys.bsp.edges import SPARSE_CSR_DEVICES, build_adjacency
 from graphsys.bsp.program import Solved
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import csr_tensor
 from graphsys.kernels.bfs import ALPHA, BETA
-from graphsys.storage.edges import _to_torch
 from graphsys.trace import trace_range
 
 if TYPE_CHECKING:
@@ -48,10 +49,6 @@ UNREACHED = 2**31 - 1
 #: :func:`frontier_counts`); each adds one host read of two numbers
 PUSH_OPS = 14
 PULL_OPS = 7
-
-#: Devices whose layout is built there from the uploaded edge list (a sort) rather than on
-#: the host, where the graph has no adjacency index
-DEVICE_BUILDS = ("cuda",)
 
 #: Largest index int32 ids hold
 _INT32_MAX = 2**31 - 1
@@ -79,12 +76,14 @@ def _upload(arr: np.ndarray, dtype, device) -> torch.Tensor:
     return torch.from_numpy(np.ascontiguousarray(arr, dtype)).to(device)
 
 
-def device_layout(graph, edge_set: str, device: torch.device) -> Layout:
+def device_layout(graph, edge_set: str, device: torch.device,
+                  on_device: bool = False) -> Layout:
     """:class:`Layout` of ``edge_set`` on ``device``, with int32 ids where the edge count
     allows: the graph's mapped adjacency index uploaded where it has one; else, on a device
-    of :data:`DEVICE_BUILDS` (int32 ids), the edge list uploaded once and sorted there
-    (:func:`device_adjacency`); else built on the host (:func:`build_adjacency`) and
-    uploaded."""
+    of :data:`~graphsys.bsp.device_stream.DEVICE_BUILDS` (int32 ids), the edge list
+    uploaded once and sorted there (:func:`~graphsys.bsp.device_stream.device_adjacency`);
+    else built on the host (:func:`build_adjacency`) and uploaded. ``on_device`` (an
+    out-of-core run: nothing built on the host) sorts on the device in any case."""
     import torch
 
     both = not symmetric(graph, edge_set)
@@ -92,7 +91,8 @@ def device_layout(graph, edge_set: str, device: torch.device) -> Layout:
     n, m = graph.num_nodes(), graph.num_edges(edge_set)
     ids = np.int32 if max(m, n + 1) <= _INT32_MAX else np.int64
     indexed = any(graph.adjacency_index(edge_set, k) is not None for k in kinds)
-    if device.type in DEVICE_BUILDS and ids == np.int32 and not indexed:
+    if on_device or (device.type in device_stream.DEVICE_BUILDS and ids == np.int32
+                     and not indexed):
         adj, nbytes = device_adjacency(graph, edge_set, device, kinds)
     else:
         adj, nbytes = [], 0
@@ -109,60 +109,23 @@ def device_layout(graph, edge_set: str, device: torch.device) -> Layout:
     return Layout(o_ptr, o_idx, deg, pull, counts, m, int(i_idx.shape[0]), nbytes)
 
 
-def device_adjacency(graph, edge_set: str, device: torch.device, kinds: tuple[str, ...]
-                     ) -> tuple[list[tuple[torch.Tensor, torch.Tensor]], int]:
-    """The ``kinds`` (``csr``, ``csc``) adjacency as :func:`build_adjacency` orders it (row
-    offsets and neighbour ids, int32) built on ``device``: every bucket's edges uploaded
-    once, in row-major bucket order, as int32 global ids (8 bytes an edge), then a stable
-    sort by the row id (source for ``csr``, target for ``csc``) keeps each row's neighbours
-    in bucket and stored order; the offsets are a sorted search of the sorted rows. Needs
-    fewer than ``2**31`` nodes and edges. Returns the pairs and the bytes uploaded."""
-    import torch
-
-    n, m = graph.num_nodes(), graph.num_edges(edge_set)
-    offsets = graph.partition_offsets()
-    src = torch.empty(m, dtype=torch.int32, device=device)
-    dst = torch.empty(m, dtype=torch.int32, device=device)
-    at, sizes, bases = 0, [], []
-    for b in graph.buckets("row-major", graph.edge_set(edge_set).name):
-        for eb in b.batches():  # checked against the partitions' sizes as read
-            k = len(eb.src)
-            src[at:at + k].copy_(_to_torch(eb.src))  # the mapped columns: only read here
-            dst[at:at + k].copy_(_to_torch(eb.dst))
-            sizes.append(k)
-            bases.append((offsets[b.i], offsets[b.j]))
-            at += k
-    if at:  # local offsets to global ids: one add per column
-        both = torch.from_numpy(np.asarray(bases, np.int32).T.copy()).to(device)
-        reps = torch.from_numpy(np.asarray(sizes, np.int64)).to(device)
-        src += torch.repeat_interleave(both[0], reps, output_size=at)
-        dst += torch.repeat_interleave(both[1], reps, output_size=at)
-    rows = torch.arange(n + 1, dtype=torch.int32, device=device)
-    adj = []
-    for kind in kinds:
-        keys, other = (src, dst) if kind == "csr" else (dst, src)
-        keys, order = torch.sort(keys, stable=True)
-        idx = other[order]
-        del order
-        adj.append((torch.searchsorted(keys, rows).to(torch.int32), idx))
-    return adj, 8 * m
-
-
 def solve_on_device(program, ctx, edges, state: dict, schedule: str,
                     max_iters: int) -> Solved | None:
     """The BFS levels of the module docstring, written into ``state["level"]`` (float64,
     ``inf`` where unreached); one recorded superstep per level. None (the engine's
     supersteps run) for ``schedule="async"`` and on a device without torch's sparse CSR
-    product."""
+    product. Out of core (``edges.streams``; the engine calls it there where the build fits
+    the run's device budget) the layout is built on the device from the buckets."""
     import torch
 
     if schedule not in ("auto", "sync") or ctx.device.type not in SPARSE_CSR_DEVICES:
         return None
     t0 = time.perf_counter()
     dev = ctx.device
-    lay = device_layout(ctx.graph, ctx.edge_set, dev)
-    if dev.type != "cpu":
-        edges.bytes_h2d += lay.nbytes
+    lay = device_layout(ctx.graph, ctx.edge_set, dev, on_device=edges.streams)
+    edges.bytes_h2d += lay.nbytes if dev.type != "cpu" else 0
+    if edges.streams:  # out of core: the layout is what the run keeps on the device
+        edges.layout_bytes += lay.nbytes
     n = ctx.num_nodes
     level = torch.full((n,), UNREACHED, dtype=torch.int32, device=dev)
     level[program.source] = 0

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from graphsys.bsp.device_stream import device_adjacency
 from graphsys.bsp.edges import SPARSE_CSR_DEVICES, build_adjacency
 from graphsys.bsp.program import Solved
 from graphsys.bsp.stats import SuperstepStats
@@ -55,35 +56,52 @@ _INT32_MAX = 2**31 - 1
 
 
 def lean_matrix(graph, edge_set: str, inv_deg: torch.Tensor, dtype: torch.dtype,
-                device: torch.device) -> tuple[torch.Tensor, int, int, int]:
+                device: torch.device, on_device: bool = False
+                ) -> tuple[torch.Tensor, int, int, int]:
     """The (N+1, N+1) CSR matrix of the module docstring on ``device``: ``inv_deg`` is
-    ``1/out_degree`` (0: dangling), values are ones of ``dtype``. Returns (matrix, edges of
-    the graph, targets with an in-edge, bytes built on the host for the device)."""
+    ``1/out_degree`` (0: dangling), values are ones of ``dtype``. The pull adjacency is built
+    on the host (:func:`build_adjacency`), or with ``on_device`` (an out-of-core run) sorted
+    on the device from the uploaded buckets
+    (:func:`~graphsys.bsp.device_stream.device_adjacency`: the same order, int32 ids).
+    Returns (matrix, edges of the graph, targets with an in-edge, bytes uploaded)."""
     import torch
 
-    indptr, idx, _ = build_adjacency(graph, edge_set, "csc", False)
-    n, m = len(indptr) - 1, int(indptr[-1] - indptr[0])
-    dangling = torch.nonzero(inv_deg == 0).flatten().cpu().numpy()  # one read, in setup
-    nnz = m + len(dangling) + 1
-    ids = np.int32 if max(nnz, n + 1) <= _INT32_MAX else np.int64
-    crow = np.empty(n + 2, ids)
-    crow[:n + 1] = indptr - indptr[0]
-    crow[n + 1] = nnz
-    col = np.empty(nnz, ids)
-    col[:m] = idx
-    col[m:-1] = dangling
-    col[-1] = n
+    if on_device:
+        [(ptr, idx)], nbytes = device_adjacency(graph, edge_set, device, ("csc",))
+        n, m = len(ptr) - 1, len(idx)
+        dangling = torch.nonzero(inv_deg == 0).flatten().to(torch.int32)  # setup's one read
+        nnz = m + len(dangling) + 1
+        crow = torch.cat([ptr, torch.tensor([nnz], dtype=torch.int32, device=device)])
+        col = torch.cat([idx, dangling, torch.tensor([n], dtype=torch.int32, device=device)])
+        del idx
+        receivers = int(torch.count_nonzero(ptr[1:] - ptr[:-1]))
+    else:
+        indptr, idx, _ = build_adjacency(graph, edge_set, "csc", False)
+        n, m = len(indptr) - 1, int(indptr[-1] - indptr[0])
+        dangling = torch.nonzero(inv_deg == 0).flatten().cpu().numpy()  # one read, in setup
+        nnz = m + len(dangling) + 1
+        ids = np.int32 if max(nnz, n + 1) <= _INT32_MAX else np.int64
+        crow_h = np.empty(n + 2, ids)
+        crow_h[:n + 1] = indptr - indptr[0]
+        crow_h[n + 1] = nnz
+        col_h = np.empty(nnz, ids)
+        col_h[:m] = idx
+        col_h[m:-1] = dangling
+        col_h[-1] = n
+        crow, col = torch.from_numpy(crow_h).to(device), torch.from_numpy(col_h).to(device)
+        nbytes = crow_h.nbytes + col_h.nbytes
+        receivers = int(np.count_nonzero(np.diff(indptr)))
     values = torch.ones(nnz, dtype=dtype, device=device)
-    mat = csr_tensor(torch.from_numpy(crow).to(device), torch.from_numpy(col).to(device),
-                     values, (n + 1, n + 1))
-    receivers = int(np.count_nonzero(np.diff(indptr)))
-    return mat, m, receivers, crow.nbytes + col.nbytes
+    mat = csr_tensor(crow, col, values, (n + 1, n + 1))
+    return mat, m, receivers, nbytes
 
 
 def solve_on_device(program, ctx, edges, state: dict, max_iters: int) -> Solved | None:
     """PageRank's supersteps as the module docstring says, writing the ranks (float64) into
     ``state``; None (the engine's supersteps run) for a weighted run, whose pulls multiply
-    by the edge weights, and on a device without torch's sparse CSR product."""
+    by the edge weights, and on a device without torch's sparse CSR product. Out of core
+    (``edges.streams``; the engine calls it there where the build fits the run's device
+    budget) the matrix is built on the device from the buckets."""
     import torch
 
     if (program.weighted or program.width is not None
@@ -93,9 +111,11 @@ def solve_on_device(program, ctx, edges, state: dict, max_iters: int) -> Solved 
     n, a, dev = ctx.num_nodes, program.damping, ctx.device
     dtype = torch.float32 if program.fused_float32 else torch.float64
     inv_deg = state["inv_deg"]
-    mat, m, receivers, nbytes = lean_matrix(ctx.graph, ctx.edge_set, inv_deg, dtype, dev)
-    if dev.type != "cpu":
-        edges.bytes_h2d += nbytes
+    mat, m, receivers, nbytes = lean_matrix(ctx.graph, ctx.edge_set, inv_deg, dtype, dev,
+                                            on_device=edges.streams)
+    edges.bytes_h2d += nbytes if dev.type != "cpu" else 0
+    if edges.streams:  # out of core: the matrix is what the run keeps on the device
+        edges.layout_bytes += nbytes
     scaled = torch.where(inv_deg > 0, inv_deg * a, a).to(dtype)  # x = rank * scaled
     p = None if state["p"] is None else state["p"].to(dtype)
     rank = state["rank"].to(dtype, copy=True)
