@@ -293,8 +293,12 @@ def run(graph, program: VertexProgram, *, mode: str = "auto", device: str = "cpu
         active = checks.mask(program, "init", active, n_local, dev_)
         stats.setup_seconds = time.perf_counter() - t_start
         stats.setup_bytes_h2d = edges.bytes_h2d
-        solved = (_solve(program, edges, ctx, state, stats, schedule, max_iters)
-                  if schedule != "async" and fuse else None)
+        solved, solver = None, _solver(program, edges, schedule, fuse)
+        if solver is not None:  # the program's declared whole-graph algorithm
+            build0 = edges.build_seconds
+            solved = solver(ctx, edges, state, schedule, max_iters)
+            stats.setup_seconds += edges.build_seconds - build0  # its CSR/CSC builds
+            stats.setup_bytes_h2d = edges.bytes_h2d  # and its uploads
         if solved is not None:
             _record_solved(stats, solved, report)
         else:
@@ -341,22 +345,16 @@ def _host_run(program: VertexProgram, backend: str, mode: str, distributed: bool
             and (mode == "memory" and fuse or mode == "out-of-core" and program.host_streams))
 
 
-def _solve(program: VertexProgram, edges: EdgeProvider, ctx: Context, state: dict,
-           stats: RunStats, schedule: str, max_iters: int):
-    """The program's declared whole-graph algorithm (:meth:`VertexProgram.solve_in_memory`,
-    :meth:`~VertexProgram.solve_on_device`) in one process: in memory, and out of core
-    where the edges say its layout is built on the device and fits there
-    (``builds_on_device``); its builds and uploads count as setup. None: the supersteps
-    run."""
-    if edges.comm.world_size != 1 or not (
+def _solver(program: VertexProgram, edges: EdgeProvider, schedule: str, fuse: bool):
+    """The program's declared whole-graph algorithm for this run, or None (the supersteps
+    run): :meth:`VertexProgram.solve_in_memory` on the numba backend,
+    :meth:`~VertexProgram.solve_on_device` on torch; in one process, not ``async``, with
+    ``fuse``; in memory, and out of core where the edges say its layout is built on the
+    device and fits there (``builds_on_device``)."""
+    if schedule == "async" or not fuse or edges.comm.world_size != 1 or not (
             isinstance(edges, MemoryEdges) or getattr(edges, "builds_on_device", False)):
         return None
-    build0 = edges.build_seconds
-    solved = (program.solve_on_device if edges.backend != "numba"
-              else program.solve_in_memory)(ctx, edges, state, schedule, max_iters)
-    stats.setup_seconds += edges.build_seconds - build0  # its CSR/CSC builds
-    stats.setup_bytes_h2d = edges.bytes_h2d  # and its uploads
-    return solved
+    return program.solve_on_device if edges.backend != "numba" else program.solve_in_memory
 
 
 def _record_solved(stats: RunStats, solved, progress) -> None:

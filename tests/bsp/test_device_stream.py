@@ -31,6 +31,14 @@ def edge_bytes(weighted: bool, packed: bool) -> int:
     return (4 if packed else 8) + (4 if weighted else 0)
 
 
+@pytest.fixture(autouse=True)
+def batches_only(monkeypatch):
+    """The runs here read batches, kept or streamed: no solver's layout is built on the
+    device from the buckets (on CUDA, PageRank's and BFS's would be where they fit; tested
+    apart, by setting DEVICE_BUILDS again)."""
+    monkeypatch.setattr(device_stream, "DEVICE_BUILDS", ())
+
+
 @pytest.fixture(params=[True, False], ids=["packed", "int32-pairs"])
 def packed(request, monkeypatch) -> bool:
     """Whether batches travel as one word an edge (the test graphs' partitions are small
