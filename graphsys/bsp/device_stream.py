@@ -37,6 +37,7 @@ import numpy as np
 from graphsys.device import csr_tensor
 from graphsys.errors import ParameterError
 from graphsys.memory import available_memory
+from graphsys.storage import pages
 from graphsys.storage.edges import _to_torch
 from graphsys.threads import available_cores
 
@@ -508,14 +509,18 @@ class MergedFrontier:
         return edges * ((4 if num_sources <= _INT32_MAX else 8) + 8 + 4 * weights)
 
 
-def device_adjacency(graph, edge_set: str, device: torch.device, kinds: tuple[str, ...]
+def device_adjacency(graph, edge_set: str, device: torch.device, kinds: tuple[str, ...],
+                     release: bool = False
                      ) -> tuple[list[tuple[torch.Tensor, torch.Tensor]], int]:
     """The ``kinds`` (``csr``, ``csc``) adjacency as :func:`build_adjacency` orders it (row
     offsets and neighbour ids, int32) built on ``device``: every bucket's edges uploaded
     once, in row-major bucket order, as int32 global ids (8 bytes an edge), then a stable
     sort by the row id (source for ``csr``, target for ``csc``) keeps each row's neighbours
     in bucket and stored order; the offsets are a sorted search of the sorted rows. Needs
-    fewer than ``2**31`` nodes and edges. Returns the pairs and the bytes uploaded."""
+    fewer than ``2**31`` nodes and edges. ``release`` (an out-of-core run): each batch's
+    pages leave the resident set once it is uploaded (:func:`graphsys.storage.pages.release`),
+    so the host keeps no more of the edge files than a batch. Returns the pairs and the bytes
+    uploaded."""
     import torch
 
     n, m = graph.num_nodes(), graph.num_edges(edge_set)
@@ -528,6 +533,8 @@ def device_adjacency(graph, edge_set: str, device: torch.device, kinds: tuple[st
             k = len(eb.src)
             src[at:at + k].copy_(_to_torch(eb.src))  # the mapped columns: only read here
             dst[at:at + k].copy_(_to_torch(eb.dst))
+            if release:  # a copy from pageable memory has read the pages when it returns
+                pages.release(b.mapped_region, eb.src, eb.dst)
             sizes.append(k)
             bases.append((offsets[b.i], offsets[b.j]))
             at += k

@@ -526,3 +526,19 @@ def test_solver_layout_built_on_the_device_out_of_core(graphs, key, monkeypatch)
         below = run(mode="out-of-core", backend="torch", device_budget=fits - 1)
         assert below.stats.method == "supersteps"
         np.testing.assert_allclose(below.values, memory.values, rtol=1e-9)
+
+
+def test_solver_build_releases_each_batch(graphs, monkeypatch):
+    """The out-of-core build reads each batch once and drops its pages from the resident
+    set as it goes (the in-memory build keeps them)."""
+    from graphsys.storage import pages
+
+    monkeypatch.setattr(device_stream, "DEVICE_BUILDS", ("cpu",))
+    released = []
+    monkeypatch.setattr(pages, "release", lambda region, *arrays: released.append(region))
+    g = graphs["directed-p3"].graph
+    batches = sum(len(list(b.batches())) for b in g.buckets("row-major", None) if b.num_edges)
+    bsp.bfs(g, 0, mode="memory", backend="torch")
+    assert released == []
+    bsp.bfs(g, 0, mode="out-of-core", backend="torch", device_budget=1 << 30)
+    assert len(released) == batches > 3 and all(r != (0, 0) for r in released)

@@ -83,7 +83,8 @@ def device_layout(graph, edge_set: str, device: torch.device,
     of :data:`~graphsys.bsp.device_stream.DEVICE_BUILDS` (int32 ids), the edge list
     uploaded once and sorted there (:func:`~graphsys.bsp.device_stream.device_adjacency`);
     else built on the host (:func:`build_adjacency`) and uploaded. ``on_device`` (an
-    out-of-core run: nothing built on the host) sorts on the device in any case."""
+    out-of-core run: nothing built on the host) sorts on the device in any case, each
+    batch's pages released once uploaded."""
     import torch
 
     both = not symmetric(graph, edge_set)
@@ -93,7 +94,7 @@ def device_layout(graph, edge_set: str, device: torch.device,
     indexed = any(graph.adjacency_index(edge_set, k) is not None for k in kinds)
     if on_device or (device.type in device_stream.DEVICE_BUILDS and ids == np.int32
                      and not indexed):
-        adj, nbytes = device_adjacency(graph, edge_set, device, kinds)
+        adj, nbytes = device_adjacency(graph, edge_set, device, kinds, release=on_device)
     else:
         adj, nbytes = [], 0
         for kind in kinds:

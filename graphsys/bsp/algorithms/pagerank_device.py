@@ -67,7 +67,8 @@ def lean_matrix(graph, edge_set: str, inv_deg: torch.Tensor, dtype: torch.dtype,
     import torch
 
     if on_device:
-        [(ptr, idx)], nbytes = device_adjacency(graph, edge_set, device, ("csc",))
+        [(ptr, idx)], nbytes = device_adjacency(graph, edge_set, device, ("csc",),
+                                                release=True)
         n, m = len(ptr) - 1, len(idx)
         dangling = torch.nonzero(inv_deg == 0).flatten().to(torch.int32)  # setup's one read
         nnz = m + len(dangling) + 1
