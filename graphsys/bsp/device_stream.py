@@ -25,6 +25,11 @@ superstep on CUDA. Any other pass of a builtin scalar program (BFS's, WCC's: its
 frontier) is merged in its first superstep when its batches and the merged edge list fit the
 budget together (:class:`MergedFrontier`): a few ops a superstep over all its edges, none of
 them a host synchronisation.
+
+Whole layouts: :func:`device_adjacency` uploads every bucket once and sorts the edge list on
+the device into the CSR/CSC arrays the in-memory solvers read (the device BFS, PageRank's
+lean matrix); on :data:`DEVICE_BUILDS` an out-of-core run builds them so, and skips the
+supersteps above, where the build fits the budget.
 """
 
 from __future__ import annotations
