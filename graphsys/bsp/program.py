@@ -605,8 +605,11 @@ class VertexProgram(ABC):
                         schedule: str, max_iters: int) -> Solved | None:
         """:meth:`solve_in_memory` for the torch backend (any device: the same torch ops run
         on CPU tensors and on CUDA): called where that one would be, with the backend torch
-        (PageRank's lean SpMV supersteps, BFS's direction-optimizing ones). Returns None
-        (default: the superstep loop runs) or a :class:`Solved`."""
+        (PageRank's lean SpMV supersteps, BFS's direction-optimizing ones), and out of core
+        where the edges build the layout on the device
+        (:attr:`~graphsys.bsp.stream.StreamEdges.builds_on_device`; ``edges.streams`` is
+        then true, and nothing may be built on the host). Returns None (default: the
+        superstep loop runs) or a :class:`Solved`."""
         return None
 
     # -- engine helpers ---------------------------------------------------------------------

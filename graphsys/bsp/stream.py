@@ -545,8 +545,8 @@ class StreamEdges:
         pass's batches and the merged layout fit the device budget together (the first
         call moves every batch the pass reads, kept as the budget allows)."""
         prog = self.program
-        if (self.backend == "numba" and prog.builtin) or not prog.builtin or (
-                prog.width is not None or self._copy_sum(use_active, accept)):
+        if (self.backend == "numba" or not prog.builtin or prog.width is not None
+                or self._copy_sum(use_active, accept)):
             return None
         direction = prog.direction
         if direction not in self._frontier:
