@@ -595,7 +595,8 @@ def steady_from(method: str, supersteps: int) -> int:
 def superstep_figures(stats) -> dict:
     """Per superstep seconds (all phases), edges scanned and bytes copied host to device;
     their medians over the steady supersteps (:func:`steady_from`, recorded as
-    ``steady_from``), edges/s of that median."""
+    ``steady_from``), edges/s of that median, and each phase's median seconds (where the
+    time of a superstep beyond its edges goes)."""
     steps = [{"superstep": s.superstep, "seconds": round(sum(s.seconds.values()), 6),
               "edges": s.edges_scanned, "bytes_h2d": s.bytes_h2d, "direction": s.direction}
              for s in stats.supersteps]
@@ -603,7 +604,10 @@ def superstep_figures(stats) -> dict:
     body = steps[start:]
     sec = median([s["seconds"] for s in body])
     edges = median([s["edges"] for s in body])
+    phases = {p: round(median([s.seconds.get(p, 0.0) for s in stats.supersteps[start:]])
+                       or 0.0, 6) for p in stats.supersteps[0].seconds} if body else {}
     return {"supersteps": steps, "steady_from": start, "median_seconds": sec,
+            "median_phase_seconds": phases,
             "median_edges": edges, "edges_per_s": round(edges / sec) if sec else None,
             "median_bytes_h2d": median([s["bytes_h2d"] for s in body]),
             "setup_s": round(stats.setup_seconds, 3), "setup_bytes_h2d": stats.setup_bytes_h2d}

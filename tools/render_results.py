@@ -23,7 +23,9 @@ A page marks where a table goes with ``<!-- results:NAME -->`` and ``<!-- /resul
 ``--gpu`` reads the ``results.jsonl`` of ``scripts/gpu_check.py`` and puts each of its
 comparison rows (records carrying ``row``) into ``docs/results/gpu.jsonl`` with the GPU and
 driver the check recorded as the machine: a row replaces the one of the same part and name
-(``key``), so the table keeps one current row per measurement.
+(``key``), so the table keeps one current row per measurement. Every record of the run, rows
+or not (supersteps, step profiles, counts, failures), goes the same way into
+``docs/results/raw/gpu_check.jsonl``: what a later look at a GPU figure reads it beside.
 
 The benchmarks (``benchmarks/<area>/*.py``) take ``--record FILE``: the harness's ``emit``
 prints their JSON line and appends it, with the command line and the date, to FILE, from
@@ -176,19 +178,26 @@ def merge_rows(old: list[dict], new: list[dict]) -> list[dict]:
     return out + [r for r in new if r["key"] in fresh]
 
 
+def _merge_into(target: Path, new: list[dict]) -> None:
+    """Rewrite the jsonl ``target`` as :func:`merge_rows` of its lines and ``new``."""
+    old = [json.loads(x) for x in target.read_text(encoding="utf-8").splitlines()
+           if x.strip()] if target.exists() else []
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n"
+                              for r in merge_rows(old, new)), encoding="utf-8")
+
+
 def record_gpu_rows(path: Path, results: Path | None = None) -> int:
-    """Merge the rows of a gpu_check ``results.jsonl`` into ``results/gpu.jsonl``; returns
+    """Merge the rows of a gpu_check ``results.jsonl`` into ``results/gpu.jsonl``, and all
+    its records into ``results/raw/gpu_check.jsonl`` (keyed ``part/name`` too); returns
     how many rows it had."""
     results = RESULTS if results is None else results
     records = [json.loads(x) for x in Path(path).read_text(encoding="utf-8").splitlines()
                if x.strip()]
     new = gpu_rows(records)
-    target = results / "gpu.jsonl"
-    old = [json.loads(x) for x in target.read_text(encoding="utf-8").splitlines()
-           if x.strip()] if target.exists() else []
-    rows = merge_rows(old, new)
-    target.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
-                      encoding="utf-8")
+    _merge_into(results / "gpu.jsonl", new)
+    _merge_into(results / "raw" / "gpu_check.jsonl",
+                [dict(r, key=f"{r.get('part')}/{r.get('name')}") for r in records])
     return len(new)
 
 

@@ -85,6 +85,8 @@ def test_dry_run_records_each_parts_figures(dry_run):
     for name in ("pagerank-out-of-core", "pagerank-out-of-core-streamed"):
         assert {"resident_bytes", "streamed_bytes_per_superstep"} <= set(by["bsp", name])
     assert by["bsp", "pagerank-out-of-core-streamed"]["resident_bytes"] == 0
+    assert set(by["bsp", "pagerank-out-of-core-streamed"]["median_phase_seconds"]) == {
+        "aggregate", "edges", "communicate", "update"}
     # the device sampler with its neighbour ids in host memory draws the CPU's blocks
     assert by["gnn", "graphsys-device-staged"]["same_blocks"] is True
     assert by["tests", "collected"]["device_tests"] >= 150  # the suite's device subset
@@ -120,6 +122,11 @@ def test_rows_of_a_gpu_run_render_and_a_dry_run_is_refused(dry_run, tmp_path):
     rows = render_results.load_rows(tmp_path / "gpu.jsonl")
     assert len(rows) == n and all("H100" in r["machine"] and "580.1" in r["machine"]
                                   for r in rows)
+    # every record of the run kept beside the rows, one per part and name
+    raw = [json.loads(x) for x in (tmp_path / "raw" / "gpu_check.jsonl").read_text(
+        ).splitlines()]
+    assert len(raw) == len({(r["part"], r["name"]) for r in fake})
+    assert {"bsp/pagerank-memory", "gnn/graphsys", "all/summary"} <= {r["key"] for r in raw}
     page = "<!-- results:gpu -->\n<!-- /results:gpu -->\n"
     assert render_results.render_page(page, tmp_path).count("\n| ") == n + 1
 
