@@ -43,7 +43,6 @@ from graphsys.device import csr_tensor
 from graphsys.errors import ParameterError
 from graphsys.memory import available_memory
 from graphsys.storage import pages
-from graphsys.storage.edges import _to_torch
 from graphsys.threads import available_cores
 
 if TYPE_CHECKING:  # torch is imported where a batch moves: a CPU run never loads it
@@ -339,6 +338,11 @@ class DeviceBuckets:
             self.resident_bytes += size * 4
         return self._split(out, n, packed)
 
+    def reads_files(self, key: tuple) -> bool:
+        """Whether :meth:`fetch` of ``key`` reads the batch's (mapped) arrays: neither kept
+        on the device nor in the host cache."""
+        return key not in self.resident and key not in self.cached
+
     def _copy(self, slot: _Slot, host: torch.Tensor) -> torch.Tensor:
         """``host`` (pinned on CUDA) copied into ``slot``'s device buffer on the side
         stream once the compute that last read that buffer (for a new buffer: all queued
@@ -519,35 +523,16 @@ def device_adjacency(graph, edge_set: str, device: torch.device, kinds: tuple[st
                      ) -> tuple[list[tuple[torch.Tensor, torch.Tensor]], int]:
     """The ``kinds`` (``csr``, ``csc``) adjacency as :func:`build_adjacency` orders it (row
     offsets and neighbour ids, int32) built on ``device``: every bucket's edges uploaded
-    once, in row-major bucket order, as int32 global ids (8 bytes an edge), then a stable
-    sort by the row id (source for ``csr``, target for ``csc``) keeps each row's neighbours
-    in bucket and stored order; the offsets are a sorted search of the sorted rows. Needs
-    fewer than ``2**31`` nodes and edges. ``release`` (an out-of-core run): each batch's
-    pages leave the resident set once it is uploaded (:func:`graphsys.storage.pages.release`),
-    so the host keeps no more of the edge files than a batch. Returns the pairs and the bytes
-    uploaded."""
+    once, in row-major bucket order, as int32 global ids (:func:`upload_edges`), then a
+    stable sort by the row id (source for ``csr``, target for ``csc``) keeps each row's
+    neighbours in bucket and stored order; the offsets are a sorted search of the sorted
+    rows. Needs fewer than ``2**31`` nodes and edges. ``release`` (an out-of-core run): each
+    batch's pages leave the resident set once it is staged. Returns the pairs and the bytes
+    copied to the device."""
     import torch
 
-    n, m = graph.num_nodes(), graph.num_edges(edge_set)
-    offsets = graph.partition_offsets()
-    src = torch.empty(m, dtype=torch.int32, device=device)
-    dst = torch.empty(m, dtype=torch.int32, device=device)
-    at, sizes, bases = 0, [], []
-    for b in graph.buckets("row-major", graph.edge_set(edge_set).name):
-        for eb in b.batches():  # checked against the partitions' sizes as read
-            k = len(eb.src)
-            src[at:at + k].copy_(_to_torch(eb.src))  # the mapped columns: only read here
-            dst[at:at + k].copy_(_to_torch(eb.dst))
-            if release:  # a copy from pageable memory has read the pages when it returns
-                pages.release(b.mapped_region, eb.src, eb.dst)
-            sizes.append(k)
-            bases.append((offsets[b.i], offsets[b.j]))
-            at += k
-    if at:  # local offsets to global ids: one add per column
-        both = torch.from_numpy(np.asarray(bases, np.int32).T.copy()).to(device)
-        reps = torch.from_numpy(np.asarray(sizes, np.int64)).to(device)
-        src += torch.repeat_interleave(both[0], reps, output_size=at)
-        dst += torch.repeat_interleave(both[1], reps, output_size=at)
+    n = graph.num_nodes()
+    src, dst, moved = upload_edges(graph, edge_set, device, release)
     rows = torch.arange(n + 1, dtype=torch.int32, device=device)
     adj = []
     for kind in kinds:
@@ -556,4 +541,42 @@ def device_adjacency(graph, edge_set: str, device: torch.device, kinds: tuple[st
         idx = other[order]
         del order
         adj.append((torch.searchsorted(keys, rows).to(torch.int32), idx))
-    return adj, 8 * m
+    return adj, moved
+
+
+def upload_edges(graph, edge_set: str, device: torch.device, release: bool = False
+                 ) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """Every edge of ``edge_set`` on ``device`` as int32 global (source, target) ids (E,),
+    in row-major bucket order, and the bytes copied: the batches, as :func:`blocks`, pass
+    through the staging ring of a :class:`DeviceBuckets` that keeps nothing (no budget, no
+    host cache), so a long batch is written into page-locked memory by several threads
+    while the block before it crosses the bus on the side stream; a bucket whose partitions
+    are both below :data:`PACK_LIMIT` travels packed (4 bytes an edge). The partition
+    offsets are added on the device as each block is copied out of the ring. ``release``:
+    a block's pages leave the resident set once staged (the host keeps no more of the edge
+    files than a batch). Needs fewer than ``2**31`` nodes and edges."""
+    import torch
+
+    m = graph.num_edges(edge_set)
+    offsets = np.asarray(graph.partition_offsets(), np.int64)
+    sizes = np.diff(offsets)
+    src = torch.empty(m, dtype=torch.int32, device=device)
+    dst = torch.empty(m, dtype=torch.int32, device=device)
+    ring: DeviceBuckets | None = None
+    at = 0
+    for b in graph.buckets("row-major", graph.edge_set(edge_set).name):
+        packed = bool(max(sizes[b.i], sizes[b.j]) <= PACK_LIMIT)
+        for eb in blocks(list(b.batches())):  # checked against the partitions' sizes
+            k = len(eb)
+            if ring is None:
+                ring = DeviceBuckets(device, 0, min(m, BLOCK_ROWS), False, host_budget=0)
+            s, d, _ = ring.fetch((b.i, b.j, eb.start), eb.src, eb.dst, None, packed)
+            torch.add(s, int(offsets[b.i]), out=src[at:at + k])
+            torch.add(d, int(offsets[b.j]), out=dst[at:at + k])
+            if release:  # staged: the pages have been read
+                pages.release(b.mapped_region, eb.src, eb.dst)
+            at += k
+    if ring is None:
+        return src, dst, 0
+    ring.finish()
+    return src, dst, ring.moved_bytes

@@ -142,7 +142,8 @@ class RunStats:
     resident_bytes : int
         Out of core on the torch backend: bytes of edge batches kept in device memory
         after the first superstep (``device_budget``); the supersteps after it copy only
-        the other batches (their ``bytes_h2d``). 0 elsewhere.
+        the other batches (their ``bytes_h2d``). Where a solver on the device built its
+        layout from the buckets, the bytes of that layout. 0 elsewhere.
 
     Examples
     --------

@@ -61,7 +61,9 @@ class StreamEdges:
     Paging, for edge sets larger than :data:`RESIDENT_EDGE_BYTES`: the next ``readahead``
     buckets of a task are read ahead (``MADV_WILLNEED``) and each batch's pages leave the
     resident set once consumed (``MADV_DONTNEED``), bounding the resident edge memory by
-    the batches in flight (:mod:`graphsys.storage.pages`).
+    the batches in flight (:mod:`graphsys.storage.pages`). On the torch path only the
+    batches read from the files that superstep are advised: not those kept on the device or
+    in the host cache (advice over cached pages walks them all: milliseconds a superstep).
 
     ``x``/``active`` are indexed by owned-local ids (global id - ``lo``); ``acc``/``received``
     by global ids (N,): in a distributed run targets owned by other ranks are exchanged.
@@ -119,7 +121,7 @@ class StreamEdges:
         #: every batch it reads is kept on the device (False: it does not fit the budget)
         self._received: dict[str, torch.Tensor] = {}
         self._merged: dict[str, MergedPass | bool] = {}
-        #: bytes of edges a whole-graph solver uploaded into its layout on the device
+        #: bytes of the layout a whole-graph solver built and keeps on the device
         #: (:attr:`builds_on_device`)
         self.layout_bytes = 0
         #: the torch path's other passes of a builtin scalar program (frontier ones), per
@@ -129,7 +131,7 @@ class StreamEdges:
     @property
     def resident_bytes(self) -> int:
         """Bytes of edge batches kept on the device between supersteps (torch path), or of
-        the edges a whole-graph solver uploaded into its layout there."""
+        the layout a whole-graph solver built from them there."""
         kept = self.device_buckets.resident_bytes if self.device_buckets else 0
         return kept + self.layout_bytes
 
@@ -301,6 +303,7 @@ class StreamEdges:
                                 self._received.get(prog.direction))
             else:
                 sink = _Sink(prog, self.num_nodes, self.device)
+        kept = None if numba_path else self.device_buckets  # batches not read from files
         counters = [[0, 0, 0, 0] for _ in range(max(1, workers))]  # scanned, sent, bytes, h2d
         next_task = itertools.count()
         failed = threading.Event()
@@ -320,10 +323,11 @@ class StreamEdges:
                         if self.paging:
                             for ahead in (task[:self.readahead + 1] if n == 0 else
                                           task[n + self.readahead:n + self.readahead + 1]):
-                                self._will_need(ahead)
+                                self._will_need(ahead, kept)
                         region, batches = self._open[(i, j)]
                         with trace_range("bsp.bucket"):
                             for eb in batches:
+                                read = self.paging and _from_files(kept, i, j, eb)
                                 c[0] += len(eb)
                                 c[2] += sum(a.nbytes for a in self._columns(eb)
                                             if a is not None)
@@ -333,7 +337,7 @@ class StreamEdges:
                                 else:
                                     self._torch_batch(eb, i, j, rev, x, active, use_active,
                                                       sink, c)
-                                if self.paging:
+                                if read:
                                     pages.release(region, *self._columns(eb))
                     if sums is not None:  # the task alone writes its target's entries
                         state[2][int(self.offsets[target]):
@@ -370,10 +374,13 @@ class StreamEdges:
             scanned, sent, nbytes, h2d)
         return res
 
-    def _will_need(self, bucket: tuple[int, int, bool]) -> None:
-        region, batches = self._open[bucket[:2]]
+    def _will_need(self, bucket: tuple[int, int, bool], kept: DeviceBuckets | None) -> None:
+        """Read ahead the batches of ``bucket`` this superstep reads from the files."""
+        i, j = bucket[:2]
+        region, batches = self._open[(i, j)]
         for eb in batches:
-            pages.will_need(region, *self._columns(eb))
+            if _from_files(kept, i, j, eb):
+                pages.will_need(region, *self._columns(eb))
 
     def _out_weight(self) -> np.ndarray:
         """The weighted out-degree (sum of out-edge weights), float64 (N,), exact on the
@@ -605,6 +612,13 @@ class StreamEdges:
         res.edges_scanned = res.messages_sent = merged.edges
         res.bytes_read, res.bytes_h2d = merged.nbytes_read, 0
         return res
+
+
+def _from_files(kept: DeviceBuckets | None, i: int, j: int, eb) -> bool:
+    """Whether a pass reads batch ``eb`` of bucket ``(i, j)`` from the mapped files: always
+    on the numba path (``kept`` None); on the torch path unless ``kept`` holds it on the
+    device or in its host cache."""
+    return kept is None or kept.reads_files((i, j, eb.start))
 
 
 class _CopySum:

@@ -123,19 +123,25 @@ def test_superstep_launch_and_sync_budget(skewed):
     assert (PUSH_OPS, PULL_OPS) == (14, 7)
 
 
+@pytest.mark.parametrize("packed", [True, False])
 @pytest.mark.parametrize("key", ["directed-p3", "undirected-p3", "chain"])
-def test_layout_built_on_the_device_equals_the_host_build(graphs, key, monkeypatch):
-    """The edge list uploaded and sorted on the device (a CUDA run's build, here on CPU
-    tensors) gives build_adjacency's arrays exactly, and the same levels."""
+def test_layout_built_on_the_device_equals_the_host_build(graphs, key, packed, monkeypatch):
+    """The edge list uploaded through the staging ring and sorted on the device (a CUDA
+    run's build, here on CPU tensors) gives build_adjacency's arrays exactly, and the same
+    levels: blocks of 5 edges (the ring's 4 slots reused many times), batches packed into
+    one word an edge or not."""
     import torch
 
     from graphsys.bsp import device_stream
     from graphsys.bsp.edges import build_adjacency
 
+    monkeypatch.setattr(device_stream, "BLOCK_ROWS", 5)
+    if not packed:
+        monkeypatch.setattr(device_stream, "PACK_LIMIT", 0)
     g = graphs[key].graph
     es = g.edge_set(None).name
     adj, nbytes = device_stream.device_adjacency(g, es, torch.device("cpu"), ("csr", "csc"))
-    assert nbytes == 8 * g.num_edges()
+    assert nbytes == (4 if packed else 8) * g.num_edges()
     for kind, (ptr, idx) in zip(("csr", "csc"), adj):
         ref_ptr, ref_idx, _ = build_adjacency(g, es, kind, False)
         assert ptr.dtype == idx.dtype == torch.int32

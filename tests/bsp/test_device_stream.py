@@ -542,3 +542,31 @@ def test_solver_build_releases_each_batch(graphs, monkeypatch):
     assert released == []
     bsp.bfs(g, 0, mode="out-of-core", backend="torch", device_budget=1 << 30)
     assert len(released) == batches > 3 and all(r != (0, 0) for r in released)
+
+
+@pytest.mark.parametrize("cache", [True, False], ids=["host-cache", "no-cache"])
+def test_page_advice_only_for_batches_read_from_the_files(graphs, monkeypatch, cache):
+    """Paging on, every batch streamed (budget 0): the first superstep reads each batch
+    from the mapped files, reading it ahead and releasing it; later supersteps copy every
+    batch from the host cache and advise none of them. Without a host cache every
+    superstep reads, and advises, every batch."""
+    from graphsys.storage import pages
+
+    monkeypatch.setattr(stream, "RESIDENT_EDGE_BYTES", 0)
+    if not cache:
+        monkeypatch.setattr(device_stream, "HOST_FRACTION", 0.0)
+    calls = Counter()
+    for name in ("will_need", "release"):
+        monkeypatch.setattr(pages, name, lambda region, *a, name=name: calls.update([name]))
+    g = graphs["directed-p3"].graph
+    batches = sum(len(list(b.batches())) for b in g.buckets("row-major", None) if b.num_edges)
+    with pytest.warns(ConvergenceWarning):
+        res = bsp.pagerank(g, tol=1e-30, max_iters=4, mode="out-of-core", backend="torch",
+                           device_budget=0)
+    steps = len(res.stats.supersteps)
+    assert steps == 4 and batches > 3
+    reads = batches if cache else steps * batches
+    # each batch read ahead and released where read; twice more in any case, outside the
+    # supersteps: when its bucket is opened (its bounds check touched its pages) and when
+    # the out-degrees are counted
+    assert calls == {"will_need": reads, "release": reads + 2 * batches}, calls

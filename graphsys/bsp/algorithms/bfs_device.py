@@ -34,7 +34,7 @@ from graphsys.bsp.device_stream import device_adjacency
 from graphsys.bsp.edges import SPARSE_CSR_DEVICES, build_adjacency
 from graphsys.bsp.program import Solved
 from graphsys.bsp.stats import SuperstepStats
-from graphsys.device import csr_tensor
+from graphsys.device import csr_tensor, tensor_bytes
 from graphsys.kernels.bfs import ALPHA, BETA
 from graphsys.trace import trace_range
 
@@ -58,7 +58,8 @@ _INT32_MAX = 2**31 - 1
 class Layout:
     """What the supersteps read on the device: out-lists (``out_ptr`` (N+1,), ``out_idx``
     (E,), ``out_deg`` (N,), all of the id dtype), the in-list matrix ``pull`` (sparse CSR,
-    float32 ones) and ``counts`` ((2, N) float64: ones, out-degrees)."""
+    float32 ones) and ``counts`` ((2, N) float64: ones, out-degrees); ``nbytes``: the bytes
+    copied to the device to build it."""
 
     out_ptr: torch.Tensor
     out_idx: torch.Tensor
@@ -68,6 +69,11 @@ class Layout:
     num_edges: int
     pull_edges: int
     nbytes: int
+
+    @property
+    def device_bytes(self) -> int:
+        """Bytes the layout takes on the device."""
+        return tensor_bytes(self.out_ptr, self.out_idx, self.out_deg, self.pull, self.counts)
 
 
 def _upload(arr: np.ndarray, dtype, device) -> torch.Tensor:
@@ -126,7 +132,7 @@ def solve_on_device(program, ctx, edges, state: dict, schedule: str,
     lay = device_layout(ctx.graph, ctx.edge_set, dev, on_device=edges.streams)
     edges.bytes_h2d += lay.nbytes if dev.type != "cpu" else 0
     if edges.streams:  # out of core: the layout is what the run keeps on the device
-        edges.layout_bytes += lay.nbytes
+        edges.layout_bytes += lay.device_bytes
     n = ctx.num_nodes
     level = torch.full((n,), UNREACHED, dtype=torch.int32, device=dev)
     level[program.source] = 0

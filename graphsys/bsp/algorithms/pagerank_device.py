@@ -35,7 +35,7 @@ from graphsys.bsp.device_stream import device_adjacency
 from graphsys.bsp.edges import SPARSE_CSR_DEVICES, build_adjacency
 from graphsys.bsp.program import Solved
 from graphsys.bsp.stats import SuperstepStats
-from graphsys.device import csr_tensor
+from graphsys.device import csr_tensor, tensor_bytes
 from graphsys.trace import trace_range
 
 if TYPE_CHECKING:
@@ -116,7 +116,7 @@ def solve_on_device(program, ctx, edges, state: dict, max_iters: int) -> Solved 
                                             on_device=edges.streams)
     edges.bytes_h2d += nbytes if dev.type != "cpu" else 0
     if edges.streams:  # out of core: the matrix is what the run keeps on the device
-        edges.layout_bytes += nbytes
+        edges.layout_bytes += tensor_bytes(mat)
     scaled = torch.where(inv_deg > 0, inv_deg * a, a).to(dtype)  # x = rank * scaled
     p = None if state["p"] is None else state["p"].to(dtype)
     rank = state["rank"].to(dtype, copy=True)
