@@ -44,7 +44,9 @@ gnn       55    30    GraphSAGE minibatch epoch, the CPU benchmark's shape (SBM 
                       neighbour ids in pinned host memory read through UVA (staged on the
                       host in the dry run), its first batch checked against the CPU
                       sampler's; one batch's launches, transfers and syncs, eager (picks
-                      fused into a jiterator kernel on CUDA) and replayed; last, the
+                      fused into a jiterator kernel on CUDA) and replayed; a training
+                      step's launches, copies across the bus and host waits, from
+                      torch.profiler over 10 steps of NodeLoader's default; last, the
                       device sampler's epoch without CUDA graphs
 embed     120   35    FB15k-237 with PyTorch-BigGraph's settings (ComplEx d = 400, softmax,
                       1000 uniform + 50 batch negatives, batch 1000, lr 0.1, 3 epochs):
@@ -1005,10 +1007,44 @@ def step_profile(ctx: Ctx, batches, step, n: int = 10) -> dict:
     runtime = {e.key: e.count / n for e in events
                if e.key.startswith(("cudaLaunch", "cudaMemcpy", "cudaStreamSynchronize",
                                     "cudaDeviceSynchronize", "cudaEventSynchronize",
-                                    "cuLaunch"))}
+                                    "cuLaunch", "cudaGraphLaunch", "cudaMemset",
+                                    "Memcpy HtoD", "Memcpy DtoH"))}
     return {"steps": n, "per_step_us": "self time per step, microseconds",
             "top_device": top("self_device_time_total"), "top_host": top("self_cpu_time_total"),
             "runtime_calls_per_step": runtime, "torch": torch.__version__}
+
+
+#: CUDA runtime calls and device activities of a profiled step (:func:`step_profile`'s
+#: ``runtime_calls_per_step``) counted as a kernel launch (a CUDA graph's replay is one),
+#: a copy across the bus, and a host wait for the device
+STEP_LAUNCHES = ("cudaLaunchKernel", "cuLaunchKernel", "cudaLaunchKernelExC",
+                 "cuLaunchKernelEx", "cudaGraphLaunch", "cudaMemsetAsync")
+STEP_TRANSFERS = ("Memcpy HtoD", "Memcpy DtoH")
+STEP_SYNCS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize")
+
+
+def step_counts(prof: dict) -> dict:
+    """Launches, copies across the bus and host waits per step of a :func:`step_profile`
+    record (the profile's own closing synchronisation, one over its steps, left out)."""
+    calls = prof["runtime_calls_per_step"]
+
+    def total(names) -> float:
+        return sum(v for k, v in calls.items() if k.startswith(names))
+
+    closing = 1 / prof["steps"]
+    return {"launches": round(total(STEP_LAUNCHES), 2),
+            "transfers": round(total(STEP_TRANSFERS), 2),
+            "syncs": round(max(0.0, total(STEP_SYNCS) - closing), 2)}
+
+
+def step_counts_row(counts: dict, shape: str, sampler: str) -> dict:
+    """The results-page row of a GraphSAGE step's :func:`step_counts`."""
+    return {"workload": f"kernel launches per GraphSAGE training step, {shape} ({sampler}; "
+                        f"NodeLoader's default; torch.profiler over 10 steps, a CUDA graph's "
+                        f"replay one launch); copies across the bus {counts['transfers']} "
+                        f"and host waits {counts['syncs']} a step",
+            "peer": None, "peer_figure": None, "graphsys_figure": counts["launches"],
+            "unit": "launches", "ratio": None}
 
 
 def timed_epoch(ctx: Ctx, batches, step, max_steps: int | None) -> dict:
@@ -1088,9 +1124,11 @@ def gnn_graphsys(ctx: Ctx, d: dict, steps: int | None, workers: int,
         out["epoch_unsynced_s"] = unsynced_epoch(ctx, loader(d["train"], True, DROPOUT),
                                                  step)
         if ctx.cuda:
-            ctx.attempt("gnn-step-profile", lambda: ctx.record(
-                "gnn-step-profile", **step_profile(
-                    ctx, loader(d["train"], True, DROPOUT), step)))
+            prof = ctx.attempt("gnn-step-profile", step_profile, ctx,
+                               loader(d["train"], True, DROPOUT), step)
+            if prof is not None:
+                ctx.record("gnn-step-profile", **prof)
+                out["step_counts"] = step_counts(prof)
     model.eval()
     right = 0
     with torch.no_grad():
@@ -1297,6 +1335,9 @@ def part_gnn(ctx: Ctx) -> None:
             "peer": f"graphsys {host['sampler']}, the same run",
             "peer_figure": host["epoch_s"], "graphsys_figure": on_dev["epoch_s"],
             "unit": "s", "ratio": ratio(host["epoch_s"], on_dev["epoch_s"])})
+    if on_dev is not None and "step_counts" in on_dev:
+        ctx.record("row-gnn-step-launches", row=step_counts_row(
+            on_dev["step_counts"], shape, on_dev["sampler"]))
     ours = on_dev if ctx.cuda else host     # NodeLoader's default sampler on this device
     if ctx.left() < (5 if ctx.tiny else 20):
         raise SystemExit("out of time before the PyG side")

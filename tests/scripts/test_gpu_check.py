@@ -187,3 +187,19 @@ def test_lean_pagerank_is_timed_after_its_first_window():
     other = gpu_check.superstep_figures(_stats("supersteps", [0.3, fast, fast, slow]))
     assert other["steady_from"] == 1 and other["median_seconds"] == fast
     assert gpu_check.superstep_figures(_stats("supersteps", [0.3]))["median_seconds"] == 0.3
+
+
+def test_step_counts_of_a_profile():
+    """A profiled GraphSAGE step's launches (a CUDA graph's replay one), copies across the
+    bus (device-to-device copies are not) and host waits, the profile's closing
+    synchronisation left out; the row shows them."""
+    prof = {"steps": 10, "runtime_calls_per_step": {
+        "cudaLaunchKernel": 28.0, "cudaGraphLaunch": 1.0, "cudaMemsetAsync": 2.0,
+        "cudaMemcpyAsync": 4.0, "Memcpy HtoD (Pinned -> Device)": 1.0,
+        "Memcpy DtoH (Device -> Pinned)": 1.0, "Memcpy DtoD (Device -> Device)": 2.0,
+        "cudaStreamSynchronize": 1.0, "cudaDeviceSynchronize": 0.1}}
+    counts = gpu_check.step_counts(prof)
+    assert counts == {"launches": 31.0, "transfers": 2.0, "syncs": 1.0}
+    row = gpu_check.step_counts_row(counts, "SBM", "DeviceNeighborSampler on cuda")
+    assert row["graphsys_figure"] == 31.0 and row["unit"] == "launches"
+    assert "copies across the bus 2.0 and host waits 1.0 a step" in row["workload"]
