@@ -43,6 +43,14 @@ class PrefetchLoader:
     threads (0 = sample in the consuming thread); at most ``prefetch`` batches sampled
     ahead of the consumer (the bound of the producer-consumer queue); batches are moved to
     ``device`` (``non_blocking`` from pinned memory on CUDA).
+
+    On CUDA the workers enqueue their device work (a device sampler's draw, the features'
+    gather) on a side stream of the pass, so that it runs beside the training step's
+    kernels and a worker's host read waits for its own work only, not for the step's. The
+    consumer's stream waits for an event recorded after each batch, and every tensor of
+    the batch is marked as used by that stream (``record_stream``), so that its memory is
+    not handed to a later batch before the step has read it. What the workers read on the
+    device (a feature table) must not be written by the steps.
     """
 
     def __init__(self, num_batches: int, make_batch: Callable[[int], MiniBatch], *,
@@ -65,6 +73,17 @@ class PrefetchLoader:
         # host tensors are pinned for a non-blocking copy; those made on a device stay
         return batch._map(lambda t: t.pin_memory() if t.device.type == "cpu" else t)
 
+    def _produce_on(self, side, i: int) -> tuple[MiniBatch, object]:
+        """A worker's batch ``i``, its device work enqueued on the stream ``side`` (None:
+        the thread's current stream), and the event after it (None without ``side``)."""
+        if side is None:
+            return self._produce(i), None
+        with torch.cuda.stream(side):
+            batch = self._produce(i)
+            done = torch.cuda.Event()
+            done.record(side)
+        return batch, done
+
     def __iter__(self) -> Iterator[MiniBatch]:
         """Batches in order; while tracing, the consumer's work on each batch (between two
         ``next`` calls) is the range ``gnn.step``, its wait for a sampled batch
@@ -75,20 +94,21 @@ class PrefetchLoader:
                 with trace_range("gnn.step"):
                     yield batch
             return
+        side = torch.cuda.Stream(self.device) if self.device.type == "cuda" else None
         with ThreadPoolExecutor(self.num_workers, thread_name_prefix="graphsys-sampler") as ex:
             pending: deque = deque()
             nxt = 0
             try:
                 while nxt < self.num_batches and len(pending) < self.prefetch:
-                    pending.append(ex.submit(self._produce, nxt))
+                    pending.append(ex.submit(self._produce_on, side, nxt))
                     nxt += 1
                 while pending:
                     with trace_range("gnn.wait"):
-                        batch = pending.popleft().result()
+                        batch, done = pending.popleft().result()
                     if nxt < self.num_batches:
-                        pending.append(ex.submit(self._produce, nxt))
+                        pending.append(ex.submit(self._produce_on, side, nxt))
                         nxt += 1
-                    batch = self._to_device(batch)
+                    batch = self._to_device(batch, done)
                     with trace_range("gnn.step"):
                         yield batch
             finally:
@@ -96,8 +116,22 @@ class PrefetchLoader:
                     f.cancel()
 
     @traced("gnn.load")
-    def _to_device(self, batch: MiniBatch) -> MiniBatch:
+    def _to_device(self, batch: MiniBatch, done=None) -> MiniBatch:
+        """``batch`` on the device; ``done``: the event after a worker's side-stream work
+        on it, which the current stream waits for before it reads the batch."""
+        if done is not None:
+            stream = torch.cuda.current_stream(self.device)
+            stream.wait_event(done)
+            batch._map(lambda t: _used_by(t, stream))
         return batch.to(self.device, non_blocking=self.device.type == "cuda")
+
+
+def _used_by(t: torch.Tensor, stream) -> torch.Tensor:
+    """Mark a device tensor made on a worker's side stream as read by ``stream`` (its
+    memory is not reused before ``stream`` has passed this point); returns ``t``."""
+    if t.device.type == "cuda":
+        t.record_stream(stream)
+    return t
 
 
 def on_device(sampler: Sampler, device: torch.device, device_sampling: bool | None

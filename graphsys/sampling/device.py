@@ -424,6 +424,9 @@ class DeviceNeighborSampler(Sampler):
                                 "fanout -1 reads its edge count on the host)")
         self._graphs: dict[int, tuple] = {}
         self._graph_lock = threading.Lock()
+        #: the event after the last replay's clone (CUDA), which the next replay's stream
+        #: waits for: threads may replay on different streams (a loader's side stream)
+        self._replayed = None
         index_dtype = self._index_dtype(index_dtype)
         if device_memory_budget is not None:
             if device_budget is not None:
@@ -678,9 +681,9 @@ class DeviceNeighborSampler(Sampler):
         (on the first batch of that size): the keys and seeds copied into the graph's input
         buffer, the graph replayed, its output buffer (every output, joined by the graph:
         :meth:`_flatten`) cloned in one copy (the next replay overwrites it) and cut into
-        views. The lock keeps the copy, replay and clone of two threads apart; the
-        stream's order keeps a replay after the clone of the one before. Without CUDA (the
-        tests) the recorded draw is run again on the input buffer."""
+        views. The lock keeps the copy, replay and clone of two threads apart; an event
+        after each clone keeps the next replay, on whichever stream, after it. Without CUDA
+        (the tests) the recorded draw is run again on the input buffer."""
         with self._graph_lock:
             entry = self._graphs.get(len(packed))
             if entry is None and (not self._record_on_demand or threading.current_thread()
@@ -690,10 +693,17 @@ class DeviceNeighborSampler(Sampler):
                 entry = self._record(packed)
             static_in = entry[0]
             if static_in.device.type == "cuda":
+                stream = torch.cuda.current_stream(static_in.device)
+                if self._replayed is not None:  # the last clone, maybe on another stream
+                    stream.wait_event(self._replayed)
                 static_in.copy_(packed.pin_memory(), non_blocking=True)
             else:
                 static_in.copy_(packed)
-            return self._unflatten(self._run_graph(entry).clone(), entry[6])
+            flat = self._run_graph(entry).clone()
+            if static_in.device.type == "cuda":
+                self._replayed = torch.cuda.Event()
+                self._replayed.record(stream)
+            return self._unflatten(flat, entry[6])
 
     def _run_graph(self, entry: tuple) -> torch.Tensor:
         """Replay a recorded graph (one launch) and return its joined output buffer, which

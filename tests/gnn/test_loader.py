@@ -237,3 +237,63 @@ def test_link_batches_record_no_graphs_for_pair_counts(monkeypatch):
     for i, b in enumerate(batches):
         for x, y in zip(b.blocks, eager.sample_blocks(b.seeds, derive_seed(0, 0, i))):
             assert torch.equal(x.src_nodes, y.src_nodes) and torch.equal(x.edge_src, y.edge_src)
+
+
+def test_cuda_workers_enqueue_on_a_side_stream(monkeypatch):
+    """On CUDA (emulated: the stream API replaced by fakes that log), each worker makes
+    its batch with a side stream of the pass current, an event recorded after it; the
+    consumer's stream waits for that event before the batch is yielded, and every tensor
+    of the batch is marked as read by the consumer's stream."""
+    from graphsys.gnn import loader as loader_mod
+
+    log, local = [], threading.local()
+
+    class Stream:
+        def __init__(self, name="side"):
+            self.name = name
+
+        def wait_event(self, ev):
+            log.append(("wait", self.name, ev.batch))
+
+    class Event:
+        def record(self, stream):
+            self.batch = local.batch
+            log.append(("record", stream.name, self.batch))
+
+    class Ctx:
+        def __init__(self, stream):
+            self.stream = stream
+
+        def __enter__(self):
+            local.stream = self.stream
+
+        def __exit__(self, *exc):
+            local.stream = None
+
+    consumer = Stream("consumer")
+    monkeypatch.setattr(torch.cuda, "Stream", lambda device=None: Stream())
+    monkeypatch.setattr(torch.cuda, "Event", Event)
+    monkeypatch.setattr(torch.cuda, "stream", Ctx)
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: consumer)
+    monkeypatch.setattr(loader_mod.PrefetchLoader, "_produce", lambda self, i: self.make_batch(i))
+    monkeypatch.setattr(MiniBatch, "to", lambda self, device, non_blocking=False: self)
+    marked = []
+    monkeypatch.setattr(loader_mod, "_used_by",
+                        lambda t, stream: marked.append((int(t[0]), stream.name)) or t)
+
+    def make(i):
+        local.batch = i
+        log.append(("make", getattr(local, "stream", None) and local.stream.name, i))
+        return MiniBatch(torch.tensor([i]), [], x=torch.tensor([10 + i]))
+
+    got = []
+    for b in PrefetchLoader(5, make, num_workers=2, prefetch=2, device="cuda"):
+        i = int(b.seeds[0])
+        assert ("wait", "consumer", i) in log
+        got.append(i)
+    assert got == list(range(5))
+    for i in range(5):
+        made, recorded = log.index(("make", "side", i)), log.index(("record", "side", i))
+        assert made < recorded < log.index(("wait", "consumer", i))
+    assert sorted(marked) == sorted([(i, "consumer") for i in range(5)]
+                                    + [(10 + i, "consumer") for i in range(5)])

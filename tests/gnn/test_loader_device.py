@@ -57,6 +57,27 @@ def test_device_sampling_gives_the_host_batches(graph, device, dropout):
             assert torch.equal(x.edge_src, y.edge_src) and torch.equal(x.edge_dst, y.edge_dst)
 
 
+def test_batches_dropped_as_read_stay_right(graph, device):
+    """Batches read on the device and dropped one by one (their memory free for the next
+    ones), made by two workers (on CUDA on a side stream beside the reads) or in the
+    loop: the same sums, read on the host only at the end."""
+    sampler = NeighborSampler(graph, [5, 3])
+
+    def sums(workers):
+        torch.manual_seed(1)
+        loader = NodeLoader(graph, sampler, np.arange(150), batch_size=16, device=device,
+                            num_workers=workers, input_dropout=0.3, device_sampling=True)
+        out = []
+        for b in loader:
+            out.append(torch.stack([b.x.double().sum(), b.y.double().sum(),
+                                    *(k.edge_src.double().sum() for k in b.blocks),
+                                    *(k.src_nodes.double().sum() for k in b.blocks)]))
+        return torch.stack(out).cpu()
+
+    want = sums(0)
+    assert want.shape == (10, 6) and torch.equal(sums(2), want)
+
+
 @pytest.mark.parametrize("width", [1, 2, 5, 8])
 @pytest.mark.parametrize("p", [0.1, 0.5, 0.9])
 def test_device_feature_dropout_is_the_host_mask(width, p):
