@@ -31,7 +31,8 @@ bsp       60    30    PageRank and BFS on a generated R-MAT (``--bsp-edges``, de
                       matrix and device; in memory run to convergence with float64 ranks
                       (tol 1e-10) and float32 ones (tol 1e-6), timed over the supersteps
                       after the first window between two host reads; the lean supersteps'
-                      ops per superstep and supersteps per host read
+                      ops per superstep and supersteps per host read; the in-memory BFS
+                      under four direction-switch rules (Beamer's and three later ones)
 gnn       55    30    GraphSAGE minibatch epoch, the CPU benchmark's shape (SBM 1M nodes /
                       25M directed edges, 100 features, 8 classes, fanouts 15,10 input layer
                       first, batch 1024, hidden 256, Adam 0.003, dropout 0.5), beside PyG's
@@ -660,6 +661,44 @@ def bfs_warm_check(ctx: Ctx, bsp, g, hub, label: str, first) -> None:
                note="a second run in the same process; search_s: its supersteps' seconds")
 
 
+#: The device BFS's switch rules tried beside Beamer's: ``alpha`` and ``beta`` of
+#: :mod:`graphsys.bsp.algorithms.bfs_device` divided by the factor, which raises the
+#: frontier needed to go bottom-up and to stay there (a bottom-up step there scans every
+#: in-edge, with no early exit, so its best switch point on a GPU may lie later than the
+#: CPU's); ``inf``: never bottom-up
+BFS_POLICIES = {"beamer": None, "later-4x": 4.0, "later-16x": 16.0, "top-down": float("inf")}
+
+
+def bfs_direction_policies(ctx: Ctx, bsp, g, hub, want) -> dict:
+    """The in-memory device BFS under each :data:`BFS_POLICIES` rule: per rule, the
+    directions taken, the
+    search's seconds (its supersteps, setup apart, the second of two runs), the edges
+    scanned and whether the levels equal ``want``."""
+    import numpy as np
+
+    from graphsys.bsp.algorithms import bfs_device
+
+    base = (bfs_device.ALPHA, bfs_device.BETA)
+    out = {}
+    try:
+        for name, factor in BFS_POLICIES.items():
+            if factor is not None:  # a tiny alpha and beta: thresholds past any frontier
+                bfs_device.ALPHA, bfs_device.BETA = (max(b / factor, 1e-300) for b in base)
+            for _ in range(2):
+                res = bsp.bfs(g, hub, mode="memory", device=ctx.device, backend="torch",
+                              schedule="sync")
+            steps = res.stats.supersteps
+            out[name] = {"directions": "".join("t" if s.direction == "push" else "b"
+                                               for s in steps),
+                         "search_s": round(sum(s.seconds.get("edges", 0.0) for s in steps), 6),
+                         "edges_scanned": int(sum(s.edges_scanned for s in steps)),
+                         "same_levels": bool(np.array_equal(res.values, want))}
+            bfs_device.ALPHA, bfs_device.BETA = base
+    finally:
+        bfs_device.ALPHA, bfs_device.BETA = base
+    return out
+
+
 def bfs_levels_valid(ctx: Ctx, g, levels, source: int) -> bool:
     """Whether ``levels`` (float64 (N,), ``inf`` where unreached) are the BFS levels from
     ``source`` (internal id), checked on the check's device over every edge ``u -> v``:
@@ -822,7 +861,7 @@ def part_bsp(ctx: Ctx) -> None:
                                      "with compute)"}
     where["memory-float32"] = where["memory"] + ", float32 ranks (tol 1e-6)"
     where["pagerank-memory"] = where["memory"] + ", float64 ranks (tol 1e-10)"
-    peer = None
+    peer = bfs_levels = None
     #: mode -> (its words, figures), for a row once the peer is measured
     pagerank: dict[str, tuple[str, dict]] = {}
     # most telling first: PageRank in memory, its SpMV peer, then streamed, then BFS
@@ -872,6 +911,7 @@ def part_bsp(ctx: Ctx) -> None:
             pagerank[mode] = (what, figs)
         if algo == "bfs" and mode == "memory":
             bfs_warm_check(ctx, bsp, g, hub, label, res)
+            bfs_levels = res.values
         if algo == "bfs":
             total = sum(s["edges"] for s in figs["supersteps"])
             secs = sum(s["seconds"] for s in figs["supersteps"])
@@ -886,6 +926,13 @@ def part_bsp(ctx: Ctx) -> None:
                             f" supersteps{upload})", "peer": None, "peer_figure": None,
                 "graphsys_figure": round(total / secs) if secs else None, "unit": "edges/s",
                 "ratio": None})
+    if bfs_levels is not None and ctx.left() >= 15:  # last: no row waits on it
+        policies = ctx.attempt("bfs-direction-policies", bfs_direction_policies, ctx, bsp, g,
+                               hub, bfs_levels)
+        if policies is not None:
+            ctx.record("bfs-direction-policies", graph=label, policies=policies,
+                       note="the device BFS's switch rule, alpha and beta divided by each "
+                            "factor")
 
 
 # -- gnn ----------------------------------------------------------------------------------

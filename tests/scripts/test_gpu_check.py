@@ -87,6 +87,11 @@ def test_dry_run_records_each_parts_figures(dry_run):
     assert by["bsp", "pagerank-out-of-core-streamed"]["resident_bytes"] == 0
     assert set(by["bsp", "pagerank-out-of-core-streamed"]["median_phase_seconds"]) == {
         "aggregate", "edges", "communicate", "update"}
+    # the device BFS under each switch rule: the same levels; never bottom-up last
+    policies = by["bsp", "bfs-direction-policies"]["policies"]
+    assert set(policies) == set(gpu_check.BFS_POLICIES)
+    assert all(p["same_levels"] for p in policies.values())
+    assert set(policies["top-down"]["directions"]) == {"t"}
     # the device sampler with its neighbour ids in host memory draws the CPU's blocks
     assert by["gnn", "graphsys-device-staged"]["same_blocks"] is True
     assert by["tests", "collected"]["device_tests"] >= 150  # the suite's device subset
