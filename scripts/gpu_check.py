@@ -32,7 +32,9 @@ bsp       60    30    PageRank and BFS on a generated R-MAT (``--bsp-edges``, de
                       (tol 1e-10) and float32 ones (tol 1e-6), timed over the supersteps
                       after the first window between two host reads; the lean supersteps'
                       ops per superstep and supersteps per host read; the in-memory BFS
-                      under four direction-switch rules (Beamer's and three later ones)
+                      under four direction-switch rules (Beamer's and three later ones);
+                      the streamed pass with every batch kept and nothing merged (its
+                      compute without the copies)
 gnn       55    30    GraphSAGE minibatch epoch, the CPU benchmark's shape (SBM 1M nodes /
                       25M directed edges, 100 features, 8 classes, fanouts 15,10 input layer
                       first, batch 1024, hidden 256, Adam 0.003, dropout 0.5), beside PyG's
@@ -699,6 +701,31 @@ def bfs_direction_policies(ctx: Ctx, bsp, g, hub, want) -> dict:
     return out
 
 
+def unmerged_pass(ctx: Ctx, bsp, g, iters: int) -> dict:
+    """Out-of-core PageRank with every batch kept on the device after the first superstep
+    but neither merged nor laid out as in memory: its steady supersteps run the streamed
+    row's batch-by-batch pass (the same ops a batch) with no copy, so their seconds are
+    that pass's compute and per-batch overhead, to set beside the streamed row's
+    superstep, whose copies overlap it."""
+    from graphsys.bsp import device_stream, stream
+
+    saved = device_stream.DEVICE_BUILDS, stream.StreamEdges._merge
+    device_stream.DEVICE_BUILDS = ()
+    stream.StreamEdges._merge = lambda self, *args, **kwargs: False
+    try:
+        with warnings.catch_warnings():  # tol 1e-30: a fixed number of supersteps
+            warnings.simplefilter("ignore")
+            res = bsp.pagerank(g, tol=1e-30, max_iters=iters, mode="out-of-core",
+                               device=ctx.device, backend="torch", weighted=False,
+                               device_budget=0.5 if ctx.cuda else 1 << 40)
+    finally:
+        device_stream.DEVICE_BUILDS, stream.StreamEdges._merge = saved
+    figs = superstep_figures(res.stats)
+    return {"method": res.stats.method, "resident_bytes": res.stats.resident_bytes,
+            **{k: figs[k] for k in ("median_seconds", "median_phase_seconds",
+                                    "median_bytes_h2d", "steady_from", "supersteps")}}
+
+
 def bfs_levels_valid(ctx: Ctx, g, levels, source: int) -> bool:
     """Whether ``levels`` (float64 (N,), ``inf`` where unreached) are the BFS levels from
     ``source`` (internal id), checked on the check's device over every edge ``u -> v``:
@@ -926,7 +953,14 @@ def part_bsp(ctx: Ctx) -> None:
                             f" supersteps{upload})", "peer": None, "peer_figure": None,
                 "graphsys_figure": round(total / secs) if secs else None, "unit": "edges/s",
                 "ratio": None})
-    if bfs_levels is not None and ctx.left() >= 15:  # last: no row waits on it
+    if ctx.left() >= 20:  # diagnostics last: no row waits on them
+        unmerged = ctx.attempt("pagerank-out-of-core-unmerged", unmerged_pass, ctx, bsp, g,
+                               iters)
+        if unmerged is not None:
+            ctx.record("pagerank-out-of-core-unmerged", graph=label, **unmerged,
+                       note="every batch kept on the device, not merged: the streamed "
+                            "pass's compute without its copies")
+    if bfs_levels is not None and ctx.left() >= 15:
         policies = ctx.attempt("bfs-direction-policies", bfs_direction_policies, ctx, bsp, g,
                                hub, bfs_levels)
         if policies is not None:

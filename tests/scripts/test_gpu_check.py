@@ -87,6 +87,11 @@ def test_dry_run_records_each_parts_figures(dry_run):
     assert by["bsp", "pagerank-out-of-core-streamed"]["resident_bytes"] == 0
     assert set(by["bsp", "pagerank-out-of-core-streamed"]["median_phase_seconds"]) == {
         "aggregate", "edges", "communicate", "update"}
+    # the streamed pass kept whole on the device, batch by batch: nothing copied after the
+    # first superstep
+    unmerged = by["bsp", "pagerank-out-of-core-unmerged"]
+    assert unmerged["method"] == "supersteps" and unmerged["resident_bytes"] > 0
+    assert unmerged["median_bytes_h2d"] == 0
     # the device BFS under each switch rule: the same levels; never bottom-up last
     policies = by["bsp", "bfs-direction-policies"]["policies"]
     assert set(policies) == set(gpu_check.BFS_POLICIES)
