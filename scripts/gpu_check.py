@@ -50,7 +50,8 @@ gnn       55    30    GraphSAGE minibatch epoch, the CPU benchmark's shape (SBM 
                       fused into a jiterator kernel on CUDA) and replayed; a training
                       step's launches, copies across the bus and host waits, from
                       torch.profiler over 10 steps of NodeLoader's default; last, the
-                      device sampler's epoch without CUDA graphs
+                      device sampler's epoch without CUDA graphs, and the default's with
+                      the loader's worker on the step's stream (no side stream)
 embed     120   35    FB15k-237 with PyTorch-BigGraph's settings (ComplEx d = 400, softmax,
                       1000 uniform + 50 batch negatives, batch 1000, lr 0.1, 3 epochs):
                       edges/s and filtered test MRR on the GPU by default (CUDA graphs),
@@ -1154,14 +1155,15 @@ def timed_epoch(ctx: Ctx, batches, step, max_steps: int | None) -> dict:
 
 
 def gnn_graphsys(ctx: Ctx, d: dict, steps: int | None, workers: int,
-                 device_sampling: bool | str = False) -> dict:
+                 device_sampling: bool | str = False, profile: bool = True) -> dict:
     """graphsys's GraphSAGE epoch: batches from the CPU sampler (``workers`` threads) or,
     with ``device_sampling``, drawn on the check's device (DeviceNeighborSampler: the same
     blocks; on CUDA the features and labels gathered there, each batch a CUDA graph
     replay, NodeLoader's default); ``"eager"``: the device sampler without CUDA graphs,
     one launch per operator; ``"uva"`` or ``"staged"``: its neighbour
     ids left in host memory (read through UVA, or gathered on the host and staged), the
-    first batch's blocks compared with the CPU sampler's (``same_blocks``)."""
+    first batch's blocks compared with the CPU sampler's (``same_blocks``). ``profile``:
+    the default's steps also profiled on CUDA (:func:`step_profile`)."""
     import torch
     import torch.nn.functional as F
 
@@ -1204,7 +1206,7 @@ def gnn_graphsys(ctx: Ctx, d: dict, steps: int | None, workers: int,
     if device_sampling is True:     # the loader's default on CUDA
         out["epoch_unsynced_s"] = unsynced_epoch(ctx, loader(d["train"], True, DROPOUT),
                                                  step)
-        if ctx.cuda:
+        if ctx.cuda and profile:
             prof = ctx.attempt("gnn-step-profile", step_profile, ctx,
                                loader(d["train"], True, DROPOUT), step)
             if prof is not None:
@@ -1432,6 +1434,40 @@ def part_gnn(ctx: Ctx) -> None:
     else:
         ctx.record("graphsys-device-eager", status="skipped",
                    reason="the default is eager off CUDA")
+    if ctx.cuda and ctx.left() >= 15:    # the loader's workers on the step's own stream
+        side_stream_row(ctx, d, steps, on_dev, shape)
+
+
+def side_stream_row(ctx: Ctx, d: dict, steps, on_dev: dict | None, shape: str) -> None:
+    """The default epoch again with the loader's worker on the step's stream
+    (:func:`shared_stream_epoch`), and its row beside the default ``on_dev``."""
+    shared = ctx.attempt("graphsys-device-shared-stream", shared_stream_epoch, ctx, d, steps)
+    if shared is None:
+        return
+    ctx.record("graphsys-device-shared-stream", model="graphsys GNN('sage'), NodeLoader's "
+               "default with SIDE_STREAM off", **shared)
+    if on_dev is not None:
+        ctx.record("row-side-stream", row={
+            "workload": f"GraphSAGE minibatch epoch, {shape} ({on_dev['sampler']}, "
+                        f"NodeLoader's default: its worker draws on a side stream; "
+                        f"waiting for the sampler {on_dev['wait_share']:.1%} of a step "
+                        f"against {shared['wait_share']:.1%})",
+            "peer": "the same loader with its worker on the step's stream, same run",
+            "peer_figure": shared["epoch_s"], "graphsys_figure": on_dev["epoch_s"],
+            "unit": "s", "ratio": ratio(shared["epoch_s"], on_dev["epoch_s"])})
+
+
+def shared_stream_epoch(ctx: Ctx, d: dict, steps) -> dict:
+    """NodeLoader's default epoch (:func:`gnn_graphsys`) with its worker enqueueing on the
+    step's stream (``graphsys.gnn.loader.SIDE_STREAM`` off), to set beside the default,
+    whose worker draws on a side stream."""
+    from graphsys.gnn import loader
+
+    loader.SIDE_STREAM = False
+    try:
+        return gnn_graphsys(ctx, d, steps, 1, True, profile=False)
+    finally:
+        loader.SIDE_STREAM = True
 
 
 def gnn_pyg_row(ctx: Ctx, d: dict, steps, workers: int, ours: dict | None, shape: str

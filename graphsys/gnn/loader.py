@@ -35,6 +35,10 @@ from graphsys.storage.graph import Graph, open_graph
 from graphsys.storage.partitioned_rows import PartitionedRows
 from graphsys.trace import trace_range, traced
 
+#: Whether a CUDA loader's workers enqueue their device work on a side stream (see
+#: :class:`PrefetchLoader`); off, they share the consumer's stream
+SIDE_STREAM = True
+
 
 class PrefetchLoader:
     """Iterate ``make_batch(i)`` for ``i`` in ``range(num_batches)``, in order.
@@ -94,7 +98,8 @@ class PrefetchLoader:
                 with trace_range("gnn.step"):
                     yield batch
             return
-        side = torch.cuda.Stream(self.device) if self.device.type == "cuda" else None
+        side = (torch.cuda.Stream(self.device) if self.device.type == "cuda" and SIDE_STREAM
+                else None)
         with ThreadPoolExecutor(self.num_workers, thread_name_prefix="graphsys-sampler") as ex:
             pending: deque = deque()
             nxt = 0

@@ -239,12 +239,16 @@ def test_link_batches_record_no_graphs_for_pair_counts(monkeypatch):
             assert torch.equal(x.src_nodes, y.src_nodes) and torch.equal(x.edge_src, y.edge_src)
 
 
-def test_cuda_workers_enqueue_on_a_side_stream(monkeypatch):
+@pytest.mark.parametrize("side", [True, False], ids=["side-stream", "shared-stream"])
+def test_cuda_workers_enqueue_on_a_side_stream(monkeypatch, side):
     """On CUDA (emulated: the stream API replaced by fakes that log), each worker makes
     its batch with a side stream of the pass current, an event recorded after it; the
     consumer's stream waits for that event before the batch is yielded, and every tensor
-    of the batch is marked as read by the consumer's stream."""
+    of the batch is marked as read by the consumer's stream. With ``SIDE_STREAM`` off the
+    workers enqueue on their current stream, and nothing is waited for or marked."""
     from graphsys.gnn import loader as loader_mod
+
+    monkeypatch.setattr(loader_mod, "SIDE_STREAM", side)
 
     log, local = [], threading.local()
 
@@ -289,9 +293,12 @@ def test_cuda_workers_enqueue_on_a_side_stream(monkeypatch):
     got = []
     for b in PrefetchLoader(5, make, num_workers=2, prefetch=2, device="cuda"):
         i = int(b.seeds[0])
-        assert ("wait", "consumer", i) in log
+        assert (("wait", "consumer", i) in log) == side
         got.append(i)
     assert got == list(range(5))
+    if not side:
+        assert sorted(log) == [("make", None, i) for i in range(5)] and not marked
+        return
     for i in range(5):
         made, recorded = log.index(("make", "side", i)), log.index(("record", "side", i))
         assert made < recorded < log.index(("wait", "consumer", i))

@@ -213,3 +213,20 @@ def test_step_counts_of_a_profile():
     row = gpu_check.step_counts_row(counts, "SBM", "DeviceNeighborSampler on cuda")
     assert row["graphsys_figure"] == 31.0 and row["unit"] == "launches"
     assert "copies across the bus 2.0 and host waits 1.0 a step" in row["workload"]
+
+
+def test_shared_stream_epoch_restores_the_side_stream(monkeypatch):
+    """The check's epoch with the loader's worker on the step's stream switches
+    SIDE_STREAM off for that epoch only, whatever it raises."""
+    from graphsys.gnn import loader
+
+    seen = []
+
+    def epoch(*args, **kwargs):
+        seen.append(loader.SIDE_STREAM)
+        raise RuntimeError("out of memory")
+
+    monkeypatch.setattr(gpu_check, "gnn_graphsys", epoch)
+    with pytest.raises(RuntimeError):
+        gpu_check.shared_stream_epoch(None, {}, 3)
+    assert seen == [False] and loader.SIDE_STREAM is True
