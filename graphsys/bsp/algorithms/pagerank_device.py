@@ -70,7 +70,7 @@ def lean_matrix(graph, edge_set: str, inv_deg: torch.Tensor, dtype: torch.dtype,
         [(ptr, idx)], nbytes = device_adjacency(graph, edge_set, device, ("csc",),
                                                 release=True)
         n, m = len(ptr) - 1, len(idx)
-        dangling = torch.nonzero(inv_deg == 0).flatten().to(torch.int32)  # setup's one read
+        dangling = torch.nonzero(inv_deg == 0).flatten().to(torch.int32)  # a read, in setup
         nnz = m + len(dangling) + 1
         crow = torch.cat([ptr, torch.tensor([nnz], dtype=torch.int32, device=device)])
         col = torch.cat([idx, dangling, torch.tensor([n], dtype=torch.int32, device=device)])
