@@ -34,7 +34,9 @@ bsp       60    30    PageRank and BFS on a generated R-MAT (``--bsp-edges``, de
                       ops per superstep and supersteps per host read; the in-memory BFS
                       under four direction-switch rules (Beamer's and three later ones);
                       the streamed pass with every batch kept and nothing merged (its
-                      compute without the copies)
+                      compute without the copies); last, out-of-core BFS streamed every
+                      superstep on an indexed R-MAT (10M edges) with and without its
+                      active-edge supersteps (the senders' index rows alone), alternated
 gnn       55    30    GraphSAGE minibatch epoch, the CPU benchmark's shape (SBM 1M nodes /
                       25M directed edges, 100 features, 8 classes, fanouts 15,10 input layer
                       first, batch 1024, hidden 256, Adam 0.003, dropout 0.5), beside PyG's
@@ -565,15 +567,17 @@ def part_tests(ctx: Ctx) -> None:
 # -- bsp ----------------------------------------------------------------------------------
 
 
-def build_rmat(ctx: Ctx, num_nodes: int, num_edges: int, partitions: int, seed: int = 1):
-    """Generate (seeded) an R-MAT graph in memory and ingest it under the part's work dir;
-    reused when it is there already."""
+def build_rmat(ctx: Ctx, num_nodes: int, num_edges: int, partitions: int, seed: int = 1,
+               tag: str = ""):
+    """Generate (seeded) an R-MAT graph in memory and ingest it under the part's work dir
+    (``tag``: a suffix of its directory, for a copy that gets indexes); reused when it is
+    there already."""
     import numpy as np
 
     import graphsys
     from graphsys.generators import rmat_edges
 
-    out = ctx.work / f"rmat-{num_edges}-{num_nodes}-p{partitions}"
+    out = ctx.work / f"rmat-{num_edges}-{num_nodes}-p{partitions}{tag}"
     if (out / "manifest.json").exists():
         return graphsys.open_graph(out), {}
     t0 = time.perf_counter()
@@ -725,6 +729,60 @@ def unmerged_pass(ctx: Ctx, bsp, g, iters: int) -> dict:
     return {"method": res.stats.method, "resident_bytes": res.stats.resident_bytes,
             **{k: figs[k] for k in ("median_seconds", "median_phase_seconds",
                                     "median_bytes_h2d", "steady_from", "supersteps")}}
+
+
+#: The active-edge BFS's graph: R-MAT edges, ids and partitions, with CSR and CSC indexes
+ACTIVE_GRAPH = (10_000_000, 1 << 20, 4)
+#: Alternated turns of each side of the active-edge BFS
+ACTIVE_TURNS = 3
+
+
+def active_edge_bfs(ctx: Ctx, bsp) -> dict:
+    """Out-of-core BFS from the highest-degree vertex, streamed every superstep
+    (``device_budget=0``), on an R-MAT with stored CSR and CSC indexes (:data:`ACTIVE_GRAPH`),
+    with its frontier supersteps reading only their senders' index rows (the default,
+    :mod:`graphsys.bsp.active_edges`) and with every bucket of the senders' partitions
+    streamed (``ACTIVE_EDGES = False``), :data:`ACTIVE_TURNS` turns alternated: per side the
+    median run seconds (synchronised), bytes read and copied to the device, and the
+    supersteps' directions (``a`` active, ``s`` streamed); whether the levels agree."""
+    import numpy as np
+
+    from graphsys import open_graph
+    from graphsys.bsp import active_edges
+    from graphsys.storage.adjacency_index import build_index
+
+    edges, nodes, parts = (200_000, 1 << 14, 4) if ctx.tiny else ACTIVE_GRAPH
+    g, built = build_rmat(ctx, nodes, edges, parts, tag="-indexed")
+    if g.adjacency_index(None, "csc") is None:
+        build_index(g, ("csr", "csc"))
+        g = open_graph(g.path)
+    hub = g.to_original([int(g.degrees(direction="out").argmax())])
+    hub = hub.tolist()[0] if hasattr(hub, "tolist") else hub.to_pylist()[0]
+    runs: dict[str, list] = {"active": [], "streamed": []}
+    try:
+        for turn in range(ACTIVE_TURNS + 1):  # the first turn warms both sides
+            for side in runs:
+                active_edges.ACTIVE_EDGES = side == "active"
+                t0 = time.perf_counter()
+                res = bsp.bfs(g, hub, mode="out-of-core", device=ctx.device, backend="torch",
+                              schedule="sync", device_budget=0)
+                ctx.sync()
+                if turn:
+                    runs[side].append((time.perf_counter() - t0, res))
+    finally:
+        active_edges.ACTIVE_EDGES = True
+    out = {"graph": f"R-MAT {edges / 1e6:g}M edges, {nodes} ids, P = {parts}, CSR and CSC "
+                    f"indexes", **built,
+           "same_levels": bool(np.array_equal(runs["active"][0][1].values,
+                                              runs["streamed"][0][1].values))}
+    for side, done in runs.items():
+        steps = done[0][1].stats.supersteps
+        out[side] = {"median_s": round(median([t for t, _ in done]), 6),
+                     "bytes_read": int(sum(s.bytes_read for s in steps)),
+                     "bytes_h2d": int(sum(s.bytes_h2d for s in steps)),
+                     "directions": "".join("a" if s.direction == "active" else "s"
+                                           for s in steps)}
+    return out
 
 
 def bfs_levels_valid(ctx: Ctx, g, levels, source: int) -> bool:
@@ -968,6 +1026,22 @@ def part_bsp(ctx: Ctx) -> None:
             ctx.record("bfs-direction-policies", graph=label, policies=policies,
                        note="the device BFS's switch rule, alpha and beta divided by each "
                             "factor")
+    if ctx.left() >= 25:
+        active = ctx.attempt("bfs-active-edges", active_edge_bfs, ctx, bsp)
+        if active is not None:
+            ctx.record("bfs-active-edges", **active)
+            ctx.record("row-bfs-active-edges", row={
+                "workload": f"BFS from the highest-degree vertex out of core, streamed every "
+                            f"superstep (device_budget=0), {active['graph']}: run seconds "
+                            f"with its frontier supersteps reading only their senders' index "
+                            f"rows ({active['active']['bytes_h2d']:,} bytes to the device "
+                            f"against {active['streamed']['bytes_h2d']:,}; supersteps "
+                            f"{active['active']['directions']}), median of {ACTIVE_TURNS}",
+                "peer": "the same run streaming every bucket of the senders' partitions "
+                        "(active_edges.ACTIVE_EDGES = False), alternated",
+                "peer_figure": active["streamed"]["median_s"],
+                "graphsys_figure": active["active"]["median_s"], "unit": "s",
+                "ratio": ratio(active["streamed"]["median_s"], active["active"]["median_s"])})
 
 
 # -- gnn ----------------------------------------------------------------------------------

@@ -201,7 +201,7 @@ class FrontierLog:
         """The engine's ``progress`` callback: note the finished superstep's work items
         (push/stream: the frontier; pull: the accepted targets, None = all)."""
         frontier, accept = self._frontier, self._accept
-        if ss.direction in ("push", "pull", "stream") and frontier is not None:
+        if ss.direction in ("push", "pull", "stream", "active") and frontier is not None:
             pull = ss.direction == "pull"
             self.steps.append(({"step": ss.superstep, "direction": ss.direction,
                                 "active": ss.active}, accept if pull else frontier, pull,

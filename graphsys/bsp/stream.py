@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from graphsys.bsp import device_stream, kernels
+from graphsys.bsp import active_edges, device_stream, kernels
 from graphsys.bsp.device_stream import (
     MERGED_SPMV_DEVICES,
     DeviceBuckets,
@@ -127,6 +127,10 @@ class StreamEdges:
         #: the torch path's other passes of a builtin scalar program (frontier ones), per
         #: direction: merged once every batch they read fits the budget (False: it does not)
         self._frontier: dict[str, MergedFrontier | bool] = {}
+        #: per orientation (reverse or not), the stored index an active-edge pass reads
+        #: (None: the graph has none), and the torch path's copies of its gathers
+        self._active_index: dict[bool, active_edges.ActiveEdges | None] = {}
+        self._staging: active_edges.Staging | None = None
 
     @property
     def resident_bytes(self) -> int:
@@ -273,6 +277,10 @@ class StreamEdges:
         tasks = [[(i, j, rev) for i, j, rev in task if (j if rev else i) not in skip]
                  for task in self.tasks]
         tasks = [task for task in tasks if task]
+        if use_active and tasks:  # few senders: only their edges, from the index
+            res = self._active_pass(x, act, num_active, tasks)
+            if res is not None:
+                return res
         for task in tasks:  # open in this thread: workers only read the cached views
             for i, j, _ in task:
                 self._bucket(i, j)
@@ -373,6 +381,82 @@ class StreamEdges:
         res.edges_scanned, res.messages_sent, res.bytes_read, res.bytes_h2d = (
             scanned, sent, nbytes, h2d)
         return res
+
+    def _active_pass(self, x, act: np.ndarray, num_active: int, tasks
+                     ) -> EdgeResult | None:
+        """The superstep's edge phase over its senders' edges alone, gathered from the
+        edge set's stored index (:mod:`~graphsys.bsp.active_edges`), where the program's
+        combiner is order-free, every orientation the pass reads has its index, and
+        :func:`~graphsys.bsp.active_edges.choose` finds it reads few enough bytes against
+        the streamed pass over ``tasks``; else None (the buckets are streamed)."""
+        prog = self.program
+        if (not active_edges.ACTIVE_EDGES or prog.raw_messages or prog.width is not None
+                or prog.combiner not in active_edges.ORDER_FREE):
+            return None
+        indexes = {}
+        for rev in sorted({rev for task in tasks for _, _, rev in task}):
+            if rev not in self._active_index:
+                self._active_index[rev] = active_edges.ActiveEdges.open(
+                    self.graph, self.es, rev, self.lo)
+            if self._active_index[rev] is None:
+                return None
+            indexes[rev] = self._active_index[rev]
+        weights = bool(prog.uses_weights)
+        senders = active_edges.senders_of(act, num_active)
+        counts = {rev: index.counts(senders) for rev, index in indexes.items()}
+        edges = sum(int(c.sum()) for c in counts.values())
+        numba_path = self.backend == "numba" and prog.builtin
+        if not active_edges.choose(edges, len(senders) * len(indexes),
+                                   self._streamed_bytes(tasks, numba_path), weights,
+                                   min(self.threads, len(tasks)) if numba_path else 1):
+            return None
+        parts = [index.gather(senders, counts[rev], numba_path, weights)
+                 for rev, index in indexes.items()]
+        if numba_path:
+            acc, received = _host_accumulators(self.num_nodes, prog.identity,
+                                               host=isinstance(x, np.ndarray))
+            xn, an, rn = host_array(x), host_array(acc), host_array(received)
+            for g in parts:
+                src, dst, w = read_only(g.src, g.dst, g.weight if weights
+                                        else np.zeros(0, np.float32))
+                kernels.stream(src, dst, w, xn, act, False, MESSAGES[prog.message],
+                               COMBINERS[prog.combiner][0], an, rn)
+            res = EdgeResult(acc, received, None, "active")
+            moved = 0
+        else:
+            if self._staging is None:
+                self._staging = active_edges.Staging(self.device)
+            staging, before = self._staging, self._staging.moved
+            staging.begin(sum(active_edges.words(g.edges, len(senders), weights)
+                              for g in parts))
+            sink = _Sink(prog, self.num_nodes, self.device)
+            for src, dst, w in active_edges.to_device(parts, self.device, staging):
+                sink.add(dst, _torch_messages(prog, x[src], w))
+            staging.end()
+            res = sink.result("active")
+            moved = staging.moved - before
+        res.edges_scanned = res.messages_sent = edges
+        res.bytes_read = edges * 4 * (1 + weights) + len(senders) * len(indexes) * 16
+        res.bytes_h2d = moved
+        return res
+
+    def _streamed_bytes(self, tasks, numba_path: bool) -> int:
+        """Bytes the streamed pass over ``tasks`` would read: every batch's columns on the
+        numba path; on the torch path the words of the batches not kept on the device
+        (a bucket not opened yet: its edge count's)."""
+        weights = bool(self.program.uses_weights)
+        kept = None if numba_path else self.device_buckets
+        total = 0
+        for task in tasks:
+            for i, j, _ in task:
+                if kept is None or (i, j) not in self._open:
+                    total += self.es.buckets[(i, j)] * 4 * (2 + weights)
+                    continue
+                packed = self._packed(i, j)
+                total += sum(4 * device_stream.words(len(eb), packed, weights)
+                             for eb in self._open[(i, j)][1]
+                             if (i, j, eb.start) not in kept.resident)
+        return total
 
     def _will_need(self, bucket: tuple[int, int, bool], kept: DeviceBuckets | None) -> None:
         """Read ahead the batches of ``bucket`` this superstep reads from the files."""

@@ -5,7 +5,8 @@ algorithms) runs every algorithm of :data:`graphsys.plugins.ALGORITHMS` on small
 graphs, in the ways a default run takes them, so that their kernels are in the cache
 (:mod:`graphsys.jit`) before a user's first call: in memory on an R-MAT graph and on a
 ring lattice, with the ``auto`` and ``sync`` schedules; on the R-MAT graph with stored CSR,
-CSC and push indexes; out of core; and weighted, in memory and out of core. PageRank's
+CSC and push indexes, in memory and out of core (its frontier supersteps read the senders'
+index rows); out of core; and weighted, in memory and out of core. PageRank's
 linear solve has its kernels called directly on a small layout
 (:func:`~graphsys.bsp.algorithms.pagerank_krylov.warm_kernels`); the sampled-source
 algorithms search from :data:`SAMPLED_SOURCES` sources. With ``jobs`` above 1 the
@@ -65,6 +66,7 @@ def _graphs(work: Path, seed: int) -> list[tuple[str, Any, str]]:
     return [("R-MAT, in memory", rmat, "memory"), ("R-MAT, indexed", indexed, "memory"),
             ("ring lattice, in memory", lattice, "memory"),
             ("R-MAT, out of core", rmat, "out-of-core"),
+            ("R-MAT, indexed, out of core", indexed, "out-of-core"),
             ("weighted R-MAT, in memory", weighted, "memory"),
             ("weighted R-MAT, out of core", weighted, "out-of-core")]
 

@@ -97,6 +97,11 @@ def test_dry_run_records_each_parts_figures(dry_run):
     assert set(policies) == set(gpu_check.BFS_POLICIES)
     assert all(p["same_levels"] for p in policies.values())
     assert set(policies["top-down"]["directions"]) == {"t"}
+    # out of core on an indexed copy: the first levels read their senders' rows alone
+    active = by["bsp", "bfs-active-edges"]
+    assert active["same_levels"] and active["active"]["directions"].startswith("a")
+    assert set(active["streamed"]["directions"]) == {"s"}
+    assert active["active"]["bytes_read"] < active["streamed"]["bytes_read"]
     # the device sampler with its neighbour ids in host memory draws the CPU's blocks
     assert by["gnn", "graphsys-device-staged"]["same_blocks"] is True
     assert by["tests", "collected"]["device_tests"] >= 150  # the suite's device subset

@@ -1,0 +1,242 @@
+"""Active-edge supersteps out of core: where a superstep's senders are few, only their
+edges are read, from the edge set's stored adjacency index, instead of every bucket of
+their source partitions (Subway's transfer of the active subgraph [1]_).
+
+A frontier superstep of a :class:`~graphsys.bsp.stream.StreamEdges` run streams every
+bucket whose source partition holds a sender, and drops the edges of the others as it
+reads them: a BFS level of a few hundred vertices reads, and on CUDA copies, the whole edge
+set. With the graph's ``csr`` index (forward messages) and ``csc`` index (reverse ones;
+``graphsys index GRAPH --csr --csc``) the senders' rows are found by their offsets and
+gathered on the host by one parallel kernel (:func:`gather_rows`), then combined as a
+streamed batch is: on the numba path by the same stream kernel, on the torch path after one
+copy of the gathered rows to the device (their targets, weights, and each sender's id and
+edge count, expanded there).
+
+:func:`choose` takes that path when it reads (and moves) at most ``1 / RATIO`` of the
+bytes the streamed pass would: the senders' edges at 4 bytes an edge (8 with weights) and
+16 bytes a sender, against the batches the stream would read (on the torch path, those not
+kept on the device). The numba path combines the gathered edges on one thread where the
+stream shares its tasks among ``threads``, so its side is counted that many times. The
+combined messages are those of the stream for order-free combiners (``min``, ``max``), the
+only ones it serves: a sum would round in another order.
+
+References
+----------
+.. [1] A. H. Nodehi Sabet, Z. Zhao, R. Gupta. "Subway: Minimizing Data Transfer during
+   Out-of-GPU-Memory Graph Processing." EuroSys 2020.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numba
+import numpy as np
+
+from graphsys.kernels.arrays import read_only
+
+if TYPE_CHECKING:
+    import torch
+
+#: Whether a frontier superstep out of core may read only its senders' edges (the switch
+#: that benchmarks and ``gpu_check`` turn off to set the stream beside it)
+ACTIVE_EDGES = True
+#: The active-edge pass is taken when its bytes, times this, are at most the streamed
+#: pass's: a row gathered by its offsets is a random read, a bucket a sequential one
+RATIO = 4
+#: Bytes counted for each sender: its two offsets and, on the torch path, its id and count
+SENDER_BYTES = 16
+#: Index kind of each orientation: forward messages read the out-rows, reverse ones the
+#: in-rows
+KINDS = {False: "csr", True: "csc"}
+#: Combiners whose result does not depend on the order messages arrive in
+ORDER_FREE = ("min", "max")
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def gather_rows(indptr, indices, weight, rows, lo, starts, src, dst, w):
+    """Copy the index rows of ``rows`` (owned-local ids; row ``rows[k] + lo``) into
+    ``dst`` (their neighbours' global ids) from ``starts[k]`` on, with their weights into
+    ``w`` and, when ``src`` is not empty, the sender's local id beside each edge. ``weight``
+    and ``w`` empty: no weights. One row per iteration of a parallel loop."""
+    with_src, with_w = src.shape[0] > 0, w.shape[0] > 0
+    for k in numba.prange(rows.shape[0]):
+        r = rows[k] + lo
+        a = indptr[r]
+        o = starts[k]
+        for e in range(indptr[r + 1] - a):
+            dst[o + e] = indices[a + e]
+            if with_src:
+                src[o + e] = rows[k]
+            if with_w:
+                w[o + e] = weight[a + e]
+
+
+@numba.njit(cache=True, nogil=True)
+def senders_of(active, count):
+    """The owned-local ids (int64, ascending) of the ``count`` set entries of ``active``
+    (bool): one pass that stops at the last one."""
+    out = np.empty(count, np.int64)
+    k = 0
+    for v in range(active.shape[0]):
+        if k == count:
+            break
+        if active[v]:
+            out[k] = v
+            k += 1
+    return out[:k]
+
+
+@dataclass
+class Gathered:
+    """The senders' edges of one orientation on the host: ``senders`` (int64 owned-local
+    ids), ``counts`` (int64: each one's edges), ``src`` (int32 local sender of each edge,
+    empty unless asked for), ``dst`` (int32 global targets) and ``weight`` (float32, or
+    None)."""
+
+    senders: np.ndarray
+    counts: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+    weight: np.ndarray | None
+
+    @property
+    def edges(self) -> int:
+        return len(self.dst)
+
+
+class ActiveEdges:
+    """The mapped index of one edge set that a pass of one orientation reads (``csr`` for
+    forward messages, ``csc`` for reverse ones: :data:`KINDS`), and the gathers over it;
+    ``lo`` is the first owned id (the senders are owned-local ids)."""
+
+    def __init__(self, mapped, lo: int):
+        self.mapped, self.lo = mapped, lo
+
+    @classmethod
+    def open(cls, graph, es, reverse: bool, lo: int) -> ActiveEdges | None:
+        """The orientation's index mapped, or None where the path does not apply: no such
+        index, one with int64 ids, or a view over several edge sets (its index is merged
+        in memory, not stored)."""
+        if es.members or graph.index_offsets(es.name, KINDS[reverse]) is None:
+            return None
+        mapped = graph.adjacency_index(es.name, KINDS[reverse])
+        if mapped is None or mapped.indices.dtype != np.int32:
+            return None
+        return cls(mapped, lo)
+
+    def counts(self, senders: np.ndarray) -> np.ndarray:
+        """Each sender's edges (int64)."""
+        rows = senders + self.lo
+        return self.mapped.indptr[rows + 1] - self.mapped.indptr[rows]
+
+    def gather(self, senders: np.ndarray, counts: np.ndarray, with_src: bool,
+               weights: bool) -> Gathered:
+        """The edges of ``senders`` (int64 owned-local ids, ``counts`` their edges)
+        (:class:`Gathered`); ``with_src``: the sender beside each edge; ``weights``: the
+        stored weights (1 where the edge set has none)."""
+        mapped = self.mapped
+        m = int(counts.sum())
+        starts = np.zeros(len(senders), np.int64)
+        np.cumsum(counts[:-1], out=starts[1:])
+        dst = np.empty(m, np.int32)
+        w = np.empty(m if weights else 0, np.float32)
+        src = np.empty(m if with_src else 0, np.int32)
+        stored = mapped.weight if weights and mapped.weight is not None else None
+        gather_rows(*read_only(mapped.indptr, mapped.indices,
+                               stored if stored is not None else np.zeros(0, np.float32),
+                               senders), self.lo, starts, src,
+                    dst, w if stored is not None else np.zeros(0, np.float32))
+        if weights and stored is None:  # an unweighted edge set: every weight is 1
+            w[:] = 1.0
+        return Gathered(senders, counts, src, dst, w if weights else None)
+
+
+def words(edges: int, senders: int, weights: bool) -> int:
+    """int32 words of one orientation's gathered rows on the bus: targets (and weights),
+    then each sender's id and edge count."""
+    return edges * (1 + weights) + 2 * senders
+
+
+def choose(active_edges: int, senders: int, streamed_bytes: int, weights: bool,
+           threads: int = 1) -> bool:
+    """Whether the active-edge pass should run (see the module docstring): its bytes,
+    ``active_edges`` edges of ``senders`` senders, times :data:`RATIO` (and ``threads``,
+    the numba path's), within ``streamed_bytes``.
+
+    Examples
+    --------
+    >>> from graphsys.bsp.active_edges import choose
+    >>> choose(1_000, 10, streamed_bytes=8_000_000, weights=False)
+    True
+    >>> choose(1_000_000, 10_000, streamed_bytes=8_000_000, weights=False)
+    False
+    """
+    cost = active_edges * 4 * (1 + weights) + senders * SENDER_BYTES
+    return ACTIVE_EDGES and cost * RATIO * max(1, threads) <= streamed_bytes
+
+
+def to_device(parts: list[Gathered], device: torch.device, staging) -> list[tuple]:
+    """Each orientation's gathered rows as device tensors ``(src int64, dst int64,
+    weight float32 or None)``: the sender ids expanded by their counts on the device."""
+    import torch
+
+    out = []
+    for g in parts:
+        dst = staging.send(g.dst)
+        w = staging.send(g.weight) if g.weight is not None else None
+        ids = staging.send(g.senders.astype(np.int32))
+        counts = staging.send(g.counts.astype(np.int32))
+        src = torch.repeat_interleave(ids.to(torch.int64), counts, output_size=g.edges)
+        out.append((src, dst.to(torch.int64), w))
+    return out
+
+
+class Staging:
+    """Host -> device copies of the gathered rows: on CUDA through one page-locked buffer
+    kept for the run, each array copied from it with ``non_blocking``; the buffer is reused
+    once the previous superstep's copies are done (an event). Elsewhere the arrays are
+    used as they are. ``moved`` counts the bytes copied."""
+
+    def __init__(self, device: torch.device):
+        self.device = device
+        self.cuda = device.type == "cuda"
+        self.host: torch.Tensor | None = None
+        self.at = 0
+        self.done = None
+        self.moved = 0
+
+    def begin(self, words_needed: int) -> None:
+        """Make room for ``words_needed`` int32 words of this superstep's arrays."""
+        if not self.cuda:
+            return
+        import torch
+
+        from graphsys.bsp.device_stream import host_buffer
+
+        if self.done is not None:
+            self.done.synchronize()  # the last superstep's copies have left the buffer
+        if self.host is None or len(self.host) < words_needed:
+            self.host = host_buffer(max(words_needed, 1 << 16), True)
+        self.at = 0
+        self.done = torch.cuda.Event()
+
+    def send(self, arr: np.ndarray) -> torch.Tensor:
+        """``arr`` (4-byte items) on the device."""
+        import torch
+
+        if not self.cuda:
+            return torch.from_numpy(arr)
+        n = len(arr)
+        view = self.host[self.at:self.at + n]
+        view.numpy().view(arr.dtype)[:] = arr
+        self.at += n
+        self.moved += arr.nbytes
+        return view.to(self.device, non_blocking=True).view(
+            torch.float32 if arr.dtype == np.float32 else torch.int32)
+
+    def end(self) -> None:
+        """Mark this superstep's copies: the buffer is rewritten only after them."""
+        if self.cuda:
+            self.done.record()
