@@ -32,7 +32,9 @@ bsp       60    30    PageRank and BFS on a generated R-MAT (``--bsp-edges``, de
                       (tol 1e-10) and float32 ones (tol 1e-6), timed over the supersteps
                       after the first window between two host reads; the lean supersteps'
                       ops per superstep and supersteps per host read; the in-memory BFS
-                      under four direction-switch rules (Beamer's and three later ones);
+                      under four direction-switch rules (Beamer's and three later ones)
+                      and three costs of a bottom-up step over the unreached vertices'
+                      in-edges alone;
                       the streamed pass with every batch kept and nothing merged (its
                       compute without the copies); last, out-of-core BFS streamed every
                       superstep on an indexed R-MAT (10M edges) with and without its
@@ -627,11 +629,13 @@ def lean_counts(method: str) -> dict:
     """What the in-memory PageRank's lean supersteps launch (pinned by
     tests/bsp/test_pagerank_device.py on the CPU): torch ops per superstep and supersteps
     per host read of the L1 change; the device BFS's ops per top-down and bottom-up
-    superstep (tests/bsp/test_bfs_device.py); empty for another method."""
+    superstep, whole or over the unreached vertices' in-edges (tests/bsp/test_bfs_device.py);
+    empty for another method."""
     if method.startswith("direction-optimizing-bfs (device"):
-        from graphsys.bsp.algorithms.bfs_device import PULL_OPS, PUSH_OPS
+        from graphsys.bsp.algorithms.bfs_device import PULL_OPS, PULL_UNREACHED_OPS, PUSH_OPS
 
         return {"push_ops_per_superstep": PUSH_OPS, "pull_ops_per_superstep": PULL_OPS,
+                "pull_unreached_ops_per_superstep": PULL_UNREACHED_OPS,
                 "host_reads_per_superstep": 1}
     if "device SpMV" not in method:
         return {}
@@ -674,22 +678,31 @@ def bfs_warm_check(ctx: Ctx, bsp, g, hub, label: str, first) -> None:
 #: in-edge, with no early exit, so its best switch point on a GPU may lie later than the
 #: CPU's); ``inf``: never bottom-up
 BFS_POLICIES = {"beamer": None, "later-4x": 4.0, "later-16x": 16.0, "top-down": float("inf")}
+#: The default rule's bottom-up supersteps with other costs of an unreached vertex's
+#: in-edge against the whole product's (``bfs_device.UNREACHED_PULL_COST``; the default
+#: is 16): ``inf`` every bottom-up step the product, 1 and 4 more of them over the
+#: unreached vertices' in-edges alone
+PULL_COSTS = {"whole-pulls": float("inf"), "unreached-pull-cost-4": 4.0,
+              "unreached-pull-cost-1": 1.0}
 
 
 def bfs_direction_policies(ctx: Ctx, bsp, g, hub, want) -> dict:
-    """The in-memory device BFS under each :data:`BFS_POLICIES` rule: per rule, the
-    directions taken, the
-    search's seconds (its supersteps, setup apart, the second of two runs), the edges
-    scanned and whether the levels equal ``want``."""
+    """The in-memory device BFS under each :data:`BFS_POLICIES` rule and each
+    :data:`PULL_COSTS` cost: per run, the directions taken, the search's seconds (its
+    supersteps, setup apart, the second of two runs), the edges scanned and whether the
+    levels equal ``want``."""
     import numpy as np
 
     from graphsys.bsp.algorithms import bfs_device
 
     base = (bfs_device.ALPHA, bfs_device.BETA)
+    cost = bfs_device.UNREACHED_PULL_COST
     out = {}
     try:
-        for name, factor in BFS_POLICIES.items():
-            if factor is not None:  # a tiny alpha and beta: thresholds past any frontier
+        for name, factor in [*BFS_POLICIES.items(), *PULL_COSTS.items()]:
+            if name in PULL_COSTS:
+                bfs_device.UNREACHED_PULL_COST = factor
+            elif factor is not None:  # a tiny alpha and beta: thresholds past any frontier
                 bfs_device.ALPHA, bfs_device.BETA = (max(b / factor, 1e-300) for b in base)
             for _ in range(2):
                 res = bsp.bfs(g, hub, mode="memory", device=ctx.device, backend="torch",
@@ -701,8 +714,10 @@ def bfs_direction_policies(ctx: Ctx, bsp, g, hub, want) -> dict:
                          "edges_scanned": int(sum(s.edges_scanned for s in steps)),
                          "same_levels": bool(np.array_equal(res.values, want))}
             bfs_device.ALPHA, bfs_device.BETA = base
+            bfs_device.UNREACHED_PULL_COST = cost
     finally:
         bfs_device.ALPHA, bfs_device.BETA = base
+        bfs_device.UNREACHED_PULL_COST = cost
     return out
 
 

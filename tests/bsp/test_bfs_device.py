@@ -12,7 +12,8 @@ from scipy.sparse import csgraph
 import graphsys
 from graphsys import bsp
 from graphsys.analysis.device_counts import DeviceWorkCounter
-from graphsys.bsp.algorithms.bfs_device import PULL_OPS, PUSH_OPS
+from graphsys.bsp.algorithms import bfs_device
+from graphsys.bsp.algorithms.bfs_device import PULL_OPS, PULL_UNREACHED_OPS, PUSH_OPS
 
 from .conftest import GRAPH_KEYS, to_global
 
@@ -69,8 +70,18 @@ def test_directions_and_levels_match_the_cpu_search(skewed, source):
     np.testing.assert_array_equal(dev.values, ref)
     dirs = [s.direction for s in dev.stats.supersteps]
     assert dirs == _phases(cpu) and "pull" in dirs and dirs[0] == "push"
-    for s in dev.stats.supersteps:  # a pull scans every in-edge, a push the frontier's
-        assert s.fused and (s.edges_scanned == g.num_edges() or s.direction == "push")
+    # a pull scans every in-edge, or those of the unreached vertices alone where they are
+    # few enough; a push the frontier's out-edges
+    indeg = np.asarray(mat.sum(axis=0)).ravel()
+    for s in dev.stats.supersteps:
+        left = int(indeg[~(dev.values <= s.superstep)].sum())
+        assert s.fused
+        if s.direction == "pull":
+            assert s.edges_scanned == (
+                left if left * bfs_device.UNREACHED_PULL_COST < g.num_edges()
+                else g.num_edges())
+    assert any(s.direction == "pull" and s.edges_scanned < g.num_edges()
+               for s in dev.stats.supersteps)
     # each superstep reached the next one's frontier
     reached = [s.messages_combined for s in dev.stats.supersteps]
     assert reached[:-1] == [s.active for s in dev.stats.supersteps[1:]] and reached[-1] == 0
@@ -114,13 +125,35 @@ def test_superstep_launch_and_sync_budget(skewed):
     two numbers back to the host once (one sync, one transfer); differences of whole runs
     cut after k and k + 1 supersteps, so that the setup cancels out."""
     g, _ = skewed
-    dirs = [s.direction for s in bsp.bfs(g, 0, backend="torch").stats.supersteps]
-    counts = [_counts(g, k) for k in range(1, len(dirs) + 1)]
-    for k in range(1, len(dirs)):
+    steps = bsp.bfs(g, 0, backend="torch").stats.supersteps
+    kinds = ["push" if s.direction == "push" else
+             "pull" if s.edges_scanned == g.num_edges() else "pull-unreached" for s in steps]
+    assert set(kinds) == {"push", "pull", "pull-unreached"}
+    ops = {"push": PUSH_OPS, "pull": PULL_OPS, "pull-unreached": PULL_UNREACHED_OPS}
+    counts = [_counts(g, k) for k in range(1, len(steps) + 1)]
+    for k in range(1, len(steps)):
         launches, syncs, transfers = (a - b for a, b in zip(counts[k], counts[k - 1]))
-        assert launches == (PUSH_OPS if dirs[k] == "push" else PULL_OPS)
+        assert launches == ops[kinds[k]]
         assert syncs == transfers == 1
-    assert (PUSH_OPS, PULL_OPS) == (14, 7)
+    assert (PUSH_OPS, PULL_OPS, PULL_UNREACHED_OPS) == (14, 7, 16)
+
+
+@pytest.mark.parametrize("cost", [0.0, float("inf")])
+def test_every_pull_whole_or_unreached_gives_the_same_levels(skewed, cost, monkeypatch):
+    """Every bottom-up superstep over the unreached vertices' in-edges (cost 0), or none
+    (cost inf): the levels of the default, and the CPU search's directions."""
+    g, _ = skewed
+    for source in (0, 5, 17):
+        want = bsp.bfs(g, source, backend="torch")
+        monkeypatch.setattr(bfs_device, "UNREACHED_PULL_COST", cost)
+        got = bsp.bfs(g, source, backend="torch")
+        monkeypatch.undo()
+        np.testing.assert_array_equal(got.values, want.values)
+        assert [s.direction for s in got.stats.supersteps] == [
+            s.direction for s in want.stats.supersteps]
+        pulls = [s.edges_scanned for s in got.stats.supersteps if s.direction == "pull"]
+        assert pulls and (all(e < g.num_edges() for e in pulls) if cost == 0
+                          else all(e == g.num_edges() for e in pulls))
 
 
 @pytest.mark.parametrize("packed", [True, False])

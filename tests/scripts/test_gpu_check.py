@@ -94,7 +94,7 @@ def test_dry_run_records_each_parts_figures(dry_run):
     assert unmerged["median_bytes_h2d"] == 0
     # the device BFS under each switch rule: the same levels; never bottom-up last
     policies = by["bsp", "bfs-direction-policies"]["policies"]
-    assert set(policies) == set(gpu_check.BFS_POLICIES)
+    assert set(policies) == set(gpu_check.BFS_POLICIES) | set(gpu_check.PULL_COSTS)
     assert all(p["same_levels"] for p in policies.values())
     assert set(policies["top-down"]["directions"]) == {"t"}
     # out of core on an indexed copy: the first levels read their senders' rows alone

@@ -12,12 +12,19 @@ frontier.
   minimum scatter (duplicates and races agree);
 * **bottom-up** (:func:`pull_step`): one sparse product of the in-list matrix with the
   frontier counts each vertex's frontier in-neighbours; those with one get
-  ``min(level, d + 1)``.
+  ``min(level, d + 1)``. Where the unreached vertices' in-edges are fewer than
+  ``1 / UNREACHED_PULL_COST`` of all in-edges (a late bottom-up level, once the search
+  has reached the graph's core), only they are read (:func:`pull_unreached`): the
+  ``e``-th of them found by a sorted search in the prefix sum of the unreached vertices'
+  in-degrees, as a top-down step finds its edges, its sender's level compared and the
+  row lowered by one atomic minimum scatter.
 
-One product of a (2, N) matrix (ones; out-degrees) with the new frontier gives its size
-and out-edges (:func:`frontier_counts`), the superstep's one host read, which decides
-termination and the next direction by Beamer's rules as
-:func:`graphsys.kernels.bfs.search` does, so directions and levels match the CPU search's.
+One product of a (3, N) matrix (ones; out-degrees; in-degrees) with the new frontier gives
+its size, out-edges and in-edges (:func:`frontier_counts`), the superstep's one host read,
+which decides termination and the next direction by Beamer's rules as
+:func:`graphsys.kernels.bfs.search` does, so directions and levels match the CPU search's,
+and counts the unreached vertices' in-edges (all in-edges less those of the vertices
+reached so far).
 """
 
 from __future__ import annotations
@@ -45,10 +52,18 @@ if TYPE_CHECKING:
 UNREACHED = 2**31 - 1
 
 #: torch ops (kernel launches on CUDA) of a top-down superstep (:func:`push_step` and
-#: :func:`frontier_counts`) and of a bottom-up one (:func:`pull_step` and
-#: :func:`frontier_counts`); each adds one host read of two numbers
+#: :func:`frontier_counts`), of a bottom-up one (:func:`pull_step` and
+#: :func:`frontier_counts`) and of a bottom-up one over the unreached vertices' in-edges
+#: (:func:`pull_unreached` and :func:`frontier_counts`); each adds one host read of three
+#: numbers
 PUSH_OPS = 14
 PULL_OPS = 7
+PULL_UNREACHED_OPS = 16
+#: A bottom-up superstep reads only the unreached vertices' in-edges
+#: (:func:`pull_unreached`) when they, times this, are fewer than all in-edges: an edge
+#: found by a sorted search and gathered costs several of the sparse product's (``inf``:
+#: every bottom-up superstep is the product)
+UNREACHED_PULL_COST = 16.0
 
 #: Largest index int32 ids hold
 _INT32_MAX = 2**31 - 1
@@ -58,13 +73,17 @@ _INT32_MAX = 2**31 - 1
 class Layout:
     """What the supersteps read on the device: out-lists (``out_ptr`` (N+1,), ``out_idx``
     (E,), ``out_deg`` (N,), all of the id dtype), the in-list matrix ``pull`` (sparse CSR,
-    float32 ones) and ``counts`` ((2, N) float64: ones, out-degrees); ``nbytes``: the bytes
-    copied to the device to build it."""
+    float32 ones; its rows and ids are the in-lists ``in_ptr`` and ``in_idx``), ``in_deg``
+    (N,) and ``counts`` ((3, N) float64: ones, out-degrees, in-degrees); ``nbytes``: the
+    bytes copied to the device to build it."""
 
     out_ptr: torch.Tensor
     out_idx: torch.Tensor
     out_deg: torch.Tensor
     pull: torch.Tensor
+    in_ptr: torch.Tensor
+    in_idx: torch.Tensor
+    in_deg: torch.Tensor
     counts: torch.Tensor
     num_edges: int
     pull_edges: int
@@ -72,8 +91,9 @@ class Layout:
 
     @property
     def device_bytes(self) -> int:
-        """Bytes the layout takes on the device."""
-        return tensor_bytes(self.out_ptr, self.out_idx, self.out_deg, self.pull, self.counts)
+        """Bytes the layout takes on the device (the in-lists once: the product's)."""
+        return tensor_bytes(self.out_ptr, self.out_idx, self.out_deg, self.pull, self.in_deg,
+                            self.counts)
 
 
 def _upload(arr: np.ndarray, dtype, device) -> torch.Tensor:
@@ -111,9 +131,11 @@ def device_layout(graph, edge_set: str, device: torch.device,
     ones = torch.ones(i_idx.shape[0], dtype=torch.float32, device=device)
     pull = csr_tensor(i_ptr, i_idx, ones, (n, n))
     deg = o_ptr[1:] - o_ptr[:-1]
+    in_deg = deg if len(adj) == 1 else i_ptr[1:] - i_ptr[:-1]
     counts = torch.stack([torch.ones(n, dtype=torch.float64, device=device),
-                          deg.to(torch.float64)])
-    return Layout(o_ptr, o_idx, deg, pull, counts, m, int(i_idx.shape[0]), nbytes)
+                          deg.to(torch.float64), in_deg.to(torch.float64)])
+    return Layout(o_ptr, o_idx, deg, pull, i_ptr, i_idx, in_deg, counts, m,
+                  int(i_idx.shape[0]), nbytes)
 
 
 def solve_on_device(program, ctx, edges, state: dict, schedule: str,
@@ -138,7 +160,7 @@ def solve_on_device(program, ctx, edges, state: dict, schedule: str,
     level[program.source] = 0
     x = torch.empty(n, dtype=torch.float64, device=dev)
     y = torch.empty(n, dtype=torch.float32, device=dev)
-    nf, fe = frontier_counts(lay, level, x, 0)
+    nf, fe, reached_in = frontier_counts(lay, level, x, 0)
     setup = time.perf_counter() - t0
     steps, t_step = [], time.perf_counter()
     to_check, bottom_up, depth = lay.num_edges, False, 0
@@ -147,14 +169,19 @@ def solve_on_device(program, ctx, edges, state: dict, schedule: str,
         if not bottom_up and fe > bottom_up_edges:
             bottom_up = True
         with trace_range(f"bsp.superstep#{depth}"):  # a range only while a trace records
-            if bottom_up:
+            left = lay.pull_edges - reached_in  # the unreached vertices' in-edges
+            if bottom_up and left * UNREACHED_PULL_COST < lay.pull_edges:
+                pull_unreached(lay, level, depth, left)
+                scanned = left
+            elif bottom_up:
                 pull_step(lay, level, x, y, depth)
                 scanned = lay.pull_edges
             else:
                 push_step(lay, level, depth, fe)
                 scanned = fe
                 to_check -= fe
-            found, next_fe = frontier_counts(lay, level, x, depth + 1)
+            found, next_fe, next_in = frontier_counts(lay, level, x, depth + 1)
+            reached_in += next_in
         now = time.perf_counter()
         ss = SuperstepStats(superstep=depth, active=nf,
                             direction="pull" if bottom_up else "push",
@@ -171,14 +198,15 @@ def solve_on_device(program, ctx, edges, state: dict, schedule: str,
 
 
 def frontier_counts(lay: Layout, level: torch.Tensor, x: torch.Tensor,
-                    depth: int) -> tuple[int, int]:
+                    depth: int) -> tuple[int, int, int]:
     """``x`` = 1 at the vertices of ``level == depth`` (the frontier), 0 elsewhere; returns
-    (its vertices, their out-edges): two ops and the superstep's one host read."""
+    (its vertices, their out-edges, their in-edges): two ops and the superstep's one host
+    read."""
     import torch
 
     torch.eq(level, depth, out=x)
-    nf, fe = torch.mv(lay.counts, x).tolist()  # the one host read of the superstep
-    return int(nf), int(fe)
+    nf, fe, fi = torch.mv(lay.counts, x).tolist()  # the one host read of the superstep
+    return int(nf), int(fe), int(fi)
 
 
 def push_step(lay: Layout, level: torch.Tensor, depth: int, fe: int) -> None:
@@ -200,6 +228,27 @@ def push_step(lay: Layout, level: torch.Tensor, depth: int, fe: int) -> None:
         targets = lay.out_idx[base[row] + at].to(torch.int64)
         level.scatter_reduce_(0, targets, torch.full_like(targets, depth + 1,
                                                           dtype=level.dtype), "amin")
+
+
+def pull_unreached(lay: Layout, level: torch.Tensor, depth: int, edges: int) -> None:
+    """Bottom-up over the unreached vertices' in-edges alone (``edges`` of them, counted
+    by :func:`frontier_counts`), with no host read: their in-degrees (0 elsewhere) are
+    prefix-summed, the ``e``-th such edge found by a sorted search of ``e`` in that sum (as
+    :func:`push_step` finds the frontier's out-edges), and each row lowered to
+    ``depth + 1`` by one atomic minimum scatter where its sender is on the frontier."""
+    import torch
+
+    with trace_range("bsp.edges"):
+        deg = torch.where(level == UNREACHED, lay.in_deg, 0)
+        ends = torch.cumsum(deg, 0, dtype=deg.dtype)
+        base = lay.in_ptr[1:] - ends  # as in push_step: a row's first edge less its start
+        at = torch.arange(edges, dtype=deg.dtype, device=deg.device)
+        row = torch.searchsorted(ends, at, right=True)
+        senders = lay.in_idx.index_select(0, base.index_select(0, row) + at)
+        hit = level.index_select(0, senders) == depth
+        lowered = torch.full_like(row, UNREACHED, dtype=level.dtype).masked_fill_(hit,
+                                                                                   depth + 1)
+        level.scatter_reduce_(0, row, lowered, "amin")
 
 
 def pull_step(lay: Layout, level: torch.Tensor, x: torch.Tensor, y: torch.Tensor,
