@@ -26,10 +26,11 @@ frontier) is merged in its first superstep when its batches and the merged edge 
 budget together (:class:`MergedFrontier`): a few ops a superstep over all its edges, none of
 them a host synchronisation.
 
-Whole layouts: :func:`device_adjacency` uploads every bucket once and sorts the edge list on
-the device into the CSR/CSC arrays the in-memory solvers read (the device BFS, PageRank's
+Whole layouts: :func:`device_adjacency` uploads the edge set's stored CSR/CSC index where it
+has one (:func:`upload_words`: no sort), else every bucket once, sorting the edge list on
+the device, into the CSR/CSC arrays the in-memory solvers read (the device BFS, PageRank's
 lean matrix); on :data:`DEVICE_BUILDS` an out-of-core run builds them so, and skips the
-supersteps above, where the build fits the budget.
+supersteps above, where the build fits the budget (:func:`build_bytes`).
 """
 
 from __future__ import annotations
@@ -82,6 +83,10 @@ DEVICE_BUILDS = ("cuda",)
 #: Device bytes an edge that building a layout with :func:`device_adjacency` may take at its
 #: peak (the uploaded ids, a sort's keys and permutation, the kept ids, the matrix values)
 DEVICE_BUILD_BYTES = 32
+#: The same peak where the edge set stores its CSR and CSC indexes, uploaded rather than
+#: sorted: the layouts' int32 out- and in-neighbour ids and the bottom-up matrix's float32
+#: ones (:func:`device_adjacency`)
+DEVICE_INDEX_BUILD_BYTES = 12
 
 
 def blocks(batches: list, rows: int | None = None) -> list:
@@ -518,20 +523,50 @@ class MergedFrontier:
         return edges * ((4 if num_sources <= _INT32_MAX else 8) + 8 + 4 * weights)
 
 
+def stored_index(graph, edge_set: str, kinds: tuple[str, ...]) -> list | None:
+    """The mapped ``kinds`` indexes of a stored edge set with int32 ids (the arrays of
+    :func:`build_adjacency`'s order, in the files), or None where one is missing or the
+    edge set is a view (its index is merged in memory)."""
+    es = graph.edge_set(edge_set)
+    if es.members or any(graph.index_offsets(es.name, k) is None for k in kinds):
+        return None
+    mapped = [graph.adjacency_index(es.name, k) for k in kinds]
+    if any(m is None or m.indices.dtype != np.int32 for m in mapped):
+        return None
+    return mapped
+
+
+def build_bytes(graph, edge_set: str) -> int:
+    """Device bytes an edge that :func:`device_adjacency` takes at its peak:
+    :data:`DEVICE_INDEX_BUILD_BYTES` where the edge set stores its CSR and CSC indexes,
+    else :data:`DEVICE_BUILD_BYTES` (the sort)."""
+    es = graph.edge_set(edge_set)
+    indexed = not es.members and all(graph.index_offsets(es.name, k) is not None
+                                     for k in ("csr", "csc"))
+    return DEVICE_INDEX_BUILD_BYTES if indexed else DEVICE_BUILD_BYTES
+
+
 def device_adjacency(graph, edge_set: str, device: torch.device, kinds: tuple[str, ...],
                      release: bool = False
                      ) -> tuple[list[tuple[torch.Tensor, torch.Tensor]], int]:
     """The ``kinds`` (``csr``, ``csc``) adjacency as :func:`build_adjacency` orders it (row
-    offsets and neighbour ids, int32) built on ``device``: every bucket's edges uploaded
-    once, in row-major bucket order, as int32 global ids (:func:`upload_edges`), then a
-    stable sort by the row id (source for ``csr``, target for ``csc``) keeps each row's
-    neighbours in bucket and stored order; the offsets are a sorted search of the sorted
-    rows. Needs fewer than ``2**31`` nodes and edges. ``release`` (an out-of-core run): each
-    batch's pages leave the resident set once it is staged. Returns the pairs and the bytes
-    copied to the device."""
+    offsets and neighbour ids, int32) built on ``device``: where the edge set stores those
+    indexes (:func:`stored_index`), their arrays uploaded as they are (:func:`upload_words`);
+    else every bucket's edges uploaded once, in row-major bucket order, as int32 global ids
+    (:func:`upload_edges`), then a stable sort by the row id (source for ``csr``, target
+    for ``csc``) keeps each row's neighbours in bucket and stored order; the offsets are a
+    sorted search of the sorted rows. Needs fewer than ``2**31`` nodes and edges.
+    ``release`` (an out-of-core run): each batch's (or index block's) pages leave the
+    resident set once it is staged. Returns the pairs and the bytes copied to the device."""
     import torch
 
     n = graph.num_nodes()
+    mapped = stored_index(graph, edge_set, kinds)
+    if mapped is not None:
+        adj = [(upload_words(m.indptr, device, release), upload_words(m.indices, device,
+                                                                      release))
+               for m in mapped]
+        return adj, sum(4 * (len(m.indptr) + len(m.indices)) for m in mapped)
     src, dst, moved = upload_edges(graph, edge_set, device, release)
     rows = torch.arange(n + 1, dtype=torch.int32, device=device)
     adj = []
@@ -542,6 +577,73 @@ def device_adjacency(graph, edge_set: str, device: torch.device, kinds: tuple[st
         del order
         adj.append((torch.searchsorted(keys, rows).to(torch.int32), idx))
     return adj, moved
+
+
+def upload_words(arr: np.ndarray, device: torch.device, release: bool = False
+                 ) -> torch.Tensor:
+    """``arr`` (int32, or int64 whose values int32 holds: an index's offsets) as an int32
+    tensor on ``device``, in blocks of :data:`BLOCK_ROWS` through two staging buffers
+    (page-locked on CUDA), each block written into one by up to :func:`stage_threads`
+    threads while the block before crosses the bus on a side stream; on the CPU the same
+    blocks are copied in turn. ``release``: a block's pages leave the resident set once
+    staged.
+
+    Examples
+    --------
+    >>> import numpy as np, torch
+    >>> from graphsys.bsp.device_stream import upload_words
+    >>> upload_words(np.array([0, 2, 5], np.int64), torch.device("cpu")).tolist()
+    [0, 2, 5]
+    """
+    import torch
+
+    n = len(arr)
+    out = torch.empty(n, dtype=torch.int32, device=device)
+    if n == 0:
+        return out
+    cuda = device.type == "cuda"
+    rows = min(n, BLOCK_ROWS)
+    bufs = [host_buffer(rows, cuda) for _ in range(1 if n <= rows else 2)]
+    copied: list = [None] * len(bufs)
+    side = torch.cuda.Stream(device) if cuda else None
+    for k, a in enumerate(range(0, n, rows)):
+        b, s = min(n, a + rows), k % len(bufs)
+        if copied[s] is not None:
+            copied[s].synchronize()  # the buffer's last block has crossed
+        _stage_words(bufs[s].numpy()[:b - a], arr[a:b])
+        if release:
+            pages.release(pages.extent(arr[a:b]), arr[a:b])
+        if cuda:
+            with torch.cuda.stream(side):
+                out[a:b].copy_(bufs[s][:b - a], non_blocking=True)
+                copied[s] = torch.cuda.Event()
+                copied[s].record(side)
+        else:
+            out[a:b].copy_(bufs[s][:b - a])
+    if cuda:
+        torch.cuda.current_stream(device).wait_stream(side)
+        for event in copied:  # the staging buffers outlive their copies
+            event.synchronize()
+    return out
+
+
+def _stage_words(view: np.ndarray, arr: np.ndarray) -> None:
+    """``arr`` written into the int32 ``view``, in row ranges on :func:`stage_threads`
+    threads where it has at least :data:`PARALLEL_STAGE_ROWS` rows."""
+    n = len(arr)
+    threads = stage_threads() if n >= PARALLEL_STAGE_ROWS else 1
+    cut = np.linspace(0, n, threads + 1).astype(np.int64)
+
+    def part(k: int) -> None:
+        np.copyto(view[cut[k]:cut[k + 1]], arr[cut[k]:cut[k + 1]], casting="unsafe")
+
+    if threads == 1:
+        part(0)
+        return
+    global _POOL
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(threads, thread_name_prefix="graphsys-stage")
+    list(_POOL.map(part, range(threads)))
 
 
 def upload_edges(graph, edge_set: str, device: torch.device, release: bool = False

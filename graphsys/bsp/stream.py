@@ -146,14 +146,15 @@ class StreamEdges:
         supersteps, the direction-optimizing BFS) may run this out-of-core run, building its
         layout there from the buckets (nothing built on the host): the torch backend, one
         process, a device of :data:`~graphsys.bsp.device_stream.DEVICE_BUILDS`, int32 ids,
-        and :data:`~graphsys.bsp.device_stream.DEVICE_BUILD_BYTES` an edge within the
+        and the build's bytes an edge (:func:`~graphsys.bsp.device_stream.build_bytes`:
+        fewer where the graph stores its CSR and CSC indexes) within the
         ``device_budget``."""
         m, n = self.es.num_edges, self.num_nodes
         return (self.backend != "numba" and self.comm.world_size == 1
                 and self.device.type in device_stream.DEVICE_BUILDS
                 and m + n + 1 <= 2**31 - 1
-                and m * device_stream.DEVICE_BUILD_BYTES <= resident_budget(
-                    self.device, self.device_budget))
+                and m * device_stream.build_bytes(self.graph, self.es.name)
+                <= resident_budget(self.device, self.device_budget))
 
     def _device_buckets(self) -> DeviceBuckets:
         """The run's :class:`~graphsys.bsp.device_stream.DeviceBuckets`, its ring sized

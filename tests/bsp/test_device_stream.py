@@ -570,3 +570,89 @@ def test_page_advice_only_for_batches_read_from_the_files(graphs, monkeypatch, c
     # supersteps: when its bucket is opened (its bounds check touched its pages) and when
     # the out-degrees are counted
     assert calls == {"will_need": reads, "release": reads + 2 * batches}, calls
+
+
+@pytest.fixture(scope="module")
+def indexed(graphs, tmp_path_factory):
+    """Copies of two test graphs with their stored CSR and CSC indexes."""
+    import shutil
+
+    from graphsys import open_graph
+    from graphsys.storage.adjacency_index import build_index
+
+    out = {}
+    for key in ("directed-p3", "undirected-p3"):
+        path = tmp_path_factory.mktemp("indexed") / key
+        shutil.copytree(graphs[key].path, path)
+        build_index(open_graph(path), ("csr", "csc"))
+        out[key] = open_graph(path)
+    return out
+
+
+@pytest.mark.parametrize("n", [0, 3, 5, 12])
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_words_uploaded_in_blocks(n, dtype, monkeypatch):
+    """:func:`upload_words` through its two staging buffers, blocks of 5 words: the same
+    values, int32, each block's pages released once staged where asked."""
+    from graphsys.storage import pages
+
+    monkeypatch.setattr(device_stream, "BLOCK_ROWS", 5)
+    released = []
+    monkeypatch.setattr(pages, "release", lambda region, *a: released.append(len(a[0])))
+    arr = (np.arange(n, dtype=dtype) * 7) % 11
+    out = device_stream.upload_words(arr, torch.device("cpu"), release=True)
+    assert out.dtype == torch.int32 and out.tolist() == arr.tolist()
+    assert released == [min(5, n - a) for a in range(0, n, 5)]
+    monkeypatch.setattr(device_stream, "PARALLEL_STAGE_ROWS", 2)  # row ranges on threads
+    assert device_stream.upload_words(arr, torch.device("cpu")).tolist() == arr.tolist()
+
+
+@pytest.mark.parametrize("key", ["directed-p3", "undirected-p3"])
+def test_stored_index_uploaded_not_sorted(graphs, indexed, key, monkeypatch):
+    """Where the edge set stores its CSR and CSC indexes the device build uploads them (no
+    edge list, no sort): the arrays of the sort from the buckets, bit for bit, the bytes
+    of the index, and a smaller peak an edge."""
+    monkeypatch.setattr(device_stream, "BLOCK_ROWS", 7)
+    g, plain = indexed[key], graphs[key].graph
+    es, n, m = g.edge_set(None).name, g.num_nodes(), g.num_edges()
+    monkeypatch.setattr(device_stream, "upload_edges", None)  # never called
+    got, nbytes = device_stream.device_adjacency(g, es, torch.device("cpu"), ("csr", "csc"))
+    monkeypatch.undo()
+    want, _ = device_stream.device_adjacency(plain, es, torch.device("cpu"), ("csr", "csc"))
+    for (gp, gi), (wp, wi) in zip(got, want, strict=True):
+        assert gp.dtype == gi.dtype == torch.int32
+        assert torch.equal(gp, wp) and torch.equal(gi, wi)
+    assert nbytes == 2 * 4 * (n + 1 + m)
+    assert device_stream.build_bytes(g, es) == device_stream.DEVICE_INDEX_BUILD_BYTES
+    assert device_stream.build_bytes(plain, es) == device_stream.DEVICE_BUILD_BYTES
+
+
+def test_index_build_fits_a_smaller_budget(graphs, indexed, monkeypatch):
+    """Out of core with a budget of the index build's bytes: the indexed graph is laid
+    out on the device and solved as in memory; the same graph without indexes, whose build
+    sorts, streams its supersteps. The answers agree bit for bit."""
+    monkeypatch.setattr(device_stream, "DEVICE_BUILDS", ("cpu",))
+    g, plain = indexed["directed-p3"], graphs["directed-p3"].graph
+    budget = device_stream.DEVICE_INDEX_BUILD_BYTES * g.num_edges()
+    for run in (lambda h, **kw: bsp.pagerank(h, tol=1e-12, weighted=False, **kw),
+                lambda h, **kw: bsp.bfs(h, 0, **kw)):
+        memory = run(g, mode="memory", backend="torch")
+        built = run(g, mode="out-of-core", backend="torch", device_budget=budget)
+        streamed = run(plain, mode="out-of-core", backend="torch", device_budget=budget)
+        assert built.stats.method == memory.stats.method != "supersteps"
+        assert streamed.stats.method == "supersteps"
+        np.testing.assert_array_equal(built.values, memory.values)
+        np.testing.assert_allclose(streamed.values, memory.values, rtol=1e-9)
+
+
+def test_index_build_on_the_test_device(indexed, device, monkeypatch):
+    """The stored indexes laid out on the test device (on CUDA through page-locked staging
+    on a side stream): BFS and PageRank out of core give the in-memory answers."""
+    monkeypatch.setattr(device_stream, "DEVICE_BUILDS", (torch.device(device).type,))
+    g = indexed["directed-p3"]
+    for run in (lambda **kw: bsp.pagerank(g, tol=1e-12, weighted=False, **kw),
+                lambda **kw: bsp.bfs(g, 0, **kw)):
+        memory = run(mode="memory", backend="torch", device=device)
+        built = run(mode="out-of-core", backend="torch", device=device, device_budget=1 << 30)
+        assert built.stats.method == memory.stats.method
+        np.testing.assert_allclose(built.values, memory.values, rtol=1e-12)

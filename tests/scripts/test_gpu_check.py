@@ -102,6 +102,7 @@ def test_dry_run_records_each_parts_figures(dry_run):
     assert active["same_levels"] and active["active"]["directions"].startswith("a")
     assert set(active["streamed"]["directions"]) == {"s"}
     assert active["active"]["bytes_read"] < active["streamed"]["bytes_read"]
+    assert active["index_build"]["same_levels"]
     # the device sampler with its neighbour ids in host memory draws the CPU's blocks
     assert by["gnn", "graphsys-device-staged"]["same_blocks"] is True
     assert by["tests", "collected"]["device_tests"] >= 150  # the suite's device subset

@@ -105,21 +105,20 @@ def _upload(arr: np.ndarray, dtype, device) -> torch.Tensor:
 def device_layout(graph, edge_set: str, device: torch.device,
                   on_device: bool = False) -> Layout:
     """:class:`Layout` of ``edge_set`` on ``device``, with int32 ids where the edge count
-    allows: the graph's mapped adjacency index uploaded where it has one; else, on a device
-    of :data:`~graphsys.bsp.device_stream.DEVICE_BUILDS` (int32 ids), the edge list
-    uploaded once and sorted there (:func:`~graphsys.bsp.device_stream.device_adjacency`);
-    else built on the host (:func:`build_adjacency`) and uploaded. ``on_device`` (an
-    out-of-core run: nothing built on the host) sorts on the device in any case, each
-    batch's pages released once uploaded."""
+    allows: on a device of :data:`~graphsys.bsp.device_stream.DEVICE_BUILDS` (int32 ids)
+    built there (:func:`~graphsys.bsp.device_stream.device_adjacency`: the graph's stored
+    indexes uploaded through page-locked staging where it has them, else the edge list
+    uploaded once and sorted there); else the adjacency mapped from the stored index or
+    built on the host (:func:`build_adjacency`) and uploaded. ``on_device`` (an
+    out-of-core run: nothing built on the host) builds on the device in any case, each
+    batch's or index block's pages released once uploaded."""
     import torch
 
     both = not symmetric(graph, edge_set)
     kinds = ("csr", "csc") if both else ("csr",)
     n, m = graph.num_nodes(), graph.num_edges(edge_set)
     ids = np.int32 if max(m, n + 1) <= _INT32_MAX else np.int64
-    indexed = any(graph.adjacency_index(edge_set, k) is not None for k in kinds)
-    if on_device or (device.type in device_stream.DEVICE_BUILDS and ids == np.int32
-                     and not indexed):
+    if on_device or (device.type in device_stream.DEVICE_BUILDS and ids == np.int32):
         adj, nbytes = device_adjacency(graph, edge_set, device, kinds, release=on_device)
     else:
         adj, nbytes = [], 0
