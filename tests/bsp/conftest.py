@@ -93,6 +93,23 @@ def graphs(tmp_path_factory) -> dict[str, TestGraph]:
     return out
 
 
+@pytest.fixture(scope="session")
+def indexed(graphs, tmp_path_factory) -> dict:
+    """``directed-p1``, ``directed-p3`` and ``undirected-p3`` copies (opened graphs) with
+    their stored CSR and CSC indexes."""
+    import shutil
+
+    from graphsys.storage.adjacency_index import build_index
+
+    out = {}
+    for key in ("directed-p1", "directed-p3", "undirected-p3"):
+        path = tmp_path_factory.mktemp("indexed") / key
+        shutil.copytree(graphs[key].path, path)
+        build_index(open_graph(path), ("csr", "csc"))
+        out[key] = open_graph(path)
+    return out
+
+
 GRAPH_KEYS = ["directed-p1", "directed-p3", "undirected-p1", "undirected-p3"]
 #: (mode, backend) combinations every algorithm is checked in: the numba rows run on the CPU
 #: (marked ``host``), the torch rows on the test device of a test taking ``device``

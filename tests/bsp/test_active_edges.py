@@ -4,8 +4,6 @@ are the streamed pass's, bit for bit, and the counters are the senders' edges.""
 
 from __future__ import annotations
 
-import shutil
-
 import numpy as np
 import pytest
 import torch
@@ -20,18 +18,6 @@ from .conftest import build, to_global
 
 #: (algorithm, its arguments on the test graphs, whether it sends weights)
 JOBS = [("bfs", {"schedule": "sync"}, False), ("sssp", {}, True), ("wcc", {}, False)]
-
-
-@pytest.fixture(scope="module")
-def indexed(graphs, tmp_path_factory):
-    """Copies of the test graphs with their CSR and CSC indexes."""
-    out = {}
-    for key in ("directed-p3", "undirected-p3", "directed-p1"):
-        path = tmp_path_factory.mktemp("active") / key
-        shutil.copytree(graphs[key].path, path)
-        build_index(open_graph(path), ("csr", "csc"))
-        out[key] = open_graph(path)
-    return out
 
 
 @pytest.fixture

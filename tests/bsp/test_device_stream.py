@@ -572,23 +572,6 @@ def test_page_advice_only_for_batches_read_from_the_files(graphs, monkeypatch, c
     assert calls == {"will_need": reads, "release": reads + 2 * batches}, calls
 
 
-@pytest.fixture(scope="module")
-def indexed(graphs, tmp_path_factory):
-    """Copies of two test graphs with their stored CSR and CSC indexes."""
-    import shutil
-
-    from graphsys import open_graph
-    from graphsys.storage.adjacency_index import build_index
-
-    out = {}
-    for key in ("directed-p3", "undirected-p3"):
-        path = tmp_path_factory.mktemp("indexed") / key
-        shutil.copytree(graphs[key].path, path)
-        build_index(open_graph(path), ("csr", "csc"))
-        out[key] = open_graph(path)
-    return out
-
-
 @pytest.mark.parametrize("n", [0, 3, 5, 12])
 @pytest.mark.parametrize("dtype", [np.int32, np.int64])
 def test_words_uploaded_in_blocks(n, dtype, monkeypatch):

@@ -3,31 +3,15 @@ degrees, with and without the graph's adjacency index, and the engine's protocol
 
 from __future__ import annotations
 
-import shutil
-
 import numpy as np
 import pytest
 import torch
 
-from graphsys import open_graph
 from graphsys.bsp.edges import MemoryEdges, build_adjacency
 from graphsys.bsp.engine import open_edges
 from graphsys.bsp.stream import StreamEdges
-from graphsys.storage.adjacency_index import build_index
 
 from .conftest import GRAPH_KEYS
-
-
-@pytest.fixture(scope="module")
-def indexed(graphs, tmp_path_factory):
-    """``directed-p3`` and ``undirected-p3`` copies with their CSR and CSC indexes."""
-    out = {}
-    for key in ("directed-p3", "undirected-p3"):
-        path = tmp_path_factory.mktemp("indexed") / key
-        shutil.copytree(graphs[key].path, path)
-        build_index(open_graph(path))
-        out[key] = open_graph(path)
-    return out
 
 
 @pytest.mark.parametrize("key", GRAPH_KEYS)
