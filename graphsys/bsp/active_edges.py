@@ -34,7 +34,9 @@ from typing import TYPE_CHECKING
 import numba
 import numpy as np
 
+from graphsys.errors import FormatError
 from graphsys.kernels.arrays import read_only
+from graphsys.storage import csr
 
 if TYPE_CHECKING:
     import torch
@@ -55,22 +57,28 @@ ORDER_FREE = ("min", "max")
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def gather_rows(indptr, indices, weight, rows, lo, starts, src, dst, w):
+def gather_rows(indptr, indices, weight, rows, lo, starts, n, src, dst, w):
     """Copy the index rows of ``rows`` (owned-local ids; row ``rows[k] + lo``) into
     ``dst`` (their neighbours' global ids) from ``starts[k]`` on, with their weights into
     ``w`` and, when ``src`` is not empty, the sender's local id beside each edge. ``weight``
-    and ``w`` empty: no weights. One row per iteration of a parallel loop."""
+    and ``w`` empty: no weights. One row per iteration of a parallel loop. Returns how many
+    ids lie outside ``[0, n)`` (the index's ids are checked as they are read)."""
     with_src, with_w = src.shape[0] > 0, w.shape[0] > 0
+    bad = 0
     for k in numba.prange(rows.shape[0]):
         r = rows[k] + lo
         a = indptr[r]
         o = starts[k]
         for e in range(indptr[r + 1] - a):
-            dst[o + e] = indices[a + e]
+            v = indices[a + e]
+            if v < 0 or v >= n:
+                bad += 1
+            dst[o + e] = v
             if with_src:
                 src[o + e] = rows[k]
             if with_w:
                 w[o + e] = weight[a + e]
+    return bad
 
 
 @numba.njit(cache=True, nogil=True)
@@ -111,20 +119,23 @@ class ActiveEdges:
     forward messages, ``csc`` for reverse ones: :data:`KINDS`), and the gathers over it;
     ``lo`` is the first owned id (the senders are owned-local ids)."""
 
-    def __init__(self, mapped, lo: int):
-        self.mapped, self.lo = mapped, lo
+    def __init__(self, mapped, lo: int, num_nodes: int | None = None, path: str = "index"):
+        self.mapped, self.lo, self.path = mapped, lo, path
+        self.num_nodes = len(mapped.indptr) - 1 if num_nodes is None else num_nodes
 
     @classmethod
     def open(cls, graph, es, reverse: bool, lo: int) -> ActiveEdges | None:
-        """The orientation's index mapped, or None where the path does not apply: no such
-        index, one with int64 ids, or a view over several edge sets (its index is merged
-        in memory, not stored)."""
-        if es.members or graph.index_offsets(es.name, KINDS[reverse]) is None:
+        """The orientation's index mapped (its offsets checked, its ids checked as rows
+        are gathered: :func:`~graphsys.storage.csr.rows_index`), or None where the path does
+        not apply: no such index, one with int64 ids, or a view over several edge sets (its
+        index is merged in memory, not stored)."""
+        if es.members:
             return None
-        mapped = graph.adjacency_index(es.name, KINDS[reverse])
-        if mapped is None or mapped.indices.dtype != np.int32:
+        found = csr.rows_index(graph, es.name, KINDS[reverse])
+        if found is None or found[0].indices.dtype != np.int32:
             return None
-        return cls(mapped, lo)
+        path = str(graph.location.file(csr.index_file(es.name, KINDS[reverse], "indices")))
+        return cls(found[0], lo, graph.num_nodes(), path)
 
     def counts(self, senders: np.ndarray) -> np.ndarray:
         """Each sender's edges (int64)."""
@@ -144,10 +155,13 @@ class ActiveEdges:
         w = np.empty(m if weights else 0, np.float32)
         src = np.empty(m if with_src else 0, np.int32)
         stored = mapped.weight if weights and mapped.weight is not None else None
-        gather_rows(*read_only(mapped.indptr, mapped.indices,
-                               stored if stored is not None else np.zeros(0, np.float32),
-                               senders), self.lo, starts, src,
-                    dst, w if stored is not None else np.zeros(0, np.float32))
+        bad = gather_rows(*read_only(mapped.indptr, mapped.indices,
+                                     stored if stored is not None else np.zeros(0, np.float32),
+                                     senders), self.lo, starts, self.num_nodes, src,
+                          dst, w if stored is not None else np.zeros(0, np.float32))
+        if bad:
+            raise FormatError(f"{self.path}: neighbour id out of range [0, "
+                              f"{self.num_nodes}) (corrupted)")
         if weights and stored is None:  # an unweighted edge set: every weight is 1
             w[:] = 1.0
         return Gathered(senders, counts, src, dst, w if weights else None)

@@ -489,20 +489,35 @@ def _keyed(graph, kind: str) -> bool:
         and graph.num_nodes() < 1 << 31
 
 
-def _rows(graph, name: str, kind: str) -> tuple[np.ndarray, np.ndarray] | None:
-    """``(indptr, indices)`` of edge set ``name``'s ``kind`` index for counting the rows a
-    change touches: the index mapped whole where it is (or must be: built before an
-    append), else its offsets checked in O(N) and its ids mapped unchecked (only compared
-    with the changed pairs, never used to index an array)."""
+def rows_index(graph, name: str, kind: str) -> tuple[MappedIndex, bool] | None:
+    """Stored edge set ``name``'s ``kind`` (``csr``/``csc``) index for a reader of some of
+    its rows, and whether its ids are checked: the index mapped whole and checked where it
+    is already (or must be: built before an append), else its offsets checked in O(N)
+    (:func:`mapped_offsets`) and its ids and weights mapped unchecked, for the reader to
+    check each id it reads before it indexes an array with it; None without an index."""
     whole = graph._mapped_indexes.get((name, kind))
     if whole is None and index_state(graph.manifest, name, kind) != "current":
         whole = mapped_index(graph, name, kind)
     if whole is not None:
-        return whole.indptr, whole.indices
+        return whole, True
+    info = graph.manifest.indexes.get(name, {}).get(kind)
+    if info is None:
+        return None
     indptr = mapped_offsets(graph, name, kind)
-    graph.check_hash(index_file(name, kind, "indices"))
+    for column in ("indices", "weight") if info.weighted else ("indices",):
+        graph.check_hash(index_file(name, kind, column))
     raw = map_index(graph, name, kind, check_values=False)
-    return None if indptr is None or raw is None else (indptr, raw.indices)
+    if indptr is None or raw is None:
+        return None
+    return MappedIndex(raw.info, indptr, raw.indices, raw.weight), False
+
+
+def _rows(graph, name: str, kind: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(indptr, indices)`` of edge set ``name``'s ``kind`` index for counting the rows a
+    change touches (:func:`rows_index`: its ids are only compared with the changed pairs,
+    never used to index an array)."""
+    found = rows_index(graph, name, kind)
+    return None if found is None else (found[0].indptr, found[0].indices)
 
 
 def _changed_offsets(graph, es, kind: str) -> np.ndarray | None:

@@ -11,6 +11,7 @@ import torch
 from graphsys import bsp, open_graph
 from graphsys.bsp import active_edges
 from graphsys.bsp.launch import spawn
+from graphsys.errors import FormatError
 from graphsys.storage.adjacency_index import build_index
 from graphsys.storage.changes import delete_edges
 
@@ -155,6 +156,34 @@ def test_gather_rows_against_slicing():
     np.testing.assert_array_equal(got.src, np.repeat(senders, counts))
     mapped.weight = None  # unweighted: weight 1 each
     assert (index.gather(senders, counts, False, True).weight == 1).all()
+    # the ids are checked as they are read: one past the nodes is refused in one line
+    mapped.indices = indices.copy()
+    mapped.indices[indptr[lo + 17]] = 50
+    with pytest.raises(FormatError, match=r"^index: neighbour id out of range \[0, 50\) "):
+        index.gather(senders, counts, False, False)
+
+
+def test_a_corrupt_index_is_refused_by_the_run(graphs, tmp_path):
+    """A stored index whose id in the source's row was overwritten past the nodes (its
+    hash not verified): the first active superstep, which reads that row, refuses it in
+    one line naming the file."""
+    import shutil
+
+    from graphsys.storage.column_file import data_offset
+    from graphsys.storage.format import index_file
+
+    path = tmp_path / "g"
+    shutil.copytree(graphs["directed-p3"].path, path)
+    build_index(open_graph(path), ("csr", "csc"))
+    g = open_graph(path)
+    at = int(g.index_offsets(None, "csr")[int(g.to_internal([0])[0])])
+    f = path / index_file(g.edge_set(None).name, "csr", "indices")
+    arr = np.memmap(f, dtype=np.int32, mode="r+", offset=data_offset(f), shape=(at + 1,))
+    arr[at] = 2**30
+    arr.flush()
+    del arr
+    with pytest.raises(FormatError, match=f"^{f}: neighbour id out of range"):
+        bsp.bfs(open_graph(path), 0, mode="out-of-core", schedule="sync")
 
 
 def test_device_copies_expand_the_senders():
