@@ -759,7 +759,8 @@ def active_edge_bfs(ctx: Ctx, bsp) -> dict:
     :mod:`graphsys.bsp.active_edges`) and with every bucket of the senders' partitions
     streamed (``ACTIVE_EDGES = False``), :data:`ACTIVE_TURNS` turns alternated: per side the
     median run seconds (synchronised), bytes read and copied to the device, and the
-    supersteps' directions (``a`` active, ``s`` streamed); whether the levels agree; and
+    supersteps' passes (``a`` the senders' index rows, ``p`` the unreached vertices'
+    in-edges from the index, ``s`` streamed); whether the levels agree; and
     one run with the default budget, which uploads the stored indexes into the in-memory
     layout (``index_build``: its setup and search seconds)."""
     import numpy as np
@@ -806,8 +807,8 @@ def active_edge_bfs(ctx: Ctx, bsp) -> dict:
         out[side] = {"median_s": round(median([t for t, _ in done]), 6),
                      "bytes_read": int(sum(s.bytes_read for s in steps)),
                      "bytes_h2d": int(sum(s.bytes_h2d for s in steps)),
-                     "directions": "".join("a" if s.direction == "active" else "s"
-                                           for s in steps)}
+                     "directions": "".join({"active": "a", "active-pull": "p"}.get(
+                         s.direction, "s") for s in steps)}
     return out
 
 

@@ -10,8 +10,9 @@ superstep with few senders reads their index rows alone,
 (``active_edges.ACTIVE_EDGES = False``: every bucket of the senders' partitions streamed,
 the engine's pass before it). Per program and backend: the median whole-run seconds of each
 side (``stats.seconds``: the supersteps and their setup), their turn-by-turn ratio, the
-bytes each read from the edge files and index over the run, and the supersteps' directions
-(``a`` active, ``s`` streamed). Both sides return the same values (checked every turn).
+bytes each read from the edge files and index over the run, and the supersteps' passes
+(``a`` the senders' index rows, ``p`` the unreached targets' in-edges from the index, ``s``
+streamed). Both sides return the same values (checked every turn).
 
 Usage::
 
@@ -31,6 +32,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository r
 import numpy as np
 
 from benchmarks import harness
+
+#: A superstep's pass, one letter: the senders' index rows, the unreached targets' index
+#: rows, or the buckets streamed
+LETTERS = {"active": "a", "active-pull": "p", "stream": "s"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -86,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
                 "speedup": harness.pair_ratios(secs["streamed"], secs["active"]),
                 "bytes_read": {k: int(sum(s.bytes_read for s in r.stats.supersteps))
                                for k, r in first.items()},
-                "directions": {k: "".join("a" if s.direction == "active" else "s"
+                "directions": {k: "".join(LETTERS.get(s.direction, "s")
                                           for s in r.stats.supersteps)
                                for k, r in first.items()},
                 "supersteps": first["active"].stats.num_supersteps})

@@ -201,8 +201,9 @@ class FrontierLog:
         """The engine's ``progress`` callback: note the finished superstep's work items
         (push/stream: the frontier; pull: the accepted targets, None = all)."""
         frontier, accept = self._frontier, self._accept
-        if ss.direction in ("push", "pull", "stream", "active") and frontier is not None:
-            pull = ss.direction == "pull"
+        if ss.direction in ("push", "pull", "stream", "active", "active-pull") \
+                and frontier is not None:
+            pull = ss.direction in ("pull", "active-pull")
             self.steps.append(({"step": ss.superstep, "direction": ss.direction,
                                 "active": ss.active}, accept if pull else frontier, pull,
                                self._direction or self._prog.direction))

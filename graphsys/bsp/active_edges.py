@@ -1,6 +1,8 @@
 """Active-edge supersteps out of core: where a superstep's senders are few, only their
 edges are read, from the edge set's stored adjacency index, instead of every bucket of
-their source partitions (Subway's transfer of the active subgraph [1]_).
+their source partitions (Subway's transfer of the active subgraph [1]_); where the targets
+that still take messages are few (a BFS's unreached vertices, late in the search), only
+their in-edges (a bottom-up pass, as a direction-optimizing BFS [2]_ makes in memory).
 
 A frontier superstep of a :class:`~graphsys.bsp.stream.StreamEdges` run streams every
 bucket whose source partition holds a sender, and drops the edges of the others as it
@@ -10,20 +12,26 @@ set. With the graph's ``csr`` index (forward messages) and ``csc`` index (revers
 gathered on the host by one parallel kernel (:func:`gather_rows`), then combined as a
 streamed batch is: on the numba path by the same stream kernel, on the torch path after one
 copy of the gathered rows to the device (their targets, weights, and each sender's id and
-edge count, expanded there).
+edge count, expanded there). A program with forward messages whose ``accepts`` names the
+targets that may still take them (BFS's) may instead have those targets' ``csc`` rows
+gathered, each in-edge's message kept where its source is on the frontier: the same
+combined messages at every accepted target, the only ones the engine delivers.
 
-:func:`choose` takes that path when it reads (and moves) at most ``1 / RATIO`` of the
-bytes the streamed pass would: the senders' edges at 4 bytes an edge (8 with weights) and
-16 bytes a sender, against the batches the stream would read (on the torch path, those not
-kept on the device). The numba path combines the gathered edges on one thread where the
-stream shares its tasks among ``threads``, so its side is counted that many times. The
-combined messages are those of the stream for order-free combiners (``min``, ``max``), the
-only ones it serves: a sum would round in another order.
+:func:`edge_phase` takes the cheaper of the two passes when it reads (and moves) at most
+``1 / RATIO`` of the bytes the streamed pass would (:func:`choose`): the gathered edges at 4
+bytes an edge (8 with weights) and 16 bytes a row, against the batches the stream would
+read (on the torch path, those not kept on the device). The numba path combines the
+gathered edges on one thread where the stream shares its tasks among ``threads``, so its
+side is counted that many times. The combined messages are those of the stream for
+order-free combiners (``min``, ``max``), the only ones it serves: a sum would round in
+another order.
 
 References
 ----------
 .. [1] A. H. Nodehi Sabet, Z. Zhao, R. Gupta. "Subway: Minimizing Data Transfer during
    Out-of-GPU-Memory Graph Processing." EuroSys 2020.
+.. [2] S. Beamer, K. Asanović, D. Patterson. "Direction-Optimizing Breadth-First Search."
+   SC 2012.
 """
 
 from __future__ import annotations
@@ -121,6 +129,7 @@ class ActiveEdges:
 
     def __init__(self, mapped, lo: int, num_nodes: int | None = None, path: str = "index"):
         self.mapped, self.lo, self.path = mapped, lo, path
+        self._degrees: np.ndarray | None = None
         self.num_nodes = len(mapped.indptr) - 1 if num_nodes is None else num_nodes
 
     @classmethod
@@ -136,6 +145,13 @@ class ActiveEdges:
             return None
         path = str(graph.location.file(csr.index_file(es.name, KINDS[reverse], "indices")))
         return cls(found[0], lo, graph.num_nodes(), path)
+
+    @property
+    def degrees(self) -> np.ndarray:
+        """Every row's edges (int64 (N,)), made on first use."""
+        if self._degrees is None:
+            self._degrees = np.diff(self.mapped.indptr)
+        return self._degrees
 
     def counts(self, senders: np.ndarray) -> np.ndarray:
         """Each sender's edges (int64)."""
@@ -187,7 +203,7 @@ def choose(active_edges: int, senders: int, streamed_bytes: int, weights: bool,
     >>> choose(1_000_000, 10_000, streamed_bytes=8_000_000, weights=False)
     False
     """
-    cost = active_edges * 4 * (1 + weights) + senders * SENDER_BYTES
+    cost = read_bytes(active_edges, senders, weights)
     return ACTIVE_EDGES and cost * RATIO * max(1, threads) <= streamed_bytes
 
 
@@ -254,3 +270,130 @@ class Staging:
         """Mark this superstep's copies: the buffer is rewritten only after them."""
         if self.cuda:
             self.done.record()
+
+
+def edge_phase(edges, x, active, act: np.ndarray, num_active: int, accept, tasks):
+    """The edge phase of one frontier superstep of ``edges`` (a
+    :class:`~graphsys.bsp.stream.StreamEdges` whose streamed pass would read ``tasks``)
+    over gathered index rows (see the module docstring): the senders' rows (the frontier
+    ``active``, ``act`` on the host, its ``num_active`` set entries) in the orientations
+    the pass reads, or the ``csc`` rows of the targets ``accept`` names; an
+    :class:`~graphsys.bsp.provider.EdgeResult` with direction ``active`` (senders' rows)
+    or ``active-pull`` (targets' rows). None where it does not apply (a combiner that is
+    not order-free, a vector program, raw messages, an index missing) or would not pay
+    (:func:`choose`). Each pass's rows are counted only where their own bytes could beat
+    the stream and the other pass: an early BFS level never lists its unreached
+    vertices."""
+    prog = edges.program
+    if prog.raw_messages or prog.width is not None or prog.combiner not in ORDER_FREE:
+        return None
+    weights = bool(prog.uses_weights)
+    numba_path = edges.backend == "numba" and prog.builtin
+    threads = min(edges.threads, len(tasks)) if numba_path else 1
+    streamed = edges.streamed_bytes(tasks, numba_path)
+    best = None  # (bytes, direction, [(index, rows, counts)], edges, rows)
+    for kind, held, indexes, rows_of, edges_of in _passes(edges, act, num_active, accept,
+                                                          tasks):
+        bound = best[0] if best is not None else None
+        if _beaten(0, held, streamed, weights, threads, bound) or (
+                edges_of is not None
+                and _beaten(edges_of(), held, streamed, weights, threads, bound)):
+            continue
+        rows = rows_of()
+        lists = [(index, rows, index.counts(rows)) for index in indexes]
+        gathered = sum(int(c.sum()) for _, _, c in lists)
+        cost = read_bytes(gathered, held, weights)
+        if best is None or cost < best[0]:
+            best = (cost, kind, lists, gathered, held)
+    if best is None or not choose(best[3], best[4], streamed, weights, threads):
+        return None
+    _, kind, lists, gathered, held = best
+    parts = [index.gather(rows, counts, numba_path, weights) for index, rows, counts in lists]
+    res, sent, moved = _combine(edges, x, active, act, parts, kind == "active-pull",
+                                numba_path, weights)
+    res.edges_scanned, res.messages_sent = gathered, sent
+    res.bytes_read, res.bytes_h2d = read_bytes(gathered, held, weights), moved
+    return res
+
+
+def _beaten(edges: int, rows: int, streamed: int, weights: bool, threads: int,
+            bound: int | None) -> bool:
+    """Whether a gather of at least ``edges`` edges from ``rows`` rows loses to the
+    stream (:func:`choose`) or costs ``bound`` bytes or more (the pass chosen so far)."""
+    return not choose(edges, rows, streamed, weights, threads) or (
+        bound is not None and read_bytes(edges, rows, weights) >= bound)
+
+
+def _passes(edges, act: np.ndarray, num_active: int, accept, tasks) -> list:
+    """The gathers :func:`edge_phase` may choose from, cheapest rows first: ``(direction,
+    rows, their indexes, a function listing the rows, one counting their edges or None)``
+    for the senders' rows in every orientation the pass reads (where each has its index)
+    and, for a one-process pass of forward messages with accepted targets, those targets'
+    ``csc`` rows (their edges a masked sum of the in-degrees: no list of a BFS's many
+    unreached vertices unless the pass is taken)."""
+    from graphsys.device import host_array
+
+    orientations = sorted({rev for task in tasks for _, _, rev in task})
+    out = []
+    push = [edges.active_index(rev) for rev in orientations]
+    if all(index is not None for index in push):
+        out.append(("active", num_active * len(push), push,
+                    lambda: senders_of(act, num_active), None))
+    pull = edges.active_index(True) if (
+        accept is not None and orientations == [False] and edges.lo == 0
+        and edges.hi == edges.num_nodes) else None
+    if pull is not None:
+        accepted = host_array(accept if isinstance(accept, np.ndarray) else accept.cpu())
+        accepted = accepted.view(np.bool_) if accepted.dtype == np.uint8 else accepted
+        count = int(np.count_nonzero(accepted))
+        out.append(("active-pull", count, [pull], lambda: senders_of(accepted, count),
+                    lambda: int(pull.degrees.sum(where=accepted))))
+    return sorted(out, key=lambda p: p[1])
+
+
+def _combine(edges, x, active, act: np.ndarray, parts: list, pulled: bool,
+             numba_path: bool, weights: bool) -> tuple:
+    """The gathered rows' messages combined as a streamed batch's are: ``(EdgeResult,
+    messages sent, bytes copied to the device)``. ``pulled``: each row is a target's, its
+    edges' messages kept where their source is on the frontier."""
+    from graphsys.bsp import kernels
+    from graphsys.bsp.edges import _host_accumulators, _Sink, _torch_messages
+    from graphsys.bsp.program import COMBINERS, MESSAGES
+    from graphsys.bsp.provider import EdgeResult
+    from graphsys.device import host_array
+
+    prog, kind = edges.program, "active-pull" if pulled else "active"
+    sent = 0
+    if numba_path:
+        acc, received = _host_accumulators(edges.num_nodes, prog.identity,
+                                           host=isinstance(x, np.ndarray))
+        xn, an, rn = host_array(x), host_array(acc), host_array(received)
+        for g in parts:
+            src, dst, w = read_only(g.src, g.dst, g.weight if weights
+                                    else np.zeros(0, np.float32))
+            if pulled:  # a target's row: the message flows from its in-neighbour
+                src, dst = dst, src
+            sent += int(kernels.stream(src, dst, w, xn, act, pulled, MESSAGES[prog.message],
+                                       COMBINERS[prog.combiner][0], an, rn))
+        return EdgeResult(acc, received, None, kind), sent, 0
+    staging = edges.staging()
+    before = staging.moved
+    staging.begin(sum(words(g.edges, len(g.senders), weights) for g in parts))
+    sink = _Sink(prog, edges.num_nodes, edges.device)
+    for row, other, w in to_device(parts, edges.device, staging):
+        src, dst = (other, row) if pulled else (row, other)
+        if pulled:  # only the in-neighbours on the frontier send
+            keep = active.index_select(0, src)
+            src, dst = src[keep], dst[keep]
+            w = w[keep] if w is not None else None
+        sink.add(dst, _torch_messages(prog, x[src], w))
+        sent += int(src.numel())
+    staging.end()
+    return sink.result(kind), sent, staging.moved - before
+
+
+def read_bytes(edges: int, rows: int, weights: bool) -> int:
+    """Bytes a gather of ``edges`` edges from ``rows`` index rows reads: 4 an edge (8 with
+    weights) and :data:`SENDER_BYTES` a row."""
+    return edges * 4 * (1 + weights) + rows * SENDER_BYTES
+

@@ -42,10 +42,11 @@ class EdgeResult:
     message (the combiner's identity where none arrived), ``received`` bool (N,) whether any
     did; for a custom combiner both are None and ``raw`` holds the uncombined messages
     ``(index int64 (M,) global target ids, values float64 (M,))``. ``direction``: ``push``,
-    ``pull``, ``stream``, ``active`` (the senders' index rows alone) or ``none`` (no
-    active vertex: no pass). Counters: ``edges_scanned`` (edges whose entries were read),
-    ``messages_sent`` (before combining), ``bytes_read`` (bucket or index bytes read),
-    ``bytes_h2d`` (bytes copied host -> device).
+    ``pull``, ``stream``, ``active`` or ``active-pull`` (the senders' or the accepting
+    targets' index rows alone) or ``none`` (no active vertex: no pass). Counters:
+    ``edges_scanned`` (edges whose entries were read), ``messages_sent`` (before
+    combining), ``bytes_read`` (bucket or index bytes read), ``bytes_h2d`` (bytes copied
+    host -> device).
     """
 
     acc: torch.Tensor | None

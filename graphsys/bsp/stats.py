@@ -29,10 +29,10 @@ class SuperstepStats:
     active : int
         Vertices in the sending frontier, over all processes.
     direction : str
-        ``push``, ``pull``, ``stream`` (out-of-core / distributed bucket pass) or
-        ``active`` (out of core, the senders' index rows alone:
-        :mod:`~graphsys.bsp.active_edges`), or the name of the whole-graph step
-        (``async``, ``afforest``, ...).
+        ``push``, ``pull``, ``stream`` (out-of-core / distributed bucket pass),
+        ``active`` or ``active-pull`` (out of core, the senders' or the accepting
+        targets' index rows alone: :mod:`~graphsys.bsp.active_edges`), or the name of the
+        whole-graph step (``async``, ``afforest``, ...).
     edges_scanned : int
         Edges whose entries were read.
     messages_sent : int

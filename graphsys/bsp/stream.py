@@ -279,7 +279,7 @@ class StreamEdges:
                  for task in self.tasks]
         tasks = [task for task in tasks if task]
         if use_active and tasks:  # few senders: only their edges, from the index
-            res = self._active_pass(x, act, num_active, tasks)
+            res = self._active_pass(x, active, act, num_active, accept, tasks)
             if res is not None:
                 return res
         for task in tasks:  # open in this thread: workers only read the cached views
@@ -383,65 +383,31 @@ class StreamEdges:
             scanned, sent, nbytes, h2d)
         return res
 
-    def _active_pass(self, x, act: np.ndarray, num_active: int, tasks
+    def _active_pass(self, x, active, act: np.ndarray, num_active: int, accept, tasks
                      ) -> EdgeResult | None:
-        """The superstep's edge phase over its senders' edges alone, gathered from the
-        edge set's stored index (:mod:`~graphsys.bsp.active_edges`), where the program's
-        combiner is order-free, every orientation the pass reads has its index, and
-        :func:`~graphsys.bsp.active_edges.choose` finds it reads few enough bytes against
-        the streamed pass over ``tasks``; else None (the buckets are streamed)."""
-        prog = self.program
-        if (not active_edges.ACTIVE_EDGES or prog.raw_messages or prog.width is not None
-                or prog.combiner not in active_edges.ORDER_FREE):
+        """The superstep's edge phase over the edges of its senders, or of the targets
+        that accept messages, alone, gathered from the edge set's stored index
+        (:func:`~graphsys.bsp.active_edges.edge_phase`); None where it does not apply or
+        would not pay (the buckets are streamed)."""
+        if not active_edges.ACTIVE_EDGES:
             return None
-        indexes = {}
-        for rev in sorted({rev for task in tasks for _, _, rev in task}):
-            if rev not in self._active_index:
-                self._active_index[rev] = active_edges.ActiveEdges.open(
-                    self.graph, self.es, rev, self.lo)
-            if self._active_index[rev] is None:
-                return None
-            indexes[rev] = self._active_index[rev]
-        weights = bool(prog.uses_weights)
-        senders = active_edges.senders_of(act, num_active)
-        counts = {rev: index.counts(senders) for rev, index in indexes.items()}
-        edges = sum(int(c.sum()) for c in counts.values())
-        numba_path = self.backend == "numba" and prog.builtin
-        if not active_edges.choose(edges, len(senders) * len(indexes),
-                                   self._streamed_bytes(tasks, numba_path), weights,
-                                   min(self.threads, len(tasks)) if numba_path else 1):
-            return None
-        parts = [index.gather(senders, counts[rev], numba_path, weights)
-                 for rev, index in indexes.items()]
-        if numba_path:
-            acc, received = _host_accumulators(self.num_nodes, prog.identity,
-                                               host=isinstance(x, np.ndarray))
-            xn, an, rn = host_array(x), host_array(acc), host_array(received)
-            for g in parts:
-                src, dst, w = read_only(g.src, g.dst, g.weight if weights
-                                        else np.zeros(0, np.float32))
-                kernels.stream(src, dst, w, xn, act, False, MESSAGES[prog.message],
-                               COMBINERS[prog.combiner][0], an, rn)
-            res = EdgeResult(acc, received, None, "active")
-            moved = 0
-        else:
-            if self._staging is None:
-                self._staging = active_edges.Staging(self.device)
-            staging, before = self._staging, self._staging.moved
-            staging.begin(sum(active_edges.words(g.edges, len(senders), weights)
-                              for g in parts))
-            sink = _Sink(prog, self.num_nodes, self.device)
-            for src, dst, w in active_edges.to_device(parts, self.device, staging):
-                sink.add(dst, _torch_messages(prog, x[src], w))
-            staging.end()
-            res = sink.result("active")
-            moved = staging.moved - before
-        res.edges_scanned = res.messages_sent = edges
-        res.bytes_read = edges * 4 * (1 + weights) + len(senders) * len(indexes) * 16
-        res.bytes_h2d = moved
-        return res
+        return active_edges.edge_phase(self, x, active, act, num_active, accept, tasks)
 
-    def _streamed_bytes(self, tasks, numba_path: bool) -> int:
+    def active_index(self, reverse: bool) -> active_edges.ActiveEdges | None:
+        """The stored index an active-edge pass of one orientation reads (``csr``
+        forward, ``csc`` reverse), opened once a run; None where the graph has none."""
+        if reverse not in self._active_index:
+            self._active_index[reverse] = active_edges.ActiveEdges.open(
+                self.graph, self.es, reverse, self.lo)
+        return self._active_index[reverse]
+
+    def staging(self) -> active_edges.Staging:
+        """The torch path's copies of an active-edge pass's gathered rows (one a run)."""
+        if self._staging is None:
+            self._staging = active_edges.Staging(self.device)
+        return self._staging
+
+    def streamed_bytes(self, tasks, numba_path: bool) -> int:
         """Bytes the streamed pass over ``tasks`` would read: every batch's columns on the
         numba path; on the torch path the words of the batches not kept on the device
         (a bucket not opened yet: its edge count's)."""

@@ -71,11 +71,13 @@ def test_chain_reads_one_row_a_level(tmp_path, streamed):
     g = open_graph(tg.path)
     res = bsp.bfs(g, 0, mode="out-of-core", schedule="sync")
     ref = streamed(bsp.bfs, g, 0, mode="out-of-core", schedule="sync")
-    assert len(res.stats.supersteps) == 2000
-    assert all(s.direction == "active" and s.edges_scanned <= 1
-               for s in res.stats.supersteps)
-    read = sum(s.bytes_read for s in res.stats.supersteps)
-    assert read == 1999 * 4 + 2000 * active_edges.SENDER_BYTES
+    steps = res.stats.supersteps
+    assert len(steps) == 2000 and all(s.edges_scanned <= 1 for s in steps)
+    # the senders' rows, but for the last level: every vertex reached, no row to pull
+    assert {s.direction for s in steps[:-1]} == {"active"}
+    assert steps[-1].direction == "active-pull" and steps[-1].bytes_read == 0
+    read = sum(s.bytes_read for s in steps)
+    assert read == 1999 * 4 + 1999 * active_edges.SENDER_BYTES
     assert read * 10 < sum(s.bytes_read for s in ref.stats.supersteps)
     np.testing.assert_array_equal(res.values, ref.values)
 
@@ -239,3 +241,60 @@ def test_staging_protocol_with_a_fake_cuda(monkeypatch):
         assert w.dtype == torch.float32 and w.tolist() == [0.5, 1.5, 2.5]
     assert staging.moved == 2 * (3 * 4 + 3 * 4 + 2 * 4 + 2 * 4)
     assert log == [("buffer", 1 << 16, True), "record", "synchronize", "record"]
+
+
+@pytest.fixture(scope="module")
+def rmat(tmp_path_factory):
+    """A seeded R-MAT graph (4,096 ids, 65,536 edges, 4 partitions) with its CSR and CSC
+    indexes, and the highest out-degree vertex: a BFS from it reaches most vertices in
+    two levels, leaving few unreached."""
+    import graphsys
+    from graphsys.generators import rmat_edges
+
+    chunks = list(rmat_edges(1 << 12, 1 << 16, seed=3))
+    src = np.concatenate([c["src"] for c in chunks])
+    dst = np.concatenate([c["dst"] for c in chunks])
+    g = graphsys.from_numpy(src, dst, tmp_path_factory.mktemp("rmat") / "g", partitions=4)
+    build_index(g, ("csr", "csc"))
+    g = open_graph(g.path)
+    hub = int(g.to_original([int(np.argmax(g.degrees(None, "out")))])[0])
+    return g, hub
+
+
+@pytest.mark.parametrize("backend", [pytest.param("numba", marks=pytest.mark.host), "torch"])
+def test_unreached_targets_pull_their_in_edges(rmat, streamed, backend, device):
+    """Once the unreached vertices' in-edges cost less than the senders' out-edges and the
+    stream, a BFS level gathers those in-edges (``active-pull``): exactly theirs, the
+    in-neighbours on the frontier sending; the levels of the stream and of memory."""
+    g, hub = rmat
+    res = bsp.bfs(g, hub, mode="out-of-core", schedule="sync", backend=backend,
+                  device=device)
+    ref = streamed(bsp.bfs, g, hub, mode="out-of-core", schedule="sync", backend=backend,
+                   device=device)
+    np.testing.assert_array_equal(res.values, ref.values)
+    np.testing.assert_array_equal(res.values, bsp.bfs(g, hub).values)
+    indeg = g.degrees(None, "in")
+    pulls = [s for s in res.stats.supersteps if s.direction == "active-pull"]
+    assert pulls
+    for s in pulls:  # before level s.superstep + 1: the vertices past level s.superstep
+        unreached = ~(res.values <= s.superstep)
+        assert s.edges_scanned == int(indeg[unreached].sum())
+        assert s.bytes_read == active_edges.read_bytes(s.edges_scanned,
+                                                       int(unreached.sum()), False)
+    assert sum(s.bytes_read for s in res.stats.supersteps) * 2 < sum(
+        s.bytes_read for s in ref.stats.supersteps)
+
+
+def test_a_pull_needs_forward_messages_and_one_process(rmat, monkeypatch):
+    """Without targets to accept (SSSP) or with its index missing, no level pulls."""
+    g, hub = rmat
+    res = bsp.sssp(g, hub, mode="out-of-core")
+    assert "active-pull" not in {s.direction for s in res.stats.supersteps}
+    from graphsys.bsp import stream
+
+    real = stream.StreamEdges.active_index
+    monkeypatch.setattr(stream.StreamEdges, "active_index",
+                        lambda self, reverse: None if reverse else real(self, reverse))
+    res = bsp.bfs(g, hub, mode="out-of-core", schedule="sync")
+    assert {s.direction for s in res.stats.supersteps} <= {"active", "stream"}
+    assert "active" in {s.direction for s in res.stats.supersteps}
