@@ -49,8 +49,9 @@ from graphsys.storage import csr
 if TYPE_CHECKING:
     import torch
 
-#: Whether a frontier superstep out of core may read only its senders' edges (the switch
-#: that benchmarks and ``gpu_check`` turn off to set the stream beside it)
+#: Whether a frontier superstep out of core may read only its senders' edges, or its
+#: accepting targets' (the switch that benchmarks and ``gpu_check`` turn off to set the
+#: stream beside it)
 ACTIVE_EDGES = True
 #: The active-edge pass is taken when its bytes, times this, are at most the streamed
 #: pass's: a row gathered by its offsets is a random read, a bucket a sequential one
@@ -106,10 +107,10 @@ def senders_of(active, count):
 
 @dataclass
 class Gathered:
-    """The senders' edges of one orientation on the host: ``senders`` (int64 owned-local
-    ids), ``counts`` (int64: each one's edges), ``src`` (int32 local sender of each edge,
-    empty unless asked for), ``dst`` (int32 global targets) and ``weight`` (float32, or
-    None)."""
+    """The gathered rows of one index on the host: ``senders`` (the rows, int64
+    owned-local ids), ``counts`` (int64: each one's edges), ``src`` (int32: the row of
+    each edge, empty unless asked for), ``dst`` (int32 global neighbour ids) and
+    ``weight`` (float32, or None)."""
 
     senders: np.ndarray
     counts: np.ndarray
