@@ -13,8 +13,12 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("index", help="build CSR/CSC adjacency indexes (memory-mapped)",
                               description=__doc__)
     p.add_argument("graph", type=Path, metavar="DIR")
-    p.add_argument("--csr", action="store_true", help="out-neighbour index")
-    p.add_argument("--csc", action="store_true", help="in-neighbour index")
+    p.add_argument("--csr", action="store_true",
+                   help="out-neighbour index (out of core, a superstep with few senders "
+                        "reads only their rows; a GPU lays the graph out from it unsorted)")
+    p.add_argument("--csc", action="store_true",
+                   help="in-neighbour index (out of core, a BFS level with few unreached "
+                        "vertices reads only their in-edges)")
     p.add_argument("--push", action="store_true",
                    help="in-edges in destination blocks, vertices in out-degree order: "
                         "in-memory PageRank pushes over it with no build (3 bytes per edge; "
