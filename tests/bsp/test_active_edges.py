@@ -21,6 +21,15 @@ from .conftest import build, to_global
 JOBS = [("bfs", {"schedule": "sync"}, False), ("sssp", {}, True), ("wcc", {}, False)]
 
 
+@pytest.fixture(autouse=True)
+def nothing_kept(monkeypatch):
+    """On CUDA too the runs here stream their supersteps, as on the CPU: no device budget
+    by default, so no batch is kept, no pass merged and no layout built on the device."""
+    from graphsys.bsp import device_stream
+
+    monkeypatch.setattr(device_stream, "RESIDENT_FRACTION", 0.0)
+
+
 @pytest.fixture
 def streamed(monkeypatch):
     """Run ``fn`` with the active-edge pass switched off: the streamed answer."""
