@@ -85,13 +85,14 @@ class WCC(VertexProgram):
         return Solved(method, [ss], 0)
 
 
-@document_options(*ENGINE_OPTIONS, "init")
+@document_options(*ENGINE_OPTIONS, "init", "device_budget")
 @fill_doc(references=cite("afforest", "pregel"))
 def wcc(graph, *, max_iters: int | None = None, schedule: str = "auto", mode: str = "auto",
         device: str = "cpu", backend: str = "auto", threads: int | None = None,
         edge_set: str | None = None, distributed: bool = False,
         progress: bool | Callable | None = None, readahead: int = 4,
-        dense_divisor: float = DENSE_DIVISOR, fuse: bool = True, init=None) -> Result:
+        dense_divisor: float = DENSE_DIVISOR, fuse: bool = True, init=None,
+        device_budget: int | float | None = None) -> Result:
     """Weakly connected components: each node's label is the smallest internal id in its
     component.
 
@@ -144,7 +145,8 @@ def wcc(graph, *, max_iters: int | None = None, schedule: str = "auto", mode: st
     return WCC_SPEC.run(graph, max_iters=max_iters, init=init, mode=mode, device=device,
                         backend=backend, threads=threads, distributed=distributed,
                         progress=progress, edge_set=edge_set, readahead=readahead,
-                        dense_divisor=dense_divisor, fuse=fuse, schedule=schedule)
+                        dense_divisor=dense_divisor, fuse=fuse, schedule=schedule,
+                        device_budget=device_budget)
 
 
 def _wcc_program(graph, *, edge_set=None):

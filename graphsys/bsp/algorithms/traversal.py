@@ -211,13 +211,14 @@ def bfs(graph, source, *, max_iters: int | None = None, schedule: str = "auto",
                         device_budget=device_budget)
 
 
-@document_options(*ENGINE_OPTIONS, "init")
+@document_options(*ENGINE_OPTIONS, "init", "device_budget")
 @fill_doc(source=_SOURCE_DOC, references=cite("pregel"))
 def sssp(graph, source, *, max_iters: int | None = None, schedule: str = "sync",
          mode: str = "auto", device: str = "cpu", backend: str = "auto",
          threads: int | None = None, edge_set: str | None = None, distributed: bool = False,
          progress: bool | Callable | None = None, readahead: int = 4,
-         dense_divisor: float = DENSE_DIVISOR, fuse: bool = True, init=None) -> Result:
+         dense_divisor: float = DENSE_DIVISOR, fuse: bool = True, init=None,
+         device_budget: int | float | None = None) -> Result:
     """Single-source shortest-path distances (label-correcting Bellman-Ford supersteps).
 
     Every node whose distance dropped sends ``distance + weight`` along its out-edges;
@@ -264,7 +265,8 @@ def sssp(graph, source, *, max_iters: int | None = None, schedule: str = "sync",
     return SSSP_SPEC.run(graph, source, max_iters=max_iters, init=init, mode=mode, device=device,
                          backend=backend, threads=threads, distributed=distributed,
                          progress=progress, edge_set=edge_set, readahead=readahead,
-                         dense_divisor=dense_divisor, fuse=fuse, schedule=schedule)
+                         dense_divisor=dense_divisor, fuse=fuse, schedule=schedule,
+                         device_budget=device_budget)
 
 
 def _bfs_program(graph, *, source, edge_set=None):
