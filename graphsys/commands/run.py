@@ -112,6 +112,12 @@ def register(subparsers) -> None:
                         "(--overwrite) when it is such a converged result of the same run "
                         "that records a checksum; none: from scratch")
     p.add_argument("--threads", type=int, help="out-of-core worker threads")
+    p.add_argument("--device-budget", metavar="SIZE|SHARE",
+                   help="out of core on the torch backend: edge bytes kept in device memory "
+                        "after the first superstep, a size (8GB; 0: every batch streamed "
+                        "every superstep) or, written with a decimal point, a share of the "
+                        "device memory free at the start in [0, 1] (default: 0.5 on CUDA, "
+                        "nothing on the CPU)")
     p.add_argument("--schedule", default="auto",
                    help="auto (default: bfs and wcc in memory on CPU run their own "
                         "algorithm - direction-optimizing BFS, Afforest/union-find - else "
@@ -241,6 +247,8 @@ def _engine_kwargs(args, parameters, device: str, distributed: bool) -> dict:
         kwargs["max_iters"] = args.max_iters
     if args.tol is not None:
         kwargs["tol"] = args.tol
+    if args.device_budget is not None:
+        kwargs["device_budget"] = device_budget(args.device_budget)
     # (flag as given: None where left out, its value, the value left out); a flag the
     # algorithm has no parameter for is refused when given, even at its default value
     flags = {"damping": (args.damping, args.damping, 0.85),
@@ -255,6 +263,27 @@ def _engine_kwargs(args, parameters, device: str, distributed: bool) -> dict:
                                 f"{args.algorithm}")
     kwargs.update(_algorithm_params(args.algorithm, args.params, parameters))
     return kwargs
+
+
+def device_budget(text: str) -> int | float:
+    """``--device-budget``: a share in [0, 1] where written with a decimal point, else a
+    size in bytes (units allowed, 0 for none); refused in one line otherwise.
+
+    Examples
+    --------
+    >>> from graphsys.commands.run import device_budget
+    >>> device_budget("0.25"), device_budget("2GB"), device_budget("0")
+    (0.25, 2000000000, 0)
+    """
+    from graphsys.units import parse_size
+
+    if "." in text and text.replace(".", "", 1).isdigit():
+        share = float(text)
+        if share > 1:
+            raise GraphsysError(f"--device-budget {text}: a share is in [0, 1]; write a "
+                                f"size with its unit (8GB) for bytes")
+        return share
+    return 0 if text.strip() == "0" else parse_size(text, field="--device-budget")
 
 
 def _report(args, spec, graph, result, out, init, unread, compiled: dict, rank0: bool

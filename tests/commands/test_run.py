@@ -548,3 +548,33 @@ def test_cpu_runs_of_builtin_algorithms_import_no_torch(tmp_path):
     streamed, pulled = read_out(tmp_path / "streamed.parquet"), read_out(
         tmp_path / "pagerank.parquet")
     assert sum(abs(streamed[v] - pulled[v]) for v in pulled) < 1e-5
+
+
+@pytest.mark.parametrize("algo", ["pagerank", "bfs", "sssp", "wcc", "kcore"])
+def test_device_budget_keeps_edges_on_the_device(main, graph_dir, tmp_path, capsys, algo):
+    """``--device-budget`` reaches the engine: out of core on the torch backend a size
+    keeps the batches on the device after the first superstep (the CPU here), 0 streams
+    them every superstep; the answer is the same."""
+    source = ["--source", "10"] if algo in ("bfs", "sssp") else []
+    outs = []
+    for budget in ("1MB", "0"):
+        out = tmp_path / f"{algo}-{budget}.parquet"
+        assert main(["run", algo, str(graph_dir / "g"), *source, "--mode", "out-of-core",
+                     "--backend", "torch", "--device-budget", budget, "--out", str(out),
+                     "--json"]) == 0
+        stats = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+        assert (stats["resident_bytes"] > 0) == (budget != "0")
+        outs.append(read_out(out))
+    assert outs[0] == pytest.approx(outs[1], rel=1e-12)
+
+
+@pytest.mark.parametrize("value,message", [
+    ("2.5", "^--device-budget 2.5: a share is in \\[0, 1\\]; write a size with its unit"),
+    ("lots", "^--device-budget: cannot parse size 'lots'")])
+def test_device_budget_refused_in_one_line(main, graph_dir, capsys, value, message):
+    import re
+
+    assert main(["run", "wcc", str(graph_dir / "g"), "--device-budget", value]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and re.search(message, err[0].removeprefix("graphsys: error: ")
+                                       .removeprefix("error: ")), err
