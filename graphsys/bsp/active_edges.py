@@ -227,8 +227,8 @@ def to_device(parts: list[Gathered], device: torch.device, staging) -> list[tupl
 class Staging:
     """Host -> device copies of the gathered rows: on CUDA through one page-locked buffer
     kept for the run, each array copied from it with ``non_blocking``; the buffer is reused
-    once the previous superstep's copies are done (an event). Elsewhere the arrays are
-    used as they are. ``moved`` counts the bytes copied."""
+    once the previous superstep's copies are done (an event). Elsewhere each array is
+    copied as it is. ``moved`` counts the bytes copied to a CUDA device."""
 
     def __init__(self, device: torch.device):
         self.device = device
@@ -257,8 +257,8 @@ class Staging:
         """``arr`` (4-byte items) on the device."""
         import torch
 
-        if not self.cuda:
-            return torch.from_numpy(arr)
+        if not self.cuda:  # a copy, as the upload it stands for (counted as one)
+            return torch.from_numpy(arr).to(self.device, copy=True)
         n = len(arr)
         view = self.host[self.at:self.at + n]
         view.numpy().view(arr.dtype)[:] = arr

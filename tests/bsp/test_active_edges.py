@@ -307,3 +307,41 @@ def test_a_pull_needs_forward_messages_and_one_process(rmat, monkeypatch):
     res = bsp.bfs(g, hub, mode="out-of-core", schedule="sync")
     assert {s.direction for s in res.stats.supersteps} <= {"active", "stream"}
     assert "active" in {s.direction for s in res.stats.supersteps}
+
+
+def test_an_active_superstep_moves_its_rows_once(rmat):
+    """Counted with the device emulated on the CPU: a BFS level of one sender reads the
+    frontier back once (the one synchronisation), uploads its gathered rows in three
+    copies (targets, the sender's id, its count) and launches 9 ops; a pulled level also
+    reads the accepted targets back, and keeps the frontier's in-edges by two masks (two
+    more synchronisations)."""
+    from graphsys.analysis.device_counts import DeviceWorkCounter
+    from graphsys.bsp.algorithms.traversal import BFS
+    from graphsys.bsp.engine import open_edges
+
+    g, hub = rmat
+    source = int(g.to_internal([hub])[0])
+    edges = open_edges(g, g.edge_set(None).name, BFS(source), torch.device("cpu"), "torch",
+                       mode="out-of-core")
+    n = g.num_nodes()
+    x = torch.full((n,), torch.inf, dtype=torch.float64)
+    x[source] = 1.0
+    active = torch.zeros(n, dtype=torch.bool)
+    active[source] = True
+    try:
+        with DeviceWorkCounter(device_tensors=[x, active]) as c:
+            res = edges.run(x, active, 1, None)
+        assert res.direction == "active"
+        assert [k for k, _ in c.records] == ["d2h", "h2d", "h2d", "h2d"] and c.syncs == 1
+        assert c.launches == 9
+        accept = torch.zeros(n, dtype=torch.bool)
+        accept[:5] = True  # five unreached targets: their in-edges are the cheaper pass
+        active[:] = True
+        active[0] = False  # a frontier of every vertex but one: no push is cheap
+        with DeviceWorkCounter(device_tensors=[x, active, accept]) as c:
+            res = edges.run(x, active, n - 1, accept)
+        assert res.direction == "active-pull"
+        assert [k for k, _ in c.records] == ["d2h", "d2h", "h2d", "h2d", "h2d"]
+        assert c.syncs == 4
+    finally:
+        edges.close()
