@@ -38,7 +38,8 @@ bsp       60    30    PageRank and BFS on a generated R-MAT (``--bsp-edges``, de
                       the streamed pass with every batch kept and nothing merged (its
                       compute without the copies); last, out-of-core BFS streamed every
                       superstep on an indexed R-MAT (10M edges) with and without its
-                      active-edge supersteps (the senders' index rows alone), alternated
+                      active-edge supersteps (the senders' or the unreached vertices'
+                      index rows alone), alternated
 gnn       55    30    GraphSAGE minibatch epoch, the CPU benchmark's shape (SBM 1M nodes /
                       25M directed edges, 100 features, 8 classes, fanouts 15,10 input layer
                       first, batch 1024, hidden 256, Adam 0.003, dropout 0.5), beside PyG's
@@ -1052,7 +1053,8 @@ def part_bsp(ctx: Ctx) -> None:
         if policies is not None:
             ctx.record("bfs-direction-policies", graph=label, policies=policies,
                        note="the device BFS's switch rule, alpha and beta divided by each "
-                            "factor")
+                            "factor; then the cost of a bottom-up step over the unreached "
+                            "vertices' in-edges alone against the whole product's")
     if ctx.left() >= 25:
         active = ctx.attempt("bfs-active-edges", active_edge_bfs, ctx, bsp)
         if active is not None:
@@ -1061,7 +1063,8 @@ def part_bsp(ctx: Ctx) -> None:
                 "workload": f"BFS from the highest-degree vertex out of core, streamed every "
                             f"superstep (device_budget=0), {active['graph']}: run seconds "
                             f"with its frontier supersteps reading only their senders' index "
-                            f"rows ({active['active']['bytes_h2d']:,} bytes to the device "
+                            f"rows, or the unreached vertices' in-edges "
+                            f"({active['active']['bytes_h2d']:,} bytes to the device "
                             f"against {active['streamed']['bytes_h2d']:,}; supersteps "
                             f"{active['active']['directions']}), median of {ACTIVE_TURNS}",
                 "peer": "the same run streaming every bucket of the senders' partitions "

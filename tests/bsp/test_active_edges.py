@@ -1,6 +1,7 @@
 """Active-edge supersteps out of core (graphsys.bsp.active_edges): with the graph's CSR and
-CSC indexes, a frontier superstep with few senders reads only their index rows; the answers
-are the streamed pass's, bit for bit, and the counters are the senders' edges."""
+CSC indexes, a frontier superstep with few senders reads only their index rows, and a BFS
+level with few unreached vertices only their in-edges; the answers are the streamed
+pass's, bit for bit, and the counters are the gathered edges."""
 
 from __future__ import annotations
 
