@@ -1037,7 +1037,8 @@ def part_bsp(ctx: Ctx) -> None:
             ctx.record(f"row-bfs-{mode}", row={
                 "workload": f"BFS from the highest-degree vertex, {label}, {where[mode]}: "
                             f"edges scanned per second over the run ({len(figs['supersteps'])}"
-                            f" supersteps{upload})", "peer": None, "peer_figure": None,
+                            f" supersteps{upload}; {total:,} edges in {secs * 1e3:.3f} ms)",
+                "peer": None, "peer_figure": None,
                 "graphsys_figure": round(total / secs) if secs else None, "unit": "edges/s",
                 "ratio": None})
     if ctx.left() >= 20:  # diagnostics last: no row waits on them
