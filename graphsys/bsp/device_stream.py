@@ -523,17 +523,23 @@ class MergedFrontier:
         return edges * ((4 if num_sources <= _INT32_MAX else 8) + 8 + 4 * weights)
 
 
-def stored_index(graph, edge_set: str, kinds: tuple[str, ...]) -> list | None:
+def stored_index(graph, edge_set: str, kinds: tuple[str, ...]) -> tuple[list, bool] | None:
     """The mapped ``kinds`` indexes of a stored edge set with int32 ids (the arrays of
-    :func:`build_adjacency`'s order, in the files), or None where one is missing or the
-    edge set is a view (its index is merged in memory)."""
+    :func:`build_adjacency`'s order), and whether their arrays are views of the local
+    files (not read into memory: a remote graph's, or one renumbered after an append),
+    whose pages may be released; None where one is missing or the edge set is a view (its
+    index is merged in memory)."""
+    from graphsys.storage.csr import index_state
+
     es = graph.edge_set(edge_set)
     if es.members or any(graph.index_offsets(es.name, k) is None for k in kinds):
         return None
     mapped = [graph.adjacency_index(es.name, k) for k in kinds]
     if any(m is None or m.indices.dtype != np.int32 for m in mapped):
         return None
-    return mapped
+    in_files = graph.location.local and all(
+        index_state(graph.manifest, es.name, k) == "current" for k in kinds)
+    return mapped, in_files
 
 
 def build_bytes(graph, edge_set: str) -> int:
@@ -561,8 +567,10 @@ def device_adjacency(graph, edge_set: str, device: torch.device, kinds: tuple[st
     import torch
 
     n = graph.num_nodes()
-    mapped = stored_index(graph, edge_set, kinds)
-    if mapped is not None:
+    stored = stored_index(graph, edge_set, kinds)
+    if stored is not None:
+        mapped, in_files = stored
+        release = release and in_files  # advice on heap memory would drop its contents
         adj = [(upload_words(m.indptr, device, release), upload_words(m.indices, device,
                                                                       release))
                for m in mapped]
@@ -586,7 +594,8 @@ def upload_words(arr: np.ndarray, device: torch.device, release: bool = False
     (page-locked on CUDA), each block written into one by up to :func:`stage_threads`
     threads while the block before crosses the bus on a side stream; on the CPU the same
     blocks are copied in turn. ``release``: a block's pages leave the resident set once
-    staged.
+    staged (``arr`` must then be a view of a file mapping: advice on heap memory drops its
+    contents).
 
     Examples
     --------

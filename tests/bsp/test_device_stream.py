@@ -639,3 +639,38 @@ def test_index_build_on_the_test_device(indexed, device, monkeypatch):
         built = run(mode="out-of-core", backend="torch", device=device, device_budget=1 << 30)
         assert built.stats.method == memory.stats.method
         np.testing.assert_allclose(built.values, memory.values, rtol=1e-12)
+
+
+def test_index_read_into_memory_keeps_its_pages(tmp_path, monkeypatch):
+    """An index built before an append that grew the partitions is renumbered into memory
+    when read: the out-of-core build uploads it without page advice (on heap memory the
+    advice would drop its contents), and gives the in-memory answer."""
+    import pyarrow as pa
+
+    import graphsys
+    from graphsys.storage import pages
+    from graphsys.storage.adjacency_index import build_index
+    from graphsys.storage.append import append_edges
+    from graphsys.storage.csr import index_state
+    from graphsys.storage.ingest import EdgeSource
+
+    rng = np.random.default_rng(5)
+    g = graphsys.from_numpy(rng.integers(0, 300, 3000), rng.integers(0, 300, 3000),
+                            tmp_path / "g", partitions=2)
+    build_index(g, ("csr", "csc"))
+    append_edges(g.path, [EdgeSource(table=pa.table({"src": [500, 501], "dst": [501, 0]}),
+                                     edge_set="day2")])
+    g = graphsys.open_graph(g.path)
+    assert index_state(g.manifest, "default", "csr") == "grown"
+    monkeypatch.setattr(device_stream, "DEVICE_BUILDS", ("cpu",))
+    released = []
+    monkeypatch.setattr(pages, "release", lambda region, *a: released.extend(a))
+    source = int(g.node_ids()[0])
+    built = bsp.bfs(g, source, edge_set="default", mode="out-of-core", backend="torch",
+                    device_budget=1 << 30)
+    memory = bsp.bfs(g, source, edge_set="default", mode="memory", backend="torch")
+    assert built.stats.method == memory.stats.method != "supersteps"
+    np.testing.assert_array_equal(built.values, memory.values)
+    heap = [a for k in ("csr", "csc") for a in (g.adjacency_index("default", k).indptr,
+                                                g.adjacency_index("default", k).indices)]
+    assert not any(np.shares_memory(a, h) for a in released if a is not None for h in heap)
