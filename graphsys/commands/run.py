@@ -178,12 +178,12 @@ def run(args) -> int:
     rank0 = not distributed or this_rank() == 0
     show = rank0 and not args.json and not args.quiet
     if show:
-        print(f"{'step':>5} {'dir':>6} {'active':>12} {'messages':>13} {'combined':>12} "
+        print(f"{'step':>5} {'dir':>11} {'active':>12} {'messages':>13} {'combined':>12} "
               f"{'edges':>13} {'read MB':>9} {'seconds':>9}")
 
     def progress(ss) -> None:
         if show:
-            print(f"{ss.superstep:>5} {ss.direction:>6} {ss.active:>12,} {ss.messages_sent:>13,}"
+            print(f"{ss.superstep:>5} {ss.direction:>11} {ss.active:>12,} {ss.messages_sent:>13,}"
                   f" {ss.messages_combined:>12,} {ss.edges_scanned:>13,} "
                   f"{ss.bytes_read / 1e6:>9.1f} {ss.total_seconds:>9.4f}")
 
