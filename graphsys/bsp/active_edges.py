@@ -205,7 +205,7 @@ def choose(active_edges: int, senders: int, streamed_bytes: int, weights: bool,
     False
     """
     cost = read_bytes(active_edges, senders, weights)
-    return ACTIVE_EDGES and cost * RATIO * max(1, threads) <= streamed_bytes
+    return cost * RATIO * max(1, threads) <= streamed_bytes
 
 
 def to_device(parts: list[Gathered], device: torch.device, staging) -> list[tuple]:
@@ -273,6 +273,38 @@ class Staging:
             self.done.record()
 
 
+class Passes:
+    """One out-of-core run's active-edge passes (``edges``: its
+    :class:`~graphsys.bsp.stream.StreamEdges`): the stored index of each orientation,
+    opened once a run, and the torch path's :class:`Staging`."""
+
+    def __init__(self, edges):
+        self.edges = edges
+        self._index: dict[bool, ActiveEdges | None] = {}
+        self._staging: Staging | None = None
+
+    def index(self, reverse: bool) -> ActiveEdges | None:
+        """The stored index a pass of one orientation reads (``csr`` forward, ``csc``
+        reverse); None where the graph has none."""
+        if reverse not in self._index:
+            e = self.edges
+            self._index[reverse] = ActiveEdges.open(e.graph, e.es, reverse, e.lo)
+        return self._index[reverse]
+
+    def staging(self) -> Staging:
+        """The torch path's copies of the gathered rows (one a run)."""
+        if self._staging is None:
+            self._staging = Staging(self.edges.device)
+        return self._staging
+
+    def edge_phase(self, x, active, act: np.ndarray, num_active: int, accept, tasks):
+        """:func:`edge_phase` of this run's superstep; None where :data:`ACTIVE_EDGES` is
+        off."""
+        if not ACTIVE_EDGES:
+            return None
+        return edge_phase(self.edges, x, active, act, num_active, accept, tasks)
+
+
 def edge_phase(edges, x, active, act: np.ndarray, num_active: int, accept, tasks):
     """The edge phase of one frontier superstep of ``edges`` (a
     :class:`~graphsys.bsp.stream.StreamEdges` whose streamed pass would read ``tasks``)
@@ -336,11 +368,11 @@ def _passes(edges, act: np.ndarray, num_active: int, accept, tasks) -> list:
 
     orientations = sorted({rev for task in tasks for _, _, rev in task})
     out = []
-    push = [edges.active_index(rev) for rev in orientations]
+    push = [edges.active.index(rev) for rev in orientations]
     if all(index is not None for index in push):
         out.append(("active", num_active * len(push), push,
                     lambda: senders_of(act, num_active), None))
-    pull = edges.active_index(True) if (
+    pull = edges.active.index(True) if (
         accept is not None and orientations == [False] and edges.lo == 0
         and edges.hi == edges.num_nodes) else None
     if pull is not None:
@@ -377,7 +409,7 @@ def _combine(edges, x, active, act: np.ndarray, parts: list, pulled: bool,
             sent += int(kernels.stream(src, dst, w, xn, act, pulled, MESSAGES[prog.message],
                                        COMBINERS[prog.combiner][0], an, rn))
         return EdgeResult(acc, received, None, kind), sent, 0
-    staging = edges.staging()
+    staging = edges.active.staging()
     before = staging.moved
     staging.begin(sum(words(g.edges, len(g.senders), weights) for g in parts))
     sink = _Sink(prog, edges.num_nodes, edges.device)

@@ -173,22 +173,27 @@ def _stage(view: np.ndarray, src: np.ndarray, dst: np.ndarray, weight: np.ndarra
            packed: bool) -> int:
     """Write a batch's columns into the int32 staging ``view`` straight from its (mapped)
     arrays: ``src``, ``dst`` (or ``src << 16 | dst`` when ``packed``), then the weights;
-    a batch of at least :data:`PARALLEL_STAGE_ROWS` rows in row ranges on
-    :func:`stage_threads` threads (NumPy's copies and shifts release the GIL), since one
-    thread's copy out of the page cache is several times slower than the bus. Returns the
+    a long batch in row ranges on the staging threads (:func:`in_row_ranges`). Returns the
     int32 words written."""
     n = len(src)
+    in_row_ranges(n, lambda a, b: _stage_rows(view, src, dst, weight, packed, a, b))
+    return n * ((1 if packed else 2) + (weight is not None))
+
+
+def in_row_ranges(n: int, write) -> None:
+    """``write(a, b)`` over rows ``0:n``: in one call below :data:`PARALLEL_STAGE_ROWS` rows,
+    else in :func:`stage_threads` row ranges on the staging threads (NumPy's copies and
+    shifts release the GIL; one thread's copy out of the page cache is several times slower
+    than the bus)."""
     threads = stage_threads() if n >= PARALLEL_STAGE_ROWS else 1
     if threads == 1:
-        _stage_rows(view, src, dst, weight, packed, 0, n)
-    else:
-        global _POOL
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(threads, thread_name_prefix="graphsys-stage")
-        bounds = np.linspace(0, n, threads + 1).astype(np.int64)
-        list(_POOL.map(lambda k: _stage_rows(view, src, dst, weight, packed, int(bounds[k]),
-                                             int(bounds[k + 1])), range(threads)))
-    return n * ((1 if packed else 2) + (weight is not None))
+        write(0, n)
+        return
+    global _POOL
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(threads, thread_name_prefix="graphsys-stage")
+    bounds = np.linspace(0, n, threads + 1).astype(np.int64)
+    list(_POOL.map(lambda k: write(int(bounds[k]), int(bounds[k + 1])), range(threads)))
 
 
 def stage_threads() -> int:
@@ -591,11 +596,11 @@ def upload_words(arr: np.ndarray, device: torch.device, release: bool = False
                  ) -> torch.Tensor:
     """``arr`` (int32, or int64 whose values int32 holds: an index's offsets) as an int32
     tensor on ``device``, in blocks of :data:`BLOCK_ROWS` through two staging buffers
-    (page-locked on CUDA), each block written into one by up to :func:`stage_threads`
-    threads while the block before crosses the bus on a side stream; on the CPU the same
-    blocks are copied in turn. ``release``: a block's pages leave the resident set once
-    staged (``arr`` must then be a view of a file mapping: advice on heap memory drops its
-    contents).
+    (page-locked on CUDA), each block written into one in row ranges
+    (:func:`in_row_ranges`) while the block before crosses the bus on a side stream; on
+    the CPU the same blocks are copied in turn. ``release``: a block's pages leave the
+    resident set once staged (``arr`` must then be a view of a file mapping: advice on heap
+    memory drops its contents).
 
     Examples
     --------
@@ -615,11 +620,13 @@ def upload_words(arr: np.ndarray, device: torch.device, release: bool = False
     bufs = [host_buffer(rows, cuda) for _ in range(1 if n <= rows else 2)]
     copied: list = [None] * len(bufs)
     side = torch.cuda.Stream(device) if cuda else None
+    if cuda:  # ``out`` may reuse memory the current stream's queued work still reads
+        side.wait_stream(torch.cuda.current_stream(device))
     for k, a in enumerate(range(0, n, rows)):
         b, s = min(n, a + rows), k % len(bufs)
         if copied[s] is not None:
             copied[s].synchronize()  # the buffer's last block has crossed
-        _stage_words(bufs[s].numpy()[:b - a], arr[a:b])
+        _stage_block(bufs[s].numpy()[:b - a], arr[a:b])
         if release:
             pages.release(pages.extent(arr[a:b]), arr[a:b])
         if cuda:
@@ -636,23 +643,9 @@ def upload_words(arr: np.ndarray, device: torch.device, release: bool = False
     return out
 
 
-def _stage_words(view: np.ndarray, arr: np.ndarray) -> None:
-    """``arr`` written into the int32 ``view``, in row ranges on :func:`stage_threads`
-    threads where it has at least :data:`PARALLEL_STAGE_ROWS` rows."""
-    n = len(arr)
-    threads = stage_threads() if n >= PARALLEL_STAGE_ROWS else 1
-    cut = np.linspace(0, n, threads + 1).astype(np.int64)
-
-    def part(k: int) -> None:
-        np.copyto(view[cut[k]:cut[k + 1]], arr[cut[k]:cut[k + 1]], casting="unsafe")
-
-    if threads == 1:
-        part(0)
-        return
-    global _POOL
-    if _POOL is None:
-        _POOL = ThreadPoolExecutor(threads, thread_name_prefix="graphsys-stage")
-    list(_POOL.map(part, range(threads)))
+def _stage_block(view: np.ndarray, arr: np.ndarray) -> None:
+    """``arr`` written into the int32 ``view`` (:func:`in_row_ranges`)."""
+    in_row_ranges(len(arr), lambda a, b: np.copyto(view[a:b], arr[a:b], casting="unsafe"))
 
 
 def upload_edges(graph, edge_set: str, device: torch.device, release: bool = False

@@ -127,10 +127,9 @@ class StreamEdges:
         #: the torch path's other passes of a builtin scalar program (frontier ones), per
         #: direction: merged once every batch they read fits the budget (False: it does not)
         self._frontier: dict[str, MergedFrontier | bool] = {}
-        #: per orientation (reverse or not), the stored index an active-edge pass reads
-        #: (None: the graph has none), and the torch path's copies of its gathers
-        self._active_index: dict[bool, active_edges.ActiveEdges | None] = {}
-        self._staging: active_edges.Staging | None = None
+        #: the frontier supersteps that read only their senders' (or accepting targets')
+        #: rows of the stored index
+        self.active = active_edges.Passes(self)
 
     @property
     def resident_bytes(self) -> int:
@@ -279,7 +278,7 @@ class StreamEdges:
                  for task in self.tasks]
         tasks = [task for task in tasks if task]
         if use_active and tasks:  # few senders: only their edges, from the index
-            res = self._active_pass(x, active, act, num_active, accept, tasks)
+            res = self.active.edge_phase(x, active, act, num_active, accept, tasks)
             if res is not None:
                 return res
         for task in tasks:  # open in this thread: workers only read the cached views
@@ -382,30 +381,6 @@ class StreamEdges:
         res.edges_scanned, res.messages_sent, res.bytes_read, res.bytes_h2d = (
             scanned, sent, nbytes, h2d)
         return res
-
-    def _active_pass(self, x, active, act: np.ndarray, num_active: int, accept, tasks
-                     ) -> EdgeResult | None:
-        """The superstep's edge phase over the edges of its senders, or of the targets
-        that accept messages, alone, gathered from the edge set's stored index
-        (:func:`~graphsys.bsp.active_edges.edge_phase`); None where it does not apply or
-        would not pay (the buckets are streamed)."""
-        if not active_edges.ACTIVE_EDGES:
-            return None
-        return active_edges.edge_phase(self, x, active, act, num_active, accept, tasks)
-
-    def active_index(self, reverse: bool) -> active_edges.ActiveEdges | None:
-        """The stored index an active-edge pass of one orientation reads (``csr``
-        forward, ``csc`` reverse), opened once a run; None where the graph has none."""
-        if reverse not in self._active_index:
-            self._active_index[reverse] = active_edges.ActiveEdges.open(
-                self.graph, self.es, reverse, self.lo)
-        return self._active_index[reverse]
-
-    def staging(self) -> active_edges.Staging:
-        """The torch path's copies of an active-edge pass's gathered rows (one a run)."""
-        if self._staging is None:
-            self._staging = active_edges.Staging(self.device)
-        return self._staging
 
     def streamed_bytes(self, tasks, numba_path: bool) -> int:
         """Bytes the streamed pass over ``tasks`` would read: every batch's columns on the

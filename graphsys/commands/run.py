@@ -115,9 +115,10 @@ def register(subparsers) -> None:
     p.add_argument("--device-budget", metavar="SIZE|SHARE",
                    help="out of core on the torch backend: edge bytes kept in device memory "
                         "after the first superstep, a size (8GB; 0: every batch streamed "
-                        "every superstep) or, written with a decimal point, a share of the "
-                        "device memory free at the start in [0, 1] (default: 0.5 on CUDA, "
-                        "nothing on the CPU)")
+                        "every superstep) or a plain number with a decimal point (0.25), a "
+                        "share of the device memory free at the start (default: 0.5 on "
+                        "CUDA, nothing on the CPU); refused with --mode memory or --backend "
+                        "numba, and a note says when the automatic choices made it moot")
     p.add_argument("--schedule", default="auto",
                    help="auto (default: bfs and wcc in memory on CPU run their own "
                         "algorithm - direction-optimizing BFS, Afforest/union-find - else "
@@ -233,6 +234,12 @@ def _check_flags(args, spec, needs_source: bool, parameters) -> None:
         check_count("max_iters", args.max_iters)
     if args.threads is not None and args.threads < 1:
         raise GraphsysError(f"--threads must be positive, got {args.threads}")
+    if args.device_budget is not None:
+        device_budget(args.device_budget)  # a bad value refused before the graph is opened
+        for flag, value in (("mode", "memory"), ("backend", "numba")):
+            if getattr(args, flag) == value:
+                raise GraphsysError(f"--device-budget applies out of core on the torch "
+                                    f"backend, not with --{flag} {value}")
 
 
 def _engine_kwargs(args, parameters, device: str, distributed: bool) -> dict:
@@ -302,6 +309,10 @@ def _report(args, spec, graph, result, out, init, unread, compiled: dict, rank0:
                             + (" or --tol" if spec is not None and "tol" in spec.parameters else "")
                             + ", or keep the last iterate with --allow-unconverged)")
     if rank0:
+        if args.device_budget is not None and (
+                stats.mode not in ("out-of-core", "distributed") or stats.backend != "torch"):
+            print(f"note: --device-budget had no effect: the run was {stats.mode} on the "
+                  f"{stats.backend} backend", file=sys.stderr)
         if out is not None:
             write_parquet(out, result.to_table(), args.overwrite)
         if args.json:

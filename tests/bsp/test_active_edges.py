@@ -300,10 +300,8 @@ def test_a_pull_needs_forward_messages_and_one_process(rmat, monkeypatch):
     g, hub = rmat
     res = bsp.sssp(g, hub, mode="out-of-core")
     assert "active-pull" not in {s.direction for s in res.stats.supersteps}
-    from graphsys.bsp import stream
-
-    real = stream.StreamEdges.active_index
-    monkeypatch.setattr(stream.StreamEdges, "active_index",
+    real = active_edges.Passes.index
+    monkeypatch.setattr(active_edges.Passes, "index",
                         lambda self, reverse: None if reverse else real(self, reverse))
     res = bsp.bfs(g, hub, mode="out-of-core", schedule="sync")
     assert {s.direction for s in res.stats.supersteps} <= {"active", "stream"}

@@ -568,13 +568,25 @@ def test_device_budget_keeps_edges_on_the_device(main, graph_dir, tmp_path, caps
     assert outs[0] == pytest.approx(outs[1], rel=1e-12)
 
 
-@pytest.mark.parametrize("value,message", [
-    ("2.5", "^--device-budget 2.5: a share is in \\[0, 1\\]; write a size with its unit"),
-    ("lots", "^--device-budget: cannot parse size 'lots'")])
-def test_device_budget_refused_in_one_line(main, graph_dir, capsys, value, message):
+@pytest.mark.parametrize("value,flags,message", [
+    ("2.5", [], "^--device-budget 2.5: a share is in \\[0, 1\\]; write a size with its unit"),
+    ("lots", [], "^--device-budget: cannot parse size 'lots'"),
+    ("1GB", ["--mode", "memory"], "^--device-budget applies out of core on the torch "
+                                  "backend, not with --mode memory"),
+    ("1GB", ["--backend", "numba"], "^--device-budget applies out of core on the torch "
+                                    "backend, not with --backend numba")])
+def test_device_budget_refused_in_one_line(main, graph_dir, capsys, value, flags, message):
     import re
 
-    assert main(["run", "wcc", str(graph_dir / "g"), "--device-budget", value]) != 0
+    assert main(["run", "wcc", str(graph_dir / "g"), "--device-budget", value, *flags]) != 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and re.search(message, err[0].removeprefix("graphsys: error: ")
                                        .removeprefix("error: ")), err
+
+
+def test_device_budget_without_effect_says_so(main, graph_dir, capsys):
+    """A run the automatic choices kept in memory (or on numba) names the budget it did
+    not use, on stderr; the answer is written as without it."""
+    assert main(["run", "wcc", str(graph_dir / "g"), "--device-budget", "1GB"]) == 0
+    err = capsys.readouterr().err
+    assert "note: --device-budget had no effect: the run was memory on the numba backend" in err
