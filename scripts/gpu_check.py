@@ -1171,6 +1171,12 @@ def unsynced_epoch(ctx: Ctx, batches, step) -> float:
     return round(time.perf_counter() - t0, 3)
 
 
+#: CUDA runtime calls and device activities a step profile counts
+RUNTIME_CALLS = ("cudaLaunch", "cudaMemcpy", "cudaStreamSynchronize", "cudaDeviceSynchronize",
+                 "cudaEventSynchronize", "cuLaunch", "cudaGraphLaunch", "cudaMemset",
+                 "Memcpy HtoD", "Memcpy DtoH")
+
+
 def step_profile(ctx: Ctx, batches, step, n: int = 10) -> dict:
     """torch.profiler over ``n`` steps after two warm ones: the operators taking the most
     device and host time, and the CUDA runtime calls that launch, copy and wait."""
@@ -1191,11 +1197,7 @@ def step_profile(ctx: Ctx, batches, step, n: int = 10) -> dict:
         rows = sorted(events, key=lambda e: getattr(e, key), reverse=True)[:k]
         return [[e.key[:60], e.count, round(getattr(e, key) / n, 1)] for e in rows]
 
-    runtime = {e.key: e.count / n for e in events
-               if e.key.startswith(("cudaLaunch", "cudaMemcpy", "cudaStreamSynchronize",
-                                    "cudaDeviceSynchronize", "cudaEventSynchronize",
-                                    "cuLaunch", "cudaGraphLaunch", "cudaMemset",
-                                    "Memcpy HtoD", "Memcpy DtoH"))}
+    runtime = {e.key: e.count / n for e in events if e.key.startswith(RUNTIME_CALLS)}
     return {"steps": n, "per_step_us": "self time per step, microseconds",
             "top_device": top("self_device_time_total"), "top_host": top("self_cpu_time_total"),
             "runtime_calls_per_step": runtime, "torch": torch.__version__}
@@ -1333,6 +1335,102 @@ def gnn_graphsys(ctx: Ctx, d: dict, steps: int | None, workers: int,
         out["csr"] = sampler.csr
         out["same_blocks"] = same_blocks(sampler, cpu_sampler, d["train"][:BATCH])
     return out
+
+
+def gnn_step_graph(ctx: Ctx, d: dict, epochs: int = 3) -> dict:
+    """graphsys's GraphSAGE epoch with each step one CUDA graph replay
+    (:class:`graphsys.gnn.NodeStepGraph`: the padded sample, the gathers, the model and the
+    update recorded once; on the CPU the same operators run eagerly): the first epoch
+    (its warm-up steps and the recording), then the median of the next ``epochs - 1``,
+    each synchronised at its end only (its totals' read); the last one profiled on CUDA
+    for its launches, copies and host waits a step; the test accuracy of
+    :func:`gnn_graphsys`' evaluation (exact blocks)."""
+    import torch
+
+    from graphsys.gnn import GNN, NodeLoader, NodeStepGraph
+    from graphsys.gnn.optim import fused_adam
+    from graphsys.sampling import Adjacency, NeighborSampler
+
+    dev = torch.device(ctx.device)
+    torch.manual_seed(0)
+    adj = Adjacency(d["indptr"], d["indices"], len(d["indptr"]) - 1)
+    model = GNN("sage", d["feat"].shape[1], HIDDEN, d["classes"], num_layers=2,
+                dropout=DROPOUT).to(dev)
+    t0 = time.perf_counter()
+    steps = NodeStepGraph(model, fused_adam(model.parameters(), lr=LR),
+                          NeighborSampler(adj, list(FANOUTS)), d["feat"], d["label"],
+                          batch_size=BATCH)
+    setup = time.perf_counter() - t0
+    times, res = [], []
+    with warnings.catch_warnings(record=True) as caught:     # a recording that failed
+        warnings.simplefilter("always")
+        for epoch in range(epochs):
+            t0 = time.perf_counter()
+            res.append(steps.epoch(d["train"], epoch))
+            times.append(time.perf_counter() - t0)
+    out = {"epoch_s": round(median(times[1:]), 4), "first_epoch_s": round(times[0], 3),
+           "epochs_s": [round(t, 4) for t in times], "setup_s": round(setup, 3),
+           "steps": res[-1]["steps"], "captured": steps.captured,
+           "train_loss": [round(r["loss"], 4) for r in res],
+           "sampler": f"NodeStepGraph on {ctx.device}"
+                      + (", one CUDA graph a step" if steps.captured else ", eager"),
+           "warnings": [str(w.message)[:300] for w in caught]}
+    if ctx.cuda:        # the profile apart: its failure keeps the timings
+        counts = ctx.attempt("step-graph-profile", step_graph_counts, steps, d["train"],
+                             epochs)
+        if counts is not None:
+            out["step_counts"] = counts
+    out["epochs_trained"] = steps.steps / max(out["steps"], 1)
+    model.eval()
+    right = 0
+    loader = NodeLoader(None, steps.sampler, d["test"], batch_size=BATCH, shuffle=False,
+                        features=d["feat"], labels=torch.from_numpy(d["label"]), device=dev,
+                        num_workers=1)
+    with torch.no_grad():
+        for batch in loader:
+            right += int((model(batch.blocks, batch.x).argmax(1) == batch.y).sum())
+    out["test_accuracy"] = round(right / len(d["test"]), 4)
+    return out
+
+
+def step_graph_counts(steps, train, epoch: int) -> dict:
+    """Launches, copies across the bus and host waits a step of a NodeStepGraph epoch
+    under torch.profiler (:func:`step_counts`; the epoch's one read at its end is the
+    closing synchronisation it leaves out)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        done = steps.epoch(train, epoch)
+    n = done["steps"]
+    runtime = {e.key: e.count / n for e in prof.key_averages()
+               if e.key.startswith(RUNTIME_CALLS)}
+    return step_counts({"runtime_calls_per_step": runtime, "steps": n})
+
+
+def step_graph_row(ctx: Ctx, d: dict, on_dev: dict | None, shape: str) -> None:
+    """:func:`gnn_step_graph`'s record, and its row beside NodeLoader's default epoch
+    ``on_dev`` as a training loop runs it (synchronised at its end)."""
+    graphed = ctx.attempt("graphsys-step-graph", gnn_step_graph, ctx, d)
+    if graphed is None:
+        return
+    ctx.record("graphsys-step-graph", model="graphsys GNN('sage'), NodeStepGraph", **graphed)
+    if on_dev is None:
+        return
+    peer = on_dev.get("epoch_unsynced_s", on_dev["epoch_s"])
+    counts = graphed.get("step_counts")
+    ctx.record("row-epoch-step-graph", row={
+        "workload": f"GraphSAGE minibatch epoch, each step one CUDA graph (NodeStepGraph: "
+                    f"padded sample, gathers, model, loss, backward, Adam), {shape} "
+                    f"({graphed['steps']} steps, {graphed['sampler']}"
+                    + (f"; {counts['launches']} launches, {counts['transfers']} copies "
+                       f"across the bus and {counts['syncs']} host waits a step"
+                       if counts else "")
+                    + f"; test accuracy {graphed['test_accuracy']} vs "
+                      f"{on_dev['test_accuracy']})",
+        "peer": f"graphsys NodeLoader's default ({on_dev['sampler']}), the same run, "
+                f"synchronised at the epoch's end",
+        "peer_figure": peer, "graphsys_figure": graphed["epoch_s"], "unit": "s",
+        "ratio": ratio(peer, graphed["epoch_s"])})
 
 
 def device_sampler_counts(ctx: Ctx, d: dict) -> None:
@@ -1526,6 +1624,7 @@ def part_gnn(ctx: Ctx) -> None:
     if on_dev is not None and "step_counts" in on_dev:
         ctx.record("row-gnn-step-launches", row=step_counts_row(
             on_dev["step_counts"], shape, on_dev["sampler"]))
+    step_graph_row(ctx, d, on_dev, shape)
     ours = on_dev if ctx.cuda else host     # NodeLoader's default sampler on this device
     if ctx.left() < (5 if ctx.tiny else 20):
         raise SystemExit("out of time before the PyG side")

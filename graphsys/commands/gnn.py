@@ -127,8 +127,10 @@ def register(subparsers) -> None:
                        help=f"{what} (default {field[name]})")
     t.add_argument("--sampler", choices=SAMPLERS, default=field["sampler"],
                    help=f"node task: where the training batches are sampled: on the training "
-                        f"device (torch ops, the same blocks), on the CPU (numba threads), or "
-                        f"auto: the device on CUDA (default {field['sampler']})")
+                        f"device (torch ops, the same blocks), on the CPU (numba threads), "
+                        f"graph: on the device in padded shapes, each step (draw to update) "
+                        f"one CUDA graph (the sage model on stored features), or auto: the "
+                        f"device on CUDA (default {field['sampler']})")
     t.add_argument("--batches-per-epoch", type=int, default=field["batches_per_epoch"],
                    help="cap on steps per epoch (link task)")
     t.add_argument("--eval-every", type=int, default=field["eval_every"], metavar="N",

@@ -15,7 +15,8 @@
   :class:`GNNResult`.
 * :class:`NodeLoader`: minibatches of seed nodes, links or timed events with their sampled
   blocks, features and labels (PyG's ``NeighborLoader`` and ``LinkNeighborLoader``, DGL's
-  ``DataLoader``), for a training loop of one's own.
+  ``DataLoader``), for a training loop of one's own; :class:`NodeStepGraph`: a GraphSAGE
+  node-classification step recorded as one CUDA graph (sample to update, no host read).
 * :func:`layerwise_inference` / :func:`embed_checkpoint`: each layer over all nodes once,
   partition by partition, writing Arrow embeddings that
   :meth:`graphsys.embed.Embeddings.load` opens (``nearest``, ``vectors``, ``to_numpy``).
@@ -32,6 +33,7 @@ from graphsys.gnn.loop import GNNResult
 from graphsys.gnn.model import GNN
 from graphsys.gnn.propagate import propagate, read_hop, sign_features
 from graphsys.gnn.recommendation import recommend
+from graphsys.gnn.step_graph import NodeStepGraph
 from graphsys.gnn.training import train
 
 __all__ = [
@@ -42,6 +44,7 @@ __all__ = [
     "GNNResult",
     "HeteroConv",
     "NodeLoader",
+    "NodeStepGraph",
     "PinSageConv",
     "RGCNConv",
     "RGCNSettings",

@@ -57,7 +57,7 @@ TEMPORAL_STRATEGIES = ("recent", "uniform")
 #: How ``task="temporal-link"`` ranks held-out events (:attr:`TrainConfig.eval_protocol`)
 EVAL_PROTOCOLS = ("sampled", "tgb")
 #: Where the node task draws its uniform neighbour samples (:attr:`TrainConfig.sampler`)
-SAMPLERS = ("auto", "cpu", "device")
+SAMPLERS = ("auto", "cpu", "device", "graph")
 #: How the link task holds out edges (:attr:`TrainConfig.link_split`)
 LINK_SPLITS = ("auto", "user", "random", "time")
 #: Edge scores of the link task's held-out-edge splits: ``<z_h, z_t>``, DistMult's
@@ -312,8 +312,11 @@ class TrainConfig:
         Node task, uniform neighbours: where the training batches are drawn. ``cpu``:
         :class:`~graphsys.sampling.NeighborSampler` in the loader's threads; ``device``:
         :class:`~graphsys.sampling.DeviceNeighborSampler` on the training device (the same
-        blocks, features gathered there when they fit); ``auto`` (default): the device on
-        CUDA, else the CPU.
+        blocks, features gathered there when they fit); ``graph``: the device sampler's
+        padded batches, each training step (draw to update) one CUDA graph replay
+        (:class:`~graphsys.gnn.NodeStepGraph`: the builtin ``sage`` model on stored
+        features, fixed fanouts, one process; off CUDA the same steps run eagerly);
+        ``auto`` (default): the device on CUDA, else the CPU.
     num_traversals, termination_prob, num_random_walks : int, float, int
         PinSage walks (:class:`~graphsys.sampling.RandomWalkNeighborSampler`; defaults 3,
         0.5, 50).
@@ -528,6 +531,11 @@ class TrainConfig:
         if self.sampler != "auto" and self.task != "node":
             raise ParameterError("sampler", "applies to the node task only (the other tasks "
                                             "draw their batches on the CPU)")
+        if self.sampler == "graph" and (self.model != "sage" or any(
+                f < 0 for f in self.fanouts or [])):
+            raise ParameterError("sampler", "'graph' trains the builtin sage model with fixed "
+                                            "fanouts (its steps run on padded blocks of k picks "
+                                            "a row)")
         check_choice("inputs", self.inputs, INPUTS)
         given = self.eval_fanouts
         if self.eval_fanouts is not None:

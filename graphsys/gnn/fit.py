@@ -86,6 +86,12 @@ class Task:
 
     def loss(self, batch, epoch: int, k: int) -> torch.Tensor | Step: ...
 
+    def train_epoch(self, epoch: int) -> tuple[float, int] | None:
+        """A whole epoch trained by the task itself (the node task's steps recorded as CUDA
+        graphs): ``(mean loss, steps)``; None (the default): :func:`fit` steps through
+        :meth:`batches` and :meth:`loss`."""
+        return None
+
     def evaluate(self, epoch: int) -> Evaluation: ...
 
     def finish(self, best: float | None, clock: Clock) -> tuple[dict[str, float], dict]: ...
@@ -308,6 +314,14 @@ class _Run:
         # step); the epoch's losses are read, and checked finite, once at its end
         held: list[tuple[torch.Tensor, float]] = []
         t0, before = time.perf_counter(), self.clock.train
+        whole = task.train_epoch(epoch)
+        if whole is not None:
+            loss, steps = whole
+            bar.update(steps)
+            self.clock.train = before + time.perf_counter() - t0
+            self.clock.train_here += self.clock.train - before
+            spent = task.max_seconds is not None and self.clock.train >= task.max_seconds
+            return finite_loss(loss, epoch, steps - 1, self.out), spent
         for k, batch in enumerate(task.batches(epoch)):
             step = task.loss(batch, epoch, k)
             step = step if isinstance(step, Step) else Step(step)

@@ -42,6 +42,7 @@ from graphsys.gnn.loop import Ranks
 from graphsys.gnn.model import GNN
 from graphsys.gnn.optim import adam
 from graphsys.gnn.sparse_input import as_sparse_features
+from graphsys.gnn.step_graph import NodeStepGraph
 from graphsys.plugins import GNN_MODELS
 from graphsys.ranking import class_f1
 from graphsys.sampling._util import derive_seed
@@ -154,8 +155,10 @@ class NodeTask(Task):
                              np.ascontiguousarray(data["x"].numpy())).hexdigest()})}
         # a builtin model's input dropout runs where the loader's workers gather the
         # features (a mapped column is gathered and normalised there too)
+        graphed = cfg.sampler == "graph" and not cfg.full_graph
         loader_dropout = (isinstance(self.model, GNN) and cfg.inputs == "blocks"
-                          and not cfg.full_graph and data["x"] is not None and cfg.dropout > 0)
+                          and not cfg.full_graph and data["x"] is not None and cfg.dropout > 0
+                          and not graphed)
         self.net = _NodeNet(self.model, self.inp, self.call, loader_dropout)
         self.eval_sampler = node_eval_sampler(cfg, self.adj, self.sampler)
         self.eval_fixed = fixed_blocks(self.eval_sampler, cfg.seed)
@@ -172,6 +175,8 @@ class NodeTask(Task):
                          if self.whole is not None and self.inp.emb is None
                          and isinstance(self.model, GNN) and cfg.inputs == "blocks"
                          and getattr(self.model.convs[0], "sparse_input", False) else None)
+        #: the steps as one CUDA graph each (``sampler="graph"``), which train whole epochs
+        self.step_graph = self._step_graph(train_ids) if graphed else None
         self.loader = (NodeLoader(graph, self.sampler, train_ids, batch_size=cfg.batch_size,
                                   seed=cfg.seed, num_workers=cfg.num_workers,
                                   prefetch=cfg.prefetch, features=data["x"],
@@ -179,8 +184,31 @@ class NodeTask(Task):
                                   rank=self.ranks.rank, world_size=self.ranks.world_size,
                                   input_dropout=cfg.dropout if loader_dropout else 0.0,
                                   device_sampling=DEVICE_SAMPLING[cfg.sampler])
-                       if self.whole is None else None)
-        self.per_epoch = 1 if self.loader is None else len(self.loader)
+                       if self.whole is None and self.step_graph is None else None)
+        self.per_epoch = (-(-len(train_ids) // cfg.batch_size) if self.step_graph is not None
+                          else 1 if self.loader is None else len(self.loader))
+
+    def _step_graph(self, train_ids: torch.Tensor) -> NodeStepGraph:
+        """The :class:`NodeStepGraph` of ``sampler="graph"``: the builtin model on the
+        stored features, in one process (else refused in one line)."""
+        why = ("a model of one's own" if not isinstance(self.model, GNN)
+               or self.cfg.inputs != "blocks" else
+               "learned node embeddings (no stored features)" if self.inp.emb is not None else
+               "a data-parallel run" if self.ranks.world_size > 1 else None)
+        if why is not None:
+            raise GraphsysError(f"sampler 'graph' records the builtin model's step on stored "
+                                f"features in one process; this run has {why} (use sampler "
+                                f"'device')")
+        return NodeStepGraph(self.model, self.opt, self.sampler, self.inp.all_nodes(),
+                             self.labels, self.cfg.batch_size, seed=self.cfg.seed)
+
+    def train_epoch(self, epoch: int) -> tuple[float, int] | None:
+        if self.step_graph is None:
+            return None
+        done = self.step_graph.epoch(self.data["split"]["train"], epoch)
+        self.correct, self.seen = done["accuracy"] * done["seeds"], done["seeds"]
+        self.seeds_here += done["seeds"]
+        return done["loss"], done["steps"]
 
     def model_config(self) -> dict[str, Any]:
         return (self.model.config() if isinstance(self.model, GNN) else

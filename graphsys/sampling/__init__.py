@@ -43,7 +43,7 @@ from graphsys.sampling.adjacency import (
                                          mapped_adjacency,
 )
 from graphsys.sampling.base import Sampler, SamplerInput
-from graphsys.sampling.block import Block, MiniBatch
+from graphsys.sampling.block import Block, MiniBatch, PaddedBlock
 from graphsys.sampling.device import DeviceNeighborSampler
 from graphsys.sampling.feature_cache import DeviceFeatureCache, presample_hot_nodes
 from graphsys.sampling.hetero import HeteroBlock, HeteroNeighborSampler, TypedBlock
@@ -60,7 +60,7 @@ __all__ = [
     "Adjacency", "Block", "DeviceFeatureCache", "DeviceNeighborSampler", "HeteroBlock",
     "HeteroNeighborSampler",
     "MiniBatch",
-    "NeighborSampler", "PPRHardNegativeSampler", "PinSAGESampler",
+    "NeighborSampler", "PPRHardNegativeSampler", "PaddedBlock", "PinSAGESampler",
     "RandomWalkNeighborSampler", "Sampler", "SamplerInput", "TemporalBlock",
     "TemporalNeighborSampler", "TemporalNeighbors",
     "TypedBlock",

@@ -166,6 +166,74 @@ class Block:
         return b
 
 
+@dataclass(frozen=True)
+class PaddedBlock:
+    """One sampled layer in shapes fixed by the batch size: what a training step captured
+    as one CUDA graph runs on (:class:`graphsys.gnn.NodeStepGraph`), with no host read of
+    the sample's sizes.
+
+    ``src_nodes``: int64 (S,) node ids, the destinations first as in :class:`Block`, then
+    the other sources, then the padding node ``num_nodes`` (a node without neighbours);
+    ``neighbours``: int64 (D, k) per destination row its ``k`` picks, positions in
+    ``src_nodes`` (0 where a row has fewer picks); ``weights``: float32 (D, k) the
+    mean's weight of each pick, ``1 / picks`` of its row, 0 past them. Row ``i`` of the
+    destinations is row ``i`` of ``src_nodes``; rows past the real destinations are
+    padding, whose outputs no real row reads. A mean aggregation is
+    ``(h[neighbours] * weights[..., None]).sum(1)``: the :class:`Block`'s segment mean
+    of the same picks.
+
+    Examples
+    --------
+    >>> import numpy as np, torch
+    >>> from graphsys.sampling import DeviceNeighborSampler, from_coo
+    >>> adj = from_coo(np.array([0, 0, 1]), np.array([1, 2, 0]), 3, 3)  # 0: 1, 2; 1: 0
+    >>> dev = DeviceNeighborSampler(adj, [2], device="cpu")
+    >>> block = dev.padded_blocks([0, 1], rng_seed=0)[0]
+    >>> block.num_dst_nodes, block.fanout, block.src_nodes.tolist()
+    (2, 2, [0, 1, 2])
+    >>> block.src_nodes[block.neighbours].tolist(), block.weights.tolist()
+    ([[1, 2], [0, 0]], [[0.5, 0.5], [1.0, 0.0]])
+    """
+
+    src_nodes: torch.Tensor
+    neighbours: torch.Tensor
+    weights: torch.Tensor
+
+    @property
+    def num_src_nodes(self) -> int:
+        return int(self.src_nodes.shape[0])
+
+    @property
+    def num_dst_nodes(self) -> int:
+        return int(self.neighbours.shape[0])
+
+    @property
+    def fanout(self) -> int:
+        """Picks a row holds at most (``k``)."""
+        return int(self.neighbours.shape[1])
+
+    @property
+    def dst_nodes(self) -> torch.Tensor:
+        """int64 (D,): the first ``num_dst_nodes`` source nodes."""
+        return self.src_nodes[: self.num_dst_nodes]
+
+    @property
+    def device(self) -> torch.device:
+        return self.src_nodes.device
+
+    def mean(self, h: torch.Tensor) -> torch.Tensor:
+        """(D, F): each destination's mean of its picks' rows of ``h`` (S, F), 0 for a row
+        without picks: one gather, one product, one sum."""
+        k, w = self.fanout, self.weights
+        rows = h.index_select(0, self.neighbours.view(-1)).view(-1, k, h.shape[1])
+        return (rows * w.to(h.dtype).unsqueeze(2)).sum(1)
+
+    def to(self, device: str | torch.device, non_blocking: bool = False) -> PaddedBlock:
+        """A copy with every tensor on ``device``."""
+        return PaddedBlock(*(t.to(device, non_blocking=non_blocking) for t in
+                             (self.src_nodes, self.neighbours, self.weights)))
+
+
 @dataclass
 class MiniBatch:
     """Everything one training step needs.

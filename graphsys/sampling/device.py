@@ -32,7 +32,7 @@ from graphsys.errors import GraphsysError
 from graphsys.sampling._util import as_seed_array, derive_seed
 from graphsys.sampling.adjacency import Adjacency
 from graphsys.sampling.base import Sampler
-from graphsys.sampling.block import Block
+from graphsys.sampling.block import Block, PaddedBlock
 from graphsys.sampling.neighbor import NeighborSampler, check_picks, parse_fanouts
 
 _U64 = 1 << 64
@@ -622,6 +622,65 @@ class DeviceNeighborSampler(Sampler):
         return [self._block(o, n_src[k], sizes[2 * k + 1], num_dst[k], k > 0,
                             self.fanouts[k] < 0) for k, o in enumerate(layers)]
 
+    def padded_blocks(self, seeds, rng_seed: int = 0, *, size: int | None = None
+                      ) -> list[PaddedBlock]:
+        """The batch of :meth:`sample_blocks` in shapes fixed by ``size``, with no host read:
+        one :class:`~graphsys.sampling.PaddedBlock` a layer, input layer first, whose real
+        rows hold the same picks as the blocks (what a training step captured as one CUDA
+        graph runs on, :class:`graphsys.gnn.NodeStepGraph`).
+
+        Parameters
+        ----------
+        seeds : int tensor, array or sequence (S,)
+            Unique node ids, checked on the host.
+        rng_seed : int, optional
+            Seed of the batch (default 0), as :meth:`sample_blocks` takes it.
+        size : int, optional
+            Destination rows of the output layer (default ``S``): the seeds are followed by
+            ``size - S`` padding rows (the padding node, without neighbours), so that
+            batches of any seed count up to ``size`` have the same shapes.
+
+        Returns
+        -------
+        list of PaddedBlock
+            Layer ``l``'s destination rows are layer ``l + 1``'s source rows; the output
+            layer's first ``S`` destinations are the seeds, in order.
+
+        Raises
+        ------
+        GraphsysError
+            Repeated seeds, an id outside the graph, more seeds than ``size``, or a layer of
+            fanout -1 (its shape depends on the sample).
+        """
+        if min(self.fanouts) < 0:
+            raise GraphsysError("padded blocks need fanouts of fixed size (a layer of fanout "
+                                "-1 takes as many picks as its rows have neighbours)")
+        ids = as_seed_array(self.seed_nodes(seeds), self.num_nodes)
+        if len(np.unique(ids)) != len(ids):
+            raise GraphsysError("seed ids must be unique within a batch")
+        size = len(ids) if size is None else int(size)
+        if not len(ids) <= size <= max(self.num_nodes, 1):
+            raise GraphsysError(f"size {size}: a padded batch holds its {len(ids)} seeds and "
+                                f"at most {self.num_nodes} rows (the graph's nodes)")
+        self._check_picks(size)
+        packed = np.full(self.num_layers + size, self.num_nodes, np.int64)
+        packed[:self.num_layers] = [as_int64(derive_seed(rng_seed, layer) * 0x9E3779B97F4A7C15)
+                                    for layer in range(self.num_layers)]
+        packed[self.num_layers:self.num_layers + len(ids)] = ids
+        return self.draw_padded(self._upload_packed(torch.from_numpy(packed)))
+
+    def draw_padded(self, packed: torch.Tensor) -> list[PaddedBlock]:
+        """:meth:`padded_blocks` of ``packed`` on the sampling device: the layers' stream
+        keys (``as_int64(derive_seed(rng_seed, l) * golden)``), then the seeds, padded with
+        the padding node ``num_nodes``; no check and no host read, every shape fixed by
+        ``len(packed)`` (the operators a captured step records)."""
+        n = self.num_layers
+        dst, blocks = packed[n:], []
+        for layer in range(n - 1, -1, -1):
+            blocks.insert(0, self._layer(dst, layer, packed[layer], padded=True))
+            dst = blocks[0].src_nodes
+        return blocks
+
     def _check_picks(self, n_seeds: int) -> None:
         """:func:`~graphsys.sampling.neighbor.check_picks` of the widest layer of a batch of
         ``n_seeds``: each layer draws for at least the batch's seeds (a block's sources
@@ -784,12 +843,13 @@ class DeviceNeighborSampler(Sampler):
                                      tuple(self._ranges.values()), flat, layout)
         return self._graphs[len(packed)]
 
-    def _layer(self, dst: torch.Tensor, layer: int, key) -> dict:
+    def _layer(self, dst: torch.Tensor, layer: int, key, padded: bool = False):
         """One layer from the destinations ``dst`` (ids, the padding node ``num_nodes``
         after the real ones), its stream key ``key`` (int or 0-dim tensor). Returns padded
         buffers: ``src`` (padded with ``num_nodes``), ``edge_src``, ``edge_dst``,
         ``offsets``, and the 0-dim counts ``n_src`` (sources) and ``n_edges``; ``firsts``
-        (running count of first appearances over the padding node, ``dst``, the picks)."""
+        (running count of first appearances over the padding node, ``dst``, the picks).
+        ``padded``: a :class:`PaddedBlock` of the picks instead (no edge list)."""
         info = self.table.index_select(0, dst)
         k = self._draws[layer]
         if k < 0:
@@ -800,6 +860,11 @@ class DeviceNeighborSampler(Sampler):
         # mixed dtypes are copied one by one): padding node, dst, picks, padding node
         cand = torch.cat([self._pad, dst, self._neighbours(eid).view(-1), self._pad])
         out = self._relabel(cand, n_dst)
+        if padded:          # a pick past a row's picks reads the end: row 0 instead
+            keep = mask.bool()
+            weights = keep.to(torch.float32) / keep.sum(1, keepdim=True).clamp_(min=1)
+            return PaddedBlock(out["src"], out["local"].view(mask.shape).where(keep, 0),
+                               weights)
         kept = torch.cumsum(mask.view(-1), 0)       # kept[i]: kept picks up to i, inclusive
         slot = kept.view(mask.shape) * mask         # 0 past a row's picks: junk
         edge_src = torch.empty(kept.numel() + 1, dtype=torch.int64, device=dst.device)

@@ -65,3 +65,10 @@ def test_typed_models_and_the_constant_model(guide):
     assert tuple(guide["h"].shape) == (5, 16) and tuple(guide["x"]["item"].shape) == (5, 16)
     assert torch.isfinite(guide["h"]).all()
     assert guide["ranks"](np.zeros(1), np.zeros((1, 99))).tolist() == [50.5]
+
+
+def test_step_graph_example_trains(guide):
+    """The guide's NodeStepGraph: three batches an epoch, its loss falling."""
+    first, last = guide["report"][0], guide["report"][-1]
+    assert last["steps"] == 3 and last["loss"] < first["loss"]
+    assert last["seeds"] == len(guide["train_ids"])

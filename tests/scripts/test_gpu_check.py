@@ -6,6 +6,7 @@ results renderer's GPU rows."""
 from __future__ import annotations
 
 import json
+import math
 import re
 import subprocess
 import sys
@@ -105,6 +106,11 @@ def test_dry_run_records_each_parts_figures(dry_run):
     assert active["index_build"]["same_levels"]
     # the device sampler with its neighbour ids in host memory draws the CPU's blocks
     assert by["gnn", "graphsys-device-staged"]["same_blocks"] is True
+    # a step as one graph: eager on the CPU, trained and evaluated
+    graphed = by["gnn", "graphsys-step-graph"]
+    assert graphed["captured"] is False and graphed["steps"] >= 1
+    assert all(math.isfinite(v) for v in graphed["train_loss"])
+    assert 0 <= graphed["test_accuracy"] <= 1
     assert by["tests", "collected"]["device_tests"] >= 150  # the suite's device subset
     assert by["tests", "results"]["passed"] >= 1 and not by["tests", "results"]["failures"]
     rows = [r for r in records if "row" in r]

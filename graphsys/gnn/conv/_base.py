@@ -19,11 +19,17 @@ import torch
 from torch.nn import functional as F
 
 from graphsys.errors import GraphsysError
-from graphsys.sampling.block import Block, group_offsets
+from graphsys.sampling.block import Block, PaddedBlock, group_offsets
 
 
-def check_input(x: torch.Tensor, block: Block, in_dim: int, name: str) -> None:
-    """``x`` must be float (block.num_src_nodes, in_dim) on the block's device."""
+def check_input(x: torch.Tensor, block: Block, in_dim: int, name: str,
+                padded: bool = False) -> None:
+    """``x`` must be float (block.num_src_nodes, in_dim) on the block's device; a
+    :class:`~graphsys.sampling.PaddedBlock` is refused unless the layer takes it
+    (``padded``)."""
+    if not padded and isinstance(block, PaddedBlock):
+        raise GraphsysError(f"{name} aggregates a Block; padded blocks (the fixed shapes of a "
+                            f"step captured as one CUDA graph) are taken by SAGEConv only")
     if x.dim() != 2 or x.shape[0] != block.num_src_nodes or x.shape[1] != in_dim:
         raise GraphsysError(f"{name}: input of shape {tuple(x.shape)}, expected "
                             f"({block.num_src_nodes}, {in_dim}) (block source nodes x in_dim)")

@@ -18,7 +18,7 @@ from graphsys.gnn.conv._base import (
 )
 from graphsys.gnn.conv.spec import ModelSpec, stacked
 from graphsys.gnn.sparse_input import linear
-from graphsys.sampling.block import Block
+from graphsys.sampling.block import Block, PaddedBlock
 
 
 class SAGEConv(nn.Module):
@@ -46,12 +46,14 @@ class SAGEConv(nn.Module):
 
     Notes
     -----
-    Shapes: input ``x`` float (num_src_nodes, F) and a :class:`~graphsys.sampling.Block`;
-    output float (num_dst_nodes, F'). ``x`` may be a CSR tensor (sparse raw features)
-    where :attr:`sparse_input` holds and the block has every source as a destination (a
-    full-neighbourhood layer). :math:`\mathbf{W}_2` multiplies the sources' rows before the
-    mean or the destinations' means after it, whichever does less work on the block
-    (:func:`~graphsys.gnn.conv._base.project_first`): mostly after it on a sampled block.
+    Shapes: input ``x`` float (num_src_nodes, F) and a :class:`~graphsys.sampling.Block`
+    (or a :class:`~graphsys.sampling.PaddedBlock`, whose padding rows give outputs that no
+    real row reads); output float (num_dst_nodes, F'). ``x`` may be a CSR tensor (sparse
+    raw features) where :attr:`sparse_input` holds and the block has every source as a
+    destination (a full-neighbourhood layer). :math:`\mathbf{W}_2` multiplies the sources'
+    rows before the mean or the destinations' means after it, whichever does less work on
+    the block (:func:`~graphsys.gnn.conv._base.project_first`): mostly after it on a
+    sampled block.
 
     References
     ----------
@@ -86,8 +88,10 @@ class SAGEConv(nn.Module):
         self.lin_self.reset_parameters()
         self.lin_neigh.reset_parameters()
 
-    def forward(self, x: torch.Tensor, block: Block) -> torch.Tensor:
-        check_input(x, block, self.in_dim, "SAGEConv")
+    def forward(self, x: torch.Tensor, block: Block | PaddedBlock) -> torch.Tensor:
+        check_input(x, block, self.in_dim, "SAGEConv", padded=True)
+        if isinstance(block, PaddedBlock):
+            return self._forward_padded(x, block)
         n_dst = block.num_dst_nodes
         first = project_first(block, self.in_dim, self.out_dim)
         if first and n_dst == block.num_src_nodes:
@@ -109,6 +113,20 @@ class SAGEConv(nn.Module):
         out = (x[:n_dst] @ self.lin_self.weight.t() if bias is None else
                torch.addmm(bias, x[:n_dst], self.lin_self.weight.t()))
         return out.addmm_(self._mean(x, block), self.lin_neigh.weight.t())
+
+    def _forward_padded(self, x: torch.Tensor, block: PaddedBlock) -> torch.Tensor:
+        """:meth:`forward` on a padded block: the mean of each row's weighted picks
+        (:meth:`PaddedBlock.mean`), of the projected rows where that does less work."""
+        if type(self).message is not SAGEConv.message:
+            raise GraphsysError(f"{type(self).__name__}: a message of its own needs a Block "
+                                f"(padded blocks hold no edge list)")
+        n_dst, bias = block.num_dst_nodes, self.lin_self.bias
+        out = (x[:n_dst] @ self.lin_self.weight.t() if bias is None else
+               torch.addmm(bias, x[:n_dst], self.lin_self.weight.t()))
+        if project_first((block.num_src_nodes, n_dst, n_dst * block.fanout), self.in_dim,
+                         self.out_dim):
+            return out + block.mean(x @ self.lin_neigh.weight.t())
+        return out.addmm_(block.mean(x), self.lin_neigh.weight.t())
 
     @property
     def projects_first(self) -> bool:

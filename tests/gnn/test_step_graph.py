@@ -1,0 +1,280 @@
+"""Padded blocks (DeviceNeighborSampler.padded_blocks, SAGEConv on them) against the exact
+blocks of the same batch, and NodeStepGraph's steps against a NodeLoader loop on the same
+batches; its step's transfers, synchronisations and launches counted on the CPU."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from graphsys.analysis.device_counts import DeviceWorkCounter
+from graphsys.errors import GraphsysError
+from graphsys.gnn import GNN, GCNConv, NodeLoader, NodeStepGraph
+from graphsys.gnn.optim import fused_adam
+from graphsys.sampling import DeviceNeighborSampler, NeighborSampler, from_coo
+from graphsys.sampling._util import derive_seed
+from graphsys.sampling.block import Block
+
+N = 3000
+
+
+@pytest.fixture(scope="module")
+def adj():
+    rng = np.random.default_rng(11)
+    src, dst = rng.integers(0, N, 30000), rng.integers(0, N, 30000)
+    return from_coo(np.r_[src, dst], np.r_[dst, src], N, N)
+
+
+def _rows(block: Block) -> list[list[int]]:
+    """Each destination's picks (node ids, in the block's edge order)."""
+    ids = block.src_nodes[block.edge_src]
+    return [ids[block.edge_dst == i].tolist() for i in range(block.num_dst_nodes)]
+
+
+@pytest.mark.parametrize("fanouts,replace", [([15, 10], False), ([4, 3], True), ([5], False),
+                                             ([3, 2, 2], False)])
+def test_padded_blocks_hold_the_blocks_picks(adj, fanouts, replace):
+    """Every real row of every layer: the same node, the same picks in the same order,
+    weights 1/picks; the padding rows pick nothing; the seeds lead the output layer."""
+    dev = DeviceNeighborSampler(adj, fanouts, replace=replace, device="cpu")
+    seeds = np.random.default_rng(3).choice(N, 300, replace=False)
+    exact = dev.sample_blocks(seeds, 9)
+    padded = dev.padded_blocks(seeds, 9, size=512)
+    assert padded[-1].num_dst_nodes == 512
+    assert padded[-1].src_nodes[:300].tolist() == seeds.tolist()
+    for k, (e, p) in enumerate(zip(exact, padded)):
+        assert p.fanout == fanouts[k]
+        assert torch.equal(p.src_nodes[:e.num_src_nodes], e.src_nodes)
+        assert (p.src_nodes[e.num_src_nodes:] == N).all()
+        if k + 1 < len(padded):
+            assert p.num_dst_nodes == padded[k + 1].num_src_nodes
+        picked = p.src_nodes[p.neighbours]
+        kept = p.weights > 0
+        assert [picked[i][kept[i]].tolist() for i in range(e.num_dst_nodes)] == _rows(e)
+        assert not kept[e.num_dst_nodes:].any()
+        sums = p.weights.sum(1)
+        has = kept.any(1)
+        assert torch.allclose(sums[has], torch.ones(int(has.sum())))
+
+
+def test_padded_forward_and_gradients_equal_the_blocks(adj):
+    """A 2-layer SAGE model (one layer aggregating first, one projecting first) gives the
+    seeds the same outputs and its parameters the same gradients."""
+    dev = DeviceNeighborSampler(adj, [10, 5], device="cpu")
+    seeds = np.random.default_rng(4).choice(N, 200, replace=False)
+    feat = torch.randn(N + 1, 16, generator=torch.Generator().manual_seed(1))
+    torch.manual_seed(0)
+    model = GNN("sage", 16, 32, 4, num_layers=2, dropout=0.0)
+    outs, grads = [], []
+    for blocks in (dev.sample_blocks(seeds, 2), dev.padded_blocks(seeds, 2, size=256)):
+        out = model(blocks, feat[blocks[0].src_nodes])[:200]
+        outs.append(out)
+        grads.append(torch.autograd.grad(out.square().sum(), list(model.parameters())))
+    assert torch.allclose(outs[0], outs[1], rtol=1e-5, atol=1e-5)
+    for a, b in zip(*grads):
+        assert torch.allclose(a, b, rtol=1e-4, atol=1e-4 * a.abs().max())
+
+
+def _data(seed=5):
+    rng = np.random.default_rng(seed)
+    feat = torch.from_numpy(rng.standard_normal((N, 12)).astype(np.float32))
+    label = torch.from_numpy((rng.random(N) * 3).astype(np.int64))
+    return feat, label
+
+
+def test_steps_are_the_loaders_batches(adj):
+    """Two epochs of NodeStepGraph (no dropout; 4 batches an epoch, the last one partial)
+    leave the parameters a loop over NodeLoader's batches of the same seed leaves."""
+    feat, label = _data()
+    ids = np.random.default_rng(6).choice(N, 900, replace=False)
+    params = []
+    for use_graph in (True, False):
+        torch.manual_seed(0)
+        model = GNN("sage", 12, 16, 3, num_layers=2, dropout=0.0)
+        opt = torch.optim.Adam(model.parameters(), lr=0.01)
+        if use_graph:
+            steps = NodeStepGraph(model, opt, NeighborSampler(adj, [6, 4]), feat, label,
+                                  batch_size=256, seed=7)
+            res = [steps.epoch(ids, e) for e in range(2)]
+            assert [r["steps"] for r in res] == [4, 4] and res[0]["seeds"] == 900
+            assert not res[0]["captured"] and steps.steps == 8
+        else:
+            loader = NodeLoader(None, NeighborSampler(adj, [6, 4]), ids, batch_size=256,
+                                seed=7, features=feat, labels=label, num_workers=0)
+            for _ in range(2):
+                for batch in loader:
+                    loss = F.cross_entropy(model(batch.blocks, batch.x), batch.y)
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+        params.append([p.detach().clone() for p in model.parameters()])
+    for a, b in zip(*params):
+        assert torch.allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_epoch_reports_the_loss_and_accuracy_of_its_steps(adj):
+    """One batch an epoch: the reported loss and accuracy are those of the model before
+    the update, on that batch."""
+    feat, label = _data()
+    ids = np.arange(0, N, 10)
+    torch.manual_seed(0)
+    model = GNN("sage", 12, 8, 3, num_layers=1, dropout=0.0)
+    opt = torch.optim.SGD(model.parameters(), lr=0.0)            # nothing moves
+    steps = NodeStepGraph(model, opt, NeighborSampler(adj, [5]), feat, label, batch_size=1000)
+    res = steps.epoch(ids, 0)
+    gen = torch.Generator().manual_seed(derive_seed(0, 0))
+    order = ids[torch.randperm(len(ids), generator=gen).numpy()]
+    blocks = steps.sampler.sample_blocks(order, derive_seed(0, 0, 0))
+    out = model(blocks, feat[blocks[0].src_nodes])
+    y = label[blocks[-1].dst_nodes]
+    assert res["loss"] == pytest.approx(float(F.cross_entropy(out, y).detach()), rel=1e-5)
+    assert res["accuracy"] == pytest.approx(float((out.argmax(1) == y).float().mean()))
+
+
+def _on_device(steps: NodeStepGraph) -> list[torch.Tensor]:
+    opt = steps.optimizer
+    return [steps.features, steps.labels, steps.sampler.table, steps.sampler.indices,
+            steps._totals, steps._input, *steps.model.parameters(),
+            *[t for s in opt.state.values() for t in s.values() if torch.is_tensor(t)],
+            *[p.grad for p in steps.model.parameters() if p.grad is not None]]
+
+
+def test_a_step_reads_nothing_back(adj):
+    """An eager step (what the graph records) on the emulated device: no transfer, no
+    host synchronisation; its operators pinned."""
+    feat, label = _data()
+    torch.manual_seed(0)
+    model = GNN("sage", 12, 16, 3, num_layers=2, dropout=0.0)
+    steps = NodeStepGraph(model, fused_adam(model.parameters(), lr=0.01),
+                          NeighborSampler(adj, [15, 10]), feat, label, batch_size=512)
+    rows = torch.from_numpy(steps.batches(np.arange(N), 0))
+    steps.step(rows[0])
+    with DeviceWorkCounter(device_tensors=[*_on_device(steps), rows]) as c:
+        steps.step(rows[1])
+    assert c.transfers == 0 and c.syncs == 0, (c.records, c.sync_reasons)
+    assert c.launches <= 400, c.ops.most_common(8)
+
+
+def test_a_recorded_step_is_a_copy_and_a_replay(adj, monkeypatch):
+    """With the graph recorded (its replay emulated: the eager step run unseen, reported as
+    one launch), a step is 2 launches and an epoch one upload and one read."""
+    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+
+    from graphsys.sampling.device import _note_launch
+
+    def replay(self):
+        counters = [m for m in _get_current_dispatch_mode_stack()
+                    if isinstance(m, DeviceWorkCounter)]
+        for m in counters:
+            m._quiet = True
+        try:
+            self.optimizer.zero_grad(set_to_none=True)
+            self._compute(self._input)
+        finally:
+            for m in counters:
+                m._quiet = False
+        _note_launch("cuda_graph")
+
+    monkeypatch.setattr(NodeStepGraph, "_replay", replay)
+    feat, label = _data()
+    torch.manual_seed(0)
+    model = GNN("sage", 12, 16, 3, num_layers=2, dropout=0.0)
+    steps = NodeStepGraph(model, fused_adam(model.parameters(), lr=0.01),
+                          NeighborSampler(adj, [15, 10]), feat, label, batch_size=512)
+    steps.epoch(np.arange(N), 0)
+    steps._graph = "recorded"
+    rows = torch.from_numpy(steps.batches(np.arange(N), 1))
+    with DeviceWorkCounter(device_tensors=[*_on_device(steps), rows]) as c:
+        steps.step(rows[0])
+    assert c.launches == 2 and c.ops["cuda_graph"] == 1 and not c.records and not c.syncs
+    plan = steps.batches(np.arange(N), 1)      # host work (a CPU permutation, emulated
+    steps.batches = lambda seeds, epoch: plan  # here as the device's: made outside)
+    with DeviceWorkCounter(device_tensors=_on_device(steps)) as c:
+        res = steps.epoch(np.arange(N), 1)
+    assert [k for k, _ in c.records] == ["h2d", "d2h"] and c.syncs == 1, c.records
+    assert c.ops["cuda_graph"] == res["steps"] == 6 and res["captured"]
+    assert c.launches <= 2 * 6 + 4, c.ops
+
+
+def test_refusals(adj):
+    feat, label = _data()
+    sage = GNN("sage", 12, 8, 3, num_layers=2)
+    opt = torch.optim.Adam(sage.parameters())
+    s = NeighborSampler(adj, [4, 3])
+    with pytest.raises(GraphsysError, match=r"GNN\('sage', \.\.\.\).*got GNN\('gat'\)"):
+        NodeStepGraph(GNN("gat", 12, 8, 3, heads=2), opt, s, feat, label, 64)
+    with pytest.raises(GraphsysError, match="2-layer model given a sampler of 1 fanouts"):
+        NodeStepGraph(sage, opt, NeighborSampler(adj, [4]), feat, label, 64)
+    with pytest.raises(GraphsysError, match="fanouts of fixed size"):
+        NodeStepGraph(sage, opt, NeighborSampler(adj, [-1, 3]), feat, label, 64)
+    with pytest.raises(GraphsysError, match="fanouts of fixed size"):
+        NodeStepGraph(sage, opt, DeviceNeighborSampler(s, device="cpu", csr="staged"), feat,
+                      label, 64)
+    with pytest.raises(GraphsysError, match="cuda_graph needs the model on CUDA"):
+        NodeStepGraph(sage, opt, s, feat, label, 64, cuda_graph=True)
+    with pytest.raises(GraphsysError, match=r"features of shape \(10, 12\), expected \(3000, F\)"):
+        NodeStepGraph(sage, opt, s, feat[:10], label, 64)
+    with pytest.raises(GraphsysError, match="labels must be integers"):
+        NodeStepGraph(sage, opt, s, feat, label.float(), 64)
+    steps = NodeStepGraph(sage, opt, s, feat, torch.where(torch.arange(N) == 5, 3, label), 64)
+    with pytest.raises(GraphsysError,
+                       match=r"seed 5 has label 3, outside the model's classes 0\.\.2"):
+        steps.epoch([1, 5, 7], 0)
+    with pytest.raises(GraphsysError, match="seed ids must be unique"):
+        steps.epoch([1, 1, 7], 0)
+    with pytest.raises(GraphsysError, match="seed id 3000 is outside the graph"):
+        steps.epoch([1, 3000], 0)
+    dev = DeviceNeighborSampler(s, device="cpu")
+    with pytest.raises(GraphsysError, match="size 2: a padded batch holds its 3 seeds"):
+        dev.padded_blocks([1, 2, 3], size=2)
+    with pytest.raises(GraphsysError, match="seed ids must be unique within a batch"):
+        dev.padded_blocks([1, 2, 2])
+    with pytest.raises(GraphsysError, match="padded blocks need fanouts of fixed size"):
+        DeviceNeighborSampler(adj, [-1], device="cpu").padded_blocks([1])
+    block = dev.padded_blocks([1, 2])[1]
+    with pytest.raises(GraphsysError, match="GCNConv aggregates a Block; padded blocks"):
+        GCNConv(12, 4)(torch.zeros(block.num_src_nodes, 12), block)
+
+
+def test_train_with_the_graph_sampler(tmp_path):
+    """``TrainConfig(sampler="graph")``: without dropout, the epochs' losses and the kept
+    model's metrics of the device sampler's run (same batches, same model); a resumed run
+    continues as one."""
+    from graphsys.gnn import TrainConfig, train
+
+    from .conftest import write_sbm
+
+    g = write_sbm(tmp_path / "sbm")
+    base = dict(model="sage", fanouts=[4, 3], hidden=8, batch_size=16, seed=2, dropout=0.0)
+    a = train(g, TrainConfig(**base, epochs=2, sampler="device"))
+    b = train(g, TrainConfig(**base, epochs=2, sampler="graph"))
+    assert np.allclose([h["loss"] for h in a.history], [h["loss"] for h in b.history],
+                       rtol=1e-4)
+    assert [h["train_accuracy"] for h in a.history] == pytest.approx(
+        [h["train_accuracy"] for h in b.history])
+    assert b.metrics["test_accuracy"] == pytest.approx(a.metrics["test_accuracy"], abs=0.02)
+    run = tmp_path / "run"
+    train(g, TrainConfig(**base, epochs=1, sampler="graph"), out=run)
+    c = train(g, TrainConfig(**base, epochs=2, sampler="graph"), out=run)
+    assert [h["epoch"] for h in c.history] == [1, 2]
+    assert np.allclose([h["loss"] for h in c.history], [h["loss"] for h in b.history],
+                       rtol=1e-5)
+
+
+def test_train_refuses_what_the_graph_sampler_cannot_record(tmp_path):
+    from graphsys.errors import ParameterError
+    from graphsys.gnn import TrainConfig, train
+
+    from .conftest import write_sbm
+
+    with pytest.raises(ParameterError, match="'graph' trains the builtin sage model"):
+        TrainConfig(model="gcn", sampler="graph")
+    with pytest.raises(ParameterError, match="'graph' trains the builtin sage model"):
+        TrainConfig(model="sage", fanouts=[-1, 3], sampler="graph")
+    g = write_sbm(tmp_path / "sbm")
+    with pytest.raises(GraphsysError, match="sampler 'graph' records the builtin model's step "
+                                            r"on stored features .* a model of one's own"):
+        train(g, TrainConfig(fanouts=[4, 3], epochs=1, sampler="graph"),
+              model=torch.nn.Linear(2, 2))
