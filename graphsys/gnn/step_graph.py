@@ -60,9 +60,9 @@ class NodeStepGraph:
     model : GNN
         A ``GNN("sage", ...)`` with one layer per fanout, on the device the steps run on.
     optimizer : torch.optim.Optimizer
-        Its parameters' optimiser; on CUDA its groups are made ``capturable`` (the step
-        counts kept on the device), which torch's Adam, AdamW and SGD support. Its
-        learning rate is read when the graph is recorded.
+        Its parameters' optimiser; its groups are made ``capturable`` when the graph is
+        recorded (the step counts kept on the device), which torch's Adam, AdamW and SGD
+        support. Its learning rate is read then too.
     sampler : DeviceNeighborSampler or NeighborSampler
         Fixed fanouts; a NeighborSampler is drawn on the model's device. The neighbour ids
         on the device or read through UVA (not ``csr="staged"``).
@@ -166,12 +166,6 @@ class NodeStepGraph:
         if cuda_graph and not on_cuda:
             raise GraphsysError(f"cuda_graph needs the model on CUDA, not {self.device}")
         self.cuda_graph = on_cuda if cuda_graph is None else bool(cuda_graph)
-        if self.cuda_graph:
-            for group in optimizer.param_groups:
-                group["capturable"] = True
-            for p, state in optimizer.state.items():
-                if torch.is_tensor(state.get("step")):
-                    state["step"] = state["step"].to(p.device)
         self.steps, self._eager = 0, 0
         self._graph, self._kept = None, ()
         self._input: torch.Tensor | None = None
@@ -265,22 +259,36 @@ class NodeStepGraph:
         """Record :meth:`_compute` of the input buffer as a CUDA graph (not run: the next
         replay runs it); on failure, one warning and eager steps from then on."""
         self.optimizer.zero_grad(set_to_none=True)
-        graph = torch.cuda.CUDAGraph()
+        # the optimiser's step counts on the device, where a replay advances them
+        before = [group.get("capturable", False) for group in self.optimizer.param_groups]
+        for group in self.optimizer.param_groups:
+            group["capturable"] = True
+        for p, state in self.optimizer.state.items():
+            if torch.is_tensor(state.get("step")):
+                state["step"] = state["step"].to(p.device)
         try:
-            # thread-local: another thread's CUDA calls (a loader's worker) do not void it
-            with torch.cuda.graph(graph, capture_error_mode="thread_local"):
-                self._compute(self._input)
+            graph = self._capture()
         except (RuntimeError, TypeError) as exc:
             warnings.warn(f"NodeStepGraph: recording the step as a CUDA graph failed "
                           f"({str(exc).splitlines()[0][:200]}); its steps run eagerly",
                           RuntimeWarning, 2)
             self.cuda_graph = False
+            for group, flag in zip(self.optimizer.param_groups, before):
+                group["capturable"] = flag
             torch.cuda.synchronize(self.device)
             self.optimizer.zero_grad(set_to_none=True)
             return
         # the sampler's kept ranges as recorded: one grown later (a larger batch of another
         # loader) is a new tensor, and the graph reads the memory of these
         self._graph, self._kept = graph, tuple(self.sampler._ranges.values())
+
+    def _capture(self) -> torch.cuda.CUDAGraph:
+        """The CUDA graph of :meth:`_compute` on the input buffer (recorded, not run)."""
+        graph = torch.cuda.CUDAGraph()
+        # thread-local: another thread's CUDA calls (a loader's worker) do not void it
+        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+            self._compute(self._input)
+        return graph
 
     def reset(self) -> None:
         """Drop the recorded graph: the next steps warm up and record it again. Needed after

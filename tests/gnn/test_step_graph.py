@@ -278,3 +278,100 @@ def test_train_refuses_what_the_graph_sampler_cannot_record(tmp_path):
                                             r"on stored features .* a model of one's own"):
         train(g, TrainConfig(fanouts=[4, 3], epochs=1, sampler="graph"),
               model=torch.nn.Linear(2, 2))
+
+
+class _FakeStream:
+    def wait_stream(self, other):
+        pass
+
+
+def _fake_cuda(monkeypatch, capture):
+    """CUDA's stream calls as no-ops and NodeStepGraph's recording as ``capture(steps)``:
+    the control flow of a CUDA run on the CPU."""
+    import contextlib
+
+    monkeypatch.setattr(torch.cuda, "Stream", lambda device=None: _FakeStream())
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: _FakeStream())
+    monkeypatch.setattr(torch.cuda, "stream", lambda s: contextlib.nullcontext())
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: None)
+    monkeypatch.setattr(NodeStepGraph, "_capture", capture)
+
+
+def _graphed_pair(adj, **kw):
+    """Two NodeStepGraphs of the same model and data: one run as on CUDA, one eager."""
+    feat, label = _data()
+    out = []
+    for _ in range(2):
+        torch.manual_seed(0)
+        model = GNN("sage", 12, 16, 3, num_layers=2, dropout=0.0)
+        out.append(NodeStepGraph(model, torch.optim.Adam(model.parameters(), lr=0.01),
+                                 NeighborSampler(adj, [6, 4]), feat, label, batch_size=256,
+                                 **kw))
+    out[0].cuda_graph = True                # as a CUDA run (the device is the CPU here)
+    return out
+
+
+def _same_params(a: NodeStepGraph, b: NodeStepGraph) -> bool:
+    return all(torch.allclose(p, q, rtol=1e-5, atol=1e-6)
+               for p, q in zip(a.model.parameters(), b.model.parameters()))
+
+
+def test_recorded_steps_warm_up_record_once_and_replay(adj, monkeypatch):
+    """As on CUDA: three eager steps, then one recording (not run) and a replay a step
+    from then on, the recorded batch included: the parameters of the eager run. A batch
+    of another size (a smaller seed set) and :meth:`reset` warm up and record again."""
+    log = []
+
+    class Graph:
+        def __init__(self, steps):
+            self.steps = steps
+
+        def replay(self):
+            log.append("replay")
+            self.steps.optimizer.zero_grad(set_to_none=True)
+            self.steps._compute(self.steps._input)
+
+    def capture(self):
+        log.append("record")
+        groups = self.optimizer.param_groups
+        assert all(g["capturable"] for g in groups)     # as recorded on CUDA; the CPU
+        for g in groups:                                # steps without it
+            g["capturable"] = False
+        return Graph(self)
+
+    _fake_cuda(monkeypatch, capture)
+    graphed, eager = _graphed_pair(adj)
+    ids = np.arange(0, N, 2)                     # 1500 seeds: 6 batches of 256
+    for e in range(2):
+        for s in (graphed, eager):
+            s.epoch(ids, e)
+    assert log == ["record"] + ["replay"] * 9 and graphed.captured
+    assert _same_params(graphed, eager)
+    log.clear()
+    graphed.epoch(ids[:200], 2)                 # one batch of 200 seeds: warm-up again
+    eager.epoch(ids[:200], 2)
+    assert log == [] and not graphed.captured
+    graphed.reset()
+    for e in (3, 4):
+        graphed.epoch(ids, e)
+        eager.epoch(ids, e)
+    assert log == ["record"] + ["replay"] * 9
+    assert _same_params(graphed, eager)
+
+
+def test_a_recording_that_fails_warns_once_and_steps_eagerly(adj, monkeypatch):
+    def capture(self):
+        raise RuntimeError("operation not permitted when stream is capturing\nmore")
+
+    _fake_cuda(monkeypatch, capture)
+    graphed, eager = _graphed_pair(adj)
+    ids = np.arange(0, N, 2)
+    with pytest.warns(RuntimeWarning, match=r"recording the step as a CUDA graph failed "
+                                            r"\(operation not permitted when stream is "
+                                            r"capturing\); its steps run eagerly") as caught:
+        for e in range(2):
+            res = graphed.epoch(ids, e)
+            eager.epoch(ids, e)
+    assert len(caught) == 1 and not res["captured"] and not graphed.cuda_graph
+    assert not graphed.optimizer.param_groups[0]["capturable"]     # as before the attempt
+    assert _same_params(graphed, eager)
