@@ -55,8 +55,9 @@ from graphsys.user_code import build
 #: Bytes of sampled blocks a node-task run keeps between its validation passes (each pass
 #: evaluates the same fixed sample); larger samples are drawn again at every evaluation.
 EVAL_PLAN_BYTES = 512 << 20
-#: ``TrainConfig.sampler`` as NodeLoader's ``device_sampling`` (None: on CUDA)
-DEVICE_SAMPLING = {"auto": None, "cpu": False, "device": True}
+#: ``TrainConfig.sampler`` as NodeLoader's ``device_sampling`` (None: on CUDA; ``graph``
+#: trains with a NodeStepGraph, and evaluates as ``device``)
+DEVICE_SAMPLING = {"auto": None, "cpu": False, "device": True, "graph": True}
 
 
 def node_model_dims(cfg: TrainConfig, in_dim: int, out_dim: int, num_layers: int
@@ -176,7 +177,7 @@ class NodeTask(Task):
                          and isinstance(self.model, GNN) and cfg.inputs == "blocks"
                          and getattr(self.model.convs[0], "sparse_input", False) else None)
         #: the steps as one CUDA graph each (``sampler="graph"``), which train whole epochs
-        self.step_graph = self._step_graph(train_ids) if graphed else None
+        self.step_graph = self._step_graph() if graphed else None
         self.loader = (NodeLoader(graph, self.sampler, train_ids, batch_size=cfg.batch_size,
                                   seed=cfg.seed, num_workers=cfg.num_workers,
                                   prefetch=cfg.prefetch, features=data["x"],
@@ -188,7 +189,7 @@ class NodeTask(Task):
         self.per_epoch = (-(-len(train_ids) // cfg.batch_size) if self.step_graph is not None
                           else 1 if self.loader is None else len(self.loader))
 
-    def _step_graph(self, train_ids: torch.Tensor) -> NodeStepGraph:
+    def _step_graph(self) -> NodeStepGraph:
         """The :class:`NodeStepGraph` of ``sampler="graph"``: the builtin model on the
         stored features, in one process (else refused in one line)."""
         why = ("a model of one's own" if not isinstance(self.model, GNN)

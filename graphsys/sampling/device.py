@@ -624,10 +624,11 @@ class DeviceNeighborSampler(Sampler):
 
     def padded_blocks(self, seeds, rng_seed: int = 0, *, size: int | None = None
                       ) -> list[PaddedBlock]:
-        """The batch of :meth:`sample_blocks` in shapes fixed by ``size``, with no host read:
-        one :class:`~graphsys.sampling.PaddedBlock` a layer, input layer first, whose real
-        rows hold the same picks as the blocks (what a training step captured as one CUDA
-        graph runs on, :class:`graphsys.gnn.NodeStepGraph`).
+        """The batch of :meth:`sample_blocks` in shapes fixed by ``size``, with no host read
+        (but ``csr="staged"``'s, a layer): one :class:`~graphsys.sampling.PaddedBlock` a
+        layer, input layer first, on ``device``, whose real rows hold the same picks as
+        the blocks (what a training step captured as one CUDA graph runs on,
+        :class:`graphsys.gnn.NodeStepGraph`).
 
         Parameters
         ----------
@@ -667,7 +668,10 @@ class DeviceNeighborSampler(Sampler):
         packed[:self.num_layers] = [as_int64(derive_seed(rng_seed, layer) * 0x9E3779B97F4A7C15)
                                     for layer in range(self.num_layers)]
         packed[self.num_layers:self.num_layers + len(ids)] = ids
-        return self.draw_padded(self._upload_packed(torch.from_numpy(packed)))
+        blocks = self.draw_padded(self._upload_packed(torch.from_numpy(packed)))
+        if self.sample_device != self.device:      # drawn on the host (pin_memory)
+            blocks = [b.to(self.device, non_blocking=True) for b in blocks]
+        return blocks
 
     def draw_padded(self, packed: torch.Tensor) -> list[PaddedBlock]:
         """:meth:`padded_blocks` of ``packed`` on the sampling device: the layers' stream

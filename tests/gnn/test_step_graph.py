@@ -59,6 +59,15 @@ def test_padded_blocks_hold_the_blocks_picks(adj, fanouts, replace):
         assert torch.allclose(sums[has], torch.ones(int(has.sum())))
 
 
+def test_padded_blocks_wherever_the_ids_are_read(adj):
+    """Neighbour ids staged from host memory: the same padded blocks."""
+    seeds = np.arange(0, 600, 3)
+    a, b = (DeviceNeighborSampler(adj, [5, 4], device="cpu", csr=csr).padded_blocks(
+        seeds, 4, size=256) for csr in ("device", "staged"))
+    assert all(torch.equal(x.src_nodes, y.src_nodes) and torch.equal(x.neighbours, y.neighbours)
+               and torch.equal(x.weights, y.weights) for x, y in zip(a, b))
+
+
 def test_padded_forward_and_gradients_equal_the_blocks(adj):
     """A 2-layer SAGE model (one layer aggregating first, one projecting first) gives the
     seeds the same outputs and its parameters the same gradients."""
