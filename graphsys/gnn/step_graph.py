@@ -30,6 +30,7 @@ from graphsys.sampling.device import (
     as_int64,
 )
 from graphsys.sampling.neighbor import NeighborSampler
+from graphsys.units import format_size
 
 #: The label of a padding row: ``F.cross_entropy``'s ``ignore_index``
 PAD_LABEL = -100
@@ -68,7 +69,8 @@ class NodeStepGraph:
         on the device or read through UVA (not ``csr="staged"``).
     features : tensor or array (N, F)
         Every node's input row, copied once to the device (float32, with a zero row for
-        the padding node).
+        the padding node); refused where it and the labels do not fit the device's free
+        memory.
     labels : int tensor or array (N,)
         Every node's class, copied once to the device.
     batch_size : int
@@ -159,6 +161,13 @@ class NodeStepGraph:
                                 "group's collectives are not recorded here)")
         self.sampler = sampler
         n = sampler.num_nodes
+        shape = tuple(features.shape) if hasattr(features, "shape") else np.shape(features)
+        width = int(np.prod(shape[1:])) if len(shape) > 1 else 1
+        need = (n + 1) * (4 * width + 8)
+        if self.device.type == "cuda" and need > torch.cuda.mem_get_info(self.device)[0]:
+            raise GraphsysError(f"NodeStepGraph holds the features and labels on {self.device}:"
+                                f" {format_size(need)}, more than its free memory (NodeLoader "
+                                f"reads a larger table through a DeviceFeatureCache)")
         self.features = _table(features, n, torch.float32, 0, self.device, "features")
         self.labels = _table(labels, n, torch.int64, PAD_LABEL, self.device, "labels")
         self._classes = self.labels[:n].cpu().numpy()      # checked per epoch, on the host
