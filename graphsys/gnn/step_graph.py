@@ -238,7 +238,7 @@ class NodeStepGraph:
         if self._input is None or self._input.shape != packed.shape:
             # batches of another size (a new seed count): recorded again after the warm-up
             self._graph, self._eager = None, 0
-            self._input = torch.empty_like(packed)
+            self._input = torch.empty(packed.shape, dtype=packed.dtype, device=packed.device)
         self._input.copy_(packed)
         if self._graph is not None:
             self._replay()

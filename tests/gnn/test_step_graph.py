@@ -384,3 +384,36 @@ def test_a_recording_that_fails_warns_once_and_steps_eagerly(adj, monkeypatch):
     assert len(caught) == 1 and not res["captured"] and not graphed.cuda_graph
     assert not graphed.optimizer.param_groups[0]["capturable"]     # as before the attempt
     assert _same_params(graphed, eager)
+
+
+def test_padded_blocks_on_the_device(adj, device):
+    """The test device's padded blocks are the CPU's."""
+    seeds = np.arange(0, 900, 5)
+    want = DeviceNeighborSampler(adj, [6, 4], device="cpu").padded_blocks(seeds, 3, size=256)
+    got = DeviceNeighborSampler(adj, [6, 4], device=device).padded_blocks(seeds, 3, size=256)
+    assert all(g.device.type == torch.device(device).type for g in got)
+    assert all(torch.equal(a.src_nodes, b.src_nodes.cpu())
+               and torch.equal(a.neighbours, b.neighbours.cpu())
+               and torch.allclose(a.weights, b.weights.cpu()) for a, b in zip(want, got))
+
+
+def test_recorded_steps_train_as_eager_steps(adj, device):
+    """On the test device, the default steps (on CUDA: warmed up, recorded once as a CUDA
+    graph and replayed) leave the parameters the same steps run eagerly leave."""
+    feat, label = _data()
+    ids = np.arange(0, N, 2)
+    runs = []
+    for graph in (None, False):
+        torch.manual_seed(0)
+        model = GNN("sage", 12, 16, 3, num_layers=2, dropout=0.0).to(device)
+        steps = NodeStepGraph(model, fused_adam(model.parameters(), lr=0.01),
+                              DeviceNeighborSampler(adj, [6, 4], device=device), feat, label,
+                              batch_size=256, cuda_graph=graph)
+        res = [steps.epoch(ids, e) for e in range(3)]
+        runs.append((steps, res))
+    (graphed, res_g), (eager, res_e) = runs
+    assert graphed.captured == (torch.device(device).type == "cuda")
+    assert not eager.captured and res_g[-1]["seeds"] == len(ids)
+    for p, q in zip(graphed.model.parameters(), eager.model.parameters()):
+        assert torch.allclose(p.cpu(), q.cpu(), rtol=1e-4, atol=1e-5)
+    assert [r["loss"] for r in res_g] == pytest.approx([r["loss"] for r in res_e], rel=1e-4)
