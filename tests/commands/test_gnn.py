@@ -72,6 +72,24 @@ def test_train_json_then_embed(sbm_dir, tmp_path, capsys):
     assert [n["score"] for n in doc["neighbours"]] == pytest.approx(scores.tolist())
 
 
+def test_train_with_each_step_one_graph(sbm_dir, tmp_path, capsys):
+    """``--sampler graph``: the steps of a NodeStepGraph (eager on the CPU), a run
+    whose checkpoint embeds as any other's."""
+    out = tmp_path / "run"
+    rc = run_cli(["gnn", "train", "--graph", str(sbm_dir), "--task", "node", "--model", "sage",
+                  "--fanouts", "5,5", "--epochs", "3", "--hidden", "8", "--out", str(out),
+                  "--sampler", "graph", "--json"])
+    assert rc == 0
+    last = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert last["epochs"] == 3 and 0.0 <= last["test_accuracy"] <= 1.0
+    assert run_cli(["gnn", "embed", "--checkpoint", str(out / "checkpoint"), "--out",
+                    str(tmp_path / "emb"), "--json"]) == 0
+    rc = run_cli(["gnn", "train", "--graph", str(sbm_dir), "--task", "node", "--model", "gcn",
+                  "--sampler", "graph"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc != 0 and len(err) == 1 and "'graph' trains the builtin sage model" in err[0]
+
+
 def _tty_stderr(monkeypatch):
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
 
