@@ -97,6 +97,55 @@ def test_int64_ids_where_int32_cannot_hold_them(small_graphs, monkeypatch):
     np.testing.assert_array_equal(wide.values, narrow.values)
 
 
+@pytest.mark.filterwarnings("ignore::graphsys.errors.ConvergenceWarning")  # chain's ppr
+@pytest.mark.parametrize("key", ["random", "chain", "star"])
+def test_degree_order_gives_the_same_ranks(small_graphs, key, monkeypatch, device):
+    """With the vertices relabelled by out-degree (DEGREE_ORDER, the chunks of a few edges
+    each), PageRank and personalized PageRank come back in the graph's order: the ranks of
+    the graph's order within float64 rounding, in as many supersteps."""
+    from graphsys.bsp.algorithms import pagerank_device
+
+    g = small_graphs[key]
+    if device == "lazy":
+        pytest.skip("no sparse CSR product on torch's lazy backend")
+    plain = bsp.pagerank(g, tol=1e-10, backend="torch", device=device)
+    ppr = bsp.personalized_pagerank(g, [1, 5], tol=1e-10, backend="torch", device=device)
+    monkeypatch.setattr(pagerank_device, "DEGREE_ORDER", True)
+    monkeypatch.setattr(pagerank_device, "ORDER_CHUNK", 64)
+    ordered = bsp.pagerank(g, tol=1e-10, backend="torch", device=device)
+    assert ordered.stats.method == ("fused-pagerank (device SpMV, int32 ids, float64 ranks, "
+                                    "degree-ordered)")
+    assert len(ordered.stats.supersteps) == len(plain.stats.supersteps)
+    np.testing.assert_allclose(ordered.values, plain.values, rtol=1e-12, atol=1e-15)
+    ppr_ordered = bsp.personalized_pagerank(g, [1, 5], tol=1e-10, backend="torch",
+                                            device=device)
+    np.testing.assert_allclose(ppr_ordered.values, ppr.values, rtol=1e-12, atol=1e-15)
+
+
+def test_degree_order_relabels_by_out_degree(monkeypatch):
+    """Against a plain-Python relabelling: rows are the old rows in the new order, their
+    sources renamed; out-degrees decrease along the new ids; chunk sizes do not matter."""
+    from graphsys.bsp.algorithms import pagerank_device
+
+    rng = np.random.default_rng(3)
+    n = 300
+    src, dst = rng.integers(0, n, 4000) ** 2 // n, rng.integers(0, n, 4000)   # skewed
+    order_dst = np.argsort(dst, kind="stable")
+    ptr = torch.from_numpy(np.r_[0, np.cumsum(np.bincount(dst, minlength=n))])
+    idx = torch.from_numpy(src[order_dst])
+    out_deg = np.bincount(src, minlength=n)
+    for chunk in (7, 1000, 1 << 24):
+        monkeypatch.setattr(pagerank_device, "ORDER_CHUNK", chunk)
+        p, i, order = pagerank_device.degree_order(ptr, idx)
+        order = order.numpy()
+        assert np.all(np.diff(out_deg[order]) <= 0)
+        pos = np.empty(n, np.int64)
+        pos[order] = np.arange(n)
+        for r, old in enumerate(order):
+            want = pos[idx[ptr[old]:ptr[old + 1]].numpy()]
+            assert i[p[r]:p[r + 1]].tolist() == want.tolist()
+
+
 @pytest.mark.filterwarnings("ignore::graphsys.errors.ConvergenceWarning")
 def test_checks_every_few_supersteps(small_graphs):
     """The run stops on a checked superstep (a multiple of CHECK_EVERY or the last one) and

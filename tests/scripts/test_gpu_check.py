@@ -82,6 +82,9 @@ def test_dry_run_records_each_parts_figures(dry_run):
     for name, dtype in (("pagerank-memory", "float64"), ("pagerank-memory-float32", "float32")):
         assert by["bsp", name]["method"].endswith(f"int32 ids, {dtype} ranks)")
         assert by["bsp", name]["ops_per_superstep"] == 3 and by["bsp", name]["converged"]
+    # the float32 run again with the vertices in degree order: its ranks' method says so
+    ordered = by["bsp", "pagerank-memory-float32-ordered"]
+    assert ordered["method"].endswith("float32 ranks, degree-ordered)") and ordered["converged"]
     # streamed PageRank: kept within the default budget, and streamed every superstep
     for name in ("pagerank-out-of-core", "pagerank-out-of-core-streamed"):
         assert {"resident_bytes", "streamed_bytes_per_superstep"} <= set(by["bsp", name])

@@ -54,21 +54,40 @@ OPS_PER_SUPERSTEP = 3
 #: Largest index int32 ids hold
 _INT32_MAX = 2**31 - 1
 
+#: Relabel the vertices by decreasing out-degree before the supersteps (hub sorting, Balaji
+#: and Lucia, IISWC 2018): the product's reads of ``x`` by source then fall on a few
+#: contiguous lines for the most-read sources instead of lines scattered over all of ``x``.
+#: The ranks come back in the graph's order. Off by default: ``gpu_check`` times it
+#: beside the graph's order on a GPU, which decides
+DEGREE_ORDER = False
+#: Edges whose new positions :func:`degree_order` computes at once (int64 temporaries of
+#: 24 bytes an edge)
+ORDER_CHUNK = 1 << 24
+
 
 def lean_matrix(graph, edge_set: str, inv_deg: torch.Tensor, dtype: torch.dtype,
                 device: torch.device, on_device: bool = False
-                ) -> tuple[torch.Tensor, int, int, int]:
+                ) -> tuple[torch.Tensor, int, int, int, torch.Tensor | None]:
     """The (N+1, N+1) CSR matrix of the module docstring on ``device``: ``inv_deg`` is
     ``1/out_degree`` (0: dangling), values are ones of ``dtype``. The pull adjacency is built
     on the host (:func:`build_adjacency`), or with ``on_device`` (an out-of-core run) sorted
     on the device from the uploaded buckets
     (:func:`~graphsys.bsp.device_stream.device_adjacency`: the same order, int32 ids).
-    Returns (matrix, edges of the graph, targets with an in-edge, bytes uploaded)."""
+    With :data:`DEGREE_ORDER` the vertices are relabelled (:func:`degree_order`). Returns
+    (matrix, edges of the graph, targets with an in-edge, bytes uploaded, the old id of
+    each new one or None)."""
     import torch
 
-    if on_device:
-        [(ptr, idx)], nbytes = device_adjacency(graph, edge_set, device, ("csc",),
-                                                release=True)
+    if on_device or DEGREE_ORDER:
+        if on_device:
+            [(ptr, idx)], nbytes = device_adjacency(graph, edge_set, device, ("csc",),
+                                                    release=True)
+        else:
+            ptr, idx, nbytes = _upload_pull(graph, edge_set, device)
+        order = None
+        if DEGREE_ORDER:
+            ptr, idx, order = degree_order(ptr, idx)
+            inv_deg = inv_deg.index_select(0, order)
         n, m = len(ptr) - 1, len(idx)
         dangling = torch.nonzero(inv_deg == 0).flatten().to(torch.int32)  # a read, in setup
         nnz = m + len(dangling) + 1
@@ -77,6 +96,7 @@ def lean_matrix(graph, edge_set: str, inv_deg: torch.Tensor, dtype: torch.dtype,
         del idx
         receivers = int(torch.count_nonzero(ptr[1:] - ptr[:-1]))
     else:
+        order = None
         indptr, idx, _ = build_adjacency(graph, edge_set, "csc", False)
         n, m = len(indptr) - 1, int(indptr[-1] - indptr[0])
         dangling = torch.nonzero(inv_deg == 0).flatten().cpu().numpy()  # one read, in setup
@@ -94,7 +114,68 @@ def lean_matrix(graph, edge_set: str, inv_deg: torch.Tensor, dtype: torch.dtype,
         receivers = int(np.count_nonzero(np.diff(indptr)))
     values = torch.ones(nnz, dtype=dtype, device=device)
     mat = csr_tensor(crow, col, values, (n + 1, n + 1))
-    return mat, m, receivers, nbytes
+    return mat, m, receivers, nbytes, order
+
+
+def _upload_pull(graph, edge_set: str, device: torch.device
+                 ) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """The pull adjacency built on the host (:func:`build_adjacency`) uploaded as int32
+    (or int64) row pointers and ids, and the bytes uploaded."""
+    import torch
+
+    indptr, idx, _ = build_adjacency(graph, edge_set, "csc", False)
+    n, m = len(indptr) - 1, int(indptr[-1] - indptr[0])
+    ids = np.int32 if max(m + n + 1, n + 1) <= _INT32_MAX else np.int64
+    ptr_h = np.ascontiguousarray(indptr - indptr[0], dtype=ids)
+    idx_h = np.ascontiguousarray(idx, dtype=ids)
+    return (torch.from_numpy(ptr_h).to(device), torch.from_numpy(idx_h).to(device),
+            ptr_h.nbytes + idx_h.nbytes)
+
+
+def degree_order(ptr: torch.Tensor, idx: torch.Tensor
+                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The pull adjacency (row pointers ``ptr`` (N+1,), source ids ``idx`` (E,), one dtype)
+    relabelled by decreasing out-degree: ``(ptr', idx', order)``, ``order`` int64 (N,) the
+    old id of each new one (a stable sort of the out-degrees, each source's count in
+    ``idx``), row ``r`` of the result being old row ``order[r]`` with its sources renamed.
+    Torch ops on the arrays' device, the edges about :data:`ORDER_CHUNK` at a time (whole
+    rows); one host read, of the chunks' bounds.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from graphsys.bsp.algorithms.pagerank_device import degree_order
+    >>> ptr, idx = torch.tensor([0, 0, 2, 3]), torch.tensor([0, 2, 2])   # 0, 2 -> 1; 2 -> 2
+    >>> p, i, order = degree_order(ptr, idx)                             # 2 sends twice
+    >>> order.tolist(), p.tolist(), i.tolist()
+    ([2, 0, 1], [0, 1, 1, 3], [0, 1, 0])
+    """
+    import torch
+
+    n, m, dev = len(ptr) - 1, len(idx), ptr.device
+    out_deg = torch.bincount(idx, minlength=n)
+    order = torch.sort(out_deg, descending=True, stable=True).indices
+    pos = torch.empty(n, dtype=idx.dtype, device=dev)
+    pos[order] = torch.arange(n, dtype=idx.dtype, device=dev)
+    wide = ptr.to(torch.int64)
+    in_deg = (wide[1:] - wide[:-1]).index_select(0, order)
+    start = wide[:-1].index_select(0, order)             # each new row's old first edge
+    new_ptr = torch.zeros(n + 1, dtype=torch.int64, device=dev)
+    torch.cumsum(in_deg, 0, out=new_ptr[1:])
+    new_idx = torch.empty_like(idx)
+    marks = torch.arange(0, m, ORDER_CHUNK, dtype=torch.int64, device=dev)
+    rows = torch.searchsorted(new_ptr, marks, right=True) - 1     # a chunk's first row
+    rows = torch.cat([rows, torch.full((1,), n, dtype=torch.int64, device=dev)])
+    firsts = torch.stack([rows, new_ptr.index_select(0, rows)]).tolist()    # the read
+    bounds = sorted(set(zip(*firsts)))           # (row, its first edge), rows ascending
+    for (r0, e0), (r1, e1) in zip(bounds[:-1], bounds[1:]):
+        if e1 == e0:
+            continue
+        row = torch.repeat_interleave(torch.arange(r0, r1, device=dev), in_deg[r0:r1],
+                                      output_size=e1 - e0)
+        at = start[row] + (torch.arange(e0, e1, device=dev) - new_ptr[row])
+        new_idx[e0:e1] = pos.index_select(0, idx.index_select(0, at))
+    return new_ptr.to(ptr.dtype), new_idx, order
 
 
 def solve_on_device(program, ctx, edges, state: dict, max_iters: int) -> Solved | None:
@@ -112,14 +193,18 @@ def solve_on_device(program, ctx, edges, state: dict, max_iters: int) -> Solved 
     n, a, dev = ctx.num_nodes, program.damping, ctx.device
     dtype = torch.float32 if program.fused_float32 else torch.float64
     inv_deg = state["inv_deg"]
-    mat, m, receivers, nbytes = lean_matrix(ctx.graph, ctx.edge_set, inv_deg, dtype, dev,
-                                            on_device=edges.streams)
+    mat, m, receivers, nbytes, order = lean_matrix(ctx.graph, ctx.edge_set, inv_deg, dtype,
+                                                   dev, on_device=edges.streams)
     edges.bytes_h2d += nbytes if dev.type != "cpu" else 0
     if edges.streams:  # out of core: the matrix is what the run keeps on the device
         edges.layout_bytes += tensor_bytes(mat)
+    p, rank = state["p"], state["rank"]
+    if order is not None:     # the vectors in the matrix's order, the ranks put back at the end
+        inv_deg, rank = inv_deg.index_select(0, order), rank.index_select(0, order)
+        p = None if p is None else p.index_select(0, order)
     scaled = torch.where(inv_deg > 0, inv_deg * a, a).to(dtype)  # x = rank * scaled
-    p = None if state["p"] is None else state["p"].to(dtype)
-    rank = state["rank"].to(dtype, copy=True)
+    p = None if p is None else p.to(dtype)
+    rank = rank.to(dtype, copy=True)
     new = torch.empty_like(rank)
     x = torch.empty(n + 1, dtype=dtype, device=dev)
     x[n] = 1.0 - a
@@ -145,9 +230,12 @@ def solve_on_device(program, ctx, edges, state: dict, max_iters: int) -> Solved 
         if delta < program.tol:
             converged = True
             break
-    finish(state, rank, inv_deg, dtype)
+    if order is not None:
+        rank = torch.empty_like(rank).index_copy_(0, order, rank)
+    finish(state, rank, state["inv_deg"], dtype)
     ids = "int32" if mat.col_indices().dtype == torch.int32 else "int64"
-    method = f"fused-pagerank (device SpMV, {ids} ids, {str(dtype)[6:]} ranks)"
+    method = (f"fused-pagerank (device SpMV, {ids} ids, {str(dtype)[6:]} ranks"
+              + (", degree-ordered)" if order is not None else ")"))
     return Solved(method, steps, 0 if converged else ctx.num_local, setup)
 
 
