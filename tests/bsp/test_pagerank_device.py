@@ -237,3 +237,20 @@ def test_first_call_costs_fall_in_the_setup(small_graphs, monkeypatch):
     first = [s.seconds["edges"] for s in res.stats.supersteps[:CHECK_EVERY]]
     assert len(set(first)) == 1
     np.testing.assert_array_equal(res.values, plain.values)
+
+
+def test_degree_order_applies_in_memory_only(small_graphs, monkeypatch):
+    """Out of core, the layout built on the device (a device of DEVICE_BUILDS: CUDA, here
+    the CPU) keeps to the run's budget: DEGREE_ORDER leaves it in the graph's order."""
+    from graphsys.bsp import device_stream
+    from graphsys.bsp.algorithms import pagerank_device
+
+    g = small_graphs["random"]
+    monkeypatch.setattr(device_stream, "DEVICE_BUILDS", ("cpu",))
+    monkeypatch.setattr(pagerank_device, "DEGREE_ORDER", True)
+    res = bsp.pagerank(g, tol=1e-10, backend="torch", mode="out-of-core",
+                       device_budget=device_stream.DEVICE_BUILD_BYTES * g.num_edges())
+    assert res.stats.method == "fused-pagerank (device SpMV, int32 ids, float64 ranks)"
+    memory = bsp.pagerank(g, tol=1e-10, backend="torch")
+    assert memory.stats.method.endswith("degree-ordered)")
+    np.testing.assert_allclose(res.values, memory.values, rtol=1e-12, atol=1e-15)

@@ -54,11 +54,11 @@ OPS_PER_SUPERSTEP = 3
 #: Largest index int32 ids hold
 _INT32_MAX = 2**31 - 1
 
-#: Relabel the vertices by decreasing out-degree before the supersteps (hub sorting, Balaji
-#: and Lucia, IISWC 2018): the product's reads of ``x`` by source then fall on a few
-#: contiguous lines for the most-read sources instead of lines scattered over all of ``x``.
-#: The ranks come back in the graph's order. Off by default: ``gpu_check`` times it
-#: beside the graph's order on a GPU, which decides
+#: Relabel the vertices of an in-memory run by decreasing out-degree before the supersteps
+#: (hub sorting, Balaji and Lucia, IISWC 2018): the product's reads of ``x`` by source then
+#: fall on a few contiguous lines for the most-read sources instead of lines scattered over
+#: all of ``x``. The ranks come back in the graph's order. Off by default: ``gpu_check``
+#: times it beside the graph's order on a GPU, which decides
 DEGREE_ORDER = False
 #: Edges whose new positions :func:`degree_order` computes at once (int64 temporaries of
 #: 24 bytes an edge)
@@ -73,19 +73,20 @@ def lean_matrix(graph, edge_set: str, inv_deg: torch.Tensor, dtype: torch.dtype,
     on the host (:func:`build_adjacency`), or with ``on_device`` (an out-of-core run) sorted
     on the device from the uploaded buckets
     (:func:`~graphsys.bsp.device_stream.device_adjacency`: the same order, int32 ids).
-    With :data:`DEGREE_ORDER` the vertices are relabelled (:func:`degree_order`). Returns
+    With :data:`DEGREE_ORDER` an in-memory run's vertices are relabelled
+    (:func:`degree_order`). Returns
     (matrix, edges of the graph, targets with an in-edge, bytes uploaded, the old id of
     each new one or None)."""
     import torch
 
-    if on_device or DEGREE_ORDER:
+    if on_device or DEGREE_ORDER:    # the pull adjacency on the device, then the tail
         if on_device:
             [(ptr, idx)], nbytes = device_adjacency(graph, edge_set, device, ("csc",),
                                                     release=True)
         else:
             ptr, idx, nbytes = _upload_pull(graph, edge_set, device)
         order = None
-        if DEGREE_ORDER:
+        if DEGREE_ORDER and not on_device:   # out of core the build keeps to its budget
             ptr, idx, order = degree_order(ptr, idx)
             inv_deg = inv_deg.index_select(0, order)
         n, m = len(ptr) - 1, len(idx)
