@@ -678,13 +678,15 @@ class TrainConfig:
         from graphsys.gnn.conv.spec import random_walk_sampling
 
         walks = kind == "item" or kind in ("node", "link") and random_walk_sampling(self.model)
+        # the steps as CUDA graphs draw on the training thread: no workers, nothing ahead
+        graphed = kind == "node" and self.sampler == "graph" and not self.full_graph
         reads = {**dict.fromkeys(("num_traversals", "termination_prob", "num_random_walks"),
                                  walks),
                  **dict.fromkeys(("margin", "hard_negatives", "hard_band"), kind == "item"),
                  "batches_per_epoch": kind in ("item", "link"),
-                 **dict.fromkeys(("prefetch", "weight_decay_layers"),
-                                 kind in ("node", "item", "link")),
-                 "num_negatives": kind != "node", "num_workers": kind != "rgcn",
+                 "weight_decay_layers": kind in ("node", "item", "link"),
+                 "prefetch": kind in ("node", "item", "link") and not graphed,
+                 "num_negatives": kind != "node", "num_workers": kind != "rgcn" and not graphed,
                  "inputs": kind == "node" and own_model,
                  **dict.fromkeys(("link_decoder", "link_exclude_targets"), kind == "link"),
                  "link_eval_negatives": kind in ("link", "temporal"),
@@ -698,6 +700,8 @@ class TrainConfig:
             if not reads.get(f.name, True) and (
                     tuple(value) if isinstance(value, list) else value) != f.default:
                 why = (" with full_graph" if f.name == "sampler" and kind == "node" else
+                       " with sampler 'graph'" if f.name in ("num_workers", "prefetch")
+                       and graphed else
                        " with a builtin model" if f.name == "inputs" and kind == "node" else
                        " with valid_from" if f.name.endswith("_fraction")
                        and self.valid_from is not None else "")

@@ -22,7 +22,7 @@ import torch.nn.functional as F
 
 from graphsys.errors import GraphsysError, check_count
 from graphsys.gnn.model import GNN
-from graphsys.sampling._util import as_seed_array, derive_seed
+from graphsys.sampling._util import as_seed_array, derive_seed, seed_entropy
 from graphsys.sampling.device import (
     DeviceNeighborSampler,
     _in_process_group,
@@ -140,6 +140,7 @@ class NodeStepGraph:
                                 f"padded blocks; got {type(model).__name__}"
                                 + (f"({model.model!r})" if isinstance(model, GNN) else ""))
         self.batch_size = check_count("batch_size", batch_size)
+        seed_entropy(seed, "seed")              # a float, a bool or a string: one line
         self.seed = int(seed)
         self.model, self.optimizer = model, optimizer
         self.device = next(model.parameters()).device

@@ -208,6 +208,8 @@ def test_a_recorded_step_is_a_copy_and_a_replay(adj, monkeypatch):
 
 
 def test_refusals(adj):
+    from graphsys.errors import ParameterError
+
     feat, label = _data()
     sage = GNN("sage", 12, 8, 3, num_layers=2)
     opt = torch.optim.Adam(sage.parameters())
@@ -221,6 +223,8 @@ def test_refusals(adj):
     with pytest.raises(GraphsysError, match="fanouts of fixed size"):
         NodeStepGraph(sage, opt, DeviceNeighborSampler(s, device="cpu", csr="staged"), feat,
                       label, 64)
+    with pytest.raises(ParameterError, match="seed"):
+        NodeStepGraph(sage, opt, s, feat, label, 64, seed=1.5)
     with pytest.raises(GraphsysError, match="cuda_graph needs the model on CUDA"):
         NodeStepGraph(sage, opt, s, feat, label, 64, cuda_graph=True)
     with pytest.raises(GraphsysError, match=r"features of shape \(10, 12\), expected \(3000, F\)"):
@@ -283,6 +287,10 @@ def test_train_refuses_what_the_graph_sampler_cannot_record(tmp_path):
     with pytest.raises(ParameterError, match="'graph' trains the builtin sage model"):
         TrainConfig(model="sage", fanouts=[-1, 3], sampler="graph")
     g = write_sbm(tmp_path / "sbm")
+    for option in ({"num_workers": 4}, {"prefetch": 4}):   # no loader threads to use them
+        with pytest.raises(ParameterError, match=f"{next(iter(option))}.*with sampler 'graph'"):
+            train(g, TrainConfig(model="sage", fanouts=[4, 3], epochs=1, sampler="graph",
+                                 **option))
     with pytest.raises(GraphsysError, match="sampler 'graph' records the builtin model's step "
                                             r"on stored features .* a model of one's own"):
         train(g, TrainConfig(fanouts=[4, 3], epochs=1, sampler="graph"),
