@@ -315,7 +315,8 @@ class TrainConfig:
         blocks, features gathered there when they fit); ``graph``: the device sampler's
         padded batches, each training step (draw to update) one CUDA graph replay
         (:class:`~graphsys.gnn.NodeStepGraph`: the builtin ``sage`` model on stored
-        features, fixed fanouts, one process; off CUDA the same steps run eagerly);
+        features, fixed fanouts, one process, no loader threads to set with
+        ``num_workers`` or ``prefetch``; off CUDA the same steps run eagerly);
         ``auto`` (default): the device on CUDA, else the CPU.
     num_traversals, termination_prob, num_random_walks : int, float, int
         PinSage walks (:class:`~graphsys.sampling.RandomWalkNeighborSampler`; defaults 3,
