@@ -58,6 +58,9 @@ TEMPORAL_STRATEGIES = ("recent", "uniform")
 EVAL_PROTOCOLS = ("sampled", "tgb")
 #: Where the node task draws its uniform neighbour samples (:attr:`TrainConfig.sampler`)
 SAMPLERS = ("auto", "cpu", "device", "graph")
+#: The builtin models whose layers take padded blocks (``takes_padded``): those
+#: ``sampler="graph"`` trains (:class:`~graphsys.gnn.NodeStepGraph`)
+GRAPH_SAMPLER_MODELS = ("sage", "gcn", "gat", "gin")
 #: How the link task holds out edges (:attr:`TrainConfig.link_split`)
 LINK_SPLITS = ("auto", "user", "random", "time")
 #: Edge scores of the link task's held-out-edge splits: ``<z_h, z_t>``, DistMult's
@@ -308,15 +311,15 @@ class TrainConfig:
         Sampling threads (default 1; 0 samples in the training thread).
     prefetch : int
         Batches sampled ahead of the training step, at most (default 2).
-    sampler : {"auto", "cpu", "device"}
+    sampler : {"auto", "cpu", "device", "graph"}
         Node task, uniform neighbours: where the training batches are drawn. ``cpu``:
         :class:`~graphsys.sampling.NeighborSampler` in the loader's threads; ``device``:
         :class:`~graphsys.sampling.DeviceNeighborSampler` on the training device (the same
         blocks, features gathered there when they fit); ``graph``: the device sampler's
         padded batches, each training step (draw to update) one CUDA graph replay
-        (:class:`~graphsys.gnn.NodeStepGraph`: the builtin ``sage`` model on stored
-        features, fixed fanouts, one process, no loader threads to set with
-        ``num_workers`` or ``prefetch``; off CUDA the same steps run eagerly);
+        (:class:`~graphsys.gnn.NodeStepGraph`: the builtin ``sage``, ``gcn``, ``gat`` or
+        ``gin`` model on stored features, fixed fanouts, one process, no loader threads to
+        set with ``num_workers`` or ``prefetch``; off CUDA the same steps run eagerly);
         ``auto`` (default): the device on CUDA, else the CPU.
     num_traversals, termination_prob, num_random_walks : int, float, int
         PinSage walks (:class:`~graphsys.sampling.RandomWalkNeighborSampler`; defaults 3,
@@ -532,11 +535,12 @@ class TrainConfig:
         if self.sampler != "auto" and self.task != "node":
             raise ParameterError("sampler", "applies to the node task only (the other tasks "
                                             "draw their batches on the CPU)")
-        if self.sampler == "graph" and (self.model != "sage" or any(
+        if self.sampler == "graph" and (self.model not in GRAPH_SAMPLER_MODELS or any(
                 f < 0 for f in self.fanouts or [])):
-            raise ParameterError("sampler", "'graph' trains the builtin sage model with fixed "
-                                            "fanouts (its steps run on padded blocks of k picks "
-                                            "a row)")
+            raise ParameterError("sampler", f"'graph' trains the builtin models "
+                                            f"{', '.join(GRAPH_SAMPLER_MODELS)} with fixed "
+                                            f"fanouts (its steps run on padded blocks of k "
+                                            f"picks a row), not {self.model!r}")
         check_choice("inputs", self.inputs, INPUTS)
         given = self.eval_fanouts
         if self.eval_fanouts is not None:

@@ -41,7 +41,8 @@ _GOLDEN = 0x9E3779B97F4A7C15
 
 
 class NodeStepGraph:
-    """Training steps of a GraphSAGE node classifier, each one replay of a CUDA graph.
+    """Training steps of a node classifier (GraphSAGE, GCN, GAT or GIN), each one replay of
+    a CUDA graph.
 
     Each batch is the one :class:`~graphsys.gnn.NodeLoader` makes of the same seeds,
     ``batch_size`` and ``seed`` (shuffled by ``derive_seed(seed, epoch)``, sampled with
@@ -59,7 +60,9 @@ class NodeStepGraph:
     Parameters
     ----------
     model : GNN
-        A ``GNN("sage", ...)`` with one layer per fanout, on the device the steps run on.
+        A ``GNN`` whose layers take padded blocks (their ``takes_padded``: the builtin
+        ``"sage"``, ``"gcn"``, ``"gat"`` and ``"gin"``), one layer per fanout, on the device
+        the steps run on.
     optimizer : torch.optim.Optimizer
         Its parameters' optimiser; its groups are made ``capturable`` when the graph is
         recorded (the step counts kept on the device), which torch's Adam, AdamW and SGD
@@ -92,7 +95,8 @@ class NodeStepGraph:
     Raises
     ------
     GraphsysError
-        A model other than a ``GNN("sage", ...)``, a layer count other than the sampler's,
+        A model whose layers do not take padded blocks, a layer count other than the
+        sampler's,
         a fanout of -1, ``csr="staged"``, features or labels of another node count (or
         beyond the device's free memory), a ``torch.distributed`` process group, or
         ``cuda_graph=True`` off CUDA; in :meth:`epoch`, seeds repeated, outside the graph
@@ -135,9 +139,10 @@ class NodeStepGraph:
 
     def __init__(self, model: GNN, optimizer: torch.optim.Optimizer, sampler, features,
                  labels, batch_size: int, *, seed: int = 0, cuda_graph: bool | None = None):
-        if not isinstance(model, GNN) or model.model != "sage":
-            raise GraphsysError(f"NodeStepGraph trains a GNN('sage', ...), whose layers take "
-                                f"padded blocks; got {type(model).__name__}"
+        if not isinstance(model, GNN) or not all(getattr(c, "takes_padded", False)
+                                                 for c in model.convs):
+            raise GraphsysError(f"NodeStepGraph trains a GNN whose layers take padded blocks "
+                                f"(sage, gcn, gat, gin); got {type(model).__name__}"
                                 + (f"({model.model!r})" if isinstance(model, GNN) else ""))
         self.batch_size = check_count("batch_size", batch_size)
         seed_entropy(seed, "seed")              # a float, a bool or a string: one line

@@ -176,9 +176,10 @@ class PaddedBlock:
     the other sources, then the padding node ``num_nodes`` (a node without neighbours);
     ``neighbours``: int64 (D, k) per destination row its ``k`` picks, positions in
     ``src_nodes`` (0 where a row has fewer picks); ``weights``: float32 (D, k) the
-    mean's weight of each pick, ``1 / picks`` of its row, 0 past them. Row ``i`` of the
-    destinations is row ``i`` of ``src_nodes``; rows past the real destinations are
-    padding, whose outputs no real row reads. A mean aggregation is
+    mean's weight of each pick, ``1 / picks`` of its row, 0 past them; ``real_dst``: bool
+    (D,) the real destination rows, which come first. A real destination row ``i`` is row
+    ``i`` of ``src_nodes``; the rows past them are padding, without picks, whose outputs no
+    real row reads. A mean aggregation is
     ``(h[neighbours] * weights[..., None]).sum(1)``: the :class:`Block`'s segment mean
     of the same picks.
 
@@ -198,6 +199,7 @@ class PaddedBlock:
     src_nodes: torch.Tensor
     neighbours: torch.Tensor
     weights: torch.Tensor
+    real_dst: torch.Tensor
 
     @property
     def num_src_nodes(self) -> int:
@@ -221,17 +223,35 @@ class PaddedBlock:
     def device(self) -> torch.device:
         return self.src_nodes.device
 
+    @property
+    def picked(self) -> torch.Tensor:
+        """bool (D, k): which entries of :attr:`neighbours` are picks (the rest pad a row)."""
+        return self.weights > 0
+
+    @property
+    def self_picks(self) -> torch.Tensor:
+        """bool (D, k): the picks of a row's own node (its self-loop edges: a destination
+        is the source of the same position)."""
+        rows = torch.arange(self.num_dst_nodes, device=self.neighbours.device)
+        return self.picked & (self.neighbours == rows.unsqueeze(1))
+
     def mean(self, h: torch.Tensor) -> torch.Tensor:
         """(D, F): each destination's mean of its picks' rows of ``h`` (S, F), 0 for a row
         without picks: one gather, one product, one sum."""
-        k, w = self.fanout, self.weights
+        return self.aggregate(h, self.weights)
+
+    def aggregate(self, h: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+        """(D, F): each destination's sum of ``weights[i, j] * h[neighbours[i, j]]`` over
+        its ``k`` entries (``weights`` (D, k), 0 where an entry is no pick): the
+        :class:`Block`'s weighted segment sum of the same picks."""
+        k = self.fanout
         rows = h.index_select(0, self.neighbours.view(-1)).view(-1, k, h.shape[1])
-        return (rows * w.to(h.dtype).unsqueeze(2)).sum(1)
+        return (rows * weights.to(h.dtype).unsqueeze(2)).sum(1)
 
     def to(self, device: str | torch.device, non_blocking: bool = False) -> PaddedBlock:
         """A copy with every tensor on ``device``."""
-        return PaddedBlock(*(t.to(device, non_blocking=non_blocking) for t in
-                             (self.src_nodes, self.neighbours, self.weights)))
+        return PaddedBlock(*(getattr(self, f.name).to(device, non_blocking=non_blocking)
+                             for f in fields(self)))
 
 
 @dataclass

@@ -868,7 +868,7 @@ class DeviceNeighborSampler(Sampler):
             keep = mask.bool()
             weights = keep.to(torch.float32) / keep.sum(1, keepdim=True).clamp_(min=1)
             return PaddedBlock(out["src"], out["local"].view(mask.shape).where(keep, 0),
-                               weights)
+                               weights, dst != self.num_nodes)
         kept = torch.cumsum(mask.view(-1), 0)       # kept[i]: kept picks up to i, inclusive
         slot = kept.view(mask.shape) * mask         # 0 past a row's picks: junk
         edge_src = torch.empty(kept.numel() + 1, dtype=torch.int64, device=dst.device)

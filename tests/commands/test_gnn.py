@@ -84,10 +84,10 @@ def test_train_with_each_step_one_graph(sbm_dir, tmp_path, capsys):
     assert last["epochs"] == 3 and 0.0 <= last["test_accuracy"] <= 1.0
     assert run_cli(["gnn", "embed", "--checkpoint", str(out / "checkpoint"), "--out",
                     str(tmp_path / "emb"), "--json"]) == 0
-    rc = run_cli(["gnn", "train", "--graph", str(sbm_dir), "--task", "node", "--model", "gcn",
-                  "--sampler", "graph"])
+    rc = run_cli(["gnn", "train", "--graph", str(sbm_dir), "--task", "node", "--model",
+                  "pinsage", "--sampler", "graph"])
     err = capsys.readouterr().err.strip().splitlines()
-    assert rc != 0 and len(err) == 1 and "'graph' trains the builtin sage model" in err[0]
+    assert rc != 0 and len(err) == 1 and "'graph' trains the builtin models sage, gcn" in err[0]
 
 
 def _tty_stderr(monkeypatch):

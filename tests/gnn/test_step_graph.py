@@ -11,7 +11,7 @@ import torch.nn.functional as F
 
 from graphsys.analysis.device_counts import DeviceWorkCounter
 from graphsys.errors import GraphsysError
-from graphsys.gnn import GNN, GCNConv, NodeLoader, NodeStepGraph
+from graphsys.gnn import GNN, NodeLoader, NodeStepGraph, PinSageConv
 from graphsys.gnn.optim import fused_adam
 from graphsys.sampling import DeviceNeighborSampler, NeighborSampler, from_coo
 from graphsys.sampling._util import derive_seed
@@ -68,22 +68,63 @@ def test_padded_blocks_wherever_the_ids_are_read(adj):
                and torch.equal(x.weights, y.weights) for x, y in zip(a, b))
 
 
-def test_padded_forward_and_gradients_equal_the_blocks(adj):
-    """A 2-layer SAGE model (one layer aggregating first, one projecting first) gives the
-    seeds the same outputs and its parameters the same gradients."""
-    dev = DeviceNeighborSampler(adj, [10, 5], device="cpu")
+@pytest.fixture(scope="module")
+def looped():
+    """The random graph plus a self-loop on every 7th node: rows that pick themselves."""
+    rng = np.random.default_rng(11)
+    src, dst = rng.integers(0, N, 30000), rng.integers(0, N, 30000)
+    loops = np.arange(0, N, 7)
+    return from_coo(np.r_[src, dst, loops], np.r_[dst, src, loops], N, N)
+
+
+@pytest.mark.parametrize("model,heads", [("sage", 8), ("gcn", 8), ("gat", 2), ("gin", 8)])
+@pytest.mark.parametrize("hidden", [32, 8])
+@pytest.mark.parametrize("replace", [False, True])
+def test_padded_forward_and_gradients_equal_the_blocks(looped, model, heads, hidden, replace):
+    """Each builtin model that takes padded blocks (two layers; hidden 32 and 8 make
+    SAGE's and GCN's layers aggregate first or project first) gives the seeds the same
+    outputs and its parameters the same finite gradients, self picks included."""
+    dev = DeviceNeighborSampler(looped, [10, 5], replace=replace, device="cpu")
     seeds = np.random.default_rng(4).choice(N, 200, replace=False)
     feat = torch.randn(N + 1, 16, generator=torch.Generator().manual_seed(1))
     torch.manual_seed(0)
-    model = GNN("sage", 16, 32, 4, num_layers=2, dropout=0.0)
+    net = GNN(model, 16, hidden, 4, num_layers=2, dropout=0.0, heads=heads)
+    exact, padded = dev.sample_blocks(seeds, 2), dev.padded_blocks(seeds, 2, size=256)
+    assert any(bool(b.self_picks.any()) for b in padded)
     outs, grads = [], []
-    for blocks in (dev.sample_blocks(seeds, 2), dev.padded_blocks(seeds, 2, size=256)):
-        out = model(blocks, feat[blocks[0].src_nodes])[:200]
+    for blocks in (exact, padded):
+        out = net(blocks, feat[blocks[0].src_nodes])[:200]
         outs.append(out)
-        grads.append(torch.autograd.grad(out.square().sum(), list(model.parameters())))
+        grads.append(torch.autograd.grad(out.square().sum(), list(net.parameters())))
     assert torch.allclose(outs[0], outs[1], rtol=1e-5, atol=1e-5)
     for a, b in zip(*grads):
+        assert torch.isfinite(b).all()
         assert torch.allclose(a, b, rtol=1e-4, atol=1e-4 * a.abs().max())
+
+
+def test_padded_rows_are_marked(adj):
+    """``real_dst``: the real destinations of every layer, first; the padding rows pick
+    nothing."""
+    dev = DeviceNeighborSampler(adj, [4, 3], device="cpu")
+    seeds = np.arange(0, 300, 3)
+    exact, padded = dev.sample_blocks(seeds, 1), dev.padded_blocks(seeds, 1, size=128)
+    for e, p in zip(exact, padded):
+        want = torch.arange(p.num_dst_nodes) < e.num_dst_nodes
+        assert torch.equal(p.real_dst, want)
+        assert not p.picked[~want].any()
+
+
+def test_graph_sampler_models_take_padded_blocks():
+    """TrainConfig's list of the models ``sampler="graph"`` trains is the builtin models
+    whose every layer takes padded blocks."""
+    from graphsys.gnn.config import GRAPH_SAMPLER_MODELS
+    from graphsys.plugins import GNN_MODELS
+
+    takes = [name for name in ("sage", "gcn", "gat", "gin", "pinsage")
+             if name in GNN_MODELS.names() and all(
+                 getattr(c, "takes_padded", False)
+                 for c in GNN(name, 8, 8, 2, num_layers=2, heads=2).convs)]
+    assert tuple(takes) == GRAPH_SAMPLER_MODELS
 
 
 def _data(seed=5):
@@ -93,7 +134,8 @@ def _data(seed=5):
     return feat, label
 
 
-def test_steps_are_the_loaders_batches(adj):
+@pytest.mark.parametrize("name", ["sage", "gcn", "gat", "gin"])
+def test_steps_are_the_loaders_batches(adj, name):
     """Two epochs of NodeStepGraph (no dropout; 4 batches an epoch, the last one partial)
     leave the parameters a loop over NodeLoader's batches of the same seed leaves."""
     feat, label = _data()
@@ -101,7 +143,7 @@ def test_steps_are_the_loaders_batches(adj):
     params = []
     for use_graph in (True, False):
         torch.manual_seed(0)
-        model = GNN("sage", 12, 16, 3, num_layers=2, dropout=0.0)
+        model = GNN(name, 12, 16, 3, num_layers=2, dropout=0.0, heads=2)
         opt = torch.optim.Adam(model.parameters(), lr=0.01)
         if use_graph:
             steps = NodeStepGraph(model, opt, NeighborSampler(adj, [6, 4]), feat, label,
@@ -214,8 +256,10 @@ def test_refusals(adj):
     sage = GNN("sage", 12, 8, 3, num_layers=2)
     opt = torch.optim.Adam(sage.parameters())
     s = NeighborSampler(adj, [4, 3])
-    with pytest.raises(GraphsysError, match=r"GNN\('sage', \.\.\.\).*got GNN\('gat'\)"):
-        NodeStepGraph(GNN("gat", 12, 8, 3, heads=2), opt, s, feat, label, 64)
+    with pytest.raises(GraphsysError, match=r"layers take padded blocks.*got GNN\('pinsage'\)"):
+        NodeStepGraph(GNN("pinsage", 12, 8, 3), opt, s, feat, label, 64)
+    with pytest.raises(GraphsysError, match=r"layers take padded blocks.*got Linear"):
+        NodeStepGraph(torch.nn.Linear(2, 2), opt, s, feat, label, 64)
     with pytest.raises(GraphsysError, match="2-layer model given a sampler of 1 fanouts"):
         NodeStepGraph(sage, opt, NeighborSampler(adj, [4]), feat, label, 64)
     with pytest.raises(GraphsysError, match="fanouts of fixed size"):
@@ -247,8 +291,8 @@ def test_refusals(adj):
     with pytest.raises(GraphsysError, match="padded blocks need fanouts of fixed size"):
         DeviceNeighborSampler(adj, [-1], device="cpu").padded_blocks([1])
     block = dev.padded_blocks([1, 2])[1]
-    with pytest.raises(GraphsysError, match="GCNConv aggregates a Block; padded blocks"):
-        GCNConv(12, 4)(torch.zeros(block.num_src_nodes, 12), block)
+    with pytest.raises(GraphsysError, match="PinSageConv aggregates a Block; padded blocks"):
+        PinSageConv(12, 8, 4)(torch.zeros(block.num_src_nodes, 12), block)
 
 
 def test_train_with_the_graph_sampler(tmp_path):
@@ -276,15 +320,32 @@ def test_train_with_the_graph_sampler(tmp_path):
                        rtol=1e-5)
 
 
+@pytest.mark.parametrize("model", ["gcn", "gat", "gin"])
+def test_train_other_models_with_the_graph_sampler(tmp_path, model):
+    """The other models that take padded blocks train as with the device sampler."""
+    from graphsys.gnn import TrainConfig, train
+
+    from .conftest import write_sbm
+
+    g = write_sbm(tmp_path / "sbm")
+    base = dict(model=model, fanouts=[4, 3], hidden=8, batch_size=16, seed=2, dropout=0.0,
+                epochs=2, **({"heads": 2} if model == "gat" else {}))
+    a = train(g, TrainConfig(**base, sampler="device"))
+    b = train(g, TrainConfig(**base, sampler="graph"))
+    assert np.allclose([h["loss"] for h in a.history], [h["loss"] for h in b.history],
+                       rtol=1e-4)
+
+
 def test_train_refuses_what_the_graph_sampler_cannot_record(tmp_path):
     from graphsys.errors import ParameterError
     from graphsys.gnn import TrainConfig, train
 
     from .conftest import write_sbm
 
-    with pytest.raises(ParameterError, match="'graph' trains the builtin sage model"):
-        TrainConfig(model="gcn", sampler="graph")
-    with pytest.raises(ParameterError, match="'graph' trains the builtin sage model"):
+    with pytest.raises(ParameterError, match="'graph' trains the builtin models sage, gcn, "
+                                             "gat, gin .* not 'pinsage'"):
+        TrainConfig(model="pinsage", sampler="graph")
+    with pytest.raises(ParameterError, match="'graph' trains the builtin models"):
         TrainConfig(model="sage", fanouts=[-1, 3], sampler="graph")
     g = write_sbm(tmp_path / "sbm")
     for option in ({"num_workers": 4}, {"prefetch": 4}):   # no loader threads to use them
@@ -405,7 +466,8 @@ def test_padded_blocks_on_the_device(adj, device):
                and torch.allclose(a.weights, b.weights.cpu()) for a, b in zip(want, got))
 
 
-def test_recorded_steps_train_as_eager_steps(adj, device):
+@pytest.mark.parametrize("name", ["sage", "gat"])
+def test_recorded_steps_train_as_eager_steps(adj, device, name):
     """On the test device, the default steps (on CUDA: warmed up, recorded once as a CUDA
     graph and replayed) leave the parameters the same steps run eagerly leave."""
     feat, label = _data()
@@ -413,7 +475,7 @@ def test_recorded_steps_train_as_eager_steps(adj, device):
     runs = []
     for graph in (None, False):
         torch.manual_seed(0)
-        model = GNN("sage", 12, 16, 3, num_layers=2, dropout=0.0).to(device)
+        model = GNN(name, 12, 16, 3, num_layers=2, dropout=0.0, heads=2).to(device)
         steps = NodeStepGraph(model, fused_adam(model.parameters(), lr=0.01),
                               DeviceNeighborSampler(adj, [6, 4], device=device), feat, label,
                               batch_size=256, cuda_graph=graph)

@@ -29,7 +29,8 @@ def check_input(x: torch.Tensor, block: Block, in_dim: int, name: str,
     (``padded``)."""
     if not padded and isinstance(block, PaddedBlock):
         raise GraphsysError(f"{name} aggregates a Block; padded blocks (the fixed shapes of a "
-                            f"step captured as one CUDA graph) are taken by SAGEConv only")
+                            f"step captured as one CUDA graph) are taken by the layers whose "
+                            f"takes_padded holds: SAGEConv, GCNConv, GATConv, GINConv")
     if x.dim() != 2 or x.shape[0] != block.num_src_nodes or x.shape[1] != in_dim:
         raise GraphsysError(f"{name}: input of shape {tuple(x.shape)}, expected "
                             f"({block.num_src_nodes}, {in_dim}) (block source nodes x in_dim)")

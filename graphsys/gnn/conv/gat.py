@@ -10,7 +10,7 @@ from graphsys.errors import GraphsysError
 from graphsys.gnn.conv._base import check_input
 from graphsys.gnn.conv.spec import ModelSpec
 from graphsys.gnn.dropout import dropout
-from graphsys.sampling.block import Block
+from graphsys.sampling.block import Block, PaddedBlock
 
 
 class GATConv(nn.Module):
@@ -55,7 +55,11 @@ class GATConv(nn.Module):
     Notes
     -----
     Shapes: input ``x`` float (num_src_nodes, F) and a :class:`~graphsys.sampling.Block`;
-    output float (num_dst_nodes, K F') with ``concat``, else (num_dst_nodes, F').
+    output float (num_dst_nodes, K F') with ``concat``, else (num_dst_nodes, F'). On a
+    :class:`~graphsys.sampling.PaddedBlock` each row's softmax runs over its ``k`` entries
+    and its added self-loop, the entries that are no pick (and its self picks) masked out:
+    the same attention as on the block of the same picks, dense over fixed shapes instead
+    of scattered over the edges.
 
     References
     ----------
@@ -73,6 +77,9 @@ class GATConv(nn.Module):
     >>> GATConv(4, 3, heads=2, concat=False)(torch.randn(3, 4), block).shape
     torch.Size([2, 3])
     """
+
+    #: :meth:`forward` takes a :class:`~graphsys.sampling.PaddedBlock`
+    takes_padded = True
 
     def __init__(self, in_dim: int, out_dim: int, heads: int = 1, concat: bool = True,
                  negative_slope: float = 0.2, attn_dropout: float = 0.0,
@@ -95,13 +102,25 @@ class GATConv(nn.Module):
         if self.bias is not None:
             nn.init.zeros_(self.bias)
 
-    def forward(self, x: torch.Tensor, block: Block) -> torch.Tensor:
-        check_input(x, block, self.in_dim, "GATConv")
+    def forward(self, x: torch.Tensor, block: Block | PaddedBlock) -> torch.Tensor:
+        check_input(x, block, self.in_dim, "GATConv", padded=True)
         n_dst = block.num_dst_nodes
         h = self.lin(x).view(-1, self.heads, self.out_dim)            # (n_src, K, F')
         score_src = (h * self.att_src).sum(-1)                          # (n_src, K)
         score_dst = (h[:n_dst] * self.att_dst).sum(-1)                  # (n_dst, K)
-        loop = torch.arange(n_dst, device=x.device)
+        if isinstance(block, PaddedBlock):
+            out = self._attend_padded(h, score_src, score_dst, block)
+        else:
+            out = self._attend(h, score_src, score_dst, block)
+        out = out.flatten(1) if self.concat else out.mean(1)    # (n_dst, K F') or (n_dst, F')
+        return out if self.bias is None else out + self.bias
+
+    def _attend(self, h: torch.Tensor, score_src: torch.Tensor, score_dst: torch.Tensor,
+                block: Block) -> torch.Tensor:
+        """(n_dst, K, F'): each destination's heads, attention-weighted sums over the
+        block's edges and the added self-loops (scattered softmax)."""
+        n_dst = block.num_dst_nodes
+        loop = torch.arange(n_dst, device=h.device)
         src = torch.cat([block.edge_src, loop])
         dst = torch.cat([block.edge_dst, loop])
         e = F.leaky_relu(score_src[src] + score_dst[dst], self.negative_slope)  # (E+n, K)
@@ -117,9 +136,25 @@ class GATConv(nn.Module):
         alpha = dropout(alpha, self.attn_dropout, self.training)
         h = dropout(h, self.feat_dropout, self.training)
         out = torch.zeros(n_dst, self.heads, self.out_dim, dtype=h.dtype, device=h.device)
-        out = out.index_add_(0, dst, h[src] * alpha.unsqueeze(-1))
-        out = out.flatten(1) if self.concat else out.mean(1)    # (n_dst, K F') or (n_dst, F')
-        return out if self.bias is None else out + self.bias
+        return out.index_add_(0, dst, h[src] * alpha.unsqueeze(-1))
+
+    def _attend_padded(self, h: torch.Tensor, score_src: torch.Tensor,
+                       score_dst: torch.Tensor, block: PaddedBlock) -> torch.Tensor:
+        """:meth:`_attend` on a padded block: per row its ``k`` entries and, last, its added
+        self-loop, a softmax over that dimension with the entries that are no pick (or a
+        self pick) masked out; no scatter."""
+        n_dst, k = block.num_dst_nodes, block.fanout
+        rows = torch.arange(n_dst, device=h.device).unsqueeze(1)
+        nb = torch.cat([block.neighbours, rows], 1)                         # (n_dst, k + 1)
+        keep = torch.cat([block.picked & ~block.self_picks,
+                          torch.ones_like(rows, dtype=torch.bool)], 1)
+        e = F.leaky_relu(score_src.index_select(0, nb.view(-1)).view(n_dst, k + 1, -1)
+                         + score_dst.unsqueeze(1), self.negative_slope)    # (n_dst, k + 1, K)
+        alpha = torch.softmax(e.masked_fill(~keep.unsqueeze(2), -torch.inf), dim=1)
+        alpha = dropout(alpha, self.attn_dropout, self.training)
+        h = dropout(h, self.feat_dropout, self.training)
+        rows_h = h.index_select(0, nb.view(-1)).view(n_dst, k + 1, self.heads, self.out_dim)
+        return (rows_h * alpha.unsqueeze(-1)).sum(1)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.in_dim}, {self.out_dim}, heads={self.heads})"

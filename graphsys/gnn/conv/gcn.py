@@ -6,6 +6,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from graphsys.errors import GraphsysError
 from graphsys.gnn.conv._base import (
     check_input,
     project_first,
@@ -14,7 +15,7 @@ from graphsys.gnn.conv._base import (
     segment_weights_sum,
 )
 from graphsys.gnn.conv.spec import ModelSpec, stacked
-from graphsys.sampling.block import Block
+from graphsys.sampling.block import Block, PaddedBlock
 
 
 class GCNConv(nn.Module):
@@ -52,10 +53,11 @@ class GCNConv(nn.Module):
 
     Notes
     -----
-    Shapes: input ``x`` float (num_src_nodes, F) and a :class:`~graphsys.sampling.Block`;
-    output float (num_dst_nodes, F'). :math:`\mathbf{W}` multiplies the rows before the sum
-    or after it, whichever does less work on the block
-    (:func:`~graphsys.gnn.conv._base.project_first`).
+    Shapes: input ``x`` float (num_src_nodes, F) and a :class:`~graphsys.sampling.Block`
+    (or a :class:`~graphsys.sampling.PaddedBlock`: the same picks, degrees and sums, its
+    padding rows' outputs read by no real row); output float (num_dst_nodes, F').
+    :math:`\mathbf{W}` multiplies the rows before the sum or after it, whichever does less
+    work on the block (:func:`~graphsys.gnn.conv._base.project_first`).
 
     References
     ----------
@@ -79,6 +81,9 @@ class GCNConv(nn.Module):
     tensor([[2.8284]])
     """
 
+    #: :meth:`forward` takes a :class:`~graphsys.sampling.PaddedBlock`
+    takes_padded = True
+
     def __init__(self, in_dim: int, out_dim: int, bias: bool = True):
         super().__init__()
         self.in_dim, self.out_dim = in_dim, out_dim
@@ -91,9 +96,11 @@ class GCNConv(nn.Module):
         if self.bias is not None:
             nn.init.zeros_(self.bias)
 
-    def forward(self, x: torch.Tensor, block: Block) -> torch.Tensor:
-        check_input(x, block, self.in_dim, "GCNConv")
-        if type(self).message is not GCNConv.message or project_first(block, self.in_dim,
+    def forward(self, x: torch.Tensor, block: Block | PaddedBlock) -> torch.Tensor:
+        check_input(x, block, self.in_dim, "GCNConv", padded=True)
+        sizes = ((block.num_src_nodes, block.num_dst_nodes, block.neighbours.numel())
+                 if isinstance(block, PaddedBlock) else block)
+        if type(self).message is not GCNConv.message or project_first(sizes, self.in_dim,
                                                                       self.out_dim):
             return self.forward_projected(self.lin(x), block)
         out = self.lin(self._propagate(x, block))   # the narrower product after the sum
@@ -110,17 +117,19 @@ class GCNConv(nn.Module):
         r""":math:`\mathbf{X} \mathbf{W}`, (n, F')."""
         return self.lin(x)
 
-    def forward_projected(self, z: torch.Tensor, block: Block) -> torch.Tensor:
+    def forward_projected(self, z: torch.Tensor, block: Block | PaddedBlock) -> torch.Tensor:
         """:meth:`forward` of the rows whose :meth:`project` is ``z`` (block.num_src_nodes,
         F')."""
-        check_input(z, block, self.out_dim, "GCNConv")
+        check_input(z, block, self.out_dim, "GCNConv", padded=True)
         out = self._propagate(z, block)
         return out if self.bias is None else out + self.bias
 
-    def _propagate(self, h: torch.Tensor, block: Block) -> torch.Tensor:
+    def _propagate(self, h: torch.Tensor, block: Block | PaddedBlock) -> torch.Tensor:
         r""":math:`\hat{\mathbf{D}}_{dst}^{-1/2} \hat{\mathbf{A}}
         \hat{\mathbf{D}}_{src}^{-1/2} \mathbf{H}` of rows ``h`` (num_src_nodes, any width)."""
         n_dst, n_src = block.num_dst_nodes, block.num_src_nodes
+        if isinstance(block, PaddedBlock):
+            return self._propagate_padded(h, block)
         # a self-loop edge (destinations come first among the sources, so the same
         # position) weighs 0: the added loop of I stands for it
         w = (block.edge_src != block.edge_dst).to(h.dtype)
@@ -137,6 +146,23 @@ class GCNConv(nn.Module):
             out = scatter_sum(self.message(h, block) * w.unsqueeze(1), block.edge_dst,
                               n_dst) + h[:n_dst]
         return out * deg_dst.rsqrt().unsqueeze(1)
+
+    def _propagate_padded(self, h: torch.Tensor, block: PaddedBlock) -> torch.Tensor:
+        """:meth:`_propagate` on a padded block: the same degrees, counted over its picks
+        (a self pick weighs 0) and its real destinations' loops, and each row's weighted
+        sum of its picks. A source row no pick reads (the padding node's) gets degree 1,
+        not 0: no real row reads it, and its gradient stays finite."""
+        if type(self).message is not GCNConv.message:
+            raise GraphsysError(f"{type(self).__name__}: a message of its own needs a Block "
+                                f"(padded blocks hold no edge list)")
+        n_dst = block.num_dst_nodes
+        w = (block.picked & ~block.self_picks).to(h.dtype)                  # (D, k)
+        deg_dst = w.sum(1) + 1.0
+        deg_src = torch.zeros(block.num_src_nodes, dtype=h.dtype, device=h.device)
+        deg_src = deg_src.index_add_(0, block.neighbours.view(-1), w.view(-1))
+        deg_src[:n_dst] += block.real_dst.to(h.dtype)
+        h = h * deg_src.clamp_(min=1.0).rsqrt().unsqueeze(1)
+        return (block.aggregate(h, w) + h[:n_dst]) * deg_dst.rsqrt().unsqueeze(1)
 
     def message(self, h_src: torch.Tensor, block: Block) -> torch.Tensor:
         """Per-edge messages: the (source-normalised) source rows, (E, F'). The sum

@@ -8,7 +8,7 @@ from torch.nn import functional as F
 
 from graphsys.gnn.conv._base import check_input, segment_sum
 from graphsys.gnn.conv.spec import ModelSpec, stacked
-from graphsys.sampling.block import Block
+from graphsys.sampling.block import Block, PaddedBlock
 
 
 class GINConv(nn.Module):
@@ -38,7 +38,8 @@ class GINConv(nn.Module):
 
     Notes
     -----
-    Shapes: input ``x`` float (num_src_nodes, F) and a :class:`~graphsys.sampling.Block`;
+    Shapes: input ``x`` float (num_src_nodes, F) and a :class:`~graphsys.sampling.Block`
+    (or a :class:`~graphsys.sampling.PaddedBlock`: each row's sum over its picks);
     output float (num_dst_nodes, F').
 
     References
@@ -57,6 +58,9 @@ class GINConv(nn.Module):
     torch.Size([1, 8])
     """
 
+    #: :meth:`forward` takes a :class:`~graphsys.sampling.PaddedBlock`
+    takes_padded = True
+
     def __init__(self, in_dim: int, out_dim: int, eps: float = 0.0, train_eps: bool = False):
         super().__init__()
         self.in_dim, self.out_dim = in_dim, out_dim
@@ -68,9 +72,11 @@ class GINConv(nn.Module):
         else:
             self.register_buffer("eps", eps_t)
 
-    def forward(self, x: torch.Tensor, block: Block) -> torch.Tensor:
-        check_input(x, block, self.in_dim, "GINConv")
-        return self.mlp((1 + self.eps) * x[:block.num_dst_nodes] + segment_sum(x, block))
+    def forward(self, x: torch.Tensor, block: Block | PaddedBlock) -> torch.Tensor:
+        check_input(x, block, self.in_dim, "GINConv", padded=True)
+        summed = (block.aggregate(x, block.picked) if isinstance(block, PaddedBlock)
+                  else segment_sum(x, block))
+        return self.mlp((1 + self.eps) * x[:block.num_dst_nodes] + summed)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.in_dim}, {self.out_dim})"

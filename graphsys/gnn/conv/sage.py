@@ -74,6 +74,9 @@ class SAGEConv(nn.Module):
     tensor([[41.]])
     """
 
+    #: :meth:`forward` takes a :class:`~graphsys.sampling.PaddedBlock`
+    takes_padded = True
+
     def __init__(self, in_dim: int, out_dim: int, bias: bool = True):
         super().__init__()
         self.in_dim, self.out_dim = in_dim, out_dim
