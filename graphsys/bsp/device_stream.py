@@ -3,10 +3,12 @@ ring of staging buffers allocated once per run, and kept on the device when they
 memory budget (:class:`DeviceBuckets`, used by :class:`~graphsys.bsp.stream.StreamEdges`).
 
 Layout on the device: a record batch's int32 local source and destination offsets (and its
-float32 weights only when the program reads weights); where both partitions of the bucket
-have fewer than :data:`PACK_LIMIT` vertices, the two offsets share one int32 word
-(``src << 16 | dst``). Device ops split the words, add the partition offsets and widen the
-ids to int64.
+float32 weights only when the program reads weights), packed where the bucket's partitions
+allow (:func:`packing`): the offsets' low :data:`PACK_LOW` bits share one int32 word
+(``src << 16 | dst``), and where either partition has more than ``2**PACK_LOW`` vertices,
+their higher bits follow in a side stream of one byte or two an edge (at most
+:data:`HI_BITS`): 4, 5 or 6 bytes an edge instead of 8. Device ops split the words, add the
+partition offsets and widen the ids to int64.
 
 Mechanism (CUDA): a streamed batch is written once, when first read, into its region of a
 page-locked host cache (at most :func:`host_cache_budget` bytes); every later read copies
@@ -57,9 +59,13 @@ RING = 4
 #: that the ring keeps ahead of the compute, and one block's compute left after the last
 #: copy of a pass
 BLOCK_ROWS = 1 << 22
-#: A batch whose local offsets are all below this (both partitions this small) travels as one
-#: int32 word an edge, ``src << 16 | dst``: 4 bytes an edge unweighted instead of 8
-PACK_LIMIT = 1 << 16
+#: A packed batch's word holds its offsets' low bits, ``src << PACK_LOW | dst`` (each below
+#: ``2**PACK_LOW``): 4 bytes an edge unweighted where both partitions are that small
+PACK_LOW = 16
+#: The offsets' higher bits (partitions past ``2**PACK_LOW`` vertices) travel in a side
+#: stream of one byte an edge (8 bits or fewer) or two (at most this many); a bucket whose
+#: partitions need more travels as two int32 offsets (0: no side stream)
+HI_BITS = 16
 #: The default budget on CUDA: this share of the device memory free when the run starts
 RESIDENT_FRACTION = 0.5
 #: The host cache of streamed batches may take this share of the host memory available
@@ -135,9 +141,39 @@ def host_cache_budget() -> int:
     return int(available_memory() * HOST_FRACTION)
 
 
-def words(n: int, packed: bool, weights: bool) -> int:
-    """int32 words a batch of ``n`` edges takes on the bus and on the device."""
-    return n * ((1 if packed else 2) + weights)
+def packing(num_sources: int, num_targets: int) -> tuple[int, int] | None:
+    """How a batch of a bucket whose partitions have ``num_sources`` and ``num_targets``
+    vertices travels: ``(hs, hd)``, the higher bits of its source and target offsets past
+    the word's :data:`PACK_LOW` each (``(0, 0)``: one word an edge; else a side stream of
+    one byte an edge where ``hs + hd <= 8``, two where it is at most :data:`HI_BITS`), or
+    None: two int32 offsets an edge.
+
+    Examples
+    --------
+    >>> packing(1 << 16, 1000), packing(1 << 20, 1 << 20), packing(1 << 24, 1 << 20)
+    ((0, 0), (4, 4), (8, 4))
+    >>> packing(1 << 25, 1 << 25) is None
+    True
+    """
+    hs = max(0, (int(num_sources) - 1).bit_length() - PACK_LOW)
+    hd = max(0, (int(num_targets) - 1).bit_length() - PACK_LOW)
+    return (hs, hd) if hs + hd <= HI_BITS else None
+
+
+def _side_bytes(pack: tuple[int, int] | None) -> int:
+    """Bytes an edge of the side stream of the higher bits (0, 1 or 2)."""
+    if pack is None or pack == (0, 0):
+        return 0
+    return 1 if sum(pack) <= 8 else 2
+
+
+def words(n: int, pack: tuple[int, int] | None, weights: bool) -> int:
+    """int32 words a batch of ``n`` edges packed as ``pack`` (:func:`packing`) takes on
+    the bus and on the device: its words (or offsets), its side stream rounded up to whole
+    words, its weights."""
+    if pack is None:
+        return n * (2 + weights)
+    return n * (1 + weights) + -(-n * _side_bytes(pack) // 4)
 
 
 def check_budget(budget) -> None:
@@ -170,14 +206,15 @@ def resident_budget(device: torch.device, budget: int | float | None) -> int:
 
 
 def _stage(view: np.ndarray, src: np.ndarray, dst: np.ndarray, weight: np.ndarray | None,
-           packed: bool) -> int:
+           pack: tuple[int, int] | None) -> int:
     """Write a batch's columns into the int32 staging ``view`` straight from its (mapped)
-    arrays: ``src``, ``dst`` (or ``src << 16 | dst`` when ``packed``), then the weights;
-    a long batch in row ranges on the staging threads (:func:`in_row_ranges`). Returns the
-    int32 words written."""
+    arrays: ``src``, ``dst`` (or, packed as ``pack``, the words and the side stream of
+    :func:`~graphsys.bsp.kernels.pack_offsets`), then the weights; a long batch in row
+    ranges on the staging threads (:func:`in_row_ranges`). Returns the int32 words
+    written."""
     n = len(src)
-    in_row_ranges(n, lambda a, b: _stage_rows(view, src, dst, weight, packed, a, b))
-    return n * ((1 if packed else 2) + (weight is not None))
+    in_row_ranges(n, lambda a, b: _stage_rows(view, src, dst, weight, pack, a, b))
+    return words(n, pack, weight is not None)
 
 
 def in_row_ranges(n: int, write) -> None:
@@ -202,20 +239,32 @@ def stage_threads() -> int:
 
 
 def _stage_rows(view: np.ndarray, src: np.ndarray, dst: np.ndarray,
-                weight: np.ndarray | None, packed: bool, a: int, b: int) -> None:
+                weight: np.ndarray | None, pack: tuple[int, int] | None, a: int,
+                b: int) -> None:
     """Rows ``a:b`` of :func:`_stage`."""
     n = len(src)
-    if packed:
-        word = view[a:b].view(np.uint32)
-        np.left_shift(src[a:b], 16, out=word, casting="unsafe")
-        np.bitwise_or(word, dst[a:b], out=word, casting="unsafe")
-    else:
+    if pack is None:
         np.copyto(view[a:b], src[a:b], casting="no")
         np.copyto(view[n + a:n + b], dst[a:b], casting="no")
-    ids = 1 if packed else 2
+        at = 2 * n
+    else:
+        from graphsys.bsp.kernels import pack_offsets
+
+        side = _side_view(view, n, pack)
+        pack_offsets(src[a:b], dst[a:b], view[a:b].view(np.uint32), side[a:b],
+                     PACK_LOW, pack[1])
+        at = words(n, pack, False)
     if weight is not None:
-        np.copyto(view[ids * n + a:ids * n + b].view(np.float32), weight[a:b],
-                  casting="same_kind")
+        np.copyto(view[at + a:at + b].view(np.float32), weight[a:b], casting="same_kind")
+
+
+def _side_view(view: np.ndarray, n: int, pack: tuple[int, int]) -> np.ndarray:
+    """The side stream of a packed batch of ``n`` edges in its int32 region ``view``: uint8
+    or uint16 (n,), or empty where the words hold the whole offsets."""
+    size = _side_bytes(pack)
+    if size == 0:
+        return np.empty(0, np.uint8)
+    return view[n:words(n, pack, False)].view(np.uint8 if size == 1 else np.uint16)[:n]
 
 
 class _Slot:
@@ -311,34 +360,35 @@ class DeviceBuckets:
                       for _ in range(RING)]
 
     def fetch(self, key: tuple, src: np.ndarray, dst: np.ndarray, weight: np.ndarray | None,
-              packed: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+              pack: tuple[int, int] | None = None
+              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         """The batch ``key`` (int32 ``src``, ``dst`` (n,), float32 ``weight`` (n,) or None)
         on the device, ready for the compute stream: (src int32, dst int32, weight float32
         or None), made from a device buffer of the ring (valid until the next :data:`RING` -
-        1 fetches) or from the batch's resident copy. ``packed``: every offset is below
-        :data:`PACK_LIMIT` (both partitions are that small), and the batch travels and
-        stays as one int32 word an edge (``src << 16 | dst``), split by the device."""
+        1 fetches) or from the batch's resident copy. ``pack``: the bucket's
+        :func:`packing`, as the batch travels and stays (its offsets within the bucket's
+        partitions' sizes), split by the device."""
         import torch
 
         if key in self.resident:
-            return self._split(self.resident[key], len(src), packed)
+            return self._split(self.resident[key], len(src), pack)
         n = len(src)
         if self._last is not None and self.cuda:  # the compute that read it is enqueued
             self._last.consumed.record(torch.cuda.current_stream(self.device))
         self._grow(n)
         slot = self.slots[self._next]
         self._next = (self._next + 1) % RING
-        size = words(n, packed, weight is not None)
+        size = words(n, pack, weight is not None)
         keep = key not in self.streamed and self.resident_bytes + size * 4 <= self.budget
         host = None
         if not keep:
             self.streamed.add(key)
-            host = self._cached(key, src, dst, weight, packed)
+            host = self._cached(key, src, dst, weight, pack)
         if host is None:  # through the slot's staging buffer
             self.staging_allocations += slot.staging()
             if self.cuda and slot.used:
                 slot.copied.synchronize()  # its previous copy has left the host buffer
-            _stage(slot.view, src, dst, weight, packed)
+            _stage(slot.view, src, dst, weight, pack)
             host = slot.host[:size]
         out = self._copy(slot, host)
         self.moved_bytes += size * 4
@@ -346,7 +396,7 @@ class DeviceBuckets:
             out = out.clone() if self.cuda else out
             self.resident[key] = out
             self.resident_bytes += size * 4
-        return self._split(out, n, packed)
+        return self._split(out, n, pack)
 
     def reads_files(self, key: tuple) -> bool:
         """Whether :meth:`fetch` of ``key`` reads the batch's (mapped) arrays: neither kept
@@ -376,7 +426,8 @@ class DeviceBuckets:
         return out
 
     def _cached(self, key: tuple, src: np.ndarray, dst: np.ndarray,
-                weight: np.ndarray | None, packed: bool) -> torch.Tensor | None:
+                weight: np.ndarray | None, pack: tuple[int, int] | None
+                ) -> torch.Tensor | None:
         """The host cache's region of a streamed batch, written from the mapped arrays the
         first time; None where the cache has no room for it (or there is none)."""
         if key in self.cached:
@@ -392,23 +443,33 @@ class DeviceBuckets:
             self._cache_view = self.cache.numpy()
             self.staging_allocations += 1
         start = self.cached_bytes // 4
-        size = words(len(src), packed, weight is not None)
+        size = words(len(src), pack, weight is not None)
         if start + size > self.cache.numel():
             return None
-        _stage(self._cache_view[start:start + size], src, dst, weight, packed)
+        _stage(self._cache_view[start:start + size], src, dst, weight, pack)
         self.cached[key] = (start, size)
         self.cached_bytes += size * 4
         return self.cache[start:start + size]
 
-    def _split(self, buf: torch.Tensor, n: int, packed: bool) -> tuple:
+    def _split(self, buf: torch.Tensor, n: int, pack: tuple[int, int] | None) -> tuple:
         import torch
 
-        ids = 1 if packed else 2
-        w = buf[ids * n:(ids + 1) * n].view(torch.float32) if self.weights else None
-        if packed:
-            word = buf[:n]
-            return (word >> 16) & 0xFFFF, word & 0xFFFF, w
-        return buf[:n], buf[n:2 * n], w
+        at = words(n, pack, False)
+        w = buf[at:at + n].view(torch.float32) if self.weights else None
+        if pack is None:
+            return buf[:n], buf[n:2 * n], w
+        word, low, mask = buf[:n], PACK_LOW, (1 << PACK_LOW) - 1
+        src, dst = (word >> low) & mask, word & mask
+        size = _side_bytes(pack)
+        if size:
+            side = buf[n:at].view(torch.uint8 if size == 1 else torch.int16)[:n]
+            side = side.to(torch.int32) & (0xFF if size == 1 else 0xFFFF)
+            hd = pack[1]
+            if pack[0]:
+                src |= (side >> hd) << low
+            if hd:
+                dst |= (side & ((1 << hd) - 1)) << low
+        return src, dst, w
 
     def finish(self) -> None:
         """Wait for the copies in flight (before the buffers are dropped or replaced)."""
@@ -654,8 +715,8 @@ def upload_edges(graph, edge_set: str, device: torch.device, release: bool = Fal
     in row-major bucket order, and the bytes copied: the batches, as :func:`blocks`, pass
     through the staging ring of a :class:`DeviceBuckets` that keeps nothing (no budget, no
     host cache), so a long batch is written into page-locked memory by several threads
-    while the block before it crosses the bus on the side stream; a bucket whose partitions
-    are both below :data:`PACK_LIMIT` travels packed (4 bytes an edge). The partition
+    while the block before it crosses the bus on the side stream; a bucket travels packed
+    where its partitions allow (:func:`packing`: 4 to 6 bytes an edge). The partition
     offsets are added on the device as each block is copied out of the ring. ``release``:
     a block's pages leave the resident set once staged (the host keeps no more of the edge
     files than a batch). Needs fewer than ``2**31`` nodes and edges."""
@@ -669,12 +730,12 @@ def upload_edges(graph, edge_set: str, device: torch.device, release: bool = Fal
     ring: DeviceBuckets | None = None
     at = 0
     for b in graph.buckets("row-major", graph.edge_set(edge_set).name):
-        packed = bool(max(sizes[b.i], sizes[b.j]) <= PACK_LIMIT)
+        pack = packing(sizes[b.i], sizes[b.j])
         for eb in blocks(list(b.batches())):  # checked against the partitions' sizes
             k = len(eb)
             if ring is None:
                 ring = DeviceBuckets(device, 0, min(m, BLOCK_ROWS), False, host_budget=0)
-            s, d, _ = ring.fetch((b.i, b.j, eb.start), eb.src, eb.dst, None, packed)
+            s, d, _ = ring.fetch((b.i, b.j, eb.start), eb.src, eb.dst, None, pack)
             torch.add(s, int(offsets[b.i]), out=src[at:at + k])
             torch.add(d, int(offsets[b.j]), out=dst[at:at + k])
             if release:  # staged: the pages have been read

@@ -555,3 +555,18 @@ def filled(shape, value):
     parallel loop, a parallel region launched of its own, which
     ``numba.set_parallel_chunksize(1)`` would split into one task per element."""
     return np.full(shape, value)
+
+
+@numba.njit(cache=True, nogil=True)
+def pack_offsets(src, dst, word, side, low, hd):
+    """A batch's local offsets packed for the device (:mod:`graphsys.bsp.device_stream`):
+    ``word[e] = (src[e] & m) << low | (dst[e] & m)`` with ``m = 2**low - 1`` (uint32), and
+    where ``side`` is not empty (uint8 or uint16) the higher bits, ``side[e] = (src[e] >>
+    low) << hd | dst[e] >> low``; ``hd`` is the bits of ``dst``'s higher part."""
+    m = (1 << low) - 1
+    wide = side.shape[0] > 0
+    for e in range(src.shape[0]):
+        s, d = src[e], dst[e]
+        word[e] = ((s & m) << low) | (d & m)
+        if wide:
+            side[e] = ((s >> low) << hd) | (d >> low)

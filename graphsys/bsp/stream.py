@@ -394,8 +394,8 @@ class StreamEdges:
                 if kept is None or (i, j) not in self._open:
                     total += self.es.buckets[(i, j)] * 4 * (2 + weights)
                     continue
-                packed = self._packed(i, j)
-                total += sum(4 * device_stream.words(len(eb), packed, weights)
+                pack = self._packing(i, j)
+                total += sum(4 * device_stream.words(len(eb), pack, weights)
                              for eb in self._open[(i, j)][1]
                              if (i, j, eb.start) not in kept.resident)
         return total
@@ -477,7 +477,7 @@ class StreamEdges:
         moved = buckets.moved_bytes
         src, dst, w = buckets.fetch((i, j, eb.start), eb.src, eb.dst,
                                     self._weights(eb) if self.program.uses_weights else None,
-                                    self._packed(i, j))
+                                    self._packing(i, j))
         if self.device.type != "cpu":
             c[3] += buckets.moved_bytes - moved
         src, dst, sb, db = self._oriented(i, j, rev, src, dst)
@@ -502,11 +502,11 @@ class StreamEdges:
             return dst, src, bj - self.lo, bi
         return src, dst, bi - self.lo, bj
 
-    def _packed(self, i: int, j: int) -> bool:
-        """Whether bucket (i, j)'s batches travel as one word an edge (both partitions
-        have at most :data:`~graphsys.bsp.device_stream.PACK_LIMIT` vertices)."""
-        return bool(max(self.offsets[i + 1] - self.offsets[i],
-                        self.offsets[j + 1] - self.offsets[j]) <= device_stream.PACK_LIMIT)
+    def _packing(self, i: int, j: int) -> tuple[int, int] | None:
+        """How bucket (i, j)'s batches travel and stay on the device
+        (:func:`~graphsys.bsp.device_stream.packing` of its partitions' sizes)."""
+        return device_stream.packing(self.offsets[i + 1] - self.offsets[i],
+                                     self.offsets[j + 1] - self.offsets[j])
 
     def _copy_sum(self, use_active: bool, accept) -> bool:
         """Whether this torch pass is an all-active copy/sum one (PageRank's): each batch
@@ -560,7 +560,7 @@ class StreamEdges:
             for i, j, rev, eb in batches:
                 src, dst, w = buckets.fetch((i, j, eb.start), eb.src, eb.dst,
                                             self._weights(eb) if weights else None,
-                                            self._packed(i, j))
+                                            self._packing(i, j))
                 src, dst, sb, db = self._oriented(i, j, rev, src, dst)
                 parts.append((src.to(ids) + sb, dst.to(targets) + db, w))
             merged = layout(parts, self.hi - self.lo, self.num_nodes)
@@ -592,11 +592,11 @@ class StreamEdges:
         buckets, weights = self._device_buckets(), bool(self.program.uses_weights)
         batches = [(i, j, rev, eb) for task in self.tasks for i, j, rev in task
                    for eb in self._bucket(i, j)[1]]
-        keys = {(i, j, eb.start): (len(eb), self._packed(i, j)) for i, j, _, eb in batches}
+        keys = {(i, j, eb.start): (len(eb), self._packing(i, j)) for i, j, _, eb in batches}
         if not batches or any(k in buckets.streamed for k in keys):
             return False
-        kept = sum(4 * device_stream.words(n, packed, weights)
-                   for k, (n, packed) in keys.items() if k not in buckets.resident)
+        kept = sum(4 * device_stream.words(n, pack, weights)
+                   for k, (n, pack) in keys.items() if k not in buckets.resident)
         edges = sum(len(eb) for *_, eb in batches)
         need = MergedFrontier.bytes_for(edges, self.hi - self.lo, weights)
         if buckets.resident_bytes + kept + need > buckets.budget:

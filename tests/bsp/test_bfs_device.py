@@ -156,25 +156,32 @@ def test_every_pull_whole_or_unreached_gives_the_same_levels(skewed, cost, monke
                           else all(e == g.num_edges() for e in pulls))
 
 
-@pytest.mark.parametrize("packed", [True, False])
+@pytest.mark.parametrize("packed", ["packed", "wide-short", "int32-pairs"])
 @pytest.mark.parametrize("key", ["directed-p3", "undirected-p3", "chain"])
 def test_layout_built_on_the_device_equals_the_host_build(graphs, key, packed, monkeypatch):
     """The edge list uploaded through the staging ring and sorted on the device (a CUDA
     run's build, here on CPU tensors) gives build_adjacency's arrays exactly, and the same
     levels: blocks of 5 edges (the ring's 4 slots reused many times), batches packed into
-    one word an edge or not."""
+    one word an edge, with a side stream of the offsets' higher bits, or not."""
     import torch
 
     from graphsys.bsp import device_stream
     from graphsys.bsp.edges import build_adjacency
+    from tests.bsp.test_device_stream import PACK_MODES
 
     monkeypatch.setattr(device_stream, "BLOCK_ROWS", 5)
-    if not packed:
-        monkeypatch.setattr(device_stream, "PACK_LIMIT", 0)
+    low, hi = PACK_MODES[packed]
+    monkeypatch.setattr(device_stream, "PACK_LOW", low)
+    monkeypatch.setattr(device_stream, "HI_BITS", hi)
     g = graphs[key].graph
     es = g.edge_set(None).name
     adj, nbytes = device_stream.device_adjacency(g, es, torch.device("cpu"), ("csr", "csc"))
-    assert nbytes == (4 if packed else 8) * g.num_edges()
+    sizes = np.diff(g.partition_offsets())
+    blocks = [(len(eb), device_stream.packing(sizes[b.i], sizes[b.j]))
+              for b in g.buckets("row-major", es)
+              for eb in device_stream.blocks(list(b.batches()))]
+    assert {pack is None for _, pack in blocks} == {packed == "int32-pairs"}
+    assert nbytes == sum(4 * device_stream.words(k, pack, False) for k, pack in blocks)
     for kind, (ptr, idx) in zip(("csr", "csc"), adj):
         ref_ptr, ref_idx, _ = build_adjacency(g, es, kind, False)
         assert ptr.dtype == idx.dtype == torch.int32

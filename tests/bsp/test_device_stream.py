@@ -31,6 +31,30 @@ def edge_bytes(weighted: bool, packed: bool) -> int:
     return (4 if packed else 8) + (4 if weighted else 0)
 
 
+#: How the test graphs' batches travel (the ``packed`` fixture): PACK_LOW and HI_BITS set
+#: so that their partitions of at most 80 vertices (7 bits) need a side stream of one byte
+#: an edge (``wide-byte``: 3 + 4 bits) or two (``wide-short``: 1 + 6 bits), or none
+#: (``packed``: the default) or cannot pack (``int32-pairs``)
+PACK_MODES = {"packed": (16, 16), "wide-byte": (3, 16), "wide-short": (1, 16),
+              "int32-pairs": (0, 0)}
+#: Side-stream bytes an edge of each mode
+SIDE_BYTES = {"packed": 0, "wide-byte": 1, "wide-short": 2, "int32-pairs": 0}
+
+
+def batch_bytes(graph, weighted: bool, mode: str) -> int:
+    """Bytes every batch of ``graph`` takes on the bus and on the device in ``mode``: a
+    word an edge (two unpacked), its side stream rounded up to whole words, a float32
+    weight an edge."""
+    if mode in ("packed", "int32-pairs"):
+        return edge_bytes(weighted, mode == "packed") * graph.num_edges()
+    total = 0
+    for b in graph.buckets("row-major", graph.edge_set(None).name):
+        for eb in b.batches():
+            n = len(eb)
+            total += 4 * n * (1 + weighted) + 4 * -(-n * SIDE_BYTES[mode] // 4)
+    return total
+
+
 @pytest.fixture(autouse=True)
 def batches_only(monkeypatch):
     """The runs here read batches, kept or streamed: no solver's layout is built on the
@@ -39,12 +63,14 @@ def batches_only(monkeypatch):
     monkeypatch.setattr(device_stream, "DEVICE_BUILDS", ())
 
 
-@pytest.fixture(params=[True, False], ids=["packed", "int32-pairs"])
-def packed(request, monkeypatch) -> bool:
-    """Whether batches travel as one word an edge (the test graphs' partitions are small
-    enough) or as two int32 offsets (packing switched off)."""
-    if not request.param:
-        monkeypatch.setattr(device_stream, "PACK_LIMIT", 0)
+@pytest.fixture(params=list(PACK_MODES))
+def packed(request, monkeypatch) -> str:
+    """How batches travel (:data:`PACK_MODES`): one word an edge (the test graphs'
+    partitions are small enough), that word and a side stream of the offsets' higher bits,
+    or two int32 offsets (packing switched off)."""
+    low, hi = PACK_MODES[request.param]
+    monkeypatch.setattr(device_stream, "PACK_LOW", low)
+    monkeypatch.setattr(device_stream, "HI_BITS", hi)
     return request.param
 
 
@@ -73,12 +99,11 @@ def test_pagerank_same_whatever_the_budget(graphs, key, weighted, device, packed
             np.testing.assert_allclose(r.values, runs["streamed"].values, rtol=1e-12)
         assert np.abs(r.values - ref).sum() < 1e-6
         assert np.abs(r.values - numba).sum() < 1e-9
-    width = edge_bytes(weighted is None, packed)
-    edges = tg.graph.num_edges()
+    total = batch_bytes(tg.graph, weighted is None, packed)
     assert runs["streamed"].stats.resident_bytes == 0
     assert 0 < runs["mixed"].stats.resident_bytes <= BUDGETS["mixed"]
-    assert runs["mixed"].stats.resident_bytes < width * edges
-    assert runs["resident"].stats.resident_bytes == width * edges
+    assert runs["mixed"].stats.resident_bytes < total
+    assert runs["resident"].stats.resident_bytes == total
 
 
 def test_bfs_same_whatever_the_budget(graphs, device, packed):
@@ -115,7 +140,7 @@ def test_resident_batches_move_once(graphs, packed):
     """The first pass moves every batch; later passes move only the batches over the
     budget: none when all fit, all when the budget is 0, the rest in between."""
     g = graphs["directed-p3"].graph
-    total = edge_bytes(False, packed) * g.num_edges()  # no values: an unweighted program
+    total = batch_bytes(g, False, packed)  # no values: an unweighted program
     assert _moved_per_pass(g, 0)[0] == [total] * 3
     moved, buckets = _moved_per_pass(g, BUDGETS["mixed"])
     assert moved[0] == total and moved[1] == moved[2] == total - buckets.resident_bytes
@@ -144,7 +169,7 @@ def test_transfers_a_superstep_are_the_streamed_batches(graphs, budget, packed):
     h2d = [b for kind, b in c.records if kind == "h2d"]
     assert len(h2d) == c.transfers == len(buckets.streamed)
     assert sum(h2d) == buckets.moved_bytes - before == (
-        edge_bytes(False, packed) * g.num_edges() - buckets.resident_bytes)
+        batch_bytes(g, False, packed) - buckets.resident_bytes)
     assert c.syncs == 0
     assert len(buckets.resident) + len(buckets.streamed) > 3  # several batches
 
@@ -233,14 +258,18 @@ def test_ops_a_streamed_pass(graphs, packed):
     host -> device copy and two device ops (a gather of the sources' values, an
     ``index_add_`` into the targets: int32 offsets into views, nothing widened); per pass
     the zeroed sums and a copy of the receiving targets (marked in the first pass only,
-    two more ops a batch: a split of the packed word); no host sync."""
+    more ops a batch that split a packed word: 3, and 8 more with a side stream of the
+    higher bits); no host sync."""
     c, buckets, _ = _pass_counts(graphs["directed-p3"].graph, 0)
     batches = len(buckets.streamed)
-    split = 3 if packed else 0  # (word >> 16) & 0xFFFF, word & 0xFFFF
+    # (word >> low) & mask, word & mask; the side stream widened and masked, and each
+    # offset's higher bits shifted into place and or-ed in
+    split = {"packed": 3, "int32-pairs": 0}.get(packed, 3 + 2 + 3 + 3)
     assert c.transfers == batches and c.syncs == 0
     assert c.launches == (2 + split) * batches + 2
     assert c.ops["index_select"] == c.ops["index_add_"] == batches
-    assert "index_put_" not in c.ops and "_to_copy" not in c.ops
+    assert "index_put_" not in c.ops
+    assert c.ops.get("_to_copy", 0) == (batches if SIDE_BYTES[packed] else 0)
 
 
 @pytest.mark.parametrize("spmv", [False, True], ids=["gather-add", "spmv"])
@@ -290,7 +319,7 @@ def test_ring_batches_arrive_intact(device, cache):
                for m in rng.integers(1, 1 << 15, 24)]
     dev = torch.device(device)
     longest = max(len(b[0]) for b in batches)
-    total = 2 * sum(len(b[0]) for b in batches)
+    total = 4 * sum(len(b[0]) for b in batches)  # edges: the batches, 4 layouts
     host = {"none": 0, "some": 12 * total // 3, "all": 1 << 30}[cache]
     for budget in (0, 12 * sum(len(b[0]) for b in batches[:5])):
         ring = DeviceBuckets(dev, budget, (longest + 1) // 2, weights=True,  # grows once
@@ -298,11 +327,14 @@ def test_ring_batches_arrive_intact(device, cache):
         allocated = []
         for _ in range(2):  # the second round reads the kept and cached batches
             got = [tuple(t.clone() for t in ring.fetch(k, *b)) for k, b in enumerate(batches)]
-            got += [tuple(t.clone() for t in ring.fetch(("packed", k), b[0] >> 15, b[1] >> 15,
-                                                        b[2], packed=True))
-                    for k, b in enumerate(batches)]
-            small = [(b[0] >> 15, b[1] >> 15, b[2]) for b in batches]  # 16-bit offsets
-            for b, g in zip(batches + small, got, strict=True):
+            # 16-bit offsets packed in one word, then 20- and 22-bit ones with a side stream
+            # of one byte and of two (4 + 4 and 6 + 6 higher bits)
+            small = {shift: [(b[0] >> shift, b[1] >> shift, b[2]) for b in batches]
+                     for shift in (15, 11, 9)}
+            for shift, pack in ((15, (0, 0)), (11, (4, 4)), (9, (6, 6))):
+                got += [tuple(t.clone() for t in ring.fetch((shift, k), *b, pack=pack))
+                        for k, b in enumerate(small[shift])]
+            for b, g in zip(batches + sum(small.values(), []), got, strict=True):
                 for want, have in zip(b, g, strict=True):
                     assert have.device.type == dev.type
                     np.testing.assert_array_equal(have.cpu().numpy(), want)
@@ -352,23 +384,50 @@ def test_kept_pass_not_merged(graphs, why, monkeypatch):
     np.testing.assert_array_equal(acc.numpy(), streamed.numpy())
 
 
-@pytest.mark.parametrize("packed_batch", [False, True], ids=["int32-pairs", "packed"])
+#: (pack, bits of the source and target offsets, int32 words an edge with the side stream)
+STAGED = {"int32-pairs": (None, (31, 31), 2), "packed": ((0, 0), (16, 16), 1),
+          "wide-byte": ((5, 3), (21, 19), 1.25), "wide-short": ((9, 7), (25, 23), 1.5)}
+
+
+@pytest.mark.parametrize("layout", STAGED)
 @pytest.mark.parametrize("weights", [False, True], ids=["ids", "weighted"])
-def test_long_batches_staged_in_row_ranges(packed_batch, weights, monkeypatch):
+def test_long_batches_staged_in_row_ranges(layout, weights, monkeypatch):
     """A batch long enough is written into host memory by several threads, row ranges of
-    every column: the same words as one thread writes."""
+    every column: the same words as one thread writes, as many as the layout takes, which
+    the device splits back into the offsets and weights (the largest offsets included)."""
     monkeypatch.setattr(device_stream, "PARALLEL_STAGE_ROWS", 1000)
     monkeypatch.setattr(device_stream, "stage_threads", lambda: 3)
+    pack, bits, per_edge = STAGED[layout]
     rng = np.random.default_rng(3)
     for n in (999, 1000, 4097):
-        top = 1 << (16 if packed_batch else 31)
-        src, dst = (rng.integers(0, top, n).astype(np.int32) for _ in range(2))
+        src, dst = (rng.integers(0, 1 << b, n).astype(np.int32) for b in bits)
+        src[0], dst[1] = (1 << bits[0]) - 1, (1 << bits[1]) - 1
         w = rng.random(n, dtype=np.float32) if weights else None
         many, one = np.zeros(3 * n, np.int32), np.zeros(3 * n, np.int32)
-        assert device_stream._stage(many, src, dst, w, packed_batch) == n * (
-            (1 if packed_batch else 2) + weights)
-        device_stream._stage_rows(one, src, dst, w, packed_batch, 0, n)
+        size = device_stream._stage(many, src, dst, w, pack)
+        assert size == int(np.ceil(n * per_edge)) + n * weights
+        device_stream._stage_rows(one, src, dst, w, pack, 0, n)
         np.testing.assert_array_equal(many, one)
+        ring = DeviceBuckets(torch.device("cpu"), 0, n, weights=weights, host_budget=0)
+        got = ring._split(torch.from_numpy(many[:size]), n, pack)
+        np.testing.assert_array_equal(got[0].numpy(), src)
+        np.testing.assert_array_equal(got[1].numpy(), dst)
+        if weights:
+            np.testing.assert_array_equal(got[2].numpy(), w)
+
+
+def test_packing_of_partition_sizes():
+    """A bucket packs into one word where both partitions hold at most 2**16 vertices,
+    adds a side stream of one byte or two an edge for their higher bits, and travels as
+    two offsets past 16 higher bits."""
+    assert device_stream.packing(1 << 16, 1 << 16) == (0, 0)
+    assert device_stream.packing((1 << 16) + 1, 1) == (1, 0)
+    assert device_stream.packing(1 << 20, 1 << 20) == (4, 4)
+    assert device_stream.packing(1 << 24, 1 << 24) == (8, 8)
+    assert device_stream.packing((1 << 24) + 1, 1 << 24) is None
+    assert [device_stream.words(10, p, False) for p in (None, (0, 0), (4, 4), (8, 8))] == [
+        20, 10, 13, 15]
+    assert device_stream.words(10, (4, 4), True) == 23
 
 
 class _FrontierSum(VertexProgram):
