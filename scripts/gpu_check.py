@@ -662,9 +662,14 @@ def bfs_warm_check(ctx: Ctx, bsp, g, hub, label: str, first) -> None:
     edges = sum(s["edges"] for s in figs["supersteps"])
     valid = ctx.attempt("bfs-valid", bfs_levels_valid, ctx, g, res.values,
                         int(np.asarray(g.to_internal([hub]))[0]))
+    # Graph500's traversed edges: the out-edges of the vertices the search reached
+    reached = np.isfinite(np.asarray(res.values, np.float64))
+    traversed = int(np.asarray(g.degrees(direction="out"))[reached].sum())
     ctx.record("bfs-memory-warm", graph=label, backend="torch", method=res.stats.method,
                wall_s=round(wall, 3), search_s=round(search, 6),
                search_edges_per_s=round(edges / search) if search else None,
+               traversed_edges=traversed,
+               teps=round(traversed / search) if search else None,
                directions="".join("t" if s["direction"] == "push" else "b"
                                   for s in figs["supersteps"]),  # top-down, bottom-up
                levels_valid=valid, same_as_first=bool(np.array_equal(first.values,
@@ -685,23 +690,28 @@ BFS_POLICIES = {"beamer": None, "later-4x": 4.0, "later-16x": 16.0, "top-down": 
 #: unreached vertices' in-edges alone
 PULL_COSTS = {"whole-pulls": float("inf"), "unreached-pull-cost-4": 4.0,
               "unreached-pull-cost-1": 1.0}
+#: The default rule with the bottom-up probe of each unreached vertex's first in-edges
+#: (``bfs_device.PROBE_EDGES``, the default on CUDA) off, or reading more or fewer
+PROBES = {"no-probe": 0, "probe-2": 2, "probe-8": 8}
 
 
 def bfs_direction_policies(ctx: Ctx, bsp, g, hub, want) -> dict:
-    """The in-memory device BFS under each :data:`BFS_POLICIES` rule and each
-    :data:`PULL_COSTS` cost: per run, the directions taken, the search's seconds (its
-    supersteps, setup apart, the second of two runs), the edges scanned and whether the
-    levels equal ``want``."""
+    """The in-memory device BFS under each :data:`BFS_POLICIES` rule, each
+    :data:`PULL_COSTS` cost and each :data:`PROBES` probe: per run, the directions taken,
+    the search's seconds (its supersteps, setup apart, the second of two runs), the edges
+    scanned and whether the levels equal ``want``."""
     import numpy as np
 
     from graphsys.bsp.algorithms import bfs_device
 
     base = (bfs_device.ALPHA, bfs_device.BETA)
-    cost = bfs_device.UNREACHED_PULL_COST
+    cost, probe = bfs_device.UNREACHED_PULL_COST, bfs_device.PROBE_EDGES
     out = {}
     try:
-        for name, factor in [*BFS_POLICIES.items(), *PULL_COSTS.items()]:
-            if name in PULL_COSTS:
+        for name, factor in [*BFS_POLICIES.items(), *PULL_COSTS.items(), *PROBES.items()]:
+            if name in PROBES:
+                bfs_device.PROBE_EDGES = factor
+            elif name in PULL_COSTS:
                 bfs_device.UNREACHED_PULL_COST = factor
             elif factor is not None:  # a tiny alpha and beta: thresholds past any frontier
                 bfs_device.ALPHA, bfs_device.BETA = (max(b / factor, 1e-300) for b in base)
@@ -715,10 +725,10 @@ def bfs_direction_policies(ctx: Ctx, bsp, g, hub, want) -> dict:
                          "edges_scanned": int(sum(s.edges_scanned for s in steps)),
                          "same_levels": bool(np.array_equal(res.values, want))}
             bfs_device.ALPHA, bfs_device.BETA = base
-            bfs_device.UNREACHED_PULL_COST = cost
+            bfs_device.UNREACHED_PULL_COST, bfs_device.PROBE_EDGES = cost, probe
     finally:
         bfs_device.ALPHA, bfs_device.BETA = base
-        bfs_device.UNREACHED_PULL_COST = cost
+        bfs_device.UNREACHED_PULL_COST, bfs_device.PROBE_EDGES = cost, probe
     return out
 
 
@@ -1084,7 +1094,9 @@ def part_bsp(ctx: Ctx) -> None:
             ctx.record("bfs-direction-policies", graph=label, policies=policies,
                        note="the device BFS's switch rule, alpha and beta divided by each "
                             "factor; then the cost of a bottom-up step over the unreached "
-                            "vertices' in-edges alone against the whole product's")
+                            "vertices' in-edges alone against the whole product's; then "
+                            "the bottom-up probe of each unreached vertex's first in-edges "
+                            "off, or of 2 or 8 of them (default 4)")
     if ctx.left() >= 25:
         active = ctx.attempt("bfs-active-edges", active_edge_bfs, ctx, bsp)
         if active is not None:

@@ -13,7 +13,12 @@ import graphsys
 from graphsys import bsp
 from graphsys.analysis.device_counts import DeviceWorkCounter
 from graphsys.bsp.algorithms import bfs_device
-from graphsys.bsp.algorithms.bfs_device import PULL_OPS, PULL_UNREACHED_OPS, PUSH_OPS
+from graphsys.bsp.algorithms.bfs_device import (
+    PROBE_OPS,
+    PULL_OPS,
+    PULL_UNREACHED_OPS,
+    PUSH_OPS,
+)
 
 from .conftest import GRAPH_KEYS, to_global
 
@@ -135,7 +140,19 @@ def test_superstep_launch_and_sync_budget(skewed):
         launches, syncs, transfers = (a - b for a, b in zip(counts[k], counts[k - 1]))
         assert launches == ops[kinds[k]]
         assert syncs == transfers == 1
-    assert (PUSH_OPS, PULL_OPS, PULL_UNREACHED_OPS) == (14, 7, 16)
+    assert (PUSH_OPS, PULL_OPS, PULL_UNREACHED_OPS, PROBE_OPS) == (14, 7, 16, 18)
+
+
+@pytest.mark.filterwarnings("ignore::graphsys.errors.ConvergenceWarning")
+def test_probe_launch_and_sync_budget(skewed, monkeypatch):
+    """A bottom-up superstep that probes first launches PROBE_OPS more ops and reads the
+    host once more (its two counts)."""
+    g, _ = skewed
+    monkeypatch.setattr(bfs_device, "PROBE_DEVICES", ("cpu",))
+    steps = bsp.bfs(g, 0, backend="torch").stats.supersteps
+    k = next(i for i, s in enumerate(steps) if s.edges_scanned > g.num_edges())  # + product
+    launches, syncs, transfers = (a - b for a, b in zip(_counts(g, k + 1), _counts(g, k)))
+    assert launches == PROBE_OPS + PULL_OPS and syncs == transfers == 2
 
 
 @pytest.mark.parametrize("cost", [0.0, float("inf")])
@@ -154,6 +171,82 @@ def test_every_pull_whole_or_unreached_gives_the_same_levels(skewed, cost, monke
         pulls = [s.edges_scanned for s in got.stats.supersteps if s.direction == "pull"]
         assert pulls and (all(e < g.num_edges() for e in pulls) if cost == 0
                           else all(e == g.num_edges() for e in pulls))
+
+
+@pytest.fixture(scope="module")
+def rmat(tmp_path_factory):
+    """A directed R-MAT (4,096 ids, 60,000 edges), whose BFS from its highest-degree vertex
+    has a large bottom-up level, and that vertex."""
+    from graphsys.generators import rmat_edges
+
+    chunks = list(rmat_edges(1 << 12, 60_000, seed=3))
+    src, dst = (np.concatenate([c[k] for c in chunks]) for k in ("src", "dst"))
+    g = graphsys.from_numpy(src, dst, tmp_path_factory.mktemp("rmat") / "g", partitions=2)
+    hub = g.to_original([int(g.degrees(direction="out").argmax())])
+    return g, int(np.asarray(hub.to_pylist() if hasattr(hub, "to_pylist") else hub)[0])
+
+
+def _probed_scans(g, levels: np.ndarray, steps, k: int) -> list[int]:
+    """Each bottom-up superstep's in-edges read, as the probe reads them: where the
+    unreached vertices' in-edges are too many to read alone, the first ``k`` of each
+    unreached vertex's in-edges (build_adjacency's in-lists, the device's order), then the
+    in-edges of those still unreached, alone or all of them by the product."""
+    from graphsys.bsp.edges import build_adjacency
+
+    ptr, idx, _ = build_adjacency(g, g.edge_set(None).name, "csc", False)
+    indeg, m = np.diff(ptr), len(idx)
+    rows = np.repeat(np.arange(len(indeg)), indeg)
+    first = (np.arange(m) - ptr[rows]) < k
+    cost = bfs_device.UNREACHED_PULL_COST
+    out = []
+    for s in steps:
+        if s.direction != "pull":
+            continue
+        d = s.superstep
+        unreached = ~(levels <= d)
+        left = int(indeg[unreached].sum())
+        if left * cost < m:
+            out.append(left)
+            continue
+        found = np.zeros(len(indeg), bool)
+        found[rows[first & (levels[idx] == d)]] = True
+        found &= unreached
+        rest = left - int(indeg[found].sum())
+        out.append(int(np.minimum(indeg, k)[unreached].sum())
+                   + (rest if rest * cost < m else m))
+    return out
+
+
+@pytest.mark.parametrize("k", [4, 1])
+def test_probe_reads_the_first_in_edges_then_the_rest(rmat, skewed, k, monkeypatch):
+    """With the probe (on the CPU here): the levels of the CPU search and the directions of
+    the search without it, each bottom-up superstep reading the in-edges the early exit
+    leaves (see _probed_scans); on the R-MAT's largest bottom-up level far fewer than the
+    product's every in-edge."""
+    monkeypatch.setattr(bfs_device, "PROBE_EDGES", k)
+    for g, source in (rmat, (skewed[0], 0), (skewed[0], 17)):
+        monkeypatch.setattr(bfs_device, "PROBE_DEVICES", ())
+        whole = bsp.bfs(g, source, backend="torch").stats.supersteps
+        monkeypatch.setattr(bfs_device, "PROBE_DEVICES", ("cpu",))
+        got = bsp.bfs(g, source, backend="torch")
+        np.testing.assert_array_equal(got.values, bsp.bfs(g, source).values)
+        assert [s.direction for s in got.stats.supersteps] == [s.direction for s in whole]
+        pulls = [s.edges_scanned for s in got.stats.supersteps if s.direction == "pull"]
+        assert pulls == _probed_scans(g, got.values, got.stats.supersteps, k)
+        if g is rmat[0]:
+            biggest = max(s.edges_scanned for s in whole)
+            assert biggest == g.num_edges()
+            assert 4 * max(s.edges_scanned for s in got.stats.supersteps) < biggest
+
+
+def test_probe_on_the_device(rmat, device, monkeypatch):
+    """On the test device with the probe: scipy's levels."""
+    import torch
+
+    g, source = rmat
+    monkeypatch.setattr(bfs_device, "PROBE_DEVICES", (torch.device(device).type,))
+    res = bsp.bfs(g, source, mode="memory", backend="torch", device=device)
+    np.testing.assert_array_equal(res.values, bsp.bfs(g, source).values)
 
 
 @pytest.mark.parametrize("packed", ["packed", "wide-short", "int32-pairs"])

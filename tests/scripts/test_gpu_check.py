@@ -98,9 +98,13 @@ def test_dry_run_records_each_parts_figures(dry_run):
     assert unmerged["median_bytes_h2d"] == 0
     # the device BFS under each switch rule: the same levels; never bottom-up last
     policies = by["bsp", "bfs-direction-policies"]["policies"]
-    assert set(policies) == set(gpu_check.BFS_POLICIES) | set(gpu_check.PULL_COSTS)
+    assert set(policies) == (set(gpu_check.BFS_POLICIES) | set(gpu_check.PULL_COSTS)
+                             | set(gpu_check.PROBES))
     assert all(p["same_levels"] for p in policies.values())
     assert set(policies["top-down"]["directions"]) == {"t"}
+    # the warm BFS: Graph500's traversed edges (the reached vertices' out-edges), a rate
+    warm = by["bsp", "bfs-memory-warm"]
+    assert 0 < warm["traversed_edges"] <= by["bsp", "graph"]["edges"] and warm["teps"] > 0
     # out of core on an indexed copy: the first levels read their senders' rows alone
     active = by["bsp", "bfs-active-edges"]
     assert active["same_levels"] and active["active"]["directions"].startswith("a")
