@@ -708,7 +708,14 @@ def bfs_direction_policies(ctx: Ctx, bsp, g, hub, want) -> dict:
     cost, probe = bfs_device.UNREACHED_PULL_COST, bfs_device.PROBE_EDGES
     out = {}
     try:
-        for name, factor in [*BFS_POLICIES.items(), *PULL_COSTS.items(), *PROBES.items()]:
+        # Beamer's rule as it runs by default, then without the probe and with others (the
+        # default's A/B), then the other rules and costs, while the part has time
+        runs = [("beamer", None), *PROBES.items(),
+                *[(k, v) for k, v in BFS_POLICIES.items() if k != "beamer"],
+                *PULL_COSTS.items()]
+        for name, factor in runs:
+            if ctx.left() < 8:  # the part's cap is near: the rest are left out
+                break
             if name in PROBES:
                 bfs_device.PROBE_EDGES = factor
             elif name in PULL_COSTS:
@@ -1092,6 +1099,8 @@ def part_bsp(ctx: Ctx) -> None:
                                hub, bfs_levels)
         if policies is not None:
             ctx.record("bfs-direction-policies", graph=label, policies=policies,
+                       left_out=[k for k in [*BFS_POLICIES, *PROBES, *PULL_COSTS]
+                                 if k not in policies],
                        note="the device BFS's switch rule, alpha and beta divided by each "
                             "factor; then the cost of a bottom-up step over the unreached "
                             "vertices' in-edges alone against the whole product's; then "
