@@ -105,6 +105,10 @@ def test_dry_run_records_each_parts_figures(dry_run):
     # the warm BFS: Graph500's traversed edges (the reached vertices' out-edges), a rate
     warm = by["bsp", "bfs-memory-warm"]
     assert 0 < warm["traversed_edges"] <= by["bsp", "graph"]["edges"] and warm["teps"] > 0
+    for mode in ("memory", "out-of-core"):  # the rows: Graph500's TEPS, the scans in words
+        row = by["bsp", f"row-bfs-{mode}"]["row"]
+        assert row["unit"] == "TEPS" and row["graphsys_figure"] > 0
+        assert f"reached vertices' {warm['traversed_edges']:,} out-edges" in row["workload"]
     # out of core on an indexed copy: the first levels read their senders' rows alone
     active = by["bsp", "bfs-active-edges"]
     assert active["same_levels"] and active["active"]["directions"].startswith("a")
