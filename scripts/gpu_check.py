@@ -762,6 +762,29 @@ def unmerged_pass(ctx: Ctx, bsp, g, iters: int) -> dict:
                                     "median_bytes_h2d", "steady_from", "supersteps")}}
 
 
+def streamed_unpacked(ctx: Ctx, bsp, g, iters: int) -> dict:
+    """Out-of-core PageRank streamed every superstep (``device_budget=0``) with its batches
+    as two int32 offsets an edge (``device_stream.PACK_LOW`` and ``HI_BITS`` 0: nothing
+    packed), to set beside the streamed row's packed batches: a superstep whose seconds
+    follow its bytes waits on the bus, one whose seconds do not, on its compute."""
+    from graphsys.bsp import device_stream
+
+    saved = device_stream.PACK_LOW, device_stream.HI_BITS
+    device_stream.PACK_LOW = device_stream.HI_BITS = 0
+    try:
+        with warnings.catch_warnings():  # tol 1e-30: a fixed number of supersteps
+            warnings.simplefilter("ignore")
+            res = bsp.pagerank(g, tol=1e-30, max_iters=iters, mode="out-of-core",
+                               device=ctx.device, backend="torch", weighted=False,
+                               device_budget=0)
+    finally:
+        device_stream.PACK_LOW, device_stream.HI_BITS = saved
+    figs = superstep_figures(res.stats)
+    return {"method": res.stats.method, **stream_figures(res.stats, figs),
+            **{k: figs[k] for k in ("median_seconds", "median_phase_seconds",
+                                    "median_bytes_h2d", "steady_from", "supersteps")}}
+
+
 #: The active-edge BFS's graph: R-MAT edges, ids and partitions, with CSR and CSC indexes
 ACTIVE_GRAPH = (10_000_000, 1 << 20, 4)
 #: Alternated turns of each side of the active-edge BFS
@@ -1105,6 +1128,13 @@ def part_bsp(ctx: Ctx) -> None:
             ctx.record("pagerank-out-of-core-unmerged", graph=label, **unmerged,
                        note="every batch kept on the device, not merged: the streamed "
                             "pass's compute without its copies")
+    if ctx.left() >= 20:
+        unpacked = ctx.attempt("pagerank-out-of-core-streamed-unpacked", streamed_unpacked,
+                               ctx, bsp, g, iters)
+        if unpacked is not None:
+            ctx.record("pagerank-out-of-core-streamed-unpacked", graph=label, **unpacked,
+                       note="streamed every superstep as the streamed row, its batches as "
+                            "two int32 offsets an edge (8 bytes) where the row packs them")
     if bfs_levels is not None and ctx.left() >= 15:
         policies = ctx.attempt("bfs-direction-policies", bfs_direction_policies, ctx, bsp, g,
                                hub, bfs_levels)
