@@ -14,6 +14,8 @@ from graphsys import bsp
 from graphsys.analysis.device_counts import DeviceWorkCounter
 from graphsys.bsp.algorithms import bfs_device
 from graphsys.bsp.algorithms.bfs_device import (
+    FRONTIER_IDS_OPS,
+    MARK_OPS,
     PROBE_OPS,
     PULL_OPS,
     PULL_UNREACHED_OPS,
@@ -126,21 +128,68 @@ def _counts(g, max_iters: int) -> tuple[int, int, int]:
 
 @pytest.mark.filterwarnings("ignore::graphsys.errors.ConvergenceWarning")
 def test_superstep_launch_and_sync_budget(skewed):
-    """A top-down superstep launches PUSH_OPS ops, a bottom-up one PULL_OPS, and each reads
-    two numbers back to the host once (one sync, one transfer); differences of whole runs
-    cut after k and k + 1 supersteps, so that the setup cancels out."""
+    """A top-down superstep launches PUSH_OPS ops (FRONTIER_IDS_OPS more after a bottom-up
+    one, whose frontier it compacts into ids), a bottom-up one PULL_OPS (MARK_OPS more after
+    a top-down one) or PULL_UNREACHED_OPS, and each reads three numbers back to the host
+    once (one sync, one transfer); differences of whole runs cut after k and k + 1
+    supersteps, so that the setup cancels out. A top-down step's ops are over its frontier
+    and their out-edges alone, none over every vertex."""
     g, _ = skewed
     steps = bsp.bfs(g, 0, backend="torch").stats.supersteps
     kinds = ["push" if s.direction == "push" else
              "pull" if s.edges_scanned == g.num_edges() else "pull-unreached" for s in steps]
-    assert set(kinds) == {"push", "pull", "pull-unreached"}
+    assert kinds == ["push", "push", "push", "pull", "pull-unreached", "push"]
     ops = {"push": PUSH_OPS, "pull": PULL_OPS, "pull-unreached": PULL_UNREACHED_OPS}
     counts = [_counts(g, k) for k in range(1, len(steps) + 1)]
     for k in range(1, len(steps)):
         launches, syncs, transfers = (a - b for a, b in zip(counts[k], counts[k - 1]))
-        assert launches == ops[kinds[k]]
+        turned = kinds[k - 1].startswith("pull") != kinds[k].startswith("pull")
+        extra = {"push": FRONTIER_IDS_OPS, "pull": MARK_OPS}.get(kinds[k], 0) if turned else 0
+        assert launches == ops[kinds[k]] + extra
         assert syncs == transfers == 1
-    assert (PUSH_OPS, PULL_OPS, PULL_UNREACHED_OPS, PROBE_OPS) == (14, 7, 16, 18)
+    assert (PUSH_OPS, PULL_OPS, PULL_UNREACHED_OPS, PROBE_OPS) == (28, 7, 16, 18)
+    assert (FRONTIER_IDS_OPS, MARK_OPS) == (4, 1)
+
+
+def test_top_down_step_works_on_the_frontier_alone(skewed):
+    """push_step from a frontier of two vertices: every op but the in-place updates of the
+    level and claim arrays (which touch the reached entries) makes an array of the
+    frontier's or its out-edges' size, none of the vertex count; the next frontier is each
+    newly reached vertex once, and the claims are all reset."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    g, _ = skewed
+    lay = bfs_device.device_layout(g, g.edge_set(None).name, torch.device("cpu"))
+    n = g.num_nodes()
+    level = torch.full((n,), bfs_device.UNREACHED, dtype=torch.int32)
+    frontier = torch.tensor([0, 5])
+    level[frontier] = 0
+    level[int(lay.out_idx[lay.out_ptr[0]])] = 0   # a target reached before the step
+    fe = int(lay.out_deg[frontier].sum())
+    empty = torch.iinfo(lay.out_deg.dtype).max
+    owner = torch.full((n,), empty, dtype=lay.out_deg.dtype)
+    sizes = []
+
+    class Sizes(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            if not func._schema.name.endswith("_"):  # not an in-place update
+                outs = out if isinstance(out, (tuple, list)) else [out]
+                sizes.extend(t.numel() for t in outs if isinstance(t, torch.Tensor))
+            return out
+
+    before = level.clone()
+    with Sizes():
+        nxt, (nf, nfe, nfi) = bfs_device.push_step(lay, level, frontier, owner, 0, fe)
+    assert sizes and max(sizes) <= 3 * fe < n // 10    # (3, fe): the counts of the targets
+    targets = np.concatenate([lay.out_idx[lay.out_ptr[v]:lay.out_ptr[v + 1]].numpy()
+                              for v in frontier.tolist()])
+    new = np.unique(targets[before.numpy()[targets] == bfs_device.UNREACHED])
+    assert sorted(nxt.tolist()) == new.tolist() and nf == len(new)
+    assert nfe == int(lay.out_deg[new].sum()) and nfi == int(lay.in_deg[new].sum())
+    assert (level[new] == 1).all() and int((level == 1).sum()) == len(new)
+    assert bool((owner == empty).all())
 
 
 @pytest.mark.filterwarnings("ignore::graphsys.errors.ConvergenceWarning")
@@ -152,7 +201,7 @@ def test_probe_launch_and_sync_budget(skewed, monkeypatch):
     steps = bsp.bfs(g, 0, backend="torch").stats.supersteps
     k = next(i for i, s in enumerate(steps) if s.edges_scanned > g.num_edges())  # + product
     launches, syncs, transfers = (a - b for a, b in zip(_counts(g, k + 1), _counts(g, k)))
-    assert launches == PROBE_OPS + PULL_OPS and syncs == transfers == 2
+    assert launches == PROBE_OPS + PULL_OPS + MARK_OPS and syncs == transfers == 2
 
 
 @pytest.mark.parametrize("cost", [0.0, float("inf")])

@@ -7,9 +7,13 @@ of float32 ones for bottom-up steps; ids int32 where the edge count allows. The 
 ``level``, int32 (N,), :data:`UNREACHED` where unset, and ``x``, float64 (N,), 1 on the
 frontier.
 
-* **top-down** (:func:`push_step`): the frontier's out-edges are found by a sorted search in
-  the prefix sum of its out-degrees and their targets lowered to ``d + 1`` by one atomic
-  minimum scatter (duplicates and races agree);
+* **top-down** (:func:`push_step`): the frontier, kept as its ids (the source's; a top-down
+  step's new vertices; after a bottom-up step, its vertices compacted once by
+  :func:`frontier_ids`), has its out-edges found by a sorted search in the prefix sum of
+  its out-degrees, their targets lowered to ``d + 1`` by one atomic minimum scatter
+  (duplicates and races agree), and the targets it reached first made the next frontier,
+  one each (the lowest edge position claims a target): every op is over the frontier's
+  vertices or out-edges, none over all the vertices;
 * **bottom-up** (:func:`pull_step`): one sparse product of the in-list matrix with the
   frontier counts each vertex's frontier in-neighbours; those with one get
   ``min(level, d + 1)``. Where the unreached vertices' in-edges are fewer than
@@ -26,9 +30,10 @@ frontier.
   first few in-edges (an R-MAT of 1.2M vertices and 32M edges: 3.2M edges read at its
   largest level against 32M).
 
-One product of a (3, N) matrix (ones; out-degrees; in-degrees) with the new frontier gives
-its size, out-edges and in-edges (:func:`frontier_counts`), the superstep's one host read,
-which decides termination and the next direction by Beamer's rules as
+After a bottom-up step, one product of a (3, N) matrix (ones; out-degrees; in-degrees)
+with the new frontier gives its size, out-edges and in-edges (:func:`frontier_counts`); a
+top-down step sums the same three over its new vertices. That is the superstep's one host
+read, which decides termination and the next direction by Beamer's rules as
 :func:`graphsys.kernels.bfs.search` does, so directions and levels match the CPU search's,
 and counts the unreached vertices' in-edges (all in-edges less those of the vertices
 reached so far).
@@ -58,12 +63,15 @@ if TYPE_CHECKING:
 #: ``level`` of a vertex no superstep has reached
 UNREACHED = 2**31 - 1
 
-#: torch ops (kernel launches on CUDA) of a top-down superstep (:func:`push_step` and
-#: :func:`frontier_counts`), of a bottom-up one (:func:`pull_step` and
-#: :func:`frontier_counts`) and of a bottom-up one over the unreached vertices' in-edges
-#: (:func:`pull_unreached` and :func:`frontier_counts`); each adds one host read of three
-#: numbers
-PUSH_OPS = 14
+#: torch ops (kernel launches on CUDA) of a top-down superstep (:func:`push_step`, its
+#: counts included), of a bottom-up one (:func:`pull_step` and :func:`frontier_counts`) and
+#: of a bottom-up one over the unreached vertices' in-edges (:func:`pull_unreached` and
+#: :func:`frontier_counts`); each adds one host read of three numbers
+PUSH_OPS = 28
+#: torch ops of :func:`frontier_ids`: a top-down superstep after a bottom-up one adds them
+FRONTIER_IDS_OPS = 4
+#: a bottom-up product after a top-down superstep first marks the frontier: one op
+MARK_OPS = 1
 PULL_OPS = 7
 PULL_UNREACHED_OPS = 16
 #: torch ops of :func:`probe_step`, which adds one host read of two numbers
@@ -177,6 +185,12 @@ def solve_on_device(program, ctx, edges, state: dict, schedule: str,
     x = torch.empty(n, dtype=torch.float64, device=dev)
     y = torch.empty(n, dtype=torch.float32, device=dev)
     nf, fe, reached_in = frontier_counts(lay, level, x, 0)
+    x_depth = 0  # x marks the vertices of this level
+    # the frontier's ids (None after a bottom-up step), and each vertex's claim of a top-down
+    # step: the lowest position of an out-edge that reached it (reset after each step)
+    queue = torch.tensor([program.source], dtype=torch.int64, device=dev)
+    owner = torch.full((n,), torch.iinfo(lay.out_deg.dtype).max, dtype=lay.out_deg.dtype,
+                       device=dev)
     setup = time.perf_counter() - t0
     steps, t_step = [], time.perf_counter()
     to_check, bottom_up, depth = lay.num_edges, False, 0
@@ -196,13 +210,20 @@ def solve_on_device(program, ctx, edges, state: dict, schedule: str,
                     pull_unreached(lay, level, depth, left)
                 scanned += left
             elif bottom_up:
+                if x_depth != depth:  # after a top-down step: its frontier marked
+                    torch.eq(level, depth, out=x)
                 pull_step(lay, level, x, y, depth)
                 scanned += lay.pull_edges
+            if bottom_up:
+                found, next_fe, next_in = frontier_counts(lay, level, x, depth + 1)
+                queue, x_depth = None, depth + 1
             else:
-                push_step(lay, level, depth, fe)
+                if queue is None:
+                    queue = frontier_ids(level, depth, nf)
+                queue, (found, next_fe, next_in) = push_step(lay, level, queue, owner, depth,
+                                                             fe)
                 scanned = fe
                 to_check -= fe
-            found, next_fe, next_in = frontier_counts(lay, level, x, depth + 1)
             reached_in += next_in
         now = time.perf_counter()
         ss = SuperstepStats(superstep=depth, active=nf,
@@ -231,25 +252,49 @@ def frontier_counts(lay: Layout, level: torch.Tensor, x: torch.Tensor,
     return int(nf), int(fe), int(fi)
 
 
-def push_step(lay: Layout, level: torch.Tensor, depth: int, fe: int) -> None:
-    """Top-down: lower the out-neighbours of the frontier (``level == depth``; ``fe``
-    out-edges, read by :func:`frontier_counts`) to ``depth + 1``, with no host read. The
-    frontier's out-degrees (0 elsewhere) are prefix-summed over all vertices, and the
-    ``e``-th frontier edge is found by a sorted search of ``e`` in that sum: no compaction
-    of the frontier's ids."""
+def frontier_ids(level: torch.Tensor, depth: int, nf: int) -> torch.Tensor:
+    """int64 (nf,): the ids of the vertices of ``level == depth`` (``nf`` of them, counted
+    by :func:`frontier_counts`), ascending, with no host read: the ``i``-th is found by a
+    sorted search of ``i + 1`` in the prefix count of the level's vertices."""
     import torch
 
+    ends = torch.cumsum(level == depth, 0)
+    want = torch.arange(1, nf + 1, dtype=ends.dtype, device=level.device)
+    return torch.searchsorted(ends, want)
+
+
+def push_step(lay: Layout, level: torch.Tensor, frontier: torch.Tensor, owner: torch.Tensor,
+              depth: int, fe: int) -> tuple[torch.Tensor, tuple[int, int, int]]:
+    """Top-down from the ``frontier`` ids (``fe`` out-edges): lower their out-neighbours to
+    ``depth + 1`` and return the next frontier's ids with (its vertices, their out-edges,
+    their in-edges), the step's one host read. The ``e``-th frontier edge is found by a
+    sorted search of ``e`` in the prefix sum of the frontier's out-degrees; a target
+    unreached before the step joins the next frontier once, through the edge of lowest
+    position that reached it (``owner``: int (N,) of the ids' dtype, all its largest value,
+    touched entries reset after). Every op is over the frontier's vertices or out-edges."""
+    import torch
+
+    empty = torch.iinfo(owner.dtype).max
     with trace_range("bsp.edges"):
-        deg = torch.where(level == depth, lay.out_deg, 0)
+        deg = lay.out_deg.index_select(0, frontier)
         ends = torch.cumsum(deg, 0, dtype=deg.dtype)
-        # a frontier row's first edge minus its first output position: its row offset plus
-        # its degree (= the next row's offset) minus its inclusive sum
-        base = lay.out_ptr[1:] - ends
+        # a frontier row's first edge minus its first output position
+        base = lay.out_ptr.index_select(0, frontier) + deg - ends
         at = torch.arange(fe, dtype=deg.dtype, device=deg.device)
         row = torch.searchsorted(ends, at, right=True)
-        targets = lay.out_idx[base[row] + at].to(torch.int64)
+        targets = lay.out_idx.index_select(0, base.index_select(0, row) + at).to(torch.int64)
+        fresh = level.index_select(0, targets) == UNREACHED
         level.scatter_reduce_(0, targets, torch.full_like(targets, depth + 1,
                                                           dtype=level.dtype), "amin")
+        owner.scatter_reduce_(0, targets, torch.where(fresh, at, empty), "amin")
+        first = fresh & (owner.index_select(0, targets) == at)
+        owner.index_fill_(0, targets, empty)
+        w = first.to(torch.float64)
+        sums = torch.mv(lay.counts.index_select(1, targets), w)
+        nf, nfe, nfi = (int(v) for v in sums.tolist())  # the step's one host read
+        nxt = targets.index_select(0, torch.searchsorted(
+            torch.cumsum(first, 0), torch.arange(1, nf + 1, device=deg.device)))
+    return nxt, (nf, nfe, nfi)
 
 
 def pull_unreached(lay: Layout, level: torch.Tensor, depth: int, edges: int) -> None:
