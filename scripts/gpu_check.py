@@ -633,11 +633,14 @@ def lean_counts(method: str) -> dict:
     superstep, whole or over the unreached vertices' in-edges (tests/bsp/test_bfs_device.py);
     empty for another method."""
     if method.startswith("direction-optimizing-bfs (device"):
-        from graphsys.bsp.algorithms.bfs_device import PULL_OPS, PULL_UNREACHED_OPS, PUSH_OPS
+        from graphsys.bsp.algorithms import bfs_device as b
 
-        return {"push_ops_per_superstep": PUSH_OPS, "pull_ops_per_superstep": PULL_OPS,
-                "pull_unreached_ops_per_superstep": PULL_UNREACHED_OPS,
-                "host_reads_per_superstep": 1}
+        return {"push_ops_per_superstep": b.PUSH_OPS, "pull_ops_per_superstep": b.PULL_OPS,
+                "pull_unreached_ops_per_superstep": b.PULL_UNREACHED_OPS,
+                "probe_ops": b.PROBE_OPS, "probe_edges": b.PROBE_EDGES,
+                "probe_devices": list(b.PROBE_DEVICES),
+                "frontier_ids_ops": b.FRONTIER_IDS_OPS, "mark_ops": b.MARK_OPS,
+                "host_reads_per_superstep": "1 (2 where a bottom-up step probes)"}
     if "device SpMV" not in method:
         return {}
     from graphsys.bsp.algorithms.pagerank_device import CHECK_EVERY, OPS_PER_SUPERSTEP
