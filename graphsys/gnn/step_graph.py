@@ -96,10 +96,9 @@ class NodeStepGraph:
     ------
     GraphsysError
         A model whose layers do not take padded blocks, a layer count other than the
-        sampler's,
-        a fanout of -1, ``csr="staged"``, features or labels of another node count (or
-        beyond the device's free memory), a ``torch.distributed`` process group, or
-        ``cuda_graph=True`` off CUDA; in :meth:`epoch`, seeds repeated, outside the graph
+        sampler's, a fanout of -1, ``csr="staged"``, features or labels of another node
+        count (or beyond the device's free memory), a ``torch.distributed`` process group,
+        or ``cuda_graph=True`` off CUDA; in :meth:`epoch`, seeds repeated, outside the graph
         or labelled outside the model's classes.
 
     See Also
