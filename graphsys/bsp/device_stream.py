@@ -463,7 +463,9 @@ class DeviceBuckets:
         size = _side_bytes(pack)
         if size:
             side = buf[n:at].view(torch.uint8 if size == 1 else torch.int16)[:n]
-            side = side.to(torch.int32) & (0xFF if size == 1 else 0xFFFF)
+            side = side.to(torch.int32)
+            if size == 2:  # int16 (torch's shifts want a signed type): the high bit's sign off
+                side &= 0xFFFF
             hd = pack[1]
             if pack[0]:
                 src |= (side >> hd) << low

@@ -258,13 +258,14 @@ def test_ops_a_streamed_pass(graphs, packed):
     host -> device copy and two device ops (a gather of the sources' values, an
     ``index_add_`` into the targets: int32 offsets into views, nothing widened); per pass
     the zeroed sums and a copy of the receiving targets (marked in the first pass only,
-    more ops a batch that split a packed word: 3, and 8 more with a side stream of the
-    higher bits); no host sync."""
+    more ops a batch that split a packed word: 3, and 7 more with a side stream of one
+    byte an edge, 8 with two); no host sync."""
     c, buckets, _ = _pass_counts(graphs["directed-p3"].graph, 0)
     batches = len(buckets.streamed)
-    # (word >> low) & mask, word & mask; the side stream widened and masked, and each
-    # offset's higher bits shifted into place and or-ed in
-    split = {"packed": 3, "int32-pairs": 0}.get(packed, 3 + 2 + 3 + 3)
+    # (word >> low) & mask, word & mask; the side stream widened (and a two-byte one's sign
+    # masked off), and each offset's higher bits shifted into place and or-ed in
+    split = {"packed": 3, "int32-pairs": 0, "wide-byte": 3 + 1 + 3 + 3,
+             "wide-short": 3 + 2 + 3 + 3}[packed]
     assert c.transfers == batches and c.syncs == 0
     assert c.launches == (2 + split) * batches + 2
     assert c.ops["index_select"] == c.ops["index_add_"] == batches
