@@ -142,6 +142,28 @@ def device_key(device: torch.device) -> torch.device:
     return device
 
 
+def generator(device: torch.device, seed: int) -> torch.Generator:
+    """A random generator on ``device`` seeded by ``seed``; a CPU one on a device without
+    generators (torch's lazy and meta devices). Draw with ``device=gen.device`` and move
+    the draws to ``device`` (a no-op where the generator is the device's).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from graphsys.device import generator
+    >>> gen = generator(torch.device("cpu"), 7)
+    >>> torch.randint(10, (3,), generator=gen, device=gen.device).tolist()
+    [5, 2, 1]
+    """
+    import torch
+
+    try:
+        gen = torch.Generator(device=device)
+    except RuntimeError:
+        gen = torch.Generator()
+    return gen.manual_seed(seed)
+
+
 def host_array(t: torch.Tensor | np.ndarray) -> np.ndarray:
     """A NumPy view (no copy) of a CPU tensor's memory, bool as uint8, taken through DLPack:
     no torch operator is dispatched (``Tensor.numpy()`` dispatches four, which a profiled

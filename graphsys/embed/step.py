@@ -90,13 +90,15 @@ class MinibatchStep:
         ``device`` (default the host) by ``gen`` (a generator of that device); with
         ``groups``, ``groups`` such pools one after the other (``(groups * k,)``)."""
         kd = round(k * self.cfg.degree_neg_fraction)
-        uni = torch.randint(n, (groups, k - kd), generator=gen, device=device)
+        at = gen.device     # where the draws are made: ``device`` but on lazy/meta devices
+        uni = torch.randint(n, (groups, k - kd), generator=gen, device=at).to(device or at)
         if kd == 0:
             return uni.view(-1)
         cdf = self._degree_tables()[(etype, p)]
         if device is not None and cdf.device != device:
             cdf = self._degrees[(etype, p)] = cdf.to(device)
-        u = torch.rand(groups, kd, generator=gen, dtype=torch.float64, device=device) * cdf[-1]
+        u = (torch.rand(groups, kd, generator=gen, dtype=torch.float64, device=at)
+             .to(device or at) * cdf[-1])
         deg = torch.searchsorted(cdf, u.view(-1), right=True).clamp_max(n - 1)
         return torch.cat([uni, deg.view(groups, kd)], dim=1).view(-1)
 

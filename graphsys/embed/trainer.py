@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from graphsys.device import resolve_device
+from graphsys.device import generator, resolve_device
 from graphsys.embed.buffer import PartitionBuffer, diverged
 from graphsys.embed.checkpoint import CheckpointManager, stream_seed
 from graphsys.embed.config import EmbedConfig
@@ -352,9 +352,8 @@ class Trainer(MinibatchStep):
         (:class:`~graphsys.embed.graphs.StepGraph`). ``edges``: :meth:`_device_edges`."""
         cols, wts = edges
         n = cols.shape[1]
-        gen = torch.Generator(device=self.device).manual_seed(
-            stream_seed(self.cfg.seed, 2, epoch, k))
-        perm = torch.randperm(n, generator=gen, device=self.device)
+        gen = generator(self.device, stream_seed(self.cfg.seed, 2, epoch, k))
+        perm = torch.randperm(n, generator=gen, device=gen.device).to(self.device)
         lt, rt = self.pairs[0]
         total = torch.zeros((), dtype=torch.float64, device=self.device)
         self.torch_ops = self.relmodel.whole_tables = True

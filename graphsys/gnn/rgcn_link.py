@@ -39,6 +39,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from graphsys import ranking
+from graphsys.device import generator
 from graphsys.errors import GraphsysError, ParameterError
 from graphsys.gnn.checkpoint import (
     build_to_fit,
@@ -267,16 +268,6 @@ class EdgeBatch(NamedTuple):
     real: torch.Tensor     # (len(block.src_nodes),) bool: a node of the batch, not padding
 
 
-def step_generator(device: torch.device, seed: int) -> torch.Generator:
-    """A random generator on ``device`` seeded by ``seed``; a CPU one on a device without
-    generators (torch's lazy and meta devices: their draws are uploaded)."""
-    try:
-        gen = torch.Generator(device=device)
-    except RuntimeError:
-        gen = torch.Generator()
-    return gen.manual_seed(seed)
-
-
 def edge_batch(train: torch.Tensor, num_nodes: int, k: int, graph_split: float,
                num_negatives: int, num_relations: int, gen: torch.Generator, *,
                trim: bool = True) -> EdgeBatch:
@@ -392,7 +383,7 @@ class RGCNTask(Task):
         count, so a resumed run draws the same batches as an uninterrupted one)."""
         for _ in range(self.per_epoch):
             self.step += 1
-            yield step_generator(self.device, derive_seed(self.cfg.seed, 2, self.step))
+            yield generator(self.device, derive_seed(self.cfg.seed, 2, self.step))
 
     def loss(self, gen: torch.Generator, epoch: int, k: int) -> torch.Tensor:
         """The loss of ``self.k`` training triples drawn by ``gen`` (see the module

@@ -12,6 +12,7 @@ from scipy.sparse import csgraph, csr_matrix
 
 import graphsys
 from graphsys import bsp
+from graphsys.bsp.edges import SPARSE_CSR_DEVICES
 from graphsys.bsp.engine import resolve_backend
 from graphsys.device import resolve_device
 from graphsys.errors import ConvergenceWarning, GraphsysError, ParameterError
@@ -145,9 +146,10 @@ def test_device_run_matches_cpu(graphs, mode, device):
     if mode == "memory":  # the adjacency goes up once, while the degrees are counted
         assert gpu.stats.setup_bytes_h2d > 0 and gpu.stats.totals()["bytes_h2d"] == 0
     else:  # it fits the default budget: the lean matrix built there from the buckets
-        assert gpu.stats.method.startswith("fused-pagerank (device SpMV")
-        assert gpu.stats.setup_bytes_h2d > 0 and gpu.stats.totals()["bytes_h2d"] == 0
-        assert gpu.stats.resident_bytes > 0
+        if torch.device(device).type in SPARSE_CSR_DEVICES:  # lazy: the engine's supersteps
+            assert gpu.stats.method.startswith("fused-pagerank (device SpMV")
+            assert gpu.stats.setup_bytes_h2d > 0 and gpu.stats.totals()["bytes_h2d"] == 0
+            assert gpu.stats.resident_bytes > 0
         streamed = bsp.pagerank(tg.graph, tol=1e-12, device=device, mode=mode,
                                 device_budget=0)  # every superstep copies every batch
         assert streamed.stats.method == "supersteps"

@@ -53,8 +53,9 @@ def test_dense_reference(kw, device):
             conv.bias.normal_()
     block = random_block()
     x = torch.randn(block.num_src_nodes, 8)
-    if device == "lazy" and kw.get("num_blocks"):
-        pytest.skip("torch's lazy backend puts a bmm of a transposed view on the CPU")
+    if device == "lazy" and not kw.get("num_bases"):
+        pytest.skip("torch's lazy backend puts a bmm of a transposed view on the CPU and "
+                    "loses the views unbind and split return")
     got = copy.deepcopy(conv).to(device)(x.to(device), block.to(device)).cpu()
     assert got.shape == (5, 4)
     torch.testing.assert_close(got.double(), dense_reference(conv, x, block),

@@ -107,6 +107,9 @@ def random_ranking(n, test, known):
 def test_tiny_run_metrics_match_naive_ranking(kg, device):
     """Trained and ranked on the test device; the metrics equal a naive float64 ranking of
     the same encodings on the CPU."""
+    if device == "lazy":
+        pytest.skip("torch's lazy backend loses the views unbind and split return (the "
+                    "free and block weights' messages)")
     res = train(kg, _cfg(epochs=100, eval_every=50), device=device)   # 4 steps an epoch
     assert next(res.model.parameters()).device.type == torch.device(device).type
     assert isinstance(res, GNNResult) and res.protocol == "full, filtered, both sides"

@@ -394,6 +394,8 @@ def test_a_replay_is_copied_out_once(device):
     """A replayed batch's outputs are joined by its graph and copied out in one copy
     (a clone each was nine device copies a GraphSAGE batch): every block's tensors are
     views of one buffer."""
+    if device == "lazy":
+        pytest.skip("torch's lazy tensors have no data pointers")
     adj = GRAPHS["hub"]
     dev = DeviceNeighborSampler(adj, [6, 4], device=device, cuda_graphs=True)
     seeds = np.random.default_rng(6).choice(adj.num_rows, 30, replace=False)
@@ -410,6 +412,8 @@ def test_recorded_graphs_keep_the_ranges_they_read(device):
     """A graph reads the kept ranges' memory as it was when recorded: recording a larger
     batch later grows them into new tensors, and the earlier entry still holds the old
     ones (freed, their memory would be reused under the replay)."""
+    if device == "lazy":
+        pytest.skip("torch's lazy tensors have no data pointers")
     rng = np.random.default_rng(3)
     adj = from_coo(rng.integers(0, 5000, 40000), rng.integers(0, 5000, 40000), 5000, 5000)
     dev = DeviceNeighborSampler(adj, [6, 4], device=device, cuda_graphs=True)
