@@ -117,7 +117,7 @@ def run_guide():
 # meet them skip on it: a bmm of a transposed view comes back on the CPU, views fail under
 # a TorchDispatchMode (the profiler's transfer counter), a float32 gradient copy is typed
 # float64; and it lets a few mixed-device ops pass that CUDA refuses (torch.where).
-# Whole folders whose device tests skip there, marked at collection (before a module's
+# Folders and files whose device tests skip there, marked at collection (before a module's
 # fixtures train on the device):
 LAZY_SKIPS = {
     # a bucket's steps are one graph until its loss is read at the bucket's end (more
@@ -127,6 +127,7 @@ LAZY_SKIPS = {
     **{f"tests/gnn/{name}.py": "a whole GNN training run is too slow on torch's lazy backend"
        for name in ("test_train", "test_custom", "test_full_graph", "test_link_prediction")},
 }
+
 
 def pytest_addoption(parser):
     parser.addoption("--device", default=None, metavar="NAME",

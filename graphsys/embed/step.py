@@ -90,7 +90,7 @@ class MinibatchStep:
         ``device`` (default the host) by ``gen`` (a generator of that device); with
         ``groups``, ``groups`` such pools one after the other (``(groups * k,)``)."""
         kd = round(k * self.cfg.degree_neg_fraction)
-        at = gen.device     # where the draws are made: ``device`` but on lazy/meta devices
+        at = gen.device  # where gen draws: ``device``, or the host where it has no generators
         uni = torch.randint(n, (groups, k - kd), generator=gen, device=at).to(device or at)
         if kd == 0:
             return uni.view(-1)
