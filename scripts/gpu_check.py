@@ -18,8 +18,10 @@ part      cap   tiny  what it measures
 ========  ====  ====  ==================================================================
 env       15    20    GPU, driver, torch/CUDA, numba(-cuda), CuPy, PyG, pyg-lib, ncu, pytest
 tests     150   60    ``pytest -m device --device cuda`` (every test that runs on the test
-                      device), per-test timeout ``--test-timeout`` (pytest-timeout), spread
-                      over ``--test-workers`` pytest-xdist workers when installed
+                      device) over the files holding them (one collection of the suite
+                      finds them, so each worker collects those alone), per-test timeout
+                      ``--test-timeout`` (pytest-timeout), spread over ``--test-workers``
+                      pytest-xdist workers when installed
 bsp       60    30    PageRank and BFS on a generated R-MAT (``--bsp-edges``, default 100M
                       edges over 2**23 ids, P = 8) held in GPU memory and read from the
                       host buckets (out of core: uploaded once into the in-memory layout
@@ -399,6 +401,11 @@ def ratio(peer: float | None, ours: float | None) -> float | None:
     return round(peer / ours, 3)
 
 
+def one_decimal(value: float | None) -> str:
+    """A mean count a step as a row's words give it (``?`` when not measured)."""
+    return "?" if value is None else f"{value:.1f}"
+
+
 def median(values: list[float]) -> float | None:
     import statistics
 
@@ -491,6 +498,16 @@ def parse_test_line(line: str) -> tuple[str, str] | None:
     return n.group(1), m.group(1)
 
 
+def device_test_files(collected: str) -> list[str]:
+    """The test files, in order, of the node ids a ``pytest --collect-only -q`` printed."""
+    files: dict[str, None] = {}
+    for line in collected.splitlines():
+        m = NODEID.match(line.strip())
+        if m:
+            files[m.group(1).split("::")[0]] = None
+    return list(files)
+
+
 def test_device(ctx: Ctx) -> str:
     """The device the tests run on: the check's device; in the CPU dry run, torch's lazy
     tensors when torch has them (a device that is not the CPU: the device discipline is
@@ -513,6 +530,7 @@ def part_tests(ctx: Ctx) -> None:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     if ctx.data is not None:
         env["GRAPHSYS_MIRROR"] = str(ctx.data.resolve())
+    files = ["tests"]
     try:
         co = subprocess.run(base + ["--collect-only", "-q", "tests"], capture_output=True,
                             text=True, cwd=REPO, env=env, timeout=max(20.0, ctx.left() - 25))
@@ -525,9 +543,12 @@ def part_tests(ctx: Ctx) -> None:
             m = COLLECTED.search(line)
             if m:
                 break
+        found = device_test_files(co.stdout)
+        if co.returncode == 0 and found:  # each worker then collects these files alone
+            files = found
         ctx.record("collected", test_device=device, device_tests=int(m.group(1)) if m else None,
                    all_tests=int(m.group(2)) if m and m.group(2) else None,
-                   exit_code=co.returncode)
+                   files=len(found), exit_code=co.returncode)
     cmd = base + ["-v", "-rfE"]
     if importlib.util.find_spec("pytest_timeout") is not None:
         cmd += ["--timeout", str(ctx.args.test_timeout)]
@@ -538,7 +559,7 @@ def part_tests(ctx: Ctx) -> None:
         cmd += ["-n", str(workers)]
     else:
         workers = 1
-    cmd += list(TINY_TESTS) if ctx.tiny else ["tests"]
+    cmd += list(TINY_TESTS) if ctx.tiny else files
     outcomes: dict[str, str] = {}
     last = ""
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -2074,8 +2095,8 @@ def part_profile(ctx: Ctx) -> None:
                 "gnn": "GraphSAGE training step (SBM 20k nodes, batch 256)"}[name]
         ctx.record(f"row-{name}-launches", row={
             "workload": f"kernel launches per {what} on {ctx.device}; transfers "
-                        f"{figs['transfers_per_step']} and syncs {figs['syncs_per_step']} "
-                        f"per step",
+                        f"{one_decimal(figs['transfers_per_step'])} and syncs "
+                        f"{one_decimal(figs['syncs_per_step'])} per step",
             "peer": "dense MLP step of equal FLOPs, same device",
             "peer_figure": figs["dense_invocations_per_step"],
             "graphsys_figure": figs["invocations_per_step"], "unit": "launches",
@@ -2087,8 +2108,8 @@ def part_profile(ctx: Ctx) -> None:
                             f"busy (edge-balanced model)",
                 "peer": f"Nsight Compute {nc.get('version') or ''}, threads per warp "
                         f"instruction / 32".replace("  ", " "),
-                "peer_figure": nc["measured_utilization"],
-                "graphsys_figure": nc["model_utilization"], "unit": "",
+                "peer_figure": round(nc["measured_utilization"], 5),
+                "graphsys_figure": round(nc["model_utilization"], 5), "unit": "",
                 "ratio": ratio(nc["model_utilization"], nc["measured_utilization"])})
 
 

@@ -72,7 +72,8 @@ def load_rows(path: Path) -> list[dict]:
 
 
 def figure(value, unit: str = "") -> str:
-    """One figure as the table shows it: numbers as stored, grouped by thousands, then the unit."""
+    """One figure as the table shows it: numbers as stored to six significant digits,
+    grouped by thousands, then the unit."""
     if value is None:
         return "–"
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -80,7 +81,8 @@ def figure(value, unit: str = "") -> str:
     elif float(value).is_integer():
         text = f"{int(value):,}"
     else:
-        text = f"{value:,}"  # the shortest form that reads back as the stored value
+        value = float(f"{value:.6g}")  # a ratio of two counts stored as its float
+        text = f"{int(value):,}" if value.is_integer() else f"{value:,}"
     return f"{text} {unit}".rstrip() if unit else text
 
 

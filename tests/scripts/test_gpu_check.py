@@ -128,6 +128,7 @@ def test_dry_run_records_each_parts_figures(dry_run):
     assert all(math.isfinite(v) for v in graphed["train_loss"])
     assert 0 <= graphed["test_accuracy"] <= 1
     assert by["tests", "collected"]["device_tests"] >= 150  # the suite's device subset
+    assert 10 <= by["tests", "collected"]["files"] < 100       # which the run is given
     assert by["tests", "results"]["passed"] >= 1 and not by["tests", "results"]["failures"]
     rows = [r for r in records if "row" in r]
     assert {r["part"] for r in rows} == {"bsp", "gnn", "embed", "profile"}
@@ -187,6 +188,15 @@ def test_pytest_lines_are_parsed(line, want):
 def test_collected_counts_are_parsed():
     m = gpu_check.COLLECTED.search("212/1990 tests collected (1778 deselected) in 12.1s")
     assert m.groups() == ("212", "1990", "1778")
+
+
+def test_device_test_files_are_the_collected_ids_files():
+    listing = ("tests/bsp/test_a.py::test_x[cuda-p1]\ntests/bsp/test_a.py::test_y\n"
+               "tests/gnn/test_b.py::Case::test_z\n\n"
+               "3/40 tests collected (37 deselected) in 1.0s\n")
+    assert gpu_check.device_test_files(listing) == ["tests/bsp/test_a.py",
+                                                    "tests/gnn/test_b.py"]
+    assert gpu_check.device_test_files("no tests ran\n") == []
 
 
 def test_unknown_parts_and_caps_are_refused(capsys):
