@@ -535,12 +535,16 @@ class TrainConfig:
         if self.sampler != "auto" and self.task != "node":
             raise ParameterError("sampler", "applies to the node task only (the other tasks "
                                             "draw their batches on the CPU)")
-        if self.sampler == "graph" and (self.model not in GRAPH_SAMPLER_MODELS or any(
-                f < 0 for f in self.fanouts or [])):
+        if self.sampler == "graph" and self.model not in GRAPH_SAMPLER_MODELS:
             raise ParameterError("sampler", f"'graph' trains the builtin models "
                                             f"{', '.join(GRAPH_SAMPLER_MODELS)} with fixed "
                                             f"fanouts (its steps run on padded blocks of k "
                                             f"picks a row), not {self.model!r}")
+        if self.sampler == "graph" and any(f < 0 for f in self.fanouts or [-1]):
+            raise ParameterError("sampler", "'graph' needs a fixed number of neighbours a "
+                                            "layer: give fanouts such as [10, 5] (-1, and "
+                                            "no fanouts, take every neighbour, a shape the "
+                                            "sample sets)")
         check_choice("inputs", self.inputs, INPUTS)
         given = self.eval_fanouts
         if self.eval_fanouts is not None:

@@ -345,8 +345,10 @@ def test_train_refuses_what_the_graph_sampler_cannot_record(tmp_path):
     with pytest.raises(ParameterError, match="'graph' trains the builtin models sage, gcn, "
                                              "gat, gin .* not 'pinsage'"):
         TrainConfig(model="pinsage", sampler="graph")
-    with pytest.raises(ParameterError, match="'graph' trains the builtin models"):
-        TrainConfig(model="sage", fanouts=[-1, 3], sampler="graph")
+    for fanouts in ([-1, 3], None):   # None: every neighbour in the node task
+        with pytest.raises(ParameterError, match=r"'graph' needs a fixed number of neighbours "
+                                                 r"a layer: give fanouts such as \[10, 5\]"):
+            TrainConfig(model="sage", fanouts=fanouts, sampler="graph")
     g = write_sbm(tmp_path / "sbm")
     for option in ({"num_workers": 4}, {"prefetch": 4}):   # no loader threads to use them
         with pytest.raises(ParameterError, match=f"{next(iter(option))}.*with sampler 'graph'"):
