@@ -1002,11 +1002,14 @@ def streamed_row(ctx: Ctx, label: str, stream: dict) -> None:
         "ratio": ratio(stream["streamed_gb_per_s"], bus["gb_per_s"])})
 
 
-def pagerank_row(label: str, where: str, figs: dict, peer: dict) -> dict:
-    """The results-page row of a PageRank run (:func:`superstep_figures`) beside the SpMV
-    peer: milliseconds per iteration, medians of its steady supersteps."""
-    run = (f"{len(figs['supersteps'])} supersteps, "
-           f"{'converged' if figs['converged'] else 'not converged'}, "
+def pagerank_row(label: str, where: str, figs: dict, peer: dict, method: str = "") -> dict:
+    """The results-page row of a PageRank run (:func:`superstep_figures`; ``method``: its
+    stats') beside the SpMV peer: milliseconds per iteration, medians of its steady
+    supersteps."""
+    wide = re.search(r"float64 from superstep \d+", method)
+    run = (f"{len(figs['supersteps'])} supersteps"
+           + (f" (float32, {wide.group(0)})" if wide else "")
+           + f", {'converged' if figs['converged'] else 'not converged'}, "
            f"median of supersteps {figs['steady_from']}..")
     return {"workload": f"PageRank, {label}, {where}, time per iteration (torch backend; "
                         f"{int(figs['median_bytes_h2d']):,} bytes host to device per "
@@ -1046,7 +1049,8 @@ def ordered_pagerank(ctx: Ctx, bsp, g, label: str, where: str, peer: dict | None
                     "the supersteps; the ranks back in the graph's order")
     if peer is not None:
         ctx.record("row-pagerank-memory-float32-ordered", row=pagerank_row(
-            label, where + ", vertices relabelled by decreasing out-degree", figs, peer))
+            label, where + ", vertices relabelled by decreasing out-degree", figs, peer,
+            res.stats.method))
 
 
 def part_bsp(ctx: Ctx) -> None:
@@ -1074,8 +1078,8 @@ def part_bsp(ctx: Ctx) -> None:
     where["memory-float32"] = where["memory"] + ", float32 ranks (tol 1e-6)"
     where["pagerank-memory"] = where["memory"] + ", float64 ranks (tol 1e-10)"
     peer = bfs_levels = None
-    #: mode -> (its words, figures), for a row once the peer is measured
-    pagerank: dict[str, tuple[str, dict]] = {}
+    #: mode -> (its words, figures, method), for a row once the peer is measured
+    pagerank: dict[str, tuple[str, dict, str]] = {}
     # most telling first: PageRank in memory, its SpMV peer, then streamed, then BFS
     for algo, mode in (("pagerank", "memory"), ("peer", None), ("pagerank", "memory-float32"),
                        ("pagerank", "out-of-core"), ("pagerank", "out-of-core-streamed"),
@@ -1087,9 +1091,9 @@ def part_bsp(ctx: Ctx) -> None:
             peer = ctx.attempt("spmv-peer", spmv_peer, ctx, g, reps=3 if ctx.tiny else 10)
             if peer is not None:
                 ctx.record("spmv-peer", graph=label, **peer)
-                for done, (text, figs) in pagerank.items():
+                for done, (text, figs, method) in pagerank.items():
                     ctx.record(f"row-pagerank-{done}", row=pagerank_row(label, text, figs,
-                                                                        peer))
+                                                                        peer, method))
             continue
         t0 = time.perf_counter()
         run_mode = mode.split("-")[0] if mode.startswith("memory") else "out-of-core"
@@ -1118,9 +1122,9 @@ def part_bsp(ctx: Ctx) -> None:
             streamed_row(ctx, label, stream)   # its row: the copy rate beside the bus's
         elif algo == "pagerank" and peer is not None:
             ctx.record(f"row-pagerank-{mode}", row=pagerank_row(label, what, figs,
-                                                                 peer))
+                                                                 peer, res.stats.method))
         elif algo == "pagerank":
-            pagerank[mode] = (what, figs)
+            pagerank[mode] = (what, figs, res.stats.method)
         if algo == "bfs" and mode == "memory":
             bfs_warm_check(ctx, bsp, g, hub, label, res)
             bfs_levels = res.values

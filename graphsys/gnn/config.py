@@ -531,20 +531,7 @@ class TrainConfig:
         check_choice("selection", self.selection, SELECTIONS)
         if self.selection != "val_accuracy" and self.task != "node":
             raise ParameterError("selection", "applies to the node task only")
-        check_choice("sampler", self.sampler, SAMPLERS)
-        if self.sampler != "auto" and self.task != "node":
-            raise ParameterError("sampler", "applies to the node task only (the other tasks "
-                                            "draw their batches on the CPU)")
-        if self.sampler == "graph" and self.model not in GRAPH_SAMPLER_MODELS:
-            raise ParameterError("sampler", f"'graph' trains the builtin models "
-                                            f"{', '.join(GRAPH_SAMPLER_MODELS)} with fixed "
-                                            f"fanouts (its steps run on padded blocks of k "
-                                            f"picks a row), not {self.model!r}")
-        if self.sampler == "graph" and any(f < 0 for f in self.fanouts or [-1]):
-            raise ParameterError("sampler", "'graph' needs a fixed number of neighbours a "
-                                            "layer: give fanouts such as [10, 5] (-1, and "
-                                            "no fanouts, take every neighbour, a shape the "
-                                            "sample sets)")
+        self._check_sampler()
         check_choice("inputs", self.inputs, INPUTS)
         given = self.eval_fanouts
         if self.eval_fanouts is not None:
@@ -571,6 +558,24 @@ class TrainConfig:
             check_full_graph(self.model, self.fanouts)
         self._check_link_keys()
         self._check_rgcn()
+
+    def _check_sampler(self) -> None:
+        """``sampler``: one of :data:`SAMPLERS`, node task only; ``graph`` takes a model of
+        :data:`GRAPH_SAMPLER_MODELS` and fixed fanouts."""
+        check_choice("sampler", self.sampler, SAMPLERS)
+        if self.sampler != "auto" and self.task != "node":
+            raise ParameterError("sampler", "applies to the node task only (the other tasks "
+                                            "draw their batches on the CPU)")
+        if self.sampler == "graph" and self.model not in GRAPH_SAMPLER_MODELS:
+            raise ParameterError("sampler", f"'graph' trains the builtin models "
+                                            f"{', '.join(GRAPH_SAMPLER_MODELS)} with fixed "
+                                            f"fanouts (its steps run on padded blocks of k "
+                                            f"picks a row), not {self.model!r}")
+        if self.sampler == "graph" and any(f < 0 for f in self.fanouts or [-1]):
+            raise ParameterError("sampler", "'graph' needs a fixed number of neighbours a "
+                                            "layer: give fanouts such as [10, 5] (-1, and "
+                                            "no fanouts, take every neighbour, a shape the "
+                                            "sample sets)")
 
     def _check_temporal_keys(self) -> None:
         """``until``, ``since``, ``valid_from``/``test_from`` (times, checked by parsing;

@@ -5,6 +5,8 @@ torch.profiler and counting wrappers around the host-reading Tensor methods)."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -63,13 +65,52 @@ def test_lean_ranks_match_cpu_loop(small_graphs, key, tol, device):
     if device == "lazy":  # no sparse CSR product there: the engine's supersteps
         assert dev.stats.method == "supersteps"
         dtype = "float64"
-    else:
-        assert dev.stats.method == f"fused-pagerank (device SpMV, int32 ids, {dtype} ranks)"
+    else:   # float32 may hand its last supersteps to float64 (widen)
+        tail = r"(, float64 from superstep \d+)?" if dtype == "float32" else ""
+        assert re.fullmatch(rf"fused-pagerank \(device SpMV, int32 ids, {dtype} ranks{tail}\)",
+                            dev.stats.method), dev.stats.method
     assert dev.stats.converged
     bound = 2 * tol * 0.85 / 0.15 + (1e-6 if dtype == "float32" else 0.0)
     assert np.abs(dev.values - cpu.values).sum() <= bound
     np.testing.assert_allclose(dev.values, cpu.values, atol=bound)
     assert dev.values.sum() == pytest.approx(1.0, abs=1e-12)
+
+
+@pytest.mark.parametrize("n", [1000, 5000])
+def test_float32_stalls_hand_over_to_float64(tmp_path, n, device):
+    """On an undirected star the hub's float32 sum of its n - 1 leaves rounds to a floor
+    of about n * 2**-24 in L1 change (a float32 run stalled there, above tol = 1e-6, to
+    max_iters): the run goes on in float64 once the change falls slower than the product
+    allows, and converges by the check after the float64 run's (on the CPU at the same
+    one), to its ranks within the stopping rule's bound."""
+    if device == "lazy":
+        pytest.skip("no sparse CSR product on torch's lazy backend")
+    g = graphsys.from_numpy(np.zeros(n - 1, np.int64), np.arange(1, n), tmp_path / "star",
+                            num_nodes=n, undirected=True)
+    res = bsp.pagerank(g, backend="torch", device=device)    # tol 1e-6: float32 ranks
+    wide = bsp.pagerank(g, backend="torch", device=device, sum_dtype="float64")
+    assert re.fullmatch(r"fused-pagerank \(device SpMV, int32 ids, float32 ranks, float64 "
+                        r"from superstep \d+\)", res.stats.method), res.stats.method
+    assert res.stats.converged and wide.stats.converged
+    assert len(res.stats.supersteps) <= len(wide.stats.supersteps) + CHECK_EVERY
+    if device == "cpu":
+        assert len(res.stats.supersteps) == len(wide.stats.supersteps)
+    assert np.abs(res.values - wide.values).sum() <= 2 * 1e-6 * 0.85 / 0.15
+
+
+def test_widen_rule():
+    """A float32 run goes on in float64 below FLOAT64_TAIL * tol, or when its change
+    falls by less than STALL times the least contraction of a window (damping**8)."""
+    from graphsys.bsp.algorithms.pagerank_device import CHECK_EVERY, FLOAT64_TAIL, STALL, widen
+
+    tol, a = 1e-6, 0.85
+    least = a ** CHECK_EVERY
+    assert widen(FLOAT64_TAIL * tol * 0.99, None, tol, a)
+    assert not widen(1e-3, None, tol, a)                        # the first check
+    assert not widen(1e-3 * least, 1e-3, tol, a)                # as the product contracts
+    assert widen(1e-3 * least * STALL * 1.01, 1e-3, tol, a)     # slower: the rounding
+    assert not widen(0.99e-3, 1e-3, tol, 0.999)                 # damping near 1: any fall
+    assert widen(1e-3, 1e-3, tol, 0.999)
 
 
 def test_lean_float64_where_asked_and_personalized(small_graphs):

@@ -561,7 +561,9 @@ sum_dtype : {"auto", "float64", "float32"}, default "auto"
     a weighted run (it sums in float64). ``auto``: float32 sent values (float64 sums) in
     the fused in-memory loop of an unweighted run with ``tol >= 1e-6``, where their
     rounding stays far below the stopping rule's error (float32 ranks on the torch
-    backend in memory); float64 otherwise.
+    backend in memory, the last supersteps in float64 where the float32 sums' rounding
+    would hold the change above ``tol``: :mod:`graphsys.bsp.algorithms.pagerank_device`);
+    float64 otherwise.
 weighted : bool, optional
     Follow edges in proportion to their weights (networkx's default ``weight="weight"``):
     None (default) when the edge set has weights, True requires them, False ignores

@@ -9,11 +9,22 @@ the vector :math:`x_u = \alpha\, r_u / d_u` (:math:`\alpha\, r_u` where dangling
 in :math:`y_N`, the teleport plus dangling mass; the new ranks are
 :math:`r' = y_{0..N-1} + y_N / N` (or :math:`+ y_N\, p`), and a third op writes the next
 :math:`x`. Ids are int32 where the matrix allows (int64 beyond). Ranks are float32 where
-``PageRank.fused_float32`` allows (the CPU loop's rule), float64 otherwise; the product
-then sums in float32 too, so the answer is within
+``PageRank.fused_float32`` allows (the CPU loop's rule), float64 otherwise.
+
+float32 ranks: the product then sums in float32 too, and a row of :math:`k` entries
+rounds its sum by up to :math:`(k + 1)\,2^{-24}` of it, so on a graph with a hub the L1
+change settles on a floor that may lie above ``tol`` (an undirected star of :math:`n`
+vertices: about :math:`n\,2^{-24}`), where the run would go on to ``max_iters``. A
+float32 run therefore goes on in float64 (the matrix's values and the vectors widened on
+the device from the ranks reached, :meth:`Vectors.widen`) after the first check whose
+change is below :data:`FLOAT64_TAIL` times ``tol``, or falls by less than :data:`STALL`
+times :math:`\alpha^{8}`, the least contraction of a window of :data:`CHECK_EVERY`
+supersteps in exact arithmetic (:func:`widen`). Its last supersteps and the stopping rule
+run in float64, ``result.stats.method`` names the superstep where float64 took over
+(``float32 ranks, float64 from superstep K``), and the ranks are rescaled to sum to 1. A
+float32 run whose change falls below ``tol`` before that stops in float32, within
 :math:`(\mathrm{tol} + \epsilon)\,\alpha / (1 - \alpha)` of the fixed point in L1 with
-:math:`\epsilon = (k_{max} + 1)\,2^{-24}` (:math:`k_{max}`: the longest row): ask for
-``sum_dtype="float64"`` where :math:`\epsilon` is not small beside ``tol``.
+:math:`\epsilon = (k_{max} + 1)\,2^{-24}` (:math:`k_{max}`: the longest row).
 
 Convergence: the L1 change is read on the host only every :data:`CHECK_EVERY`-th
 superstep and on the last one ``max_iters`` allows; the run stops at the first checked
@@ -60,6 +71,13 @@ _INT32_MAX = 2**31 - 1
 #: all of ``x``. The ranks come back in the graph's order. Off by default: ``gpu_check``
 #: times it beside the graph's order on a GPU, which decides
 DEGREE_ORDER = False
+#: A float32 run goes on in float64 once its L1 change is below this many times ``tol``
+#: (:func:`widen`): the last supersteps, where float32 sums' rounding would stall the
+#: change above ``tol``, in float64
+FLOAT64_TAIL = 4
+#: ... or once its change falls by less than this times the least contraction of
+#: :data:`CHECK_EVERY` supersteps (:func:`widen`)
+STALL = 1.25
 #: Edges whose new positions :func:`degree_order` computes at once (int64 temporaries of
 #: 24 bytes an edge)
 ORDER_CHUNK = 1 << 24
@@ -203,27 +221,21 @@ def solve_on_device(program, ctx, edges, state: dict, max_iters: int) -> Solved 
     if order is not None:     # the vectors in the matrix's order, the ranks put back at the end
         inv_deg, rank = inv_deg.index_select(0, order), rank.index_select(0, order)
         p = None if p is None else p.index_select(0, order)
-    scaled = torch.where(inv_deg > 0, inv_deg * a, a).to(dtype)  # x = rank * scaled
-    p = None if p is None else p.to(dtype)
-    rank = rank.to(dtype, copy=True)
-    new = torch.empty_like(rank)
-    x = torch.empty(n + 1, dtype=dtype, device=dev)
-    x[n] = 1.0 - a
-    torch.mul(rank, scaled, out=x[:n])
-    y = torch.empty(n + 1, dtype=dtype, device=dev)
-    warm_up(mat, x, y, new, rank, scaled, p)
+    scaled64 = torch.where(inv_deg > 0, inv_deg * a, a)  # x = rank * scaled
+    vec = Vectors(n, a, dtype, scaled64, p, rank)
+    warm_up(mat, vec.x, vec.y, vec.new, vec.rank, vec.scaled, vec.p)
     steps, converged, first, t_chunk = [], False, 0, time.perf_counter()
-    setup = t_chunk - t0
+    setup, previous, wide_from = t_chunk - t0, None, None
     for it in range(max_iters):
         with trace_range(f"bsp.superstep#{it}"):  # a range only while a trace records
-            lean_superstep(mat, x, y, new, scaled, p)
-        rank, new = new, rank
+            lean_superstep(mat, vec.x, vec.y, vec.new, vec.scaled, vec.p)
+        vec.rank, vec.new = vec.new, vec.rank
         steps.append(SuperstepStats(superstep=it, active=n, direction="pull",
                                     edges_scanned=m, messages_sent=m,
                                     messages_combined=receivers, fused=True))
         if (it + 1) % CHECK_EVERY and it + 1 < max_iters:
             continue
-        delta = float(torch.dist(rank, new, 1))  # the one host read of the chunk
+        delta = float(torch.dist(vec.rank, vec.new, 1))  # the one host read of the chunk
         now = time.perf_counter()
         for s in steps[first:]:  # the device ran the chunk asynchronously: split evenly
             s.seconds["edges"] = (now - t_chunk) / (len(steps) - first)
@@ -231,13 +243,67 @@ def solve_on_device(program, ctx, edges, state: dict, max_iters: int) -> Solved 
         if delta < program.tol:
             converged = True
             break
+        if vec.dtype == torch.float32 and widen(delta, previous, program.tol, a):
+            narrow, mat = tensor_bytes(mat), vec.widen(mat)
+            if edges.streams:   # the float64 values the run keeps from now on
+                edges.layout_bytes += tensor_bytes(mat) - narrow
+            wide_from = it + 1
+        previous = delta
+    rank = vec.rank
     if order is not None:
         rank = torch.empty_like(rank).index_copy_(0, order, rank)
-    finish(state, rank, state["inv_deg"], dtype)
+    finish(state, rank, state["inv_deg"], rescale=dtype == torch.float32)
     ids = "int32" if mat.col_indices().dtype == torch.int32 else "int64"
-    method = (f"fused-pagerank (device SpMV, {ids} ids, {str(dtype)[6:]} ranks"
+    ranks = (f"{str(dtype)[6:]} ranks" if wide_from is None else
+             f"float32 ranks, float64 from superstep {wide_from}")
+    method = (f"fused-pagerank (device SpMV, {ids} ids, {ranks}"
               + (", degree-ordered)" if order is not None else ")"))
     return Solved(method, steps, 0 if converged else ctx.num_local, setup)
+
+
+def widen(delta: float, previous: float | None, tol: float, damping: float) -> bool:
+    """Whether a float32 run goes on in float64 after a check of L1 change ``delta`` (the
+    check before: ``previous``): once the change is below :data:`FLOAT64_TAIL` times
+    ``tol``, or once it falls by less than the product allows, to more than :data:`STALL`
+    times ``damping**CHECK_EVERY`` of ``previous`` (in exact arithmetic
+    :data:`CHECK_EVERY` supersteps contract the change by that at least; what stays above
+    is the float32 sums' rounding, a floor the change would not pass)."""
+    if delta < FLOAT64_TAIL * tol:
+        return True
+    return previous is not None and delta >= min(1.0, STALL * damping ** CHECK_EVERY) * previous
+
+
+class Vectors:
+    """The superstep's vectors on the device, in ``dtype``: ``rank`` (N,), ``new`` (N,),
+    ``x`` (N+1,) the product's input (``x[N] = 1 - damping``), ``y`` (N+1,) its output,
+    ``scaled`` (N,) what ``rank`` is multiplied by into ``x``, and the teleport ``p``
+    (None: uniform). :meth:`widen` takes them, and the matrix, to float64."""
+
+    def __init__(self, n: int, damping: float, dtype, scaled64: torch.Tensor,
+                 p: torch.Tensor | None, rank: torch.Tensor):
+        import torch
+
+        self.n, self.damping, self.dtype = n, damping, dtype
+        self._scaled64, self._p64 = scaled64, p
+        self.scaled = scaled64.to(dtype)
+        self.p = None if p is None else p.to(dtype)
+        self.rank = rank.to(dtype, copy=True)
+        self.new = torch.empty_like(self.rank)
+        self.x = torch.empty(n + 1, dtype=dtype, device=rank.device)
+        self.x[n] = 1.0 - damping
+        torch.mul(self.rank, self.scaled, out=self.x[:n])
+        self.y = torch.empty_like(self.x)
+
+    def widen(self, mat: torch.Tensor) -> torch.Tensor:
+        """The vectors in float64 from the ranks reached (``x`` written from them), and
+        ``mat`` with float64 ones as values, its ids shared; device ops, no host read."""
+        import torch
+
+        wide = torch.float64
+        values = torch.ones(mat.values().shape[0], dtype=wide, device=mat.device)
+        mat = csr_tensor(mat.crow_indices(), mat.col_indices(), values, tuple(mat.shape))
+        self.__init__(self.n, self.damping, wide, self._scaled64, self._p64, self.rank)
+        return mat
 
 
 def warm_up(mat: torch.Tensor, x: torch.Tensor, y: torch.Tensor, new: torch.Tensor,
@@ -271,14 +337,15 @@ def lean_superstep(mat: torch.Tensor, x: torch.Tensor, y: torch.Tensor, new: tor
     torch.mul(new, scaled, out=x[:n])
 
 
-def finish(state: dict, rank: torch.Tensor, inv_deg: torch.Tensor, dtype) -> None:
-    """Write the float64 ranks into ``state`` (float32 ones rescaled to sum to 1: their
-    rounding leaks about 1e-9 of the mass, as the CPU loop's float32 sends do), with the
-    values to send and the dangling mass that go with them."""
+def finish(state: dict, rank: torch.Tensor, inv_deg: torch.Tensor, rescale: bool) -> None:
+    """Write the float64 ranks into ``state``, with the values to send and the dangling
+    mass that go with them; ``rescale`` (a run that summed in float32, for some supersteps
+    or all) rescales them to sum to 1: the float32 sums' rounding leaks some of the mass,
+    as the CPU loop's float32 sends do."""
     import torch
 
     out = rank.to(torch.float64)
-    if dtype == torch.float32:
+    if rescale:
         out /= out.sum()
     state["rank"] = out
     state["send"] = out * inv_deg
