@@ -19,15 +19,17 @@ float32 run therefore goes on in float64 (the matrix's values and the vectors wi
 the device from the ranks reached, :meth:`Vectors.widen`) after the first check whose
 change is below :data:`FLOAT64_TAIL` times ``tol``, or falls by less than :data:`STALL`
 times :math:`\alpha^{8}`, the least contraction of a window of :data:`CHECK_EVERY`
-supersteps in exact arithmetic (:func:`widen`). Its last supersteps and the stopping rule
-run in float64, ``result.stats.method`` names the superstep where float64 took over
-(``float32 ranks, float64 from superstep K``), and the ranks are rescaled to sum to 1. A
-float32 run whose change falls below ``tol`` before that stops in float32, within
-:math:`(\mathrm{tol} + \epsilon)\,\alpha / (1 - \alpha)` of the fixed point in L1 with
-:math:`\epsilon = (k_{max} + 1)\,2^{-24}` (:math:`k_{max}`: the longest row).
+supersteps in exact arithmetic (:func:`widen`). The float32 map's own fixed point lies up
+to :math:`\epsilon\,\alpha / (1 - \alpha)` from the true one in L1, with
+:math:`\epsilon = (k_{max} + 1)\,2^{-24}` (:math:`k_{max}`: the longest row), so a float32
+run never stops: the stopping rule is met by float64 supersteps, and the answer is within
+the float64 run's bound, :math:`\mathrm{tol}\,\alpha / (1 - \alpha)`.
+``result.stats.method`` names the superstep where float64 took over (``float32 ranks,
+float64 from superstep K``), and the ranks are rescaled to sum to 1.
 
 Convergence: the L1 change is read on the host only every :data:`CHECK_EVERY`-th
-superstep and on the last one ``max_iters`` allows; the run stops at the first checked
+superstep (counted from the last read), on the first float64 superstep of a float32 run,
+and on the last one ``max_iters`` allows; the run stops at the first checked
 superstep whose change is below ``tol``. As the change contracts by at least
 :math:`\alpha` a superstep, this stops at most ``CHECK_EVERY - 1`` supersteps after a
 test on every superstep would, within the CPU loop's bound of the fixed point. Each
@@ -225,7 +227,7 @@ def solve_on_device(program, ctx, edges, state: dict, max_iters: int) -> Solved 
     vec = Vectors(n, a, dtype, scaled64, p, rank)
     warm_up(mat, vec.x, vec.y, vec.new, vec.rank, vec.scaled, vec.p)
     steps, converged, first, t_chunk = [], False, 0, time.perf_counter()
-    setup, previous, wide_from = t_chunk - t0, None, None
+    setup, previous, wide_from, check_at = t_chunk - t0, None, None, CHECK_EVERY
     for it in range(max_iters):
         with trace_range(f"bsp.superstep#{it}"):  # a range only while a trace records
             lean_superstep(mat, vec.x, vec.y, vec.new, vec.scaled, vec.p)
@@ -233,21 +235,24 @@ def solve_on_device(program, ctx, edges, state: dict, max_iters: int) -> Solved 
         steps.append(SuperstepStats(superstep=it, active=n, direction="pull",
                                     edges_scanned=m, messages_sent=m,
                                     messages_combined=receivers, fused=True))
-        if (it + 1) % CHECK_EVERY and it + 1 < max_iters:
+        if it + 1 < min(check_at, max_iters):
             continue
+        check_at = it + 1 + CHECK_EVERY
         delta = float(torch.dist(vec.rank, vec.new, 1))  # the one host read of the chunk
         now = time.perf_counter()
         for s in steps[first:]:  # the device ran the chunk asynchronously: split evenly
             s.seconds["edges"] = (now - t_chunk) / (len(steps) - first)
         t_chunk, first = now, len(steps)
-        if delta < program.tol:
+        if vec.dtype == torch.float64 and delta < program.tol:
             converged = True
             break
         if vec.dtype == torch.float32 and widen(delta, previous, program.tol, a):
             narrow, mat = tensor_bytes(mat), vec.widen(mat)
             if edges.streams:   # the float64 values the run keeps from now on
                 edges.layout_bytes += tensor_bytes(mat) - narrow
-            wide_from = it + 1
+            # one float64 superstep, then a check: from ranks within tol of the float32
+            # map's fixed point, its change alone bounds the answer's distance
+            wide_from, check_at = it + 1, it + 2
         previous = delta
     rank = vec.rank
     if order is not None:
@@ -264,10 +269,11 @@ def solve_on_device(program, ctx, edges, state: dict, max_iters: int) -> Solved 
 def widen(delta: float, previous: float | None, tol: float, damping: float) -> bool:
     """Whether a float32 run goes on in float64 after a check of L1 change ``delta`` (the
     check before: ``previous``): once the change is below :data:`FLOAT64_TAIL` times
-    ``tol``, or once it falls by less than the product allows, to more than :data:`STALL`
-    times ``damping**CHECK_EVERY`` of ``previous`` (in exact arithmetic
-    :data:`CHECK_EVERY` supersteps contract the change by that at least; what stays above
-    is the float32 sums' rounding, a floor the change would not pass)."""
+    ``tol`` (so below ``tol`` too: a float32 run does not stop), or once it falls by less
+    than the product allows, to more than :data:`STALL` times ``damping**CHECK_EVERY`` of
+    ``previous`` (in exact arithmetic :data:`CHECK_EVERY` supersteps contract the change
+    by that at least; what stays above is the float32 sums' rounding, a floor the change
+    would not pass)."""
     if delta < FLOAT64_TAIL * tol:
         return True
     return previous is not None and delta >= min(1.0, STALL * damping ** CHECK_EVERY) * previous
