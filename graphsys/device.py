@@ -204,3 +204,15 @@ def tensor_bytes(*tensors: torch.Tensor) -> int:
                  if t.layout == torch.sparse_csr else (t,))
         total += sum(p.numel() * p.element_size() for p in parts)
     return total
+
+
+def note_launch(name: str) -> None:
+    """Report a kernel launched outside torch's dispatcher (a jiterator kernel, a CUDA
+    graph replay) to the active dispatch modes that count launches
+    (:class:`graphsys.analysis.device_counts.DeviceWorkCounter`)."""
+    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+
+    for mode in _get_current_dispatch_mode_stack():
+        note = getattr(mode, "note_launch", None)
+        if note is not None:
+            note(name)

@@ -38,7 +38,9 @@ bsp       60    30    PageRank and BFS on a generated R-MAT (``--bsp-edges``, de
                       and three costs of a bottom-up step over the unreached vertices'
                       in-edges alone;
                       the streamed pass with every batch kept and nothing merged (its
-                      compute without the copies); last, out-of-core BFS streamed every
+                      compute without the copies); the streamed one with each packed
+                      batch split by torch operators, not one jiterator kernel, and with
+                      its batches unpacked; last, out-of-core BFS streamed every
                       superstep on an indexed R-MAT (10M edges) with and without its
                       active-edge supersteps (the senders' or the unreached vertices'
                       index rows alone), alternated
@@ -786,15 +788,18 @@ def unmerged_pass(ctx: Ctx, bsp, g, iters: int) -> dict:
                                     "median_bytes_h2d", "steady_from", "supersteps")}}
 
 
-def streamed_unpacked(ctx: Ctx, bsp, g, iters: int) -> dict:
-    """Out-of-core PageRank streamed every superstep (``device_budget=0``) with its batches
-    as two int32 offsets an edge (``device_stream.PACK_LOW`` and ``HI_BITS`` 0: nothing
-    packed), to set beside the streamed row's packed batches: a superstep whose seconds
-    follow its bytes waits on the bus, one whose seconds do not, on its compute."""
+def streamed_with(ctx: Ctx, bsp, g, iters: int, **switches) -> dict:
+    """Out-of-core PageRank streamed every superstep (``device_budget=0``) as the streamed
+    row, with ``graphsys.bsp.device_stream``'s module switches set to ``switches`` for the
+    run: ``PACK_LOW=0, HI_BITS=0`` its batches as two int32 offsets an edge (nothing
+    packed: a superstep whose seconds follow its bytes waits on the bus, one whose seconds
+    do not, on its compute); ``FUSED_SPLIT_DEVICES=()`` a packed batch split by torch
+    operators (3 to 11 launches a batch) rather than one jiterator kernel."""
     from graphsys.bsp import device_stream
 
-    saved = device_stream.PACK_LOW, device_stream.HI_BITS
-    device_stream.PACK_LOW = device_stream.HI_BITS = 0
+    saved = {name: getattr(device_stream, name) for name in switches}
+    for name, value in switches.items():
+        setattr(device_stream, name, value)
     try:
         with warnings.catch_warnings():  # tol 1e-30: a fixed number of supersteps
             warnings.simplefilter("ignore")
@@ -802,13 +807,32 @@ def streamed_unpacked(ctx: Ctx, bsp, g, iters: int) -> dict:
                                device=ctx.device, backend="torch", weighted=False,
                                device_budget=0)
     finally:
-        device_stream.PACK_LOW, device_stream.HI_BITS = saved
+        for name, value in saved.items():
+            setattr(device_stream, name, value)
     figs = superstep_figures(res.stats)
     return {"method": res.stats.method, **stream_figures(res.stats, figs),
             **{k: figs[k] for k in ("median_seconds", "median_phase_seconds",
                                     "median_bytes_h2d", "steady_from", "supersteps")}}
 
 
+def fused_splits() -> dict:
+    """The packings (``"hs,hd"``) whose streamed batches were split by one jiterator kernel
+    in this process (True), or by torch operators where the kernel failed to compile or
+    to split the check batch (False)."""
+    from graphsys.bsp import device_stream
+
+    return {f"{hs},{hd}": fn is not None for ((hs, hd), _), fn in device_stream._FUSED.items()}
+
+
+#: The streamed PageRank's variants, each set beside the streamed row: (name, the
+#: ``device_stream`` switches of :func:`streamed_with`, its record's note)
+STREAMED_VARIANTS = (
+    ("unfused", {"FUSED_SPLIT_DEVICES": ()},
+     "streamed every superstep as the streamed row, each packed batch split by torch "
+     "operators where the row splits it in one jiterator kernel"),
+    ("unpacked", {"PACK_LOW": 0, "HI_BITS": 0},
+     "streamed every superstep as the streamed row, its batches as two int32 offsets an "
+     "edge (8 bytes) where the row packs them"))
 #: The active-edge BFS's graph: R-MAT edges, ids and partitions, with CSR and CSC indexes
 ACTIVE_GRAPH = (10_000_000, 1 << 20, 4)
 #: Alternated turns of each side of the active-edge BFS
@@ -1119,6 +1143,7 @@ def part_bsp(ctx: Ctx) -> None:
                    note=f"{algo} {what}; edges/s = median edges scanned per superstep"
                         f" / median superstep seconds (supersteps steady_from..)")
         if algo == "pagerank" and mode == "out-of-core-streamed":
+            ctx.record("fused-split", packings=fused_splits())
             streamed_row(ctx, label, stream)   # its row: the copy rate beside the bus's
         elif algo == "pagerank" and peer is not None:
             ctx.record(f"row-pagerank-{mode}", row=pagerank_row(label, what, figs,
@@ -1156,13 +1181,14 @@ def part_bsp(ctx: Ctx) -> None:
             ctx.record("pagerank-out-of-core-unmerged", graph=label, **unmerged,
                        note="every batch kept on the device, not merged: the streamed "
                             "pass's compute without its copies")
-    if ctx.left() >= 20:
-        unpacked = ctx.attempt("pagerank-out-of-core-streamed-unpacked", streamed_unpacked,
-                               ctx, bsp, g, iters)
-        if unpacked is not None:
-            ctx.record("pagerank-out-of-core-streamed-unpacked", graph=label, **unpacked,
-                       note="streamed every superstep as the streamed row, its batches as "
-                            "two int32 offsets an edge (8 bytes) where the row packs them")
+    for name, switches, note in STREAMED_VARIANTS:
+        if ctx.left() < 20:
+            break
+        variant = ctx.attempt(f"pagerank-out-of-core-streamed-{name}", streamed_with, ctx,
+                              bsp, g, iters, **switches)
+        if variant is not None:
+            ctx.record(f"pagerank-out-of-core-streamed-{name}", graph=label, **variant,
+                       note=note)
     if bfs_levels is not None and ctx.left() >= 15:
         policies = ctx.attempt("bfs-direction-policies", bfs_direction_policies, ctx, bsp, g,
                                hub, bfs_levels)

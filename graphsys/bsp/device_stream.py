@@ -7,8 +7,9 @@ float32 weights only when the program reads weights), packed where the bucket's 
 allow (:func:`packing`): the offsets' low :data:`PACK_LOW` bits share one int32 word
 (``src << 16 | dst``), and where either partition has more than ``2**PACK_LOW`` vertices,
 their higher bits follow in a side stream of one byte or two an edge (at most
-:data:`HI_BITS`): 4, 5 or 6 bytes an edge instead of 8. Device ops split the words, add the
-partition offsets and widen the ids to int64.
+:data:`HI_BITS`): 4, 5 or 6 bytes an edge instead of 8. On the device one kernel splits a
+batch's words (:func:`fused_split`, on CUDA; torch operators elsewhere,
+:func:`split_words`); ops there add the partition offsets and widen the ids to int64.
 
 Mechanism (CUDA): a streamed batch is written once, when first read, into its region of a
 page-locked host cache (at most :func:`host_cache_budget` bytes); every later read copies
@@ -42,7 +43,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from graphsys.device import csr_tensor
+from graphsys.device import csr_tensor, note_launch
 from graphsys.errors import ParameterError
 from graphsys.memory import available_memory
 from graphsys.storage import pages
@@ -76,6 +77,21 @@ HOST_FRACTION = 0.25
 #: the order the batches do (the CPU's CSR product, MKL's, does not), so a CPU run's ranks
 #: are the same bit for bit whatever the budget
 MERGED_SPMV_DEVICES = ("cuda",)
+#: Devices where a packed batch's split is one kernel compiled at run time by torch's
+#: jiterator (:func:`fused_split`); elsewhere, and where it does not compile or split a
+#: check batch as they do, the torch operators of :func:`split_words`
+FUSED_SPLIT_DEVICES = ("cuda",)
+#: The fused split's source (:func:`fused_split`): per edge its word, and its side stream
+#: entry widened to ``T`` (a two-byte entry arrives sign-extended from int16, hence the
+#: mask), split into the source and target offsets as :func:`split_words` splits them
+_SPLIT_CODE = """template <typename T> void gs_split_offsets(T word@SIDE_ARG@, T& src, T& dst) {
+  const unsigned int w = (unsigned int) word;
+  const unsigned int s = @SIDE@;
+  src = (T) (((w >> @LOW@) & @MASK@u) | (@HS@ ? (s >> @HD@) << @LOW@ : 0u));
+  dst = (T) ((w & @MASK@u) | ((s & ((1u << @HD@) - 1u)) << @LOW@));
+}"""
+#: The fused splits made so far, by (packing, device): a kernel, or None where it failed
+_FUSED: dict[tuple, object] = {}
 #: A batch of at least this many rows is written into host memory by several threads
 PARALLEL_STAGE_ROWS = 1 << 18
 #: The threads of those writes (made on first use, kept for the process)
@@ -174,6 +190,102 @@ def words(n: int, pack: tuple[int, int] | None, weights: bool) -> int:
     if pack is None:
         return n * (2 + weights)
     return n * (1 + weights) + -(-n * _side_bytes(pack) // 4)
+
+
+def split_words(word: torch.Tensor, side: torch.Tensor | None,
+                pack: tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """A packed batch's int32 source and target offsets (n,) from its words (int32 (n,))
+    and its side stream (uint8 (n,), int16 (n,) for two bytes an edge, or None) packed as
+    ``pack`` (:func:`packing`), in torch operators: each word's high and low
+    :data:`PACK_LOW` bits, the side entry's higher bits shifted above them.
+
+    Examples
+    --------
+    >>> import torch
+    >>> word = torch.tensor([(5 << PACK_LOW) | 7], dtype=torch.int32)
+    >>> side = torch.tensor([(1 << 4) | 2], dtype=torch.uint8)        # hs = hd = 4
+    >>> [t.tolist() for t in split_words(word, side, (4, 4))]
+    [[65541], [131079]]
+    """
+    import torch
+
+    low, mask = PACK_LOW, (1 << PACK_LOW) - 1
+    src, dst = (word >> low) & mask, word & mask
+    if side is None:
+        return src, dst
+    two = side.dtype == torch.int16
+    side = side.to(torch.int32)
+    if two:  # int16 (torch's shifts want a signed type): the high bit's sign off
+        side &= 0xFFFF
+    hd = pack[1]
+    if pack[0]:
+        src |= (side >> hd) << low
+    if hd:
+        dst |= (side & ((1 << hd) - 1)) << low
+    return src, dst
+
+
+def split_code(pack: tuple[int, int]) -> str:
+    """The fused split's source for ``pack`` (:data:`_SPLIT_CODE`): a function of the word
+    and, where the batch has a side stream, its entry."""
+    side = _side_bytes(pack) > 0
+    return (_SPLIT_CODE.replace("@SIDE_ARG@", ", T side" if side else "")
+            .replace("@SIDE@", "((unsigned int) side) & 0xFFFFu" if side else "0u")
+            .replace("@LOW@", str(PACK_LOW)).replace("@MASK@", str((1 << PACK_LOW) - 1))
+            .replace("@HS@", str(pack[0])).replace("@HD@", str(pack[1])))
+
+
+def fused_split(pack: tuple[int, int], device: torch.device):
+    """The split of batches packed as ``pack`` as one kernel on ``device`` (torch's
+    jiterator, :func:`split_code`): a function of the words (and the side stream where
+    there is one) returning the (source, target) int32 offsets, once it split a check
+    batch (random words, side entries of every allowed value) as :func:`split_words` does;
+    None off :data:`FUSED_SPLIT_DEVICES` or where it cannot be made or splits otherwise.
+    Made once per packing and device.
+
+    Examples
+    --------
+    >>> import torch
+    >>> fused_split((4, 4), torch.device("cpu")) is None       # jiterator is CUDA's
+    True
+    """
+    if device.type not in FUSED_SPLIT_DEVICES:
+        return None
+    key = (pack, str(device))
+    if key not in _FUSED:
+        _FUSED[key] = _checked_split(pack, device)
+    return _FUSED[key]
+
+
+def _checked_split(pack: tuple[int, int], device: torch.device):
+    """:func:`fused_split`'s kernel, compiled and checked; None where either fails."""
+    import torch
+
+    try:
+        from torch.cuda.jiterator import _create_multi_output_jit_fn
+
+        fn = _create_multi_output_jit_fn(split_code(pack), num_outputs=2)
+    except (ImportError, RuntimeError):
+        return None
+    rng = np.random.default_rng(sum(pack))
+    top = 1 << (pack[0] + pack[1])
+    n = top + 4096
+    word = rng.integers(-2**31, 2**31, n, dtype=np.int64).astype(np.int32)
+    word[:4] = 0, -1, -2**31, 2**31 - 1
+    args = [torch.from_numpy(word)]
+    size = _side_bytes(pack)
+    if size:  # every allowed entry, then random ones; two bytes travel as an int16 view
+        side = np.concatenate([np.arange(top), rng.integers(0, top, n - top)])
+        side = side.astype(np.uint8) if size == 1 else side.astype(np.uint16).view(np.int16)
+        args.append(torch.from_numpy(side))
+    args = [t.to(device) for t in args]
+    try:
+        got = fn(*args)
+        want = split_words(args[0], args[1] if size else None, pack)
+        same = all(torch.equal(a, b) for a, b in zip(got, want))
+    except (RuntimeError, AssertionError):  # torch's jiterator asserts where it cannot run
+        return None
+    return fn if same else None
 
 
 def check_budget(budget) -> None:
@@ -312,6 +424,10 @@ class DeviceBuckets:
     host_budget : int, optional
         Bytes the host cache may take (default :func:`host_cache_budget`; 0: none, every
         streamed batch is staged through the ring every superstep).
+    fuse : bool, optional
+        Whether a packed batch is split by :func:`fused_split`'s kernel where the device
+        has one (default True: a run that reads its batches every superstep); False: by
+        torch operators (a one-time upload, which the kernel's compilation would outlast).
 
     Attributes
     ----------
@@ -328,10 +444,10 @@ class DeviceBuckets:
     """
 
     def __init__(self, device: torch.device, budget: int, max_batch: int, weights: bool,
-                 total: int = 0, host_budget: int | None = None):
+                 total: int = 0, host_budget: int | None = None, fuse: bool = True):
         import torch
 
-        self.device, self.budget, self.weights = device, budget, weights
+        self.device, self.budget, self.weights, self.fuse = device, budget, weights, fuse
         self.cols = 3 if weights else 2
         self.cuda = device.type == "cuda"
         self.side = torch.cuda.Stream(device) if self.cuda else None
@@ -458,19 +574,16 @@ class DeviceBuckets:
         w = buf[at:at + n].view(torch.float32) if self.weights else None
         if pack is None:
             return buf[:n], buf[n:2 * n], w
-        word, low, mask = buf[:n], PACK_LOW, (1 << PACK_LOW) - 1
-        src, dst = (word >> low) & mask, word & mask
         size = _side_bytes(pack)
+        args = [buf[:n]]
         if size:
-            side = buf[n:at].view(torch.uint8 if size == 1 else torch.int16)[:n]
-            side = side.to(torch.int32)
-            if size == 2:  # int16 (torch's shifts want a signed type): the high bit's sign off
-                side &= 0xFFFF
-            hd = pack[1]
-            if pack[0]:
-                src |= (side >> hd) << low
-            if hd:
-                dst |= (side & ((1 << hd) - 1)) << low
+            args.append(buf[n:at].view(torch.uint8 if size == 1 else torch.int16)[:n])
+        fused = fused_split(pack, buf.device) if self.fuse else None
+        if fused is None:
+            src, dst = split_words(args[0], args[1] if size else None, pack)
+            return src, dst, w
+        note_launch("jiterator")
+        src, dst = fused(*args)
         return src, dst, w
 
     def finish(self) -> None:
@@ -716,9 +829,10 @@ def upload_edges(graph, edge_set: str, device: torch.device, release: bool = Fal
     """Every edge of ``edge_set`` on ``device`` as int32 global (source, target) ids (E,),
     in row-major bucket order, and the bytes copied: the batches, as :func:`blocks`, pass
     through the staging ring of a :class:`DeviceBuckets` that keeps nothing (no budget, no
-    host cache), so a long batch is written into page-locked memory by several threads
-    while the block before it crosses the bus on the side stream; a bucket travels packed
-    where its partitions allow (:func:`packing`: 4 to 6 bytes an edge). The partition
+    host cache, split by torch operators: read once), so a long batch is written into
+    page-locked memory by several threads while the block before it crosses the bus on the
+    side stream; a bucket travels packed where its partitions allow (:func:`packing`: 4 to
+    6 bytes an edge). The partition
     offsets are added on the device as each block is copied out of the ring. ``release``:
     a block's pages leave the resident set once staged (the host keeps no more of the edge
     files than a batch). Needs fewer than ``2**31`` nodes and edges."""
@@ -736,7 +850,8 @@ def upload_edges(graph, edge_set: str, device: torch.device, release: bool = Fal
         for eb in blocks(list(b.batches())):  # checked against the partitions' sizes
             k = len(eb)
             if ring is None:
-                ring = DeviceBuckets(device, 0, min(m, BLOCK_ROWS), False, host_budget=0)
+                ring = DeviceBuckets(device, 0, min(m, BLOCK_ROWS), False, host_budget=0,
+                                     fuse=False)
             s, d, _ = ring.fetch((b.i, b.j, eb.start), eb.src, eb.dst, None, pack)
             torch.add(s, int(offsets[b.i]), out=src[at:at + k])
             torch.add(d, int(offsets[b.j]), out=dst[at:at + k])

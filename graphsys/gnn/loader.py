@@ -21,13 +21,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from graphsys.device import device_key, resolve_device
+from graphsys.device import device_key, note_launch, resolve_device
 from graphsys.errors import GraphsysError, ParameterError, check_count, check_real
 from graphsys.gnn.dropout import feature_dropout
 from graphsys.sampling._util import as_seed_array, derive_seed, seed_entropy, serial_kernels
 from graphsys.sampling.base import Sampler, SamplerInput, refuse_times
 from graphsys.sampling.block import Block, MiniBatch
-from graphsys.sampling.device import DeviceNeighborSampler, _note_launch, as_int64, mix64
+from graphsys.sampling.device import DeviceNeighborSampler, as_int64, mix64
 from graphsys.sampling.features import feature_rows
 from graphsys.sampling.negative import UniformNegativeSampler
 from graphsys.sampling.neighbor import NeighborSampler
@@ -249,7 +249,7 @@ def device_feature_dropout(table: torch.Tensor, ids: torch.Tensor, p: float, key
     thr = min(round(p * 2.0 ** 32), 2 ** 32 - 1)
     fused = _keep_kernel(ids.device)
     if fused is not None:       # one kernel (CUDA), checked against the operators
-        _note_launch("jiterator")
+        note_launch("jiterator")
         keep = fused(ids.to(torch.int64).unsqueeze(1), _columns(x.shape[1], ids.device),
                      key=as_int64(key), thr=thr, pairs=(x.shape[1] + 1) // 2)
     else:

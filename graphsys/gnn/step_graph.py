@@ -20,13 +20,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from graphsys.device import note_launch
 from graphsys.errors import GraphsysError, check_count
 from graphsys.gnn.model import GNN
 from graphsys.sampling._util import as_seed_array, derive_seed, seed_entropy
 from graphsys.sampling.device import (
     DeviceNeighborSampler,
     _in_process_group,
-    _note_launch,
     as_int64,
 )
 from graphsys.sampling.neighbor import NeighborSampler
@@ -314,7 +314,7 @@ class NodeStepGraph:
 
     def _replay(self) -> None:
         self._graph.replay()
-        _note_launch("cuda_graph")
+        note_launch("cuda_graph")
 
     def _compute(self, packed: torch.Tensor) -> None:
         """The step's operators on ``packed`` (keys, then seeds padded with the padding

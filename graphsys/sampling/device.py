@@ -27,7 +27,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from graphsys.device import resolve_device
+from graphsys.device import note_launch, resolve_device
 from graphsys.errors import GraphsysError
 from graphsys.sampling._util import as_seed_array, derive_seed
 from graphsys.sampling.adjacency import Adjacency
@@ -201,17 +201,6 @@ def _in_process_group() -> bool:
     import torch.distributed as dist
 
     return dist.is_available() and dist.is_initialized()
-
-
-def _note_launch(name: str) -> None:
-    """Report a kernel launched outside torch's dispatcher to the active dispatch modes
-    that count launches (:class:`graphsys.analysis.device_counts.DeviceWorkCounter`)."""
-    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
-
-    for mode in _get_current_dispatch_mode_stack():
-        note = getattr(mode, "note_launch", None)
-        if note is not None:
-            note(name)
 
 
 def node_table(indptr: np.ndarray, device: torch.device) -> torch.Tensor:
@@ -775,7 +764,7 @@ class DeviceNeighborSampler(Sampler):
         if entry[1] is None:
             return self._flatten(*self._draw_packed(entry[0]))[0]
         entry[1].replay()
-        _note_launch("cuda_graph")
+        note_launch("cuda_graph")
         return entry[5]
 
     @staticmethod
@@ -890,7 +879,7 @@ class DeviceNeighborSampler(Sampler):
         if f.fused is not None:
             if not torch.is_tensor(key):
                 key = torch.full((), key, dtype=torch.int64, device=info.device)
-            _note_launch("jiterator")
+            note_launch("jiterator")
             return f.fused(info[:, 2:3], key, deg, lo, f.steps)
         x = srl64(mix64(mix64(info[:, 2] ^ key).unsqueeze(1) + f.words), 11)    # 53 bits
         if self.replace:    # the CPU kernel's int(u * deg), u = x * 2**-53: exact scaling

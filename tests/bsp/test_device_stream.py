@@ -4,6 +4,8 @@ whatever the budget."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from collections import Counter
 
 import numpy as np
@@ -271,6 +273,138 @@ def test_ops_a_streamed_pass(graphs, packed):
     assert c.ops["index_select"] == c.ops["index_add_"] == batches
     assert "index_put_" not in c.ops
     assert c.ops.get("_to_copy", 0) == (batches if SIDE_BYTES[packed] else 0)
+
+
+def _emulate_fused_split(monkeypatch) -> None:
+    """A stand-in for the fused split kernel (:func:`device_stream.fused_split`, CUDA's
+    jiterator) on the CPU: :func:`device_stream.split_words`'s operators, unseen by the
+    counters and reported as one launch, their outputs on the (emulated) device."""
+    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+
+    def checked(pack, device):
+        def fused(word, side=None):
+            counters = [m for m in _get_current_dispatch_mode_stack()
+                        if isinstance(m, DeviceWorkCounter)]
+            for m in counters:
+                m._quiet = True
+            try:
+                out = device_stream.split_words(word, side, pack)
+            finally:
+                for m in counters:
+                    m._quiet = False
+                    m._on_device.update({t: True for t in out})
+            return out
+        return fused
+
+    monkeypatch.setattr(device_stream, "FUSED_SPLIT_DEVICES", ("cpu",))
+    monkeypatch.setattr(device_stream, "_FUSED", {})
+    monkeypatch.setattr(device_stream, "_checked_split", checked)
+
+
+def test_fused_split_is_one_launch_a_batch(graphs, packed, monkeypatch):
+    """With a packed batch's split one kernel (CUDA's jiterator; emulated here) a streamed
+    batch of an all-active copy/sum pass is three launches whatever its packing (the
+    split, the gather, the ``index_add_``: 3 to 11 launches of torch operators before),
+    the same sums bit for bit."""
+    _, _, want = _pass_counts(graphs["directed-p3"].graph, 0)
+    _emulate_fused_split(monkeypatch)
+    c, buckets, acc = _pass_counts(graphs["directed-p3"].graph, 0)
+    batches = len(buckets.streamed)
+    split = 0 if packed == "int32-pairs" else 1
+    assert c.transfers == batches and c.syncs == 0
+    assert c.launches == (2 + split) * batches + 2
+    assert c.ops.get("jiterator", 0) == split * batches
+    np.testing.assert_array_equal(acc.numpy(), want.numpy())
+
+
+def test_upload_splits_with_operators(graphs, packed, monkeypatch):
+    """A one-time upload of every edge (the device builds' :func:`upload_edges`) splits its
+    batches with torch operators, not the fused kernel (its compilation would outlast the
+    upload's ops): the same edges either way."""
+    g = graphs["directed-p3"].graph
+    cpu = torch.device("cpu")
+    want = device_stream.upload_edges(g, g.edge_set(None).name, cpu)
+    _emulate_fused_split(monkeypatch)
+    with DeviceWorkCounter() as c:
+        got = device_stream.upload_edges(g, g.edge_set(None).name, cpu)
+    assert "jiterator" not in c.ops and device_stream._FUSED == {}
+    assert all(torch.equal(a, b) for a, b in zip(want[:2], got[:2])) and want[2] == got[2]
+
+
+#: Packings the fused split's source is compiled for here: one word; a side byte of
+#: source bits, target bits or both; two side bytes (the widest each way and shared)
+SPLIT_PACKS = [(0, 0), (4, 0), (0, 8), (4, 4), (8, 8), (16, 0), (0, 16), (3, 9)]
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs a C++ compiler")
+def test_fused_split_source_splits_as_the_operators(tmp_path):
+    """The fused split's source (compiled by jiterator on CUDA), compiled here as C++ for
+    int32 with the side entry widened as jiterator widens it: the offsets of
+    :func:`device_stream.split_words`, bit for bit, over random words (the extremes
+    included) and every side entry each packing allows."""
+    rng = np.random.default_rng(5)
+    for pack in SPLIT_PACKS:
+        side = device_stream._side_bytes(pack) > 0
+        code = device_stream.split_code(pack)
+        args = "w, s, src, dst" if side else "w, src, dst"
+        main = code + f"""
+#include <cstdio>
+int main() {{
+  int w, s, src, dst;
+  while (std::scanf("%d %d", &w, &s) == 2) {{
+    gs_split_offsets<int>({args});
+    std::printf("%d %d\\n", src, dst);
+  }}
+}}
+"""
+        cpp = tmp_path / f"split{pack[0]}_{pack[1]}.cpp"
+        cpp.write_text(main)
+        exe = cpp.with_suffix("")
+        subprocess.run(["g++", "-O2", "-o", str(exe), str(cpp)], check=True)
+        top = 1 << (pack[0] + pack[1])
+        n = top + 2000
+        word = rng.integers(-2**31, 2**31, n, dtype=np.int64).astype(np.int32)
+        word[:4] = 0, -1, -2**31, 2**31 - 1
+        entries = np.concatenate([np.arange(top), rng.integers(0, top, n - top)])
+        size = device_stream._side_bytes(pack)
+        sides = (None if not size else torch.from_numpy(
+            entries.astype(np.uint8) if size == 1 else entries.astype(np.uint16).view(np.int16)))
+        widened = sides.to(torch.int32).tolist() if side else [0] * n
+        out = subprocess.run([str(exe)], input="\n".join(
+            f"{a} {b}" for a, b in zip(word.tolist(), widened)), text=True,
+            capture_output=True, check=True).stdout.split()
+        got = np.array([int(v) for v in out], np.int64).reshape(n, 2)
+        want = device_stream.split_words(torch.from_numpy(word), sides, pack)
+        np.testing.assert_array_equal(got[:, 0], want[0].numpy(), err_msg=str(pack))
+        np.testing.assert_array_equal(got[:, 1], want[1].numpy(), err_msg=str(pack))
+
+
+def test_fused_split_only_where_listed_and_checked(monkeypatch):
+    """No fused split off :data:`device_stream.FUSED_SPLIT_DEVICES`; where listed, a kernel
+    is used once it splits the check batch as the torch operators do, and a kernel that
+    splits otherwise, or cannot run, is not (the operators split the batches)."""
+    import torch.cuda.jiterator as jiterator
+
+    cpu = torch.device("cpu")
+    assert "cpu" not in device_stream.FUSED_SPLIT_DEVICES
+    assert device_stream.fused_split((4, 4), cpu) is None
+    assert device_stream._checked_split((4, 4), cpu) is None      # jiterator needs CUDA
+    made = {}
+
+    def make(code, num_outputs):
+        made[code] = num_outputs
+        return lambda word, side=None: device_stream.split_words(word, side, pack)
+
+    monkeypatch.setattr(jiterator, "_create_multi_output_jit_fn", make)
+    monkeypatch.setattr(device_stream, "FUSED_SPLIT_DEVICES", ("cpu",))
+    monkeypatch.setattr(device_stream, "_FUSED", {})
+    pack = (4, 4)
+    fn = device_stream.fused_split(pack, cpu)
+    assert fn is not None and made == {device_stream.split_code(pack): 2}
+    assert device_stream.fused_split(pack, cpu) is fn                  # made once
+    pack = (3, 5)                                          # splits as (4, 4): refused
+    monkeypatch.setattr(device_stream, "_FUSED", {})
+    assert device_stream.fused_split((4, 4), cpu) is None
 
 
 @pytest.mark.parametrize("spmv", [False, True], ids=["gather-add", "spmv"])

@@ -213,7 +213,7 @@ def test_a_recorded_step_is_a_copy_and_a_replay(adj, monkeypatch):
     one launch), a step is 2 launches and an epoch one upload and one read."""
     from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
 
-    from graphsys.sampling.device import _note_launch
+    from graphsys.device import note_launch
 
     def replay(self):
         counters = [m for m in _get_current_dispatch_mode_stack()
@@ -226,7 +226,7 @@ def test_a_recorded_step_is_a_copy_and_a_replay(adj, monkeypatch):
         finally:
             for m in counters:
                 m._quiet = False
-        _note_launch("cuda_graph")
+        note_launch("cuda_graph")
 
     monkeypatch.setattr(NodeStepGraph, "_replay", replay)
     feat, label = _data()

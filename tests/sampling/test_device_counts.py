@@ -132,7 +132,7 @@ def test_training_step_with_the_sampler_graph_counts(adj):
     69, within issue 69's 40; one upload, one read, one synchronisation."""
     from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
 
-    from graphsys.sampling.device import _note_launch
+    from graphsys.device import note_launch
 
     dev = DeviceNeighborSampler(adj, [15, 10], device="cpu", cuda_graphs=True)
     run_graph, sample = dev._run_graph, dev.sample_blocks
@@ -148,7 +148,7 @@ def test_training_step_with_the_sampler_graph_counts(adj):
             for m in counters:
                 m._quiet = False
                 m._on_device[flat] = True
-        _note_launch("cuda_graph")
+        note_launch("cuda_graph")
         return flat
 
     dev._run_graph = replay

@@ -98,11 +98,14 @@ def test_dry_run_records_each_parts_figures(dry_run):
     unmerged = by["bsp", "pagerank-out-of-core-unmerged"]
     assert unmerged["method"] == "supersteps" and unmerged["resident_bytes"] > 0
     assert unmerged["median_bytes_h2d"] == 0
-    # streamed again with the batches unpacked (on the CPU no byte crosses a bus)
-    unpacked = by["bsp", "pagerank-out-of-core-streamed-unpacked"]
-    assert unpacked["resident_bytes"] == 0 and unpacked["method"] == "supersteps"
-    assert len(unpacked["supersteps"]) == len(
-        by["bsp", "pagerank-out-of-core-streamed"]["supersteps"])
+    # streamed again with each packed batch split by torch operators, and with the batches
+    # unpacked (on the CPU no byte crosses a bus and the operators split every batch)
+    for name, _, _ in gpu_check.STREAMED_VARIANTS:
+        variant = by["bsp", f"pagerank-out-of-core-streamed-{name}"]
+        assert variant["resident_bytes"] == 0 and variant["method"] == "supersteps"
+        assert len(variant["supersteps"]) == len(
+            by["bsp", "pagerank-out-of-core-streamed"]["supersteps"])
+    assert by["bsp", "fused-split"]["packings"] == {}
     # the device BFS under each switch rule: the same levels; never bottom-up last
     policies = by["bsp", "bfs-direction-policies"]["policies"]
     assert set(policies) == (set(gpu_check.BFS_POLICIES) | set(gpu_check.PULL_COSTS)
