@@ -390,7 +390,7 @@ def _combine(edges, x, active, act: np.ndarray, parts: list, pulled: bool,
     messages sent, bytes copied to the device)``. ``pulled``: each row is a target's, its
     edges' messages kept where their source is on the frontier."""
     from graphsys.bsp import kernels
-    from graphsys.bsp.edges import _host_accumulators, _Sink, _torch_messages
+    from graphsys.bsp.edges import _host_accumulators, _Sink
     from graphsys.bsp.program import COMBINERS, MESSAGES
     from graphsys.bsp.provider import EdgeResult
     from graphsys.device import host_array
@@ -412,17 +412,13 @@ def _combine(edges, x, active, act: np.ndarray, parts: list, pulled: bool,
     staging = edges.active.staging()
     before = staging.moved
     staging.begin(sum(words(g.edges, len(g.senders), weights) for g in parts))
-    sink = _Sink(prog, edges.num_nodes, edges.device)
+    sink = _Sink(prog, edges.num_nodes, edges.device, spare=True)
     for row, other, w in to_device(parts, edges.device, staging):
         src, dst = (other, row) if pulled else (row, other)
-        if pulled:  # only the in-neighbours on the frontier send
-            keep = active.index_select(0, src)
-            src, dst = src[keep], dst[keep]
-            w = w[keep] if w is not None else None
-        sink.add(dst, _torch_messages(prog, x[src], w))
-        sent += int(src.numel())
+        # only the in-neighbours on the frontier send
+        sink.send(x, src, dst, w, active.index_select(0, src) if pulled else None)
     staging.end()
-    return sink.result(kind), sent, staging.moved - before
+    return sink.result(kind), sink.messages_sent(), staging.moved - before
 
 
 def read_bytes(edges: int, rows: int, weights: bool) -> int:

@@ -140,23 +140,59 @@ def _torch_messages(program: VertexProgram, xs: torch.Tensor,
 
 
 class _Sink:
-    """Where torch-path messages go: a scatter_reduce into ``acc`` or a raw message list."""
+    """Where torch-path messages go: a scatter_reduce into ``acc`` or a raw message list.
 
-    def __init__(self, program: VertexProgram, num_targets: int, device: torch.device):
+    ``spare``: a combining sink of a builtin message gets one spare row past the targets,
+    where :meth:`send` puts the messages of edges masked off (a sender off the frontier, a
+    target not accepted) rather than compacting them out (a compaction's size is a host
+    read on a GPU); :meth:`result` leaves it out. Messages are counted on the host, and
+    the masked sends on the device, read once by :meth:`messages_sent`."""
+
+    def __init__(self, program: VertexProgram, num_targets: int, device: torch.device,
+                 spare: bool = False):
         import torch
 
         self.program, self.device = program, device
         self.raw = program.raw_messages
         self.num_targets = num_targets
+        self.spare = spare and not self.raw and isinstance(program.message, str)
+        self.sent = 0
+        self._sent_masked: torch.Tensor | None = None
         if self.raw:
             self.index: list[torch.Tensor] = []
             self.values: list[torch.Tensor] = []
             self.acc = self.received = None
         else:
             self.reduce = COMBINERS[program.combiner][2]
-            self.acc = torch.full(program.message_shape(num_targets), program.identity,
+            rows = num_targets + self.spare
+            self.acc = torch.full(program.message_shape(rows), program.identity,
                                   dtype=torch.float64, device=device)
-            self.received = torch.zeros(num_targets, dtype=torch.bool, device=device)
+            self.received = torch.zeros(rows, dtype=torch.bool, device=device)
+
+    def send(self, x: torch.Tensor, src: torch.Tensor, dst: torch.Tensor,
+             w: torch.Tensor | None, keep: torch.Tensor | None = None) -> None:
+        """The messages of the edges ``src -> dst`` (int64 ids into ``x`` and the targets;
+        float32 weights ``w`` or None) from the sources' values ``x``; with ``keep`` (bool
+        (E,)), of the kept edges only: the others go to the spare row, or are compacted out
+        first where the sink has none."""
+        import torch
+
+        if keep is not None and self.spare:
+            dst = torch.where(keep, dst, self.num_targets)
+            count = keep.sum()
+            self._sent_masked = (count if self._sent_masked is None
+                                 else self._sent_masked.add_(count))
+        elif keep is not None:
+            src, dst = src[keep], dst[keep]
+            w = w[keep] if w is not None else None
+            self.sent += src.numel()
+        else:
+            self.sent += src.numel()
+        self.add(dst, _torch_messages(self.program, x[src], w))
+
+    def messages_sent(self) -> int:
+        """Messages sent so far (one host read where some sends were masked)."""
+        return self.sent + (0 if self._sent_masked is None else int(self._sent_masked))
 
     def add(self, index: torch.Tensor, values: torch.Tensor) -> None:
         if index.numel() == 0:
@@ -179,7 +215,8 @@ class _Sink:
             val = torch.cat(self.values) if self.values else torch.zeros(
                 0, dtype=torch.float64, device=dev)
             return EdgeResult(None, None, (idx, val), direction)
-        return EdgeResult(self.acc, self.received, None, direction)
+        n = self.num_targets
+        return EdgeResult(self.acc[:n], self.received[:n], None, direction)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -546,37 +583,32 @@ class MemoryEdges:
                 scanned += int(s)
                 sent += int(m)
             return EdgeResult(acc, received, None, direction, scanned, sent)
-        sink = _Sink(prog, self.num_nodes, self.device)
-        scanned = sent = 0
-        spmv = (pull and all_active and accept is None and not sink.raw
+        spmv = (pull and all_active and accept is None and not prog.raw_messages
                 and prog.message == "copy" and prog.combiner == "sum" and prog.width is None
                 and self.device.type in SPARSE_CSR_DEVICES)
+        sink = _Sink(prog, self.num_nodes, self.device, spare=not spmv)
+        scanned = 0
         for pull_kind, push_kind in self._passes():
             if spmv:  # every vertex sends its value: the sums are one matrix-vector product
                 mat, has_in = self._pull_matrix(pull_kind)
                 sink.acc += mat @ x.double()
                 sink.received |= has_in
                 scanned += mat.values().numel()
-                sent += mat.values().numel()
+                sink.sent += mat.values().numel()
                 continue
-            if pull:
+            keep = None
+            if pull:  # every in-edge read; those of senders off the frontier masked
                 _, idx, w, rows = self.adjacency(pull_kind)
                 src, dst = idx, rows
-                scanned += src.numel()
                 if not all_active:
                     keep = active[src]
-                    src, dst = src[keep], dst[keep]
-                    w = w[keep] if w is not None else None
             else:
                 src, dst, w = self._push_edges(push_kind, frontier)
-                scanned += src.numel()
+            scanned += src.numel()
             if accept is not None:
-                keep = accept[dst]
-                src, dst = src[keep], dst[keep]
-                w = w[keep] if w is not None else None
-            sink.add(dst, _torch_messages(prog, x[src], w))
-            sent += src.numel()
+                keep = accept[dst] if keep is None else keep & accept[dst]
+            sink.send(x, src, dst, w, keep)
         res = sink.result(direction)
-        res.edges_scanned, res.messages_sent = scanned, sent
+        res.edges_scanned, res.messages_sent = scanned, sink.messages_sent()
         res.bytes_h2d = self.bytes_h2d - h2d0
         return res

@@ -310,7 +310,7 @@ class StreamEdges:
                 sink = _CopySum(self.num_nodes, self.device,
                                 self._received.get(prog.direction))
             else:
-                sink = _Sink(prog, self.num_nodes, self.device)
+                sink = _Sink(prog, self.num_nodes, self.device, spare=True)
         kept = None if numba_path else self.device_buckets  # batches not read from files
         counters = [[0, 0, 0, 0] for _ in range(max(1, workers))]  # scanned, sent, bytes, h2d
         next_task = itertools.count()
@@ -378,6 +378,8 @@ class StreamEdges:
             res = sink.result("stream")
             if isinstance(sink, _CopySum):
                 self._after_copy_sum(sink, tasks)
+            else:  # the batches' messages, counted by the sink
+                sent += sink.messages_sent()
         res.edges_scanned, res.messages_sent, res.bytes_read, res.bytes_h2d = (
             scanned, sent, nbytes, h2d)
         return res
@@ -486,12 +488,7 @@ class StreamEdges:
             c[1] += src.numel()
             return
         src, dst = src.to(torch.int64) + sb, dst.to(torch.int64) + db
-        if use_active:
-            keep = active[src]
-            src, dst = src[keep], dst[keep]
-            w = w[keep] if w is not None else None
-        sink.add(dst, _torch_messages(self.program, x[src], w))
-        c[1] += src.numel()
+        sink.send(x, src, dst, w, active[src] if use_active else None)
 
     def _oriented(self, i: int, j: int, rev: bool, src, dst) -> tuple:
         """``(src, dst, sb, db)`` of a batch of bucket (i, j): ``sb`` the offset of its

@@ -41,6 +41,11 @@ PACK_MODES = {"packed": (16, 16), "wide-byte": (3, 16), "wide-short": (1, 16),
               "int32-pairs": (0, 0)}
 #: Side-stream bytes an edge of each mode
 SIDE_BYTES = {"packed": 0, "wide-byte": 1, "wide-short": 2, "int32-pairs": 0}
+#: torch ops that split a batch of each mode: (word >> low) & mask, word & mask; the side
+#: stream widened (and a two-byte one's sign masked off), and each offset's higher bits
+#: shifted into place and or-ed in
+SPLIT_OPS = {"packed": 3, "int32-pairs": 0, "wide-byte": 3 + 1 + 3 + 3,
+             "wide-short": 3 + 2 + 3 + 3}
 
 
 def batch_bytes(graph, weighted: bool, mode: str) -> int:
@@ -264,10 +269,7 @@ def test_ops_a_streamed_pass(graphs, packed):
     byte an edge, 8 with two); no host sync."""
     c, buckets, _ = _pass_counts(graphs["directed-p3"].graph, 0)
     batches = len(buckets.streamed)
-    # (word >> low) & mask, word & mask; the side stream widened (and a two-byte one's sign
-    # masked off), and each offset's higher bits shifted into place and or-ed in
-    split = {"packed": 3, "int32-pairs": 0, "wide-byte": 3 + 1 + 3 + 3,
-             "wide-short": 3 + 2 + 3 + 3}[packed]
+    split = SPLIT_OPS[packed]
     assert c.transfers == batches and c.syncs == 0
     assert c.launches == (2 + split) * batches + 2
     assert c.ops["index_select"] == c.ops["index_add_"] == batches
@@ -641,8 +643,12 @@ def test_frontier_pass_ops(graphs, packed):
     """A merged frontier pass: the accumulators (2), the frontier's and the values' gathers
     (2), the spare target for senders off it (1), one scatter-reduce and one index fill,
     and the count of messages sent (a sum and its read: the one host synchronisation);
-    nothing moved. Batch by batch, the same phase takes 10 to 13 ops and 2 synchronisations
-    a batch (the compactions of the frontier's edges), and a read of the frontier."""
+    nothing moved. Batch by batch, the same phase sends the edges of senders off the
+    frontier to the spare target too (it compacted them out before: two synchronisations
+    a batch): per batch its copy, the split, the ids widened and offset, the frontier's
+    gather, the spare target, the count, the values' gather, one scatter-reduce and one
+    index put, no synchronisation; per pass the accumulators, a read of the frontier and
+    one of the count."""
     g = graphs["directed-p3"].graph
     c, edges = _frontier_counts(g, BUDGETS["resident"])
     assert edges._frontier["out"] and not edges.device_buckets.streamed
@@ -650,8 +656,14 @@ def test_frontier_pass_ops(graphs, packed):
                            "scatter_reduce_": 1, "index_fill_": 1}
     assert c.syncs == 1 and [k for k, _ in c.records] == ["d2h"]
     c, edges = _frontier_counts(g, 0)
+    batches = len(edges.device_buckets.streamed)
     assert edges._frontier["out"] is False
-    assert c.syncs == 2 * len(edges.device_buckets.streamed) + 1
+    assert c.syncs == 2 and c.transfers == batches + 2
+    assert [k for k, _ in c.records][-1] == "d2h"
+    # the count's running sum starts at the first batch's count
+    assert c.launches == 2 + (11 + SPLIT_OPS[packed]) * batches - 1
+    assert c.ops["where"] == c.ops["scatter_reduce_"] == batches
+    assert "nonzero" not in c.ops
 
 
 @pytest.mark.parametrize("why", ["budget", "streamed", "out-of-memory"])
