@@ -344,10 +344,13 @@ def test_fused_split_source_splits_as_the_operators(tmp_path):
     int32 with the side entry widened as jiterator widens it: the offsets of
     :func:`device_stream.split_words`, bit for bit, over random words (the extremes
     included) and every side entry each packing allows."""
+    from torch.cuda.jiterator import _CodeParser
+
     rng = np.random.default_rng(5)
     for pack in SPLIT_PACKS:
         side = device_stream._side_bytes(pack) > 0
         code = device_stream.split_code(pack)
+        assert _CodeParser(code).function_name == "gs_split_offsets"
         args = "w, s, src, dst" if side else "w, src, dst"
         main = code + f"""
 #include <cstdio>
