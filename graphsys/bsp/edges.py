@@ -305,7 +305,7 @@ class MemoryEdges:
                 indptr_t = _as_tensor(indptr, self.device)
                 rows = torch.repeat_interleave(
                     torch.arange(self.num_nodes, device=self.device),
-                    indptr_t[1:] - indptr_t[:-1])
+                    indptr_t[1:] - indptr_t[:-1], output_size=len(idx))
                 # the ids cross as stored (int32 where they fit) and are widened there
                 self._adj[kind] = (indptr_t, _as_tensor(idx, self.device).to(torch.int64),
                                    _as_tensor(w, self.device) if len(w) else None, rows)
@@ -461,25 +461,27 @@ class MemoryEdges:
         return ([("csc", "csr")] if d in ("out", "both") else []) + (
             [("csr", "csc")] if d in ("in", "both") else [])
 
-    def dense(self, active: torch.Tensor, num_active: int) -> tuple[bool, np.ndarray | None]:
+    def dense(self, active: torch.Tensor, num_active: int
+              ) -> tuple[bool, torch.Tensor | None, list[int]]:
         """Ligra's rule: pull when |F| + outdeg(F) > m / divisor. Returns (pull?, frontier
-        ids int64 or None)."""
+        ids int64 or None, and the frontier's out-edges in each pass's push adjacency where
+        they were counted: the sizes of a push's edge lists)."""
         if num_active == self.num_nodes:
-            return True, None
+            return True, None, []
         threshold = self.num_edges * len(self._passes()) / self.dense_divisor
         if num_active > threshold:
-            return True, None
+            return True, None, []
         import torch
 
         frontier = torch.nonzero(active).squeeze(1)
-        outdeg = 0
+        outdeg = []
         for _, push_kind in self._passes():
             indptr = self.adjacency(push_kind)[0]
             if self.use_numba:
-                outdeg += int(kernels.frontier_degree(indptr, host_array(frontier.cpu())))
+                outdeg.append(int(kernels.frontier_degree(indptr, host_array(frontier.cpu()))))
             else:
-                outdeg += int((indptr[frontier + 1] - indptr[frontier]).sum())
-        return num_active + outdeg > threshold, frontier
+                outdeg.append(int((indptr[frontier + 1] - indptr[frontier]).sum()))
+        return num_active + sum(outdeg) > threshold, frontier, outdeg
 
     def relax(self, value: torch.Tensor, frontier: np.ndarray, max_steps: int) -> tuple:
         """Supersteps of a min-relaxation program in numba calls (:func:`kernels.relax_run`):
@@ -529,18 +531,20 @@ class MemoryEdges:
         return kernels.push_rows(indptr, idx, w, xn, host_array(frontier), acc_mask,
                                  use_accept, msg, comb, a, r)
 
-    def _push_edges(self, kind: str, frontier: torch.Tensor) -> tuple:
-        """The out-edges of ``frontier`` (torch path) in ``kind``'s adjacency: (sources,
-        targets, weights or None), int64/float32 tensors on the device."""
+    def _push_edges(self, kind: str, frontier: torch.Tensor, edges: int) -> tuple:
+        """The ``edges`` out-edges of ``frontier`` (torch path; counted by :meth:`dense`, so
+        that no op here waits on the host for its output's size) in ``kind``'s adjacency:
+        (sources, targets, weights or None), int64/float32 tensors on the device."""
         import torch
 
         indptr, idx, w, _ = self.adjacency(kind)
         f = frontier.to(self.device)
         counts = indptr[f + 1] - indptr[f]
-        src = torch.repeat_interleave(f, counts)
+        src = torch.repeat_interleave(f, counts, output_size=edges)
         # edge positions: start of each source's row + rank within the row
-        starts = torch.repeat_interleave(indptr[f] - torch.cumsum(counts, 0) + counts, counts)
-        pos = starts + torch.arange(src.numel(), device=self.device)
+        starts = torch.repeat_interleave(indptr[f] - torch.cumsum(counts, 0) + counts, counts,
+                                         output_size=edges)
+        pos = starts + torch.arange(edges, device=self.device)
         return src, idx[pos], (w[pos] if w is not None else None)
 
     @traced("bsp.edges")
@@ -548,7 +552,7 @@ class MemoryEdges:
             accept: torch.Tensor | None) -> EdgeResult:
         prog = self.program
         h2d0 = self.bytes_h2d
-        pull, frontier = self.dense(active, num_active)
+        pull, frontier, frontier_edges = self.dense(active, num_active)
         all_active = num_active == self.num_nodes
         direction = "pull" if pull else "push"
         if self.use_numba:
@@ -588,7 +592,7 @@ class MemoryEdges:
                 and self.device.type in SPARSE_CSR_DEVICES)
         sink = _Sink(prog, self.num_nodes, self.device, spare=not spmv)
         scanned = 0
-        for pull_kind, push_kind in self._passes():
+        for k, (pull_kind, push_kind) in enumerate(self._passes()):
             if spmv:  # every vertex sends its value: the sums are one matrix-vector product
                 mat, has_in = self._pull_matrix(pull_kind)
                 sink.acc += mat @ x.double()
@@ -603,7 +607,7 @@ class MemoryEdges:
                 if not all_active:
                     keep = active[src]
             else:
-                src, dst, w = self._push_edges(push_kind, frontier)
+                src, dst, w = self._push_edges(push_kind, frontier, frontier_edges[k])
             scanned += src.numel()
             if accept is not None:
                 keep = accept[dst] if keep is None else keep & accept[dst]

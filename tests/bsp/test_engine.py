@@ -257,3 +257,41 @@ def test_an_adjacency_over_the_available_ram_is_refused_in_one_line(tmp_path, mo
     adj = csr_matrix((np.ones(len(c.indices)), c.indices, c.indptr), shape=(50, 50))
     expected = csgraph.shortest_path(adj, unweighted=True, indices=int(g.to_internal([0])[0]))
     np.testing.assert_array_equal(bsp.bfs(g, 0).values, expected)
+
+
+@pytest.mark.parametrize("accept", [False, True], ids=["all-targets", "accepting"])
+def test_in_memory_push_waits_only_for_its_counts(graphs, accept):
+    """An in-memory push superstep on the torch path (the device emulated on the CPU):
+    the frontier's ids and their out-edges' count are the host reads (its edge lists then
+    made with their sizes known: the expansions' own two reads are gone); with targets to
+    accept, the edges of the others go to the spare target, counted by one more read (two
+    compactions' reads before). The same sums as the numba path's."""
+    from graphsys.analysis.device_counts import DeviceWorkCounter
+    from graphsys.bsp.algorithms.traversal import SSSP
+    from graphsys.bsp.engine import open_edges
+
+    g = graphs["directed-p3"].graph
+    n = g.num_nodes()
+    gen = torch.Generator().manual_seed(4)
+    x = torch.rand(n, dtype=torch.float64, generator=gen)
+    active = torch.zeros(n, dtype=torch.bool)
+    active[:3] = True
+    targets = torch.rand(n, generator=gen) < 0.5 if accept else None
+    sums = {}
+    for backend in ("torch", "numba"):
+        edges = open_edges(g, g.edge_set(None).name, SSSP(0), torch.device("cpu"), backend)
+        try:
+            res = edges.run(x, active, 3, targets)  # the adjacency built
+            if backend == "torch":
+                with DeviceWorkCounter(device_tensors=[x, active] + [
+                        t for t in [targets] if t is not None]) as c:
+                    res = edges.run(x, active, 3, targets)
+        finally:
+            edges.close()
+        assert res.direction == "push"
+        sums[backend] = (np.asarray(res.acc), np.asarray(res.received, bool),
+                         res.messages_sent)
+    assert c.syncs == 2 + accept and "nonzero" in c.ops
+    np.testing.assert_array_equal(sums["torch"][0], sums["numba"][0])
+    np.testing.assert_array_equal(sums["torch"][1], sums["numba"][1])
+    assert sums["torch"][2] == sums["numba"][2]
