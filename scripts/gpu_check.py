@@ -632,17 +632,23 @@ def superstep_figures(stats) -> dict:
     """Per superstep seconds (all phases), edges scanned and bytes copied host to device;
     their medians over the steady supersteps (:func:`steady_from`, recorded as
     ``steady_from``), edges/s of that median, and each phase's median seconds (where the
-    time of a superstep beyond its edges goes)."""
+    time of a superstep beyond its edges goes). A float32 PageRank whose last supersteps
+    ran in float64 (its method says from which) has its medians over its float32 ones, and
+    the float64 tail's median seconds as ``float64_from`` and ``float64_median_seconds``."""
     steps = [{"superstep": s.superstep, "seconds": round(sum(s.seconds.values()), 6),
               "edges": s.edges_scanned, "bytes_h2d": s.bytes_h2d, "direction": s.direction}
              for s in stats.supersteps]
-    start = steady_from(stats.method, len(steps))
-    body = steps[start:]
+    wide = re.search(r"float64 from superstep (\d+)", stats.method)
+    end = int(wide.group(1)) if wide else len(steps)
+    start = steady_from(stats.method, end)
+    body = steps[start:end]
     sec = median([s["seconds"] for s in body])
     edges = median([s["edges"] for s in body])
-    phases = {p: round(median([s.seconds.get(p, 0.0) for s in stats.supersteps[start:]])
+    phases = {p: round(median([s.seconds.get(p, 0.0) for s in stats.supersteps[start:end]])
                        or 0.0, 6) for p in stats.supersteps[0].seconds} if body else {}
-    return {"supersteps": steps, "steady_from": start, "median_seconds": sec,
+    tail = {"float64_from": end, "float64_median_seconds": median(
+        [s["seconds"] for s in steps[end:]])} if wide else {}
+    return {"supersteps": steps, "steady_from": start, "median_seconds": sec, **tail,
             "median_phase_seconds": phases,
             "median_edges": edges, "edges_per_s": round(edges / sec) if sec else None,
             "median_bytes_h2d": median([s["bytes_h2d"] for s in body]),
@@ -821,7 +827,8 @@ def fused_splits() -> dict:
     to split the check batch (False)."""
     from graphsys.bsp import device_stream
 
-    return {f"{hs},{hd}": fn is not None for ((hs, hd), _), fn in device_stream._FUSED.items()}
+    return {f"{hs},{hd}": fn is not None
+            for ((hs, hd), _, _), fn in device_stream._FUSED.items()}
 
 
 #: The streamed PageRank's variants, each set beside the streamed row: (name, the
@@ -1035,6 +1042,9 @@ def pagerank_row(label: str, where: str, figs: dict, peer: dict, method: str = "
            + (f" (float32, {wide.group(0)})" if wide else "")
            + f", {'converged' if figs['converged'] else 'not converged'}, "
            f"median of supersteps {figs['steady_from']}..")
+    if wide and figs.get("float64_median_seconds") is not None:
+        run += (f"{figs['float64_from'] - 1} (the float32 ones; the float64 ones' "
+                f"{figs['float64_median_seconds'] * 1e3:.3f} ms)")
     return {"workload": f"PageRank, {label}, {where}, time per iteration (torch backend; "
                         f"{int(figs['median_bytes_h2d']):,} bytes host to device per "
                         f"superstep; {run})",

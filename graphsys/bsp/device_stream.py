@@ -90,7 +90,8 @@ _SPLIT_CODE = """template <typename T> void gs_split_offsets(T word@SIDE_ARG@, T
   src = (T) (((w >> @LOW@) & @MASK@u) | (@HS@ ? (s >> @HD@) << @LOW@ : 0u));
   dst = (T) ((w & @MASK@u) | ((s & ((1u << @HD@) - 1u)) << @LOW@));
 }"""
-#: The fused splits made so far, by (packing, device): a kernel, or None where it failed
+#: The fused splits made so far, by (packing, :data:`PACK_LOW`, device): a kernel, or None
+#: where it failed
 _FUSED: dict[tuple, object] = {}
 #: A batch of at least this many rows is written into host memory by several threads
 PARALLEL_STAGE_ROWS = 1 << 18
@@ -241,7 +242,7 @@ def fused_split(pack: tuple[int, int], device: torch.device):
     there is one) returning the (source, target) int32 offsets, once it split a check
     batch (random words, side entries of every allowed value) as :func:`split_words` does;
     None off :data:`FUSED_SPLIT_DEVICES` or where it cannot be made or splits otherwise.
-    Made once per packing and device.
+    Made once per packing, :data:`PACK_LOW` and device.
 
     Examples
     --------
@@ -251,7 +252,7 @@ def fused_split(pack: tuple[int, int], device: torch.device):
     """
     if device.type not in FUSED_SPLIT_DEVICES:
         return None
-    key = (pack, str(device))
+    key = (pack, PACK_LOW, str(device))  # the source's parameters (:func:`split_code`)
     if key not in _FUSED:
         _FUSED[key] = _checked_split(pack, device)
     return _FUSED[key]

@@ -410,6 +410,12 @@ def test_fused_split_only_where_listed_and_checked(monkeypatch):
     pack = (3, 5)                                          # splits as (4, 4): refused
     monkeypatch.setattr(device_stream, "_FUSED", {})
     assert device_stream.fused_split((4, 4), cpu) is None
+    # another PACK_LOW is another source: made (and checked) again, not the cached kernel
+    # (a kernel made for one PACK_LOW split another's batches wrongly on CUDA)
+    pack = (4, 4)
+    monkeypatch.setattr(device_stream, "PACK_LOW", 3)
+    again = device_stream.fused_split(pack, cpu)
+    assert again is not None and again is not fn and len(made) == 2
 
 
 @pytest.mark.parametrize("spmv", [False, True], ids=["gather-add", "spmv"])

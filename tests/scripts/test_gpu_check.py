@@ -242,6 +242,30 @@ def test_lean_pagerank_is_timed_after_its_first_window():
     assert gpu_check.superstep_figures(_stats("supersteps", [0.3]))["median_seconds"] == 0.3
 
 
+def test_float32_pagerank_is_timed_over_its_float32_supersteps():
+    """A float32 run that went on in float64 from superstep K is timed over its float32
+    supersteps (all but superstep 0 where they are one window), its float64 tail recorded
+    apart and named in the row."""
+    from graphsys.bsp.algorithms.pagerank_device import CHECK_EVERY
+
+    method = ("fused-pagerank (device SpMV, int32 ids, float32 ranks, float64 from "
+              f"superstep {CHECK_EVERY})")
+    f32, f64 = 0.768e-3, 1.292e-3
+    figs = gpu_check.superstep_figures(_stats(method, [f32] * CHECK_EVERY + [f64]))
+    assert figs["steady_from"] == 1 and figs["median_seconds"] == f32
+    assert figs["float64_from"] == CHECK_EVERY and figs["float64_median_seconds"] == f64
+    figs["converged"] = True
+    peer = {"peer": "cuSPARSE", "median_seconds": 0.909e-3}
+    row = gpu_check.pagerank_row("R-MAT", "held in GPU memory", figs, peer, method)
+    assert row["graphsys_figure"] == 0.768 and row["ratio"] == 1.184
+    assert f"median of supersteps 1..{CHECK_EVERY - 1} (the float32 ones; the float64 " \
+           "ones' 1.292 ms)" in row["workload"]
+    long = gpu_check.superstep_figures(_stats(method.replace(
+        f"superstep {CHECK_EVERY}", f"superstep {3 * CHECK_EVERY}"), [5e-3] * CHECK_EVERY
+        + [f32] * (2 * CHECK_EVERY) + [f64]))
+    assert long["steady_from"] == CHECK_EVERY and long["median_seconds"] == f32
+
+
 def test_step_counts_of_a_profile():
     """A profiled GraphSAGE step's launches (a CUDA graph's replay one), copies across the
     bus (device-to-device copies are not) and host waits, the profile's closing
