@@ -1912,6 +1912,8 @@ def train_embeddings(ctx: Ctx, graph, overrides: list[str], device: str, name: s
     t1 = time.perf_counter()
     mrr = evaluate(emb, graph, "test", filtered=True)["mrr"]
     return {"device": device, "epochs": len(stats), "train_seconds": round(seconds, 2),
+            # each epoch's: whether a one-time cost (a CUDA graph's capture) sets the rate
+            "epoch_seconds": [round(s["seconds"], 3) for s in stats],
             "wall_s": round(wall, 2), "edges_per_s": round(edges / seconds) if seconds else None,
             "filtered_test_mrr": round(mrr, 4), "eval_s": round(time.perf_counter() - t1, 2),
             "torch_threads": torch.get_num_threads()}

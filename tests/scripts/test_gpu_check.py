@@ -125,6 +125,11 @@ def test_dry_run_records_each_parts_figures(dry_run):
     assert set(active["streamed"]["directions"]) == {"s"}
     assert active["active"]["bytes_read"] < active["streamed"]["bytes_read"]
     assert active["index_build"]["same_levels"]
+    # each embedding run's epochs timed apart (a first epoch's one-time costs show)
+    for name in ("embed-device", "embed-cpu"):
+        run = by["embed", name]
+        assert len(run["epoch_seconds"]) == run["epochs"]
+        assert abs(sum(run["epoch_seconds"]) - run["train_seconds"]) < 0.01 * run["epochs"]
     # the device sampler with its neighbour ids in host memory draws the CPU's blocks
     assert by["gnn", "graphsys-device-staged"]["same_blocks"] is True
     # a step as one graph: eager on the CPU, trained and evaluated
