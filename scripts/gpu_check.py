@@ -1798,12 +1798,13 @@ def part_gnn(ctx: Ctx) -> None:
         ctx.record("graphsys-device-eager", status="skipped",
                    reason="the default is eager off CUDA")
     if ctx.cuda and ctx.left() >= 15:    # the loader's workers on the step's own stream
-        side_stream_row(ctx, d, steps, on_dev, shape)
+        side_stream_record(ctx, d, steps, on_dev, shape)
 
 
-def side_stream_row(ctx: Ctx, d: dict, steps, on_dev: dict | None, shape: str) -> None:
+def side_stream_record(ctx: Ctx, d: dict, steps, on_dev: dict | None, shape: str) -> None:
     """The default epoch again with the loader's worker on the step's stream
-    (:func:`shared_stream_epoch`), and its row beside the default ``on_dev``."""
+    (:func:`shared_stream_epoch`), and a record of both epochs and waits beside the default
+    ``on_dev``."""
     shared = ctx.attempt("graphsys-device-shared-stream", shared_stream_epoch, ctx, d, steps)
     if shared is None:
         return
