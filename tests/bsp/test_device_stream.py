@@ -306,8 +306,8 @@ def _emulate_fused_split(monkeypatch) -> None:
 def test_fused_split_is_one_launch_a_batch(graphs, packed, monkeypatch):
     """With a packed batch's split one kernel (CUDA's jiterator; emulated here) a streamed
     batch of an all-active copy/sum pass is three launches whatever its packing (the
-    split, the gather, the ``index_add_``: 3 to 11 launches of torch operators before),
-    the same sums bit for bit."""
+    split, the gather, the ``index_add_``; the split was 3 to 11 torch operators before),
+    two unpacked (no split), the same sums bit for bit."""
     _, _, want = _pass_counts(graphs["directed-p3"].graph, 0)
     _emulate_fused_split(monkeypatch)
     c, buckets, acc = _pass_counts(graphs["directed-p3"].graph, 0)
