@@ -1575,7 +1575,8 @@ def step_graph_row(ctx: Ctx, d: dict, on_dev: dict | None, shape: str) -> None:
     peer = on_dev.get("epoch_unsynced_s", on_dev["epoch_s"])
     counts = graphed.get("step_counts")
     ctx.record("row-epoch-step-graph", row={
-        "workload": f"GraphSAGE minibatch epoch, each step one CUDA graph (NodeStepGraph: "
+        "workload": f"GraphSAGE minibatch epoch, each step one CUDA graph (NodeStepGraph, "
+                    f"gnn.train's default on CUDA: "
                     f"padded sample, gathers, model, loss, backward, Adam), {shape} "
                     f"({graphed['steps']} steps, {graphed['sampler']}"
                     + (f"; {counts['launches']} launches, {counts['transfers']} copies "

@@ -17,6 +17,7 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Callable
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -86,8 +87,12 @@ def _profile_gnn_train(graph, cfg, *, recorder: SimtRecorder, device: str,
     :data:`GNN_MODEL_STEPS` batches feed the SIMT model after the run."""
     import graphsys.gnn.fit as F
     import graphsys.gnn.node_task as T
+    from graphsys.device import resolve_device
     from graphsys.gnn import train
 
+    if cfg.sampler == "auto" and resolve_device(device).type == "cuda":
+        # not the step graph auto takes on CUDA: the profile marks the loader's steps
+        cfg = replace(cfg, sampler="device")
     state: dict[str, Any] = {"marker": None, "blocks": [], "batches": 0, "x_dim": None}
 
     def finish():
@@ -149,8 +154,8 @@ def _profile_gnn_train(graph, cfg, *, recorder: SimtRecorder, device: str,
                          "fanouts": cfg.fanouts, "hidden": cfg.hidden, "heads": cfg.heads,
                          "dropout": cfg.dropout, "lr": cfg.lr, "classes": classes,
                          "num_workers": cfg.num_workers, "eval_every": cfg.eval_every,
-                         "device": device, "modelled_flops": stats.flops,
-                         "metrics": res.metrics,
+                         "device": device, "sampler": res.extra["train_sampler"],
+                         "modelled_flops": stats.flops, "metrics": res.metrics,
                          "parameters": {k: list(v.shape) for k, v in
                                         res.model.named_parameters()},
                          "features": "as graphsys gnn train reads them",
@@ -179,8 +184,6 @@ def profile_gnn(graph, *, recorder: SimtRecorder, device: str = "cpu", steps: in
     ``batch_size``, when given, replaces the config's. ``schedule``: the training steps
     the profiler records (:mod:`graphsys.analysis.sampling`; None: every step; with
     ``trace`` every step is recorded)."""
-    from dataclasses import replace
-
     from graphsys.gnn.overrides import train_config_from_overrides
 
     cfg = config if config is not None else train_config_from_overrides([], GNN_DEFAULTS)
@@ -189,6 +192,10 @@ def profile_gnn(graph, *, recorder: SimtRecorder, device: str = "cpu", steps: in
     if steps is not None:  # "x" raised a TypeError from <
         steps = check_count("steps", steps)
     check_count("batch_size", cfg.batch_size)
+    if cfg.sampler == "graph":
+        raise GraphsysError("the gnn profile times a NodeLoader's steps one by one; sampler "
+                            "'graph' replays each step as one CUDA graph (profile with "
+                            "sampler 'device')")
     if (len(graph.entity_types) == 1 and "label" in graph.node_columns(graph.entity_types[0])
             and cfg.task == "node"):
         return _profile_gnn_train(graph, cfg, recorder=recorder, device=device, steps=steps,
@@ -211,6 +218,7 @@ def profile_gnn(graph, *, recorder: SimtRecorder, device: str = "cpu", steps: in
                          "fanouts": cfg.fanouts or [-1] * run.sampler.num_layers,
                          "hidden": cfg.hidden, "heads": cfg.heads, "dropout": cfg.dropout,
                          "lr": cfg.lr, "classes": run.classes, "device": device,
+                         "sampler": "cpu",
                          "modelled_flops": stats.flops,
                          "parameters": {k: list(v.shape) for k, v in
                                         run.model.named_parameters()},

@@ -130,7 +130,8 @@ def register(subparsers) -> None:
                         f"device (torch ops, the same blocks), on the CPU (numba threads), "
                         f"graph: on the device in padded shapes, each step (draw to update) "
                         f"one CUDA graph (the sage, gcn, gat or gin model on stored features), "
-                        f"or auto: the device on CUDA (default {field['sampler']})")
+                        f"or auto: graph on CUDA where the run allows it, else the device "
+                        f"on CUDA, else the CPU (default {field['sampler']})")
     t.add_argument("--batches-per-epoch", type=int, default=field["batches_per_epoch"],
                    help="cap on steps per epoch (link task)")
     t.add_argument("--eval-every", type=int, default=field["eval_every"], metavar="N",

@@ -56,9 +56,11 @@ class GNNResult:
     extra : dict
         Task internals: ``input`` (the layer-0 input module), ``entity_type``, and
         ``sampler`` (node task) or ``embeddings`` (link task: every item's embedding).
-        Node task also: ``world_size``, this process's ``rank``, ``ranks`` (per rank:
-        ``rank``, the training ``seeds`` it stepped on and its training ``seconds``, in
-        this call), ``train_seconds`` and ``eval_seconds`` (this rank's, in this call).
+        Node task also: ``train_sampler`` (``TrainConfig.sampler`` as the run trained:
+        ``"graph"``, ``"device"`` or ``"cpu"``; None with ``full_graph``), ``world_size``,
+        this process's ``rank``, ``ranks`` (per rank: ``rank``, the training ``seeds`` it
+        stepped on and its training ``seconds``, in this call), ``train_seconds`` and
+        ``eval_seconds`` (this rank's, in this call).
     protocol : str or None
         Link task: the ranking protocol of the metrics (:func:`graphsys.ranking.protocol`:
         ``"sampled@1000, filtered"``, ``"full, filtered"``, ``"full, filtered, both

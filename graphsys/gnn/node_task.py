@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable
+from dataclasses import fields
 from typing import Any
 
 import numpy as np
@@ -31,7 +32,7 @@ from torch.nn import functional as F
 
 from graphsys.errors import GraphsysError
 from graphsys.gnn.batches import eval_blocks, fixed_blocks, node_eval_sampler, node_sampler
-from graphsys.gnn.config import TrainConfig
+from graphsys.gnn.config import GRAPH_SAMPLER_MODELS, TrainConfig
 from graphsys.gnn.custom import EVAL_CHUNK, caller, full_neighbourhood_outputs
 from graphsys.gnn.fit import Clock, Evaluation, Step, Task
 from graphsys.gnn.full_graph import full_graph_blocks
@@ -42,7 +43,7 @@ from graphsys.gnn.loop import Ranks
 from graphsys.gnn.model import GNN
 from graphsys.gnn.optim import adam
 from graphsys.gnn.sparse_input import as_sparse_features
-from graphsys.gnn.step_graph import NodeStepGraph
+from graphsys.gnn.step_graph import NodeStepGraph, fits_device
 from graphsys.plugins import GNN_MODELS
 from graphsys.ranking import class_f1
 from graphsys.sampling._util import derive_seed
@@ -58,6 +59,41 @@ EVAL_PLAN_BYTES = 512 << 20
 #: ``TrainConfig.sampler`` as NodeLoader's ``device_sampling`` (None: on CUDA; ``graph``
 #: trains with a NodeStepGraph, and evaluates as ``device``)
 DEVICE_SAMPLING = {"auto": None, "cpu": False, "device": True, "graph": True}
+#: The loader settings that ``sampler="auto"`` reads as asking for NodeLoader's threads
+#: when set away from their defaults (a NodeStepGraph draws on the training thread)
+LOADER_THREAD_KEYS = ("num_workers", "prefetch")
+
+
+def train_sampler(cfg: TrainConfig, device: torch.device, unrecordable: str | None) -> str:
+    """The sampler a node-task run trains with: ``cfg.sampler``, or for ``"auto"``
+    ``"graph"`` on CUDA where a :class:`NodeStepGraph` can record the step (a model of
+    :data:`~graphsys.gnn.config.GRAPH_SAMPLER_MODELS` with fixed fanouts, ``num_workers``
+    and ``prefetch`` left at their defaults, and ``unrecordable`` None: no reason of
+    :meth:`NodeTask._unrecordable`), else ``"device"`` on CUDA, else ``"cpu"``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from graphsys.gnn import TrainConfig
+    >>> cuda = torch.device("cuda")
+    >>> train_sampler(TrainConfig(model="sage", fanouts=[10, 5]), cuda, None)
+    'graph'
+    >>> train_sampler(TrainConfig(model="sage", fanouts=[10, 5], num_workers=4), cuda, None)
+    'device'
+    >>> train_sampler(TrainConfig(model="pinsage", fanouts=[10, 5]), cuda, None)
+    'device'
+    >>> train_sampler(TrainConfig(model="sage", fanouts=[10, 5]), torch.device("cpu"), None)
+    'cpu'
+    """
+    if cfg.sampler != "auto":
+        return cfg.sampler
+    if device.type != "cuda":
+        return "cpu"
+    defaults = {f.name: f.default for f in fields(TrainConfig)}
+    recordable = (cfg.model in GRAPH_SAMPLER_MODELS and unrecordable is None
+                  and all(f >= 0 for f in cfg.fanouts or [-1])
+                  and all(getattr(cfg, k) == defaults[k] for k in LOADER_THREAD_KEYS))
+    return "graph" if recordable else "device"
 
 
 def node_model_dims(cfg: TrainConfig, in_dim: int, out_dim: int, num_layers: int
@@ -154,9 +190,12 @@ class NodeTask(Task):
                      **({} if features is None or isinstance(features, str) else {
                          "features_sha256": hashlib.sha256(
                              np.ascontiguousarray(data["x"].numpy())).hexdigest()})}
+        unfit = self._unrecordable(loss is not None)
+        #: ``cfg.sampler`` as the run trains (:func:`train_sampler`; None: ``full_graph``)
+        self.train_sampler = None if cfg.full_graph else train_sampler(cfg, device, unfit)
         # a builtin model's input dropout runs where the loader's workers gather the
         # features (a mapped column is gathered and normalised there too)
-        graphed = cfg.sampler == "graph" and not cfg.full_graph
+        graphed = self.train_sampler == "graph"
         loader_dropout = (isinstance(self.model, GNN) and cfg.inputs == "blocks"
                           and not cfg.full_graph and data["x"] is not None and cfg.dropout > 0
                           and not graphed)
@@ -177,7 +216,7 @@ class NodeTask(Task):
                          and isinstance(self.model, GNN) and cfg.inputs == "blocks"
                          and getattr(self.model.convs[0], "sparse_input", False) else None)
         #: the steps as one CUDA graph each (``sampler="graph"``), which train whole epochs
-        self.step_graph = self._step_graph() if graphed else None
+        self.step_graph = self._step_graph(unfit) if graphed else None
         self.loader = (NodeLoader(graph, self.sampler, train_ids, batch_size=cfg.batch_size,
                                   seed=cfg.seed, num_workers=cfg.num_workers,
                                   prefetch=cfg.prefetch, features=data["x"],
@@ -189,13 +228,28 @@ class NodeTask(Task):
         self.per_epoch = (-(-len(train_ids) // cfg.batch_size) if self.step_graph is not None
                           else 1 if self.loader is None else len(self.loader))
 
-    def _step_graph(self) -> NodeStepGraph:
-        """The :class:`NodeStepGraph` of ``sampler="graph"``: the builtin model on the
-        stored features, in one process (else refused in one line)."""
-        why = ("a model of one's own" if not isinstance(self.model, GNN)
-               or self.cfg.inputs != "blocks" else
-               "learned node embeddings (no stored features)" if self.inp.emb is not None else
-               "a data-parallel run" if self.ranks.world_size > 1 else None)
+    def _unrecordable(self, own_loss: bool) -> str | None:
+        """Why a :class:`NodeStepGraph` cannot train this run (None: it can): it records
+        the builtin model's step, its cross-entropy, on stored features, in one process,
+        with the features and labels on the device."""
+        if not isinstance(self.model, GNN) or self.cfg.inputs != "blocks":
+            return "a model of one's own"
+        if not all(getattr(c, "takes_padded", False) for c in self.model.convs):
+            return f"a model whose layers take no padded blocks ({self.model.model!r})"
+        if own_loss:
+            return "a loss of one's own"
+        if self.inp.emb is not None or self.data["x"] is None:
+            return "learned node embeddings (no stored features)"
+        if self.ranks.world_size > 1:
+            return "a data-parallel run"
+        x = self.data["x"]
+        if not fits_device(x.shape, self.data["num_nodes"], self.device):
+            return f"features and labels beyond {self.device}'s free memory"
+        return None
+
+    def _step_graph(self, why: str | None) -> NodeStepGraph:
+        """The :class:`NodeStepGraph` that trains with ``sampler="graph"`` (chosen, or
+        ``auto``'s choice), refused in one line where ``why`` (:meth:`_unrecordable`)."""
         if why is not None:
             raise GraphsysError(f"sampler 'graph' records the builtin model's step on stored "
                                 f"features in one process; this run has {why} (use sampler "
@@ -260,6 +314,7 @@ class NodeTask(Task):
                    "test_macro_f1": self.f1["test"], "val_macro_f1": self.f1["val"]}
         rows = self.ranks.gather([self.seeds_here, clock.train_here])
         return metrics, {"input": self.inp, "sampler": self.sampler,
+                         "train_sampler": self.train_sampler,
                          "entity_type": self.data["entity_type"],
                          "world_size": self.ranks.world_size, "rank": self.ranks.rank,
                          "ranks": [{"rank": r, "seeds": int(s), "seconds": round(sec, 3)}

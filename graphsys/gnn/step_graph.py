@@ -40,6 +40,20 @@ WARMUP_STEPS = 3
 _GOLDEN = 0x9E3779B97F4A7C15
 
 
+def table_bytes(shape: tuple[int, ...], num_nodes: int) -> int:
+    """Bytes of the device tables of :class:`NodeStepGraph` for features of ``shape``:
+    float32 features and int64 labels, a padding row included."""
+    width = int(np.prod(shape[1:])) if len(shape) > 1 else 1
+    return (num_nodes + 1) * (4 * width + 8)
+
+
+def fits_device(shape: tuple[int, ...], num_nodes: int, device: torch.device) -> bool:
+    """Whether :class:`NodeStepGraph`'s tables (:func:`table_bytes`) fit ``device``'s free
+    memory now (always, off CUDA)."""
+    return device.type != "cuda" or table_bytes(shape, num_nodes) <= \
+        torch.cuda.mem_get_info(device)[0]
+
+
 class NodeStepGraph:
     """Training steps of a node classifier (GraphSAGE, GCN, GAT or GIN), each one replay of
     a CUDA graph.
@@ -169,12 +183,11 @@ class NodeStepGraph:
         self.sampler = sampler
         n = sampler.num_nodes
         shape = tuple(features.shape) if hasattr(features, "shape") else np.shape(features)
-        width = int(np.prod(shape[1:])) if len(shape) > 1 else 1
-        need = (n + 1) * (4 * width + 8)
-        if self.device.type == "cuda" and need > torch.cuda.mem_get_info(self.device)[0]:
+        if not fits_device(shape, n, self.device):
             raise GraphsysError(f"NodeStepGraph holds the features and labels on {self.device}:"
-                                f" {format_size(need)}, more than its free memory (NodeLoader "
-                                f"reads a larger table through a DeviceFeatureCache)")
+                                f" {format_size(table_bytes(shape, n))}, more than its free "
+                                f"memory (NodeLoader reads a larger table through a "
+                                f"DeviceFeatureCache)")
         self.features = _table(features, n, torch.float32, 0, self.device, "features")
         self.labels = _table(labels, n, torch.int64, PAD_LABEL, self.device, "labels")
         self._classes = self.labels[:n].cpu().numpy()      # checked per epoch, on the host

@@ -90,6 +90,7 @@ def test_gnn_workload(main, graph_dir, capsys):
     _check_keys(doc, doc["mappings"])
     assert len(doc["kernels"]["per_step"]) == 2
     assert doc["simt"]["warp-per-vertex"]["kernels"] == 2 * 2  # 2 steps x 2 blocks
+    assert doc["workload"]["sampler"] == "cpu"     # the loader's steps: on CUDA "device"
 
 
 def _gnn_profile(main, graph_dir, capsys, *extra):
@@ -163,6 +164,9 @@ def test_no_store_index_leaves_the_graph_untouched(main, push_twins, tree_bytes,
     (["profile", "bfs", "{g}", "--source", "0", "--no-store-index"],
      "--no-store-index applies to pagerank, ppr"),
     (["profile", "--workload", "gnn", "{g}", "--no-store-index"], "--no-store-index applies"),
+    # the step graph has no loader steps to mark: it trained unprofiled
+    (["profile", "--workload", "gnn", "{g}", "--set", "sampler=graph"],
+     "sampler 'graph' replays each step as one CUDA graph"),
     # PageRank's flags on another algorithm were silently ignored (its default value too)
     (["profile", "bfs", "{g}", "--source", "0", "--damping", "0.5"],
      "--damping applies to pagerank, ppr, not bfs"),

@@ -360,6 +360,99 @@ def test_train_refuses_what_the_graph_sampler_cannot_record(tmp_path):
               model=torch.nn.Linear(2, 2))
 
 
+def test_graph_sampler_refuses_a_loss_of_ones_own(tmp_path):
+    """The recorded step's loss is the cross-entropy: a loss given with ``sampler="graph"``
+    is refused in one line, where it was dropped unread."""
+    from graphsys.gnn import TrainConfig, train
+
+    from .conftest import write_sbm
+
+    g = write_sbm(tmp_path / "sbm")
+    with pytest.raises(GraphsysError, match="this run has a loss of one's own \\(use sampler "
+                                            "'device'\\)"):
+        train(g, TrainConfig(fanouts=[4, 3], epochs=1, sampler="graph"),
+              loss=torch.nn.functional.cross_entropy)
+
+
+def test_auto_chooses_the_step_graph_where_a_cuda_run_allows_it():
+    """``sampler="auto"``: the step graph on CUDA for the four models with fixed fanouts
+    and no reason against it; the device sampler for any other CUDA run; the CPU sampler
+    off CUDA; a sampler chosen is kept."""
+    from graphsys.gnn import TrainConfig
+    from graphsys.gnn.config import GRAPH_SAMPLER_MODELS
+    from graphsys.gnn.node_task import train_sampler
+
+    cuda, cpu = torch.device("cuda"), torch.device("cpu")
+    for model in GRAPH_SAMPLER_MODELS:
+        assert train_sampler(TrainConfig(model=model, fanouts=[5, 5]), cuda, None) == "graph"
+        assert train_sampler(TrainConfig(model=model, fanouts=[5, 5]), cpu, None) == "cpu"
+    for cfg, why in ((dict(fanouts=[5, -1]), None), (dict(fanouts=None), None),
+                     (dict(model="pinsage", fanouts=[5, 5]), None),
+                     (dict(fanouts=[5, 5], num_workers=0), None),
+                     (dict(fanouts=[5, 5], prefetch=4), None),
+                     (dict(fanouts=[5, 5]), "a data-parallel run")):
+        assert train_sampler(TrainConfig(**cfg), cuda, why) == "device", cfg
+    for chosen in ("cpu", "device", "graph"):
+        assert train_sampler(TrainConfig(fanouts=[5, 5], sampler=chosen), cpu, None) == chosen
+
+
+def test_the_reasons_a_run_is_not_recorded(tmp_path, monkeypatch):
+    """What keeps ``auto`` off the step graph, one reason each: a loss of one's own, a model
+    of one's own, learned embeddings, more than one process, tables beyond the device's
+    free memory; a run without one reports ``train_sampler`` as it trained."""
+    from graphsys.gnn import TrainConfig, train
+    from graphsys.gnn import step_graph as sg
+    from graphsys.gnn.loop import Ranks
+    from graphsys.gnn.node_task import NodeTask
+    from graphsys.storage.graph import open_graph
+
+    from .conftest import write_sbm
+
+    g = open_graph(write_sbm(tmp_path / "sbm"))
+    cfg, cpu = TrainConfig(fanouts=[4, 3], epochs=1), torch.device("cpu")
+    task = NodeTask(g, cfg, Ranks(False, cpu), cpu)
+    assert task._unrecordable(False) is None and task.train_sampler == "cpu"
+    assert task._unrecordable(True) == "a loss of one's own"
+    own = NodeTask(g, cfg, Ranks(False, cpu), cpu, model=torch.nn.Linear(8, 4))
+    assert own._unrecordable(False) == "a model of one's own"
+    from graphsys.gnn import GNN
+
+    pinsage = NodeTask(g, cfg, Ranks(False, cpu), cpu, model=GNN("pinsage", 8, 8, 4))
+    assert pinsage._unrecordable(False) == "a model whose layers take no padded blocks " \
+                                           "('pinsage')"
+    task.cfg = TrainConfig(fanouts=[4, 3], inputs="adjs")
+    assert task._unrecordable(False) == "a model of one's own"
+    task.cfg, task.ranks.world_size = cfg, 2
+    assert task._unrecordable(False) == "a data-parallel run"
+    task.ranks.world_size = 1
+    x, task.data["x"] = task.data["x"], None
+    assert task._unrecordable(False) == "learned node embeddings (no stored features)"
+    task.data["x"] = x
+    monkeypatch.setattr(sg.torch.cuda, "mem_get_info", lambda device: (1000, 1 << 40))
+    task.device = torch.device("cuda")
+    assert task._unrecordable(False) == "features and labels beyond cuda's free memory"
+    assert train(g, TrainConfig(full_graph=True, epochs=1)).extra["train_sampler"] is None
+
+
+@pytest.mark.device
+def test_gnn_train_defaults_to_the_step_graph_on_cuda(tmp_path, device):
+    """``gnn.train`` on the test device: on CUDA the default trains with the step graph,
+    whose losses (no dropout) are the device sampler's; elsewhere the CPU sampler."""
+    from graphsys.gnn import TrainConfig, train
+
+    from .conftest import write_sbm
+
+    g = write_sbm(tmp_path / "sbm")
+    base = dict(model="sage", fanouts=[4, 3], hidden=8, batch_size=16, seed=2, dropout=0.0,
+                epochs=2)
+    auto = train(g, TrainConfig(**base), device=device)
+    on_cuda = torch.device(device).type == "cuda"
+    assert auto.extra["train_sampler"] == ("graph" if on_cuda else "cpu")
+    ref = train(g, TrainConfig(**base, sampler="device" if on_cuda else "cpu"), device=device)
+    assert np.allclose([h["loss"] for h in auto.history], [h["loss"] for h in ref.history],
+                       rtol=1e-4)
+
+
 class _FakeStream:
     def wait_stream(self, other):
         pass
