@@ -130,6 +130,11 @@ def test_dry_run_records_each_parts_figures(dry_run):
         run = by["embed", name]
         assert len(run["epoch_seconds"]) == run["epochs"]
         assert abs(sum(run["epoch_seconds"]) - run["train_seconds"]) < 0.01 * run["epochs"]
+        assert (run["edges_per_s_after_first"] is None) == (run["epochs"] == 1)
+    # one untimed epoch first: the device's one-time costs outside every timed run
+    warm = by["embed", "embed-warmup"]
+    assert warm["epochs"] == 1 and warm["filtered_test_mrr"] is None
+    assert [r["name"] for r in records if r["part"] == "embed"][0] == "embed-warmup"
     # the device sampler with its neighbour ids in host memory draws the CPU's blocks
     assert by["gnn", "graphsys-device-staged"]["same_blocks"] is True
     # a step as one graph: eager on the CPU, trained and evaluated
