@@ -802,7 +802,9 @@ def streamed_with(ctx: Ctx, bsp, g, iters: int, **switches) -> dict:
     run: ``PACK_LOW=0, HI_BITS=0`` its batches as two int32 offsets an edge (nothing
     packed: a superstep whose seconds follow its bytes waits on the bus, one whose seconds
     do not, on its compute); ``FUSED_SPLIT_DEVICES=()`` a packed batch split by torch
-    operators (3 to 11 launches a batch) rather than one jiterator kernel."""
+    operators (3 to 11 launches a batch) rather than one jiterator kernel;
+    ``RECORDED_PASS_DEVICES=()`` the pass run batch by batch every superstep rather than
+    replayed as one recorded CUDA graph."""
     from graphsys.bsp import device_stream
 
     saved = {name: getattr(device_stream, name) for name in switches}
@@ -836,6 +838,10 @@ def fused_splits() -> dict:
 #: The streamed PageRank's variants, each set beside the streamed row: (name, the
 #: ``device_stream`` switches of :func:`streamed_with`, its record's note)
 STREAMED_VARIANTS = (
+    ("unrecorded", {"RECORDED_PASS_DEVICES": ()},
+     "streamed every superstep as the streamed row, batch by batch (the host issuing each "
+     "batch's copy and kernels) where the row replays the pass recorded as one CUDA "
+     "graph"),
     ("unfused", {"FUSED_SPLIT_DEVICES": ()},
      "streamed every superstep as the streamed row, each packed batch split by torch "
      "operators where the row splits it in one jiterator kernel"),
@@ -989,7 +995,7 @@ def stream_figures(stats, figs: dict) -> dict:
     if stats.mode != "out-of-core":
         return {}
     sec = figs["median_seconds"]
-    return {"resident_bytes": stats.resident_bytes,
+    return {"resident_bytes": stats.resident_bytes, "pass_replays": stats.pass_replays,
             "streamed_bytes_per_superstep": figs["median_bytes_h2d"],
             "streamed_gb_per_s": round(figs["median_bytes_h2d"] / sec / 1e9, 2) if sec else None}
 

@@ -81,6 +81,10 @@ MERGED_SPMV_DEVICES = ("cuda",)
 #: jiterator (:func:`fused_split`); elsewhere, and where it does not compile or split a
 #: check batch as they do, the torch operators of :func:`split_words`
 FUSED_SPLIT_DEVICES = ("cuda",)
+#: Devices where a streamed all-active copy/sum pass (PageRank's), once every batch it
+#: reads is on the device or in the host cache, is recorded as one CUDA graph and replayed
+#: each superstep (:mod:`graphsys.bsp.recorded_pass`)
+RECORDED_PASS_DEVICES = ("cuda",)
 #: The fused split's source (:func:`fused_split`): per edge its word, and its side stream
 #: entry widened to ``T`` (a two-byte entry arrives sign-extended from int16, hence the
 #: mask), split into the source and target offsets as :func:`split_words` splits them
@@ -591,6 +595,21 @@ class DeviceBuckets:
         """Wait for the copies in flight (before the buffers are dropped or replaced)."""
         if self.cuda and self.side is not None:
             self.side.synchronize()
+
+    def forget_ring(self) -> None:
+        """Forget the ring's events: the next copy into each slot waits for all the work
+        queued on the compute stream before it, not only for the last compute that read
+        the slot. After a replay of a recorded pass (:mod:`graphsys.bsp.recorded_pass`),
+        whose copies into the same slots the events do not see."""
+        for slot in self.slots:
+            slot.used = False
+        self._last = None
+
+    def fresh_ring(self) -> None:
+        """:meth:`finish` and :meth:`forget_ring`: a recording of the pass begins and ends
+        with it (a capture's copies wait only on events recorded within it)."""
+        self.finish()
+        self.forget_ring()
 
 
 

@@ -308,6 +308,7 @@ def run(graph, program: VertexProgram, *, mode: str = "auto", device: str = "cpu
                               ctx.device, what="the result", any_width=True)
         stats.scores = dict(getattr(program, "scores", None) or {})
         stats.resident_bytes = getattr(edges, "resident_bytes", 0)
+        stats.pass_replays = getattr(edges, "pass_replays", 0)
         sizes = [int(b - a) for a, b in itertools.pairwise(edges.bounds)]
         values = edges.comm.allgather(local, sizes)
         values = values if isinstance(values, np.ndarray) else values.cpu().numpy()

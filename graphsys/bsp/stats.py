@@ -146,6 +146,10 @@ class RunStats:
         after the first superstep (``device_budget``); the supersteps after it copy only
         the other batches (their ``bytes_h2d``). Where a solver on the device built its
         layout from the buckets, the bytes of that layout. 0 elsewhere.
+    pass_replays : int
+        Out of core on CUDA: supersteps whose streamed all-active pass (PageRank's) replayed
+        the pass recorded as one CUDA graph (:mod:`graphsys.bsp.recorded_pass`) rather
+        than running batch by batch. 0 elsewhere.
 
     Examples
     --------
@@ -181,6 +185,7 @@ class RunStats:
     start: str | None = None
     residual: float | None = None
     resident_bytes: int = 0
+    pass_replays: int = 0
 
     @property
     def num_supersteps(self) -> int:

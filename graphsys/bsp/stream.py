@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import itertools
 import threading
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from graphsys.bsp import active_edges, device_stream, kernels
+from graphsys.bsp import active_edges, device_stream, kernels, recorded_pass
 from graphsys.bsp.device_stream import (
     MERGED_SPMV_DEVICES,
     DeviceBuckets,
@@ -31,6 +32,7 @@ from graphsys.bsp.edges import (
 )
 from graphsys.bsp.program import COMBINERS, MESSAGES, VertexProgram
 from graphsys.bsp.provider import EdgeResult
+from graphsys.bsp.recorded_pass import RecordedPass
 from graphsys.device import host_array
 from graphsys.errors import GraphsysError
 from graphsys.kernels.arrays import read_only
@@ -121,6 +123,10 @@ class StreamEdges:
         #: every batch it reads is kept on the device (False: it does not fit the budget)
         self._received: dict[str, torch.Tensor] = {}
         self._merged: dict[str, MergedPass | bool] = {}
+        #: that pass, per direction, recorded as one CUDA graph where it is streamed and
+        #: every batch is on the device or in the host cache (:mod:`.recorded_pass`; False:
+        #: it is not, or its recording failed)
+        self._recorded: dict[str, RecordedPass | bool] = {}
         #: bytes of the layout a whole-graph solver built and keeps on the device
         #: (:attr:`builds_on_device`)
         self.layout_bytes = 0
@@ -307,6 +313,9 @@ class StreamEdges:
                 merged = self._merged.get(prog.direction)
                 if merged:
                     return self._merged_result(merged, x, tasks)
+                recorded = self._recorded.get(prog.direction)
+                if recorded and recorded.tasks == tasks:
+                    return self._recorded_result(recorded, x)
                 sink = _CopySum(self.num_nodes, self.device,
                                 self._received.get(prog.direction))
             else:
@@ -382,6 +391,9 @@ class StreamEdges:
                 sent += sink.messages_sent()
         res.edges_scanned, res.messages_sent, res.bytes_read, res.bytes_h2d = (
             scanned, sent, nbytes, h2d)
+        if isinstance(sink, _CopySum) and prog.direction not in self._recorded \
+                and not self._merged.get(prog.direction):
+            self._record_pass(x, tasks, res)
         return res
 
     def streamed_bytes(self, tasks, numba_path: bool) -> int:
@@ -625,6 +637,65 @@ class StreamEdges:
         res.edges_scanned, res.messages_sent = merged.edges, sent
         res.bytes_read, res.bytes_h2d = merged.nbytes_read, merged.first_h2d
         merged.first_h2d = 0
+        return res
+
+    @property
+    def pass_replays(self) -> int:
+        """Supersteps whose all-active copy/sum pass replayed its recorded graph."""
+        return sum(r.replays for r in self._recorded.values() if r)
+
+    def _record_pass(self, x: torch.Tensor, tasks, eager: EdgeResult) -> None:
+        """After an eager all-active copy/sum pass not merged: the pass recorded
+        (:func:`~graphsys.bsp.recorded_pass.record`) where the device is one of
+        :data:`~graphsys.bsp.device_stream.RECORDED_PASS_DEVICES` and every batch it reads
+        is on the device or in the host cache, and checked against ``eager``; else the
+        pass stays eager (one warning where the recording fails or its replay differs)."""
+        direction, buckets = self.program.direction, self.device_buckets
+        batches = [(i, j, rev, eb) for task in tasks for i, j, rev in task
+                   for eb in self._open[(i, j)][1]]
+        if (self.device.type not in device_stream.RECORDED_PASS_DEVICES or not batches
+                or any(buckets.reads_files((i, j, eb.start)) for i, j, _, eb in batches)):
+            self._recorded[direction] = False
+            return
+        received = self._received[direction]
+
+        def body(xs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            sink, c = _CopySum(self.num_nodes, self.device, received), [0, 0, 0, 0]
+            for i, j, rev, eb in batches:
+                self._torch_batch(eb, i, j, rev, xs, None, False, sink, c)
+            return sink.acc, sink.received
+
+        streamed = self.streamed_bytes(tasks, False)
+        counts = (eager.edges_scanned, eager.messages_sent, eager.bytes_read,
+                  streamed if self.device.type != "cpu" else 0, streamed)
+        keep = [s.device for s in buckets.slots] + [buckets.cache]
+        moved = buckets.moved_bytes
+        buckets.fresh_ring()
+        try:
+            rec = recorded_pass.record(body, x, (eager.acc, eager.received), keep, counts,
+                                       tasks)
+            why = None if rec else "its first replay's sums differ from the pass's"
+        except (RuntimeError, TypeError) as exc:
+            rec, why = None, f"recording it failed ({str(exc).splitlines()[0][:200]})"
+        finally:
+            buckets.fresh_ring()
+            buckets.moved_bytes = moved
+        if why is not None:
+            warnings.warn(f"the streamed pass runs batch by batch, not as one CUDA graph: "
+                          f"{why}", RuntimeWarning, 2)
+        self._recorded[direction] = rec or False
+
+    def _recorded_result(self, recorded: RecordedPass, x: torch.Tensor) -> EdgeResult:
+        """A recorded pass's edge phase: its graph replayed on ``x``; the counters of the
+        pass it replays (its streamed batches' bytes copied again)."""
+        buckets = self.device_buckets
+        before = buckets.moved_bytes  # (off CUDA a replay runs the pass, which counts)
+        acc, received = recorded.run(x)
+        buckets.forget_ring()  # an eager pass's next copies wait for the replay
+        res = EdgeResult(acc, received, None, "stream")
+        (res.edges_scanned, res.messages_sent, res.bytes_read, res.bytes_h2d,
+         moved) = recorded.counts
+        buckets.moved_bytes = before + moved
         return res
 
     def _merged_result(self, merged: MergedPass, x: torch.Tensor, tasks) -> EdgeResult:

@@ -91,6 +91,8 @@ def test_dry_run_records_each_parts_figures(dry_run):
     for name in ("pagerank-out-of-core", "pagerank-out-of-core-streamed"):
         assert {"resident_bytes", "streamed_bytes_per_superstep"} <= set(by["bsp", name])
     assert by["bsp", "pagerank-out-of-core-streamed"]["resident_bytes"] == 0
+    # replays of the pass recorded as a CUDA graph: none off CUDA
+    assert by["bsp", "pagerank-out-of-core-streamed"]["pass_replays"] == 0
     assert set(by["bsp", "pagerank-out-of-core-streamed"]["median_phase_seconds"]) == {
         "aggregate", "edges", "communicate", "update"}
     # the streamed pass kept whole on the device, batch by batch: nothing copied after the
