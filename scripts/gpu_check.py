@@ -910,7 +910,13 @@ def active_edge_bfs(ctx: Ctx, bsp) -> dict:
                      "bytes_read": int(sum(s.bytes_read for s in steps)),
                      "bytes_h2d": int(sum(s.bytes_h2d for s in steps)),
                      "directions": "".join({"active": "a", "active-pull": "p"}.get(
-                         s.direction, "s") for s in steps)}
+                         s.direction, "s") for s in steps),
+                     # per superstep, median over the turns: which levels each side wins
+                     "superstep_seconds": [
+                         round(median([r.stats.supersteps[k].seconds.get("edges", 0.0)
+                                       for _, r in done]), 6) for k in range(len(steps))],
+                     "superstep_active": [int(s.active) for s in steps],
+                     "superstep_bytes_h2d": [int(s.bytes_h2d) for s in steps]}
     return out
 
 

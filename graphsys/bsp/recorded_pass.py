@@ -69,7 +69,6 @@ class RecordedPass:
         """The pass on ``x``: its sums and receiving targets (new tensors)."""
         self.x.copy_(x)
         self._replay()
-        note_launch("graph")
         self.replays += 1
         return self.out[0].clone(), self.out[1].clone()
 
@@ -89,8 +88,11 @@ def record(body: Body, x: torch.Tensor, eager: tuple[torch.Tensor, torch.Tensor]
         # thread-local: the staging threads' calls elsewhere do not void the capture
         with torch.cuda.graph(graph, capture_error_mode="thread_local"):
             out = body(static)
-        replay = graph.replay
         keep = [*keep, graph]
+
+        def replay() -> None:
+            graph.replay()
+            note_launch("cuda_graph")
     else:
         out = body(static)
 

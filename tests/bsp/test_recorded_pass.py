@@ -132,6 +132,22 @@ def test_a_replay_that_differs_is_dropped():
     assert record(body, x, near, [], (), []) is not None
 
 
+def test_a_replayed_superstep_is_four_launches_and_no_host_wait():
+    """A replay (emulated: one launch reported) with its input copied in and its outputs
+    copied out: 4 launches, nothing across the bus, no synchronisation."""
+    from graphsys.analysis.device_counts import DeviceWorkCounter
+    from graphsys.bsp.recorded_pass import RecordedPass
+    from graphsys.device import note_launch
+
+    x, out = torch.zeros(8, dtype=torch.float64), (torch.zeros(8, dtype=torch.float64),
+                                                    torch.zeros(8, dtype=torch.bool))
+    rec = RecordedPass(lambda: note_launch("cuda_graph"), x.clone(), out, [], (), [])
+    with DeviceWorkCounter(device_tensors=[x, rec.x, *out]) as c:
+        rec.run(x)
+    assert c.launches == 4 and c.ops["cuda_graph"] == 1, c.ops
+    assert not c.records and not c.syncs
+
+
 @pytest.mark.device
 def test_streamed_pass_on_the_device(graphs, device):
     """On the test device, a streamed PageRank (every batch copied every superstep): on
