@@ -321,9 +321,10 @@ class TrainConfig:
         ``gin`` model on stored features, fixed fanouts, one process, no loader threads to
         set with ``num_workers`` or ``prefetch``; off CUDA the same steps run eagerly);
         ``auto`` (default): on CUDA ``graph`` where the run allows it (the four models
-        with fixed fanouts, stored features that fit the device, the default loss, one
-        process, ``num_workers`` and ``prefetch`` at their defaults), else ``device``;
-        off CUDA ``cpu``. The result's ``extra["train_sampler"]`` names the choice.
+        with fixed fanouts, stored features within half the device's free memory, the
+        default loss, one process, ``num_workers`` and ``prefetch`` at their defaults),
+        else ``device``; off CUDA ``cpu``. The result's ``extra["train_sampler"]`` names
+        the choice.
     num_traversals, termination_prob, num_random_walks : int, float, int
         PinSage walks (:class:`~graphsys.sampling.RandomWalkNeighborSampler`; defaults 3,
         0.5, 50).

@@ -59,6 +59,9 @@ EVAL_PLAN_BYTES = 512 << 20
 #: ``TrainConfig.sampler`` as NodeLoader's ``device_sampling`` (None: on CUDA; ``graph``
 #: trains with a NodeStepGraph, and evaluates as ``device``)
 DEVICE_SAMPLING = {"auto": None, "cpu": False, "device": True, "graph": True}
+#: Share of the device's free memory within which ``sampler="auto"`` takes the step graph
+#: for the features and labels it holds there
+AUTO_TABLE_SHARE = 0.5
 #: The loader settings that ``sampler="auto"`` reads as asking for NodeLoader's threads
 #: when set away from their defaults (a NodeStepGraph draws on the training thread)
 LOADER_THREAD_KEYS = ("num_workers", "prefetch")
@@ -242,9 +245,11 @@ class NodeTask(Task):
             return "learned node embeddings (no stored features)"
         if self.ranks.world_size > 1:
             return "a data-parallel run"
-        x = self.data["x"]
-        if not fits_device(x.shape, self.data["num_nodes"], self.device):
-            return f"features and labels beyond {self.device}'s free memory"
+        # auto leaves the other half to the sampler's CSR (DeviceNeighborSampler's
+        # default device_budget), so that the step graph it chose is not refused after
+        share = AUTO_TABLE_SHARE if self.cfg.sampler == "auto" else 1.0
+        if not fits_device(self.data["x"].shape, self.data["num_nodes"], self.device, share):
+            return f"features and labels beyond {share:.0%} of {self.device}'s free memory"
         return None
 
     def _step_graph(self, why: str | None) -> NodeStepGraph:

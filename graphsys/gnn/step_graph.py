@@ -47,11 +47,12 @@ def table_bytes(shape: tuple[int, ...], num_nodes: int) -> int:
     return (num_nodes + 1) * (4 * width + 8)
 
 
-def fits_device(shape: tuple[int, ...], num_nodes: int, device: torch.device) -> bool:
-    """Whether :class:`NodeStepGraph`'s tables (:func:`table_bytes`) fit ``device``'s free
-    memory now (always, off CUDA)."""
+def fits_device(shape: tuple[int, ...], num_nodes: int, device: torch.device,
+                share: float = 1.0) -> bool:
+    """Whether :class:`NodeStepGraph`'s tables (:func:`table_bytes`) fit ``share`` of
+    ``device``'s free memory now (always, off CUDA)."""
     return device.type != "cuda" or table_bytes(shape, num_nodes) <= \
-        torch.cuda.mem_get_info(device)[0]
+        share * torch.cuda.mem_get_info(device)[0]
 
 
 class NodeStepGraph:

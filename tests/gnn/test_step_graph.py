@@ -430,7 +430,15 @@ def test_the_reasons_a_run_is_not_recorded(tmp_path, monkeypatch):
     task.data["x"] = x
     monkeypatch.setattr(sg.torch.cuda, "mem_get_info", lambda device: (1000, 1 << 40))
     task.device = torch.device("cuda")
-    assert task._unrecordable(False) == "features and labels beyond cuda's free memory"
+    assert task._unrecordable(False) == "features and labels beyond 50% of cuda's free memory"
+    task.cfg = TrainConfig(fanouts=[4, 3], sampler="graph")  # chosen: all of it
+    assert task._unrecordable(False) == "features and labels beyond 100% of cuda's free " \
+                                        "memory"
+    need = sg.table_bytes(tuple(task.data["x"].shape), task.data["num_nodes"])
+    monkeypatch.setattr(sg.torch.cuda, "mem_get_info", lambda device: (need + 8, 1 << 40))
+    assert task._unrecordable(False) is None            # all of it, chosen
+    task.cfg = cfg                                      # auto: half
+    assert task._unrecordable(False) == "features and labels beyond 50% of cuda's free memory"
     assert train(g, TrainConfig(full_graph=True, epochs=1)).extra["train_sampler"] is None
 
 
