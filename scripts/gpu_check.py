@@ -710,6 +710,41 @@ def bfs_warm_check(ctx: Ctx, bsp, g, hub, label: str, first) -> None:
                note="a second run in the same process; search_s: its supersteps' seconds")
 
 
+def bfs_level_profile(ctx: Ctx, bsp, g, hub) -> dict:
+    """torch.profiler over one more in-memory device BFS (its kernels loaded by the runs
+    before), with the engine's ranges on: per level its host microseconds (the
+    ``bsp.superstep#k`` range, its host read included), the kernels that started in it
+    and their summed device microseconds. A level whose kernels take a small share of its
+    time waits on the host issuing its operators, not on the device: what fewer launches
+    (a fused kernel, a recorded graph) would win there."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from graphsys.trace import ranges_on
+
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if ctx.cuda else [])
+    with ranges_on(), profile(activities=acts) as prof:
+        res = bsp.bfs(g, hub, mode="memory", device=ctx.device, backend="torch",
+                      schedule="sync")
+        ctx.sync()
+    events = list(prof.events())
+    levels = sorted((e for e in events if e.name.startswith("bsp.superstep#")),
+                    key=lambda e: e.time_range.start)
+    kernels = [e for e in events
+               if getattr(e, "device_type", None) == torch.autograd.DeviceType.CUDA]
+    out = []
+    for e in levels:
+        lo, hi = e.time_range.start, e.time_range.end
+        mine = [k for k in kernels if lo <= k.time_range.start < hi]
+        out.append({"level": int(e.name.rsplit("#", 1)[1]),
+                    "host_us": round(e.time_range.elapsed_us(), 1), "kernels": len(mine),
+                    "kernel_us": round(sum(k.time_range.elapsed_us() for k in mine), 1)})
+    return {"method": res.stats.method, "levels": out,
+            "directions": "".join("t" if s.direction == "push" else "b"
+                                  for s in res.stats.supersteps),
+            "torch": torch.__version__}
+
+
 #: The device BFS's switch rules tried beside Beamer's: ``alpha`` and ``beta`` of
 #: :mod:`graphsys.bsp.algorithms.bfs_device` divided by the factor, which raises the
 #: frontier needed to go bottom-up and to stay there (a bottom-up step there scans every
@@ -1213,6 +1248,10 @@ def part_bsp(ctx: Ctx) -> None:
         if variant is not None:
             ctx.record(f"pagerank-out-of-core-streamed-{name}", graph=label, **variant,
                        note=note)
+    if bfs_levels is not None and ctx.left() >= 10:
+        prof = ctx.attempt("bfs-level-profile", bfs_level_profile, ctx, bsp, g, hub)
+        if prof is not None:
+            ctx.record("bfs-level-profile", graph=label, **prof)
     if bfs_levels is not None and ctx.left() >= 15:
         policies = ctx.attempt("bfs-direction-policies", bfs_direction_policies, ctx, bsp, g,
                                hub, bfs_levels)
