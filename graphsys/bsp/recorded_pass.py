@@ -34,6 +34,14 @@ if TYPE_CHECKING:
 #: same sums, added in another order by the atomic ``index_add_``)
 CHECK_RTOL = 1e-9
 
+#: Device bytes an edge of the pass may hold in the graph's memory pool, at most: its
+#: int32 source and target offsets and its float64 value, where the capture reuses no
+#: batch's temporaries for the next
+POOL_BYTES_PER_EDGE = 16
+#: Share of the device's free memory that pool may take: a pass that could need more is
+#: not recorded (a streamed graph is one that does not fit the device)
+POOL_SHARE = 0.5
+
 #: The pass recorded: ``body(x)`` runs it on ``x`` and returns its (sums, receivers)
 Body = Callable[["torch.Tensor"], tuple["torch.Tensor", "torch.Tensor"]]
 
@@ -71,6 +79,24 @@ class RecordedPass:
         self._replay()
         self.replays += 1
         return self.out[0].clone(), self.out[1].clone()
+
+
+def fits_pool(edges: int, device: torch.device) -> bool:
+    """Whether a pass over ``edges`` edges may be recorded on ``device``: its pool's bytes
+    at most (:data:`POOL_BYTES_PER_EDGE` an edge) within :data:`POOL_SHARE` of the free
+    memory on CUDA; always elsewhere.
+
+    Examples
+    --------
+    >>> import torch
+    >>> fits_pool(10**12, torch.device("cpu"))
+    True
+    """
+    if device.type != "cuda":
+        return True
+    import torch
+
+    return edges * POOL_BYTES_PER_EDGE <= POOL_SHARE * torch.cuda.mem_get_info(device)[0]
 
 
 def record(body: Body, x: torch.Tensor, eager: tuple[torch.Tensor, torch.Tensor],

@@ -647,14 +647,18 @@ class StreamEdges:
     def _record_pass(self, x: torch.Tensor, tasks, eager: EdgeResult) -> None:
         """After an eager all-active copy/sum pass not merged: the pass recorded
         (:func:`~graphsys.bsp.recorded_pass.record`) where the device is one of
-        :data:`~graphsys.bsp.device_stream.RECORDED_PASS_DEVICES` and every batch it reads
-        is on the device or in the host cache, and checked against ``eager``; else the
-        pass stays eager (one warning where the recording fails or its replay differs)."""
+        :data:`~graphsys.bsp.device_stream.RECORDED_PASS_DEVICES`, every batch it reads
+        is on the device or in the host cache and its temporaries fit the device
+        (:func:`~graphsys.bsp.recorded_pass.fits_pool`), and checked against ``eager``;
+        else the pass stays eager (one warning where the recording fails or its replay
+        differs)."""
         direction, buckets = self.program.direction, self.device_buckets
         batches = [(i, j, rev, eb) for task in tasks for i, j, rev in task
                    for eb in self._open[(i, j)][1]]
         if (self.device.type not in device_stream.RECORDED_PASS_DEVICES or not batches
-                or any(buckets.reads_files((i, j, eb.start)) for i, j, _, eb in batches)):
+                or any(buckets.reads_files((i, j, eb.start)) for i, j, _, eb in batches)
+                or not recorded_pass.fits_pool(sum(len(b[3]) for b in batches),
+                                               self.device)):
             self._recorded[direction] = False
             return
         received = self._received[direction]

@@ -87,6 +87,18 @@ def test_a_pass_read_from_the_files_is_not_recorded(graphs, monkeypatch):
     assert res.stats.pass_replays == 0
 
 
+def test_a_pass_whose_temporaries_may_not_fit_is_not_recorded(monkeypatch):
+    """On CUDA the pass is recorded only where its graph's pool (16 bytes an edge at
+    most) fits half the free memory."""
+    from graphsys.bsp.recorded_pass import POOL_BYTES_PER_EDGE, fits_pool
+
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device: (32 * 1000, 1 << 40))
+    cuda = torch.device("cuda")
+    assert POOL_BYTES_PER_EDGE == 16
+    assert fits_pool(1000, cuda) and not fits_pool(1001, cuda)
+    assert fits_pool(10**15, torch.device("cpu"))
+
+
 def test_a_recording_that_fails_warns_and_the_pass_runs_eagerly(graphs, monkeypatch):
     g = graphs["directed-p3"].graph
     eager = _pagerank(g, 0)
