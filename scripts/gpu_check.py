@@ -894,16 +894,17 @@ def active_edge_bfs(ctx: Ctx, bsp) -> dict:
     (``device_budget=0``), on an R-MAT with stored CSR and CSC indexes (:data:`ACTIVE_GRAPH`),
     with its frontier supersteps reading only their senders' index rows (the default,
     :mod:`graphsys.bsp.active_edges`) and with every bucket of the senders' partitions
-    streamed (``ACTIVE_EDGES = False``), :data:`ACTIVE_TURNS` turns alternated: per side the
-    median run seconds (synchronised), bytes read and copied to the device, and the
+    streamed (``ACTIVE_EDGES = False``), and so again with no pass recorded as a CUDA
+    graph (``RECORDED_PASS_DEVICES = ()``), :data:`ACTIVE_TURNS` turns alternated: per side
+    the median run seconds (synchronised), bytes read and copied to the device, the
     supersteps' passes (``a`` the senders' index rows, ``p`` the unreached vertices'
-    in-edges from the index, ``s`` streamed); whether the levels agree; and
-    one run with the default budget, which uploads the stored indexes into the in-memory
-    layout (``index_build``: its setup and search seconds)."""
+    in-edges from the index, ``s`` streamed) and the replays of recorded passes; whether
+    the levels agree; and one run with the default budget, which uploads the stored
+    indexes into the in-memory layout (``index_build``: its setup and search seconds)."""
     import numpy as np
 
     from graphsys import open_graph
-    from graphsys.bsp import active_edges
+    from graphsys.bsp import active_edges, device_stream
     from graphsys.storage.adjacency_index import build_index
 
     edges, nodes, parts = (200_000, 1 << 14, 4) if ctx.tiny else ACTIVE_GRAPH
@@ -913,11 +914,14 @@ def active_edge_bfs(ctx: Ctx, bsp) -> dict:
         g = open_graph(g.path)
     hub = g.to_original([int(g.degrees(direction="out").argmax())])
     hub = hub.tolist()[0] if hasattr(hub, "tolist") else hub.to_pylist()[0]
-    runs: dict[str, list] = {"active": [], "streamed": []}
+    runs: dict[str, list] = {"active": [], "streamed": [], "streamed-unrecorded": []}
+    recorded = device_stream.RECORDED_PASS_DEVICES
     try:
-        for turn in range(ACTIVE_TURNS + 1):  # the first turn warms both sides
+        for turn in range(ACTIVE_TURNS + 1):  # the first turn warms every side
             for side in runs:
                 active_edges.ACTIVE_EDGES = side == "active"
+                device_stream.RECORDED_PASS_DEVICES = (() if side == "streamed-unrecorded"
+                                                       else recorded)
                 t0 = time.perf_counter()
                 res = bsp.bfs(g, hub, mode="out-of-core", device=ctx.device, backend="torch",
                               schedule="sync", device_budget=0)
@@ -926,10 +930,11 @@ def active_edge_bfs(ctx: Ctx, bsp) -> dict:
                     runs[side].append((time.perf_counter() - t0, res))
     finally:
         active_edges.ACTIVE_EDGES = True
+        device_stream.RECORDED_PASS_DEVICES = recorded
     out = {"graph": f"R-MAT {edges / 1e6:g}M edges, {nodes} ids, P = {parts}, CSR and CSC "
                     f"indexes", **built,
-           "same_levels": bool(np.array_equal(runs["active"][0][1].values,
-                                              runs["streamed"][0][1].values))}
+           "same_levels": all(np.array_equal(runs["active"][0][1].values, done[0][1].values)
+                              for done in runs.values())}
     # the default budget: the stored indexes uploaded into the in-memory layout, no sort
     res = bsp.bfs(g, hub, mode="out-of-core", device=ctx.device, backend="torch",
                   schedule="sync")
@@ -946,6 +951,7 @@ def active_edge_bfs(ctx: Ctx, bsp) -> dict:
                      "bytes_h2d": int(sum(s.bytes_h2d for s in steps)),
                      "directions": "".join({"active": "a", "active-pull": "p"}.get(
                          s.direction, "s") for s in steps),
+                     "pass_replays": done[0][1].stats.pass_replays,
                      # per superstep, median over the turns: which levels each side wins
                      "superstep_seconds": [
                          round(median([r.stats.supersteps[k].seconds.get("edges", 0.0)

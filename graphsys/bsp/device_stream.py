@@ -81,9 +81,9 @@ MERGED_SPMV_DEVICES = ("cuda",)
 #: jiterator (:func:`fused_split`); elsewhere, and where it does not compile or split a
 #: check batch as they do, the torch operators of :func:`split_words`
 FUSED_SPLIT_DEVICES = ("cuda",)
-#: Devices where a streamed all-active copy/sum pass (PageRank's), once every batch it
-#: reads is on the device or in the host cache, is recorded as one CUDA graph and replayed
-#: each superstep (:mod:`graphsys.bsp.recorded_pass`)
+#: Devices where a streamed pass (PageRank's all-active one, a frontier program's that
+#: recurs), once every batch it reads is on the device or in the host cache, is recorded as
+#: one CUDA graph and replayed (:mod:`graphsys.bsp.recorded_pass`)
 RECORDED_PASS_DEVICES = ("cuda",)
 #: The fused split's source (:func:`fused_split`): per edge its word, and its side stream
 #: entry widened to ``T`` (a two-byte entry arrives sign-extended from int16, hence the

@@ -203,7 +203,9 @@ class _Sink:
         else:
             rows = index if values.dim() == 1 else index.unsqueeze(1).expand_as(values)
             self.acc.scatter_reduce_(0, rows, values, self.reduce, include_self=True)
-            self.received[index] = True
+            # a fill by the scalar on the device (an index put of True may copy it there
+            # from the host, which a recorded pass cannot)
+            self.received.index_fill_(0, index, True)
 
     def result(self, direction: str) -> EdgeResult:
         if self.raw:

@@ -147,9 +147,10 @@ class RunStats:
         the other batches (their ``bytes_h2d``). Where a solver on the device built its
         layout from the buckets, the bytes of that layout. 0 elsewhere.
     pass_replays : int
-        Out of core on CUDA: supersteps whose streamed all-active pass (PageRank's) replayed
-        the pass recorded as one CUDA graph (:mod:`graphsys.bsp.recorded_pass`) rather
-        than running batch by batch. 0 elsewhere.
+        Out of core on CUDA: supersteps whose streamed pass (PageRank's all-active one, or
+        a frontier program's over buckets it read before) replayed the pass recorded as
+        one CUDA graph (:mod:`graphsys.bsp.recorded_pass`) rather than running batch by
+        batch. 0 elsewhere.
 
     Examples
     --------

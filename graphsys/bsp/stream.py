@@ -123,10 +123,11 @@ class StreamEdges:
         #: every batch it reads is kept on the device (False: it does not fit the budget)
         self._received: dict[str, torch.Tensor] = {}
         self._merged: dict[str, MergedPass | bool] = {}
-        #: that pass, per direction, recorded as one CUDA graph where it is streamed and
-        #: every batch is on the device or in the host cache (:mod:`.recorded_pass`; False:
-        #: it is not, or its recording failed)
-        self._recorded: dict[str, RecordedPass | bool] = {}
+        #: torch passes recorded as one CUDA graph each (:mod:`.recorded_pass`), by
+        #: :meth:`_record_key` (False: not recorded, or its recording failed)
+        self._recorded: dict[tuple, RecordedPass | bool] = {}
+        #: eager passes run so far, per key of a pass that may be recorded
+        self._seen: dict[tuple, int] = {}
         #: bytes of the layout a whole-graph solver built and keeps on the device
         #: (:attr:`builds_on_device`)
         self.layout_bytes = 0
@@ -309,17 +310,15 @@ class StreamEdges:
         else:
             self._device_buckets()
             workers = 1  # torch ops are themselves multi-threaded
-            if self._copy_sum(use_active, accept):
-                merged = self._merged.get(prog.direction)
-                if merged:
-                    return self._merged_result(merged, x, tasks)
-                recorded = self._recorded.get(prog.direction)
-                if recorded and recorded.tasks == tasks:
-                    return self._recorded_result(recorded, x)
-                sink = _CopySum(self.num_nodes, self.device,
-                                self._received.get(prog.direction))
-            else:
-                sink = _Sink(prog, self.num_nodes, self.device, spare=True)
+            copy_sum_pass = self._copy_sum(use_active, accept)
+            if copy_sum_pass and self._merged.get(prog.direction):
+                return self._merged_result(self._merged[prog.direction], x, tasks)
+            key = self._record_key(copy_sum_pass, use_active, tasks)
+            recorded = self._recorded.get(key) if key is not None else None
+            if recorded:
+                return self._replayed(recorded, x, active, copy_sum_pass)
+            sink = (_CopySum(self.num_nodes, self.device, self._received.get(prog.direction))
+                    if copy_sum_pass else _Sink(prog, self.num_nodes, self.device, spare=True))
         kept = None if numba_path else self.device_buckets  # batches not read from files
         counters = [[0, 0, 0, 0] for _ in range(max(1, workers))]  # scanned, sent, bytes, h2d
         next_task = itertools.count()
@@ -391,9 +390,8 @@ class StreamEdges:
                 sent += sink.messages_sent()
         res.edges_scanned, res.messages_sent, res.bytes_read, res.bytes_h2d = (
             scanned, sent, nbytes, h2d)
-        if isinstance(sink, _CopySum) and prog.direction not in self._recorded \
-                and not self._merged.get(prog.direction):
-            self._record_pass(x, tasks, res)
+        if not numba_path and key is not None and self._worth_recording(key, sink):
+            self._record_pass(key, sink, x, active, use_active, tasks, res)
         return res
 
     def streamed_bytes(self, tasks, numba_path: bool) -> int:
@@ -641,43 +639,75 @@ class StreamEdges:
 
     @property
     def pass_replays(self) -> int:
-        """Supersteps whose all-active copy/sum pass replayed its recorded graph."""
+        """Supersteps whose streamed pass replayed its recorded graph."""
         return sum(r.replays for r in self._recorded.values() if r)
 
-    def _record_pass(self, x: torch.Tensor, tasks, eager: EdgeResult) -> None:
-        """After an eager all-active copy/sum pass not merged: the pass recorded
+    def _record_key(self, copy_sum: bool, use_active: bool, tasks) -> tuple | None:
+        """The key of this torch pass among the recorded ones (its kind, direction,
+        whether senders are masked, and its batches' buckets), or None where it may not be
+        recorded: messages of one's own (a function, raw messages) or rows of a vector
+        program."""
+        prog, order = self.program, tuple(tuple(task) for task in tasks)
+        if copy_sum:
+            return ("copy-sum", prog.direction, order)
+        if prog.raw_messages or not isinstance(prog.message, str) or prog.width is not None:
+            return None
+        return ("frontier", prog.direction, use_active, order)
+
+    def _worth_recording(self, key: tuple, sink) -> bool:
+        """Whether the eager pass of ``key`` just run is to be recorded now: an all-active
+        copy/sum pass after its first superstep (each superstep's is the same; not where
+        it was merged), another pass the
+        :data:`~graphsys.bsp.recorded_pass.RECORD_AFTER`-th time its key recurs, while
+        the run holds fewer than :data:`~graphsys.bsp.recorded_pass.MAX_RECORDED`."""
+        if key in self._recorded:
+            return False
+        if isinstance(sink, _CopySum):
+            return not self._merged.get(key[1])
+        self._seen[key] = self._seen.get(key, 0) + 1
+        held = sum(1 for r in self._recorded.values() if r)
+        return (self._seen[key] >= recorded_pass.RECORD_AFTER
+                and held < recorded_pass.MAX_RECORDED)
+
+    def _record_pass(self, key: tuple, sink, x: torch.Tensor, active: torch.Tensor,
+                     use_active: bool, tasks, eager: EdgeResult) -> None:
+        """The pass of ``key`` just run eagerly into ``sink``, recorded
         (:func:`~graphsys.bsp.recorded_pass.record`) where the device is one of
         :data:`~graphsys.bsp.device_stream.RECORDED_PASS_DEVICES`, every batch it reads
         is on the device or in the host cache and its temporaries fit the device
-        (:func:`~graphsys.bsp.recorded_pass.fits_pool`), and checked against ``eager``;
-        else the pass stays eager (one warning where the recording fails or its replay
-        differs)."""
-        direction, buckets = self.program.direction, self.device_buckets
+        (:func:`~graphsys.bsp.recorded_pass.fits_pool`), and checked against the eager
+        pass; else the pass stays eager (one warning where the recording fails or its
+        replay differs)."""
+        buckets = self.device_buckets
         batches = [(i, j, rev, eb) for task in tasks for i, j, rev in task
                    for eb in self._open[(i, j)][1]]
+        copy_sum, prog, n = isinstance(sink, _CopySum), self.program, self.num_nodes
         if (self.device.type not in device_stream.RECORDED_PASS_DEVICES or not batches
                 or any(buckets.reads_files((i, j, eb.start)) for i, j, _, eb in batches)
                 or not recorded_pass.fits_pool(sum(len(b[3]) for b in batches),
-                                               self.device)):
-            self._recorded[direction] = False
+                                               self.device, key[0])):
+            self._recorded[key] = False
             return
-        received = self._received[direction]
+        received = self._received.get(prog.direction)
 
-        def body(xs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-            sink, c = _CopySum(self.num_nodes, self.device, received), [0, 0, 0, 0]
+        def body(xs: torch.Tensor, act: torch.Tensor | None = None) -> tuple:
+            out = (_CopySum(n, self.device, received) if copy_sum else
+                   _Sink(prog, n, self.device, spare=True))
+            c = [0, 0, 0, 0]
             for i, j, rev, eb in batches:
-                self._torch_batch(eb, i, j, rev, xs, None, False, sink, c)
-            return sink.acc, sink.received
+                self._torch_batch(eb, i, j, rev, xs, act, use_active, out, c)
+            return _outputs(out)
 
         streamed = self.streamed_bytes(tasks, False)
-        counts = (eager.edges_scanned, eager.messages_sent, eager.bytes_read,
-                  streamed if self.device.type != "cpu" else 0, streamed)
+        counts = (eager.edges_scanned, eager.messages_sent if copy_sum else sink.sent,
+                  eager.bytes_read, streamed if self.device.type != "cpu" else 0, streamed)
         keep = [s.device for s in buckets.slots] + [buckets.cache]
         moved = buckets.moved_bytes
         buckets.fresh_ring()
         try:
-            rec = recorded_pass.record(body, x, (eager.acc, eager.received), keep, counts,
-                                       tasks)
+            exact = not copy_sum and prog.combiner in active_edges.ORDER_FREE
+            rec = recorded_pass.record(body, (x,) if copy_sum else (x, active),
+                                       _outputs(sink), keep, counts, exact=exact)
             why = None if rec else "its first replay's sums differ from the pass's"
         except (RuntimeError, TypeError) as exc:
             rec, why = None, f"recording it failed ({str(exc).splitlines()[0][:200]})"
@@ -687,18 +717,23 @@ class StreamEdges:
         if why is not None:
             warnings.warn(f"the streamed pass runs batch by batch, not as one CUDA graph: "
                           f"{why}", RuntimeWarning, 2)
-        self._recorded[direction] = rec or False
+        self._recorded[key] = rec or False
 
-    def _recorded_result(self, recorded: RecordedPass, x: torch.Tensor) -> EdgeResult:
-        """A recorded pass's edge phase: its graph replayed on ``x``; the counters of the
-        pass it replays (its streamed batches' bytes copied again)."""
-        buckets = self.device_buckets
+    def _replayed(self, recorded: RecordedPass, x: torch.Tensor, active: torch.Tensor,
+                  copy_sum: bool) -> EdgeResult:
+        """A recorded pass's edge phase: its graph replayed on ``x`` and ``active``; the
+        counters of the pass it replays (its streamed batches' bytes copied again; the
+        masked senders' messages read once, as the eager pass reads them)."""
+        buckets, n = self.device_buckets, self.num_nodes
         before = buckets.moved_bytes  # (off CUDA a replay runs the pass, which counts)
-        acc, received = recorded.run(x)
+        outs = recorded.run(x) if copy_sum else recorded.run(x, active)
         buckets.forget_ring()  # an eager pass's next copies wait for the replay
-        res = EdgeResult(acc, received, None, "stream")
-        (res.edges_scanned, res.messages_sent, res.bytes_read, res.bytes_h2d,
-         moved) = recorded.counts
+        res = EdgeResult(outs[0][:n], outs[1][:n], None, "stream")
+        scanned, sent, nbytes, h2d, moved = recorded.counts
+        if len(outs) > 2:  # the masked sends, counted on the device
+            sent += int(outs[2])
+        res.edges_scanned, res.messages_sent, res.bytes_read, res.bytes_h2d = (
+            scanned, sent, nbytes, h2d)
         buckets.moved_bytes = before + moved
         return res
 
@@ -710,6 +745,15 @@ class StreamEdges:
         res.edges_scanned = res.messages_sent = merged.edges
         res.bytes_read, res.bytes_h2d = merged.nbytes_read, 0
         return res
+
+
+def _outputs(sink) -> tuple:
+    """A torch pass's results on the device, as a recorded pass returns them: the sums
+    (a combining sink's with its spare row) and receiving targets, and the count of
+    masked sends where there is one."""
+    if isinstance(sink, _CopySum) or sink._sent_masked is None:
+        return sink.acc, sink.received
+    return sink.acc, sink.received, sink._sent_masked
 
 
 def _from_files(kept: DeviceBuckets | None, i: int, j: int, eb) -> bool:

@@ -656,7 +656,7 @@ def test_frontier_pass_ops(graphs, packed):
     frontier to the spare target too (it compacted them out before: two synchronisations
     a batch): per batch its copy, the split, the ids widened and offset, the frontier's
     gather, the spare target, the count, the values' gather, one scatter-reduce and one
-    index put, no synchronisation; per pass the accumulators, a read of the frontier and
+    index fill, no synchronisation; per pass the accumulators, a read of the frontier and
     one of the count."""
     g = graphs["directed-p3"].graph
     c, edges = _frontier_counts(g, BUDGETS["resident"])
@@ -671,8 +671,8 @@ def test_frontier_pass_ops(graphs, packed):
     assert [k for k, _ in c.records][-1] == "d2h"
     # the count's running sum starts at the first batch's count
     assert c.launches == 2 + (11 + SPLIT_OPS[packed]) * batches - 1
-    assert c.ops["where"] == c.ops["scatter_reduce_"] == batches
-    assert "nonzero" not in c.ops
+    assert c.ops["where"] == c.ops["scatter_reduce_"] == c.ops["index_fill_"] == batches
+    assert "nonzero" not in c.ops and "index_put_" not in c.ops
 
 
 @pytest.mark.parametrize("why", ["budget", "streamed", "out-of-memory"])

@@ -130,7 +130,8 @@ def test_dry_run_records_each_parts_figures(dry_run):
     assert active["same_levels"] and active["active"]["directions"].startswith("a")
     assert set(active["streamed"]["directions"]) == {"s"}
     assert active["active"]["bytes_read"] < active["streamed"]["bytes_read"]
-    for side in ("active", "streamed"):  # each superstep's edge phase, per side
+    assert active["streamed-unrecorded"]["pass_replays"] == 0
+    for side in ("active", "streamed", "streamed-unrecorded"):  # each superstep, per side
         assert len(active[side]["superstep_seconds"]) == len(active[side]["directions"]) \
             == len(active[side]["superstep_active"])
     assert active["index_build"]["same_levels"]
