@@ -92,10 +92,11 @@ class RecordedPass:
         return tuple(o.clone() for o in self.out)
 
 
-def fits_pool(edges: int, device: torch.device, kind: str) -> bool:
+def fits_pool(edges: int, device: torch.device, kind: str, fixed: int = 0) -> bool:
     """Whether a pass of ``kind`` (a key of :data:`POOL_BYTES_PER_EDGE`) over ``edges``
-    edges may be recorded on ``device``: its pool's bytes at most within
-    :data:`POOL_SHARE` of the free memory on CUDA; always elsewhere.
+    edges may be recorded on ``device``: its pool's bytes at most, and ``fixed`` more (its
+    inputs and outputs, per vertex), within :data:`POOL_SHARE` of the free memory on CUDA;
+    always elsewhere.
 
     Examples
     --------
@@ -107,7 +108,7 @@ def fits_pool(edges: int, device: torch.device, kind: str) -> bool:
         return True
     import torch
 
-    need = edges * POOL_BYTES_PER_EDGE[kind]
+    need = edges * POOL_BYTES_PER_EDGE[kind] + fixed
     return need <= POOL_SHARE * torch.cuda.mem_get_info(device)[0]
 
 

@@ -682,10 +682,15 @@ class StreamEdges:
         batches = [(i, j, rev, eb) for task in tasks for i, j, rev in task
                    for eb in self._open[(i, j)][1]]
         copy_sum, prog, n = isinstance(sink, _CopySum), self.program, self.num_nodes
+        inputs = (x,) if copy_sum else (x, active)
         if (self.device.type not in device_stream.RECORDED_PASS_DEVICES or not batches
+                or not all(hasattr(t, "element_size") for t in inputs)
                 or any(buckets.reads_files((i, j, eb.start)) for i, j, _, eb in batches)
-                or not recorded_pass.fits_pool(sum(len(b[3]) for b in batches),
-                                               self.device, key[0])):
+                or not recorded_pass.fits_pool(
+                    sum(len(b[3]) for b in batches), self.device, key[0],
+                    # its inputs kept and copied, its outputs and their copies
+                    2 * sum(t.numel() * t.element_size() for t in (*inputs,
+                                                                    *_outputs(sink))))):
             self._recorded[key] = False
             return
         received = self._received.get(prog.direction)
@@ -706,8 +711,8 @@ class StreamEdges:
         buckets.fresh_ring()
         try:
             exact = not copy_sum and prog.combiner in active_edges.ORDER_FREE
-            rec = recorded_pass.record(body, (x,) if copy_sum else (x, active),
-                                       _outputs(sink), keep, counts, exact=exact)
+            rec = recorded_pass.record(body, inputs, _outputs(sink), keep, counts,
+                                       exact=exact)
             why = None if rec else "its first replay's sums differ from the pass's"
         except (RuntimeError, TypeError) as exc:
             rec, why = None, f"recording it failed ({str(exc).splitlines()[0][:200]})"

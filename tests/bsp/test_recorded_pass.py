@@ -178,6 +178,8 @@ def test_a_pass_whose_temporaries_may_not_fit_is_not_recorded(monkeypatch):
     assert POOL_BYTES_PER_EDGE == {"copy-sum": 16, "frontier": 64}
     assert fits_pool(1000, cuda, "copy-sum") and not fits_pool(1001, cuda, "copy-sum")
     assert fits_pool(250, cuda, "frontier") and not fits_pool(251, cuda, "frontier")
+    assert fits_pool(0, cuda, "frontier", 16_000) and not fits_pool(0, cuda, "frontier",
+                                                                     16_001)  # per vertex
     assert fits_pool(10**15, torch.device("cpu"), "frontier")
 
 
