@@ -83,6 +83,13 @@ class RecordedPass:
         self.counts = counts
         self.replays = 0
 
+    def takes(self, *inputs: torch.Tensor) -> bool:
+        """Whether ``inputs`` have the recorded inputs' shapes, dtypes and devices (a copy
+        into them would convert others in silence)."""
+        return len(inputs) == len(self.inputs) and all(
+            a.shape == b.shape and a.dtype == b.dtype and a.device == b.device
+            for a, b in zip(self.inputs, inputs))
+
     def run(self, *inputs: torch.Tensor) -> tuple:
         """The pass on ``inputs``: its outputs (new tensors)."""
         for mine, given in zip(self.inputs, inputs, strict=True):

@@ -315,7 +315,7 @@ class StreamEdges:
                 return self._merged_result(self._merged[prog.direction], x, tasks)
             key = self._record_key(copy_sum_pass, use_active, tasks)
             recorded = self._recorded.get(key) if key is not None else None
-            if recorded:
+            if recorded and recorded.takes(*((x,) if copy_sum_pass else (x, active))):
                 return self._replayed(recorded, x, active, copy_sum_pass)
             sink = (_CopySum(self.num_nodes, self.device, self._received.get(prog.direction))
                     if copy_sum_pass else _Sink(prog, self.num_nodes, self.device, spare=True))

@@ -223,6 +223,8 @@ def test_a_replay_that_differs_is_dropped():
     assert record(body, (x, act), (x * 2.0 + 1e-6, x > 1, act.sum()), [], ()) is None
     assert record(body, (x, act), (x * 2.0, x > 2, act.sum()), [], ()) is None
     assert record(body, (x, act), (x * 2.0, x > 1, act.sum() + 1), [], ()) is None
+    assert rec.takes(x, act) and not rec.takes(x.float(), act) and not rec.takes(x[:4], act)
+    assert not rec.takes(x)
     near = (x * 2.0 * (1 + recorded_pass.CHECK_RTOL / 4), x > 1, act.sum())
     assert record(body, (x, act), near, [], ()) is not None
     assert record(body, (x, act), near, [], (), exact=True) is None
