@@ -38,12 +38,15 @@ bsp       85    30    PageRank and BFS on a generated R-MAT (``--bsp-edges``, de
                       and three costs of a bottom-up step over the unreached vertices'
                       in-edges alone;
                       the streamed pass with every batch kept and nothing merged (its
-                      compute without the copies); the streamed one with each packed
+                      compute without the copies); the streamed one run batch by batch
+                      rather than replayed as a recorded CUDA graph, with each packed
                       batch split by torch operators, not one jiterator kernel, and with
-                      its batches unpacked; last, out-of-core BFS streamed every
-                      superstep on an indexed R-MAT (10M edges) with and without its
-                      active-edge supersteps (the senders' or the unreached vertices'
-                      index rows alone), alternated
+                      its batches unpacked; one in-memory BFS under torch.profiler (each
+                      level's host time beside its kernels'); last, out-of-core BFS
+                      streamed every superstep on an indexed R-MAT (10M edges) with and
+                      without its active-edge supersteps (the senders' or the unreached
+                      vertices' index rows alone), and without recorded passes,
+                      alternated
 gnn       55    30    GraphSAGE minibatch epoch, the CPU benchmark's shape (SBM 1M nodes /
                       25M directed edges, 100 features, 8 classes, fanouts 15,10 input layer
                       first, batch 1024, hidden 256, Adam 0.003, dropout 0.5), beside PyG's
