@@ -221,6 +221,33 @@ class _Sink:
         return EdgeResult(self.acc[:n], self.received[:n], None, direction)
 
 
+class _CopySum:
+    """The sums of an all-active copy/sum pass on the torch path: each batch adds its
+    sources' values into its targets (one gather, one ``index_add_``, int32 offsets
+    into views of ``x`` and of the sums: nothing widened or offset on the device); the
+    receiving targets are marked in the first pass only (``received`` given: a copy of
+    the kept ones)."""
+
+    def __init__(self, num_targets: int, device: torch.device,
+                 received: torch.Tensor | None):
+        import torch
+
+        self.acc = torch.zeros(num_targets, dtype=torch.float64, device=device)
+        self.mark = received is None
+        self.received = (torch.zeros(num_targets, dtype=torch.bool, device=device)
+                         if received is None else received.clone())
+
+    def add(self, src: torch.Tensor, dst: torch.Tensor, sb: int, db: int,
+            x: torch.Tensor) -> None:
+        """Sources ``x[sb + src]`` summed into targets ``db + dst``."""
+        self.acc[db:].index_add_(0, dst, x[sb:].index_select(0, src))
+        if self.mark:
+            self.received[db:][dst] = True
+
+    def result(self, direction: str) -> EdgeResult:
+        return EdgeResult(self.acc, self.received, None, direction)
+
+
 # ---------------------------------------------------------------------------------------------
 # in memory
 

@@ -28,9 +28,12 @@ recorded outputs.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from graphsys.bsp import device_stream
+from graphsys.bsp.provider import EdgeResult
 from graphsys.device import note_launch
 
 if TYPE_CHECKING:
@@ -153,3 +156,122 @@ def record(body: Body, inputs: tuple, eager: tuple, keep: list, counts: tuple,
         torch.equal(a, b) if exact or a.dtype == torch.bool or not a.is_floating_point()
         else torch.allclose(a, b, rtol=CHECK_RTOL, atol=0.0) for a, b in zip(got, eager))
     return rec if same else None
+
+
+def outputs(sink) -> tuple:
+    """A torch pass's results on the device, as a recorded pass returns them: the sums
+    (a combining sink's with its spare row) and receiving targets, and the count of
+    masked sends where the sink has one (:class:`~graphsys.bsp.edges._Sink`)."""
+    masked = getattr(sink, "_sent_masked", None)
+    return (sink.acc, sink.received) if masked is None else (sink.acc, sink.received,
+                                                               masked)
+
+
+class Recordings:
+    """The recorded passes of one out-of-core torch run (a
+    :class:`~graphsys.bsp.stream.StreamEdges`, ``edges``, holds one): each pass's key, when
+    it is due to be recorded, its recording and checks, and its replays as edge phases.
+
+    Attributes
+    ----------
+    passes : dict
+        By :meth:`key`: the :class:`RecordedPass`, or False where the pass was not
+        recorded (its batches read from the files, too large, or its recording failed or
+        differed).
+    """
+
+    def __init__(self, edges):
+        self.edges = edges
+        self.passes: dict[tuple, RecordedPass | bool] = {}
+        #: eager passes run so far, per key
+        self.seen: dict[tuple, int] = {}
+
+    @property
+    def replays(self) -> int:
+        """Replays run so far, all passes together."""
+        return sum(r.replays for r in self.passes.values() if r)
+
+    def key(self, copy_sum: bool, use_active: bool, tasks) -> tuple | None:
+        """The key of a torch pass (its kind, direction, whether senders are masked, and
+        its batches' buckets), or None where it is not recorded: off
+        :data:`~graphsys.bsp.device_stream.RECORDED_PASS_DEVICES`, or messages of one's
+        own (a function, raw messages) or rows of a vector program."""
+        prog = self.edges.program
+        if self.edges.device.type not in device_stream.RECORDED_PASS_DEVICES:
+            return None
+        order = tuple(tuple(task) for task in tasks)
+        if copy_sum:
+            return ("copy-sum", prog.direction, order)
+        if prog.raw_messages or not isinstance(prog.message, str) or prog.width is not None:
+            return None
+        return ("frontier", prog.direction, use_active, order)
+
+    def lookup(self, key: tuple | None, inputs: tuple) -> RecordedPass | None:
+        """The recorded pass of ``key`` where it takes ``inputs``
+        (:meth:`RecordedPass.takes`), else None."""
+        rec = self.passes.get(key) if key is not None else None
+        return rec if rec and rec.takes(*inputs) else None
+
+    def due(self, key: tuple | None, merged: bool) -> bool:
+        """Whether the eager pass of ``key`` just run is to be recorded now: an all-active
+        copy/sum pass after its first superstep (each superstep's is the same), unless it
+        was ``merged``; another the :data:`RECORD_AFTER`-th time its key recurs, while the
+        run holds fewer than :data:`MAX_RECORDED`."""
+        if key is None or key in self.passes:
+            return False
+        if key[0] == "copy-sum":
+            return not merged
+        self.seen[key] = self.seen.get(key, 0) + 1
+        held = sum(1 for r in self.passes.values() if r)
+        return self.seen[key] >= RECORD_AFTER and held < MAX_RECORDED
+
+    def record(self, key: tuple, body: Body, inputs: tuple, eager: tuple, batches: list,
+               counts: tuple, streamed: int, exact: bool) -> None:
+        """Record the pass of ``key`` (:func:`record`: ``body`` on ``inputs``, checked
+        against ``eager``, its outputs) where every one of its ``batches`` (``(i, j,
+        batch)``) is on the device or in the host cache and its pool fits
+        (:func:`fits_pool`); ``counts``: its ``(edges_scanned, messages_sent of unmasked
+        senders, bytes_read)``, ``streamed`` the bytes it copies. Else, or where the
+        recording fails or differs (one warning), the pass stays eager."""
+        edges = self.edges
+        buckets, device = edges.device_buckets, edges.device
+        vertex_bytes = 2 * sum(t.numel() * t.element_size() for t in (*inputs, *eager))
+        if (not batches or not all(hasattr(t, "element_size") for t in inputs)
+                or any(buckets.reads_files((i, j, eb.start)) for i, j, eb in batches)
+                or not fits_pool(sum(len(eb) for *_, eb in batches), device, key[0],
+                                 vertex_bytes)):
+            self.passes[key] = False
+            return
+        counts = (*counts, streamed if device.type != "cpu" else 0, streamed)
+        keep = [s.device for s in buckets.slots] + [buckets.cache]
+        moved = buckets.moved_bytes
+        buckets.fresh_ring()
+        try:
+            rec = record(body, inputs, eager, keep, counts, exact=exact)
+            why = None if rec else "its first replay's sums differ from the pass's"
+        except (RuntimeError, TypeError) as exc:
+            rec, why = None, f"recording it failed ({str(exc).splitlines()[0][:200]})"
+        finally:
+            buckets.fresh_ring()
+            buckets.moved_bytes = moved
+        if why is not None:
+            warnings.warn(f"the streamed pass runs batch by batch, not as one CUDA graph: "
+                          f"{why}", RuntimeWarning, 3)
+        self.passes[key] = rec or False
+
+    def replay(self, rec: RecordedPass, inputs: tuple) -> EdgeResult:
+        """A recorded pass's edge phase on ``inputs``: its outputs, and the counters of the
+        pass it replays (its streamed batches' bytes copied again; the masked senders'
+        messages read once, as the eager pass reads them)."""
+        buckets, n = self.edges.device_buckets, self.edges.num_nodes
+        before = buckets.moved_bytes  # (off CUDA a replay runs the pass, which counts)
+        outs = rec.run(*inputs)
+        buckets.forget_ring()  # an eager pass's next copies wait for the replay
+        res = EdgeResult(outs[0][:n], outs[1][:n], None, "stream")
+        scanned, sent, nbytes, h2d, moved = rec.counts
+        if len(outs) > 2:  # the masked sends, counted on the device
+            sent += int(outs[2])
+        res.edges_scanned, res.messages_sent, res.bytes_read, res.bytes_h2d = (
+            scanned, sent, nbytes, h2d)
+        buckets.moved_bytes = before + moved
+        return res

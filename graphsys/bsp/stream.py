@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import itertools
 import threading
-import warnings
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
@@ -25,6 +24,7 @@ from graphsys.bsp.device_stream import (
 )
 from graphsys.bsp.distributed import LocalComm, TorchComm, rank_bounds
 from graphsys.bsp.edges import (
+    _CopySum,
     _host_accumulators,
     _Sink,
     _torch_messages,
@@ -32,7 +32,6 @@ from graphsys.bsp.edges import (
 )
 from graphsys.bsp.program import COMBINERS, MESSAGES, VertexProgram
 from graphsys.bsp.provider import EdgeResult
-from graphsys.bsp.recorded_pass import RecordedPass
 from graphsys.device import host_array
 from graphsys.errors import GraphsysError
 from graphsys.kernels.arrays import read_only
@@ -123,11 +122,8 @@ class StreamEdges:
         #: every batch it reads is kept on the device (False: it does not fit the budget)
         self._received: dict[str, torch.Tensor] = {}
         self._merged: dict[str, MergedPass | bool] = {}
-        #: torch passes recorded as one CUDA graph each (:mod:`.recorded_pass`), by
-        #: :meth:`_record_key` (False: not recorded, or its recording failed)
-        self._recorded: dict[tuple, RecordedPass | bool] = {}
-        #: eager passes run so far, per key of a pass that may be recorded
-        self._seen: dict[tuple, int] = {}
+        #: torch passes recorded as one CUDA graph each (:mod:`.recorded_pass`)
+        self.recordings = recorded_pass.Recordings(self)
         #: bytes of the layout a whole-graph solver built and keeps on the device
         #: (:attr:`builds_on_device`)
         self.layout_bytes = 0
@@ -313,10 +309,11 @@ class StreamEdges:
             copy_sum_pass = self._copy_sum(use_active, accept)
             if copy_sum_pass and self._merged.get(prog.direction):
                 return self._merged_result(self._merged[prog.direction], x, tasks)
-            key = self._record_key(copy_sum_pass, use_active, tasks)
-            recorded = self._recorded.get(key) if key is not None else None
-            if recorded and recorded.takes(*((x,) if copy_sum_pass else (x, active))):
-                return self._replayed(recorded, x, active, copy_sum_pass)
+            inputs = (x,) if copy_sum_pass else (x, active)
+            key = self.recordings.key(copy_sum_pass, use_active, tasks)
+            recorded = self.recordings.lookup(key, inputs)
+            if recorded is not None:
+                return self.recordings.replay(recorded, inputs)
             sink = (_CopySum(self.num_nodes, self.device, self._received.get(prog.direction))
                     if copy_sum_pass else _Sink(prog, self.num_nodes, self.device, spare=True))
         kept = None if numba_path else self.device_buckets  # batches not read from files
@@ -390,8 +387,9 @@ class StreamEdges:
                 sent += sink.messages_sent()
         res.edges_scanned, res.messages_sent, res.bytes_read, res.bytes_h2d = (
             scanned, sent, nbytes, h2d)
-        if not numba_path and key is not None and self._worth_recording(key, sink):
-            self._record_pass(key, sink, x, active, use_active, tasks, res)
+        if not numba_path and self.recordings.due(
+                key, isinstance(sink, _CopySum) and bool(self._merged.get(prog.direction))):
+            self._record(key, sink, inputs, use_active, tasks, res)
         return res
 
     def streamed_bytes(self, tasks, numba_path: bool) -> int:
@@ -640,59 +638,16 @@ class StreamEdges:
     @property
     def pass_replays(self) -> int:
         """Supersteps whose streamed pass replayed its recorded graph."""
-        return sum(r.replays for r in self._recorded.values() if r)
+        return self.recordings.replays
 
-    def _record_key(self, copy_sum: bool, use_active: bool, tasks) -> tuple | None:
-        """The key of this torch pass among the recorded ones (its kind, direction,
-        whether senders are masked, and its batches' buckets), or None where it may not be
-        recorded: messages of one's own (a function, raw messages) or rows of a vector
-        program."""
-        prog, order = self.program, tuple(tuple(task) for task in tasks)
-        if copy_sum:
-            return ("copy-sum", prog.direction, order)
-        if prog.raw_messages or not isinstance(prog.message, str) or prog.width is not None:
-            return None
-        return ("frontier", prog.direction, use_active, order)
-
-    def _worth_recording(self, key: tuple, sink) -> bool:
-        """Whether the eager pass of ``key`` just run is to be recorded now: an all-active
-        copy/sum pass after its first superstep (each superstep's is the same; not where
-        it was merged), another pass the
-        :data:`~graphsys.bsp.recorded_pass.RECORD_AFTER`-th time its key recurs, while
-        the run holds fewer than :data:`~graphsys.bsp.recorded_pass.MAX_RECORDED`."""
-        if key in self._recorded:
-            return False
-        if isinstance(sink, _CopySum):
-            return not self._merged.get(key[1])
-        self._seen[key] = self._seen.get(key, 0) + 1
-        held = sum(1 for r in self._recorded.values() if r)
-        return (self._seen[key] >= recorded_pass.RECORD_AFTER
-                and held < recorded_pass.MAX_RECORDED)
-
-    def _record_pass(self, key: tuple, sink, x: torch.Tensor, active: torch.Tensor,
-                     use_active: bool, tasks, eager: EdgeResult) -> None:
-        """The pass of ``key`` just run eagerly into ``sink``, recorded
-        (:func:`~graphsys.bsp.recorded_pass.record`) where the device is one of
-        :data:`~graphsys.bsp.device_stream.RECORDED_PASS_DEVICES`, every batch it reads
-        is on the device or in the host cache and its temporaries fit the device
-        (:func:`~graphsys.bsp.recorded_pass.fits_pool`), and checked against the eager
-        pass; else the pass stays eager (one warning where the recording fails or its
-        replay differs)."""
-        buckets = self.device_buckets
+    def _record(self, key: tuple, sink, inputs: tuple, use_active: bool, tasks,
+                eager: EdgeResult) -> None:
+        """The pass of ``key`` just run eagerly into ``sink`` on ``inputs`` handed to
+        :meth:`Recordings.record <graphsys.bsp.recorded_pass.Recordings.record>` as its
+        batches and its body: the same batch calls into a new sink of its kind."""
         batches = [(i, j, rev, eb) for task in tasks for i, j, rev in task
                    for eb in self._open[(i, j)][1]]
         copy_sum, prog, n = isinstance(sink, _CopySum), self.program, self.num_nodes
-        inputs = (x,) if copy_sum else (x, active)
-        if (self.device.type not in device_stream.RECORDED_PASS_DEVICES or not batches
-                or not all(hasattr(t, "element_size") for t in inputs)
-                or any(buckets.reads_files((i, j, eb.start)) for i, j, _, eb in batches)
-                or not recorded_pass.fits_pool(
-                    sum(len(b[3]) for b in batches), self.device, key[0],
-                    # its inputs kept and copied, its outputs and their copies
-                    2 * sum(t.numel() * t.element_size() for t in (*inputs,
-                                                                    *_outputs(sink))))):
-            self._recorded[key] = False
-            return
         received = self._received.get(prog.direction)
 
         def body(xs: torch.Tensor, act: torch.Tensor | None = None) -> tuple:
@@ -701,46 +656,14 @@ class StreamEdges:
             c = [0, 0, 0, 0]
             for i, j, rev, eb in batches:
                 self._torch_batch(eb, i, j, rev, xs, act, use_active, out, c)
-            return _outputs(out)
+            return recorded_pass.outputs(out)
 
-        streamed = self.streamed_bytes(tasks, False)
         counts = (eager.edges_scanned, eager.messages_sent if copy_sum else sink.sent,
-                  eager.bytes_read, streamed if self.device.type != "cpu" else 0, streamed)
-        keep = [s.device for s in buckets.slots] + [buckets.cache]
-        moved = buckets.moved_bytes
-        buckets.fresh_ring()
-        try:
-            exact = not copy_sum and prog.combiner in active_edges.ORDER_FREE
-            rec = recorded_pass.record(body, inputs, _outputs(sink), keep, counts,
-                                       exact=exact)
-            why = None if rec else "its first replay's sums differ from the pass's"
-        except (RuntimeError, TypeError) as exc:
-            rec, why = None, f"recording it failed ({str(exc).splitlines()[0][:200]})"
-        finally:
-            buckets.fresh_ring()
-            buckets.moved_bytes = moved
-        if why is not None:
-            warnings.warn(f"the streamed pass runs batch by batch, not as one CUDA graph: "
-                          f"{why}", RuntimeWarning, 2)
-        self._recorded[key] = rec or False
-
-    def _replayed(self, recorded: RecordedPass, x: torch.Tensor, active: torch.Tensor,
-                  copy_sum: bool) -> EdgeResult:
-        """A recorded pass's edge phase: its graph replayed on ``x`` and ``active``; the
-        counters of the pass it replays (its streamed batches' bytes copied again; the
-        masked senders' messages read once, as the eager pass reads them)."""
-        buckets, n = self.device_buckets, self.num_nodes
-        before = buckets.moved_bytes  # (off CUDA a replay runs the pass, which counts)
-        outs = recorded.run(x) if copy_sum else recorded.run(x, active)
-        buckets.forget_ring()  # an eager pass's next copies wait for the replay
-        res = EdgeResult(outs[0][:n], outs[1][:n], None, "stream")
-        scanned, sent, nbytes, h2d, moved = recorded.counts
-        if len(outs) > 2:  # the masked sends, counted on the device
-            sent += int(outs[2])
-        res.edges_scanned, res.messages_sent, res.bytes_read, res.bytes_h2d = (
-            scanned, sent, nbytes, h2d)
-        buckets.moved_bytes = before + moved
-        return res
+                  eager.bytes_read)
+        self.recordings.record(key, body, inputs, recorded_pass.outputs(sink),
+                               [(i, j, eb) for i, j, _, eb in batches], counts,
+                               self.streamed_bytes(tasks, False),
+                               exact=not copy_sum and prog.combiner in active_edges.ORDER_FREE)
 
     def _merged_result(self, merged: MergedPass, x: torch.Tensor, tasks) -> EdgeResult:
         """A merged pass's edge phase: one op for the sums (and a copy of the receiving
@@ -752,47 +675,11 @@ class StreamEdges:
         return res
 
 
-def _outputs(sink) -> tuple:
-    """A torch pass's results on the device, as a recorded pass returns them: the sums
-    (a combining sink's with its spare row) and receiving targets, and the count of
-    masked sends where there is one."""
-    if isinstance(sink, _CopySum) or sink._sent_masked is None:
-        return sink.acc, sink.received
-    return sink.acc, sink.received, sink._sent_masked
-
-
 def _from_files(kept: DeviceBuckets | None, i: int, j: int, eb) -> bool:
     """Whether a pass reads batch ``eb`` of bucket ``(i, j)`` from the mapped files: always
     on the numba path (``kept`` None); on the torch path unless ``kept`` holds it on the
     device or in its host cache."""
     return kept is None or kept.reads_files((i, j, eb.start))
-
-
-class _CopySum:
-    """The sums of an all-active copy/sum pass on the torch path: each batch adds its
-    sources' values into its targets (one gather, one ``index_add_``, int32 offsets
-    into views of ``x`` and of the sums: nothing widened or offset on the device); the
-    receiving targets are marked in the first pass only (``received`` given: a copy of
-    the kept ones)."""
-
-    def __init__(self, num_targets: int, device: torch.device,
-                 received: torch.Tensor | None):
-        import torch
-
-        self.acc = torch.zeros(num_targets, dtype=torch.float64, device=device)
-        self.mark = received is None
-        self.received = (torch.zeros(num_targets, dtype=torch.bool, device=device)
-                         if received is None else received.clone())
-
-    def add(self, src: torch.Tensor, dst: torch.Tensor, sb: int, db: int,
-            x: torch.Tensor) -> None:
-        """Sources ``x[sb + src]`` summed into targets ``db + dst``."""
-        self.acc[db:].index_add_(0, dst, x[sb:].index_select(0, src))
-        if self.mark:
-            self.received[db:][dst] = True
-
-    def result(self, direction: str) -> EdgeResult:
-        return EdgeResult(self.acc, self.received, None, direction)
 
 
 class DistributedEdges(StreamEdges):
