@@ -17,12 +17,12 @@ Parts (``--parts``, in this order; cap seconds on the GPU / in the ``--tiny`` dr
 part      cap   tiny  what it measures
 ========  ====  ====  ==================================================================
 env       15    20    GPU, driver, torch/CUDA, numba(-cuda), CuPy, PyG, pyg-lib, ncu, pytest
-tests     125   60    ``pytest -m device --device cuda`` (every test that runs on the test
+tests     150   60    ``pytest -m device --device cuda`` (every test that runs on the test
                       device) over the files holding them (one collection of the suite
                       finds them, so each worker collects those alone), per-test timeout
                       ``--test-timeout`` (pytest-timeout), spread over ``--test-workers``
                       pytest-xdist workers when installed
-bsp       85    30    PageRank and BFS on a generated R-MAT (``--bsp-edges``, default 100M
+bsp       70    30    PageRank and BFS on a generated R-MAT (``--bsp-edges``, default 100M
                       edges over 2**23 ids, P = 8) held in GPU memory and read from the
                       host buckets (out of core: uploaded once into the in-memory layout
                       on the GPU within the default budget, the BFS row's time with that
@@ -47,7 +47,7 @@ bsp       85    30    PageRank and BFS on a generated R-MAT (``--bsp-edges``, de
                       without its active-edge supersteps (the senders' or the unreached
                       vertices' index rows alone), and without recorded passes,
                       alternated
-gnn       55    30    GraphSAGE minibatch epoch, the CPU benchmark's shape (SBM 1M nodes /
+gnn       45    30    GraphSAGE minibatch epoch, the CPU benchmark's shape (SBM 1M nodes /
                       25M directed edges, 100 features, 8 classes, fanouts 15,10 input layer
                       first, batch 1024, hidden 256, Adam 0.003, dropout 0.5), beside PyG's
                       SAGEConv fed by its NeighborLoader on the same GPU and arrays; share of
@@ -149,7 +149,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = "results.jsonl"
 #: (part, cap seconds on the GPU, cap seconds in the --tiny dry run), in priority order
-PARTS = (("env", 15, 20), ("tests", 125, 60), ("bsp", 85, 30), ("gnn", 55, 30),
+PARTS = (("env", 15, 20), ("tests", 150, 60), ("bsp", 70, 30), ("gnn", 45, 30),
          ("embed", 120, 35), ("profile", 80, 45))
 BUDGET, TINY_BUDGET = 480, 178
 #: a part's child exits with this when the whole part was skipped (its reason recorded)

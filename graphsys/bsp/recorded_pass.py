@@ -28,6 +28,7 @@ recorded outputs.
 
 from __future__ import annotations
 
+import gc
 import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -57,6 +58,9 @@ POOL_SHARE = 0.5
 RECORD_AFTER = 2
 #: Recorded passes one run holds at most (each graph keeps its own memory pool)
 MAX_RECORDED = 8
+#: Captures of a pass tried before it stays eager (a capture voided by a call outside the
+#: pass is tried again)
+CAPTURE_TRIES = 2
 
 #: The pass recorded: ``body(*inputs)`` runs it and returns its output tensors
 Body = Callable[..., tuple]
@@ -134,10 +138,7 @@ def record(body: Body, inputs: tuple, eager: tuple, keep: list, counts: tuple,
 
     static = tuple(t.clone() for t in inputs)
     if inputs[0].device.type == "cuda":
-        graph = torch.cuda.CUDAGraph()
-        # thread-local: the staging threads' calls elsewhere do not void the capture
-        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
-            out = body(*static)
+        graph, out = _capture(body, static)
         keep = [*keep, graph]
 
         def replay() -> None:
@@ -156,6 +157,26 @@ def record(body: Body, inputs: tuple, eager: tuple, keep: list, counts: tuple,
         torch.equal(a, b) if exact or a.dtype == torch.bool or not a.is_floating_point()
         else torch.allclose(a, b, rtol=CHECK_RTOL, atol=0.0) for a, b in zip(got, eager))
     return rec if same else None
+
+
+def _capture(body: Body, static: tuple) -> tuple:
+    """``body(*static)`` captured into a new CUDA graph: ``(graph, outputs)``. Thread-local,
+    so that the staging threads' calls elsewhere do not void it, and with Python's
+    collector paused, so that no object of an earlier run (a graph, an event, a pinned
+    block) is freed inside it, a call a capture forbids."""
+    import torch
+
+    enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+            out = body(*static)
+        return graph, out
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def outputs(sink) -> tuple:
@@ -245,12 +266,15 @@ class Recordings:
         counts = (*counts, streamed if device.type != "cpu" else 0, streamed)
         keep = [s.device for s in buckets.slots] + [buckets.cache]
         moved = buckets.moved_bytes
-        buckets.fresh_ring()
         try:
-            rec = record(body, inputs, eager, keep, counts, exact=exact)
-            why = None if rec else "its first replay's sums differ from the pass's"
-        except (RuntimeError, TypeError) as exc:
-            rec, why = None, f"recording it failed ({str(exc).splitlines()[0][:200]})"
+            for _ in range(CAPTURE_TRIES):  # a capture voided from outside: once more
+                buckets.fresh_ring()
+                try:
+                    rec = record(body, inputs, eager, keep, counts, exact=exact)
+                    why = None if rec else "its first replay's sums differ from the pass's"
+                    break
+                except (RuntimeError, TypeError) as exc:
+                    rec, why = None, f"recording it failed ({str(exc).splitlines()[0][:200]})"
         finally:
             buckets.fresh_ring()
             buckets.moved_bytes = moved

@@ -30,6 +30,7 @@ from graphsys.sampling.device import (
     as_int64,
 )
 from graphsys.sampling.neighbor import NeighborSampler
+from graphsys.trace import trace_range
 from graphsys.units import format_size
 
 #: The label of a padding row: ``F.cross_entropy``'s ``ignore_index``
@@ -258,17 +259,18 @@ class NodeStepGraph:
             # batches of another size (a new seed count): recorded again after the warm-up
             self._graph, self._eager = None, 0
             self._input = torch.empty(packed.shape, dtype=packed.dtype, device=packed.device)
-        self._input.copy_(packed)
-        if self._graph is not None:
-            self._replay()
-        elif self.cuda_graph and self._eager >= WARMUP_STEPS:
-            self._record()
+        with trace_range("gnn.step"):  # the sample is drawn inside the step
+            self._input.copy_(packed)
             if self._graph is not None:
                 self._replay()
+            elif self.cuda_graph and self._eager >= WARMUP_STEPS:
+                self._record()
+                if self._graph is not None:
+                    self._replay()
+                else:
+                    self._run()
             else:
                 self._run()
-        else:
-            self._run()
         self.steps += 1
 
     def _run(self) -> None:

@@ -206,6 +206,26 @@ def test_a_recording_that_fails_warns_and_the_pass_runs_eagerly(graphs, monkeypa
     np.testing.assert_array_equal(res.values, eager.values)
 
 
+def test_a_capture_voided_once_is_tried_again(graphs, monkeypatch):
+    """A capture voided from outside the pass (a call it forbids, made elsewhere) is tried
+    once more, on a fresh ring; one that fails every time leaves the pass eager."""
+    g = graphs["directed-p3"].graph
+    eager = _pagerank(g, 0)
+    monkeypatch.setattr(device_stream, "RECORDED_PASS_DEVICES", ("cpu",))
+    real, calls = recorded_pass.record, []
+
+    def voided_once(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("operation failed due to a previous error during capture")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(recorded_pass, "record", voided_once)
+    res = _pagerank(g, 0)
+    assert len(calls) == recorded_pass.CAPTURE_TRIES == 2 and res.stats.pass_replays > 0
+    np.testing.assert_array_equal(res.values, eager.values)
+
+
 def test_a_replay_that_differs_is_dropped():
     """The first replay is checked against the eager pass: outputs that differ leave no
     recorded pass; the same ones (sums within rounding unless exact) keep it."""

@@ -40,7 +40,10 @@ def test_sbm_node_classification(tmp_path, model, fanouts, device):
 
 def test_deterministic_with_several_workers(tmp_path, device, deterministic):
     g = sbm_graph(tmp_path)
-    base = dict(model="sage", fanouts=[3, 3], hidden=8, epochs=4, batch_size=8, seed=3)
+    # the loader's sampler (on CUDA the default step graph has no workers)
+    sampler = "device" if torch.device(device).type == "cuda" else "auto"
+    base = dict(model="sage", fanouts=[3, 3], hidden=8, epochs=4, batch_size=8, seed=3,
+                sampler=sampler)
     a = train(g, TrainConfig(**base, num_workers=1), device=device)
     b = train(g, TrainConfig(**base, num_workers=3, prefetch=4), device=device)
     assert [h["loss"] for h in a.history] == [h["loss"] for h in b.history]
