@@ -713,11 +713,16 @@ def bfs_warm_check(ctx: Ctx, bsp, g, hub, label: str, first) -> None:
                note="a second run in the same process; search_s: its supersteps' seconds")
 
 
+#: Kernels of most device time listed per level by :func:`bfs_level_profile`
+BFS_PROFILE_TOP = 5
+
+
 def bfs_level_profile(ctx: Ctx, bsp, g, hub) -> dict:
     """torch.profiler over one more in-memory device BFS (its kernels loaded by the runs
     before), with the engine's ranges on: per level its host microseconds (the
-    ``bsp.superstep#k`` range, its host read included), the kernels that started in it
-    and their summed device microseconds. A level whose kernels take a small share of its
+    ``bsp.superstep#k`` range, its host read included), the kernels that started in it,
+    their summed device microseconds and the :data:`BFS_PROFILE_TOP` of most device time
+    (name, count, microseconds). A level whose kernels take a small share of its
     time waits on the host issuing its operators, not on the device: what fewer launches
     (a fused kernel, a recorded graph) would win there."""
     import torch
@@ -731,17 +736,27 @@ def bfs_level_profile(ctx: Ctx, bsp, g, hub) -> dict:
                       schedule="sync")
         ctx.sync()
     events = list(prof.events())
-    levels = sorted((e for e in events if e.name.startswith("bsp.superstep#")),
+    on_gpu = [getattr(e, "device_type", None) == torch.autograd.DeviceType.CUDA
+              for e in events]
+    # the host's ranges (on CUDA each also shows as an annotation on the GPU's timeline)
+    levels = sorted((e for e, g in zip(events, on_gpu, strict=True)
+                     if not g and e.name.startswith("bsp.superstep#")),
                     key=lambda e: e.time_range.start)
-    kernels = [e for e in events
-               if getattr(e, "device_type", None) == torch.autograd.DeviceType.CUDA]
+    kernels = [e for e, g in zip(events, on_gpu, strict=True)
+               if g and not e.name.startswith("bsp.")]
     out = []
     for e in levels:
         lo, hi = e.time_range.start, e.time_range.end
         mine = [k for k in kernels if lo <= k.time_range.start < hi]
+        top: dict[str, list] = {}
+        for k in mine:
+            t = top.setdefault(k.name[:60], [k.name[:60], 0, 0.0])
+            t[1], t[2] = t[1] + 1, t[2] + k.time_range.elapsed_us()
         out.append({"level": int(e.name.rsplit("#", 1)[1]),
                     "host_us": round(e.time_range.elapsed_us(), 1), "kernels": len(mine),
-                    "kernel_us": round(sum(k.time_range.elapsed_us() for k in mine), 1)})
+                    "kernel_us": round(sum(k.time_range.elapsed_us() for k in mine), 1),
+                    "top_kernels": [[n, c, round(us, 1)] for n, c, us in sorted(
+                        top.values(), key=lambda t: -t[2])[:BFS_PROFILE_TOP]]})
     return {"method": res.stats.method, "levels": out,
             "directions": "".join("t" if s.direction == "push" else "b"
                                   for s in res.stats.supersteps),

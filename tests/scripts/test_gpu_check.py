@@ -117,7 +117,8 @@ def test_dry_run_records_each_parts_figures(dry_run):
     # one more device BFS profiled: each level's host time and its kernels (none here)
     prof = by["bsp", "bfs-level-profile"]
     assert [lv["level"] for lv in prof["levels"]] == list(range(len(prof["directions"])))
-    assert all(lv["host_us"] > 0 and lv["kernels"] == 0 for lv in prof["levels"])
+    assert all(lv["host_us"] > 0 and lv["kernels"] == 0 and lv["top_kernels"] == []
+               for lv in prof["levels"])
     # the warm BFS: Graph500's traversed edges (the reached vertices' out-edges), a rate
     warm = by["bsp", "bfs-memory-warm"]
     assert 0 < warm["traversed_edges"] <= by["bsp", "graph"]["edges"] and warm["teps"] > 0
