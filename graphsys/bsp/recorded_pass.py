@@ -162,13 +162,12 @@ def record(body: Body, inputs: tuple, eager: tuple, keep: list, counts: tuple,
 def _capture(body: Body, static: tuple) -> tuple:
     """``body(*static)`` captured into a new CUDA graph: ``(graph, outputs)``. Thread-local,
     so that the staging threads' calls elsewhere do not void it, and with Python's
-    collector paused, so that no object of an earlier run (a graph, an event, a pinned
-    block) is freed inside it, a call a capture forbids."""
+    collector paused, so that no object of an earlier run held by a reference cycle (a
+    graph, an event, a pinned block) is freed inside it, a call a capture forbids."""
     import torch
 
     enabled = gc.isenabled()
-    gc.collect()
-    gc.disable()
+    gc.disable()  # (no collection first: what it would free is freed after the capture)
     try:
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, capture_error_mode="thread_local"):
