@@ -14,7 +14,8 @@ graphsys submodule is imported from (:func:`record_sources`), the other, at the 
 :func:`install`: :class:`KernelCacheLocator` and :class:`ReadOnlyKernelCacheLocator` go into
 numba's cache locators, ``Cache.load_overload`` / ``save_overload`` read and write the
 checked entries of :mod:`graphsys.jit_cache` for graphsys's kernels only
-(:func:`_patch_cache`), and one ``numba:compile`` listener (:func:`watch_compiles`) counts
+(:func:`_patch_cache`) with keys that end with the kernel's compile options
+(:func:`_patch_options`), and one ``numba:compile`` listener (:func:`watch_compiles`) counts
 compilations (:func:`compile_totals`). ``GRAPHSYS_KERNEL_CACHE=numba`` (:data:`OFF_SWITCH`)
 turns all of it off.
 """
@@ -198,7 +199,49 @@ def install() -> bool:
     if last not in classes:
         classes.append(last)
     _patch_cache(caching)
+    _patch_options(caching)
     return not os.environ.get("NUMBA_CACHE_LOCATOR_CLASSES")
+
+
+def _patch_options(caching) -> None:
+    """Key a graphsys kernel's cache entries by its dispatcher's compile options as well.
+
+    numba keys an entry by the signature, the CPU and the function's bytecode, and names
+    its files by the function's module, name and first line; the options it was compiled
+    with are in neither. Two dispatchers of one Python function with other options (the
+    samplers' ``parallel=True`` kernel and its serial ``nogil`` twin) therefore share their
+    files and keys, and whichever compiles first is what the other loads from then on: a
+    serial kernel where the parallel one was asked for (half the rate on two cores), or a
+    parallel one inside a loader's worker threads. Here a graphsys dispatcher's cache
+    holds its options (``graphsys_options``, set when caching is enabled) and its index
+    keys end with them, so each twin has its own entries in the shared index. A no-op on
+    a numba without these internals."""
+    try:
+        from numba.core.dispatcher import Dispatcher
+    except ImportError:
+        return
+    cache = getattr(caching, "Cache", None)
+    usual_enable = getattr(Dispatcher, "enable_caching", None)
+    usual_key = getattr(cache, "_index_key", None)
+    if usual_enable is None or usual_key is None or getattr(usual_key, "graphsys", False):
+        return
+
+    def enable_caching(self):
+        usual_enable(self)
+        module = getattr(self.py_func, "__module__", None) or ""
+        kept = getattr(self, "_cache", None)
+        if module.startswith("graphsys.") and kept is not None:
+            kept.graphsys_options = tuple(sorted(
+                (k, repr(v)) for k, v in getattr(self, "targetoptions", {}).items()))
+
+    def _index_key(self, sig, codegen):
+        key = usual_key(self, sig, codegen)
+        options = getattr(self, "graphsys_options", None)
+        return key if options is None else (*key, options)
+
+    enable_caching.graphsys = _index_key.graphsys = True
+    Dispatcher.enable_caching = enable_caching
+    cache._index_key = _index_key
 
 
 def _patch_cache(caching) -> None:

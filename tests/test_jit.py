@@ -313,3 +313,43 @@ def test_a_file_edited_after_its_import_keys_no_cache_entry(tmp_path):
     edited_in_flight = child("edit")  # imported old bytes, then edited the file
     assert edited_in_flight == old
     assert child("keep") != old  # a process of the edited sources has a key of its own
+
+
+#: A child that calls the neighbour sampler's count kernel in the variant ``argv[1]`` names
+#: and says whether that call compiled it (and then whether its code is the parallel one) or
+#: loaded it.
+TWINS = """
+import json, sys, numpy as np, graphsys
+from graphsys.sampling import _kernels as K
+kernel = K.count_picks_par if sys.argv[1] == "par" else K.count_picks_ser
+out = np.empty(2, np.int64)
+kernel(np.array([0, 2, 5], np.int64), np.array([0, 1], np.int64), 1, False, out)
+(sig,) = kernel.signatures
+misses = sum(kernel.stats.cache_misses.values())
+print(json.dumps({"counts": out.tolist(), "hits": sum(kernel.stats.cache_hits.values()),
+                  "misses": misses,  # compiled here: whether its code runs parallel loops
+                  "parallel": "__gufunc__" in kernel.overloads[sig].library.get_llvm_str()
+                  if misses else None}))
+"""
+
+
+def test_twin_kernels_of_one_function_cache_apart(tmp_path):
+    """The samplers compile each kernel twice from one Python function (``parallel=True``
+    and a serial ``nogil`` twin), which numba would cache under the same files and keys:
+    the serial one compiled first then loaded where the parallel one was asked for. Each
+    twin's entries are keyed by its options: a process asking for the parallel kernel
+    after another compiled the serial one compiles its own, and the next loads it."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(PYTHONPATH=str(REPO), NUMBA_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONDONTWRITEBYTECODE="1")
+
+    def child(variant: str) -> dict:
+        out = subprocess.run([sys.executable, "-c", TWINS, variant], env=env, timeout=600,
+                             capture_output=True, text=True, check=True)
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    first, second, third = child("ser"), child("par"), child("par")
+    assert first["counts"] == second["counts"] == third["counts"] == [1, 1]
+    assert (first["misses"], first["parallel"]) == (1, False)
+    assert (second["hits"], second["misses"], second["parallel"]) == (0, 1, True)
+    assert (third["hits"], third["misses"]) == (1, 0)  # the parallel twin's own entry
